@@ -1,0 +1,52 @@
+//! Wire formats, one module per format, in the style of smoltcp's `wire`:
+//!
+//! * a zero-copy typed view (`Frame<T>`, `Packet<T>`) over any `AsRef<[u8]>`,
+//!   with field offsets named once in a `field` module;
+//! * `new_checked`, which validates lengths so that every accessor after it is
+//!   in bounds (accessors on an unchecked view may panic, checked ones never);
+//! * an owned representation (`...Repr`) with `parse` (never panics, returns a
+//!   typed [`Error`]) and `emit` into a caller-provided buffer.
+
+pub mod checksum;
+pub mod ethernet;
+pub mod vlan;
+
+use core::fmt;
+
+/// Why a buffer could not be read as a given format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Error {
+    /// The buffer is shorter than the format (or its own length field) requires.
+    Truncated,
+    /// A checksum in the buffer does not match its contents.
+    BadChecksum,
+    /// A well-formed value this implementation does not handle (version,
+    /// hardware type, opcode...).
+    Unsupported,
+    /// A field holds a value the format forbids (a length below the header
+    /// size, a reserved bit set where it must be zero...).
+    Malformed,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Error::Truncated => "truncated",
+            Error::BadChecksum => "bad checksum",
+            Error::Unsupported => "unsupported",
+            Error::Malformed => "malformed",
+        })
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = core::result::Result<T, Error>;
+
+/// A byte range inside a header: `buf[field::SRC]`.
+pub(crate) type Field = core::ops::Range<usize>;
+/// The bytes from an offset to the end of the buffer.
+pub(crate) type Rest = core::ops::RangeFrom<usize>;
+
+pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+pub use vlan::{VlanId, VlanTag, VlanTagRepr};

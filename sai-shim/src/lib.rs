@@ -1,0 +1,1 @@
+//! The SAI-like object API that every control plane programs, and its backends.
