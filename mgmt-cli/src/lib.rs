@@ -1,0 +1,1 @@
+//! Management API types, client and renderers.
