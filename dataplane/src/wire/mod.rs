@@ -7,6 +7,7 @@
 //! * an owned representation (`...Repr`) with `parse` (never panics, returns a
 //!   typed [`Error`]) and `emit` into a caller-provided buffer.
 
+pub mod arp;
 pub mod checksum;
 pub mod ethernet;
 pub mod vlan;
@@ -50,3 +51,4 @@ pub(crate) type Rest = core::ops::RangeFrom<usize>;
 
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
 pub use vlan::{VlanId, VlanTag, VlanTagRepr};
+pub use arp::{ArpPacket, ArpRepr};
