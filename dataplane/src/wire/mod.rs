@@ -10,7 +10,10 @@
 pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod ipv4;
+pub mod udp;
 pub mod vlan;
+pub mod vxlan;
 
 use core::fmt;
 
@@ -52,3 +55,6 @@ pub(crate) type Rest = core::ops::RangeFrom<usize>;
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
 pub use vlan::{VlanId, VlanTag, VlanTagRepr};
 pub use arp::{ArpPacket, ArpRepr};
+pub use ipv4::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr};
+pub use udp::{PseudoHeader, UdpPacket, UdpRepr};
+pub use vxlan::{VXLAN_PORT, VxlanPacket, VxlanRepr};
