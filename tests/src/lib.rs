@@ -1,1 +1,13 @@
-//! Shared helpers for the cross-crate tests in `tests/tests/`.
+//! Shared helpers for the cross-crate tests in `tests/tests/`: a network
+//! namespace harness ([`Netns`], [`veth`]), process guards that clean up even
+//! when a test panics, and a [`Switchd`] launcher.
+//!
+//! Every name is unique per process and per call (`ft<pid>x<counter>...`),
+//! so tests can run in parallel and a leftover from a crashed run never
+//! collides with a new one.
+
+pub mod netns;
+pub mod switchd;
+
+pub use netns::{Netns, ProcessGuard, require_root_and_tools, unique_name, veth};
+pub use switchd::{Switchd, TempDir, swcli_json, workspace_binary};

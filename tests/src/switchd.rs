@@ -1,0 +1,181 @@
+//! Launching `switchd` inside a namespace and querying it with `swcli`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use crate::netns::{Netns, ProcessGuard};
+
+/// The target directory profile folder this test binary was built into
+/// (`target/debug` for `target/debug/deps/switchd_l2-<hash>`).
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("current_exe");
+    let deps = exe.parent().expect("deps dir");
+    deps.parent().expect("profile dir").to_path_buf()
+}
+
+/// The path of a workspace binary (`switchd`, `swcli`), built on first use
+/// with the same cargo and profile as the running test, so
+/// `cargo test -p fabric-tests` alone works (cargo builds other packages'
+/// binaries only for `--workspace`).
+pub fn workspace_binary(name: &str) -> PathBuf {
+    static BUILT: OnceLock<()> = OnceLock::new();
+    let dir = profile_dir();
+    BUILT.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
+        let mut cmd = Command::new(cargo);
+        cmd.args([
+            "build",
+            "--bins",
+            "-p",
+            "switchd",
+            "-p",
+            "mgmt-cli",
+            "--manifest-path",
+        ])
+        .arg(&manifest);
+        if dir.file_name().is_some_and(|n| n == "release") {
+            cmd.arg("--release");
+        }
+        if let Some(target) = dir.parent() {
+            cmd.env("CARGO_TARGET_DIR", target);
+        }
+        let status = cmd.status().expect("run cargo build");
+        assert!(status.success(), "cargo build of switchd and swcli failed");
+    });
+    let path = dir.join(name);
+    assert!(path.is_file(), "{} not built", path.display());
+    path
+}
+
+/// A running `switchd` in a namespace, stopped (SIGTERM) on drop.
+pub struct Switchd {
+    pub process: ProcessGuard,
+    pub socket: PathBuf,
+    pub config_path: PathBuf,
+    ns_name: String,
+    _dir: TempDir,
+}
+
+impl Switchd {
+    /// Writes `config_yaml` to a temporary file and starts
+    /// `switchd --config <file> --socket <sock>` in `ns`, then waits until
+    /// the management socket answers.
+    pub fn start(ns: &Netns, config_yaml: &str) -> Switchd {
+        let switchd = Self::spawn(ns, config_yaml);
+        switchd.wait_ready(Duration::from_secs(15));
+        switchd
+    }
+
+    /// Starts the daemon without waiting for it (for configs expected to be
+    /// refused).
+    pub fn spawn(ns: &Netns, config_yaml: &str) -> Switchd {
+        let dir = TempDir::new("switchd");
+        let config_path = dir.path().join("switchd.yaml");
+        let socket = dir.path().join("switchd.sock");
+        std::fs::write(&config_path, config_yaml).expect("write config");
+        let mut cmd = ns.command(workspace_binary("switchd").to_str().expect("utf-8 path"));
+        cmd.arg("--config")
+            .arg(&config_path)
+            .arg("--socket")
+            .arg(&socket)
+            .env(
+                "RUST_LOG",
+                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let process = ProcessGuard::spawn("switchd", cmd);
+        Switchd {
+            process,
+            socket,
+            config_path,
+            ns_name: ns.name().to_string(),
+            _dir: dir,
+        }
+    }
+
+    fn wait_ready(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.socket.exists() && self.swcli_status(&["show", "interfaces", "--json"]).0 {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "switchd in {} did not answer on {} within {timeout:?}",
+                    self.ns_name,
+                    self.socket.display()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Runs `swcli --socket <sock> <args>`; returns (success, stdout, stderr).
+    pub fn swcli_status(&self, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(workspace_binary("swcli"))
+            .arg("--socket")
+            .arg(&self.socket)
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run swcli");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+
+    /// `swcli --socket <sock> <args>`, panicking unless it succeeds.
+    #[track_caller]
+    pub fn swcli(&self, args: &[&str]) -> String {
+        let (ok, stdout, stderr) = self.swcli_status(args);
+        assert!(ok, "swcli {} failed: {stdout}{stderr}", args.join(" "));
+        stdout
+    }
+
+    /// `swcli show <what> --json` parsed.
+    #[track_caller]
+    pub fn show_json(&self, what: &str) -> serde_json::Value {
+        swcli_json(&self.swcli(&["show", what, "--json"]))
+    }
+
+    /// Stops the daemon with SIGTERM and returns its exit status and logs.
+    pub fn stop(&mut self) -> Option<std::process::Output> {
+        self.process.stop(Duration::from_secs(5))
+    }
+}
+
+/// Parses `swcli --json` output.
+#[track_caller]
+pub fn swcli_json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("swcli output is not JSON ({e}): {text}"))
+}
+
+/// A temporary directory removed on drop.
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    pub fn new(tag: &str) -> TempDir {
+        let path = std::env::temp_dir().join(crate::unique_name(&format!("ft-{tag}-")));
+        std::fs::create_dir_all(&path).expect("create temp dir");
+        TempDir { path }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
