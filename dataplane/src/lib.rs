@@ -2,4 +2,5 @@
 //! the sans-IO forwarding pipeline that turns (frame, ingress port, time) into
 //! forwarding decisions.
 
+pub mod io;
 pub mod wire;
