@@ -10,6 +10,7 @@
 pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod icmpv4;
 pub mod ipv4;
 pub mod mac_control;
 pub mod udp;
@@ -60,3 +61,4 @@ pub use ipv4::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr};
 pub use udp::{PseudoHeader, UdpPacket, UdpRepr};
 pub use vxlan::{VXLAN_PORT, VxlanPacket, VxlanRepr};
 pub use mac_control::{MacControlPacket, MacControlRepr};
+pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
