@@ -1,1 +1,41 @@
-//! Management API types, client and renderers.
+//! The management API of `switchd`: the request and response types (shared
+//! by the daemon and its clients), the wire codec, a blocking client, and the
+//! renderers behind `swcli`.
+//!
+//! # Wire protocol
+//!
+//! JSON over a Unix stream socket, one value per line: the client writes one
+//! [`Request`] followed by `\n`, the server answers one [`Response`] followed
+//! by `\n`. A connection may carry any number of request/response pairs in
+//! turn. See [`codec`].
+//!
+//! # Adding a command
+//!
+//! 1. a variant of [`Request`] and, carrying its answer, a variant of
+//!    [`Reply`] whose payload is a type in [`api`];
+//! 2. the handler in `switchd::mgmt` that builds that payload;
+//! 3. an implementation of [`render::Render`] for the payload, and the
+//!    subcommand in `swcli` (`src/bin/swcli.rs`) that maps to the request.
+
+pub mod api;
+pub mod client;
+pub mod codec;
+pub mod render;
+pub mod table;
+
+pub use api::{Reply, Request, Response};
+pub use client::{Client, ClientError};
+
+/// Environment variable that overrides the default socket path of `swcli`.
+pub const SOCKET_ENV: &str = "SWCLI_SOCKET";
+
+/// Where `switchd` listens when its config names no socket: one socket per
+/// switch name, so several daemons (one per namespace or per simulated
+/// switch) can share a host.
+pub fn default_socket_path(switch_name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/run/switchd/{switch_name}.sock"))
+}
+
+/// The socket `swcli` uses when given no `--socket` and no
+/// [`SOCKET_ENV`]: the conventional path of a single daemon named `switch`.
+pub const DEFAULT_CLIENT_SOCKET: &str = "/run/switchd/switch.sock";

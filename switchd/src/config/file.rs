@@ -1,0 +1,230 @@
+//! The startup config as the YAML file spells it: every field an operator
+//! may write, with defaults, and nothing checked beyond types. Unknown keys
+//! are refused (`deny_unknown_fields`) so a typo never silently does nothing.
+//!
+//! ```yaml
+//! name: leaf1
+//! log_level: info              # trace | debug | info | warn | error
+//! management:
+//!   socket: /run/switchd/leaf1.sock
+//! lldp:
+//!   tx_interval_secs: 30
+//!   hold_multiplier: 4
+//! loopback: [10.255.0.1/32]    # the switch's own addresses (VTEP source...)
+//! ports:
+//!   - name: eth1
+//!     kind: afpacket           # afpacket | tap
+//!     admin: up                # up | down
+//!     mtu: 9100
+//!     mode: access             # access | trunk | routed
+//!     vlan: 10
+//!   - name: eth2
+//!     mode: trunk
+//!     vlans: [10, 20]
+//!     native: 1
+//!   - name: eth3
+//!     mode: routed
+//!     addresses: [10.0.1.1/31, "2001:db8:1::1/64"]
+//! vlans:
+//!   - id: 10
+//!     members: [eth4]          # optional: ports may also join from the VLAN side
+//!     addresses: [192.168.10.1/24]   # SVI
+//! vxlan:
+//!   source: 10.255.0.1
+//!   udp_port: 4789
+//!   vnis:
+//!     - vni: 10010
+//!       vlan: 10
+//!       flood: [10.255.0.2]    # static remote VTEPs (head-end replication)
+//! routes:
+//!   - prefix: 0.0.0.0/0
+//!     next_hops: [10.0.1.0, 10.0.2.0]   # several = ECMP
+//! ```
+
+use ipnetwork::IpNetwork;
+use serde::{Deserialize, Serialize};
+use std::net::{IpAddr, Ipv4Addr};
+use std::path::PathBuf;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConfigFile {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_level: Option<LogLevel>,
+    #[serde(default)]
+    pub management: ManagementFile,
+    #[serde(default)]
+    pub lldp: LldpFile,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loopback: Vec<IpNetwork>,
+    #[serde(default)]
+    pub ports: Vec<PortFile>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub vlans: Vec<VlanFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vxlan: Option<VxlanFile>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub routes: Vec<RouteFile>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    Trace,
+    Debug,
+    Info,
+    Warn,
+    Error,
+}
+
+impl LogLevel {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Trace => "trace",
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ManagementFile {
+    /// Defaults to `/run/switchd/<name>.sock`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LldpFile {
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// IEEE 802.1AB msgTxInterval.
+    #[serde(default = "default_lldp_interval")]
+    pub tx_interval_secs: u32,
+    /// IEEE 802.1AB msgTxHold: TTL = interval x hold.
+    #[serde(default = "default_lldp_hold")]
+    pub hold_multiplier: u32,
+}
+
+impl Default for LldpFile {
+    fn default() -> Self {
+        LldpFile { enabled: true, tx_interval_secs: default_lldp_interval(), hold_multiplier: default_lldp_hold() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PortKind {
+    /// A raw AF_PACKET socket on an existing interface (veth, physical).
+    #[default]
+    Afpacket,
+    /// A TAP device switchd creates.
+    Tap,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AdminState {
+    #[default]
+    Up,
+    Down,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModeKind {
+    Access,
+    Trunk,
+    Routed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortFile {
+    pub name: String,
+    #[serde(default)]
+    pub kind: PortKind,
+    #[serde(default)]
+    pub admin: AdminState,
+    #[serde(default = "default_mtu")]
+    pub mtu: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    pub mode: ModeKind,
+    /// Access mode: the port's VLAN.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlan: Option<u16>,
+    /// Trunk mode: the tagged VLANs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vlans: Option<Vec<u16>>,
+    /// Trunk mode: the VLAN of untagged frames (the PVID).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native: Option<u16>,
+    /// Routed mode: the port's addresses with prefix length.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub addresses: Option<Vec<IpNetwork>>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VlanFile {
+    pub id: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Ports that join this VLAN: untagged on access ports, tagged on trunks.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<String>,
+    /// Addresses of the VLAN's router interface (SVI).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub addresses: Vec<IpNetwork>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VxlanFile {
+    pub source: Ipv4Addr,
+    #[serde(default = "default_vxlan_port")]
+    pub udp_port: u16,
+    #[serde(default)]
+    pub vnis: Vec<VniFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VniFile {
+    pub vni: u32,
+    pub vlan: u16,
+    /// Remote VTEPs that receive this VNI's broadcast, unknown unicast and
+    /// multicast (head-end replication).
+    #[serde(default)]
+    pub flood: Vec<Ipv4Addr>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RouteFile {
+    pub prefix: IpNetwork,
+    /// Several next hops make an ECMP group.
+    pub next_hops: Vec<IpAddr>,
+}
+
+fn default_true() -> bool {
+    true
+}
+fn default_lldp_interval() -> u32 {
+    30
+}
+fn default_lldp_hold() -> u32 {
+    4
+}
+fn default_mtu() -> u16 {
+    1500
+}
+fn default_vxlan_port() -> u16 {
+    4789
+}

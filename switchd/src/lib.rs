@@ -1,0 +1,5 @@
+//! `switchd`, the switch daemon, as a library: the config model, its
+//! application to the SAI-like shim, the management server, the LLDP agent
+//! and the in-memory demo fabric. `main.rs` is a thin command-line front.
+
+pub mod config;
