@@ -1,0 +1,149 @@
+//! The boundary between the object layer and forwarding.
+//!
+//! The trait is object-level: a backend hears "this VLAN member now exists,
+//! with these attributes", after the object store has checked types,
+//! references and uniqueness, and it turns that into its own forwarding state.
+//! The `soft` backend programs this project's pipeline; a `kernel` backend
+//! turns the same calls into rtnetlink requests (a bridge with VLAN
+//! filtering, VXLAN devices, FDB entries with `extern_learn`, neighbours,
+//! nexthop objects and groups) and reads its notifications from netlink
+//! monitor messages.
+//!
+//! Every call gets the [`ObjectStore`] so a backend can resolve the objects a
+//! reference names (a VLAN member's VLAN id, a next hop's router interface)
+//! without keeping copies. On `create` the new object is not in the store yet;
+//! on `set` and `remove` the store still holds the old state. A call that
+//! returns an error must leave the backend as it was: the store then keeps its
+//! old state too.
+
+pub mod soft;
+
+use crate::api::ObjectStore;
+use crate::attributes::{FdbEntry, NeighborEntry, Object, RouteEntry};
+use crate::error::SaiResult;
+use crate::notification::Notification;
+use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, RouteEntryKey};
+
+/// Which entries [`crate::Sai::flush_fdb_entries`] removes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FdbFlush {
+    /// Only entries behind this bridge port.
+    pub bridge_port: Option<ObjectId>,
+    /// Only entries in this VLAN.
+    pub vlan: Option<ObjectId>,
+    pub entry_type: FdbFlushType,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FdbFlushType {
+    /// Learned and control-plane dynamic entries.
+    #[default]
+    Dynamic,
+    Static,
+    All,
+}
+
+/// Per-port counters in SAI's terms (`SAI_PORT_STAT_IF_IN_OCTETS`...).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PortStats {
+    pub in_octets: u64,
+    pub in_ucast_pkts: u64,
+    pub in_non_ucast_pkts: u64,
+    pub in_discards: u64,
+    pub out_octets: u64,
+    pub out_ucast_pkts: u64,
+    pub out_non_ucast_pkts: u64,
+    pub out_discards: u64,
+}
+
+pub trait Backend {
+    /// A new object passed the store's checks; program it.
+    fn create(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()>;
+    /// Settable attributes of an object changed from `old` to `new`.
+    fn set(
+        &mut self,
+        store: &ObjectStore,
+        id: ObjectId,
+        old: &Object,
+        new: &Object,
+    ) -> SaiResult<()>;
+    /// Nothing refers to the object any more; unprogram it.
+    fn remove(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()>;
+
+    fn create_fdb_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &FdbEntryKey,
+        entry: &FdbEntry,
+    ) -> SaiResult<()>;
+    fn set_fdb_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &FdbEntryKey,
+        old: &FdbEntry,
+        new: &FdbEntry,
+    ) -> SaiResult<()>;
+    fn remove_fdb_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &FdbEntryKey,
+        entry: &FdbEntry,
+    ) -> SaiResult<()>;
+    /// Removes learned entries matching `filter` (the store removes the
+    /// entries it created itself through `remove_fdb_entry`).
+    fn flush_learned_fdb_entries(
+        &mut self,
+        store: &ObjectStore,
+        filter: &FdbFlush,
+    ) -> SaiResult<()>;
+
+    fn create_route_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &RouteEntryKey,
+        entry: &RouteEntry,
+    ) -> SaiResult<()>;
+    fn set_route_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &RouteEntryKey,
+        old: &RouteEntry,
+        new: &RouteEntry,
+    ) -> SaiResult<()>;
+    fn remove_route_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &RouteEntryKey,
+        entry: &RouteEntry,
+    ) -> SaiResult<()>;
+
+    fn create_neighbor_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &NeighborEntryKey,
+        entry: &NeighborEntry,
+    ) -> SaiResult<()>;
+    fn set_neighbor_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &NeighborEntryKey,
+        old: &NeighborEntry,
+        new: &NeighborEntry,
+    ) -> SaiResult<()>;
+    fn remove_neighbor_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &NeighborEntryKey,
+        entry: &NeighborEntry,
+    ) -> SaiResult<()>;
+
+    /// The link state of a port, as far as the backend knows.
+    fn port_oper_status(&self, port: ObjectId) -> bool;
+    fn port_stats(&self, port: ObjectId) -> SaiResult<PortStats>;
+    /// The FDB as forwarding sees it: control-plane entries and learned ones.
+    fn fdb_entries(&self, store: &ObjectStore) -> Vec<(FdbEntryKey, FdbEntry)>;
+
+    /// Moves what happened in forwarding since the last call (learning,
+    /// aging, link changes, neighbour resolution) into `out`, in order.
+    fn drain_notifications(&mut self, store: &ObjectStore, out: &mut Vec<Notification>);
+}

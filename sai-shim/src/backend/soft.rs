@@ -1,0 +1,949 @@
+//! The soft backend: programs this project's forwarding pipeline
+//! ([`dataplane::pipeline::Switch`]).
+//!
+//! It owns the `Switch`, gives every port, router interface, next hop and
+//! group a dense pipeline index (indices are reused, object ids never are),
+//! and exposes the packet entry points an I/O adapter drives: a frame
+//! received on a port ([`SoftBackend::process`]), a frame the host sends
+//! through a host interface ([`SoftBackend::host_send`]), timers
+//! ([`SoftBackend::poll`]) and link changes ([`SoftBackend::set_link_status`]).
+//! What the pipeline reports (learning, aging, neighbour resolution) comes
+//! back as shim [`Notification`]s, with pipeline indices turned into ids.
+
+use std::collections::HashMap;
+use std::net::Ipv4Addr;
+
+use dataplane::pipeline::{
+    self, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId,
+    Output, PortConfig, PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig,
+    TableError, VtepConfig,
+};
+use dataplane::wire::{EthernetAddress, VlanId};
+
+use super::{Backend, FdbFlush, PortStats};
+use crate::api::ObjectStore;
+use crate::attributes::*;
+use crate::error::{SaiError, SaiResult};
+use crate::notification::{FdbEvent, Notification};
+use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey};
+
+/// Hands out the lowest free dense index below a limit.
+#[derive(Debug, Default)]
+struct DenseIndex {
+    owners: Vec<Option<ObjectId>>,
+    of: HashMap<ObjectId, u32>,
+}
+
+impl DenseIndex {
+    fn with_limit(limit: usize) -> DenseIndex {
+        DenseIndex {
+            owners: vec![None; limit],
+            of: HashMap::new(),
+        }
+    }
+
+    fn allocate(&mut self, id: ObjectId, table: &'static str) -> SaiResult<u32> {
+        let slot = self
+            .owners
+            .iter()
+            .position(Option::is_none)
+            .ok_or(SaiError::TableFull { table })?;
+        self.owners[slot] = Some(id);
+        self.of.insert(id, slot as u32);
+        Ok(slot as u32)
+    }
+
+    fn release(&mut self, id: ObjectId) {
+        if let Some(slot) = self.of.remove(&id) {
+            self.owners[slot as usize] = None;
+        }
+    }
+
+    fn get(&self, id: ObjectId) -> Option<u32> {
+        self.of.get(&id).copied()
+    }
+
+    fn owner(&self, index: u32) -> Option<ObjectId> {
+        self.owners.get(index as usize).copied().flatten()
+    }
+}
+
+/// Where a host interface's traffic goes in the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum HostTarget {
+    Port(PortId),
+    RouterInterface(RifId),
+}
+
+pub struct SoftBackend {
+    config: SwitchConfig,
+    switch: pipeline::Switch,
+    /// The latest time the caller gave; stamps control-plane FDB entries.
+    now: u64,
+    cpu_port: Option<ObjectId>,
+    default_virtual_router: Option<ObjectId>,
+    ports: DenseIndex,
+    rifs: DenseIndex,
+    next_hops: DenseIndex,
+    groups: DenseIndex,
+    vlans: HashMap<ObjectId, VlanId>,
+    vlan_of_vid: HashMap<VlanId, ObjectId>,
+    bridge_port_of_port: HashMap<PortId, ObjectId>,
+    bridge_port_of_remote: HashMap<Ipv4Addr, ObjectId>,
+    tunnel: Option<ObjectId>,
+    host_interfaces: HashMap<ObjectId, HostTarget>,
+    host_interface_of: HashMap<HostTarget, ObjectId>,
+    notifications: Vec<Notification>,
+}
+
+fn table_error(error: TableError, table: &'static str, attribute: &'static str) -> SaiError {
+    match error {
+        TableError::Full => SaiError::TableFull { table },
+        TableError::Invalid(why) => SaiError::InvalidAttribute {
+            object: table,
+            attribute,
+            reason: why.into(),
+        },
+        TableError::NotFound => {
+            SaiError::Backend(format!("{table}: the pipeline has no such entry"))
+        }
+        TableError::InUse => SaiError::Backend(format!("{table}: still in use in the pipeline")),
+    }
+}
+
+impl SoftBackend {
+    /// A backend whose pipeline has the given table sizes and timers. The FDB
+    /// aging time is the switch object's `FDB_AGING_TIME`.
+    pub fn new(config: SwitchConfig) -> SoftBackend {
+        SoftBackend {
+            switch: pipeline::Switch::new(config.clone()),
+            ports: DenseIndex::with_limit(usize::from(config.max_ports)),
+            rifs: DenseIndex::with_limit(usize::from(config.max_router_interfaces)),
+            next_hops: DenseIndex::with_limit(config.route_capacity.min(1 << 20)),
+            groups: DenseIndex::with_limit(config.route_capacity.min(1 << 20)),
+            config,
+            now: 0,
+            cpu_port: None,
+            default_virtual_router: None,
+            vlans: HashMap::new(),
+            vlan_of_vid: HashMap::new(),
+            bridge_port_of_port: HashMap::new(),
+            bridge_port_of_remote: HashMap::new(),
+            tunnel: None,
+            host_interfaces: HashMap::new(),
+            host_interface_of: HashMap::new(),
+            notifications: Vec::new(),
+        }
+    }
+
+    /// The pipeline, read-only: for show commands and tests of its tables.
+    pub fn pipeline(&self) -> &pipeline::Switch {
+        &self.switch
+    }
+
+    /// The pipeline index of a port (the I/O adapter's port number).
+    pub fn port_index(&self, port: ObjectId) -> Option<PortId> {
+        self.ports.get(port).map(|index| index as PortId)
+    }
+
+    /// The port object behind a pipeline index.
+    pub fn port_object(&self, index: PortId) -> Option<ObjectId> {
+        self.ports.owner(u32::from(index))
+    }
+
+    pub fn router_interface_index(&self, rif: ObjectId) -> Option<RifId> {
+        self.rifs.get(rif).map(|index| index as RifId)
+    }
+
+    /// The host interface a punted frame is for: the router interface's if
+    /// the frame came through one that has a host interface, else the port's.
+    pub fn punt_host_interface(&self, egress: &Egress) -> Option<ObjectId> {
+        match *egress {
+            Egress::Host { port, rif, .. } => rif
+                .and_then(|rif| {
+                    self.host_interface_of
+                        .get(&HostTarget::RouterInterface(rif))
+                })
+                .or_else(|| self.host_interface_of.get(&HostTarget::Port(port)))
+                .copied(),
+            Egress::Port(_) => None,
+        }
+    }
+
+    /// Forwards a frame received on `port` at `now`; emitted frames are
+    /// appended to `out`. A port id the backend does not know is dropped and
+    /// counted as an unknown port.
+    pub fn process(
+        &mut self,
+        now: u64,
+        port: ObjectId,
+        frame: &[u8],
+        out: &mut Output,
+    ) -> Disposition {
+        self.now = self.now.max(now);
+        let index = self.port_index(port).unwrap_or(PortId::MAX);
+        self.switch.process(now, index, frame, out)
+    }
+
+    /// The same by pipeline index, for an I/O loop that already has it.
+    pub fn process_index(
+        &mut self,
+        now: u64,
+        port: PortId,
+        frame: &[u8],
+        out: &mut Output,
+    ) -> Disposition {
+        self.now = self.now.max(now);
+        self.switch.process(now, port, frame, out)
+    }
+
+    /// A frame the host wrote to a host interface (SAI hostif tx): sent out
+    /// of its port as is, or, for a router interface's host interface,
+    /// bridged in the router interface's VLAN from the CPU.
+    pub fn host_send(
+        &mut self,
+        now: u64,
+        host_interface: ObjectId,
+        frame: &[u8],
+        out: &mut Output,
+    ) -> SaiResult<()> {
+        self.now = self.now.max(now);
+        let Some(target) = self.host_interfaces.get(&host_interface).copied() else {
+            return Err(match host_interface.object_type() {
+                Some(ObjectType::HostInterface) | None => SaiError::UnknownObject(host_interface),
+                found => SaiError::WrongObjectType {
+                    attribute: "host_interface",
+                    id: host_interface,
+                    found,
+                    expected: ObjectType::HostInterface.name(),
+                },
+            });
+        };
+        // TODO(pipeline): send_from_host / send_from_host_on_rif have not landed yet.
+        let _ = (target, frame, out);
+        Err(SaiError::NotSupported(
+            "host interface tx awaits the pipeline's send_from_host".into(),
+        ))
+    }
+
+    /// Advances the pipeline's timers (FDB aging, neighbour probes and expiry).
+    pub fn poll(&mut self, now: u64, out: &mut Output) {
+        self.now = self.now.max(now);
+        self.switch.poll(now, out);
+    }
+
+    /// The port adapter saw the link go up or down. Reported as a
+    /// [`Notification::PortOperStatus`] when it changes.
+    pub fn set_link_status(&mut self, port: ObjectId, up: bool) -> SaiResult<()> {
+        let index = self.port_index(port).ok_or(SaiError::UnknownObject(port))?;
+        if self.switch.port_oper_status(index) == Some(up) {
+            return Ok(());
+        }
+        // Keep notifications in the order things happened: the pipeline's
+        // queued events, then the link change, then the MACs it flushed.
+        self.translate_events();
+        self.switch.set_port_oper_status(index, up);
+        self.notifications
+            .push(Notification::PortOperStatus { port, up });
+        self.translate_events();
+        Ok(())
+    }
+
+    pub fn port_counters(&self, port: ObjectId) -> Option<&PortCounters> {
+        self.switch.port_counters(self.port_index(port)?)
+    }
+
+    pub fn drop_counters(&self) -> &DropCounters {
+        self.switch.drop_counters()
+    }
+
+    fn translate_dest(&self, dest: FdbDest) -> Option<ObjectId> {
+        match dest {
+            FdbDest::Port(port) => self.bridge_port_of_port.get(&port).copied(),
+            FdbDest::Tunnel(remote) => self.bridge_port_of_remote.get(&remote).copied(),
+        }
+    }
+
+    fn translate_events(&mut self) {
+        let events: Vec<Event> = self.switch.drain_events().collect();
+        for event in events {
+            let notification = match event {
+                Event::FdbLearned { vid, mac, dest } | Event::FdbAged { vid, mac, dest } => {
+                    let Some(&vlan) = self.vlan_of_vid.get(&vid) else {
+                        continue;
+                    };
+                    let fdb_event = if matches!(event, Event::FdbLearned { .. }) {
+                        FdbEvent::Learned
+                    } else {
+                        FdbEvent::Aged
+                    };
+                    Notification::Fdb {
+                        event: fdb_event,
+                        entry: FdbEntryKey { vlan, mac },
+                        bridge_port: self.translate_dest(dest),
+                    }
+                }
+                Event::FdbMoved { vid, mac, from, to } => {
+                    let Some(&vlan) = self.vlan_of_vid.get(&vid) else {
+                        continue;
+                    };
+                    Notification::Fdb {
+                        event: FdbEvent::Moved {
+                            from: self.translate_dest(from),
+                        },
+                        entry: FdbEntryKey { vlan, mac },
+                        bridge_port: self.translate_dest(to),
+                    }
+                }
+                Event::NeighborResolved { rif, ip, mac } => {
+                    let Some(router_interface) = self.rifs.owner(u32::from(rif)) else {
+                        continue;
+                    };
+                    Notification::NeighborResolved {
+                        router_interface,
+                        ip,
+                        mac,
+                    }
+                }
+                Event::NeighborExpired { rif, ip } => {
+                    let Some(router_interface) = self.rifs.owner(u32::from(rif)) else {
+                        continue;
+                    };
+                    Notification::NeighborExpired {
+                        router_interface,
+                        ip,
+                    }
+                }
+            };
+            self.notifications.push(notification);
+        }
+    }
+
+    fn vid(&self, vlan: ObjectId) -> SaiResult<VlanId> {
+        self.vlans
+            .get(&vlan)
+            .copied()
+            .ok_or(SaiError::UnknownObject(vlan))
+    }
+
+    fn port(&self, port: ObjectId) -> SaiResult<PortId> {
+        self.port_index(port).ok_or(SaiError::UnknownObject(port))
+    }
+
+    fn rif(&self, rif: ObjectId) -> SaiResult<RifId> {
+        self.router_interface_index(rif)
+            .ok_or(SaiError::UnknownObject(rif))
+    }
+
+    /// A port's pipeline configuration: the port's attributes and its bridge
+    /// port's learning mode.
+    fn port_config(&self, store: &ObjectStore, port: &Port, index: PortId) -> PortConfig {
+        let learning = self
+            .bridge_port_of_port
+            .get(&index)
+            .and_then(|bridge_port| store.bridge_port(*bridge_port))
+            .is_none_or(|bridge_port| bridge_port.learning);
+        PortConfig {
+            admin_up: port.admin_state,
+            mtu: port.mtu,
+            pvid: port.port_vlan_id,
+            learning,
+        }
+    }
+
+    fn fdb_dest(&self, store: &ObjectStore, bridge_port: ObjectId) -> SaiResult<FdbDest> {
+        match store.bridge_port(bridge_port).map(|b| b.bridge_port_type) {
+            Some(BridgePortType::Port(port)) => Ok(FdbDest::Port(self.port(port)?)),
+            Some(BridgePortType::Tunnel(endpoint)) => {
+                let endpoint = store
+                    .tunnel_endpoint(endpoint)
+                    .ok_or(SaiError::UnknownObject(endpoint))?;
+                Ok(FdbDest::Tunnel(endpoint.remote_ip))
+            }
+            None => Err(SaiError::UnknownObject(bridge_port)),
+        }
+    }
+
+    fn route_target(&self, store: &ObjectStore, entry: &RouteEntry) -> SaiResult<RouteTarget> {
+        Ok(match (entry.packet_action, entry.next_hop) {
+            (PacketAction::Drop, _) => RouteTarget::Drop,
+            (PacketAction::Trap, _) => RouteTarget::Punt,
+            (PacketAction::Forward, None) => {
+                return Err(SaiError::entry_invalid(
+                    "route entry",
+                    "NEXT_HOP_ID",
+                    "mandatory with action forward",
+                ));
+            }
+            (PacketAction::Forward, Some(id)) => match id.object_type() {
+                Some(ObjectType::NextHop) => RouteTarget::NextHop(
+                    self.next_hops.get(id).ok_or(SaiError::UnknownObject(id))? as NextHopId,
+                ),
+                Some(ObjectType::NextHopGroup) => RouteTarget::Group(
+                    self.groups.get(id).ok_or(SaiError::UnknownObject(id))? as NextHopGroupId,
+                ),
+                Some(ObjectType::RouterInterface) => RouteTarget::Connected(self.rif(id)?),
+                Some(ObjectType::Port) if id == store.cpu_port() => RouteTarget::Local,
+                found => {
+                    return Err(SaiError::WrongObjectType {
+                        attribute: "NEXT_HOP_ID",
+                        id,
+                        found,
+                        expected: "next hop, next-hop group, router interface or CPU port",
+                    });
+                }
+            },
+        })
+    }
+
+    fn rif_config(&self, rif: &RouterInterface) -> SaiResult<pipeline::RouterInterface> {
+        let kind = match rif.rif_type {
+            RouterInterfaceType::Port(port) => RifKind::Port(self.port(port)?),
+            RouterInterfaceType::Vlan(vlan) => RifKind::Vlan(self.vid(vlan)?),
+        };
+        Ok(pipeline::RouterInterface {
+            kind,
+            mac: rif.src_mac_address,
+            mtu: rif.mtu,
+            admin_up: rif.admin_state,
+        })
+    }
+
+    /// Reprograms a group with its members per the store, `extra` added and
+    /// `without` left out (the store does not hold the change yet).
+    fn program_group(
+        &mut self,
+        store: &ObjectStore,
+        group: ObjectId,
+        extra: Option<ObjectId>,
+        without: Option<ObjectId>,
+    ) -> SaiResult<()> {
+        let index = self
+            .groups
+            .get(group)
+            .ok_or(SaiError::UnknownObject(group))? as NextHopGroupId;
+        let mut members: Vec<NextHopId> = Vec::new();
+        for (member_id, object) in store.objects_of(ObjectType::NextHopGroupMember) {
+            if let Object::NextHopGroupMember(m) = object
+                && m.group == group
+                && Some(member_id) != without
+            {
+                members.push(
+                    self.next_hops
+                        .get(m.next_hop)
+                        .ok_or(SaiError::UnknownObject(m.next_hop))?,
+                );
+            }
+        }
+        if let Some(next_hop) = extra {
+            members.push(
+                self.next_hops
+                    .get(next_hop)
+                    .ok_or(SaiError::UnknownObject(next_hop))?,
+            );
+        }
+        self.switch
+            .set_next_hop_group(index, &members)
+            .map_err(|e| table_error(e, "next-hop group", "members"))
+    }
+}
+
+impl Backend for SoftBackend {
+    fn create(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()> {
+        match object {
+            Object::Switch(switch) => {
+                let aging_ns = u64::from(switch.fdb_aging_time) * 1_000_000_000;
+                if aging_ns != self.config.fdb_aging_ns {
+                    // Nothing is programmed before the switch object exists.
+                    self.config.fdb_aging_ns = aging_ns;
+                    self.switch = pipeline::Switch::new(self.config.clone());
+                }
+            }
+            Object::Port(port) => {
+                if self.cpu_port.is_none() && port.name == "cpu" && id == store.cpu_port() {
+                    self.cpu_port = Some(id);
+                    return Ok(());
+                }
+                let index = self.ports.allocate(id, "port")? as PortId;
+                if let Err(e) = self
+                    .switch
+                    .set_port(index, self.port_config(store, port, index))
+                {
+                    self.ports.release(id);
+                    return Err(table_error(e, "port", "PORT_VLAN_ID"));
+                }
+            }
+            Object::Vlan(vlan) => {
+                self.switch
+                    .create_vlan(vlan.vlan_id)
+                    .map_err(|e| table_error(e, "vlan", "VLAN_ID"))?;
+                self.vlans.insert(id, vlan.vlan_id);
+                self.vlan_of_vid.insert(vlan.vlan_id, id);
+            }
+            Object::BridgePort(bridge_port) => match bridge_port.bridge_port_type {
+                BridgePortType::Port(port) => {
+                    let index = self.port(port)?;
+                    self.bridge_port_of_port.insert(index, id);
+                    let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
+                    let config = PortConfig {
+                        learning: bridge_port.learning,
+                        ..self.port_config(store, port, index)
+                    };
+                    self.switch
+                        .set_port(index, config)
+                        .map_err(|e| table_error(e, "bridge port", "TYPE"))?;
+                }
+                BridgePortType::Tunnel(endpoint) => {
+                    let endpoint = store
+                        .tunnel_endpoint(endpoint)
+                        .ok_or(SaiError::UnknownObject(endpoint))?;
+                    self.bridge_port_of_remote.insert(endpoint.remote_ip, id);
+                }
+            },
+            Object::VlanMember(member) => {
+                let vid = self.vid(member.vlan)?;
+                match store
+                    .bridge_port(member.bridge_port)
+                    .map(|b| b.bridge_port_type)
+                {
+                    Some(BridgePortType::Port(port)) => self
+                        .switch
+                        .set_vlan_member(
+                            vid,
+                            self.port(port)?,
+                            member.tagging_mode == TaggingMode::Tagged,
+                        )
+                        .map_err(|e| table_error(e, "vlan member", "BRIDGE_PORT_ID"))?,
+                    Some(BridgePortType::Tunnel(endpoint)) => {
+                        let remote = store
+                            .tunnel_endpoint(endpoint)
+                            .ok_or(SaiError::UnknownObject(endpoint))?
+                            .remote_ip;
+                        let vni = self.switch.vlan_vni(vid).ok_or_else(|| {
+                            SaiError::invalid(
+                                ObjectType::VlanMember,
+                                "VLAN_ID",
+                                "the VLAN is mapped to no VNI",
+                            )
+                        })?;
+                        self.switch
+                            .add_flood_vtep(vni, remote)
+                            .map_err(|e| table_error(e, "vlan member", "BRIDGE_PORT_ID"))?
+                    }
+                    None => return Err(SaiError::UnknownObject(member.bridge_port)),
+                }
+            }
+            Object::VirtualRouter(_) => {
+                if self.default_virtual_router.is_some() {
+                    return Err(SaiError::NotSupported(
+                        "the soft backend has a single virtual router".into(),
+                    ));
+                }
+                self.default_virtual_router = Some(id);
+            }
+            Object::RouterInterface(rif) => {
+                let config = self.rif_config(rif)?;
+                let index = self.rifs.allocate(id, "router interface")? as RifId;
+                if let Err(e) = self.switch.set_router_interface(index, config) {
+                    self.rifs.release(id);
+                    return Err(table_error(e, "router interface", "TYPE"));
+                }
+            }
+            Object::NextHop(next_hop) => {
+                let config = pipeline::NextHop {
+                    rif: self.rif(next_hop.router_interface)?,
+                    ip: next_hop.ip,
+                };
+                let index = self.next_hops.allocate(id, "next hop")?;
+                if let Err(e) = self.switch.set_next_hop(index, config) {
+                    self.next_hops.release(id);
+                    return Err(table_error(e, "next hop", "ROUTER_INTERFACE_ID"));
+                }
+            }
+            Object::NextHopGroup(_) => {
+                let index = self.groups.allocate(id, "next-hop group")?;
+                if let Err(e) = self.switch.set_next_hop_group(index, &[]) {
+                    self.groups.release(id);
+                    return Err(table_error(e, "next-hop group", "members"));
+                }
+            }
+            Object::NextHopGroupMember(member) => {
+                self.program_group(store, member.group, Some(member.next_hop), None)?
+            }
+            Object::Tunnel(tunnel) => {
+                if self.tunnel.is_some() {
+                    return Err(SaiError::TableFull { table: "tunnel" });
+                }
+                self.switch.set_vtep(Some(VtepConfig {
+                    source_ip: tunnel.encap_src_ip,
+                    udp_port: tunnel.udp_dst_port,
+                }));
+                self.tunnel = Some(id);
+            }
+            Object::TunnelMapEntry(map) => {
+                let vid = self.vid(map.vlan)?;
+                self.switch
+                    .map_vlan_to_vni(vid, map.vni)
+                    .map_err(|e| table_error(e, "tunnel map entry", "VNI_ID_KEY"))?
+            }
+            Object::TunnelEndpoint(_) => {}
+            Object::HostInterface(hostif) => {
+                let target = match hostif.obj.object_type() {
+                    Some(ObjectType::Port) => HostTarget::Port(self.port(hostif.obj)?),
+                    _ => HostTarget::RouterInterface(self.rif(hostif.obj)?),
+                };
+                self.host_interfaces.insert(id, target);
+                self.host_interface_of.insert(target, id);
+            }
+        }
+        Ok(())
+    }
+
+    fn set(
+        &mut self,
+        store: &ObjectStore,
+        id: ObjectId,
+        old: &Object,
+        new: &Object,
+    ) -> SaiResult<()> {
+        match (old, new) {
+            (Object::Switch(old), Object::Switch(new)) if old.fdb_aging_time != new.fdb_aging_time => {
+                return Err(SaiError::NotSupported(
+                    "the soft backend fixes FDB_AGING_TIME when the switch is created".into(),
+                ));
+            }
+            (Object::Port(_), Object::Port(port)) => {
+                let index = self.port(id)?;
+                self.switch
+                    .set_port(index, self.port_config(store, port, index))
+                    .map_err(|e| table_error(e, "port", "PORT_VLAN_ID"))?;
+            }
+            (Object::BridgePort(_), Object::BridgePort(bridge_port)) => {
+                if let BridgePortType::Port(port) = bridge_port.bridge_port_type {
+                    let index = self.port(port)?;
+                    let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
+                    let config = PortConfig {
+                        learning: bridge_port.learning,
+                        ..self.port_config(store, port, index)
+                    };
+                    self.switch
+                        .set_port(index, config)
+                        .map_err(|e| table_error(e, "bridge port", "FDB_LEARNING_MODE"))?;
+                }
+            }
+            (Object::VlanMember(_), Object::VlanMember(member)) => {
+                if let Some(BridgePortType::Port(port)) = store
+                    .bridge_port(member.bridge_port)
+                    .map(|b| b.bridge_port_type)
+                {
+                    self.switch
+                        .set_vlan_member(
+                            self.vid(member.vlan)?,
+                            self.port(port)?,
+                            member.tagging_mode == TaggingMode::Tagged,
+                        )
+                        .map_err(|e| table_error(e, "vlan member", "VLAN_TAGGING_MODE"))?;
+                }
+            }
+            (Object::RouterInterface(_), Object::RouterInterface(rif)) => {
+                let config = self.rif_config(rif)?;
+                self.switch
+                    .set_router_interface(self.rif(id)?, config)
+                    .map_err(|e| table_error(e, "router interface", "SRC_MAC_ADDRESS"))?;
+            }
+            (Object::Tunnel(_), Object::Tunnel(tunnel)) => {
+                self.switch.set_vtep(Some(VtepConfig {
+                    source_ip: tunnel.encap_src_ip,
+                    udp_port: tunnel.udp_dst_port,
+                }));
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn remove(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()> {
+        match object {
+            Object::Switch(_) | Object::VirtualRouter(_) | Object::TunnelEndpoint(_) => {}
+            Object::Port(_) => {
+                self.switch
+                    .remove_port(self.port(id)?)
+                    .map_err(|e| table_error(e, "port", "-"))?;
+                self.ports.release(id);
+            }
+            Object::Vlan(vlan) => {
+                self.switch
+                    .remove_vlan(vlan.vlan_id)
+                    .map_err(|e| table_error(e, "vlan", "-"))?;
+                self.vlans.remove(&id);
+                self.vlan_of_vid.remove(&vlan.vlan_id);
+            }
+            Object::BridgePort(bridge_port) => match bridge_port.bridge_port_type {
+                BridgePortType::Port(port) => {
+                    let index = self.port(port)?;
+                    // The MACs learned behind a bridge port go with it.
+                    self.switch.flush_fdb(Some(index), None, false);
+                    self.bridge_port_of_port.remove(&index);
+                    let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
+                    let config = self.port_config(store, port, index);
+                    self.switch
+                        .set_port(index, config)
+                        .map_err(|e| table_error(e, "bridge port", "-"))?;
+                }
+                BridgePortType::Tunnel(endpoint) => {
+                    if let Some(endpoint) = store.tunnel_endpoint(endpoint) {
+                        self.bridge_port_of_remote.remove(&endpoint.remote_ip);
+                    }
+                }
+            },
+            Object::VlanMember(member) => {
+                let vid = self.vid(member.vlan)?;
+                match store
+                    .bridge_port(member.bridge_port)
+                    .map(|b| b.bridge_port_type)
+                {
+                    Some(BridgePortType::Port(port)) => self
+                        .switch
+                        .remove_vlan_member(vid, self.port(port)?)
+                        .map_err(|e| table_error(e, "vlan member", "-"))?,
+                    Some(BridgePortType::Tunnel(endpoint)) => {
+                        let remote = store
+                            .tunnel_endpoint(endpoint)
+                            .ok_or(SaiError::UnknownObject(endpoint))?
+                            .remote_ip;
+                        if let Some(vni) = self.switch.vlan_vni(vid) {
+                            self.switch
+                                .remove_flood_vtep(vni, remote)
+                                .map_err(|e| table_error(e, "vlan member", "-"))?;
+                        }
+                    }
+                    None => return Err(SaiError::UnknownObject(member.bridge_port)),
+                }
+            }
+            Object::RouterInterface(_) => {
+                self.switch
+                    .remove_router_interface(self.rif(id)?)
+                    .map_err(|e| table_error(e, "router interface", "-"))?;
+                self.rifs.release(id);
+            }
+            Object::NextHop(_) => {
+                let index = self.next_hops.get(id).ok_or(SaiError::UnknownObject(id))?;
+                self.switch
+                    .remove_next_hop(index)
+                    .map_err(|e| table_error(e, "next hop", "-"))?;
+                self.next_hops.release(id);
+            }
+            Object::NextHopGroup(_) => {
+                let index = self.groups.get(id).ok_or(SaiError::UnknownObject(id))?;
+                self.switch
+                    .remove_next_hop_group(index)
+                    .map_err(|e| table_error(e, "next-hop group", "-"))?;
+                self.groups.release(id);
+            }
+            Object::NextHopGroupMember(member) => {
+                self.program_group(store, member.group, None, Some(id))?
+            }
+            Object::Tunnel(_) => {
+                self.switch.set_vtep(None);
+                self.tunnel = None;
+            }
+            Object::TunnelMapEntry(map) => self
+                .switch
+                .unmap_vlan(self.vid(map.vlan)?)
+                .map_err(|e| table_error(e, "tunnel map entry", "-"))?,
+            Object::HostInterface(_) => {
+                if let Some(target) = self.host_interfaces.remove(&id) {
+                    self.host_interface_of.remove(&target);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn create_fdb_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &FdbEntryKey,
+        entry: &FdbEntry,
+    ) -> SaiResult<()> {
+        let kind = match entry.entry_type {
+            FdbEntryType::Static => FdbKind::Static,
+            FdbEntryType::Dynamic => FdbKind::Dynamic,
+        };
+        let dest = self.fdb_dest(store, entry.bridge_port)?;
+        self.switch
+            .set_fdb_entry(self.vid(key.vlan)?, key.mac, dest, kind, self.now)
+            .map_err(|e| table_error(e, "fdb entry", "BRIDGE_PORT_ID"))
+    }
+
+    fn set_fdb_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &FdbEntryKey,
+        _old: &FdbEntry,
+        new: &FdbEntry,
+    ) -> SaiResult<()> {
+        self.create_fdb_entry(store, key, new)
+    }
+
+    fn remove_fdb_entry(
+        &mut self,
+        _store: &ObjectStore,
+        key: &FdbEntryKey,
+        _entry: &FdbEntry,
+    ) -> SaiResult<()> {
+        // An entry already gone (aged, flushed by a link going down) is removed.
+        let _ = self.switch.remove_fdb_entry(self.vid(key.vlan)?, key.mac);
+        Ok(())
+    }
+
+    fn flush_learned_fdb_entries(
+        &mut self,
+        store: &ObjectStore,
+        filter: &FdbFlush,
+    ) -> SaiResult<()> {
+        let vid = filter.vlan.map(|vlan| self.vid(vlan)).transpose()?;
+        let dest = filter
+            .bridge_port
+            .map(|bridge_port| self.fdb_dest(store, bridge_port))
+            .transpose()?;
+        let doomed: Vec<(VlanId, EthernetAddress)> = self
+            .switch
+            .fdb_entries()
+            .filter(|(entry_vid, _, entry)| {
+                entry.kind == FdbKind::Dynamic
+                    && vid.is_none_or(|vid| vid == *entry_vid)
+                    && dest.is_none_or(|dest| dest == entry.dest)
+            })
+            .map(|(vid, mac, _)| (vid, mac))
+            .collect();
+        for (vid, mac) in doomed {
+            let _ = self.switch.remove_fdb_entry(vid, mac);
+        }
+        Ok(())
+    }
+
+    fn create_route_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &RouteEntryKey,
+        entry: &RouteEntry,
+    ) -> SaiResult<()> {
+        let target = self.route_target(store, entry)?;
+        self.switch
+            .set_route(key.destination, target)
+            .map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
+    }
+
+    fn set_route_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &RouteEntryKey,
+        _old: &RouteEntry,
+        new: &RouteEntry,
+    ) -> SaiResult<()> {
+        self.create_route_entry(store, key, new)
+    }
+
+    fn remove_route_entry(
+        &mut self,
+        _store: &ObjectStore,
+        key: &RouteEntryKey,
+        _entry: &RouteEntry,
+    ) -> SaiResult<()> {
+        self.switch
+            .remove_route(key.destination)
+            .map_err(|e| table_error(e, "route entry", "-"))
+    }
+
+    fn create_neighbor_entry(
+        &mut self,
+        _store: &ObjectStore,
+        key: &NeighborEntryKey,
+        entry: &NeighborEntry,
+    ) -> SaiResult<()> {
+        self.switch
+            .set_neighbor(
+                self.rif(key.router_interface)?,
+                key.ip,
+                entry.dst_mac_address,
+            )
+            .map_err(|e| table_error(e, "neighbor entry", "DST_MAC_ADDRESS"))
+    }
+
+    fn set_neighbor_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &NeighborEntryKey,
+        _old: &NeighborEntry,
+        new: &NeighborEntry,
+    ) -> SaiResult<()> {
+        self.create_neighbor_entry(store, key, new)
+    }
+
+    fn remove_neighbor_entry(
+        &mut self,
+        _store: &ObjectStore,
+        key: &NeighborEntryKey,
+        _entry: &NeighborEntry,
+    ) -> SaiResult<()> {
+        let _ = self
+            .switch
+            .remove_neighbor(self.rif(key.router_interface)?, key.ip);
+        Ok(())
+    }
+
+    fn port_oper_status(&self, port: ObjectId) -> bool {
+        self.port_index(port)
+            .and_then(|index| self.switch.port_oper_status(index))
+            .unwrap_or(false)
+    }
+
+    fn port_stats(&self, port: ObjectId) -> SaiResult<PortStats> {
+        if Some(port) == self.cpu_port {
+            return Ok(PortStats::default());
+        }
+        let counters = self
+            .port_counters(port)
+            .ok_or(SaiError::UnknownObject(port))?;
+        Ok(PortStats {
+            in_octets: counters.rx_bytes,
+            in_ucast_pkts: counters.rx_unicast,
+            in_non_ucast_pkts: counters.rx_multicast + counters.rx_broadcast,
+            in_discards: counters.rx_drops,
+            out_octets: counters.tx_bytes,
+            out_ucast_pkts: counters.tx_unicast,
+            out_non_ucast_pkts: counters.tx_multicast + counters.tx_broadcast,
+            out_discards: counters.tx_drops,
+        })
+    }
+
+    fn fdb_entries(&self, _store: &ObjectStore) -> Vec<(FdbEntryKey, FdbEntry)> {
+        let mut entries: Vec<(FdbEntryKey, FdbEntry)> = self
+            .switch
+            .fdb_entries()
+            .filter_map(|(vid, mac, entry)| {
+                let vlan = *self.vlan_of_vid.get(&vid)?;
+                let bridge_port = self.translate_dest(entry.dest)?;
+                let entry_type = match entry.kind {
+                    FdbKind::Static => FdbEntryType::Static,
+                    FdbKind::Dynamic => FdbEntryType::Dynamic,
+                };
+                Some((
+                    FdbEntryKey { vlan, mac },
+                    FdbEntry {
+                        entry_type,
+                        bridge_port,
+                    },
+                ))
+            })
+            .collect();
+        entries.sort_by_key(|(key, _)| *key);
+        entries
+    }
+
+    fn drain_notifications(&mut self, _store: &ObjectStore, out: &mut Vec<Notification>) {
+        self.translate_events();
+        out.append(&mut self.notifications);
+    }
+}
