@@ -3,4 +3,5 @@
 //! forwarding decisions.
 
 pub mod io;
+pub mod pipeline;
 pub mod wire;

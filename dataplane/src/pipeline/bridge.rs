@@ -1,0 +1,651 @@
+//! VLAN-aware bridging (IEEE 802.1Q): VLANs and their members, the FDB with
+//! learning, move detection and aging, forwarding, flooding and egress tagging.
+
+use std::net::Ipv4Addr;
+
+use rustc_hash::FxHashMap;
+
+use super::events::Event;
+use super::output::{Output, PuntReason};
+use super::router::L3Frame;
+use super::{
+    Disposition, DropReason, Egress, PortId, RifId, Switch, SwitchConfig, TableError, Vni, fdb_key,
+};
+use crate::wire::vlan::{L2Header, TAG_LEN, VID_MAX, VlanTag, VlanTagRepr};
+use crate::wire::{EtherType, EthernetAddress, VlanId, ethernet};
+
+/// Where frames to a MAC go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FdbDest {
+    Port(PortId),
+    /// A MAC behind a remote VTEP: frames are VXLAN-encapsulated to it.
+    Tunnel(Ipv4Addr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum FdbKind {
+    /// Learned from traffic (or installed as such); ages and moves.
+    Dynamic,
+    /// Installed by the control plane; never aged, never moved by learning.
+    Static,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdbEntry {
+    pub dest: FdbDest,
+    pub kind: FdbKind,
+    /// Time the entry was installed or last refreshed by a frame from it.
+    pub last_seen: u64,
+}
+
+pub(crate) struct Vlan {
+    /// Member ports, in the order they joined: the flooding order.
+    pub(crate) members: Vec<PortId>,
+    /// The SVI on this VLAN.
+    pub(crate) rif: Option<RifId>,
+    pub(crate) vni: Option<Vni>,
+}
+
+pub(crate) struct Bridge {
+    pub(crate) vlans: Vec<Option<Vlan>>,
+    pub(crate) fdb: FxHashMap<u64, FdbEntry>,
+    fdb_capacity: usize,
+}
+
+impl Bridge {
+    pub(crate) fn new(config: &SwitchConfig) -> Bridge {
+        let mut fdb = FxHashMap::default();
+        fdb.reserve(config.fdb_capacity);
+        Bridge {
+            vlans: (0..4096).map(|_| None).collect(),
+            fdb,
+            fdb_capacity: config.fdb_capacity,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn vlan(&self, vid: VlanId) -> Option<&Vlan> {
+        self.vlans.get(usize::from(vid))?.as_ref()
+    }
+
+    pub(crate) fn vlan_mut(&mut self, vid: VlanId) -> Option<&mut Vlan> {
+        self.vlans.get_mut(usize::from(vid))?.as_mut()
+    }
+}
+
+/// Where a frame entered the bridge.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BridgeSource {
+    Port(PortId),
+    /// Decapsulated from VXLAN sent by `remote`, which arrived on `port`.
+    Tunnel {
+        remote: Ipv4Addr,
+        port: PortId,
+    },
+    /// Sent by the host through an SVI.
+    Cpu,
+}
+
+impl BridgeSource {
+    pub(crate) fn ingress_port(self) -> Option<PortId> {
+        match self {
+            BridgeSource::Port(port) | BridgeSource::Tunnel { port, .. } => Some(port),
+            BridgeSource::Cpu => None,
+        }
+    }
+}
+
+/// A frame inside the bridge: addresses, priority, and the bytes from the
+/// EtherType after the tag we classified on (untagged frames: after the MACs).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BridgedFrame<'a> {
+    pub(crate) dst: EthernetAddress,
+    pub(crate) src: EthernetAddress,
+    pub(crate) pcp: u8,
+    /// EtherType and payload, as they follow the (removed) VLAN tag.
+    pub(crate) body: &'a [u8],
+}
+
+impl BridgedFrame<'_> {
+    /// The frame's length on a port, tagged or not.
+    #[inline]
+    pub(crate) fn wire_len(&self, tagged: bool) -> usize {
+        12 + if tagged { TAG_LEN } else { 0 } + self.body.len()
+    }
+
+    /// Writes the frame into `buf` (exactly `wire_len(tagged)` bytes).
+    #[inline]
+    pub(crate) fn write(&self, buf: &mut [u8], vid: Option<VlanId>) {
+        buf[0..6].copy_from_slice(&self.dst.0);
+        buf[6..12].copy_from_slice(&self.src.0);
+        let mut at = 12;
+        if let Some(vid) = vid {
+            buf[12..14].copy_from_slice(&u16::from(EtherType::Vlan).to_be_bytes());
+            // The body starts with the inner EtherType, which is the tag's.
+            let ethertype = EtherType::from(u16::from_be_bytes([self.body[0], self.body[1]]));
+            let tag = VlanTagRepr {
+                pcp: self.pcp,
+                dei: false,
+                vid,
+                ethertype,
+            };
+            tag.emit(&mut VlanTag::new_unchecked(&mut buf[14..18]));
+            at = 16;
+        }
+        buf[at..at + self.body.len()].copy_from_slice(self.body);
+    }
+
+    /// The EtherType and payload as the router sees them.
+    pub(crate) fn l3(&self) -> Option<L3Frame<'_>> {
+        let ethertype = EtherType::from(u16::from_be_bytes([
+            *self.body.first()?,
+            *self.body.get(1)?,
+        ]));
+        Some(L3Frame {
+            dst: self.dst,
+            src: self.src,
+            ethertype,
+            payload: &self.body[2..],
+        })
+    }
+}
+
+/// IEEE 802.1Q table 8-1: 01-80-C2-00-00-00..0F are never forwarded by a
+/// bridge (STP, PAUSE/PFC, LACP, LLDP...).
+fn is_reserved_group(mac: EthernetAddress) -> bool {
+    let b = mac.0;
+    b[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && b[5] <= 0x0f
+}
+
+impl Switch {
+    // ---- VLANs ----
+
+    /// Creates a VLAN (1..=4094); creating an existing one is a no-op.
+    pub fn create_vlan(&mut self, vid: VlanId) -> Result<(), TableError> {
+        if vid == 0 || vid > VID_MAX {
+            return Err(TableError::Invalid("VLAN id must be 1..=4094"));
+        }
+        let slot = &mut self.bridge.vlans[usize::from(vid)];
+        if slot.is_none() {
+            *slot = Some(Vlan {
+                members: Vec::new(),
+                rif: None,
+                vni: None,
+            });
+        }
+        Ok(())
+    }
+
+    /// Removes a VLAN with no members, router interface or VNI; its FDB entries go with it.
+    pub fn remove_vlan(&mut self, vid: VlanId) -> Result<(), TableError> {
+        let vlan = self.bridge.vlan(vid).ok_or(TableError::NotFound)?;
+        if !vlan.members.is_empty() || vlan.rif.is_some() || vlan.vni.is_some() {
+            return Err(TableError::InUse);
+        }
+        self.flush_fdb_inner(None, Some(vid), false, false);
+        self.bridge.vlans[usize::from(vid)] = None;
+        Ok(())
+    }
+
+    pub fn vlan_exists(&self, vid: VlanId) -> bool {
+        self.bridge.vlan(vid).is_some()
+    }
+
+    /// Adds `port` to `vid` (or changes its tagging). A port that is untagged
+    /// in a VLAN sends that VLAN's frames without a tag; its PVID decides what
+    /// untagged frames it receives belong to.
+    pub fn set_vlan_member(
+        &mut self,
+        vid: VlanId,
+        port: PortId,
+        tagged: bool,
+    ) -> Result<(), TableError> {
+        if self.bridge.vlan(vid).is_none() {
+            return Err(TableError::NotFound);
+        }
+        let p = self
+            .ports
+            .get_mut(usize::from(port))
+            .and_then(Option::as_mut)
+            .ok_or(TableError::NotFound)?;
+        if p.rif.is_some() {
+            return Err(TableError::Invalid("a routed port cannot be a VLAN member"));
+        }
+        p.member.set(vid, true);
+        p.tagged.set(vid, tagged);
+        let vlan = self.bridge.vlan_mut(vid).expect("checked above");
+        if !vlan.members.contains(&port) {
+            vlan.members.push(port);
+        }
+        Ok(())
+    }
+
+    pub fn remove_vlan_member(&mut self, vid: VlanId, port: PortId) -> Result<(), TableError> {
+        let p = self
+            .ports
+            .get_mut(usize::from(port))
+            .and_then(Option::as_mut)
+            .ok_or(TableError::NotFound)?;
+        if !p.member.contains(vid) {
+            return Err(TableError::NotFound);
+        }
+        p.member.set(vid, false);
+        p.tagged.set(vid, false);
+        if let Some(vlan) = self.bridge.vlan_mut(vid) {
+            vlan.members.retain(|&member| member != port);
+        }
+        self.flush_fdb_inner(Some(port), Some(vid), false, false);
+        Ok(())
+    }
+
+    /// Members of a VLAN with their tagging, in joining order.
+    pub fn vlan_members(&self, vid: VlanId) -> impl Iterator<Item = (PortId, bool)> + '_ {
+        let members = self
+            .bridge
+            .vlan(vid)
+            .map(|vlan| vlan.members.as_slice())
+            .unwrap_or_default();
+        members.iter().map(move |&port| {
+            (
+                port,
+                self.port(port).is_some_and(|p| p.tagged.contains(vid)),
+            )
+        })
+    }
+
+    // ---- FDB ----
+
+    /// Installs or replaces an FDB entry.
+    pub fn set_fdb_entry(
+        &mut self,
+        vid: VlanId,
+        mac: EthernetAddress,
+        dest: FdbDest,
+        kind: FdbKind,
+        now: u64,
+    ) -> Result<(), TableError> {
+        if self.bridge.vlan(vid).is_none() {
+            return Err(TableError::Invalid("no such VLAN"));
+        }
+        if mac.is_multicast() {
+            return Err(TableError::Invalid("FDB entries are for unicast MACs"));
+        }
+        if let FdbDest::Port(port) = dest
+            && self.port(port).is_none()
+        {
+            return Err(TableError::Invalid("no such port"));
+        }
+        let key = fdb_key(vid, mac);
+        if !self.bridge.fdb.contains_key(&key) && self.bridge.fdb.len() >= self.bridge.fdb_capacity
+        {
+            return Err(TableError::Full);
+        }
+        self.bridge.fdb.insert(
+            key,
+            FdbEntry {
+                dest,
+                kind,
+                last_seen: now,
+            },
+        );
+        Ok(())
+    }
+
+    pub fn remove_fdb_entry(
+        &mut self,
+        vid: VlanId,
+        mac: EthernetAddress,
+    ) -> Result<(), TableError> {
+        self.bridge
+            .fdb
+            .remove(&fdb_key(vid, mac))
+            .map(|_| ())
+            .ok_or(TableError::NotFound)
+    }
+
+    /// Removes the entries matching every given filter (dynamic ones only if asked).
+    pub fn flush_fdb(&mut self, port: Option<PortId>, vid: Option<VlanId>, dynamic_only: bool) {
+        self.flush_fdb_inner(port, vid, dynamic_only, false);
+    }
+
+    /// Flushes; with `notify`, removed dynamic entries are reported as aged
+    /// (a link that went down takes its hosts with it, and the control plane
+    /// must withdraw them).
+    pub(crate) fn flush_fdb_inner(
+        &mut self,
+        port: Option<PortId>,
+        vid: Option<VlanId>,
+        dynamic_only: bool,
+        notify: bool,
+    ) {
+        let events = &mut self.events;
+        self.bridge.fdb.retain(|&key, entry| {
+            let (entry_vid, mac) = split_key(key);
+            let matches = port.is_none_or(|port| entry.dest == FdbDest::Port(port))
+                && vid.is_none_or(|vid| vid == entry_vid)
+                && (!dynamic_only || entry.kind == FdbKind::Dynamic);
+            if matches && notify && entry.kind == FdbKind::Dynamic {
+                events.push(Event::FdbAged {
+                    vid: entry_vid,
+                    mac,
+                    dest: entry.dest,
+                });
+            }
+            !matches
+        });
+    }
+
+    pub fn fdb_entries(&self) -> impl Iterator<Item = (VlanId, EthernetAddress, FdbEntry)> + '_ {
+        self.bridge.fdb.iter().map(|(&key, &entry)| {
+            let (vid, mac) = split_key(key);
+            (vid, mac, entry)
+        })
+    }
+
+    pub fn fdb_entry(&self, vid: VlanId, mac: EthernetAddress) -> Option<FdbEntry> {
+        self.bridge.fdb.get(&fdb_key(vid, mac)).copied()
+    }
+
+    pub fn fdb_len(&self) -> usize {
+        self.bridge.fdb.len()
+    }
+
+    pub(crate) fn age_fdb(&mut self, now: u64) {
+        let aging = self.config.fdb_aging_ns;
+        if aging == 0 {
+            return;
+        }
+        let events = &mut self.events;
+        self.bridge.fdb.retain(|&key, entry| {
+            let expired =
+                entry.kind == FdbKind::Dynamic && now.saturating_sub(entry.last_seen) >= aging;
+            if expired {
+                let (vid, mac) = split_key(key);
+                events.push(Event::FdbAged {
+                    vid,
+                    mac,
+                    dest: entry.dest,
+                });
+            }
+            !expired
+        });
+    }
+
+    /// Learns (or refreshes, or moves) `mac` in `vid` as reachable through `dest`.
+    #[inline]
+    pub(crate) fn learn(&mut self, now: u64, vid: VlanId, mac: EthernetAddress, dest: FdbDest) {
+        let key = fdb_key(vid, mac);
+        let room = self.bridge.fdb.len() < self.bridge.fdb_capacity;
+        match self.bridge.fdb.get_mut(&key) {
+            Some(entry) if entry.dest == dest => entry.last_seen = now,
+            Some(entry) if entry.kind == FdbKind::Static => {}
+            Some(entry) => {
+                let from = entry.dest;
+                *entry = FdbEntry {
+                    dest,
+                    kind: FdbKind::Dynamic,
+                    last_seen: now,
+                };
+                self.events.push(Event::FdbMoved {
+                    vid,
+                    mac,
+                    from,
+                    to: dest,
+                });
+            }
+            None if room => {
+                self.bridge.fdb.insert(
+                    key,
+                    FdbEntry {
+                        dest,
+                        kind: FdbKind::Dynamic,
+                        last_seen: now,
+                    },
+                );
+                self.events.push(Event::FdbLearned { vid, mac, dest });
+            }
+            None => {}
+        }
+    }
+
+    // ---- the pipeline ----
+
+    /// Stage 2: classification, learning, and bridging or routing.
+    pub(crate) fn bridge_ingress(
+        &mut self,
+        now: u64,
+        ingress: PortId,
+        frame: &[u8],
+        out: &mut Output,
+    ) -> Disposition {
+        let Ok(l2) = L2Header::parse(frame) else {
+            return self.drop(Some(ingress), DropReason::Malformed);
+        };
+        if l2.src_addr.is_multicast() || l2.src_addr == EthernetAddress::ZERO {
+            return self.drop(Some(ingress), DropReason::SourceMacInvalid);
+        }
+        let port = self.port(ingress).expect("caller checked");
+        if is_reserved_group(l2.dst_addr) || l2.ethertype == EtherType::Lldp {
+            let rif = port.rif;
+            let buf = out.push(
+                Egress::Host {
+                    port: ingress,
+                    rif,
+                    reason: PuntReason::L2Protocol,
+                },
+                frame.len(),
+            );
+            buf.copy_from_slice(frame);
+            return Disposition::Punted;
+        }
+        if let Some(rif) = port.rif {
+            // A routed port takes untagged (or priority-tagged) frames only.
+            if l2.outer.is_some_and(|tag| tag.vid != 0) || l2.inner.is_some() {
+                return self.drop(Some(ingress), DropReason::IngressVlanFilter);
+            }
+            let l3 = super::router::L3Frame {
+                dst: l2.dst_addr,
+                src: l2.src_addr,
+                ethertype: l2.ethertype,
+                payload: &frame[l2.payload_offset..],
+            };
+            return self.l3_ingress(
+                now,
+                super::router::L3Source::Port { port: ingress, rif },
+                l3,
+                out,
+            );
+        }
+        let (vid, pcp, body_start) = match l2.outer {
+            None => (port.config.pvid, 0, ethernet::HEADER_LEN - 2),
+            Some(tag) if tag.vid == 0 => (
+                port.config.pvid,
+                tag.pcp,
+                ethernet::HEADER_LEN - 2 + TAG_LEN,
+            ),
+            Some(tag) => (tag.vid, tag.pcp, ethernet::HEADER_LEN - 2 + TAG_LEN),
+        };
+        if vid == 0 || !port.member.contains(vid) {
+            return self.drop(Some(ingress), DropReason::IngressVlanFilter);
+        }
+        if port.config.learning {
+            self.learn(now, vid, l2.src_addr, FdbDest::Port(ingress));
+        }
+        let bridged = BridgedFrame {
+            dst: l2.dst_addr,
+            src: l2.src_addr,
+            pcp,
+            body: &frame[body_start..],
+        };
+        self.bridge_forward(now, BridgeSource::Port(ingress), vid, bridged, out)
+    }
+
+    /// Forwards a classified frame inside `vid`: to the SVI if it is for the
+    /// router, to the FDB's port or VTEP, or flooded.
+    pub(crate) fn bridge_forward(
+        &mut self,
+        now: u64,
+        source: BridgeSource,
+        vid: VlanId,
+        frame: BridgedFrame<'_>,
+        out: &mut Output,
+    ) -> Disposition {
+        let Some(vlan) = self.bridge.vlan(vid) else {
+            return self.drop(source.ingress_port(), DropReason::IngressVlanFilter);
+        };
+        let svi = vlan.rif;
+        if let Some(rif) = svi
+            && source != BridgeSource::Cpu
+        {
+            let rif_mac = self.router.rif_mac(rif);
+            if rif_mac == Some(frame.dst) {
+                let Some(l3) = frame.l3() else {
+                    return self.drop(source.ingress_port(), DropReason::Malformed);
+                };
+                return self.l3_ingress(
+                    now,
+                    super::router::L3Source::Svi { source, vid, rif },
+                    l3,
+                    out,
+                );
+            }
+        }
+        if frame.dst.is_multicast() {
+            let flooded = self.flood(now, source, vid, frame, out);
+            // The router behind the SVI hears broadcasts and multicasts too
+            // (ARP requests, neighbour solicitations, routing protocols).
+            if let Some(rif) = svi
+                && source != BridgeSource::Cpu
+                && let Some(l3) = frame.l3()
+            {
+                let routed = self.l3_group_ingress(
+                    now,
+                    super::router::L3Source::Svi { source, vid, rif },
+                    l3,
+                    out,
+                );
+                if routed == Disposition::Consumed {
+                    return routed;
+                }
+            }
+            return flooded;
+        }
+        match self
+            .bridge
+            .fdb
+            .get(&fdb_key(vid, frame.dst))
+            .map(|entry| entry.dest)
+        {
+            Some(FdbDest::Port(port)) => {
+                if source == BridgeSource::Port(port) {
+                    return self.drop(Some(port), DropReason::SameSegment);
+                }
+                if let Err(reason) = self.send_bridged(port, vid, frame, out) {
+                    return self.drop(source.ingress_port(), reason);
+                }
+                Disposition::Forwarded
+            }
+            Some(FdbDest::Tunnel(remote)) => {
+                if matches!(source, BridgeSource::Tunnel { .. }) {
+                    return self.drop(source.ingress_port(), DropReason::SplitHorizon);
+                }
+                match self.vxlan_encap(now, vid, remote, frame, out) {
+                    Ok(()) => Disposition::Forwarded,
+                    Err(reason) => self.drop(source.ingress_port(), reason),
+                }
+            }
+            None => self.flood(now, source, vid, frame, out),
+        }
+    }
+
+    /// Sends a bridged frame out of `port` in `vid`, tagged as the port's
+    /// membership says, after the egress checks (state, membership, MTU).
+    #[inline]
+    pub(crate) fn send_bridged(
+        &mut self,
+        port: PortId,
+        vid: VlanId,
+        frame: BridgedFrame<'_>,
+        out: &mut Output,
+    ) -> Result<(), DropReason> {
+        let tagged = self.egress_member(port, vid)?;
+        let p = self.port(port).expect("egress_member checked");
+        if frame.body.len().saturating_sub(2) > usize::from(p.config.mtu) {
+            self.count_tx_drop(port, DropReason::MtuExceeded);
+            return Err(DropReason::MtuExceeded);
+        }
+        let len = frame.wire_len(tagged);
+        self.emit_port(port, len, out, |buf| {
+            frame.write(buf, tagged.then_some(vid))
+        });
+        Ok(())
+    }
+
+    /// Floods to every member of `vid` that is up, except the one the frame
+    /// came from, and (unless it came from the overlay: split horizon) to
+    /// every remote VTEP on the VLAN's VNI flood list.
+    pub(crate) fn flood(
+        &mut self,
+        now: u64,
+        source: BridgeSource,
+        vid: VlanId,
+        frame: BridgedFrame<'_>,
+        out: &mut Output,
+    ) -> Disposition {
+        let Some(vlan) = self.bridge.vlan(vid) else {
+            return self.drop(source.ingress_port(), DropReason::IngressVlanFilter);
+        };
+        let members = vlan.members.len();
+        let vni = vlan.vni;
+        for index in 0..members {
+            let port = self.bridge.vlans[usize::from(vid)]
+                .as_ref()
+                .expect("exists")
+                .members[index];
+            if source == BridgeSource::Port(port) || !self.port(port).is_some_and(|p| p.is_up()) {
+                continue;
+            }
+            // A member that cannot take the frame (MTU) is counted by send_bridged.
+            let _ = self.send_bridged(port, vid, frame, out);
+        }
+        if let Some(vni) = vni
+            && !matches!(source, BridgeSource::Tunnel { .. })
+        {
+            self.vxlan_flood(now, vid, vni, frame, out);
+        }
+        Disposition::Flooded
+    }
+
+    /// A frame the host sends from an SVI: bridged in the VLAN as if it came
+    /// from a port that is in no FDB entry.
+    pub(crate) fn bridge_from_cpu(
+        &mut self,
+        now: u64,
+        vid: VlanId,
+        frame: &[u8],
+        out: &mut Output,
+    ) {
+        let Ok(l2) = L2Header::parse(frame) else {
+            self.drops.count(DropReason::Malformed);
+            return;
+        };
+        let body_start = l2.payload_offset - 2;
+        let pcp = l2.outer.map_or(0, |tag| tag.pcp);
+        let bridged = BridgedFrame {
+            dst: l2.dst_addr,
+            src: l2.src_addr,
+            pcp,
+            body: &frame[body_start..],
+        };
+        self.bridge_forward(now, BridgeSource::Cpu, vid, bridged, out);
+    }
+}
+
+#[inline]
+fn split_key(key: u64) -> (VlanId, EthernetAddress) {
+    let bytes = key.to_be_bytes();
+    (
+        (key >> 48) as VlanId,
+        EthernetAddress([bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]]),
+    )
+}

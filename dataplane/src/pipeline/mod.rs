@@ -1,0 +1,286 @@
+//! The sans-IO forwarding pipeline.
+//!
+//! A [`Switch`] holds the forwarding state the control plane programs (ports,
+//! VLANs, the FDB, router interfaces, routes, next hops, neighbours, the VXLAN
+//! VTEP) and turns `(time, ingress port, frame)` into frames to emit, written
+//! into a reused [`Output`], and a [`Disposition`]. It does no I/O, reads no
+//! clock and allocates nothing per packet once its tables are warm.
+//!
+//! The stages, in order:
+//! 1. ingress port: counters, admin/oper state;
+//! 2. `bridge`: VLAN classification and filtering, learning, FDB lookup,
+//!    flooding (with `vxlan` head-end replication), egress tagging;
+//! 3. `router` for frames to a router interface's MAC: ARP/ND (`neighbor`),
+//!    LPM with ECMP, TTL, ICMP (`icmp`), VXLAN decapsulation, punts.
+
+mod bridge;
+mod counters;
+mod events;
+mod icmp;
+mod neighbor;
+mod output;
+mod ports;
+mod router;
+mod vxlan;
+
+#[cfg(test)]
+mod tests;
+
+pub use bridge::{FdbDest, FdbEntry, FdbKind};
+pub use counters::{DropCounters, DropReason, PortCounters};
+pub use events::Event;
+pub use neighbor::{NeighborEntry, NeighborState};
+pub use output::{Egress, Emitted, Output, PuntReason};
+pub use ports::PortConfig;
+pub use router::{NextHop, RifKind, RouteTarget, RouterInterface};
+pub use vxlan::VtepConfig;
+
+use crate::wire::{EthernetAddress, VlanId};
+
+/// Dense index of a front-panel port, `< SwitchConfig::max_ports`, chosen by the caller.
+pub type PortId = u16;
+/// Dense index of a router interface, `< SwitchConfig::max_router_interfaces`.
+pub type RifId = u16;
+pub type NextHopId = u32;
+pub type NextHopGroupId = u32;
+/// A 24-bit VXLAN network identifier.
+pub type Vni = u32;
+
+/// Table sizes and timers, fixed when the switch is created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchConfig {
+    pub max_ports: u16,
+    pub max_router_interfaces: u16,
+    pub fdb_capacity: usize,
+    pub route_capacity: usize,
+    pub neighbor_capacity: usize,
+    /// Dynamic FDB entries not refreshed for this long are removed; 0 = never age.
+    pub fdb_aging_ns: u64,
+    /// How long a confirmed neighbour stays Reachable before it turns Stale.
+    pub neighbor_reachable_ns: u64,
+    /// How long an unused Stale neighbour stays before it is removed.
+    pub neighbor_stale_ns: u64,
+    /// Interval between ARP requests / neighbour solicitations.
+    pub neighbor_retrans_ns: u64,
+    /// Requests sent before an Incomplete or Probe entry turns Failed.
+    pub neighbor_max_probes: u8,
+    /// Events kept undrained before further ones are lost (counted).
+    pub event_capacity: usize,
+}
+
+const SECOND: u64 = 1_000_000_000;
+
+impl Default for SwitchConfig {
+    fn default() -> Self {
+        SwitchConfig {
+            max_ports: 64,
+            max_router_interfaces: 64,
+            fdb_capacity: 64 * 1024,
+            route_capacity: 256 * 1024,
+            neighbor_capacity: 16 * 1024,
+            fdb_aging_ns: 300 * SECOND,
+            // RFC 4861 section 10: REACHABLE_TIME 30 s, RETRANS_TIMER 1 s,
+            // MAX_MULTICAST_SOLICIT 3.
+            neighbor_reachable_ns: 30 * SECOND,
+            neighbor_stale_ns: 600 * SECOND,
+            neighbor_retrans_ns: SECOND,
+            neighbor_max_probes: 3,
+            event_capacity: 64 * 1024,
+        }
+    }
+}
+
+/// Why a table operation failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableError {
+    Full,
+    NotFound,
+    InUse,
+    Invalid(&'static str),
+}
+
+impl core::fmt::Display for TableError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TableError::Full => f.write_str("table full"),
+            TableError::NotFound => f.write_str("not found"),
+            TableError::InUse => f.write_str("in use"),
+            TableError::Invalid(why) => write!(f, "invalid: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for TableError {}
+
+/// What became of one frame given to [`Switch::process`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Disposition {
+    /// Sent out of one port (bridged, routed, or encapsulated).
+    Forwarded,
+    /// Sent to several ports and/or remote VTEPs.
+    Flooded,
+    /// Given to the host only.
+    Punted,
+    /// Answered by the pipeline itself (ARP reply, NA, echo reply, ICMP error),
+    /// possibly with a copy to the host.
+    Consumed,
+    Dropped(DropReason),
+}
+
+/// The forwarding state of one switch and the pipeline that uses it.
+pub struct Switch {
+    config: SwitchConfig,
+    ports: Vec<Option<ports::Port>>,
+    bridge: bridge::Bridge,
+    router: router::Router,
+    neighbors: neighbor::NeighborTable,
+    vxlan: vxlan::Vtep,
+    drops: DropCounters,
+    events: events::EventQueue,
+    next_fdb_scan: u64,
+    next_neighbor_scan: u64,
+}
+
+impl Switch {
+    pub fn new(config: SwitchConfig) -> Switch {
+        Switch {
+            ports: (0..config.max_ports).map(|_| None).collect(),
+            bridge: bridge::Bridge::new(&config),
+            router: router::Router::new(&config),
+            neighbors: neighbor::NeighborTable::new(&config),
+            vxlan: vxlan::Vtep::default(),
+            drops: DropCounters::default(),
+            events: events::EventQueue::new(config.event_capacity),
+            next_fdb_scan: 0,
+            next_neighbor_scan: 0,
+            config,
+        }
+    }
+
+    pub fn config(&self) -> &SwitchConfig {
+        &self.config
+    }
+
+    /// Events since the last drain, oldest first.
+    pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
+        self.events.events.drain(..)
+    }
+
+    /// Events lost because the queue was full when they happened.
+    pub fn events_lost(&self) -> u64 {
+        self.events.lost
+    }
+
+    pub fn port_counters(&self, port: PortId) -> Option<&PortCounters> {
+        self.ports
+            .get(usize::from(port))?
+            .as_ref()
+            .map(|port| &port.counters)
+    }
+
+    /// Drops by reason, switch-wide; per-port drops are in [`PortCounters::drops`].
+    pub fn drop_counters(&self) -> &DropCounters {
+        &self.drops
+    }
+
+    /// Advances timers: ages FDB entries and walks the neighbour state
+    /// machines, writing ARP requests and neighbour solicitations into `out`.
+    pub fn poll(&mut self, now: u64, out: &mut Output) {
+        if now >= self.next_fdb_scan {
+            self.age_fdb(now);
+            // Scanning a big table on every poll would cost more than it
+            // buys: aging is accurate to a tenth of the aging time.
+            self.next_fdb_scan =
+                now.saturating_add((self.config.fdb_aging_ns / 10).clamp(SECOND / 10, 10 * SECOND));
+        }
+        if now >= self.next_neighbor_scan {
+            self.neighbor_timers(now, out);
+            self.next_neighbor_scan =
+                now.saturating_add((self.config.neighbor_retrans_ns / 4).max(SECOND / 1000));
+        }
+    }
+
+    /// Forwards one frame received on `ingress` at time `now`.
+    pub fn process(
+        &mut self,
+        now: u64,
+        ingress: PortId,
+        frame: &[u8],
+        out: &mut Output,
+    ) -> Disposition {
+        let Some(port) = self
+            .ports
+            .get_mut(usize::from(ingress))
+            .and_then(Option::as_mut)
+        else {
+            self.drops.count(DropReason::UnknownPort);
+            return Disposition::Dropped(DropReason::UnknownPort);
+        };
+        port.counters.count_rx(frame);
+        if !port.is_up() {
+            return self.drop(Some(ingress), DropReason::PortDown);
+        }
+        self.bridge_ingress(now, ingress, frame, out)
+    }
+
+    /// A frame the host (the kernel, through a host interface) sends out of
+    /// `port`: no lookup (SAI hostif transmit).
+    pub fn send_from_host(&mut self, _now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+        match self.port(port) {
+            Some(p) if p.is_up() => {
+                self.emit_port(port, frame.len(), out, |buf| buf.copy_from_slice(frame))
+            }
+            Some(_) => self.count_tx_drop(port, DropReason::EgressPortDown),
+            None => self.drops.count(DropReason::UnknownPort),
+        }
+    }
+
+    /// A frame the host sends through a router interface: out of the port of
+    /// a routed port, or bridged in the SVI's VLAN as if from the CPU.
+    pub fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output) {
+        match self.router.rif(rif).map(|rif| rif.kind) {
+            Some(RifKind::Port(port)) => self.send_from_host(now, port, frame, out),
+            Some(RifKind::Vlan(vid)) => self.bridge_from_cpu(now, vid, frame, out),
+            None => self.drops.count(DropReason::RouterInterfaceDown),
+        }
+    }
+
+    /// Counts a drop switch-wide and against the ingress port.
+    fn drop(&mut self, ingress: Option<PortId>, reason: DropReason) -> Disposition {
+        self.drops.count(reason);
+        let counters = ingress
+            .and_then(|port| self.ports.get_mut(usize::from(port))?.as_mut())
+            .map(|port| &mut port.counters);
+        counters::port_drop(counters, reason);
+        Disposition::Dropped(reason)
+    }
+
+    /// Pushes a frame on a port's egress, counting it. `build` writes the
+    /// frame into a zeroed buffer of `len` bytes.
+    fn emit_port(
+        &mut self,
+        port: PortId,
+        len: usize,
+        out: &mut Output,
+        build: impl FnOnce(&mut [u8]),
+    ) {
+        let buf = out.push(Egress::Port(port), len);
+        build(&mut buf[..len]);
+        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
+            port.counters.count_tx(&buf[..len]);
+        }
+    }
+
+    fn count_tx_drop(&mut self, port: PortId, reason: DropReason) {
+        self.drops.count(reason);
+        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
+            port.counters.tx_drops += 1;
+        }
+    }
+}
+
+/// A hashable key for (VLAN, MAC): the FDB's key.
+#[inline]
+fn fdb_key(vid: VlanId, mac: EthernetAddress) -> u64 {
+    (u64::from(vid) << 48) | mac.to_u64()
+}

@@ -1,0 +1,158 @@
+//! Front-panel ports: configuration, state, VLAN membership bitmaps.
+
+use super::{DropReason, PortCounters, PortId, RifId, Switch, TableError};
+use crate::wire::VlanId;
+
+/// The configuration of one port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortConfig {
+    pub admin_up: bool,
+    /// Largest payload (Ethernet frame less its header and tags) the port sends.
+    pub mtu: u16,
+    /// The VLAN of untagged and priority-tagged frames; 0 = drop them.
+    pub pvid: VlanId,
+    /// Learn source MACs of frames received here.
+    pub learning: bool,
+}
+
+impl Default for PortConfig {
+    fn default() -> Self {
+        PortConfig {
+            admin_up: true,
+            mtu: 9100,
+            pvid: 1,
+            learning: true,
+        }
+    }
+}
+
+const VLAN_WORDS: usize = 4096 / 64;
+
+/// A set of VLAN ids.
+#[derive(Clone)]
+pub(crate) struct VlanSet([u64; VLAN_WORDS]);
+
+impl VlanSet {
+    const EMPTY: VlanSet = VlanSet([0; VLAN_WORDS]);
+
+    #[inline]
+    pub(crate) fn contains(&self, vid: VlanId) -> bool {
+        let vid = usize::from(vid & 0x0fff);
+        self.0[vid / 64] & (1 << (vid % 64)) != 0
+    }
+
+    pub(crate) fn set(&mut self, vid: VlanId, value: bool) {
+        let vid = usize::from(vid & 0x0fff);
+        if value {
+            self.0[vid / 64] |= 1 << (vid % 64);
+        } else {
+            self.0[vid / 64] &= !(1 << (vid % 64));
+        }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.iter().all(|&word| word == 0)
+    }
+}
+
+pub(crate) struct Port {
+    pub(crate) config: PortConfig,
+    pub(crate) oper_up: bool,
+    /// VLANs this port is a member of.
+    pub(crate) member: VlanSet,
+    /// Of those, the ones it sends tagged.
+    pub(crate) tagged: VlanSet,
+    /// The routed-port router interface on this port, if any: the port then
+    /// does no bridging.
+    pub(crate) rif: Option<RifId>,
+    pub(crate) counters: PortCounters,
+}
+
+impl Port {
+    #[inline]
+    pub(crate) fn is_up(&self) -> bool {
+        self.config.admin_up && self.oper_up
+    }
+}
+
+impl Switch {
+    /// Creates a port or updates its configuration (keeping memberships and counters).
+    pub fn set_port(&mut self, port: PortId, config: PortConfig) -> Result<(), TableError> {
+        let slot = self
+            .ports
+            .get_mut(usize::from(port))
+            .ok_or(TableError::Invalid("port id beyond max_ports"))?;
+        if config.pvid > crate::wire::vlan::VID_MAX {
+            return Err(TableError::Invalid("pvid above 4094"));
+        }
+        match slot {
+            Some(existing) => existing.config = config,
+            None => {
+                *slot = Some(Port {
+                    config,
+                    oper_up: true,
+                    member: VlanSet::EMPTY,
+                    tagged: VlanSet::EMPTY,
+                    rif: None,
+                    counters: PortCounters::default(),
+                })
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes a port; it must first leave its VLANs and lose its router interface.
+    pub fn remove_port(&mut self, port: PortId) -> Result<(), TableError> {
+        let existing = self.port(port).ok_or(TableError::NotFound)?;
+        if !existing.member.is_empty() || existing.rif.is_some() {
+            return Err(TableError::InUse);
+        }
+        if self
+            .bridge
+            .fdb
+            .values()
+            .any(|entry| entry.dest == super::FdbDest::Port(port))
+        {
+            self.flush_fdb(Some(port), None, false);
+        }
+        self.ports[usize::from(port)] = None;
+        Ok(())
+    }
+
+    pub fn port_config(&self, port: PortId) -> Option<PortConfig> {
+        self.port(port).map(|port| port.config)
+    }
+
+    /// The link state, reported by the port adapter. A port starts up.
+    pub fn set_port_oper_status(&mut self, port: PortId, up: bool) {
+        if let Some(Some(existing)) = self.ports.get_mut(usize::from(port)) {
+            existing.oper_up = up;
+            if !up {
+                // The hosts behind a dead link are gone from it (802.1Q 8.8.3).
+                self.flush_fdb_inner(Some(port), None, true, true);
+            }
+        }
+    }
+
+    pub fn port_oper_status(&self, port: PortId) -> Option<bool> {
+        self.port(port).map(|port| port.oper_up)
+    }
+
+    pub(crate) fn port(&self, port: PortId) -> Option<&Port> {
+        self.ports.get(usize::from(port))?.as_ref()
+    }
+
+    /// Whether `port` can send a frame of VLAN `vid` now, and tagged or not;
+    /// counts the egress drop when it cannot.
+    #[inline]
+    pub(crate) fn egress_member(&mut self, port: PortId, vid: VlanId) -> Result<bool, DropReason> {
+        let reason = match self.port(port) {
+            None => DropReason::EgressPortDown,
+            Some(p) if !p.is_up() => DropReason::EgressPortDown,
+            Some(p) if !p.member.contains(vid) => DropReason::EgressVlanFilter,
+            Some(p) => return Ok(p.tagged.contains(vid)),
+        };
+        self.count_tx_drop(port, reason);
+        Err(reason)
+    }
+}
