@@ -3,3 +3,5 @@
 //! and the in-memory demo fabric. `main.rs` is a thin command-line front.
 
 pub mod config;
+pub mod forwarding;
+pub mod hostif;

@@ -1,0 +1,550 @@
+//! The forwarding loop: one thread that moves frames between the port I/O
+//! adapters and the pipeline.
+//!
+//! ```text
+//!  ethN (AF_PACKET ring) --rx batch--> process(now, port, frame) --Output--> ethM tx ring
+//!                                                                  \------> sw-ethN / vlanV TAP (punt)
+//!  sw-ethN / vlanV TAP (kernel's own traffic) --> send_from_host[_on_rif] --> ethN
+//!  every POLL_INTERVAL: poll(now) (FDB aging, ARP/ND timers and probes)
+//! ```
+//!
+//! The thread waits on one epoll set holding every port, every host
+//! interface TAP and an eventfd that control commands ring. Control-plane
+//! access (config apply, management queries) shares the dataplane through a
+//! `Mutex` that this thread takes once per wake-up and holds while it works
+//! through the ready batches, never per packet. Frames are copied from the
+//! rx rings into a [`FrameBatch`] and emitted into one reused [`Output`], so
+//! the steady state allocates nothing.
+
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
+use dataplane::pipeline::{Egress, Output, PortId, RifId};
+
+/// Frames read from one descriptor before moving to the next ready one.
+pub const RX_BATCH: usize = 64;
+/// How often the pipeline's timers run (aging, neighbour probes). Also the
+/// longest the thread sleeps when nothing arrives.
+pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// How often adapter counters are published for the management API.
+const STATS_INTERVAL: Duration = Duration::from_millis(200);
+
+/// Nanoseconds on the daemon's monotonic clock, the time every pipeline and
+/// protocol call in `switchd` takes (forwarding, config apply, LLDP), so
+/// their timestamps compare.
+pub fn monotonic_ns() -> u64 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    START.get_or_init(Instant::now).elapsed().as_nanos() as u64
+}
+
+/// What the forwarding loop needs from the pipeline: the calls of the
+/// SAI soft backend's packet path. Implemented for the pipeline's `Switch`
+/// and for whatever the daemon shares behind its mutex.
+pub trait Dataplane: Send + 'static {
+    /// A frame received on front-panel port `port`.
+    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output);
+    /// A frame the kernel sent through the host interface of `port` (SAI
+    /// hostif tx: out of that port, no lookup).
+    fn send_from_host(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output);
+    /// A frame the kernel sent through the host interface of VLAN router
+    /// interface `rif`: bridged in that VLAN.
+    fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output);
+    /// Timers: aging, neighbour state, probes.
+    fn poll(&mut self, now: u64, out: &mut Output);
+}
+
+impl Dataplane for dataplane::pipeline::Switch {
+    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+        dataplane::pipeline::Switch::process(self, now, port, frame, out);
+    }
+    fn send_from_host(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+        dataplane::pipeline::Switch::send_from_host(self, now, port, frame, out);
+    }
+    fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output) {
+        dataplane::pipeline::Switch::send_from_host_on_rif(self, now, rif, frame, out);
+    }
+    fn poll(&mut self, now: u64, out: &mut Output) {
+        dataplane::pipeline::Switch::poll(self, now, out);
+    }
+}
+
+/// Something the forwarding loop reads from and writes to.
+pub enum Attachment {
+    /// A front-panel port's I/O.
+    Port { port: PortId, io: Box<dyn PortIo> },
+    /// The host interface (TAP) of a port: punts for the port go there,
+    /// frames the kernel writes into it leave through the port.
+    HostPort { port: PortId, tap: Tap },
+    /// The host interface (TAP) of a VLAN router interface (SVI).
+    HostRif { rif: RifId, tap: Tap },
+}
+
+impl Attachment {
+    fn name(&self) -> &str {
+        match self {
+            Attachment::Port { io, .. } => io.name(),
+            Attachment::HostPort { tap, .. } | Attachment::HostRif { tap, .. } => tap.name(),
+        }
+    }
+}
+
+/// Control commands, applied between batches.
+enum Command {
+    Attach(Attachment),
+    DetachPort(PortId),
+    DetachHostPort(PortId),
+    DetachHostRif(RifId),
+}
+
+/// Counters of one attached device, below the pipeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceStats {
+    pub name: String,
+    pub io: IoStats,
+}
+
+/// Frames the loop itself could not deliver.
+#[derive(Debug, Default)]
+pub struct LoopCounters {
+    /// An Output named a port with no I/O attached.
+    pub egress_unattached: AtomicU64,
+    /// A punt for a port or router interface with no host interface.
+    pub punt_unattached: AtomicU64,
+    /// A send on an adapter failed.
+    pub tx_errors: AtomicU64,
+    /// A receive on an adapter failed.
+    pub rx_errors: AtomicU64,
+    /// Wake-ups of the loop (for tests and tuning).
+    pub wakeups: AtomicU64,
+}
+
+/// The running forwarding thread. Dropping it stops the thread and drops
+/// every attachment (which removes the TAPs).
+pub struct Forwarding {
+    commands: Sender<Command>,
+    wake: Arc<OwnedFd>,
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    stats: Arc<Mutex<Vec<DeviceStats>>>,
+    counters: Arc<LoopCounters>,
+}
+
+impl Forwarding {
+    /// Starts the thread with `attachments`; `dataplane` stays shared with
+    /// the control plane.
+    pub fn start<D: Dataplane>(dataplane: Arc<Mutex<D>>, attachments: Vec<Attachment>) -> io::Result<Forwarding> {
+        // SAFETY: plain syscalls, results checked before use.
+        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epoll < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptor we own.
+        let epoll = unsafe { OwnedFd::from_raw_fd(epoll) };
+        // SAFETY: as above.
+        let wake = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if wake < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptor we own.
+        let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(wake) });
+        epoll_add(epoll.as_raw_fd(), wake.as_raw_fd(), Token::Wake)?;
+
+        let (commands, receiver) = mpsc::channel();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stats = Arc::new(Mutex::new(Vec::new()));
+        let counters = Arc::new(LoopCounters::default());
+        let mut lp = Loop {
+            dataplane,
+            epoll,
+            wake: wake.clone(),
+            commands: receiver,
+            stop: stop.clone(),
+            ports: Vec::new(),
+            host_ports: Vec::new(),
+            host_rifs: Vec::new(),
+            dirty: Vec::new(),
+            batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
+            out: Output::new(),
+            stats: stats.clone(),
+            counters: counters.clone(),
+        };
+        for attachment in attachments {
+            lp.attach(attachment)?;
+        }
+        let thread = std::thread::Builder::new().name("forwarding".into()).spawn(move || lp.run())?;
+        Ok(Forwarding { commands, wake, stop, thread: Some(thread), stats, counters })
+    }
+
+    /// Adds a port or host interface to the running loop.
+    pub fn attach(&self, attachment: Attachment) {
+        self.send(Command::Attach(attachment));
+    }
+
+    pub fn detach_port(&self, port: PortId) {
+        self.send(Command::DetachPort(port));
+    }
+
+    pub fn detach_host_port(&self, port: PortId) {
+        self.send(Command::DetachHostPort(port));
+    }
+
+    pub fn detach_host_rif(&self, rif: RifId) {
+        self.send(Command::DetachHostRif(rif));
+    }
+
+    /// Adapter counters, refreshed every few hundred milliseconds.
+    pub fn device_stats(&self) -> Vec<DeviceStats> {
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    pub fn counters(&self) -> &LoopCounters {
+        &self.counters
+    }
+
+    /// Whether the thread is still running.
+    pub fn is_running(&self) -> bool {
+        self.thread.as_ref().is_some_and(|t| !t.is_finished())
+    }
+
+    /// Stops the thread and waits for it; the attachments are dropped (TAPs
+    /// removed) before this returns.
+    pub fn stop(mut self) {
+        self.shutdown();
+    }
+
+    fn send(&self, command: Command) {
+        if self.commands.send(command).is_ok() {
+            ring(self.wake.as_raw_fd());
+        }
+    }
+
+    fn shutdown(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        ring(self.wake.as_raw_fd());
+        if let Some(thread) = self.thread.take()
+            && thread.join().is_err()
+        {
+            tracing::error!("forwarding thread panicked");
+        }
+    }
+}
+
+impl Drop for Forwarding {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+fn ring(fd: RawFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a live u64 to an eventfd.
+    unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Token {
+    Wake,
+    Port(PortId),
+    HostPort(PortId),
+    HostRif(RifId),
+}
+
+impl Token {
+    fn encode(self) -> u64 {
+        match self {
+            Token::Wake => 0,
+            Token::Port(p) => (1 << 32) | u64::from(p),
+            Token::HostPort(p) => (2 << 32) | u64::from(p),
+            Token::HostRif(r) => (3 << 32) | u64::from(r),
+        }
+    }
+
+    fn decode(value: u64) -> Token {
+        let index = value as u16;
+        match value >> 32 {
+            1 => Token::Port(index),
+            2 => Token::HostPort(index),
+            3 => Token::HostRif(index),
+            _ => Token::Wake,
+        }
+    }
+}
+
+fn epoll_add(epoll: RawFd, fd: RawFd, token: Token) -> io::Result<()> {
+    let mut event = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token.encode() };
+    // SAFETY: event is valid for the call.
+    if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut event) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+fn epoll_del(epoll: RawFd, fd: RawFd) {
+    // SAFETY: a null event is allowed for EPOLL_CTL_DEL.
+    unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
+}
+
+/// Grows `table` so that `index` is valid.
+fn slot<T>(table: &mut Vec<Option<T>>, index: usize) -> &mut Option<T> {
+    if table.len() <= index {
+        table.resize_with(index + 1, || None);
+    }
+    &mut table[index]
+}
+
+struct Loop<D> {
+    dataplane: Arc<Mutex<D>>,
+    epoll: OwnedFd,
+    wake: Arc<OwnedFd>,
+    commands: Receiver<Command>,
+    stop: Arc<AtomicBool>,
+    /// Indexed by PortId.
+    ports: Vec<Option<Box<dyn PortIo>>>,
+    host_ports: Vec<Option<Tap>>,
+    /// Indexed by RifId.
+    host_rifs: Vec<Option<Tap>>,
+    /// Ports with frames queued on their tx ring since the last flush.
+    dirty: Vec<PortId>,
+    batch: FrameBatch,
+    out: Output,
+    stats: Arc<Mutex<Vec<DeviceStats>>>,
+    counters: Arc<LoopCounters>,
+}
+
+impl<D: Dataplane> Loop<D> {
+    fn attach(&mut self, attachment: Attachment) -> io::Result<()> {
+        let epoll = self.epoll.as_raw_fd();
+        tracing::debug!(device = attachment.name(), "attach");
+        match attachment {
+            Attachment::Port { port, io } => {
+                epoll_add(epoll, io.fd(), Token::Port(port))?;
+                if let Some(old) = slot(&mut self.ports, port.into()).replace(io) {
+                    epoll_del(epoll, old.fd());
+                }
+            }
+            Attachment::HostPort { port, tap } => {
+                epoll_add(epoll, tap.fd(), Token::HostPort(port))?;
+                if let Some(old) = slot(&mut self.host_ports, port.into()).replace(tap) {
+                    epoll_del(epoll, old.fd());
+                }
+            }
+            Attachment::HostRif { rif, tap } => {
+                epoll_add(epoll, tap.fd(), Token::HostRif(rif))?;
+                if let Some(old) = slot(&mut self.host_rifs, rif.into()).replace(tap) {
+                    epoll_del(epoll, old.fd());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, command: Command) {
+        let epoll = self.epoll.as_raw_fd();
+        match command {
+            Command::Attach(attachment) => {
+                let name = attachment.name().to_string();
+                if let Err(error) = self.attach(attachment) {
+                    tracing::error!(device = name, %error, "cannot attach");
+                }
+            }
+            Command::DetachPort(port) => {
+                if let Some(io) = self.ports.get_mut(usize::from(port)).and_then(Option::take) {
+                    epoll_del(epoll, io.fd());
+                    self.dirty.retain(|&p| p != port);
+                }
+            }
+            Command::DetachHostPort(port) => {
+                if let Some(tap) = self.host_ports.get_mut(usize::from(port)).and_then(Option::take) {
+                    epoll_del(epoll, tap.fd());
+                }
+            }
+            Command::DetachHostRif(rif) => {
+                if let Some(tap) = self.host_rifs.get_mut(usize::from(rif)).and_then(Option::take) {
+                    epoll_del(epoll, tap.fd());
+                }
+            }
+        }
+    }
+
+    fn run(mut self) {
+        let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
+        let mut next_poll = monotonic_ns();
+        let mut next_stats = Instant::now();
+        while !self.stop.load(Ordering::Acquire) {
+            let timeout_ms = POLL_INTERVAL.as_millis() as libc::c_int;
+            // SAFETY: events is a valid array of the length given.
+            let n = unsafe {
+                libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as libc::c_int, timeout_ms)
+            };
+            if n < 0 {
+                let err = io::Error::last_os_error();
+                if err.kind() != io::ErrorKind::Interrupted {
+                    tracing::error!(error = %err, "epoll_wait failed; forwarding stops");
+                    break;
+                }
+                continue;
+            }
+            self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
+
+            // Control first, between batches.
+            loop {
+                match self.commands.try_recv() {
+                    Ok(command) => self.apply(command),
+                    Err(TryRecvError::Empty) => break,
+                    // The handle is gone: nobody can stop us any more but
+                    // dropping it already set `stop`.
+                    Err(TryRecvError::Disconnected) => break,
+                }
+            }
+
+            let now = monotonic_ns();
+            {
+                let dataplane = self.dataplane.clone();
+                let mut dp = dataplane.lock().unwrap_or_else(|e| e.into_inner());
+                for event in &events[..n as usize] {
+                    match Token::decode(event.u64) {
+                        Token::Wake => drain_eventfd(self.wake.as_raw_fd()),
+                        Token::Port(port) => self.rx_port(&mut *dp, now, port),
+                        Token::HostPort(port) => self.rx_host(&mut *dp, now, HostSource::Port(port)),
+                        Token::HostRif(rif) => self.rx_host(&mut *dp, now, HostSource::Rif(rif)),
+                    }
+                }
+                if now >= next_poll {
+                    self.out.clear();
+                    dp.poll(now, &mut self.out);
+                    self.dispatch();
+                    next_poll = now + POLL_INTERVAL.as_nanos() as u64;
+                }
+            }
+            self.flush();
+            if Instant::now() >= next_stats {
+                self.publish_stats();
+                next_stats = Instant::now() + STATS_INTERVAL;
+            }
+        }
+        self.flush();
+        self.publish_stats();
+        tracing::info!("forwarding stopped");
+        // Attachments drop here: rings unmapped, TAPs removed.
+    }
+
+    /// Reads a batch from a front-panel port and runs each frame through the
+    /// pipeline.
+    fn rx_port(&mut self, dp: &mut D, now: u64, port: PortId) {
+        let Some(Some(io)) = self.ports.get_mut(usize::from(port)) else { return };
+        self.batch.clear();
+        if let Err(error) = io.recv_batch(&mut self.batch) {
+            self.counters.rx_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(port, %error, "rx failed");
+        }
+        for index in 0..self.batch.len() {
+            self.out.clear();
+            if let Some(frame) = self.batch.get(index) {
+                dp.process(now, port, frame, &mut self.out);
+            }
+            self.dispatch();
+        }
+    }
+
+    /// Reads what the kernel sent through a host interface and injects it.
+    fn rx_host(&mut self, dp: &mut D, now: u64, source: HostSource) {
+        let tap = match source {
+            HostSource::Port(port) => self.host_ports.get_mut(usize::from(port)),
+            HostSource::Rif(rif) => self.host_rifs.get_mut(usize::from(rif)),
+        };
+        let Some(Some(tap)) = tap else { return };
+        self.batch.clear();
+        if let Err(error) = tap.recv_batch(&mut self.batch) {
+            self.counters.rx_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::debug!(tap = tap.name(), %error, "host rx failed");
+        }
+        for index in 0..self.batch.len() {
+            self.out.clear();
+            if let Some(frame) = self.batch.get(index) {
+                match source {
+                    HostSource::Port(port) => dp.send_from_host(now, port, frame, &mut self.out),
+                    HostSource::Rif(rif) => dp.send_from_host_on_rif(now, rif, frame, &mut self.out),
+                }
+            }
+            self.dispatch();
+        }
+    }
+
+    /// Sends every frame of `self.out` where it goes.
+    fn dispatch(&mut self) {
+        for emitted in self.out.iter() {
+            match emitted.to {
+                Egress::Port(port) => match self.ports.get_mut(usize::from(port)) {
+                    Some(Some(io)) => {
+                        if io.send(emitted.frame).is_err() {
+                            self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+                        }
+                        if !self.dirty.contains(&port) {
+                            self.dirty.push(port);
+                        }
+                    }
+                    _ => {
+                        self.counters.egress_unattached.fetch_add(1, Ordering::Relaxed);
+                    }
+                },
+                Egress::Host { port, rif, .. } => {
+                    // A VLAN router interface has its own TAP; a routed
+                    // port's router interface shares the port's.
+                    let tap = match rif.and_then(|r| self.host_rifs.get_mut(usize::from(r))) {
+                        Some(Some(tap)) => Some(tap),
+                        _ => self.host_ports.get_mut(usize::from(port)).and_then(Option::as_mut),
+                    };
+                    match tap {
+                        Some(tap) => {
+                            if tap.send(emitted.frame).is_err() {
+                                self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        None => {
+                            self.counters.punt_unattached.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn flush(&mut self) {
+        for port in self.dirty.drain(..) {
+            if let Some(Some(io)) = self.ports.get_mut(usize::from(port))
+                && io.flush().is_err()
+            {
+                self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn publish_stats(&self) {
+        let mut all = Vec::new();
+        for io in self.ports.iter().flatten() {
+            all.push(DeviceStats { name: io.name().to_string(), io: io.stats() });
+        }
+        for tap in self.host_ports.iter().chain(self.host_rifs.iter()).flatten() {
+            all.push(DeviceStats { name: tap.name().to_string(), io: tap.stats() });
+        }
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = all;
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum HostSource {
+    Port(PortId),
+    Rif(RifId),
+}
+
+fn drain_eventfd(fd: RawFd) {
+    let mut value: u64 = 0;
+    // SAFETY: reads 8 bytes into a live u64.
+    unsafe { libc::read(fd, (&mut value as *mut u64).cast(), 8) };
+}

@@ -1,0 +1,183 @@
+//! Host interfaces, the SAI hostif model: the kernel side of the switch.
+//!
+//! For each front-panel port and each VLAN router interface (SVI) the
+//! daemon creates a TAP in its own namespace. The switch's own traffic
+//! (ARP, ICMP, TCP to its addresses, LLDP) is punted by the pipeline into
+//! that TAP, and whatever the kernel sends through it goes back into the
+//! pipeline, so `ping` to the switch and socket-based protocols on the switch
+//! work through the software dataplane.
+//!
+//! Names, chosen to read obviously next to the containerlab wiring:
+//!
+//! | what | name | carries |
+//! |---|---|---|
+//! | front-panel port `eth1` (the veth; owned by AF_PACKET) | `eth1` | the wire |
+//! | its host interface | `sw-eth1` | the switch's own traffic on eth1; a routed port's addresses |
+//! | SVI of VLAN 100 | `vlan100` | the switch's own traffic in VLAN 100; the SVI's addresses |
+//!
+//! (`ethN` itself cannot be the TAP: containerlab created it and the
+//! dataplane reads it.) Each TAP gets the MAC of its router interface, so the
+//! kernel's ARP answers and the pipeline's agree, and the MTU of its port.
+//!
+//! The front-panel netdev is quieted so the kernel never answers on the wire
+//! past the dataplane: ARP replies off (`arp_ignore=8`) and IPv6 off on
+//! `ethN`. Addresses are added through rtnetlink. The TAPs are removed when
+//! their [`dataplane::io::Tap`] is dropped (the forwarding thread owns them).
+
+use std::fmt;
+use std::io;
+use std::net::IpAddr;
+
+use dataplane::io::{Tap, TapConfig, if_index};
+use dataplane::pipeline::{PortId, RifId};
+use ipnetwork::IpNetwork;
+
+use crate::forwarding::Attachment;
+
+/// The host interface name of front-panel port `port` (`eth1` -> `sw-eth1`).
+pub fn port_host_name(port: &str) -> String {
+    format!("sw-{port}")
+}
+
+/// The host interface name of VLAN `vid`'s router interface.
+pub fn vlan_host_name(vid: u16) -> String {
+    format!("vlan{vid}")
+}
+
+/// What a host interface is bound to in the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostIfTarget {
+    /// A front-panel port (routed or bridged): punts for the port, and the
+    /// kernel's frames leave through it.
+    Port(PortId),
+    /// A VLAN router interface: the kernel's frames are bridged in the VLAN.
+    VlanRif(RifId),
+}
+
+/// One host interface to create.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostIfSpec {
+    /// The TAP's name ([`port_host_name`], [`vlan_host_name`]).
+    pub name: String,
+    pub target: HostIfTarget,
+    /// The router interface's MAC (or the switch MAC for a bridged port).
+    pub mac: [u8; 6],
+    pub mtu: u32,
+    pub addresses: Vec<IpNetwork>,
+    /// The front-panel netdev to quiet (`eth1` for `sw-eth1`); `None` for
+    /// SVIs and TAP ports.
+    pub front_panel: Option<String>,
+}
+
+#[derive(Debug)]
+pub struct HostIfError {
+    pub interface: String,
+    pub action: &'static str,
+    pub error: io::Error,
+}
+
+impl fmt::Display for HostIfError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "host interface {}: cannot {}: {}", self.interface, self.action, self.error)
+    }
+}
+
+impl std::error::Error for HostIfError {}
+
+/// Creates every host interface of `specs`: TAP up with its MAC and MTU,
+/// addresses added, front-panel netdev quieted. All or nothing: on error,
+/// the TAPs created so far are removed (dropped) before returning.
+pub fn create_host_interfaces(specs: &[HostIfSpec]) -> Result<Vec<Attachment>, HostIfError> {
+    let mut created = Vec::with_capacity(specs.len());
+    for spec in specs {
+        let tap = Tap::create(&TapConfig { name: spec.name.clone(), mac: Some(spec.mac), mtu: Some(spec.mtu), up: true })
+            .map_err(|error| HostIfError { interface: spec.name.clone(), action: "create TAP", error })?;
+        if let Some(front) = &spec.front_panel {
+            quiet_front_panel(front)
+                .map_err(|error| HostIfError { interface: front.clone(), action: "quiet front-panel netdev", error })?;
+        }
+        created.push((spec, tap));
+    }
+    let with_addresses: Vec<(&str, &[IpNetwork])> =
+        specs.iter().filter(|s| !s.addresses.is_empty()).map(|s| (s.name.as_str(), s.addresses.as_slice())).collect();
+    add_addresses(&with_addresses)?;
+    Ok(created
+        .into_iter()
+        .map(|(spec, tap)| match spec.target {
+            HostIfTarget::Port(port) => Attachment::HostPort { port, tap },
+            HostIfTarget::VlanRif(rif) => Attachment::HostRif { rif, tap },
+        })
+        .collect())
+}
+
+/// Keeps the kernel from speaking on a front-panel netdev behind the
+/// dataplane's back: it would answer ARP for the switch's addresses with the
+/// veth's MAC (`arp_ignore` 8: never reply) and send IPv6 DAD/RS from it.
+pub fn quiet_front_panel(name: &str) -> io::Result<()> {
+    write_sysctl(&format!("/proc/sys/net/ipv4/conf/{name}/arp_ignore"), "8")?;
+    // IPv6 may be disabled in the kernel altogether; that is fine too.
+    let _ = write_sysctl(&format!("/proc/sys/net/ipv6/conf/{name}/disable_ipv6"), "1");
+    Ok(())
+}
+
+fn write_sysctl(path: &str, value: &str) -> io::Result<()> {
+    std::fs::write(path, value)
+}
+
+/// Adds `addresses` to each named interface through rtnetlink. Runs on a
+/// thread of its own with a current-thread runtime, so callers need not be
+/// (and may be) inside a tokio runtime.
+pub fn add_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfError> {
+    if interfaces.is_empty() {
+        return Ok(());
+    }
+    let mut resolved = Vec::new();
+    for (name, addresses) in interfaces {
+        let index = if_index(name).map_err(|error| HostIfError { interface: name.to_string(), action: "find", error })?;
+        resolved.push((name.to_string(), index, addresses.to_vec()));
+    }
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|error| {
+                    HostIfError { interface: String::new(), action: "start netlink runtime", error }
+                })?;
+                runtime.block_on(add_addresses_async(&resolved))
+            })
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    })
+}
+
+async fn add_addresses_async(interfaces: &[(String, u32, Vec<IpNetwork>)]) -> Result<(), HostIfError> {
+    let netlink_error = |name: &str, error: io::Error| HostIfError { interface: name.to_string(), action: "add address", error };
+    let (connection, handle, _) =
+        rtnetlink::new_connection().map_err(|error| HostIfError { interface: String::new(), action: "open rtnetlink", error })?;
+    let task = tokio::spawn(connection);
+    let mut result = Ok(());
+    'all: for (name, index, addresses) in interfaces {
+        for address in addresses {
+            let ip: IpAddr = address.ip();
+            if let Err(error) = handle.address().add(*index, ip, address.prefix()).replace().execute().await {
+                result = Err(netlink_error(name, io::Error::other(format!("{address}: {error}"))));
+                break 'all;
+            }
+        }
+    }
+    task.abort();
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_read_like_the_ports_they_serve() {
+        assert_eq!(port_host_name("eth1"), "sw-eth1");
+        assert_eq!(vlan_host_name(100), "vlan100");
+        // The longest containerlab port still fits IFNAMSIZ - 1.
+        assert!(port_host_name("eth128").len() < libc::IFNAMSIZ);
+        assert!(vlan_host_name(4094).len() < libc::IFNAMSIZ);
+    }
+}
