@@ -1,1 +1,7 @@
-//! BGP speaker.
+//! BGP speaker: wire format, sans-IO FSM, RIBs and decision process, and the
+//! tokio tasks that run sessions over TCP.
+//!
+//! The EVPN address family (next issue) plugs in as one more [`packet::Nlri`]
+//! variant and [`packet::Family`].
+
+pub mod packet;
