@@ -348,7 +348,7 @@ pub fn walk_extension_headers(next_header: IpProtocol, payload: &[u8]) -> Result
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::wire::ipv4::tests::{any_ecn, any_protocol};
     use proptest::prelude::*;
