@@ -2,6 +2,8 @@
 //! application to the SAI-like shim, the management server, the LLDP agent
 //! and the in-memory demo fabric. `main.rs` is a thin command-line front.
 
+pub mod apply;
 pub mod config;
 pub mod forwarding;
 pub mod hostif;
+pub mod lldp;
