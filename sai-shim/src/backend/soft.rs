@@ -607,7 +607,9 @@ impl Backend for SoftBackend {
         new: &Object,
     ) -> SaiResult<()> {
         match (old, new) {
-            (Object::Switch(old), Object::Switch(new)) if old.fdb_aging_time != new.fdb_aging_time => {
+            (Object::Switch(old), Object::Switch(new))
+                if old.fdb_aging_time != new.fdb_aging_time =>
+            {
                 return Err(SaiError::NotSupported(
                     "the soft backend fixes FDB_AGING_TIME when the switch is created".into(),
                 ));
