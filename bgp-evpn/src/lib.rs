@@ -4,4 +4,5 @@
 //! The EVPN address family (next issue) plugs in as one more [`packet::Nlri`]
 //! variant and [`packet::Family`].
 
+pub mod neighbor;
 pub mod packet;
