@@ -19,7 +19,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -43,63 +43,102 @@ pub fn monotonic_ns() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-/// What the forwarding loop needs from the pipeline: the calls of the
-/// SAI soft backend's packet path. Implemented for the pipeline's `Switch`
-/// and for whatever the daemon shares behind its mutex.
+/// What the forwarding loop needs from the pipeline: the packet path of the
+/// SAI soft backend. Host interfaces are named by `HostIf`: shim object ids
+/// for the daemon, [`HostIfTarget`] for a bare pipeline.
 pub trait Dataplane: Send + 'static {
+    type HostIf: Copy + Eq + std::fmt::Debug + Send + 'static;
     /// A frame received on front-panel port `port`.
     fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output);
-    /// A frame the kernel sent through the host interface of `port` (SAI
-    /// hostif tx: out of that port, no lookup).
-    fn send_from_host(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output);
-    /// A frame the kernel sent through the host interface of VLAN router
-    /// interface `rif`: bridged in that VLAN.
-    fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output);
+    /// A frame the kernel sent through host interface `host_if` (SAI hostif
+    /// tx): out of its port with no lookup, or bridged in a router
+    /// interface's VLAN.
+    fn host_send(&mut self, now: u64, host_if: Self::HostIf, frame: &[u8], out: &mut Output);
+    /// The host interface a punted frame goes to (the router interface's if
+    /// it has one, else the port's).
+    fn punt_target(&self, egress: &Egress) -> Option<Self::HostIf>;
     /// Timers: aging, neighbour state, probes.
     fn poll(&mut self, now: u64, out: &mut Output);
 }
 
+/// What a host interface is bound to, for a bare pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostIfTarget {
+    /// A front-panel port (routed or bridged): punts for the port, and the
+    /// kernel's frames leave through it.
+    Port(PortId),
+    /// A router interface on a VLAN: the kernel's frames are bridged in it.
+    VlanRif(RifId),
+}
+
+/// A bare pipeline: every VLAN router interface is assumed to have a host
+/// interface, and every port.
 impl Dataplane for dataplane::pipeline::Switch {
+    type HostIf = HostIfTarget;
     fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
         dataplane::pipeline::Switch::process(self, now, port, frame, out);
     }
-    fn send_from_host(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
-        dataplane::pipeline::Switch::send_from_host(self, now, port, frame, out);
+    fn host_send(&mut self, now: u64, host_if: HostIfTarget, frame: &[u8], out: &mut Output) {
+        match host_if {
+            HostIfTarget::Port(port) => self.send_from_host(now, port, frame, out),
+            HostIfTarget::VlanRif(rif) => self.send_from_host_on_rif(now, rif, frame, out),
+        }
     }
-    fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output) {
-        dataplane::pipeline::Switch::send_from_host_on_rif(self, now, rif, frame, out);
+    fn punt_target(&self, egress: &Egress) -> Option<HostIfTarget> {
+        match *egress {
+            Egress::Host { rif: Some(rif), .. } => Some(HostIfTarget::VlanRif(rif)),
+            Egress::Host { port, .. } => Some(HostIfTarget::Port(port)),
+            Egress::Port(_) => None,
+        }
     }
     fn poll(&mut self, now: u64, out: &mut Output) {
         dataplane::pipeline::Switch::poll(self, now, out);
     }
 }
 
-/// Something the forwarding loop reads from and writes to.
-pub enum Attachment {
-    /// A front-panel port's I/O.
-    Port { port: PortId, io: Box<dyn PortIo> },
-    /// The host interface (TAP) of a port: punts for the port go there,
-    /// frames the kernel writes into it leave through the port.
-    HostPort { port: PortId, tap: Tap },
-    /// The host interface (TAP) of a VLAN router interface (SVI).
-    HostRif { rif: RifId, tap: Tap },
+/// The daemon's dataplane: the shim with the soft backend; host interfaces
+/// are the shim's host interface objects.
+impl Dataplane for sai_shim::Sai<sai_shim::backend::soft::SoftBackend> {
+    type HostIf = sai_shim::ObjectId;
+    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+        self.backend_mut().process_index(now, port, frame, out);
+    }
+    fn host_send(&mut self, now: u64, host_if: sai_shim::ObjectId, frame: &[u8], out: &mut Output) {
+        if let Err(error) = self.backend_mut().host_send(now, host_if, frame, out) {
+            tracing::debug!(%error, "host send refused");
+        }
+    }
+    fn punt_target(&self, egress: &Egress) -> Option<sai_shim::ObjectId> {
+        self.backend().punt_host_interface(egress)
+    }
+    fn poll(&mut self, now: u64, out: &mut Output) {
+        self.backend_mut().poll(now, out);
+    }
 }
 
-impl Attachment {
+/// Something the forwarding loop reads from and writes to.
+pub enum Attachment<H> {
+    /// A front-panel port's I/O.
+    Port { port: PortId, io: Box<dyn PortIo> },
+    /// A host interface: punts for it go into the TAP, frames the kernel
+    /// writes into the TAP are sent through it.
+    Host { host_if: H, tap: Tap },
+}
+
+impl<H> Attachment<H> {
     fn name(&self) -> &str {
         match self {
             Attachment::Port { io, .. } => io.name(),
-            Attachment::HostPort { tap, .. } | Attachment::HostRif { tap, .. } => tap.name(),
+            Attachment::Host { tap, .. } => tap.name(),
         }
     }
 }
 
 /// Control commands, applied between batches.
-enum Command {
-    Attach(Attachment),
+enum Command<H> {
+    Attach(Attachment<H>),
     DetachPort(PortId),
-    DetachHostPort(PortId),
-    DetachHostRif(RifId),
+    DetachHost(H),
 }
 
 /// Counters of one attached device, below the pipeline.
@@ -126,8 +165,8 @@ pub struct LoopCounters {
 
 /// The running forwarding thread. Dropping it stops the thread and drops
 /// every attachment (which removes the TAPs).
-pub struct Forwarding {
-    commands: Sender<Command>,
+pub struct Forwarding<H> {
+    commands: Sender<Command<H>>,
     wake: Arc<OwnedFd>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
@@ -135,10 +174,13 @@ pub struct Forwarding {
     counters: Arc<LoopCounters>,
 }
 
-impl Forwarding {
+impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     /// Starts the thread with `attachments`; `dataplane` stays shared with
-    /// the control plane.
-    pub fn start<D: Dataplane>(dataplane: Arc<Mutex<D>>, attachments: Vec<Attachment>) -> io::Result<Forwarding> {
+    /// the control plane, which locks it between the loop's batches.
+    pub fn start<D: Dataplane<HostIf = H>>(
+        dataplane: Arc<Mutex<D>>,
+        attachments: Vec<Attachment<H>>,
+    ) -> io::Result<Forwarding<H>> {
         // SAFETY: plain syscalls, results checked before use.
         let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
         if epoll < 0 {
@@ -166,8 +208,7 @@ impl Forwarding {
             commands: receiver,
             stop: stop.clone(),
             ports: Vec::new(),
-            host_ports: Vec::new(),
-            host_rifs: Vec::new(),
+            hosts: Vec::new(),
             dirty: Vec::new(),
             batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
             out: Output::new(),
@@ -177,25 +218,33 @@ impl Forwarding {
         for attachment in attachments {
             lp.attach(attachment)?;
         }
-        let thread = std::thread::Builder::new().name("forwarding".into()).spawn(move || lp.run())?;
-        Ok(Forwarding { commands, wake, stop, thread: Some(thread), stats, counters })
+        lp.publish_stats();
+        let thread = std::thread::Builder::new()
+            .name("forwarding".into())
+            .spawn(move || lp.run())?;
+        Ok(Forwarding {
+            commands,
+            wake,
+            stop,
+            thread: Some(thread),
+            stats,
+            counters,
+        })
     }
 
     /// Adds a port or host interface to the running loop.
-    pub fn attach(&self, attachment: Attachment) {
+    pub fn attach(&self, attachment: Attachment<H>) {
         self.send(Command::Attach(attachment));
     }
 
+    /// Stops reading and writing a port; its adapter is dropped.
     pub fn detach_port(&self, port: PortId) {
         self.send(Command::DetachPort(port));
     }
 
-    pub fn detach_host_port(&self, port: PortId) {
-        self.send(Command::DetachHostPort(port));
-    }
-
-    pub fn detach_host_rif(&self, rif: RifId) {
-        self.send(Command::DetachHostRif(rif));
+    /// Removes a host interface (its TAP is dropped, so deleted).
+    pub fn detach_host(&self, host_if: H) {
+        self.send(Command::DetachHost(host_if));
     }
 
     /// Adapter counters, refreshed every few hundred milliseconds.
@@ -218,12 +267,14 @@ impl Forwarding {
         self.shutdown();
     }
 
-    fn send(&self, command: Command) {
+    fn send(&self, command: Command<H>) {
         if self.commands.send(command).is_ok() {
             ring(self.wake.as_raw_fd());
         }
     }
+}
 
+impl<H> Forwarding<H> {
     fn shutdown(&mut self) {
         self.stop.store(true, Ordering::Release);
         ring(self.wake.as_raw_fd());
@@ -235,7 +286,7 @@ impl Forwarding {
     }
 }
 
-impl Drop for Forwarding {
+impl<H> Drop for Forwarding<H> {
     fn drop(&mut self) {
         self.shutdown();
     }
@@ -251,8 +302,8 @@ fn ring(fd: RawFd) {
 enum Token {
     Wake,
     Port(PortId),
-    HostPort(PortId),
-    HostRif(RifId),
+    /// Index into the loop's host interface table.
+    Host(u16),
 }
 
 impl Token {
@@ -260,8 +311,7 @@ impl Token {
         match self {
             Token::Wake => 0,
             Token::Port(p) => (1 << 32) | u64::from(p),
-            Token::HostPort(p) => (2 << 32) | u64::from(p),
-            Token::HostRif(r) => (3 << 32) | u64::from(r),
+            Token::Host(slot) => (2 << 32) | u64::from(slot),
         }
     }
 
@@ -269,15 +319,17 @@ impl Token {
         let index = value as u16;
         match value >> 32 {
             1 => Token::Port(index),
-            2 => Token::HostPort(index),
-            3 => Token::HostRif(index),
+            2 => Token::Host(index),
             _ => Token::Wake,
         }
     }
 }
 
 fn epoll_add(epoll: RawFd, fd: RawFd, token: Token) -> io::Result<()> {
-    let mut event = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token.encode() };
+    let mut event = libc::epoll_event {
+        events: libc::EPOLLIN as u32,
+        u64: token.encode(),
+    };
     // SAFETY: event is valid for the call.
     if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut event) } < 0 {
         return Err(io::Error::last_os_error());
@@ -290,25 +342,16 @@ fn epoll_del(epoll: RawFd, fd: RawFd) {
     unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) };
 }
 
-/// Grows `table` so that `index` is valid.
-fn slot<T>(table: &mut Vec<Option<T>>, index: usize) -> &mut Option<T> {
-    if table.len() <= index {
-        table.resize_with(index + 1, || None);
-    }
-    &mut table[index]
-}
-
-struct Loop<D> {
+struct Loop<D: Dataplane> {
     dataplane: Arc<Mutex<D>>,
     epoll: OwnedFd,
     wake: Arc<OwnedFd>,
-    commands: Receiver<Command>,
+    commands: Receiver<Command<D::HostIf>>,
     stop: Arc<AtomicBool>,
     /// Indexed by PortId.
     ports: Vec<Option<Box<dyn PortIo>>>,
-    host_ports: Vec<Option<Tap>>,
-    /// Indexed by RifId.
-    host_rifs: Vec<Option<Tap>>,
+    /// Host interfaces; few, so punts find theirs by a linear scan.
+    hosts: Vec<Option<(D::HostIf, Tap)>>,
     /// Ports with frames queued on their tx ring since the last flush.
     dirty: Vec<PortId>,
     batch: FrameBatch,
@@ -318,34 +361,51 @@ struct Loop<D> {
 }
 
 impl<D: Dataplane> Loop<D> {
-    fn attach(&mut self, attachment: Attachment) -> io::Result<()> {
+    fn attach(&mut self, attachment: Attachment<D::HostIf>) -> io::Result<()> {
         let epoll = self.epoll.as_raw_fd();
         tracing::debug!(device = attachment.name(), "attach");
         match attachment {
             Attachment::Port { port, io } => {
+                let index = usize::from(port);
+                if self.ports.len() <= index {
+                    self.ports.resize_with(index + 1, || None);
+                }
                 epoll_add(epoll, io.fd(), Token::Port(port))?;
-                if let Some(old) = slot(&mut self.ports, port.into()).replace(io) {
+                if let Some(old) = self.ports[index].replace(io) {
                     epoll_del(epoll, old.fd());
                 }
             }
-            Attachment::HostPort { port, tap } => {
-                epoll_add(epoll, tap.fd(), Token::HostPort(port))?;
-                if let Some(old) = slot(&mut self.host_ports, port.into()).replace(tap) {
-                    epoll_del(epoll, old.fd());
-                }
-            }
-            Attachment::HostRif { rif, tap } => {
-                epoll_add(epoll, tap.fd(), Token::HostRif(rif))?;
-                if let Some(old) = slot(&mut self.host_rifs, rif.into()).replace(tap) {
-                    epoll_del(epoll, old.fd());
-                }
+            Attachment::Host { host_if, tap } => {
+                self.detach_host(host_if);
+                let slot = match self.hosts.iter().position(Option::is_none) {
+                    Some(slot) => slot,
+                    None => {
+                        self.hosts.push(None);
+                        self.hosts.len() - 1
+                    }
+                };
+                let token = u16::try_from(slot).map_err(|_| {
+                    io::Error::new(io::ErrorKind::OutOfMemory, "too many host interfaces")
+                })?;
+                epoll_add(epoll, tap.fd(), Token::Host(token))?;
+                self.hosts[slot] = Some((host_if, tap));
             }
         }
         Ok(())
     }
 
-    fn apply(&mut self, command: Command) {
+    fn detach_host(&mut self, host_if: D::HostIf) {
         let epoll = self.epoll.as_raw_fd();
+        for entry in &mut self.hosts {
+            if entry.as_ref().is_some_and(|(key, _)| *key == host_if)
+                && let Some((_, tap)) = entry.take()
+            {
+                epoll_del(epoll, tap.fd());
+            }
+        }
+    }
+
+    fn apply(&mut self, command: Command<D::HostIf>) {
         match command {
             Command::Attach(attachment) => {
                 let name = attachment.name().to_string();
@@ -355,20 +415,11 @@ impl<D: Dataplane> Loop<D> {
             }
             Command::DetachPort(port) => {
                 if let Some(io) = self.ports.get_mut(usize::from(port)).and_then(Option::take) {
-                    epoll_del(epoll, io.fd());
+                    epoll_del(self.epoll.as_raw_fd(), io.fd());
                     self.dirty.retain(|&p| p != port);
                 }
             }
-            Command::DetachHostPort(port) => {
-                if let Some(tap) = self.host_ports.get_mut(usize::from(port)).and_then(Option::take) {
-                    epoll_del(epoll, tap.fd());
-                }
-            }
-            Command::DetachHostRif(rif) => {
-                if let Some(tap) = self.host_rifs.get_mut(usize::from(rif)).and_then(Option::take) {
-                    epoll_del(epoll, tap.fd());
-                }
-            }
+            Command::DetachHost(host_if) => self.detach_host(host_if),
         }
     }
 
@@ -376,11 +427,17 @@ impl<D: Dataplane> Loop<D> {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         let mut next_poll = monotonic_ns();
         let mut next_stats = Instant::now();
+        let dataplane = self.dataplane.clone();
         while !self.stop.load(Ordering::Acquire) {
             let timeout_ms = POLL_INTERVAL.as_millis() as libc::c_int;
             // SAFETY: events is a valid array of the length given.
             let n = unsafe {
-                libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as libc::c_int, timeout_ms)
+                libc::epoll_wait(
+                    self.epoll.as_raw_fd(),
+                    events.as_mut_ptr(),
+                    events.len() as libc::c_int,
+                    timeout_ms,
+                )
             };
             if n < 0 {
                 let err = io::Error::last_os_error();
@@ -393,32 +450,24 @@ impl<D: Dataplane> Loop<D> {
             self.counters.wakeups.fetch_add(1, Ordering::Relaxed);
 
             // Control first, between batches.
-            loop {
-                match self.commands.try_recv() {
-                    Ok(command) => self.apply(command),
-                    Err(TryRecvError::Empty) => break,
-                    // The handle is gone: nobody can stop us any more but
-                    // dropping it already set `stop`.
-                    Err(TryRecvError::Disconnected) => break,
-                }
+            while let Ok(command) = self.commands.try_recv() {
+                self.apply(command);
             }
 
             let now = monotonic_ns();
             {
-                let dataplane = self.dataplane.clone();
                 let mut dp = dataplane.lock().unwrap_or_else(|e| e.into_inner());
                 for event in &events[..n as usize] {
                     match Token::decode(event.u64) {
                         Token::Wake => drain_eventfd(self.wake.as_raw_fd()),
-                        Token::Port(port) => self.rx_port(&mut *dp, now, port),
-                        Token::HostPort(port) => self.rx_host(&mut *dp, now, HostSource::Port(port)),
-                        Token::HostRif(rif) => self.rx_host(&mut *dp, now, HostSource::Rif(rif)),
+                        Token::Port(port) => self.rx_port(&mut dp, now, port),
+                        Token::Host(slot) => self.rx_host(&mut dp, now, usize::from(slot)),
                     }
                 }
                 if now >= next_poll {
                     self.out.clear();
                     dp.poll(now, &mut self.out);
-                    self.dispatch();
+                    self.dispatch(&dp);
                     next_poll = now + POLL_INTERVAL.as_nanos() as u64;
                 }
             }
@@ -437,7 +486,9 @@ impl<D: Dataplane> Loop<D> {
     /// Reads a batch from a front-panel port and runs each frame through the
     /// pipeline.
     fn rx_port(&mut self, dp: &mut D, now: u64, port: PortId) {
-        let Some(Some(io)) = self.ports.get_mut(usize::from(port)) else { return };
+        let Some(Some(io)) = self.ports.get_mut(usize::from(port)) else {
+            return;
+        };
         self.batch.clear();
         if let Err(error) = io.recv_batch(&mut self.batch) {
             self.counters.rx_errors.fetch_add(1, Ordering::Relaxed);
@@ -448,17 +499,16 @@ impl<D: Dataplane> Loop<D> {
             if let Some(frame) = self.batch.get(index) {
                 dp.process(now, port, frame, &mut self.out);
             }
-            self.dispatch();
+            self.dispatch(dp);
         }
     }
 
     /// Reads what the kernel sent through a host interface and injects it.
-    fn rx_host(&mut self, dp: &mut D, now: u64, source: HostSource) {
-        let tap = match source {
-            HostSource::Port(port) => self.host_ports.get_mut(usize::from(port)),
-            HostSource::Rif(rif) => self.host_rifs.get_mut(usize::from(rif)),
+    fn rx_host(&mut self, dp: &mut D, now: u64, slot: usize) {
+        let Some(Some((host_if, tap))) = self.hosts.get_mut(slot) else {
+            return;
         };
-        let Some(Some(tap)) = tap else { return };
+        let host_if = *host_if;
         self.batch.clear();
         if let Err(error) = tap.recv_batch(&mut self.batch) {
             self.counters.rx_errors.fetch_add(1, Ordering::Relaxed);
@@ -467,17 +517,14 @@ impl<D: Dataplane> Loop<D> {
         for index in 0..self.batch.len() {
             self.out.clear();
             if let Some(frame) = self.batch.get(index) {
-                match source {
-                    HostSource::Port(port) => dp.send_from_host(now, port, frame, &mut self.out),
-                    HostSource::Rif(rif) => dp.send_from_host_on_rif(now, rif, frame, &mut self.out),
-                }
+                dp.host_send(now, host_if, frame, &mut self.out);
             }
-            self.dispatch();
+            self.dispatch(dp);
         }
     }
 
     /// Sends every frame of `self.out` where it goes.
-    fn dispatch(&mut self) {
+    fn dispatch(&mut self, dp: &D) {
         for emitted in self.out.iter() {
             match emitted.to {
                 Egress::Port(port) => match self.ports.get_mut(usize::from(port)) {
@@ -490,16 +537,19 @@ impl<D: Dataplane> Loop<D> {
                         }
                     }
                     _ => {
-                        self.counters.egress_unattached.fetch_add(1, Ordering::Relaxed);
+                        self.counters
+                            .egress_unattached
+                            .fetch_add(1, Ordering::Relaxed);
                     }
                 },
-                Egress::Host { port, rif, .. } => {
-                    // A VLAN router interface has its own TAP; a routed
-                    // port's router interface shares the port's.
-                    let tap = match rif.and_then(|r| self.host_rifs.get_mut(usize::from(r))) {
-                        Some(Some(tap)) => Some(tap),
-                        _ => self.host_ports.get_mut(usize::from(port)).and_then(Option::as_mut),
-                    };
+                egress @ Egress::Host { .. } => {
+                    let target = dp.punt_target(&egress);
+                    let tap = self
+                        .hosts
+                        .iter_mut()
+                        .flatten()
+                        .find(|(key, _)| Some(*key) == target)
+                        .map(|(_, tap)| tap);
                     match tap {
                         Some(tap) => {
                             if tap.send(emitted.frame).is_err() {
@@ -507,7 +557,9 @@ impl<D: Dataplane> Loop<D> {
                             }
                         }
                         None => {
-                            self.counters.punt_unattached.fetch_add(1, Ordering::Relaxed);
+                            self.counters
+                                .punt_unattached
+                                .fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 }
@@ -528,19 +580,19 @@ impl<D: Dataplane> Loop<D> {
     fn publish_stats(&self) {
         let mut all = Vec::new();
         for io in self.ports.iter().flatten() {
-            all.push(DeviceStats { name: io.name().to_string(), io: io.stats() });
+            all.push(DeviceStats {
+                name: io.name().to_string(),
+                io: io.stats(),
+            });
         }
-        for tap in self.host_ports.iter().chain(self.host_rifs.iter()).flatten() {
-            all.push(DeviceStats { name: tap.name().to_string(), io: tap.stats() });
+        for (_, tap) in self.hosts.iter().flatten() {
+            all.push(DeviceStats {
+                name: tap.name().to_string(),
+                io: tap.stats(),
+            });
         }
         *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = all;
     }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum HostSource {
-    Port(PortId),
-    Rif(RifId),
 }
 
 fn drain_eventfd(fd: RawFd) {

@@ -29,7 +29,6 @@ use std::io;
 use std::net::IpAddr;
 
 use dataplane::io::{Tap, TapConfig, if_index};
-use dataplane::pipeline::{PortId, RifId};
 use ipnetwork::IpNetwork;
 
 use crate::forwarding::Attachment;
@@ -44,22 +43,14 @@ pub fn vlan_host_name(vid: u16) -> String {
     format!("vlan{vid}")
 }
 
-/// What a host interface is bound to in the pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostIfTarget {
-    /// A front-panel port (routed or bridged): punts for the port, and the
-    /// kernel's frames leave through it.
-    Port(PortId),
-    /// A VLAN router interface: the kernel's frames are bridged in the VLAN.
-    VlanRif(RifId),
-}
-
 /// One host interface to create.
 #[derive(Debug, Clone, PartialEq)]
-pub struct HostIfSpec {
+pub struct HostIfSpec<H> {
     /// The TAP's name ([`port_host_name`], [`vlan_host_name`]).
     pub name: String,
-    pub target: HostIfTarget,
+    /// What the forwarding loop calls it: the shim's host interface object
+    /// (or a [`crate::forwarding::HostIfTarget`] for a bare pipeline).
+    pub host_if: H,
     /// The router interface's MAC (or the switch MAC for a bridged port).
     pub mac: [u8; 6],
     pub mtu: u32,
@@ -78,7 +69,11 @@ pub struct HostIfError {
 
 impl fmt::Display for HostIfError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "host interface {}: cannot {}: {}", self.interface, self.action, self.error)
+        write!(
+            f,
+            "host interface {}: cannot {}: {}",
+            self.interface, self.action, self.error
+        )
     }
 }
 
@@ -87,25 +82,42 @@ impl std::error::Error for HostIfError {}
 /// Creates every host interface of `specs`: TAP up with its MAC and MTU,
 /// addresses added, front-panel netdev quieted. All or nothing: on error,
 /// the TAPs created so far are removed (dropped) before returning.
-pub fn create_host_interfaces(specs: &[HostIfSpec]) -> Result<Vec<Attachment>, HostIfError> {
+pub fn create_host_interfaces<H: Copy>(
+    specs: &[HostIfSpec<H>],
+) -> Result<Vec<Attachment<H>>, HostIfError> {
     let mut created = Vec::with_capacity(specs.len());
     for spec in specs {
-        let tap = Tap::create(&TapConfig { name: spec.name.clone(), mac: Some(spec.mac), mtu: Some(spec.mtu), up: true })
-            .map_err(|error| HostIfError { interface: spec.name.clone(), action: "create TAP", error })?;
+        let tap = Tap::create(&TapConfig {
+            name: spec.name.clone(),
+            mac: Some(spec.mac),
+            mtu: Some(spec.mtu),
+            up: true,
+        })
+        .map_err(|error| HostIfError {
+            interface: spec.name.clone(),
+            action: "create TAP",
+            error,
+        })?;
         if let Some(front) = &spec.front_panel {
-            quiet_front_panel(front)
-                .map_err(|error| HostIfError { interface: front.clone(), action: "quiet front-panel netdev", error })?;
+            quiet_front_panel(front).map_err(|error| HostIfError {
+                interface: front.clone(),
+                action: "quiet front-panel netdev",
+                error,
+            })?;
         }
         created.push((spec, tap));
     }
-    let with_addresses: Vec<(&str, &[IpNetwork])> =
-        specs.iter().filter(|s| !s.addresses.is_empty()).map(|s| (s.name.as_str(), s.addresses.as_slice())).collect();
+    let with_addresses: Vec<(&str, &[IpNetwork])> = specs
+        .iter()
+        .filter(|s| !s.addresses.is_empty())
+        .map(|s| (s.name.as_str(), s.addresses.as_slice()))
+        .collect();
     add_addresses(&with_addresses)?;
     Ok(created
         .into_iter()
-        .map(|(spec, tap)| match spec.target {
-            HostIfTarget::Port(port) => Attachment::HostPort { port, tap },
-            HostIfTarget::VlanRif(rif) => Attachment::HostRif { rif, tap },
+        .map(|(spec, tap)| Attachment::Host {
+            host_if: spec.host_if,
+            tap,
         })
         .collect())
 }
@@ -133,15 +145,24 @@ pub fn add_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfEr
     }
     let mut resolved = Vec::new();
     for (name, addresses) in interfaces {
-        let index = if_index(name).map_err(|error| HostIfError { interface: name.to_string(), action: "find", error })?;
+        let index = if_index(name).map_err(|error| HostIfError {
+            interface: name.to_string(),
+            action: "find",
+            error,
+        })?;
         resolved.push((name.to_string(), index, addresses.to_vec()));
     }
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|error| {
-                    HostIfError { interface: String::new(), action: "start netlink runtime", error }
-                })?;
+                let runtime = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|error| HostIfError {
+                        interface: String::new(),
+                        action: "start netlink runtime",
+                        error,
+                    })?;
                 runtime.block_on(add_addresses_async(&resolved))
             })
             .join()
@@ -149,17 +170,35 @@ pub fn add_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfEr
     })
 }
 
-async fn add_addresses_async(interfaces: &[(String, u32, Vec<IpNetwork>)]) -> Result<(), HostIfError> {
-    let netlink_error = |name: &str, error: io::Error| HostIfError { interface: name.to_string(), action: "add address", error };
-    let (connection, handle, _) =
-        rtnetlink::new_connection().map_err(|error| HostIfError { interface: String::new(), action: "open rtnetlink", error })?;
+async fn add_addresses_async(
+    interfaces: &[(String, u32, Vec<IpNetwork>)],
+) -> Result<(), HostIfError> {
+    let netlink_error = |name: &str, error: io::Error| HostIfError {
+        interface: name.to_string(),
+        action: "add address",
+        error,
+    };
+    let (connection, handle, _) = rtnetlink::new_connection().map_err(|error| HostIfError {
+        interface: String::new(),
+        action: "open rtnetlink",
+        error,
+    })?;
     let task = tokio::spawn(connection);
     let mut result = Ok(());
     'all: for (name, index, addresses) in interfaces {
         for address in addresses {
             let ip: IpAddr = address.ip();
-            if let Err(error) = handle.address().add(*index, ip, address.prefix()).replace().execute().await {
-                result = Err(netlink_error(name, io::Error::other(format!("{address}: {error}"))));
+            if let Err(error) = handle
+                .address()
+                .add(*index, ip, address.prefix())
+                .replace()
+                .execute()
+                .await
+            {
+                result = Err(netlink_error(
+                    name,
+                    io::Error::other(format!("{address}: {error}")),
+                ));
                 break 'all;
             }
         }

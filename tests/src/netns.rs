@@ -155,14 +155,76 @@ impl Netns {
     }
 
     /// Turns off the offloads a software switch on the far end of a veth
-    /// cannot honour: tx checksum offload (frames would leave with the
-    /// checksum unfilled) and TSO/GSO (64 KiB super-frames). Best effort:
-    /// without `ethtool` installed, nothing happens.
+    /// cannot honour: tx checksum offload (TCP/UDP would leave with the
+    /// checksum unfilled, for "hardware" that a veth peer read by AF_PACKET
+    /// does not have) and TSO/GSO (64 KiB super-frames). Uses the ethtool
+    /// ioctl directly, so the `ethtool` tool is not needed.
+    #[track_caller]
     pub fn disable_offloads(&self, ifname: &str) {
-        if on_path("ethtool") {
-            let _ = self.exec_status(&[
-                "ethtool", "-K", ifname, "tx", "off", "tso", "off", "gso", "off", "gro", "off",
-            ]);
+        let ifname = ifname.to_string();
+        self.enter(move || {
+            // <linux/ethtool.h>: legacy set commands taking a struct ethtool_value.
+            const ETHTOOL_STXCSUM: u32 = 0x17;
+            const ETHTOOL_SSG: u32 = 0x19;
+            const ETHTOOL_STSO: u32 = 0x1f;
+            const ETHTOOL_SGSO: u32 = 0x24;
+            const ETHTOOL_SGRO: u32 = 0x2c;
+            #[repr(C)]
+            struct EthtoolValue {
+                cmd: u32,
+                data: u32,
+            }
+            // SAFETY: plain socket(2) for the ioctl; closed below.
+            let sock =
+                unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+            assert!(sock >= 0, "socket: {}", std::io::Error::last_os_error());
+            for cmd in [
+                ETHTOOL_SGRO,
+                ETHTOOL_SGSO,
+                ETHTOOL_STSO,
+                ETHTOOL_SSG,
+                ETHTOOL_STXCSUM,
+            ] {
+                let mut value = EthtoolValue { cmd, data: 0 };
+                // SAFETY: ifreq is POD; zeroes are valid.
+                let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
+                for (dst, src) in req.ifr_name.iter_mut().zip(ifname.bytes()) {
+                    *dst = src as libc::c_char;
+                }
+                req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
+                // SAFETY: req and value are live for the call.
+                let rc = unsafe {
+                    libc::ioctl(sock, libc::SIOCETHTOOL as _, &mut req as *mut libc::ifreq)
+                };
+                assert!(
+                    rc == 0,
+                    "ethtool cmd {cmd:#x} on {ifname}: {}",
+                    std::io::Error::last_os_error()
+                );
+            }
+            // SAFETY: closing the socket opened above.
+            unsafe { libc::close(sock) };
+        });
+    }
+
+    /// Writes `/proc/sys/<key with dots as slashes>` inside the namespace.
+    #[track_caller]
+    pub fn sysctl(&self, key: &str, value: &str) {
+        let path = format!("/proc/sys/{}", key.replace('.', "/"));
+        let value = value.to_string();
+        self.enter(move || {
+            std::fs::write(&path, &value).unwrap_or_else(|e| panic!("write {path}: {e}"))
+        });
+    }
+
+    /// A host behind a veth: the interface's offloads off (see
+    /// [`Netns::disable_offloads`]), an address, and a default route.
+    #[track_caller]
+    pub fn host_setup(&self, ifname: &str, address: &str, gateway: Option<&str>) {
+        self.disable_offloads(ifname);
+        self.ip(&["addr", "add", address, "dev", ifname]);
+        if let Some(gateway) = gateway {
+            self.ip(&["route", "add", "default", "via", gateway]);
         }
     }
 

@@ -60,9 +60,10 @@ pub struct Switchd {
 }
 
 impl Switchd {
-    /// Writes `config_yaml` to a temporary file and starts
-    /// `switchd --config <file> --socket <sock>` in `ns`, then waits until
-    /// the management socket answers.
+    /// Writes `config_yaml` (with a `management.socket` in a temporary
+    /// directory appended; the YAML must not have a `management` section) to
+    /// a temporary file and starts `switchd --config <file>` in `ns`, then
+    /// waits until the management socket answers.
     pub fn start(ns: &Netns, config_yaml: &str) -> Switchd {
         let switchd = Self::spawn(ns, config_yaml);
         switchd.wait_ready(Duration::from_secs(15));
@@ -75,12 +76,15 @@ impl Switchd {
         let dir = TempDir::new("switchd");
         let config_path = dir.path().join("switchd.yaml");
         let socket = dir.path().join("switchd.sock");
-        std::fs::write(&config_path, config_yaml).expect("write config");
+        let yaml = format!(
+            "{}\nmanagement:\n  socket: {}\n",
+            config_yaml.trim_end(),
+            socket.display()
+        );
+        std::fs::write(&config_path, yaml).expect("write config");
         let mut cmd = ns.command(workspace_binary("switchd").to_str().expect("utf-8 path"));
         cmd.arg("--config")
             .arg(&config_path)
-            .arg("--socket")
-            .arg(&socket)
             .env(
                 "RUST_LOG",
                 std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
@@ -148,6 +152,51 @@ impl Switchd {
     /// Stops the daemon with SIGTERM and returns its exit status and logs.
     pub fn stop(&mut self) -> Option<std::process::Output> {
         self.process.stop(Duration::from_secs(5))
+    }
+}
+
+impl Switchd {
+    /// The rows of `swcli show <what> --json` (the payload is an array).
+    #[track_caller]
+    pub fn show_rows(&self, what: &str) -> Vec<serde_json::Value> {
+        match self.show_json(what) {
+            serde_json::Value::Array(rows) => rows,
+            other => panic!("show {what}: expected an array, got {other}"),
+        }
+    }
+
+    /// The counters object of interface `name` in `show interfaces`.
+    #[track_caller]
+    pub fn counters(&self, name: &str) -> serde_json::Value {
+        self.show_rows("interfaces")
+            .into_iter()
+            .find(|row| row["name"] == name)
+            .unwrap_or_else(|| panic!("no interface {name} in show interfaces"))["counters"]
+            .clone()
+    }
+
+    /// One counter of one interface (`rx_packets`, `tx_packets`, `rx_drops`...).
+    #[track_caller]
+    pub fn counter(&self, name: &str, counter: &str) -> u64 {
+        self.counters(name)[counter]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{name}: no counter {counter}"))
+    }
+}
+
+impl Drop for Switchd {
+    fn drop(&mut self) {
+        // A failing test shows what the daemon said.
+        if std::thread::panicking()
+            && let Some(out) = self.process.stop(Duration::from_secs(3))
+        {
+            eprintln!("--- switchd in {} ({}) ---", self.ns_name, out.status);
+            eprintln!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
     }
 }
 

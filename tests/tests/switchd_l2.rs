@@ -1,0 +1,98 @@
+//! Two hosts on one VLAN through one `switchd`: ping both ways, and the MAC
+//! table shown by `swcli show mac --json` lists both hosts on the right
+//! ports.
+
+use std::time::Duration;
+
+use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
+
+const CONFIG: &str = "
+name: l2sw
+ports:
+  - name: eth1
+    mode: access
+    vlan: 10
+  - name: eth2
+    mode: access
+    vlan: 10
+  - name: eth3
+    mode: trunk
+    vlans: [10, 20]
+vlans:
+  - id: 10
+  - id: 20
+";
+
+fn mac_of(ns: &Netns, ifname: &str) -> String {
+    ns.exec(&["cat", &format!("/sys/class/net/{ifname}/address")])
+        .trim()
+        .to_string()
+}
+
+#[test]
+fn two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports() {
+    if !require_root_and_tools("switchd_l2", &["ip", "ping"]) {
+        return;
+    }
+    let sw = Netns::new("l2s");
+    let h1 = Netns::new("l2a");
+    let h2 = Netns::new("l2b");
+    let h3 = Netns::new("l2c");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&h2, "eth0", &sw, "eth2");
+    veth(&h3, "eth0", &sw, "eth3");
+    h1.ip(&["addr", "add", "192.168.10.1/24", "dev", "eth0"]);
+    h2.ip(&["addr", "add", "192.168.10.2/24", "dev", "eth0"]);
+    // h3 sits on the trunk: VLAN 10 tagged on a sub-interface.
+    h3.ip(&[
+        "link", "add", "link", "eth0", "name", "eth0.10", "type", "vlan", "id", "10",
+    ]);
+    h3.ip(&["link", "set", "eth0.10", "up"]);
+    h3.ip(&["addr", "add", "192.168.10.3/24", "dev", "eth0.10"]);
+
+    let switchd = Switchd::start(&sw, CONFIG);
+
+    assert!(
+        h1.ping_until("192.168.10.2", Duration::from_secs(10)),
+        "h1 -> h2"
+    );
+    assert!(h1.ping("192.168.10.2", 3), "h1 -> h2, every reply");
+    assert!(h2.ping("192.168.10.1", 3), "h2 -> h1, every reply");
+    // Across the trunk: tagged on eth3, untagged on the access ports.
+    assert!(
+        h3.ping_until("192.168.10.1", Duration::from_secs(5)),
+        "h3 (tagged) -> h1"
+    );
+
+    let mac1 = mac_of(&h1, "eth0");
+    let mac2 = mac_of(&h2, "eth0");
+    let mac3 = mac_of(&h3, "eth0");
+    let table = switchd.show_rows("mac");
+    let entry = |mac: &str| {
+        table
+            .iter()
+            .find(|row| {
+                row["mac"]
+                    .as_str()
+                    .is_some_and(|m| m.eq_ignore_ascii_case(mac))
+            })
+            .unwrap_or_else(|| panic!("{mac} not in the MAC table: {table:#?}"))
+            .clone()
+    };
+    let e1 = entry(&mac1);
+    let e2 = entry(&mac2);
+    let e3 = entry(&mac3);
+    assert_eq!(e1["destination"], "eth1", "{e1}");
+    assert_eq!(e2["destination"], "eth2", "{e2}");
+    assert_eq!(e3["destination"], "eth3", "{e3}");
+    for e in [&e1, &e2, &e3] {
+        assert_eq!(e["vlan"], 10, "{e}");
+        assert_eq!(e["kind"], "dynamic", "{e}");
+    }
+
+    // The table as an operator reads it names the same ports.
+    let text = switchd.swcli(&["show", "mac"]);
+    assert!(text.to_lowercase().contains(&mac1.to_lowercase()), "{text}");
+    assert!(switchd.counter("eth1", "rx_packets") >= 6);
+    assert!(switchd.counter("eth2", "tx_packets") >= 6);
+}
