@@ -219,11 +219,13 @@ impl SoftBackend {
                 },
             });
         };
-        // TODO(pipeline): send_from_host / send_from_host_on_rif have not landed yet.
-        let _ = (target, frame, out);
-        Err(SaiError::NotSupported(
-            "host interface tx awaits the pipeline's send_from_host".into(),
-        ))
+        match target {
+            HostTarget::Port(port) => self.switch.send_from_host(now, port, frame, out),
+            HostTarget::RouterInterface(rif) => {
+                self.switch.send_from_host_on_rif(now, rif, frame, out)
+            }
+        }
+        Ok(())
     }
 
     /// Advances the pipeline's timers (FDB aging, neighbour probes and expiry).
