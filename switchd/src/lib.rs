@@ -7,3 +7,4 @@ pub mod config;
 pub mod forwarding;
 pub mod hostif;
 pub mod lldp;
+pub mod mgmt;

@@ -1,0 +1,491 @@
+//! The management server: answers [`mgmt_cli::Request`]s from the shim's
+//! and the pipeline's state.
+//!
+//! [`SwitchView`] holds what the handlers read and has one handler per
+//! request; [`serve`] puts it behind a Unix socket (JSON, one message per
+//! line, see `mgmt_cli::codec`). The demo uses the same handlers on its
+//! in-memory switches, so what it prints is what `swcli` would show.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::net::IpAddr;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use dataplane::pipeline::{FdbDest, FdbKind, NeighborState, RifId};
+use mgmt_cli::api::{self, Reply, Request, Response};
+use mgmt_cli::codec;
+use sai_shim::backend::soft::SoftBackend;
+use sai_shim::{Object, Sai};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+
+use crate::apply::Applied;
+use crate::config::{Config, PortMode};
+use crate::lldp::{self, LldpAgent};
+
+const NS_PER_SEC: u64 = 1_000_000_000;
+
+/// Everything the management API reads, shared with the forwarding thread
+/// and the LLDP agent through their mutexes (each locked briefly, never two
+/// at once).
+#[derive(Clone)]
+pub struct SwitchView {
+    pub config: Arc<Config>,
+    pub applied: Arc<Applied>,
+    pub sai: Arc<Mutex<Sai<SoftBackend>>>,
+    pub lldp: Arc<Mutex<LldpAgent>>,
+    /// The daemon's clock (monotonic ns) or the demo's virtual time.
+    pub now: Arc<dyn Fn() -> u64 + Send + Sync>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A panic elsewhere must not take the management API down with it.
+    mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+impl SwitchView {
+    /// Answers one request.
+    pub fn handle(&self, request: &Request) -> Response {
+        let reply = match request {
+            Request::ShowInterfaces => Reply::Interfaces(self.interfaces()),
+            Request::ShowMac => Reply::Mac(self.mac_table()),
+            Request::ShowVxlan => Reply::Vxlan(self.vxlan()),
+            Request::ShowNeighbors => Reply::Neighbors(self.neighbors()),
+            Request::ShowRoutes => Reply::Routes(self.routes()),
+            Request::ShowLldp => Reply::Lldp(self.lldp_neighbors()),
+            Request::ShowRunningConfig => Reply::RunningConfig(api::RunningConfig { yaml: self.config.to_yaml() }),
+        };
+        Response::Ok { reply }
+    }
+
+    pub fn interfaces(&self) -> Vec<api::Interface> {
+        let sai = lock(&self.sai);
+        let backend = sai.backend();
+        let mut out = Vec::new();
+        for port in &self.config.ports {
+            let objects = &self.applied.ports[&port.name];
+            let counters = backend.port_counters(objects.port).cloned().unwrap_or_default();
+            let oper_up =
+                backend.port_index(objects.port).and_then(|i| backend.pipeline().port_oper_status(i)).unwrap_or(false);
+            let addresses = match &port.mode {
+                PortMode::Routed { addresses } => addresses.iter().map(ToString::to_string).collect(),
+                _ => Vec::new(),
+            };
+            let mac = objects
+                .router_interface
+                .and_then(|rif| sai.get_router_interface(rif).ok())
+                .map(|rif| rif.src_mac_address.to_string());
+            out.push(api::Interface {
+                name: port.name.clone(),
+                kind: format!("{:?}", port.kind).to_lowercase(),
+                admin_up: port.admin_up,
+                oper_up: port.admin_up && oper_up,
+                mtu: port.mtu,
+                mode: port.mode.to_string(),
+                addresses,
+                mac,
+                counters: api::Counters {
+                    rx_packets: counters.rx_packets,
+                    rx_bytes: counters.rx_bytes,
+                    tx_packets: counters.tx_packets,
+                    tx_bytes: counters.tx_bytes,
+                    rx_drops: counters.rx_drops,
+                    tx_drops: counters.tx_drops,
+                },
+            });
+        }
+        for vlan in self.config.vlans.iter().filter(|v| !v.addresses.is_empty()) {
+            let rif = self.applied.vlans[&vlan.id].router_interface.and_then(|rif| sai.get_router_interface(rif).ok());
+            out.push(api::Interface {
+                name: format!("vlan{}", vlan.id),
+                kind: "svi".into(),
+                admin_up: rif.as_ref().is_some_and(|r| r.admin_state),
+                oper_up: rif.as_ref().is_some_and(|r| r.admin_state),
+                mtu: rif.as_ref().map_or(1500, |r| r.mtu),
+                mode: "svi".into(),
+                addresses: vlan.addresses.iter().map(ToString::to_string).collect(),
+                mac: rif.map(|r| r.src_mac_address.to_string()),
+                counters: api::Counters::default(),
+            });
+        }
+        out
+    }
+
+    pub fn mac_table(&self) -> Vec<api::MacEntry> {
+        let now = (self.now)();
+        let sai = lock(&self.sai);
+        let backend = sai.backend();
+        let mut out: Vec<api::MacEntry> = backend
+            .pipeline()
+            .fdb_entries()
+            .map(|(vid, mac, entry)| {
+                let destination = match entry.dest {
+                    FdbDest::Port(index) => backend
+                        .port_object(index)
+                        .and_then(|port| self.applied.port_name(port))
+                        .map_or_else(|| format!("port {index}"), str::to_owned),
+                    FdbDest::Tunnel(remote) => format!("vtep {remote}"),
+                };
+                let dynamic = entry.kind == FdbKind::Dynamic;
+                api::MacEntry {
+                    vlan: vid,
+                    mac: mac.to_string(),
+                    destination,
+                    kind: if dynamic { "dynamic" } else { "static" }.into(),
+                    age_secs: dynamic.then(|| now.saturating_sub(entry.last_seen) / NS_PER_SEC),
+                }
+            })
+            .collect();
+        out.sort_by(|a, b| (a.vlan, &a.mac).cmp(&(b.vlan, &b.mac)));
+        out
+    }
+
+    pub fn vxlan(&self) -> api::Vxlan {
+        let Some(vxlan) = &self.config.vxlan else {
+            return api::Vxlan::default();
+        };
+        let sai = lock(&self.sai);
+        let mut macs: BTreeMap<std::net::Ipv4Addr, usize> = BTreeMap::new();
+        for (_, _, entry) in sai.backend().pipeline().fdb_entries() {
+            if let FdbDest::Tunnel(remote) = entry.dest {
+                *macs.entry(remote).or_default() += 1;
+            }
+        }
+        let mut remotes: BTreeMap<std::net::Ipv4Addr, Vec<u32>> = BTreeMap::new();
+        for map in &vxlan.vnis {
+            for remote in &map.flood {
+                remotes.entry(*remote).or_default().push(map.vni);
+            }
+        }
+        for remote in macs.keys() {
+            remotes.entry(*remote).or_default();
+        }
+        api::Vxlan {
+            source: Some(vxlan.source),
+            udp_port: vxlan.udp_port,
+            vnis: vxlan
+                .vnis
+                .iter()
+                .map(|m| api::VniMapping { vni: m.vni, vlan: m.vlan, flood: m.flood.clone() })
+                .collect(),
+            remote_vteps: remotes
+                .into_iter()
+                .map(|(address, vnis)| api::RemoteVtep {
+                    address,
+                    vnis,
+                    macs: macs.get(&address).copied().unwrap_or(0),
+                })
+                .collect(),
+        }
+    }
+
+    /// Pipeline router interface index -> the operator's name.
+    fn rif_names(&self, sai: &Sai<SoftBackend>) -> BTreeMap<RifId, String> {
+        let rifs = self.applied.ports.values().filter_map(|p| p.router_interface);
+        let svis = self.applied.vlans.values().filter_map(|v| v.router_interface);
+        rifs.chain(svis)
+            .filter_map(|rif| {
+                let index = sai.backend().router_interface_index(rif)?;
+                Some((index, self.applied.router_interface_name(rif)?))
+            })
+            .collect()
+    }
+
+    pub fn neighbors(&self) -> Vec<api::Neighbor> {
+        let sai = lock(&self.sai);
+        let names = self.rif_names(&sai);
+        let mut out: Vec<api::Neighbor> = sai
+            .backend()
+            .pipeline()
+            .neighbors()
+            .map(|(rif, ip, entry)| api::Neighbor {
+                interface: names.get(&rif).cloned().unwrap_or_else(|| format!("rif {rif}")),
+                ip,
+                mac: entry.mac.map(|m| m.to_string()),
+                state: match entry.state {
+                    NeighborState::Incomplete => "incomplete",
+                    NeighborState::Reachable => "reachable",
+                    NeighborState::Stale => "stale",
+                    NeighborState::Probe => "probe",
+                    NeighborState::Failed => "failed",
+                }
+                .into(),
+            })
+            .collect();
+        out.sort_by(|a, b| (&a.interface, a.ip).cmp(&(&b.interface, b.ip)));
+        out
+    }
+
+    pub fn routes(&self) -> Vec<api::Route> {
+        let sai = lock(&self.sai);
+        let store = sai.store();
+        let static_prefixes: Vec<_> = self.config.routes.iter().map(|r| r.prefix).collect();
+        let hop = |id| -> api::NextHop {
+            match store.next_hop(id) {
+                Some(nh) => {
+                    api::NextHop { ip: Some(nh.ip), interface: self.applied.router_interface_name(nh.router_interface) }
+                }
+                None => api::NextHop { ip: None, interface: None },
+            }
+        };
+        let mut out: Vec<api::Route> = store
+            .route_entries()
+            .map(|(key, entry)| {
+                let (mut kind, next_hops) = match (entry.packet_action, entry.next_hop) {
+                    (sai_shim::PacketAction::Drop, _) => ("drop", Vec::new()),
+                    (sai_shim::PacketAction::Trap, _) => ("punt", Vec::new()),
+                    (_, None) => ("drop", Vec::new()),
+                    (_, Some(id)) if id == store.cpu_port() => ("local", Vec::new()),
+                    (_, Some(id)) => match store.get(id) {
+                        Some(Object::RouterInterface(_)) => (
+                            "connected",
+                            vec![api::NextHop { ip: None, interface: self.applied.router_interface_name(id) }],
+                        ),
+                        Some(Object::NextHop(_)) => ("static", vec![hop(id)]),
+                        Some(Object::NextHopGroup(_)) => {
+                            ("static", store.group_members(id).into_iter().map(hop).collect())
+                        }
+                        _ => ("unknown", Vec::new()),
+                    },
+                };
+                if kind == "static" && !static_prefixes.contains(&key.destination) {
+                    kind = "dynamic";
+                }
+                api::Route { prefix: key.destination.to_string(), kind: kind.into(), next_hops }
+            })
+            .collect();
+        // IPv4 before IPv6, then by address and length.
+        out.sort_by_key(|r| {
+            let net: ipnetwork::IpNetwork = r.prefix.parse().expect("printed from an IpNetwork");
+            (matches!(net.ip(), IpAddr::V6(_)), net.network(), net.prefix())
+        });
+        out
+    }
+
+    pub fn lldp_neighbors(&self) -> Vec<api::LldpNeighbor> {
+        let now = (self.now)();
+        let agent = lock(&self.lldp);
+        let sai = lock(&self.sai);
+        agent
+            .neighbors()
+            .map(|n| {
+                let local_port = sai
+                    .backend()
+                    .port_object(n.port)
+                    .and_then(|p| self.applied.port_name(p))
+                    .map(str::to_owned)
+                    .or_else(|| agent.port_name(n.port).map(str::to_owned))
+                    .unwrap_or_else(|| format!("port {}", n.port));
+                api::LldpNeighbor {
+                    local_port,
+                    chassis_id: lldp::chassis_id_text(&n.announced.chassis_id),
+                    port_id: lldp::port_id_text(&n.announced.port_id),
+                    system_name: n.announced.system_name.clone(),
+                    port_description: n.announced.port_description.clone(),
+                    ttl_secs: n.announced.ttl,
+                    expires_in_secs: n.expires.saturating_sub(now).div_ceil(NS_PER_SEC),
+                }
+            })
+            .collect()
+    }
+}
+
+/// A bound management socket; dropping it removes the socket file.
+pub struct MgmtSocket {
+    listener: UnixListener,
+    path: PathBuf,
+}
+
+impl Drop for MgmtSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Binds the socket at `path` with permissions 0660 (owner and group may
+/// query; the daemon runs as root, operators get the group). A stale socket
+/// file from a previous run is replaced.
+pub fn bind(path: &Path) -> io::Result<MgmtSocket> {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    Ok(MgmtSocket { listener, path: path.to_owned() })
+}
+
+/// Serves connections until the task is dropped.
+pub async fn serve(socket: MgmtSocket, view: SwitchView) {
+    loop {
+        match socket.listener.accept().await {
+            Ok((stream, _)) => {
+                let view = view.clone();
+                tokio::spawn(async move {
+                    if let Err(error) = connection(stream, view).await {
+                        tracing::debug!(%error, "management connection ended");
+                    }
+                });
+            }
+            Err(error) => {
+                tracing::warn!(%error, "management accept failed");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn connection(stream: UnixStream, view: SwitchView) -> io::Result<()> {
+    let (read, mut write) = stream.into_split();
+    let mut lines = BufReader::new(read);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let n = (&mut lines).take(codec::MAX_LINE as u64).read_until(b'\n', &mut line).await?;
+        if n == 0 {
+            return Ok(());
+        }
+        let response = match codec::decode::<Request>(&line) {
+            Ok(request) => {
+                tracing::debug!(?request, "management request");
+                let view = view.clone();
+                // Handlers lock the dataplane; keep that off the async workers.
+                tokio::task::spawn_blocking(move || view.handle(&request))
+                    .await
+                    .unwrap_or_else(|e| Response::Error { message: format!("handler failed: {e}") })
+            }
+            Err(error) => Response::Error { message: format!("bad request: {error}") },
+        };
+        let bytes = codec::encode(&response).map_err(io::Error::other)?;
+        write.write_all(&bytes).await?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apply::{apply, switch_attributes};
+    use crate::lldp::AgentConfig;
+    use dataplane::pipeline::SwitchConfig;
+    use mgmt_cli::Client;
+
+    const CONFIG: &str = r#"
+name: t1
+ports:
+  - { name: eth1, mode: access, vlan: 10 }
+  - { name: eth2, mode: access, vlan: 10 }
+  - { name: eth3, mode: routed, addresses: [10.0.1.1/24] }
+  - { name: eth4, mode: routed, addresses: [10.0.2.1/24] }
+vlans:
+  - { id: 10, addresses: [192.168.10.1/24] }
+routes:
+  - { prefix: 0.0.0.0/0, next_hops: [10.0.1.2, 10.0.2.2] }
+"#;
+
+    fn view() -> SwitchView {
+        let config = Config::from_yaml(CONFIG).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let applied = apply(&mut sai, &config).unwrap();
+        let agent = LldpAgent::new(AgentConfig {
+            chassis_mac: crate::apply::switch_mac("t1"),
+            system_name: "t1".into(),
+            tx_interval_secs: 30,
+            ttl_secs: 120,
+        });
+        SwitchView {
+            config: Arc::new(config),
+            applied: Arc::new(applied),
+            sai: Arc::new(Mutex::new(sai)),
+            lldp: Arc::new(Mutex::new(agent)),
+            now: Arc::new(|| 0),
+        }
+    }
+
+    /// A broadcast frame from `mac` on port index `port`: learned by the pipeline.
+    fn inject(view: &SwitchView, port: &str, mac: [u8; 6]) {
+        let mut sai = view.sai.lock().unwrap();
+        let port = sai.backend().port_index(view.applied.ports[port].port).unwrap();
+        let mut frame = vec![0xff; 6];
+        frame.extend_from_slice(&mac);
+        frame.extend_from_slice(&[0x88, 0xb6]);
+        frame.resize(60, 0);
+        let mut out = dataplane::pipeline::Output::new();
+        sai.backend_mut().process_index(0, port, &frame, &mut out);
+    }
+
+    #[test]
+    fn mac_table_names_ports() {
+        let view = view();
+        inject(&view, "eth2", [2, 0, 0, 0, 0, 0x22]);
+        let macs = view.mac_table();
+        assert_eq!(macs.len(), 1);
+        assert_eq!(macs[0].mac, "02:00:00:00:00:22");
+        assert_eq!(macs[0].destination, "eth2");
+        assert_eq!(macs[0].vlan, 10);
+        let interfaces = view.interfaces();
+        let eth2 = interfaces.iter().find(|i| i.name == "eth2").unwrap();
+        assert_eq!(eth2.counters.rx_packets, 1);
+        assert!(interfaces.iter().any(|i| i.name == "vlan10" && i.kind == "svi"));
+    }
+
+    #[test]
+    fn routes_show_kinds_and_ecmp_members() {
+        let routes = view().routes();
+        let find = |p: &str| routes.iter().find(|r| r.prefix == p).unwrap_or_else(|| panic!("{p} in {routes:?}"));
+        assert_eq!(find("10.0.1.1/32").kind, "local");
+        assert_eq!(find("10.0.1.0/24").kind, "connected");
+        assert_eq!(find("10.0.1.0/24").next_hops[0].interface.as_deref(), Some("eth3"));
+        assert_eq!(find("192.168.10.0/24").next_hops[0].interface.as_deref(), Some("vlan10"));
+        let default = find("0.0.0.0/0");
+        assert_eq!(default.kind, "static");
+        let hops: Vec<String> = default
+            .next_hops
+            .iter()
+            .map(|h| format!("{}@{}", h.ip.unwrap(), h.interface.as_deref().unwrap()))
+            .collect();
+        assert_eq!(hops, ["10.0.1.2@eth3", "10.0.2.2@eth4"]);
+        assert_eq!(routes[0].prefix, "0.0.0.0/0");
+    }
+
+    #[tokio::test]
+    async fn socket_answers_requests_with_0660() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/t1.sock");
+        let socket = bind(&path).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o660);
+        let view = view();
+        inject(&view, "eth1", [2, 0, 0, 0, 0, 0x11]);
+        let server = tokio::spawn(serve(socket, view));
+        let client_path = path.clone();
+        let (macs, config, bad) = tokio::task::spawn_blocking(move || {
+            let mut client = Client::connect(&client_path).unwrap();
+            let macs = client.request(&Request::ShowMac).unwrap();
+            let config = client.request(&Request::ShowRunningConfig).unwrap();
+            // A garbage line gets an error answer, and the connection lives on.
+            use std::io::{BufRead, Write};
+            let mut raw = std::os::unix::net::UnixStream::connect(&client_path).unwrap();
+            raw.write_all(b"{\"request\":\"reboot\"}\n").unwrap();
+            let mut line = String::new();
+            std::io::BufReader::new(raw).read_line(&mut line).unwrap();
+            (macs, config, line)
+        })
+        .await
+        .unwrap();
+        match macs {
+            Reply::Mac(entries) => assert_eq!(entries[0].destination, "eth1"),
+            other => panic!("{other:?}"),
+        }
+        match config {
+            Reply::RunningConfig(c) => assert!(c.yaml.contains("name: t1")),
+            other => panic!("{other:?}"),
+        }
+        assert!(bad.contains("\"status\":\"error\""), "{bad}");
+        server.abort();
+    }
+}
