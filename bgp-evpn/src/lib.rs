@@ -4,5 +4,7 @@
 //! The EVPN address family (next issue) plugs in as one more [`packet::Nlri`]
 //! variant and [`packet::Family`].
 
+pub mod decision;
 pub mod neighbor;
 pub mod packet;
+pub mod policy;

@@ -13,9 +13,7 @@ use serde::Serialize;
 
 use crate::packet::capability::Capability;
 use crate::packet::error::{ErrorCode, cease_subcode, fsm_subcode, open_subcode};
-use crate::packet::{
-    AfiSafi, DecodeContext, DecodeError, Family, Message, Notification, Open, RouteRefresh, Update,
-};
+use crate::packet::{AfiSafi, DecodeContext, DecodeError, Family, Message, Notification, Open, RouteRefresh, Update};
 
 pub const NANOS_PER_SEC: u64 = 1_000_000_000;
 /// RFC 4271 §8.2.2: the hold timer runs with a large value (4 minutes
@@ -56,12 +54,7 @@ pub struct SessionConfig {
 }
 
 impl SessionConfig {
-    pub fn new(
-        remote_addr: IpAddr,
-        remote_as: u32,
-        local_as: u32,
-        router_id: Ipv4Addr,
-    ) -> SessionConfig {
+    pub fn new(remote_addr: IpAddr, remote_as: u32, local_as: u32, router_id: Ipv4Addr) -> SessionConfig {
         SessionConfig {
             remote_addr,
             remote_as: Some(remote_as),
@@ -77,21 +70,13 @@ impl SessionConfig {
     }
 
     fn open(&self) -> Open {
-        let mut caps: Vec<Capability> = self
-            .families
-            .iter()
-            .map(|f| Capability::Multiprotocol(f.afi_safi()))
-            .collect();
+        let mut caps: Vec<Capability> = self.families.iter().map(|f| Capability::Multiprotocol(f.afi_safi())).collect();
         caps.push(Capability::RouteRefresh);
         if self.extended_message {
             caps.push(Capability::ExtendedMessage);
         }
         // RFC 4724 §3 as a helper: restart time 0, no families preserved.
-        caps.push(Capability::GracefulRestart {
-            restarting: false,
-            restart_time: 0,
-            families: Vec::new(),
-        });
+        caps.push(Capability::GracefulRestart { restarting: false, restart_time: 0, families: Vec::new() });
         Open::new(self.local_as, self.hold_time, self.router_id, caps)
     }
 }
@@ -113,11 +98,7 @@ pub struct Negotiated {
 
 impl Negotiated {
     pub fn decode_context(&self) -> DecodeContext {
-        DecodeContext {
-            four_octet_as: self.four_octet_as,
-            extended_message: self.extended_message,
-            ebgp: self.ebgp,
-        }
+        DecodeContext { four_octet_as: self.four_octet_as, extended_message: self.extended_message, ebgp: self.ebgp }
     }
 
     pub fn max_message_len(&self) -> usize {
@@ -256,9 +237,7 @@ impl Neighbor {
     }
 
     pub fn negotiated(&self) -> Option<&Negotiated> {
-        self.negotiated
-            .as_ref()
-            .filter(|_| self.state == State::Established)
+        self.negotiated.as_ref().filter(|_| self.state == State::Established)
     }
 
     /// The connection the session runs on.
@@ -277,15 +256,7 @@ impl Neighbor {
 
     /// The earliest timer deadline.
     pub fn poll_timeout(&self) -> Option<u64> {
-        [
-            self.connect_retry_at,
-            self.hold_at,
-            self.keepalive_at,
-            self.idle_hold_at,
-        ]
-        .into_iter()
-        .flatten()
-        .min()
+        [self.connect_retry_at, self.hold_at, self.keepalive_at, self.idle_hold_at].into_iter().flatten().min()
     }
 
     /// Records UPDATEs the driver sent outside the FSM (route advertisement).
@@ -379,11 +350,7 @@ impl Neighbor {
         self.conn_outgoing = true;
         self.state = State::Connect;
         self.actions.push_back(Action::Connect(c));
-        self.set_timer(
-            now,
-            Timer::ConnectRetry,
-            Some(self.config.connect_retry_time as u64),
-        );
+        self.set_timer(now, Timer::ConnectRetry, Some(self.config.connect_retry_time as u64));
     }
 
     fn new_conn(&mut self) -> ConnId {
@@ -420,21 +387,13 @@ impl Neighbor {
             }
             (Timer::ConnectRetry, State::Active) if !self.config.passive => self.connect(now),
             (Timer::Hold, State::OpenSent | State::OpenConfirm | State::Established) => {
-                self.notify_and_drop(
-                    now,
-                    Notification::new(ErrorCode::HoldTimerExpired, 0),
-                    "hold timer expired",
-                );
+                self.notify_and_drop(now, Notification::new(ErrorCode::HoldTimerExpired, 0), "hold timer expired");
             }
             (Timer::Keepalive, State::OpenConfirm | State::Established) => {
                 if let Some(c) = self.conn {
                     self.send(c, Message::Keepalive);
                 }
-                let ka = self
-                    .negotiated
-                    .as_ref()
-                    .map(|n| n.keepalive_time as u64)
-                    .filter(|&k| k > 0);
+                let ka = self.negotiated.as_ref().map(|n| n.keepalive_time as u64).filter(|&k| k > 0);
                 self.set_timer(now, Timer::Keepalive, ka);
             }
             _ => {}
@@ -472,9 +431,7 @@ impl Neighbor {
                 self.conn_outgoing = false;
                 self.open_sent(now, c);
             }
-            State::OpenSent | State::OpenConfirm
-                if self.collision.is_none() && self.conn_outgoing =>
-            {
+            State::OpenSent | State::OpenConfirm if self.collision.is_none() && self.conn_outgoing => {
                 // §6.8: both sides connected at once. Answer with an OPEN and
                 // decide when the peer's OPEN on this connection arrives.
                 self.collision = Some(c);
@@ -484,10 +441,7 @@ impl Neighbor {
                 // §6.8: a connection colliding with an Established one (or a
                 // third connection) is refused.
                 self.counters.connections_rejected += 1;
-                self.send(
-                    c,
-                    Message::Notification(Notification::cease(cease_subcode::CONNECTION_COLLISION)),
-                );
+                self.send(c, Message::Notification(Notification::cease(cease_subcode::CONNECTION_COLLISION)));
                 self.close(c);
             }
         }
@@ -508,18 +462,12 @@ impl Neighbor {
                 self.close(c);
                 self.set_timer(now, Timer::Hold, None);
                 self.state = State::Active;
-                self.set_timer(
-                    now,
-                    Timer::ConnectRetry,
-                    Some(self.config.connect_retry_time as u64),
-                );
+                self.set_timer(now, Timer::ConnectRetry, Some(self.config.connect_retry_time as u64));
             }
             State::Active | State::Idle => {
                 self.conn = None;
             }
-            State::OpenConfirm | State::Established => {
-                self.drop_session(now, "connection closed by peer")
-            }
+            State::OpenConfirm | State::Established => self.drop_session(now, "connection closed by peer"),
         }
     }
 
@@ -540,8 +488,7 @@ impl Neighbor {
         // §6.8: the connection initiated by the speaker with the higher BGP
         // Identifier survives. `c` was initiated by the peer.
         let keep_new = u32::from(self.config.router_id) < u32::from(open.bgp_id);
-        let collision_notice =
-            Message::Notification(Notification::cease(cease_subcode::CONNECTION_COLLISION));
+        let collision_notice = Message::Notification(Notification::cease(cease_subcode::CONNECTION_COLLISION));
         self.collision = None;
         if keep_new {
             if let Some(old) = self.conn.take() {
@@ -568,10 +515,7 @@ impl Neighbor {
         }
         // RFC 6286 §2.2: an internal peer must not share our identifier.
         if open.bgp_id == self.config.router_id && open.asn() == self.config.local_as {
-            return Err(Notification::new(
-                ErrorCode::Open,
-                open_subcode::BAD_BGP_IDENTIFIER,
-            ));
+            return Err(Notification::new(ErrorCode::Open, open_subcode::BAD_BGP_IDENTIFIER));
         }
         Ok(())
     }
@@ -590,11 +534,7 @@ impl Neighbor {
             .copied()
             .filter(|f| {
                 // RFC 4760 §8 / RFC 2858: no MP capability at all means IPv4 unicast only.
-                if peer_families.is_empty() {
-                    *f == Family::Ipv4Unicast
-                } else {
-                    peer_families.contains(&f.afi_safi())
-                }
+                if peer_families.is_empty() { *f == Family::Ipv4Unicast } else { peer_families.contains(&f.afi_safi()) }
             })
             .collect();
         let has = |p: fn(&Capability) -> bool| open.has(p);
@@ -605,8 +545,7 @@ impl Neighbor {
             keepalive_time,
             families,
             four_octet_as: has(|c| matches!(c, Capability::FourOctetAs(_))),
-            extended_message: self.config.extended_message
-                && has(|c| matches!(c, Capability::ExtendedMessage)),
+            extended_message: self.config.extended_message && has(|c| matches!(c, Capability::ExtendedMessage)),
             route_refresh: has(|c| matches!(c, Capability::RouteRefresh)),
             graceful_restart: has(|c| matches!(c, Capability::GracefulRestart { .. })),
             ebgp: open.asn() != self.config.local_as,
@@ -615,11 +554,7 @@ impl Neighbor {
         self.peer_open = Some(open);
         self.send(c, Message::Keepalive);
         self.set_timer(now, Timer::Hold, Some(hold_time as u64).filter(|&h| h > 0));
-        self.set_timer(
-            now,
-            Timer::Keepalive,
-            Some(keepalive_time as u64).filter(|&k| k > 0),
-        );
+        self.set_timer(now, Timer::Keepalive, Some(keepalive_time as u64).filter(|&k| k > 0));
         self.state = State::OpenConfirm;
     }
 
@@ -649,12 +584,7 @@ impl Neighbor {
                 self.last_error = None;
                 self.restart_hold(now);
                 if let Some(other) = self.collision.take() {
-                    self.send(
-                        other,
-                        Message::Notification(Notification::cease(
-                            cease_subcode::CONNECTION_COLLISION,
-                        )),
-                    );
+                    self.send(other, Message::Notification(Notification::cease(cease_subcode::CONNECTION_COLLISION)));
                     self.close(other);
                 }
                 if let Some(neg) = self.negotiated.clone() {
@@ -664,13 +594,11 @@ impl Neighbor {
             (State::Established, Message::Keepalive) => self.restart_hold(now),
             (State::Established, Message::Update(update)) => {
                 self.restart_hold(now);
-                self.actions
-                    .push_back(Action::UpdateReceived(Box::new(update)));
+                self.actions.push_back(Action::UpdateReceived(Box::new(update)));
             }
             (State::Established, Message::RouteRefresh(RouteRefresh { afi_safi, .. })) => {
                 self.restart_hold(now);
-                self.actions
-                    .push_back(Action::RouteRefreshRequested(afi_safi));
+                self.actions.push_back(Action::RouteRefreshRequested(afi_safi));
             }
             (state, _) => {
                 // RFC 6608: an unexpected message is an FSM error.
@@ -680,21 +608,13 @@ impl Neighbor {
                     State::Established => fsm_subcode::UNEXPECTED_IN_ESTABLISHED,
                     _ => 0,
                 };
-                self.notify_and_drop(
-                    now,
-                    Notification::new(ErrorCode::Fsm, subcode),
-                    "unexpected message",
-                );
+                self.notify_and_drop(now, Notification::new(ErrorCode::Fsm, subcode), "unexpected message");
             }
         }
     }
 
     fn restart_hold(&mut self, now: u64) {
-        let hold = self
-            .negotiated
-            .as_ref()
-            .map(|n| n.hold_time as u64)
-            .filter(|&h| h > 0);
+        let hold = self.negotiated.as_ref().map(|n| n.hold_time as u64).filter(|&h| h > 0);
         self.set_timer(now, Timer::Hold, hold);
     }
 
@@ -730,17 +650,11 @@ impl Neighbor {
         self.keepalive_at = None;
         if was_up {
             self.last_error = Some(reason.to_string());
-            self.actions.push_back(Action::Down {
-                reason: reason.to_string(),
-            });
+            self.actions.push_back(Action::Down { reason: reason.to_string() });
         }
         // §8.1.1 AutomaticStart after IdleHoldTime while administratively up.
         if self.enabled {
-            self.set_timer(
-                now,
-                Timer::IdleHold,
-                Some(self.config.idle_hold_time.max(1) as u64),
-            );
+            self.set_timer(now, Timer::IdleHold, Some(self.config.idle_hold_time.max(1) as u64));
         }
     }
 }

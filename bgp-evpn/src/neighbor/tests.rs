@@ -4,12 +4,7 @@ use crate::packet::Open;
 const S: u64 = NANOS_PER_SEC;
 
 fn config() -> SessionConfig {
-    SessionConfig::new(
-        "192.0.2.2".parse().unwrap(),
-        65002,
-        65001,
-        Ipv4Addr::new(1, 1, 1, 1),
-    )
+    SessionConfig::new("192.0.2.2".parse().unwrap(), 65002, 65001, Ipv4Addr::new(1, 1, 1, 1))
 }
 
 fn peer_open(hold: u16, id: [u8; 4]) -> Message {
@@ -17,10 +12,7 @@ fn peer_open(hold: u16, id: [u8; 4]) -> Message {
         65002,
         hold,
         Ipv4Addr::from(id),
-        vec![
-            Capability::Multiprotocol(AfiSafi::IPV4_UNICAST),
-            Capability::RouteRefresh,
-        ],
+        vec![Capability::Multiprotocol(AfiSafi::IPV4_UNICAST), Capability::RouteRefresh],
     ))
 }
 
@@ -42,9 +34,7 @@ fn sent(actions: &[Action]) -> Vec<(ConnId, Message)> {
 fn establish(n: &mut Neighbor, now: u64, peer_hold: u16) -> ConnId {
     n.handle(now, Event::ManualStart);
     let actions = drain(n);
-    let Some(Action::Connect(c)) = actions.first().cloned() else {
-        panic!("{actions:?}")
-    };
+    let Some(Action::Connect(c)) = actions.first().cloned() else { panic!("{actions:?}") };
     n.handle(now, Event::TcpConnected(c));
     let actions = drain(n);
     assert!(matches!(sent(&actions)[..], [(cc, Message::Open(_))] if cc == c));
@@ -54,10 +44,7 @@ fn establish(n: &mut Neighbor, now: u64, peer_hold: u16) -> ConnId {
     assert_eq!(n.state(), State::OpenConfirm);
     n.handle(now, Event::Message(c, Message::Keepalive));
     let actions = drain(n);
-    assert!(
-        matches!(&actions[..], [Action::Established(cc, _)] if *cc == c),
-        "{actions:?}"
-    );
+    assert!(matches!(&actions[..], [Action::Established(cc, _)] if *cc == c), "{actions:?}");
     c
 }
 
@@ -67,21 +54,11 @@ fn active_open_reaches_established_and_negotiates_hold_time() {
     let c = establish(&mut n, 0, 30);
     assert_eq!(n.state(), State::Established);
     let neg = n.negotiated().unwrap();
-    assert_eq!(
-        (neg.hold_time, neg.keepalive_time, neg.peer_as),
-        (30, 10, 65002)
-    );
+    assert_eq!((neg.hold_time, neg.keepalive_time, neg.peer_as), (30, 10, 65002));
     assert_eq!(neg.families, vec![Family::Ipv4Unicast]);
     assert!(neg.ebgp && neg.four_octet_as && neg.route_refresh);
     assert_eq!(n.uptime(5 * S), Some(5 * S));
-    assert_eq!(
-        (
-            n.counters.sent.open,
-            n.counters.received.open,
-            n.counters.received.keepalive
-        ),
-        (1, 1, 1)
-    );
+    assert_eq!((n.counters.sent.open, n.counters.received.open, n.counters.received.keepalive), (1, 1, 1));
     // Keepalive every 10 s.
     assert_eq!(n.poll_timeout(), Some(10 * S));
     n.handle_timeout(10 * S);
@@ -102,17 +79,7 @@ fn hold_timer_expiry_sends_notification_and_restarts() {
     drain(&mut n);
     n.handle_timeout(11 * S);
     let actions = drain(&mut n);
-    assert_eq!(
-        sent(&actions),
-        vec![(
-            c,
-            Message::Notification(Notification {
-                code: 4,
-                subcode: 0,
-                data: vec![]
-            })
-        )]
-    );
+    assert_eq!(sent(&actions), vec![(c, Message::Notification(Notification { code: 4, subcode: 0, data: vec![] }))]);
     assert!(actions.contains(&Action::Close(c)));
     assert!(actions.iter().any(|a| matches!(a, Action::Down { .. })));
     assert_eq!(n.state(), State::Idle);
@@ -131,10 +98,7 @@ fn passive_waits_for_the_peer() {
     assert!(drain(&mut n).is_empty());
     assert_eq!(n.state(), State::Active);
     n.handle_timeout(100 * S);
-    assert!(
-        drain(&mut n).is_empty(),
-        "a passive neighbour never connects"
-    );
+    assert!(drain(&mut n).is_empty(), "a passive neighbour never connects");
     n.handle(S, Event::TcpAccepted(2));
     assert!(matches!(sent(&drain(&mut n))[..], [(2, Message::Open(_))]));
     assert_eq!(n.state(), State::OpenSent);
@@ -146,17 +110,13 @@ fn idle_refuses_connections_and_connect_retry_retries() {
     n.handle(0, Event::TcpAccepted(2));
     assert_eq!(drain(&mut n), vec![Action::Close(2)]);
     n.handle(0, Event::ManualStart);
-    let [Action::Connect(c1)] = drain(&mut n)[..] else {
-        panic!()
-    };
+    let [Action::Connect(c1)] = drain(&mut n)[..] else { panic!() };
     n.handle_timeout(10 * S);
     let actions = drain(&mut n);
     assert_eq!(actions[0], Action::Close(c1));
     assert!(matches!(actions[1], Action::Connect(c2) if c2 != c1));
     // A failed connection goes to Active and retries after ConnectRetry.
-    let Action::Connect(c2) = actions[1] else {
-        panic!()
-    };
+    let Action::Connect(c2) = actions[1] else { panic!() };
     n.handle(11 * S, Event::TcpClosed(c2));
     assert_eq!(n.state(), State::Active);
     drain(&mut n);
@@ -168,29 +128,14 @@ fn idle_refuses_connections_and_connect_retry_retries() {
 fn bad_peer_as_is_refused_with_notification() {
     let mut n = Neighbor::new(config());
     n.handle(0, Event::ManualStart);
-    let [Action::Connect(c)] = drain(&mut n)[..] else {
-        panic!()
-    };
+    let [Action::Connect(c)] = drain(&mut n)[..] else { panic!() };
     n.handle(0, Event::TcpConnected(c));
     drain(&mut n);
     let open = Open::new(65099, 90, Ipv4Addr::new(2, 2, 2, 2), vec![]);
     n.handle(0, Event::Message(c, Message::Open(open)));
     let actions = drain(&mut n);
     let sent = sent(&actions);
-    assert!(
-        matches!(
-            &sent[..],
-            [(
-                _,
-                Message::Notification(Notification {
-                    code: 2,
-                    subcode: 2,
-                    ..
-                })
-            )]
-        ),
-        "{sent:?}"
-    );
+    assert!(matches!(&sent[..], [(_, Message::Notification(Notification { code: 2, subcode: 2, .. }))]), "{sent:?}");
     assert_eq!(n.state(), State::Idle);
 }
 
@@ -206,13 +151,7 @@ fn zero_hold_time_disables_keepalives() {
 fn notification_and_unexpected_messages_end_the_session() {
     let mut n = Neighbor::new(config());
     let c = establish(&mut n, 0, 90);
-    n.handle(
-        S,
-        Event::Message(
-            c,
-            Message::Notification(Notification::cease(cease_subcode::ADMIN_SHUTDOWN)),
-        ),
-    );
+    n.handle(S, Event::Message(c, Message::Notification(Notification::cease(cease_subcode::ADMIN_SHUTDOWN))));
     let actions = drain(&mut n);
     assert!(actions.contains(&Action::Close(c)));
     assert!(matches!(actions.last(), Some(Action::Down { reason }) if reason.contains("Cease")));
@@ -221,25 +160,13 @@ fn notification_and_unexpected_messages_end_the_session() {
     // An UPDATE before Established is an FSM error (RFC 6608 subcode 2 in OpenConfirm).
     let mut n = Neighbor::new(config());
     n.handle(0, Event::ManualStart);
-    let [Action::Connect(c)] = drain(&mut n)[..] else {
-        panic!()
-    };
+    let [Action::Connect(c)] = drain(&mut n)[..] else { panic!() };
     n.handle(0, Event::TcpConnected(c));
     n.handle(0, Event::Message(c, peer_open(90, [2, 2, 2, 2])));
     drain(&mut n);
     n.handle(0, Event::Message(c, Message::Update(Update::default())));
     let sent = sent(&drain(&mut n));
-    assert_eq!(
-        sent,
-        vec![(
-            c,
-            Message::Notification(Notification {
-                code: 5,
-                subcode: 2,
-                data: vec![]
-            })
-        )]
-    );
+    assert_eq!(sent, vec![(c, Message::Notification(Notification { code: 5, subcode: 2, data: vec![] }))]);
 }
 
 #[test]
@@ -248,34 +175,12 @@ fn updates_and_refresh_are_passed_up_and_decode_errors_reset() {
     let c = establish(&mut n, 0, 90);
     n.handle(S, Event::Message(c, Message::Update(Update::default())));
     assert!(matches!(drain(&mut n)[..], [Action::UpdateReceived(_)]));
-    n.handle(
-        S,
-        Event::Message(
-            c,
-            Message::RouteRefresh(RouteRefresh {
-                afi_safi: AfiSafi::IPV4_UNICAST,
-                subtype: 0,
-            }),
-        ),
-    );
-    assert_eq!(
-        drain(&mut n),
-        vec![Action::RouteRefreshRequested(AfiSafi::IPV4_UNICAST)]
-    );
+    n.handle(S, Event::Message(c, Message::RouteRefresh(RouteRefresh { afi_safi: AfiSafi::IPV4_UNICAST, subtype: 0 })));
+    assert_eq!(drain(&mut n), vec![Action::RouteRefreshRequested(AfiSafi::IPV4_UNICAST)]);
     let err = DecodeError::new(ErrorCode::Update, 1, vec![], "test");
     n.handle(S, Event::DecodeError(c, err));
     let actions = drain(&mut n);
-    assert_eq!(
-        sent(&actions),
-        vec![(
-            c,
-            Message::Notification(Notification {
-                code: 3,
-                subcode: 1,
-                data: vec![]
-            })
-        )]
-    );
+    assert_eq!(sent(&actions), vec![(c, Message::Notification(Notification { code: 3, subcode: 1, data: vec![] }))]);
     assert_eq!(n.state(), State::Idle);
     assert_eq!(n.counters.decode_errors, 1);
 }
@@ -285,9 +190,7 @@ fn collision_keeps_the_connection_of_the_higher_identifier() {
     // Peer id 2.2.2.2 > ours 1.1.1.1: the peer's connection wins.
     let mut n = Neighbor::new(config());
     n.handle(0, Event::ManualStart);
-    let [Action::Connect(ours)] = drain(&mut n)[..] else {
-        panic!()
-    };
+    let [Action::Connect(ours)] = drain(&mut n)[..] else { panic!() };
     n.handle(0, Event::TcpConnected(ours));
     drain(&mut n);
     n.handle(0, Event::TcpAccepted(2));
@@ -295,10 +198,7 @@ fn collision_keeps_the_connection_of_the_higher_identifier() {
     n.handle(0, Event::Message(2, peer_open(90, [2, 2, 2, 2])));
     let actions = drain(&mut n);
     let collision = Message::Notification(Notification::cease(cease_subcode::CONNECTION_COLLISION));
-    assert_eq!(
-        sent(&actions),
-        vec![(ours, collision.clone()), (2, Message::Keepalive)]
-    );
+    assert_eq!(sent(&actions), vec![(ours, collision.clone()), (2, Message::Keepalive)]);
     assert!(actions.contains(&Action::Close(ours)));
     assert_eq!((n.state(), n.conn()), (State::OpenConfirm, Some(2)));
     n.handle(0, Event::Message(2, Message::Keepalive));
@@ -307,9 +207,7 @@ fn collision_keeps_the_connection_of_the_higher_identifier() {
     // Peer id 0.0.0.9 < ours: our connection stays, theirs is closed.
     let mut n = Neighbor::new(config());
     n.handle(0, Event::ManualStart);
-    let [Action::Connect(ours)] = drain(&mut n)[..] else {
-        panic!()
-    };
+    let [Action::Connect(ours)] = drain(&mut n)[..] else { panic!() };
     n.handle(0, Event::TcpConnected(ours));
     n.handle(0, Event::Message(ours, peer_open(90, [0, 0, 0, 9])));
     drain(&mut n);
@@ -329,13 +227,7 @@ fn manual_stop_sends_cease_and_stays_down() {
     let c = establish(&mut n, 0, 90);
     n.handle(S, Event::ManualStop);
     let actions = drain(&mut n);
-    assert_eq!(
-        sent(&actions),
-        vec![(
-            c,
-            Message::Notification(Notification::cease(cease_subcode::ADMIN_SHUTDOWN))
-        )]
-    );
+    assert_eq!(sent(&actions), vec![(c, Message::Notification(Notification::cease(cease_subcode::ADMIN_SHUTDOWN)))]);
     assert_eq!(n.poll_timeout(), None);
     assert_eq!(n.state(), State::Idle);
 }

@@ -39,11 +39,10 @@ fn expected_flags(code: u8) -> Option<u8> {
     use type_code::*;
     Some(match code {
         ORIGIN | AS_PATH | NEXT_HOP | LOCAL_PREF | ATOMIC_AGGREGATE => TRANSITIVE,
-        MULTI_EXIT_DISC | ORIGINATOR_ID | CLUSTER_LIST | MP_REACH_NLRI | MP_UNREACH_NLRI => {
-            OPTIONAL
+        MULTI_EXIT_DISC | ORIGINATOR_ID | CLUSTER_LIST | MP_REACH_NLRI | MP_UNREACH_NLRI => OPTIONAL,
+        AGGREGATOR | COMMUNITIES | EXTENDED_COMMUNITIES | AS4_PATH | AS4_AGGREGATOR | LARGE_COMMUNITIES => {
+            OPTIONAL | TRANSITIVE
         }
-        AGGREGATOR | COMMUNITIES | EXTENDED_COMMUNITIES | AS4_PATH | AS4_AGGREGATOR
-        | LARGE_COMMUNITIES => OPTIONAL | TRANSITIVE,
         _ => return None,
     })
 }
@@ -91,12 +90,7 @@ impl AsPath {
         if asns.is_empty() {
             return AsPath::default();
         }
-        AsPath {
-            segments: vec![AsSegment {
-                kind: SegmentKind::Sequence,
-                asns,
-            }],
-        }
+        AsPath { segments: vec![AsSegment { kind: SegmentKind::Sequence, asns }] }
     }
 
     /// Path length for the decision process (RFC 4271 §9.1.2.2 a: a set counts
@@ -128,10 +122,7 @@ impl AsPath {
     /// (RFC 4271 §9.1.2.2 c compares MED only between routes sharing it).
     pub fn neighbor_as(&self) -> Option<u32> {
         match self.segments.first() {
-            Some(AsSegment {
-                kind: SegmentKind::Sequence,
-                asns,
-            }) => asns.first().copied(),
+            Some(AsSegment { kind: SegmentKind::Sequence, asns }) => asns.first().copied(),
             _ => None,
         }
     }
@@ -148,16 +139,8 @@ impl AsPath {
     /// RFC 4271 §5.1.2 b: prepend our AS when advertising to an external peer.
     pub fn prepend(&mut self, asn: u32) {
         match self.segments.first_mut() {
-            Some(seg) if seg.kind == SegmentKind::Sequence && seg.asns.len() < 255 => {
-                seg.asns.insert(0, asn)
-            }
-            _ => self.segments.insert(
-                0,
-                AsSegment {
-                    kind: SegmentKind::Sequence,
-                    asns: vec![asn],
-                },
-            ),
+            Some(seg) if seg.kind == SegmentKind::Sequence && seg.asns.len() < 255 => seg.asns.insert(0, asn),
+            _ => self.segments.insert(0, AsSegment { kind: SegmentKind::Sequence, asns: vec![asn] }),
         }
     }
 
@@ -213,9 +196,7 @@ impl AsPath {
     }
 
     fn needs_as4(&self) -> bool {
-        self.segments
-            .iter()
-            .any(|s| s.asns.iter().any(|&a| a > u16::MAX as u32))
+        self.segments.iter().any(|s| s.asns.iter().any(|&a| a > u16::MAX as u32))
     }
 
     /// RFC 6793 §4.2.3: rebuild the true path from a 2-octet AS_PATH and AS4_PATH.
@@ -233,10 +214,7 @@ impl AsPath {
             }
             match seg.kind {
                 SegmentKind::Sequence if seg.asns.len() > keep => {
-                    segments.push(AsSegment {
-                        kind: seg.kind,
-                        asns: seg.asns[..keep].to_vec(),
-                    });
+                    segments.push(AsSegment { kind: seg.kind, asns: seg.asns[..keep].to_vec() });
                     keep = 0;
                 }
                 SegmentKind::Sequence => {
@@ -341,12 +319,7 @@ pub struct DecodedAttrs {
 
 impl DecodedAttrs {
     fn error(&mut self, type_code: u8, action: ErrorAction, subcode: u8, reason: &'static str) {
-        self.errors.push(AttributeError {
-            type_code,
-            action,
-            subcode,
-            reason,
-        });
+        self.errors.push(AttributeError { type_code, action, subcode, reason });
     }
 }
 
@@ -362,11 +335,7 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
         // RFC 7606 §4: fewer bytes than a minimal attribute header, or an
         // attribute overrunning the field: "treat-as-withdraw" MUST be used,
         // relying on Total Path Attribute Length to locate the NLRI.
-        let header_len = if buf[0] & flag::EXTENDED_LENGTH != 0 {
-            4
-        } else {
-            3
-        };
+        let header_len = if buf[0] & flag::EXTENDED_LENGTH != 0 { 4 } else { 3 };
         if buf.len() < header_len {
             out.error(
                 0,
@@ -377,11 +346,7 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
             break;
         }
         let (flags, code) = (buf[0], buf[1]);
-        let len = if header_len == 4 {
-            u16::from_be_bytes([buf[2], buf[3]]) as usize
-        } else {
-            buf[2] as usize
-        };
+        let len = if header_len == 4 { u16::from_be_bytes([buf[2], buf[3]]) as usize } else { buf[2] as usize };
         let Some(value) = buf.get(header_len..header_len + len) else {
             out.error(
                 code,
@@ -436,12 +401,7 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                 // The routes to withdraw are inside the attribute itself; read them anyway.
                 decode_mp(code, value, &mut out)?;
             }
-            out.error(
-                code,
-                ErrorAction::TreatAsWithdraw,
-                update_subcode::ATTRIBUTE_FLAGS,
-                "attribute flags conflict",
-            );
+            out.error(code, ErrorAction::TreatAsWithdraw, update_subcode::ATTRIBUTE_FLAGS, "attribute flags conflict");
             continue;
         }
         let errors_before = out.errors.len();
@@ -452,12 +412,7 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                 [0] => attrs.origin = Origin::Igp,
                 [1] => attrs.origin = Origin::Egp,
                 [2] => attrs.origin = Origin::Incomplete,
-                _ => out.error(
-                    code,
-                    ErrorAction::TreatAsWithdraw,
-                    update_subcode::INVALID_ORIGIN,
-                    "bad ORIGIN",
-                ),
+                _ => out.error(code, ErrorAction::TreatAsWithdraw, update_subcode::INVALID_ORIGIN, "bad ORIGIN"),
             },
             // RFC 7606 §7.2: a malformed AS_PATH: "treat-as-withdraw".
             AS_PATH => match AsPath::decode(value, ctx.four_octet_as) {
@@ -482,12 +437,9 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
             // RFC 7606 §7.4: length other than 4: "treat-as-withdraw".
             MULTI_EXIT_DISC => match u32_value(value) {
                 Some(v) => attrs.med = Some(v),
-                None => out.error(
-                    code,
-                    ErrorAction::TreatAsWithdraw,
-                    update_subcode::ATTRIBUTE_LENGTH,
-                    "bad MED length",
-                ),
+                None => {
+                    out.error(code, ErrorAction::TreatAsWithdraw, update_subcode::ATTRIBUTE_LENGTH, "bad MED length")
+                }
             },
             LOCAL_PREF => {
                 if ctx.ebgp {
@@ -545,10 +497,8 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                         "bad COMMUNITIES length",
                     );
                 } else {
-                    attrs.communities = value
-                        .chunks_exact(4)
-                        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
-                        .collect();
+                    attrs.communities =
+                        value.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
                 }
             }
             // RFC 7606 §7.9: length other than 4: "treat-as-withdraw".
@@ -571,10 +521,7 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                         "bad CLUSTER_LIST length",
                     );
                 } else {
-                    attrs.cluster_list = value
-                        .chunks_exact(4)
-                        .map(|c| Ipv4Addr::new(c[0], c[1], c[2], c[3]))
-                        .collect();
+                    attrs.cluster_list = value.chunks_exact(4).map(|c| Ipv4Addr::new(c[0], c[1], c[2], c[3])).collect();
                 }
             }
             MP_REACH_NLRI | MP_UNREACH_NLRI => decode_mp(code, value, &mut out)?,
@@ -588,10 +535,8 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                         "bad EXTENDED_COMMUNITIES length",
                     );
                 } else {
-                    attrs.ext_communities = value
-                        .chunks_exact(8)
-                        .map(|c| u64::from_be_bytes(c.try_into().unwrap_or_default()))
-                        .collect();
+                    attrs.ext_communities =
+                        value.chunks_exact(8).map(|c| u64::from_be_bytes(c.try_into().unwrap_or_default())).collect();
                 }
             }
             // RFC 8092 §6: length not a non-zero multiple of 12: "treat-as-withdraw".
@@ -672,14 +617,8 @@ fn u32_value(value: &[u8]) -> Option<u32> {
 
 fn aggregator_value(value: &[u8], four_octet: bool) -> Option<(u32, Ipv4Addr)> {
     match (four_octet, value) {
-        (true, [a, b, c, d, e, f, g, h]) => Some((
-            u32::from_be_bytes([*a, *b, *c, *d]),
-            Ipv4Addr::new(*e, *f, *g, *h),
-        )),
-        (false, [a, b, e, f, g, h]) => Some((
-            u16::from_be_bytes([*a, *b]) as u32,
-            Ipv4Addr::new(*e, *f, *g, *h),
-        )),
+        (true, [a, b, c, d, e, f, g, h]) => Some((u32::from_be_bytes([*a, *b, *c, *d]), Ipv4Addr::new(*e, *f, *g, *h))),
+        (false, [a, b, e, f, g, h]) => Some((u16::from_be_bytes([*a, *b]) as u32, Ipv4Addr::new(*e, *f, *g, *h))),
         _ => None,
     }
 }
@@ -690,16 +629,9 @@ fn aggregator_value(value: &[u8], four_octet: bool) -> Option<(u32, Ipv4Addr)> {
 fn decode_mp(code: u8, value: &[u8], out: &mut DecodedAttrs) -> Result<(), DecodeError> {
     let reach = code == type_code::MP_REACH_NLRI;
     let Some(&[a0, a1, safi]) = value.get(..3).and_then(|v| <&[u8; 3]>::try_from(v).ok()) else {
-        return Err(DecodeError::update(
-            update_subcode::OPTIONAL_ATTRIBUTE,
-            Vec::new(),
-            "MP attribute too short",
-        ));
+        return Err(DecodeError::update(update_subcode::OPTIONAL_ATTRIBUTE, Vec::new(), "MP attribute too short"));
     };
-    let afi_safi = AfiSafi {
-        afi: u16::from_be_bytes([a0, a1]),
-        safi,
-    };
+    let afi_safi = AfiSafi { afi: u16::from_be_bytes([a0, a1]), safi };
     let disable = ErrorAction::AfiSafiDisable(afi_safi);
     let Some(family) = afi_safi.family() else {
         // A family we did not negotiate and do not know: nothing to do with it.
@@ -709,24 +641,14 @@ fn decode_mp(code: u8, value: &[u8], out: &mut DecodedAttrs) -> Result<(), Decod
     if reach {
         let Some(&nh_len) = value.get(3) else {
             {
-                out.error(
-                    code,
-                    disable,
-                    update_subcode::OPTIONAL_ATTRIBUTE,
-                    "MP_REACH_NLRI truncated",
-                );
+                out.error(code, disable, update_subcode::OPTIONAL_ATTRIBUTE, "MP_REACH_NLRI truncated");
                 return Ok(());
             }
         };
         let nh_len = nh_len as usize;
         let (Some(nh), Some(_reserved)) = (value.get(4..4 + nh_len), value.get(4 + nh_len)) else {
             {
-                out.error(
-                    code,
-                    disable,
-                    update_subcode::OPTIONAL_ATTRIBUTE,
-                    "MP_REACH_NLRI truncated",
-                );
+                out.error(code, disable, update_subcode::OPTIONAL_ATTRIBUTE, "MP_REACH_NLRI truncated");
                 return Ok(());
             }
         };
@@ -736,48 +658,25 @@ fn decode_mp(code: u8, value: &[u8], out: &mut DecodedAttrs) -> Result<(), Decod
             32 => (IpAddr::V6(ipv6(&nh[..16])), Some(ipv6(&nh[16..]))),
             // RFC 7606 §7.11: a next hop length inconsistent with the AFI/SAFI.
             _ => {
-                out.error(
-                    code,
-                    disable,
-                    update_subcode::OPTIONAL_ATTRIBUTE,
-                    "bad MP next hop length",
-                );
+                out.error(code, disable, update_subcode::OPTIONAL_ATTRIBUTE, "bad MP next hop length");
                 return Ok(());
             }
         };
         if Nlri::decode_all(family, &value[5 + nh_len..], &mut nlri).is_err() {
             {
-                out.error(
-                    code,
-                    disable,
-                    update_subcode::OPTIONAL_ATTRIBUTE,
-                    "bad MP_REACH_NLRI prefix",
-                );
+                out.error(code, disable, update_subcode::OPTIONAL_ATTRIBUTE, "bad MP_REACH_NLRI prefix");
                 return Ok(());
             }
         }
-        out.mp_reach = Some(MpReach {
-            afi_safi,
-            next_hop,
-            link_local_next_hop: link_local,
-            nlri,
-        });
+        out.mp_reach = Some(MpReach { afi_safi, next_hop, link_local_next_hop: link_local, nlri });
     } else {
         if Nlri::decode_all(family, &value[3..], &mut nlri).is_err() {
             {
-                out.error(
-                    code,
-                    disable,
-                    update_subcode::OPTIONAL_ATTRIBUTE,
-                    "bad MP_UNREACH_NLRI prefix",
-                );
+                out.error(code, disable, update_subcode::OPTIONAL_ATTRIBUTE, "bad MP_UNREACH_NLRI prefix");
                 return Ok(());
             }
         }
-        out.mp_unreach = Some(MpUnreach {
-            afi_safi,
-            withdrawn: nlri,
-        });
+        out.mp_unreach = Some(MpUnreach { afi_safi, withdrawn: nlri });
     }
     Ok(())
 }
@@ -843,21 +742,13 @@ impl PathAttrs {
             if ctx.four_octet_as {
                 v.extend_from_slice(&asn.to_be_bytes());
             } else {
-                v.extend_from_slice(
-                    &u16::try_from(asn)
-                        .unwrap_or(super::open::AS_TRANS)
-                        .to_be_bytes(),
-                );
+                v.extend_from_slice(&u16::try_from(asn).unwrap_or(super::open::AS_TRANS).to_be_bytes());
             }
             v.extend_from_slice(&addr.octets());
             encode_attribute(OPTIONAL | TRANSITIVE, AGGREGATOR, &v, out);
         }
         if !self.communities.is_empty() {
-            let v: Vec<u8> = self
-                .communities
-                .iter()
-                .flat_map(|c| c.to_be_bytes())
-                .collect();
+            let v: Vec<u8> = self.communities.iter().flat_map(|c| c.to_be_bytes()).collect();
             encode_attribute(OPTIONAL | TRANSITIVE, COMMUNITIES, &v, out);
         }
         if let Some(id) = self.originator_id {
@@ -868,11 +759,7 @@ impl PathAttrs {
             encode_attribute(OPTIONAL, CLUSTER_LIST, &v, out);
         }
         if !self.ext_communities.is_empty() {
-            let v: Vec<u8> = self
-                .ext_communities
-                .iter()
-                .flat_map(|c| c.to_be_bytes())
-                .collect();
+            let v: Vec<u8> = self.ext_communities.iter().flat_map(|c| c.to_be_bytes()).collect();
             encode_attribute(OPTIONAL | TRANSITIVE, EXTENDED_COMMUNITIES, &v, out);
         }
         // RFC 6793 §4.2.2: towards a 2-octet speaker, carry the true path in AS4_PATH.

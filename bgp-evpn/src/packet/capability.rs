@@ -28,11 +28,7 @@ pub enum Capability {
     /// RFC 8654 §3.
     ExtendedMessage,
     /// RFC 4724 §3; this speaker acts as a helper only.
-    GracefulRestart {
-        restarting: bool,
-        restart_time: u16,
-        families: Vec<GracefulRestartFamily>,
-    },
+    GracefulRestart { restarting: bool, restart_time: u16, families: Vec<GracefulRestartFamily> },
     /// RFC 6793 §3.
     FourOctetAs(u32),
     /// Anything else, kept so it can be logged.
@@ -42,8 +38,7 @@ pub enum Capability {
 impl Capability {
     /// Decodes one capability TLV and returns it with the bytes consumed.
     pub fn decode(buf: &[u8]) -> Result<(Capability, usize), DecodeError> {
-        let malformed =
-            || DecodeError::open(open_subcode::UNSPECIFIC, Vec::new(), "malformed capability");
+        let malformed = || DecodeError::open(open_subcode::UNSPECIFIC, Vec::new(), "malformed capability");
         let (&code, rest) = buf.split_first().ok_or_else(malformed)?;
         let (&len, rest) = rest.split_first().ok_or_else(malformed)?;
         let value = rest.get(..len as usize).ok_or_else(malformed)?;
@@ -52,10 +47,7 @@ impl Capability {
                 let [a0, a1, _reserved, safi] = *value else {
                     return Err(malformed());
                 };
-                Capability::Multiprotocol(AfiSafi {
-                    afi: u16::from_be_bytes([a0, a1]),
-                    safi,
-                })
+                Capability::Multiprotocol(AfiSafi { afi: u16::from_be_bytes([a0, a1]), safi })
             }
             code::ROUTE_REFRESH if value.is_empty() => Capability::RouteRefresh,
             code::EXTENDED_MESSAGE if value.is_empty() => Capability::ExtendedMessage,
@@ -67,18 +59,11 @@ impl Capability {
                 let families = value[2..]
                     .chunks_exact(4)
                     .map(|c| GracefulRestartFamily {
-                        afi_safi: AfiSafi {
-                            afi: u16::from_be_bytes([c[0], c[1]]),
-                            safi: c[2],
-                        },
+                        afi_safi: AfiSafi { afi: u16::from_be_bytes([c[0], c[1]]), safi: c[2] },
                         forwarding_preserved: c[3] & 0x80 != 0,
                     })
                     .collect();
-                Capability::GracefulRestart {
-                    restarting: head & 0x8000 != 0,
-                    restart_time: head & 0x0fff,
-                    families,
-                }
+                Capability::GracefulRestart { restarting: head & 0x8000 != 0, restart_time: head & 0x0fff, families }
             }
             code::FOUR_OCTET_AS => {
                 let [a, b, c, d] = *value else {
@@ -87,10 +72,7 @@ impl Capability {
                 Capability::FourOctetAs(u32::from_be_bytes([a, b, c, d]))
             }
             code::ROUTE_REFRESH | code::EXTENDED_MESSAGE => return Err(malformed()),
-            _ => Capability::Unknown {
-                code,
-                value: value.to_vec(),
-            },
+            _ => Capability::Unknown { code, value: value.to_vec() },
         };
         Ok((cap, 2 + len as usize))
     }
@@ -106,11 +88,7 @@ impl Capability {
             }
             Capability::RouteRefresh => code::ROUTE_REFRESH,
             Capability::ExtendedMessage => code::EXTENDED_MESSAGE,
-            Capability::GracefulRestart {
-                restarting,
-                restart_time,
-                families,
-            } => {
+            Capability::GracefulRestart { restarting, restart_time, families } => {
                 let head = (restart_time & 0x0fff) | if *restarting { 0x8000 } else { 0 };
                 out.extend_from_slice(&head.to_be_bytes());
                 for f in families {

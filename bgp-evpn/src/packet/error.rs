@@ -84,12 +84,7 @@ pub struct DecodeError {
 
 impl DecodeError {
     pub fn new(code: ErrorCode, subcode: u8, data: Vec<u8>, reason: &'static str) -> Self {
-        DecodeError {
-            code,
-            subcode,
-            data,
-            reason,
-        }
+        DecodeError { code, subcode, data, reason }
     }
 
     pub(crate) fn header(subcode: u8, data: Vec<u8>, reason: &'static str) -> Self {
@@ -106,21 +101,13 @@ impl DecodeError {
 
     /// The NOTIFICATION to send before closing the connection.
     pub fn notification(&self) -> Notification {
-        Notification {
-            code: self.code as u8,
-            subcode: self.subcode,
-            data: self.data.clone(),
-        }
+        Notification { code: self.code as u8, subcode: self.subcode, data: self.data.clone() }
     }
 }
 
 impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} (notification {}/{})",
-            self.reason, self.code as u8, self.subcode
-        )
+        write!(f, "{} (notification {}/{})", self.reason, self.code as u8, self.subcode)
     }
 }
 

@@ -76,33 +76,15 @@ pub fn frame_len(buf: &[u8], max_len: usize) -> Result<Option<usize>, DecodeErro
         return Ok(None);
     }
     if buf[..16] != MARKER {
-        return Err(DecodeError::header(
-            header_subcode::CONNECTION_NOT_SYNCHRONIZED,
-            Vec::new(),
-            "bad marker",
-        ));
+        return Err(DecodeError::header(header_subcode::CONNECTION_NOT_SYNCHRONIZED, Vec::new(), "bad marker"));
     }
     let len = u16::from_be_bytes([buf[16], buf[17]]) as usize;
-    let bad_length = || {
-        DecodeError::header(
-            header_subcode::BAD_MESSAGE_LENGTH,
-            buf[16..18].to_vec(),
-            "bad message length",
-        )
-    };
-    let kind = MessageType::from_u8(buf[18]).ok_or_else(|| {
-        DecodeError::header(
-            header_subcode::BAD_MESSAGE_TYPE,
-            vec![buf[18]],
-            "bad message type",
-        )
-    })?;
+    let bad_length =
+        || DecodeError::header(header_subcode::BAD_MESSAGE_LENGTH, buf[16..18].to_vec(), "bad message length");
+    let kind = MessageType::from_u8(buf[18])
+        .ok_or_else(|| DecodeError::header(header_subcode::BAD_MESSAGE_TYPE, vec![buf[18]], "bad message type"))?;
     // RFC 8654 §4: OPEN and KEEPALIVE stay within 4096 bytes even when extended.
-    let type_max = if matches!(kind, MessageType::Open | MessageType::Keepalive) {
-        MAX_LEN
-    } else {
-        max_len
-    };
+    let type_max = if matches!(kind, MessageType::Open | MessageType::Keepalive) { MAX_LEN } else { max_len };
     if len < kind.min_len() || len > type_max {
         return Err(bad_length());
     }
@@ -115,11 +97,7 @@ pub fn frame_len(buf: &[u8], max_len: usize) -> Result<Option<usize>, DecodeErro
 impl Message {
     /// Decodes exactly one message that fills `buf`.
     pub fn decode(buf: &[u8], ctx: &DecodeContext) -> Result<Message, DecodeError> {
-        let max_len = if ctx.extended_message {
-            EXTENDED_MAX_LEN
-        } else {
-            MAX_LEN
-        };
+        let max_len = if ctx.extended_message { EXTENDED_MAX_LEN } else { MAX_LEN };
         let len = match frame_len(buf, max_len)? {
             Some(len) if len == buf.len() => len,
             _ => {
@@ -140,18 +118,10 @@ impl Message {
             _ => {
                 let [a0, a1, subtype, safi] = *body else {
                     // RFC 7313 §5: "Invalid Message Length" (code 7, subcode 1).
-                    return Err(DecodeError::new(
-                        ErrorCode::RouteRefresh,
-                        1,
-                        buf.to_vec(),
-                        "bad ROUTE-REFRESH length",
-                    ));
+                    return Err(DecodeError::new(ErrorCode::RouteRefresh, 1, buf.to_vec(), "bad ROUTE-REFRESH length"));
                 };
                 Message::RouteRefresh(RouteRefresh {
-                    afi_safi: AfiSafi {
-                        afi: u16::from_be_bytes([a0, a1]),
-                        safi,
-                    },
+                    afi_safi: AfiSafi { afi: u16::from_be_bytes([a0, a1]), safi },
                     subtype,
                 })
             }

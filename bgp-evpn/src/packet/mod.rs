@@ -11,8 +11,7 @@ pub mod open;
 pub mod update;
 
 pub use attribute::{
-    AsPath, AsSegment, LargeCommunity, MpReach, MpUnreach, Origin, PathAttrs, RawAttribute,
-    SegmentKind,
+    AsPath, AsSegment, LargeCommunity, MpReach, MpUnreach, Origin, PathAttrs, RawAttribute, SegmentKind,
 };
 pub use capability::Capability;
 pub use error::{AttributeError, DecodeError, ErrorAction, ErrorCode};
@@ -36,32 +35,20 @@ pub struct DecodeContext {
 
 impl Default for DecodeContext {
     fn default() -> Self {
-        DecodeContext {
-            four_octet_as: true,
-            extended_message: false,
-            ebgp: false,
-        }
+        DecodeContext { four_octet_as: true, extended_message: false, ebgp: false }
     }
 }
 
 impl DecodeContext {
     pub fn max_message_len(&self) -> usize {
-        if self.extended_message {
-            message::EXTENDED_MAX_LEN
-        } else {
-            message::MAX_LEN
-        }
+        if self.extended_message { message::EXTENDED_MAX_LEN } else { message::MAX_LEN }
     }
 }
 
 /// Decodes one complete message with the most permissive context (4-octet
 /// AS, extended messages): the entry point for fuzzing and tools.
 pub fn decode_message(buf: &[u8]) -> Result<Message, DecodeError> {
-    let ctx = DecodeContext {
-        four_octet_as: true,
-        extended_message: true,
-        ebgp: false,
-    };
+    let ctx = DecodeContext { four_octet_as: true, extended_message: true, ebgp: false };
     Message::decode(buf, &ctx)
 }
 

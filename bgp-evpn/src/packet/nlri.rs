@@ -95,10 +95,7 @@ macro_rules! prefix_type {
                 }
                 let mut octets = addr.octets();
                 mask_octets(&mut octets, len);
-                Some(Self {
-                    addr: <$addr>::from(octets),
-                    len,
-                })
+                Some(Self { addr: <$addr>::from(octets), len })
             }
 
             pub fn addr(&self) -> $addr {
@@ -114,8 +111,7 @@ macro_rules! prefix_type {
             }
 
             pub fn contains(&self, other: &Self) -> bool {
-                other.len >= self.len
-                    && Self::new(other.addr, self.len).map(|p| p.addr) == Some(self.addr)
+                other.len >= self.len && Self::new(other.addr, self.len).map(|p| p.addr) == Some(self.addr)
             }
 
             /// Reads one `<length, prefix>` pair (RFC 4271 §4.3) and returns it
@@ -130,13 +126,7 @@ macro_rules! prefix_type {
                 let mut octets = [0u8; $bytes];
                 octets[..nbytes].copy_from_slice(bytes);
                 mask_octets(&mut octets, len);
-                Ok((
-                    Self {
-                        addr: <$addr>::from(octets),
-                        len,
-                    },
-                    1 + nbytes,
-                ))
+                Ok((Self { addr: <$addr>::from(octets), len }, 1 + nbytes))
             }
 
             pub fn encoded_len(&self) -> usize {
@@ -164,9 +154,7 @@ macro_rules! prefix_type {
         impl core::str::FromStr for $name {
             type Err = String;
             fn from_str(s: &str) -> Result<Self, String> {
-                let (addr, len) = s
-                    .split_once('/')
-                    .ok_or_else(|| format!("{s}: missing /length"))?;
+                let (addr, len) = s.split_once('/').ok_or_else(|| format!("{s}: missing /length"))?;
                 let addr: $addr = addr.parse().map_err(|e| format!("{s}: {e}"))?;
                 let len: u8 = len.parse().map_err(|e| format!("{s}: {e}"))?;
                 Self::new(addr, len).ok_or_else(|| format!("{s}: length above {}", $bits))
@@ -220,11 +208,7 @@ impl Nlri {
     }
 
     /// Reads every NLRI of `family` in `buf`, appending to `out`.
-    pub fn decode_all(
-        family: Family,
-        mut buf: &[u8],
-        out: &mut Vec<Nlri>,
-    ) -> Result<(), NlriError> {
+    pub fn decode_all(family: Family, mut buf: &[u8], out: &mut Vec<Nlri>) -> Result<(), NlriError> {
         while !buf.is_empty() {
             let (nlri, used) = match family {
                 Family::Ipv4Unicast => Ipv4Prefix::decode(buf).map(|(p, n)| (Nlri::Ipv4(p), n))?,
@@ -238,12 +222,8 @@ impl Nlri {
 
     pub fn contains_addr(&self, addr: IpAddr) -> bool {
         match (self, addr) {
-            (Nlri::Ipv4(p), IpAddr::V4(a)) => {
-                Ipv4Prefix::new(a, 32).is_some_and(|h| p.contains(&h))
-            }
-            (Nlri::Ipv6(p), IpAddr::V6(a)) => {
-                Ipv6Prefix::new(a, 128).is_some_and(|h| p.contains(&h))
-            }
+            (Nlri::Ipv4(p), IpAddr::V4(a)) => Ipv4Prefix::new(a, 32).is_some_and(|h| p.contains(&h)),
+            (Nlri::Ipv6(p), IpAddr::V6(a)) => Ipv6Prefix::new(a, 128).is_some_and(|h| p.contains(&h)),
             _ => false,
         }
     }
@@ -261,11 +241,7 @@ impl fmt::Display for Nlri {
 impl core::str::FromStr for Nlri {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        if s.contains(':') {
-            s.parse().map(Nlri::Ipv6)
-        } else {
-            s.parse().map(Nlri::Ipv4)
-        }
+        if s.contains(':') { s.parse().map(Nlri::Ipv6) } else { s.parse().map(Nlri::Ipv4) }
     }
 }
 
@@ -287,10 +263,7 @@ mod tests {
 
     #[test]
     fn bad_prefixes_are_errors() {
-        assert_eq!(
-            Ipv4Prefix::decode(&[33, 1, 2, 3, 4, 5]),
-            Err(NlriError::PrefixTooLong)
-        );
+        assert_eq!(Ipv4Prefix::decode(&[33, 1, 2, 3, 4, 5]), Err(NlriError::PrefixTooLong));
         assert_eq!(Ipv4Prefix::decode(&[24, 1, 2]), Err(NlriError::Truncated));
         assert_eq!(Ipv6Prefix::decode(&[129]), Err(NlriError::PrefixTooLong));
         let p: Ipv6Prefix = "2001:db8::/32".parse().unwrap();

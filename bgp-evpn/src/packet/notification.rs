@@ -13,11 +13,7 @@ pub struct Notification {
 
 impl Notification {
     pub fn new(code: ErrorCode, subcode: u8) -> Notification {
-        Notification {
-            code: code as u8,
-            subcode,
-            data: Vec::new(),
-        }
+        Notification { code: code as u8, subcode, data: Vec::new() }
     }
 
     pub fn cease(subcode: u8) -> Notification {
@@ -26,11 +22,7 @@ impl Notification {
 
     pub fn decode(body: &[u8]) -> Result<Notification, DecodeError> {
         match body {
-            [code, subcode, data @ ..] => Ok(Notification {
-                code: *code,
-                subcode: *subcode,
-                data: data.to_vec(),
-            }),
+            [code, subcode, data @ ..] => Ok(Notification { code: *code, subcode: *subcode, data: data.to_vec() }),
             _ => Err(DecodeError::header(
                 header_subcode::BAD_MESSAGE_LENGTH,
                 ((body.len() + 19) as u16).to_be_bytes().to_vec(),

@@ -23,25 +23,12 @@ pub struct Open {
 impl Open {
     /// Builds an OPEN for a speaker in `asn`, setting AS_TRANS and the
     /// 4-octet AS capability as RFC 6793 §4.1 requires.
-    pub fn new(
-        asn: u32,
-        hold_time: u16,
-        bgp_id: Ipv4Addr,
-        mut capabilities: Vec<Capability>,
-    ) -> Open {
-        if !capabilities
-            .iter()
-            .any(|c| matches!(c, Capability::FourOctetAs(_)))
-        {
+    pub fn new(asn: u32, hold_time: u16, bgp_id: Ipv4Addr, mut capabilities: Vec<Capability>) -> Open {
+        if !capabilities.iter().any(|c| matches!(c, Capability::FourOctetAs(_))) {
             capabilities.push(Capability::FourOctetAs(asn));
         }
         let my_as = u16::try_from(asn).unwrap_or(AS_TRANS);
-        Open {
-            my_as,
-            hold_time,
-            bgp_id,
-            capabilities,
-        }
+        Open { my_as, hold_time, bgp_id, capabilities }
     }
 
     /// The sender's AS: the 4-octet AS capability if present (RFC 6793 §4.1).
@@ -90,48 +77,25 @@ impl Open {
         let hold_time = u16::from_be_bytes([body[3], body[4]]);
         // §6.2: "Hold Time ... MUST reject Hold Time values of one or two seconds."
         if hold_time == 1 || hold_time == 2 {
-            return Err(DecodeError::open(
-                open_subcode::UNACCEPTABLE_HOLD_TIME,
-                Vec::new(),
-                "hold time 1 or 2",
-            ));
+            return Err(DecodeError::open(open_subcode::UNACCEPTABLE_HOLD_TIME, Vec::new(), "hold time 1 or 2"));
         }
         let bgp_id = Ipv4Addr::new(body[5], body[6], body[7], body[8]);
         // RFC 6286 §2.2: a zero BGP Identifier is the only invalid one.
         if bgp_id.is_unspecified() {
-            return Err(DecodeError::open(
-                open_subcode::BAD_BGP_IDENTIFIER,
-                Vec::new(),
-                "zero BGP identifier",
-            ));
+            return Err(DecodeError::open(open_subcode::BAD_BGP_IDENTIFIER, Vec::new(), "zero BGP identifier"));
         }
         let params_len = body[9] as usize;
-        let params = body
-            .get(10..10 + params_len)
-            .filter(|_| body.len() == 10 + params_len)
-            .ok_or_else(|| {
-                DecodeError::open(
-                    open_subcode::UNSPECIFIC,
-                    Vec::new(),
-                    "optional parameters length mismatch",
-                )
-            })?;
+        let params = body.get(10..10 + params_len).filter(|_| body.len() == 10 + params_len).ok_or_else(|| {
+            DecodeError::open(open_subcode::UNSPECIFIC, Vec::new(), "optional parameters length mismatch")
+        })?;
         let mut capabilities = Vec::new();
         let mut rest = params;
         while !rest.is_empty() {
             let [ptype, plen, ..] = *rest else {
-                return Err(DecodeError::open(
-                    open_subcode::UNSPECIFIC,
-                    Vec::new(),
-                    "truncated optional parameter",
-                ));
+                return Err(DecodeError::open(open_subcode::UNSPECIFIC, Vec::new(), "truncated optional parameter"));
             };
             let value = rest.get(2..2 + plen as usize).ok_or_else(|| {
-                DecodeError::open(
-                    open_subcode::UNSPECIFIC,
-                    Vec::new(),
-                    "truncated optional parameter",
-                )
+                DecodeError::open(open_subcode::UNSPECIFIC, Vec::new(), "truncated optional parameter")
             })?;
             if ptype != PARAM_CAPABILITIES {
                 return Err(DecodeError::open(
@@ -148,12 +112,7 @@ impl Open {
             }
             rest = &rest[2 + plen as usize..];
         }
-        Ok(Open {
-            my_as,
-            hold_time,
-            bgp_id,
-            capabilities,
-        })
+        Ok(Open { my_as, hold_time, bgp_id, capabilities })
     }
 
     pub fn encode_body(&self, out: &mut Vec<u8>) {

@@ -70,16 +70,11 @@ fn open_golden_from_capture() {
         .chunks(2)
         .map(|c| u8::from_str_radix(std::str::from_utf8(c).unwrap(), 16).unwrap())
         .collect();
-    let Message::Open(open) = decode_message(&bytes).unwrap() else {
-        panic!()
-    };
+    let Message::Open(open) = decode_message(&bytes).unwrap() else { panic!() };
     assert_eq!(open.asn(), 65001);
     assert_eq!(open.hold_time, 180);
     assert_eq!(open.bgp_id, Ipv4Addr::new(1, 1, 1, 1));
-    assert_eq!(
-        open.families().collect::<Vec<_>>(),
-        vec![AfiSafi::IPV4_UNICAST, AfiSafi::IPV6_UNICAST]
-    );
+    assert_eq!(open.families().collect::<Vec<_>>(), vec![AfiSafi::IPV4_UNICAST, AfiSafi::IPV6_UNICAST]);
     assert!(open.has(|c| *c == Capability::RouteRefresh));
     // Our encoder writes the same bytes back.
     assert_eq!(Message::Open(open).to_bytes(&ctx()), bytes);
@@ -104,17 +99,12 @@ fn open_round_trip_with_all_capabilities_and_as_trans() {
                     forwarding_preserved: true,
                 }],
             },
-            Capability::Unknown {
-                code: 69,
-                value: vec![0, 1, 1, 1],
-            },
+            Capability::Unknown { code: 69, value: vec![0, 1, 1, 1] },
         ],
     );
     assert_eq!(open.my_as, open::AS_TRANS);
     let bytes = Message::Open(open.clone()).to_bytes(&ctx());
-    let Message::Open(back) = decode_message(&bytes).unwrap() else {
-        panic!()
-    };
+    let Message::Open(back) = decode_message(&bytes).unwrap() else { panic!() };
     assert_eq!(back, open);
     assert_eq!(back.asn(), 4_200_000_001);
 }
@@ -126,78 +116,44 @@ fn open_errors_map_to_notifications() {
     let mut bad_version = good.clone();
     bad_version[19] = 3;
     let e = decode_message(&bad_version).unwrap_err();
-    assert_eq!(
-        (e.code, e.subcode, e.data.as_slice()),
-        (ErrorCode::Open, 1, &[0u8, 4][..])
-    );
+    assert_eq!((e.code, e.subcode, e.data.as_slice()), (ErrorCode::Open, 1, &[0u8, 4][..]));
     let mut bad_hold = good.clone();
     bad_hold[22..24].copy_from_slice(&2u16.to_be_bytes());
-    assert_eq!(
-        decode_message(&bad_hold).unwrap_err().subcode,
-        error::open_subcode::UNACCEPTABLE_HOLD_TIME
-    );
+    assert_eq!(decode_message(&bad_hold).unwrap_err().subcode, error::open_subcode::UNACCEPTABLE_HOLD_TIME);
     let mut zero_id = good.clone();
     zero_id[24..28].fill(0);
-    assert_eq!(
-        decode_message(&zero_id).unwrap_err().subcode,
-        error::open_subcode::BAD_BGP_IDENTIFIER
-    );
+    assert_eq!(decode_message(&zero_id).unwrap_err().subcode, error::open_subcode::BAD_BGP_IDENTIFIER);
     let mut bad_param = good.clone();
     bad_param[29] = 9;
-    assert_eq!(
-        decode_message(&bad_param).unwrap_err().subcode,
-        error::open_subcode::UNSUPPORTED_OPTIONAL_PARAMETER
-    );
+    assert_eq!(decode_message(&bad_param).unwrap_err().subcode, error::open_subcode::UNSUPPORTED_OPTIONAL_PARAMETER);
 }
 
 #[test]
 fn header_errors() {
     let mut msg = Message::Keepalive.to_bytes(&ctx());
     msg[3] = 0;
-    assert_eq!(
-        decode_message(&msg).unwrap_err().subcode,
-        error::header_subcode::CONNECTION_NOT_SYNCHRONIZED
-    );
+    assert_eq!(decode_message(&msg).unwrap_err().subcode, error::header_subcode::CONNECTION_NOT_SYNCHRONIZED);
     let mut msg = Message::Keepalive.to_bytes(&ctx());
     msg[18] = 9;
     let e = decode_message(&msg).unwrap_err();
-    assert_eq!(
-        (e.subcode, e.data.clone()),
-        (error::header_subcode::BAD_MESSAGE_TYPE, vec![9])
-    );
+    assert_eq!((e.subcode, e.data.clone()), (error::header_subcode::BAD_MESSAGE_TYPE, vec![9]));
     let mut msg = Message::Keepalive.to_bytes(&ctx());
     msg.push(0);
     msg[17] = 20;
     let e = decode_message(&msg).unwrap_err();
-    assert_eq!(
-        (e.subcode, e.data.clone()),
-        (error::header_subcode::BAD_MESSAGE_LENGTH, vec![0, 20])
-    );
+    assert_eq!((e.subcode, e.data.clone()), (error::header_subcode::BAD_MESSAGE_LENGTH, vec![0, 20]));
     // A 5000-byte UPDATE is too long without the extended message capability.
     let big = update_bytes(&[], &base_attrs(), &[8, 10].repeat(2480));
-    assert_eq!(
-        Message::decode(&big, &ctx()).unwrap_err().subcode,
-        error::header_subcode::BAD_MESSAGE_LENGTH
-    );
-    let ext = DecodeContext {
-        extended_message: true,
-        ..ctx()
-    };
+    assert_eq!(Message::decode(&big, &ctx()).unwrap_err().subcode, error::header_subcode::BAD_MESSAGE_LENGTH);
+    let ext = DecodeContext { extended_message: true, ..ctx() };
     assert!(Message::decode(&big, &ext).is_ok());
 }
 
 #[test]
 fn notification_and_route_refresh_round_trip() {
     for msg in [
-        Message::Notification(Notification {
-            code: 6,
-            subcode: cease_subcode::ADMIN_SHUTDOWN,
-            data: b"bye".to_vec(),
-        }),
-        Message::RouteRefresh(RouteRefresh {
-            afi_safi: AfiSafi::IPV6_UNICAST,
-            subtype: 0,
-        }),
+        Message::Notification(Notification { code: 6, subcode: cease_subcode::ADMIN_SHUTDOWN, data: b"bye".to_vec() }),
+        Message::RouteRefresh(RouteRefresh { afi_safi: AfiSafi::IPV6_UNICAST, subtype: 0 }),
     ] {
         assert_eq!(decode_message(&msg.to_bytes(&ctx())), Ok(msg));
     }
@@ -213,10 +169,7 @@ fn update_golden_ipv4() {
     assert_eq!(u.nlri, vec![v4("10.1.1.0/24"), v4("172.16.0.0/16")]);
     assert_eq!(u.attrs.origin, Origin::Igp);
     assert_eq!(u.attrs.as_path, AsPath::from_sequence([65001]));
-    assert_eq!(
-        u.attrs.next_hop,
-        Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1)))
-    );
+    assert_eq!(u.attrs.next_hop, Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))));
     assert_eq!(u.attrs.med, Some(5));
     assert!(u.errors.is_empty());
     assert_eq!(Message::Update(u).to_bytes(&ctx()), bytes);
@@ -228,14 +181,8 @@ fn update_round_trip_every_attribute() {
         origin: Origin::Incomplete,
         as_path: AsPath {
             segments: vec![
-                AsSegment {
-                    kind: SegmentKind::Sequence,
-                    asns: vec![65001, 4_200_000_000],
-                },
-                AsSegment {
-                    kind: SegmentKind::Set,
-                    asns: vec![1, 2],
-                },
+                AsSegment { kind: SegmentKind::Sequence, asns: vec![65001, 4_200_000_000] },
+                AsSegment { kind: SegmentKind::Set, asns: vec![1, 2] },
             ],
         },
         next_hop: Some(IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1))),
@@ -248,22 +195,14 @@ fn update_round_trip_every_attribute() {
         originator_id: Some(Ipv4Addr::new(2, 2, 2, 2)),
         cluster_list: vec![Ipv4Addr::new(3, 3, 3, 3)],
         ext_communities: vec![0x0002_fde9_0000_0064],
-        large_communities: vec![LargeCommunity {
-            global_admin: 65001,
-            local_1: 1,
-            local_2: 2,
-        }],
+        large_communities: vec![LargeCommunity { global_admin: 65001, local_1: 1, local_2: 2 }],
         unknown: vec![RawAttribute {
             flags: flag::OPTIONAL | flag::TRANSITIVE | flag::PARTIAL,
             type_code: 99,
             value: vec![1, 2, 3],
         }],
     };
-    let update = Update {
-        nlri: vec![v4("10.0.0.0/8")],
-        attrs,
-        ..Default::default()
-    };
+    let update = Update { nlri: vec![v4("10.0.0.0/8")], attrs, ..Default::default() };
     let bytes = Message::Update(update.clone()).to_bytes(&ctx());
     assert_eq!(decode_message(&bytes), Ok(Message::Update(update)));
 }
@@ -273,20 +212,14 @@ fn update_mp_ipv6_round_trip() {
     let global: Ipv6Addr = "2001:db8::1".parse().unwrap();
     let ll: Ipv6Addr = "fe80::1".parse().unwrap();
     let update = Update {
-        attrs: PathAttrs {
-            as_path: AsPath::from_sequence([65002]),
-            ..Default::default()
-        },
+        attrs: PathAttrs { as_path: AsPath::from_sequence([65002]), ..Default::default() },
         mp_reach: Some(MpReach {
             afi_safi: AfiSafi::IPV6_UNICAST,
             next_hop: IpAddr::V6(global),
             link_local_next_hop: Some(ll),
             nlri: vec![v6("2001:db8:1::/48"), v6("::/0")],
         }),
-        mp_unreach: Some(MpUnreach {
-            afi_safi: AfiSafi::IPV6_UNICAST,
-            withdrawn: vec![v6("2001:db8:2::/64")],
-        }),
+        mp_unreach: Some(MpUnreach { afi_safi: AfiSafi::IPV6_UNICAST, withdrawn: vec![v6("2001:db8:2::/64")] }),
         ..Default::default()
     };
     let bytes = Message::Update(update.clone()).to_bytes(&ctx());
@@ -295,28 +228,18 @@ fn update_mp_ipv6_round_trip() {
     let back = decode_update(&bytes).unwrap();
     assert_eq!(back, update);
     assert_eq!(back.announced().count(), 2);
-    assert_eq!(
-        back.withdrawn_routes().collect::<Vec<_>>(),
-        vec![v6("2001:db8:2::/64")]
-    );
+    assert_eq!(back.withdrawn_routes().collect::<Vec<_>>(), vec![v6("2001:db8:2::/64")]);
 }
 
 #[test]
 fn two_octet_session_as4_path_merge_and_encode() {
-    let two = DecodeContext {
-        four_octet_as: false,
-        ..ctx()
-    };
+    let two = DecodeContext { four_octet_as: false, ..ctx() };
     let attrs = PathAttrs {
         as_path: AsPath::from_sequence([65001, 4_200_000_000, 65003]),
         next_hop: Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))),
         ..Default::default()
     };
-    let update = Update {
-        nlri: vec![v4("10.0.0.0/8")],
-        attrs: attrs.clone(),
-        ..Default::default()
-    };
+    let update = Update { nlri: vec![v4("10.0.0.0/8")], attrs: attrs.clone(), ..Default::default() };
     let bytes = Message::Update(update.clone()).to_bytes(&two);
     // The 2-octet AS_PATH carries AS_TRANS, AS4_PATH carries the truth.
     assert!(bytes.windows(2).any(|w| w == open::AS_TRANS.to_be_bytes()));
@@ -338,138 +261,63 @@ fn decode_update_ctx(bytes: &[u8], ctx: &DecodeContext) -> Update {
 fn unknown_optional_transitive_passes_with_partial_and_non_transitive_is_dropped() {
     let attrs = [&base_attrs()[..], &[0xc0, 200, 2, 7, 7], &[0x80, 201, 1, 9]].concat();
     let u = decode_update(&update_bytes(&[], &attrs, &[8, 10])).unwrap();
-    assert_eq!(
-        u.attrs.unknown,
-        vec![RawAttribute {
-            flags: 0xe0,
-            type_code: 200,
-            value: vec![7, 7]
-        }]
-    );
+    assert_eq!(u.attrs.unknown, vec![RawAttribute { flags: 0xe0, type_code: 200, value: vec![7, 7] }]);
     assert!(u.errors.is_empty());
 }
 
 // ---- RFC 7606 classification, one test per rule ----
 
 fn action_of(attrs: &[u8]) -> Option<ErrorAction> {
-    decode_update(&update_bytes(&[], attrs, &[8, 10]))
-        .unwrap()
-        .error_action()
+    decode_update(&update_bytes(&[], attrs, &[8, 10])).unwrap().error_action()
 }
 
 #[test]
 fn rfc7606_treat_as_withdraw_cases() {
     let taw = Some(ErrorAction::TreatAsWithdraw);
     // §7.1 ORIGIN with an undefined value.
-    assert_eq!(
-        action_of(&[&[0x40, 1, 1, 7][..], &AS_PATH_65001, &NEXT_HOP_10_0_0_1].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&[0x40, 1, 1, 7][..], &AS_PATH_65001, &NEXT_HOP_10_0_0_1].concat()), taw);
     // §7.2 AS_PATH segment overrunning the attribute.
-    assert_eq!(
-        action_of(
-            &[
-                &ORIGIN_IGP[..],
-                &[0x40, 2, 4, 2, 5, 0, 1],
-                &NEXT_HOP_10_0_0_1
-            ]
-            .concat()
-        ),
-        taw
-    );
+    assert_eq!(action_of(&[&ORIGIN_IGP[..], &[0x40, 2, 4, 2, 5, 0, 1], &NEXT_HOP_10_0_0_1].concat()), taw);
     // §7.3 NEXT_HOP of 3 bytes.
-    assert_eq!(
-        action_of(&[&ORIGIN_IGP[..], &AS_PATH_65001, &[0x40, 3, 3, 1, 2, 3]].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&ORIGIN_IGP[..], &AS_PATH_65001, &[0x40, 3, 3, 1, 2, 3]].concat()), taw);
     // §7.4 MED of 2 bytes.
-    assert_eq!(
-        action_of(&[&base_attrs()[..], &[0x80, 4, 2, 0, 1]].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&base_attrs()[..], &[0x80, 4, 2, 0, 1]].concat()), taw);
     // §7.8 COMMUNITIES not a multiple of 4.
-    assert_eq!(
-        action_of(&[&base_attrs()[..], &[0xc0, 8, 3, 0, 1, 2]].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&base_attrs()[..], &[0xc0, 8, 3, 0, 1, 2]].concat()), taw);
     // §7.10 CLUSTER_LIST not a multiple of 4.
-    assert_eq!(
-        action_of(&[&base_attrs()[..], &[0x80, 10, 5, 1, 1, 1, 1, 1]].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&base_attrs()[..], &[0x80, 10, 5, 1, 1, 1, 1, 1]].concat()), taw);
     // §7.14 EXTENDED_COMMUNITIES not a multiple of 8.
-    assert_eq!(
-        action_of(&[&base_attrs()[..], &[0xc0, 16, 4, 0, 2, 0, 1]].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&base_attrs()[..], &[0xc0, 16, 4, 0, 2, 0, 1]].concat()), taw);
     // RFC 8092 §6 LARGE_COMMUNITIES not a multiple of 12.
-    assert_eq!(
-        action_of(&[&base_attrs()[..], &[0xc0, 32, 4, 0, 0, 0, 1]].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&base_attrs()[..], &[0xc0, 32, 4, 0, 0, 0, 1]].concat()), taw);
     // §3 c: well-known ORIGIN flagged optional.
-    assert_eq!(
-        action_of(&[&[0xc0, 1, 1, 0][..], &AS_PATH_65001, &NEXT_HOP_10_0_0_1].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&[0xc0, 1, 1, 0][..], &AS_PATH_65001, &NEXT_HOP_10_0_0_1].concat()), taw);
     // §3 d: ORIGIN missing.
-    assert_eq!(
-        action_of(&[&AS_PATH_65001[..], &NEXT_HOP_10_0_0_1].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&AS_PATH_65001[..], &NEXT_HOP_10_0_0_1].concat()), taw);
     // §4: the last attribute overruns the Total Path Attribute Length.
-    assert_eq!(
-        action_of(&[&base_attrs()[..], &[0x80, 4, 9, 0]].concat()),
-        taw
-    );
+    assert_eq!(action_of(&[&base_attrs()[..], &[0x80, 4, 9, 0]].concat()), taw);
 }
 
 #[test]
 fn rfc7606_attribute_discard_cases() {
     let discard = Some(ErrorAction::AttributeDiscard);
     // §7.6 ATOMIC_AGGREGATE with a value.
-    let u = decode_update(&update_bytes(
-        &[],
-        &[&base_attrs()[..], &[0x40, 6, 1, 0]].concat(),
-        &[8, 10],
-    ))
-    .unwrap();
+    let u = decode_update(&update_bytes(&[], &[&base_attrs()[..], &[0x40, 6, 1, 0]].concat(), &[8, 10])).unwrap();
     assert_eq!(u.error_action(), discard);
     assert!(!u.attrs.atomic_aggregate);
     assert_eq!(u.nlri, vec![v4("10.0.0.0/8")]);
     // §7.7 AGGREGATOR of the wrong length.
-    assert_eq!(
-        action_of(&[&base_attrs()[..], &[0xc0, 7, 5, 0, 1, 2, 3, 4]].concat()),
-        discard
-    );
+    assert_eq!(action_of(&[&base_attrs()[..], &[0xc0, 7, 5, 0, 1, 2, 3, 4]].concat()), discard);
     // §7.5 LOCAL_PREF from an external peer.
-    let ebgp = DecodeContext {
-        ebgp: true,
-        ..ctx()
-    };
-    let bytes = update_bytes(
-        &[],
-        &[&base_attrs()[..], &[0x40, 5, 4, 0, 0, 0, 100]].concat(),
-        &[8, 10],
-    );
+    let ebgp = DecodeContext { ebgp: true, ..ctx() };
+    let bytes = update_bytes(&[], &[&base_attrs()[..], &[0x40, 5, 4, 0, 0, 0, 100]].concat(), &[8, 10]);
     let u = decode_update_ctx(&bytes, &ebgp);
     assert_eq!((u.error_action(), u.attrs.local_pref), (discard, None));
     // RFC 6793 §6: malformed AS4_PATH on a 2-octet session.
-    let two = DecodeContext {
-        four_octet_as: false,
-        ..ctx()
-    };
-    let attrs = [
-        &ORIGIN_IGP[..],
-        &[0x40, 2, 4, 2, 1, 0xfd, 0xe9],
-        &NEXT_HOP_10_0_0_1,
-        &[0xc0, 17, 3, 2, 1, 0],
-    ]
-    .concat();
-    assert_eq!(
-        decode_update_ctx(&update_bytes(&[], &attrs, &[8, 10]), &two).error_action(),
-        discard
-    );
+    let two = DecodeContext { four_octet_as: false, ..ctx() };
+    let attrs =
+        [&ORIGIN_IGP[..], &[0x40, 2, 4, 2, 1, 0xfd, 0xe9], &NEXT_HOP_10_0_0_1, &[0xc0, 17, 3, 2, 1, 0]].concat();
+    assert_eq!(decode_update_ctx(&update_bytes(&[], &attrs, &[8, 10]), &two).error_action(), discard);
 }
 
 #[test]
@@ -478,43 +326,24 @@ fn rfc7606_afi_safi_disable_and_session_reset_cases() {
     let mp = [0x80, 14, 10, 0, 2, 1, 5, 1, 2, 3, 4, 5, 0];
     let attrs = [&mp[..], &ORIGIN_IGP, &AS_PATH_65001].concat();
     let u = decode_update(&update_bytes(&[], &attrs, &[])).unwrap();
-    assert_eq!(
-        u.error_action(),
-        Some(ErrorAction::AfiSafiDisable(AfiSafi::IPV6_UNICAST))
-    );
+    assert_eq!(u.error_action(), Some(ErrorAction::AfiSafiDisable(AfiSafi::IPV6_UNICAST)));
     // §3 g: MP_REACH_NLRI twice resets the session.
     let mp_ok = [0x80, 15, 3, 0, 2, 1];
     let e = decode_update(&update_bytes(&[], &[&mp_ok[..], &mp_ok].concat(), &[])).unwrap_err();
     assert_eq!(e.subcode, update_subcode::MALFORMED_ATTRIBUTE_LIST);
     // §3 g: any other repeated attribute: later copies discarded, no error.
-    let u = decode_update(&update_bytes(
-        &[],
-        &[&base_attrs()[..], &[0x40, 1, 1, 2]].concat(),
-        &[8, 10],
-    ))
-    .unwrap();
+    let u = decode_update(&update_bytes(&[], &[&base_attrs()[..], &[0x40, 1, 1, 2]].concat(), &[8, 10])).unwrap();
     assert_eq!((u.error_action(), u.attrs.origin), (None, Origin::Igp));
     // §5.3 (RFC 4271 §6.3): a bad prefix length in the NLRI field resets the session.
     let e = decode_update(&update_bytes(&[], &base_attrs(), &[33, 1, 2, 3, 4, 5])).unwrap_err();
     assert_eq!(e.subcode, update_subcode::INVALID_NETWORK_FIELD);
     // RFC 4271 §6.3: an unrecognized well-known attribute resets the session.
-    let e = decode_update(&update_bytes(
-        &[],
-        &[&base_attrs()[..], &[0x40, 250, 0]].concat(),
-        &[8, 10],
-    ))
-    .unwrap_err();
-    assert_eq!(
-        (e.subcode, e.data.clone()),
-        (update_subcode::UNRECOGNIZED_WELL_KNOWN, vec![0x40, 250, 0])
-    );
+    let e = decode_update(&update_bytes(&[], &[&base_attrs()[..], &[0x40, 250, 0]].concat(), &[8, 10])).unwrap_err();
+    assert_eq!((e.subcode, e.data.clone()), (update_subcode::UNRECOGNIZED_WELL_KNOWN, vec![0x40, 250, 0]));
     // Withdrawn Routes Length beyond the message.
     let mut bytes = update_bytes(&[8, 10], &[], &[]);
     bytes[20] = 50;
-    assert_eq!(
-        decode_update(&bytes).unwrap_err().subcode,
-        update_subcode::MALFORMED_ATTRIBUTE_LIST
-    );
+    assert_eq!(decode_update(&bytes).unwrap_err().subcode, update_subcode::MALFORMED_ATTRIBUTE_LIST);
 }
 
 #[test]
@@ -526,10 +355,7 @@ fn withdraw_only_update_needs_no_attributes() {
 // ---- packing ----
 
 fn split_messages(mut buf: &[u8]) -> Vec<Message> {
-    let ext = DecodeContext {
-        extended_message: true,
-        ..ctx()
-    };
+    let ext = DecodeContext { extended_message: true, ..ctx() };
     let mut out = Vec::new();
     while !buf.is_empty() {
         let len = message::frame_len(buf, 65535).unwrap().unwrap();
@@ -569,22 +395,9 @@ fn packing_fills_messages_up_to_the_limit() {
 
     // With extended messages, one message holds them all.
     let mut buf = Vec::new();
-    assert_eq!(
-        pack_announce(
-            &attrs,
-            Family::Ipv4Unicast,
-            &routes,
-            &ctx(),
-            65535,
-            &mut buf
-        ),
-        1
-    );
+    assert_eq!(pack_announce(&attrs, Family::Ipv4Unicast, &routes, &ctx(), 65535, &mut buf), 1);
     let mut buf = Vec::new();
-    assert_eq!(
-        pack_withdraw(Family::Ipv4Unicast, &routes, 4096, &mut buf),
-        5
-    );
+    assert_eq!(pack_withdraw(Family::Ipv4Unicast, &routes, 4096, &mut buf), 5);
     let withdrawn: Vec<Nlri> = split_messages(&buf)
         .into_iter()
         .flat_map(|m| match m {
@@ -599,13 +412,7 @@ fn packing_fills_messages_up_to_the_limit() {
 fn packing_ipv6_uses_mp_attributes() {
     let routes: Vec<Nlri> = (0..3000u32)
         .map(|i| {
-            Nlri::Ipv6(
-                Ipv6Prefix::new(
-                    Ipv6Addr::from((0x2001_0db8u128 << 96) | ((i as u128) << 64)),
-                    64,
-                )
-                .unwrap(),
-            )
+            Nlri::Ipv6(Ipv6Prefix::new(Ipv6Addr::from((0x2001_0db8u128 << 96) | ((i as u128) << 64)), 64).unwrap())
         })
         .collect();
     let attrs = PathAttrs {
@@ -641,9 +448,7 @@ fn end_of_rib_markers() {
     for family in Family::ALL {
         let mut buf = Vec::new();
         encode_end_of_rib(family, &mut buf);
-        let Ok(Message::Update(u)) = decode_message(&buf) else {
-            panic!()
-        };
+        let Ok(Message::Update(u)) = decode_message(&buf) else { panic!() };
         assert_eq!(u.end_of_rib(), Some(family.afi_safi()));
     }
 }

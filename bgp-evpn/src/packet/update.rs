@@ -4,9 +4,7 @@
 use std::net::IpAddr;
 
 use super::DecodeContext;
-use super::attribute::{
-    self, DecodedAttrs, MpReach, MpUnreach, PathAttrs, decode_attributes, flag, type_code,
-};
+use super::attribute::{self, DecodedAttrs, MpReach, MpUnreach, PathAttrs, decode_attributes, flag, type_code};
 use super::error::{AttributeError, DecodeError, ErrorAction, update_subcode};
 use super::message::{HEADER_LEN, MessageType, write_header};
 use super::nlri::{AfiSafi, Family, Nlri};
@@ -37,9 +35,7 @@ impl Update {
             return None;
         }
         match &self.mp_unreach {
-            None if self.attrs == PathAttrs::default() && self.errors.is_empty() => {
-                Some(AfiSafi::IPV4_UNICAST)
-            }
+            None if self.attrs == PathAttrs::default() && self.errors.is_empty() => Some(AfiSafi::IPV4_UNICAST),
             Some(un) if un.withdrawn.is_empty() => Some(un.afi_safi),
             _ => None,
         }
@@ -48,34 +44,21 @@ impl Update {
     /// Every route the UPDATE announces, with the next hop that applies to it.
     pub fn announced(&self) -> impl Iterator<Item = (Nlri, Option<IpAddr>)> + '_ {
         let classic = self.nlri.iter().map(|n| (*n, self.attrs.next_hop));
-        let mp = self
-            .mp_reach
-            .iter()
-            .flat_map(|r| r.nlri.iter().map(|n| (*n, Some(r.next_hop))));
+        let mp = self.mp_reach.iter().flat_map(|r| r.nlri.iter().map(|n| (*n, Some(r.next_hop))));
         classic.chain(mp)
     }
 
     /// Every route the UPDATE withdraws.
     pub fn withdrawn_routes(&self) -> impl Iterator<Item = Nlri> + '_ {
-        self.withdrawn.iter().copied().chain(
-            self.mp_unreach
-                .iter()
-                .flat_map(|u| u.withdrawn.iter().copied()),
-        )
+        self.withdrawn.iter().copied().chain(self.mp_unreach.iter().flat_map(|u| u.withdrawn.iter().copied()))
     }
 
     /// Decodes the body after the 19-byte header.
     pub fn decode(body: &[u8], ctx: &DecodeContext) -> Result<Update, DecodeError> {
-        let malformed = |reason| {
-            DecodeError::update(update_subcode::MALFORMED_ATTRIBUTE_LIST, Vec::new(), reason)
-        };
-        let wd_len = body
-            .get(..2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]) as usize)
-            .ok_or_else(|| malformed("truncated"))?;
-        let withdrawn_field = body
-            .get(2..2 + wd_len)
-            .ok_or_else(|| malformed("withdrawn routes length too large"))?;
+        let malformed = |reason| DecodeError::update(update_subcode::MALFORMED_ATTRIBUTE_LIST, Vec::new(), reason);
+        let wd_len =
+            body.get(..2).map(|b| u16::from_be_bytes([b[0], b[1]]) as usize).ok_or_else(|| malformed("truncated"))?;
+        let withdrawn_field = body.get(2..2 + wd_len).ok_or_else(|| malformed("withdrawn routes length too large"))?;
         let at = 2 + wd_len;
         let attr_len = body
             .get(at..at + 2)
@@ -83,9 +66,8 @@ impl Update {
             .ok_or_else(|| malformed("truncated"))?;
         // RFC 4271 §6.3: Withdrawn Routes Length + Total Attribute Length + 23
         // exceeding the message length is a Malformed Attribute List.
-        let attrs_field = body
-            .get(at + 2..at + 2 + attr_len)
-            .ok_or_else(|| malformed("total attribute length too large"))?;
+        let attrs_field =
+            body.get(at + 2..at + 2 + attr_len).ok_or_else(|| malformed("total attribute length too large"))?;
         let nlri_field = &body[at + 2 + attr_len..];
 
         // RFC 7606 §5.3: an error in the Withdrawn Routes or NLRI field
@@ -98,21 +80,12 @@ impl Update {
             )
         };
         let mut withdrawn = Vec::new();
-        Nlri::decode_all(Family::Ipv4Unicast, withdrawn_field, &mut withdrawn)
-            .map_err(|_| network_error())?;
+        Nlri::decode_all(Family::Ipv4Unicast, withdrawn_field, &mut withdrawn).map_err(|_| network_error())?;
         let mut nlri = Vec::new();
-        Nlri::decode_all(Family::Ipv4Unicast, nlri_field, &mut nlri)
-            .map_err(|_| network_error())?;
+        Nlri::decode_all(Family::Ipv4Unicast, nlri_field, &mut nlri).map_err(|_| network_error())?;
 
-        let DecodedAttrs {
-            attrs,
-            mp_reach,
-            mp_unreach,
-            mut errors,
-            has_origin,
-            has_as_path,
-            has_next_hop,
-        } = decode_attributes(attrs_field, ctx)?;
+        let DecodedAttrs { attrs, mp_reach, mp_unreach, mut errors, has_origin, has_as_path, has_next_hop } =
+            decode_attributes(attrs_field, ctx)?;
 
         // RFC 7606 §3 d: "If any of the well-known mandatory attributes are
         // not present in an UPDATE message, then 'treat-as-withdraw' MUST be
@@ -120,10 +93,7 @@ impl Update {
         // for routes in the NLRI field (RFC 4760 §3 makes it discretionary otherwise).
         let announces = !nlri.is_empty() || mp_reach.as_ref().is_some_and(|r| !r.nlri.is_empty());
         if announces {
-            for (present, code) in [
-                (has_origin, type_code::ORIGIN),
-                (has_as_path, type_code::AS_PATH),
-            ] {
+            for (present, code) in [(has_origin, type_code::ORIGIN), (has_as_path, type_code::AS_PATH)] {
                 if !present && !errors.iter().any(|e| e.type_code == code) {
                     errors.push(AttributeError {
                         type_code: code,
@@ -133,10 +103,7 @@ impl Update {
                     });
                 }
             }
-            if !nlri.is_empty()
-                && !has_next_hop
-                && !errors.iter().any(|e| e.type_code == type_code::NEXT_HOP)
-            {
+            if !nlri.is_empty() && !has_next_hop && !errors.iter().any(|e| e.type_code == type_code::NEXT_HOP) {
                 errors.push(AttributeError {
                     type_code: type_code::NEXT_HOP,
                     action: ErrorAction::TreatAsWithdraw,
@@ -145,14 +112,7 @@ impl Update {
                 });
             }
         }
-        Ok(Update {
-            withdrawn,
-            attrs,
-            nlri,
-            mp_reach,
-            mp_unreach,
-            errors,
-        })
+        Ok(Update { withdrawn, attrs, nlri, mp_reach, mp_unreach, errors })
     }
 
     /// Encodes the body (everything after the header) as given: IPv4 routes
@@ -168,19 +128,12 @@ impl Update {
         let attr_at = out.len();
         out.extend_from_slice(&[0, 0]);
         if let Some(reach) = &self.mp_reach {
-            encode_mp_reach(
-                reach.afi_safi,
-                reach.next_hop,
-                reach.link_local_next_hop,
-                &reach.nlri,
-                out,
-            );
+            encode_mp_reach(reach.afi_safi, reach.next_hop, reach.link_local_next_hop, &reach.nlri, out);
         }
         if let Some(unreach) = &self.mp_unreach {
             encode_mp_unreach(unreach.afi_safi, &unreach.withdrawn, out);
         }
-        let has_attrs =
-            !self.nlri.is_empty() || self.mp_reach.is_some() || self.attrs != PathAttrs::default();
+        let has_attrs = !self.nlri.is_empty() || self.mp_reach.is_some() || self.attrs != PathAttrs::default();
         if has_attrs {
             self.attrs.encode(ctx, !self.nlri.is_empty(), out);
         }
@@ -266,11 +219,7 @@ pub fn pack_announce(
     let overhead = HEADER_LEN
         + 4
         + attr_bytes.len()
-        + if classic {
-            0
-        } else {
-            mp_overhead(true, attrs.next_hop, attrs.link_local_next_hop.is_some())
-        };
+        + if classic { 0 } else { mp_overhead(true, attrs.next_hop, attrs.link_local_next_hop.is_some()) };
     let room = max_len.saturating_sub(overhead);
     let mut count = 0;
     for chunk in chunk_by_size(routes, room) {
@@ -287,16 +236,8 @@ pub fn pack_announce(
                 n.encode(out);
             }
         } else {
-            let next_hop = attrs
-                .next_hop
-                .unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
-            encode_mp_reach(
-                family.afi_safi(),
-                next_hop,
-                attrs.link_local_next_hop,
-                chunk,
-                out,
-            );
+            let next_hop = attrs.next_hop.unwrap_or(IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED));
+            encode_mp_reach(family.afi_safi(), next_hop, attrs.link_local_next_hop, chunk, out);
             out.extend_from_slice(&attr_bytes);
             let attr_len = (out.len() - attr_at - 2) as u16;
             out[attr_at..attr_at + 2].copy_from_slice(&attr_len.to_be_bytes());
@@ -310,13 +251,7 @@ pub fn pack_announce(
 /// Packs withdrawals of `routes` (one family) into as few UPDATEs as fit.
 pub fn pack_withdraw(family: Family, routes: &[Nlri], max_len: usize, out: &mut Vec<u8>) -> usize {
     let classic = family == Family::Ipv4Unicast;
-    let overhead = HEADER_LEN
-        + 4
-        + if classic {
-            0
-        } else {
-            mp_overhead(false, None, false)
-        };
+    let overhead = HEADER_LEN + 4 + if classic { 0 } else { mp_overhead(false, None, false) };
     let mut count = 0;
     for chunk in chunk_by_size(routes, max_len.saturating_sub(overhead)) {
         let start = out.len();
@@ -347,10 +282,7 @@ pub fn encode_end_of_rib(family: Family, out: &mut Vec<u8>) {
     let update = match family {
         Family::Ipv4Unicast => Update::default(),
         _ => Update {
-            mp_unreach: Some(MpUnreach {
-                afi_safi: family.afi_safi(),
-                withdrawn: Vec::new(),
-            }),
+            mp_unreach: Some(MpUnreach { afi_safi: family.afi_safi(), withdrawn: Vec::new() }),
             ..Default::default()
         },
     };
