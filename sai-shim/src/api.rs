@@ -36,14 +36,8 @@ impl ObjectStore {
     }
 
     /// All objects of one type, in creation order.
-    pub fn objects_of(
-        &self,
-        object_type: ObjectType,
-    ) -> impl Iterator<Item = (ObjectId, &Object)> + '_ {
-        self.objects
-            .iter()
-            .filter(move |(id, _)| id.object_type() == Some(object_type))
-            .map(|(id, o)| (*id, o))
+    pub fn objects_of(&self, object_type: ObjectType) -> impl Iterator<Item = (ObjectId, &Object)> + '_ {
+        self.objects.iter().filter(move |(id, _)| id.object_type() == Some(object_type)).map(|(id, o)| (*id, o))
     }
 
     pub fn switch_id(&self) -> ObjectId {
@@ -116,11 +110,10 @@ impl ObjectStore {
 
     /// The VNI a VLAN is stretched over, if a tunnel map entry maps it.
     pub fn vni_of_vlan(&self, vlan: ObjectId) -> Option<u32> {
-        self.objects_of(ObjectType::TunnelMapEntry)
-            .find_map(|(_, o)| match o {
-                Object::TunnelMapEntry(m) if m.vlan == vlan => Some(m.vni),
-                _ => None,
-            })
+        self.objects_of(ObjectType::TunnelMapEntry).find_map(|(_, o)| match o {
+            Object::TunnelMapEntry(m) if m.vlan == vlan => Some(m.vni),
+            _ => None,
+        })
     }
 
     /// The members of a next-hop group, as next-hop ids, in creation order.
@@ -142,9 +135,7 @@ impl ObjectStore {
         self.routes.iter()
     }
 
-    pub fn neighbor_entries(
-        &self,
-    ) -> impl Iterator<Item = (&NeighborEntryKey, &NeighborEntry)> + '_ {
+    pub fn neighbor_entries(&self) -> impl Iterator<Item = (&NeighborEntryKey, &NeighborEntry)> + '_ {
         self.neighbors.iter()
     }
 
@@ -158,12 +149,7 @@ impl ObjectStore {
         ObjectId::new(object_type, self.next_serial)
     }
 
-    fn find(
-        &self,
-        id: ObjectId,
-        expected: ObjectType,
-        attribute: &'static str,
-    ) -> SaiResult<&Object> {
+    fn find(&self, id: ObjectId, expected: ObjectType, attribute: &'static str) -> SaiResult<&Object> {
         let object = self.objects.get(&id).ok_or(SaiError::UnknownObject(id))?;
         if object.object_type() != expected {
             return Err(SaiError::WrongObjectType {
@@ -178,21 +164,13 @@ impl ObjectStore {
 
     fn check_references(&self, references: &[Reference]) -> SaiResult<()> {
         for reference in references {
-            let object = self
-                .objects
-                .get(&reference.id)
-                .ok_or(SaiError::UnknownObject(reference.id))?;
+            let object = self.objects.get(&reference.id).ok_or(SaiError::UnknownObject(reference.id))?;
             if !reference.expected.contains(&object.object_type()) {
                 return Err(SaiError::WrongObjectType {
                     attribute: reference.attribute,
                     id: reference.id,
                     found: reference.id.object_type(),
-                    expected: reference
-                        .expected
-                        .iter()
-                        .map(|t| t.name())
-                        .next()
-                        .unwrap_or("none"),
+                    expected: reference.expected.iter().map(|t| t.name()).next().unwrap_or("none"),
                 });
             }
         }
@@ -201,12 +179,7 @@ impl ObjectStore {
 
     fn add_users(&mut self, by: Referrer, references: &[Reference]) {
         for reference in references {
-            *self
-                .users
-                .entry(reference.id)
-                .or_default()
-                .entry(by)
-                .or_default() += 1;
+            *self.users.entry(reference.id).or_default().entry(by).or_default() += 1;
         }
     }
 
@@ -248,21 +221,11 @@ impl ObjectStore {
     fn in_use_error(&self, id: ObjectId) -> Option<SaiError> {
         let users = self.users.get(&id)?;
         let (example, _) = users.iter().next()?;
-        Some(SaiError::ObjectInUse {
-            id,
-            count: users.values().sum(),
-            example: *example,
-        })
+        Some(SaiError::ObjectInUse { id, count: users.values().sum(), example: *example })
     }
 
-    fn exists_other(
-        &self,
-        except: Option<ObjectId>,
-        object_type: ObjectType,
-        pred: impl Fn(&Object) -> bool,
-    ) -> bool {
-        self.objects_of(object_type)
-            .any(|(id, o)| Some(id) != except && pred(o))
+    fn exists_other(&self, except: Option<ObjectId>, object_type: ObjectType, pred: impl Fn(&Object) -> bool) -> bool {
+        self.objects_of(object_type).any(|(id, o)| Some(id) != except && pred(o))
     }
 
     /// Rules that span objects: uniqueness, and which combinations make sense.
@@ -275,8 +238,11 @@ impl ObjectStore {
                 }
             }
             Object::Vlan(vlan) => {
-                if self.exists_other(id, ObjectType::Vlan, |o| matches!(o, Object::Vlan(v) if v.vlan_id == vlan.vlan_id))
-                {
+                if self.exists_other(
+                    id,
+                    ObjectType::Vlan,
+                    |o| matches!(o, Object::Vlan(v) if v.vlan_id == vlan.vlan_id),
+                ) {
                     return exists(format!("vlan {}", vlan.vlan_id));
                 }
             }
@@ -294,86 +260,104 @@ impl ObjectStore {
                     return Err(SaiError::invalid(
                         ObjectType::VlanMember,
                         "BRIDGE_PORT_ID",
-                        format!("{} is a tunnel bridge port but {} is mapped to no VNI", member.bridge_port, member.vlan),
+                        format!(
+                            "{} is a tunnel bridge port but {} is mapped to no VNI",
+                            member.bridge_port, member.vlan
+                        ),
                     ));
                 }
             }
-            Object::BridgePort(bridge_port) => match bridge_port.bridge_port_type {
-                BridgePortType::Port(port) => {
-                    self.check_not_cpu_port(ObjectType::BridgePort, "TYPE", port)?;
-                    if self.exists_other(id, ObjectType::BridgePort, |o| {
+            Object::BridgePort(bridge_port) => {
+                match bridge_port.bridge_port_type {
+                    BridgePortType::Port(port) => {
+                        self.check_not_cpu_port(ObjectType::BridgePort, "TYPE", port)?;
+                        if self.exists_other(id, ObjectType::BridgePort, |o| {
                         matches!(o, Object::BridgePort(b) if b.bridge_port_type == bridge_port.bridge_port_type)
                     }) {
                         return exists(format!("bridge port of {port}"));
                     }
-                    if self.routed_port_rif(port).is_some() {
-                        return Err(SaiError::invalid(
-                            ObjectType::BridgePort,
-                            "TYPE",
-                            format!("{port} is a routed port (it has a port router interface)"),
-                        ));
+                        if self.routed_port_rif(port).is_some() {
+                            return Err(SaiError::invalid(
+                                ObjectType::BridgePort,
+                                "TYPE",
+                                format!("{port} is a routed port (it has a port router interface)"),
+                            ));
+                        }
                     }
-                }
-                BridgePortType::Tunnel(endpoint) => {
-                    if self.exists_other(id, ObjectType::BridgePort, |o| {
+                    BridgePortType::Tunnel(endpoint) => {
+                        if self.exists_other(id, ObjectType::BridgePort, |o| {
                         matches!(o, Object::BridgePort(b) if b.bridge_port_type == bridge_port.bridge_port_type)
                     }) {
                         return exists(format!("bridge port of {endpoint}"));
                     }
-                }
-            },
-            Object::RouterInterface(rif) => match rif.rif_type {
-                RouterInterfaceType::Port(port) => {
-                    self.check_not_cpu_port(ObjectType::RouterInterface, "TYPE", port)?;
-                    if self.routed_port_rif(port).is_some_and(|other| Some(other) != id) {
-                        return exists(format!("router interface on {port}"));
-                    }
-                    let bridged = self.exists_other(None, ObjectType::BridgePort, |o| {
-                        matches!(o, Object::BridgePort(b) if b.bridge_port_type == BridgePortType::Port(port))
-                    });
-                    if bridged {
-                        return Err(SaiError::invalid(
-                            ObjectType::RouterInterface,
-                            "TYPE",
-                            format!("{port} is a bridge port; route on its VLAN with a VLAN router interface"),
-                        ));
                     }
                 }
-                RouterInterfaceType::Vlan(vlan) => {
-                    if self.exists_other(id, ObjectType::RouterInterface, |o| {
+            }
+            Object::RouterInterface(rif) => {
+                match rif.rif_type {
+                    RouterInterfaceType::Port(port) => {
+                        self.check_not_cpu_port(ObjectType::RouterInterface, "TYPE", port)?;
+                        if self.routed_port_rif(port).is_some_and(|other| Some(other) != id) {
+                            return exists(format!("router interface on {port}"));
+                        }
+                        let bridged = self.exists_other(
+                            None,
+                            ObjectType::BridgePort,
+                            |o| matches!(o, Object::BridgePort(b) if b.bridge_port_type == BridgePortType::Port(port)),
+                        );
+                        if bridged {
+                            return Err(SaiError::invalid(
+                                ObjectType::RouterInterface,
+                                "TYPE",
+                                format!("{port} is a bridge port; route on its VLAN with a VLAN router interface"),
+                            ));
+                        }
+                    }
+                    RouterInterfaceType::Vlan(vlan) => {
+                        if self.exists_other(id, ObjectType::RouterInterface, |o| {
                         matches!(o, Object::RouterInterface(r) if r.rif_type == RouterInterfaceType::Vlan(vlan))
                     }) {
                         return exists(format!("router interface on {vlan}"));
                     }
+                    }
                 }
-            },
+            }
             Object::NextHop(next_hop) => {
                 if self.exists_other(id, ObjectType::NextHop, |o| matches!(o, Object::NextHop(n) if n == next_hop)) {
                     return exists(format!("next hop {} on {}", next_hop.ip, next_hop.router_interface));
                 }
             }
             Object::NextHopGroupMember(member) => {
-                if self.exists_other(id, ObjectType::NextHopGroupMember, |o| {
-                    matches!(o, Object::NextHopGroupMember(m) if m == member)
-                }) {
+                if self.exists_other(
+                    id,
+                    ObjectType::NextHopGroupMember,
+                    |o| matches!(o, Object::NextHopGroupMember(m) if m == member),
+                ) {
                     return exists(format!("member {} of {}", member.next_hop, member.group));
                 }
             }
             Object::TunnelMapEntry(map) => {
-                if self.exists_other(id, ObjectType::TunnelMapEntry, |o| {
-                    matches!(o, Object::TunnelMapEntry(m) if m.vlan == map.vlan)
-                }) {
+                if self.exists_other(
+                    id,
+                    ObjectType::TunnelMapEntry,
+                    |o| matches!(o, Object::TunnelMapEntry(m) if m.vlan == map.vlan),
+                ) {
                     return exists(format!("VNI map of {}", map.vlan));
                 }
-                if self.exists_other(id, ObjectType::TunnelMapEntry, |o| {
-                    matches!(o, Object::TunnelMapEntry(m) if m.vni == map.vni && m.tunnel == map.tunnel)
-                }) {
+                if self.exists_other(
+                    id,
+                    ObjectType::TunnelMapEntry,
+                    |o| matches!(o, Object::TunnelMapEntry(m) if m.vni == map.vni && m.tunnel == map.tunnel),
+                ) {
                     return exists(format!("map of VNI {}", map.vni));
                 }
             }
             Object::TunnelEndpoint(endpoint) => {
-                if self.exists_other(id, ObjectType::TunnelEndpoint, |o| matches!(o, Object::TunnelEndpoint(e) if e == endpoint))
-                {
+                if self.exists_other(
+                    id,
+                    ObjectType::TunnelEndpoint,
+                    |o| matches!(o, Object::TunnelEndpoint(e) if e == endpoint),
+                ) {
                     return exists(format!("tunnel endpoint {}", endpoint.remote_ip));
                 }
             }
@@ -381,88 +365,62 @@ impl ObjectStore {
                 if let Object::Port(_) = self.objects[&hostif.obj] {
                     self.check_not_cpu_port(ObjectType::HostInterface, "OBJ_ID", hostif.obj)?;
                 }
-                if self.exists_other(id, ObjectType::HostInterface, |o| {
-                    matches!(o, Object::HostInterface(h) if h.name == hostif.name)
-                }) {
+                if self.exists_other(
+                    id,
+                    ObjectType::HostInterface,
+                    |o| matches!(o, Object::HostInterface(h) if h.name == hostif.name),
+                ) {
                     return exists(format!("host interface named {}", hostif.name));
                 }
-                if self.exists_other(id, ObjectType::HostInterface, |o| {
-                    matches!(o, Object::HostInterface(h) if h.obj == hostif.obj)
-                }) {
+                if self.exists_other(
+                    id,
+                    ObjectType::HostInterface,
+                    |o| matches!(o, Object::HostInterface(h) if h.obj == hostif.obj),
+                ) {
                     return exists(format!("host interface of {}", hostif.obj));
                 }
             }
-            Object::Switch(_)
-            | Object::VirtualRouter(_)
-            | Object::NextHopGroup(_)
-            | Object::Tunnel(_) => {}
+            Object::Switch(_) | Object::VirtualRouter(_) | Object::NextHopGroup(_) | Object::Tunnel(_) => {}
         }
         Ok(())
     }
 
-    fn check_not_cpu_port(
-        &self,
-        object: ObjectType,
-        attribute: &'static str,
-        port: ObjectId,
-    ) -> SaiResult<()> {
+    fn check_not_cpu_port(&self, object: ObjectType, attribute: &'static str, port: ObjectId) -> SaiResult<()> {
         if port == self.cpu_port {
-            return Err(SaiError::invalid(
-                object,
-                attribute,
-                "the CPU port cannot be used here",
-            ));
+            return Err(SaiError::invalid(object, attribute, "the CPU port cannot be used here"));
         }
         Ok(())
     }
 
     /// The router interface that makes `port` a routed port, if any.
     pub fn routed_port_rif(&self, port: ObjectId) -> Option<ObjectId> {
-        self.objects_of(ObjectType::RouterInterface)
-            .find_map(|(id, o)| match o {
-                Object::RouterInterface(r) if r.rif_type == RouterInterfaceType::Port(port) => {
-                    Some(id)
-                }
-                _ => None,
-            })
+        self.objects_of(ObjectType::RouterInterface).find_map(|(id, o)| match o {
+            Object::RouterInterface(r) if r.rif_type == RouterInterfaceType::Port(port) => Some(id),
+            _ => None,
+        })
     }
 
     fn fdb_references(key: &FdbEntryKey, entry: &FdbEntry) -> Vec<Reference> {
-        let mut references = vec![Reference {
-            attribute: "bv_id",
-            id: key.vlan,
-            expected: &[ObjectType::Vlan],
-        }];
+        let mut references = vec![Reference { attribute: "bv_id", id: key.vlan, expected: &[ObjectType::Vlan] }];
         references.extend(entry.references());
         references
     }
 
     fn route_references(key: &RouteEntryKey, entry: &RouteEntry) -> Vec<Reference> {
-        let mut references = vec![Reference {
-            attribute: "vr_id",
-            id: key.virtual_router,
-            expected: &[ObjectType::VirtualRouter],
-        }];
+        let mut references =
+            vec![Reference { attribute: "vr_id", id: key.virtual_router, expected: &[ObjectType::VirtualRouter] }];
         references.extend(entry.references());
         references
     }
 
     fn neighbor_references(key: &NeighborEntryKey) -> Vec<Reference> {
-        vec![Reference {
-            attribute: "rif_id",
-            id: key.router_interface,
-            expected: &[ObjectType::RouterInterface],
-        }]
+        vec![Reference { attribute: "rif_id", id: key.router_interface, expected: &[ObjectType::RouterInterface] }]
     }
 
     fn check_fdb_entry(&self, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<()> {
         self.check_references(&Self::fdb_references(key, entry))?;
         if !key.mac.is_unicast() || key.mac == EthernetAddress::ZERO {
-            return Err(SaiError::entry_invalid(
-                "fdb entry",
-                "mac_address",
-                format!("{} is not unicast", key.mac),
-            ));
+            return Err(SaiError::entry_invalid("fdb entry", "mac_address", format!("{} is not unicast", key.mac)));
         }
         Ok(())
     }
@@ -478,15 +436,9 @@ impl ObjectStore {
         }
         match (entry.packet_action, entry.next_hop) {
             (PacketAction::Forward, None) => {
-                return Err(SaiError::entry_invalid(
-                    "route entry",
-                    "NEXT_HOP_ID",
-                    "mandatory with action forward",
-                ));
+                return Err(SaiError::entry_invalid("route entry", "NEXT_HOP_ID", "mandatory with action forward"));
             }
-            (_, Some(port))
-                if port.object_type() == Some(ObjectType::Port) && port != self.cpu_port =>
-            {
+            (_, Some(port)) if port.object_type() == Some(ObjectType::Port) && port != self.cpu_port => {
                 return Err(SaiError::entry_invalid(
                     "route entry",
                     "NEXT_HOP_ID",
@@ -501,11 +453,7 @@ impl ObjectStore {
     fn check_neighbor_entry(&self, key: &NeighborEntryKey) -> SaiResult<()> {
         self.check_references(&Self::neighbor_references(key))?;
         if key.ip.is_unspecified() || key.ip.is_multicast() {
-            return Err(SaiError::entry_invalid(
-                "neighbor entry",
-                "ip_address",
-                format!("{} is not unicast", key.ip),
-            ));
+            return Err(SaiError::entry_invalid("neighbor entry", "ip_address", format!("{} is not unicast", key.ip)));
         }
         Ok(())
     }
@@ -548,23 +496,14 @@ impl<B: Backend> Sai<B> {
         let switch = Object::Switch(switch);
         backend.create(&store, store.switch, &switch)?;
         store.insert(store.switch, switch);
-        let cpu = Object::Port(Port {
-            name: "cpu".into(),
-            admin_state: true,
-            mtu: 9216,
-            port_vlan_id: 1,
-            oper_status: true,
-        });
+        let cpu =
+            Object::Port(Port { name: "cpu".into(), admin_state: true, mtu: 9216, port_vlan_id: 1, oper_status: true });
         backend.create(&store, store.cpu_port, &cpu)?;
         store.insert(store.cpu_port, cpu);
         let vr = Object::VirtualRouter(VirtualRouter {});
         backend.create(&store, store.default_virtual_router, &vr)?;
         store.insert(store.default_virtual_router, vr);
-        Ok(Sai {
-            store,
-            backend,
-            notifications: Vec::new(),
-        })
+        Ok(Sai { store, backend, notifications: Vec::new() })
     }
 
     pub fn store(&self) -> &ObjectStore {
@@ -611,9 +550,7 @@ impl<B: Backend> Sai<B> {
     ) -> SaiResult<()> {
         let old = self.store.find(id, object_type, "object_id")?.clone();
         if id == self.store.cpu_port {
-            return Err(SaiError::NotSupported(
-                "the CPU port's attributes are fixed".into(),
-            ));
+            return Err(SaiError::NotSupported("the CPU port's attributes are fixed".into()));
         }
         let mut new = old.clone();
         change(&mut new)?;
@@ -634,18 +571,9 @@ impl<B: Backend> Sai<B> {
     /// Removes any id-keyed object. Fails with [`SaiError::ObjectInUse`]
     /// while other objects or entries refer to it.
     pub fn remove(&mut self, id: ObjectId) -> SaiResult<()> {
-        let object = self
-            .store
-            .objects
-            .get(&id)
-            .ok_or(SaiError::UnknownObject(id))?;
-        if id == self.store.switch
-            || id == self.store.cpu_port
-            || id == self.store.default_virtual_router
-        {
-            return Err(SaiError::NotSupported(format!(
-                "{id} exists as long as the switch"
-            )));
+        let object = self.store.objects.get(&id).ok_or(SaiError::UnknownObject(id))?;
+        if id == self.store.switch || id == self.store.cpu_port || id == self.store.default_virtual_router {
+            return Err(SaiError::NotSupported(format!("{id} exists as long as the switch")));
         }
         if let Some(in_use) = self.store.in_use_error(id) {
             return Err(in_use);
@@ -661,10 +589,7 @@ impl<B: Backend> Sai<B> {
                         m.vlan == map.vlan
                             && matches!(
                                 self.store.bridge_port(m.bridge_port),
-                                Some(BridgePort {
-                                    bridge_port_type: BridgePortType::Tunnel(_),
-                                    ..
-                                })
+                                Some(BridgePort { bridge_port_type: BridgePortType::Tunnel(_), .. })
                             )
                     }
                     _ => false,
@@ -749,11 +674,7 @@ impl<B: Backend> Sai<B> {
         self.create_object(Object::BridgePort(BridgePort::build(attrs)?))
     }
 
-    pub fn set_bridge_port_attribute(
-        &mut self,
-        id: ObjectId,
-        attr: BridgePortAttr,
-    ) -> SaiResult<()> {
+    pub fn set_bridge_port_attribute(&mut self, id: ObjectId, attr: BridgePortAttr) -> SaiResult<()> {
         check_settable("bridge port", &attr)?;
         self.set_object(id, ObjectType::BridgePort, |o| {
             if let Object::BridgePort(b) = o {
@@ -775,11 +696,7 @@ impl<B: Backend> Sai<B> {
         self.create_object(Object::VlanMember(VlanMember::build(attrs)?))
     }
 
-    pub fn set_vlan_member_attribute(
-        &mut self,
-        id: ObjectId,
-        attr: VlanMemberAttr,
-    ) -> SaiResult<()> {
+    pub fn set_vlan_member_attribute(&mut self, id: ObjectId, attr: VlanMemberAttr) -> SaiResult<()> {
         check_settable("vlan member", &attr)?;
         self.set_object(id, ObjectType::VlanMember, |o| {
             if let Object::VlanMember(m) = o {
@@ -804,43 +721,25 @@ impl<B: Backend> Sai<B> {
             return Err(SaiError::AlreadyExists(EntryKey::Fdb(key).to_string()));
         }
         self.backend.create_fdb_entry(&self.store, &key, &entry)?;
-        self.store.add_users(
-            Referrer::FdbEntry,
-            &ObjectStore::fdb_references(&key, &entry),
-        );
+        self.store.add_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &entry));
         self.store.fdb.insert(key, entry);
         Ok(())
     }
 
-    pub fn set_fdb_entry_attribute(
-        &mut self,
-        key: FdbEntryKey,
-        attr: FdbEntryAttr,
-    ) -> SaiResult<()> {
-        let old = self
-            .store
-            .fdb
-            .get(&key)
-            .ok_or(SaiError::UnknownEntry(EntryKey::Fdb(key)))?
-            .clone();
+    pub fn set_fdb_entry_attribute(&mut self, key: FdbEntryKey, attr: FdbEntryAttr) -> SaiResult<()> {
+        let old = self.store.fdb.get(&key).ok_or(SaiError::UnknownEntry(EntryKey::Fdb(key)))?.clone();
         let mut new = old.clone();
         new.apply(attr);
         self.store.check_fdb_entry(&key, &new)?;
         self.backend.set_fdb_entry(&self.store, &key, &old, &new)?;
-        self.store
-            .remove_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &old));
-        self.store
-            .add_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &new));
+        self.store.remove_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &old));
+        self.store.add_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &new));
         self.store.fdb.insert(key, new);
         Ok(())
     }
 
     pub fn remove_fdb_entry(&mut self, key: FdbEntryKey) -> SaiResult<()> {
-        let entry = self
-            .store
-            .fdb
-            .get(&key)
-            .ok_or(SaiError::UnknownEntry(EntryKey::Fdb(key)))?;
+        let entry = self.store.fdb.get(&key).ok_or(SaiError::UnknownEntry(EntryKey::Fdb(key)))?;
         self.backend.remove_fdb_entry(&self.store, &key, entry)?;
         self.forget_fdb_entry(&key);
         Ok(())
@@ -848,20 +747,13 @@ impl<B: Backend> Sai<B> {
 
     fn forget_fdb_entry(&mut self, key: &FdbEntryKey) {
         if let Some(entry) = self.store.fdb.remove(key) {
-            self.store.remove_users(
-                Referrer::FdbEntry,
-                &ObjectStore::fdb_references(key, &entry),
-            );
+            self.store.remove_users(Referrer::FdbEntry, &ObjectStore::fdb_references(key, &entry));
         }
     }
 
     /// A control-plane FDB entry. Learned entries are in [`Sai::fdb_table`].
     pub fn get_fdb_entry(&self, key: FdbEntryKey) -> SaiResult<FdbEntry> {
-        self.store
-            .fdb
-            .get(&key)
-            .cloned()
-            .ok_or(SaiError::UnknownEntry(EntryKey::Fdb(key)))
+        self.store.fdb.get(&key).cloned().ok_or(SaiError::UnknownEntry(EntryKey::Fdb(key)))
     }
 
     /// The FDB as forwarding sees it, learned entries included.
@@ -873,10 +765,7 @@ impl<B: Backend> Sai<B> {
     /// and learned alike (as the flush type says).
     pub fn flush_fdb_entries(&mut self, filter: FdbFlush) -> SaiResult<()> {
         for id in [filter.bridge_port, filter.vlan].into_iter().flatten() {
-            self.store
-                .objects
-                .get(&id)
-                .ok_or(SaiError::UnknownObject(id))?;
+            self.store.objects.get(&id).ok_or(SaiError::UnknownObject(id))?;
         }
         let doomed: Vec<FdbEntryKey> = self
             .store
@@ -897,8 +786,7 @@ impl<B: Backend> Sai<B> {
             self.remove_fdb_entry(key)?;
         }
         if filter.entry_type != FdbFlushType::Static {
-            self.backend
-                .flush_learned_fdb_entries(&self.store, &filter)?;
+            self.backend.flush_learned_fdb_entries(&self.store, &filter)?;
         }
         Ok(())
     }
@@ -910,20 +798,13 @@ impl<B: Backend> Sai<B> {
         self.create_object(Object::VirtualRouter(VirtualRouter {}))
     }
 
-    pub fn create_router_interface(
-        &mut self,
-        attrs: &[RouterInterfaceAttr],
-    ) -> SaiResult<ObjectId> {
+    pub fn create_router_interface(&mut self, attrs: &[RouterInterfaceAttr]) -> SaiResult<ObjectId> {
         check_duplicates("router interface", attrs)?;
         let mac = self.store.switch().src_mac_address;
         self.create_object(Object::RouterInterface(RouterInterface::build(attrs, mac)?))
     }
 
-    pub fn set_router_interface_attribute(
-        &mut self,
-        id: ObjectId,
-        attr: RouterInterfaceAttr,
-    ) -> SaiResult<()> {
+    pub fn set_router_interface_attribute(&mut self, id: ObjectId, attr: RouterInterfaceAttr) -> SaiResult<()> {
         check_settable("router interface", &attr)?;
         self.set_object(id, ObjectType::RouterInterface, |o| match o {
             Object::RouterInterface(r) => r.apply(attr),
@@ -954,14 +835,9 @@ impl<B: Backend> Sai<B> {
         self.create_object(Object::NextHopGroup(NextHopGroup {}))
     }
 
-    pub fn create_next_hop_group_member(
-        &mut self,
-        attrs: &[NextHopGroupMemberAttr],
-    ) -> SaiResult<ObjectId> {
+    pub fn create_next_hop_group_member(&mut self, attrs: &[NextHopGroupMemberAttr]) -> SaiResult<ObjectId> {
         check_duplicates("next-hop group member", attrs)?;
-        self.create_object(Object::NextHopGroupMember(NextHopGroupMember::build(
-            attrs,
-        )?))
+        self.create_object(Object::NextHopGroupMember(NextHopGroupMember::build(attrs)?))
     }
 
     /// The next hops of a group, in the order their members were created.
@@ -970,11 +846,7 @@ impl<B: Backend> Sai<B> {
         Ok(self.store.group_members(id))
     }
 
-    pub fn create_route_entry(
-        &mut self,
-        key: RouteEntryKey,
-        attrs: &[RouteEntryAttr],
-    ) -> SaiResult<()> {
+    pub fn create_route_entry(&mut self, key: RouteEntryKey, attrs: &[RouteEntryAttr]) -> SaiResult<()> {
         check_duplicates("route entry", attrs)?;
         let entry = RouteEntry::build(attrs)?;
         self.store.check_route_entry(&key, &entry)?;
@@ -982,127 +854,67 @@ impl<B: Backend> Sai<B> {
             return Err(SaiError::AlreadyExists(EntryKey::Route(key).to_string()));
         }
         self.backend.create_route_entry(&self.store, &key, &entry)?;
-        self.store.add_users(
-            Referrer::RouteEntry,
-            &ObjectStore::route_references(&key, &entry),
-        );
+        self.store.add_users(Referrer::RouteEntry, &ObjectStore::route_references(&key, &entry));
         self.store.routes.insert(key, entry);
         Ok(())
     }
 
-    pub fn set_route_entry_attribute(
-        &mut self,
-        key: RouteEntryKey,
-        attr: RouteEntryAttr,
-    ) -> SaiResult<()> {
-        let old = self
-            .store
-            .routes
-            .get(&key)
-            .ok_or(SaiError::UnknownEntry(EntryKey::Route(key)))?
-            .clone();
+    pub fn set_route_entry_attribute(&mut self, key: RouteEntryKey, attr: RouteEntryAttr) -> SaiResult<()> {
+        let old = self.store.routes.get(&key).ok_or(SaiError::UnknownEntry(EntryKey::Route(key)))?.clone();
         let mut new = old.clone();
         new.apply(attr);
         self.store.check_route_entry(&key, &new)?;
-        self.backend
-            .set_route_entry(&self.store, &key, &old, &new)?;
-        self.store.remove_users(
-            Referrer::RouteEntry,
-            &ObjectStore::route_references(&key, &old),
-        );
-        self.store.add_users(
-            Referrer::RouteEntry,
-            &ObjectStore::route_references(&key, &new),
-        );
+        self.backend.set_route_entry(&self.store, &key, &old, &new)?;
+        self.store.remove_users(Referrer::RouteEntry, &ObjectStore::route_references(&key, &old));
+        self.store.add_users(Referrer::RouteEntry, &ObjectStore::route_references(&key, &new));
         self.store.routes.insert(key, new);
         Ok(())
     }
 
     pub fn remove_route_entry(&mut self, key: RouteEntryKey) -> SaiResult<()> {
-        let entry = self
-            .store
-            .routes
-            .get(&key)
-            .ok_or(SaiError::UnknownEntry(EntryKey::Route(key)))?;
+        let entry = self.store.routes.get(&key).ok_or(SaiError::UnknownEntry(EntryKey::Route(key)))?;
         self.backend.remove_route_entry(&self.store, &key, entry)?;
         let entry = self.store.routes.remove(&key).expect("checked above");
-        self.store.remove_users(
-            Referrer::RouteEntry,
-            &ObjectStore::route_references(&key, &entry),
-        );
+        self.store.remove_users(Referrer::RouteEntry, &ObjectStore::route_references(&key, &entry));
         Ok(())
     }
 
     pub fn get_route_entry(&self, key: RouteEntryKey) -> SaiResult<RouteEntry> {
-        self.store
-            .routes
-            .get(&key)
-            .cloned()
-            .ok_or(SaiError::UnknownEntry(EntryKey::Route(key)))
+        self.store.routes.get(&key).cloned().ok_or(SaiError::UnknownEntry(EntryKey::Route(key)))
     }
 
-    pub fn create_neighbor_entry(
-        &mut self,
-        key: NeighborEntryKey,
-        attrs: &[NeighborEntryAttr],
-    ) -> SaiResult<()> {
+    pub fn create_neighbor_entry(&mut self, key: NeighborEntryKey, attrs: &[NeighborEntryAttr]) -> SaiResult<()> {
         check_duplicates("neighbor entry", attrs)?;
         let entry = NeighborEntry::build(attrs)?;
         self.store.check_neighbor_entry(&key)?;
         if self.store.neighbors.contains_key(&key) {
             return Err(SaiError::AlreadyExists(EntryKey::Neighbor(key).to_string()));
         }
-        self.backend
-            .create_neighbor_entry(&self.store, &key, &entry)?;
-        self.store.add_users(
-            Referrer::NeighborEntry,
-            &ObjectStore::neighbor_references(&key),
-        );
+        self.backend.create_neighbor_entry(&self.store, &key, &entry)?;
+        self.store.add_users(Referrer::NeighborEntry, &ObjectStore::neighbor_references(&key));
         self.store.neighbors.insert(key, entry);
         Ok(())
     }
 
-    pub fn set_neighbor_entry_attribute(
-        &mut self,
-        key: NeighborEntryKey,
-        attr: NeighborEntryAttr,
-    ) -> SaiResult<()> {
-        let old = self
-            .store
-            .neighbors
-            .get(&key)
-            .ok_or(SaiError::UnknownEntry(EntryKey::Neighbor(key)))?
-            .clone();
+    pub fn set_neighbor_entry_attribute(&mut self, key: NeighborEntryKey, attr: NeighborEntryAttr) -> SaiResult<()> {
+        let old = self.store.neighbors.get(&key).ok_or(SaiError::UnknownEntry(EntryKey::Neighbor(key)))?.clone();
         let mut new = old.clone();
         new.apply(attr)?;
-        self.backend
-            .set_neighbor_entry(&self.store, &key, &old, &new)?;
+        self.backend.set_neighbor_entry(&self.store, &key, &old, &new)?;
         self.store.neighbors.insert(key, new);
         Ok(())
     }
 
     pub fn remove_neighbor_entry(&mut self, key: NeighborEntryKey) -> SaiResult<()> {
-        let entry = self
-            .store
-            .neighbors
-            .get(&key)
-            .ok_or(SaiError::UnknownEntry(EntryKey::Neighbor(key)))?;
-        self.backend
-            .remove_neighbor_entry(&self.store, &key, entry)?;
+        let entry = self.store.neighbors.get(&key).ok_or(SaiError::UnknownEntry(EntryKey::Neighbor(key)))?;
+        self.backend.remove_neighbor_entry(&self.store, &key, entry)?;
         self.store.neighbors.remove(&key);
-        self.store.remove_users(
-            Referrer::NeighborEntry,
-            &ObjectStore::neighbor_references(&key),
-        );
+        self.store.remove_users(Referrer::NeighborEntry, &ObjectStore::neighbor_references(&key));
         Ok(())
     }
 
     pub fn get_neighbor_entry(&self, key: NeighborEntryKey) -> SaiResult<NeighborEntry> {
-        self.store
-            .neighbors
-            .get(&key)
-            .cloned()
-            .ok_or(SaiError::UnknownEntry(EntryKey::Neighbor(key)))
+        self.store.neighbors.get(&key).cloned().ok_or(SaiError::UnknownEntry(EntryKey::Neighbor(key)))
     }
 
     // ------------------------------------------------------------ VXLAN
@@ -1173,16 +985,10 @@ impl<B: Backend> Sai<B> {
     /// in the store on the way, so the store never names a forwarding state
     /// that no longer exists.
     pub fn drain_notifications(&mut self) -> Vec<Notification> {
-        self.backend
-            .drain_notifications(&self.store, &mut self.notifications);
+        self.backend.drain_notifications(&self.store, &mut self.notifications);
         let notifications = std::mem::take(&mut self.notifications);
         for notification in &notifications {
-            if let Notification::Fdb {
-                event,
-                entry: key,
-                bridge_port,
-            } = notification
-            {
+            if let Notification::Fdb { event, entry: key, bridge_port } = notification {
                 let Some(entry) = self.store.fdb.get(key) else {
                     continue;
                 };
@@ -1190,24 +996,13 @@ impl<B: Backend> Sai<B> {
                     continue;
                 }
                 match (event, bridge_port) {
-                    (FdbEvent::Aged, _) | (FdbEvent::Moved { .. }, None) => {
-                        self.forget_fdb_entry(key)
-                    }
+                    (FdbEvent::Aged, _) | (FdbEvent::Moved { .. }, None) => self.forget_fdb_entry(key),
                     (FdbEvent::Moved { .. }, Some(to)) => {
                         let (key, to) = (*key, *to);
                         let old = self.store.fdb[&key].clone();
-                        self.store.remove_users(
-                            Referrer::FdbEntry,
-                            &ObjectStore::fdb_references(&key, &old),
-                        );
-                        let new = FdbEntry {
-                            bridge_port: to,
-                            ..old
-                        };
-                        self.store.add_users(
-                            Referrer::FdbEntry,
-                            &ObjectStore::fdb_references(&key, &new),
-                        );
+                        self.store.remove_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &old));
+                        let new = FdbEntry { bridge_port: to, ..old };
+                        self.store.add_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &new));
                         self.store.fdb.insert(key, new);
                     }
                     (FdbEvent::Learned, _) => {}

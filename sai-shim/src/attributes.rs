@@ -26,10 +26,7 @@ pub trait Attribute: Clone + core::fmt::Debug {
 /// Rejects a create call that names the same attribute twice.
 pub(crate) fn check_duplicates<A: Attribute>(object: &'static str, attrs: &[A]) -> SaiResult<()> {
     for (i, attr) in attrs.iter().enumerate() {
-        if attrs[..i]
-            .iter()
-            .any(|earlier| earlier.name() == attr.name())
-        {
+        if attrs[..i].iter().any(|earlier| earlier.name() == attr.name()) {
             return Err(SaiError::InvalidAttribute {
                 object,
                 attribute: attr.name(),
@@ -43,19 +40,13 @@ pub(crate) fn check_duplicates<A: Attribute>(object: &'static str, attrs: &[A]) 
 /// Rejects a set call on a create-only attribute.
 pub(crate) fn check_settable<A: Attribute>(object: &'static str, attr: &A) -> SaiResult<()> {
     if attr.create_only() {
-        return Err(SaiError::CreateOnlyAttribute {
-            object,
-            attribute: attr.name(),
-        });
+        return Err(SaiError::CreateOnlyAttribute { object, attribute: attr.name() });
     }
     Ok(())
 }
 
 fn mandatory<T>(object: ObjectType, attribute: &'static str, value: Option<T>) -> SaiResult<T> {
-    value.ok_or(SaiError::MandatoryAttributeMissing {
-        object: object.name(),
-        attribute,
-    })
+    value.ok_or(SaiError::MandatoryAttributeMissing { object: object.name(), attribute })
 }
 
 /// One reference from an object's attribute to another object.
@@ -148,13 +139,7 @@ pub struct Port {
 impl Port {
     pub(crate) fn build(attrs: &[PortAttr]) -> SaiResult<Port> {
         let mut name = None;
-        let mut port = Port {
-            name: String::new(),
-            admin_state: false,
-            mtu: 1500,
-            port_vlan_id: 1,
-            oper_status: false,
-        };
+        let mut port = Port { name: String::new(), admin_state: false, mtu: 1500, port_vlan_id: 1, oper_status: false };
         for attr in attrs {
             match attr {
                 PortAttr::Name(n) => name = Some(n.clone()),
@@ -174,11 +159,7 @@ impl Port {
             PortAttr::AdminState(up) => self.admin_state = up,
             PortAttr::Mtu(mtu) => {
                 if !(68..=9216).contains(&mtu) {
-                    return Err(SaiError::invalid(
-                        ObjectType::Port,
-                        "MTU",
-                        format!("{mtu} outside 68..=9216"),
-                    ));
+                    return Err(SaiError::invalid(ObjectType::Port, "MTU", format!("{mtu} outside 68..=9216")));
                 }
                 self.mtu = mtu
             }
@@ -193,11 +174,7 @@ impl Port {
 
 fn check_vid(object: ObjectType, attribute: &'static str, vid: VlanId) -> SaiResult<()> {
     if !(1..=dataplane::wire::vlan::VID_MAX).contains(&vid) {
-        return Err(SaiError::invalid(
-            object,
-            attribute,
-            format!("VLAN id {vid} outside 1..=4094"),
-        ));
+        return Err(SaiError::invalid(object, attribute, format!("VLAN id {vid} outside 1..=4094")));
     }
     Ok(())
 }
@@ -289,16 +266,8 @@ impl VlanMember {
 
     fn references(&self) -> Vec<Reference> {
         vec![
-            Reference {
-                attribute: "VLAN_ID",
-                id: self.vlan,
-                expected: &[ObjectType::Vlan],
-            },
-            Reference {
-                attribute: "BRIDGE_PORT_ID",
-                id: self.bridge_port,
-                expected: &[ObjectType::BridgePort],
-            },
+            Reference { attribute: "VLAN_ID", id: self.vlan, expected: &[ObjectType::Vlan] },
+            Reference { attribute: "BRIDGE_PORT_ID", id: self.bridge_port, expected: &[ObjectType::BridgePort] },
         ]
     }
 }
@@ -341,10 +310,7 @@ impl BridgePort {
                 BridgePortAttr::Learning(on) => learning = *on,
             }
         }
-        Ok(BridgePort {
-            bridge_port_type: mandatory(ObjectType::BridgePort, "TYPE", kind)?,
-            learning,
-        })
+        Ok(BridgePort { bridge_port_type: mandatory(ObjectType::BridgePort, "TYPE", kind)?, learning })
     }
 
     pub(crate) fn apply(&mut self, attr: BridgePortAttr) {
@@ -355,16 +321,8 @@ impl BridgePort {
 
     fn references(&self) -> Vec<Reference> {
         vec![match self.bridge_port_type {
-            BridgePortType::Port(id) => Reference {
-                attribute: "TYPE",
-                id,
-                expected: &[ObjectType::Port],
-            },
-            BridgePortType::Tunnel(id) => Reference {
-                attribute: "TYPE",
-                id,
-                expected: &[ObjectType::TunnelEndpoint],
-            },
+            BridgePortType::Port(id) => Reference { attribute: "TYPE", id, expected: &[ObjectType::Port] },
+            BridgePortType::Tunnel(id) => Reference { attribute: "TYPE", id, expected: &[ObjectType::TunnelEndpoint] },
         }]
     }
 }
@@ -413,10 +371,7 @@ pub struct RouterInterface {
 }
 
 impl RouterInterface {
-    pub(crate) fn build(
-        attrs: &[RouterInterfaceAttr],
-        switch_mac: EthernetAddress,
-    ) -> SaiResult<RouterInterface> {
+    pub(crate) fn build(attrs: &[RouterInterfaceAttr], switch_mac: EthernetAddress) -> SaiResult<RouterInterface> {
         let (mut vr, mut kind) = (None, None);
         let mut rif = RouterInterface {
             virtual_router: ObjectId::from_raw(0),
@@ -474,16 +429,8 @@ impl RouterInterface {
                 expected: &[ObjectType::VirtualRouter],
             },
             match self.rif_type {
-                RouterInterfaceType::Port(id) => Reference {
-                    attribute: "TYPE",
-                    id,
-                    expected: &[ObjectType::Port],
-                },
-                RouterInterfaceType::Vlan(id) => Reference {
-                    attribute: "TYPE",
-                    id,
-                    expected: &[ObjectType::Vlan],
-                },
+                RouterInterfaceType::Port(id) => Reference { attribute: "TYPE", id, expected: &[ObjectType::Port] },
+                RouterInterfaceType::Vlan(id) => Reference { attribute: "TYPE", id, expected: &[ObjectType::Vlan] },
             },
         ]
     }
@@ -518,16 +465,9 @@ impl NextHop {
         }
         let ip = mandatory(ObjectType::NextHop, "IP", ip)?;
         if ip.is_unspecified() || ip.is_multicast() {
-            return Err(SaiError::invalid(
-                ObjectType::NextHop,
-                "IP",
-                format!("{ip} is not a unicast address"),
-            ));
+            return Err(SaiError::invalid(ObjectType::NextHop, "IP", format!("{ip} is not a unicast address")));
         }
-        Ok(NextHop {
-            ip,
-            router_interface: mandatory(ObjectType::NextHop, "ROUTER_INTERFACE_ID", rif)?,
-        })
+        Ok(NextHop { ip, router_interface: mandatory(ObjectType::NextHop, "ROUTER_INTERFACE_ID", rif)? })
     }
 
     fn references(&self) -> Vec<Reference> {
@@ -578,16 +518,8 @@ impl NextHopGroupMember {
 
     fn references(&self) -> Vec<Reference> {
         vec![
-            Reference {
-                attribute: "NEXT_HOP_GROUP_ID",
-                id: self.group,
-                expected: &[ObjectType::NextHopGroup],
-            },
-            Reference {
-                attribute: "NEXT_HOP_ID",
-                id: self.next_hop,
-                expected: &[ObjectType::NextHop],
-            },
+            Reference { attribute: "NEXT_HOP_GROUP_ID", id: self.group, expected: &[ObjectType::NextHopGroup] },
+            Reference { attribute: "NEXT_HOP_ID", id: self.next_hop, expected: &[ObjectType::NextHop] },
         ]
     }
 }
@@ -620,21 +552,14 @@ pub struct Tunnel {
 impl Tunnel {
     pub(crate) fn build(attrs: &[TunnelAttr]) -> SaiResult<Tunnel> {
         let mut src = None;
-        let mut tunnel = Tunnel {
-            encap_src_ip: Ipv4Addr::UNSPECIFIED,
-            udp_dst_port: VXLAN_UDP_PORT,
-        };
+        let mut tunnel = Tunnel { encap_src_ip: Ipv4Addr::UNSPECIFIED, udp_dst_port: VXLAN_UDP_PORT };
         for attr in attrs {
             match attr {
                 TunnelAttr::EncapSrcIp(ip) => src = Some(*ip),
                 other => tunnel.apply(other.clone())?,
             }
         }
-        tunnel.apply(TunnelAttr::EncapSrcIp(mandatory(
-            ObjectType::Tunnel,
-            "ENCAP_SRC_IP",
-            src,
-        )?))?;
+        tunnel.apply(TunnelAttr::EncapSrcIp(mandatory(ObjectType::Tunnel, "ENCAP_SRC_IP", src)?))?;
         Ok(tunnel)
     }
 
@@ -642,21 +567,13 @@ impl Tunnel {
         match attr {
             TunnelAttr::EncapSrcIp(ip) => {
                 if ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
-                    return Err(SaiError::invalid(
-                        ObjectType::Tunnel,
-                        "ENCAP_SRC_IP",
-                        format!("{ip} is not unicast"),
-                    ));
+                    return Err(SaiError::invalid(ObjectType::Tunnel, "ENCAP_SRC_IP", format!("{ip} is not unicast")));
                 }
                 self.encap_src_ip = ip
             }
             TunnelAttr::UdpDstPort(port) => {
                 if port == 0 {
-                    return Err(SaiError::invalid(
-                        ObjectType::Tunnel,
-                        "VXLAN_UDP_DPORT",
-                        "port 0",
-                    ));
+                    return Err(SaiError::invalid(ObjectType::Tunnel, "VXLAN_UDP_DPORT", "port 0"));
                 }
                 self.udp_dst_port = port
             }
@@ -702,11 +619,7 @@ impl TunnelMapEntry {
         }
         let vni = mandatory(ObjectType::TunnelMapEntry, "VNI_ID_KEY", vni)?;
         if vni > VNI_MAX {
-            return Err(SaiError::invalid(
-                ObjectType::TunnelMapEntry,
-                "VNI_ID_KEY",
-                format!("{vni} exceeds 24 bits"),
-            ));
+            return Err(SaiError::invalid(ObjectType::TunnelMapEntry, "VNI_ID_KEY", format!("{vni} exceeds 24 bits")));
         }
         Ok(TunnelMapEntry {
             tunnel: mandatory(ObjectType::TunnelMapEntry, "TUNNEL_ID", tunnel)?,
@@ -717,16 +630,8 @@ impl TunnelMapEntry {
 
     fn references(&self) -> Vec<Reference> {
         vec![
-            Reference {
-                attribute: "TUNNEL_ID",
-                id: self.tunnel,
-                expected: &[ObjectType::Tunnel],
-            },
-            Reference {
-                attribute: "VLAN_ID_VALUE",
-                id: self.vlan,
-                expected: &[ObjectType::Vlan],
-            },
+            Reference { attribute: "TUNNEL_ID", id: self.tunnel, expected: &[ObjectType::Tunnel] },
+            Reference { attribute: "VLAN_ID_VALUE", id: self.vlan, expected: &[ObjectType::Vlan] },
         ]
     }
 }
@@ -767,18 +672,11 @@ impl TunnelEndpoint {
                 format!("{remote_ip} is not unicast"),
             ));
         }
-        Ok(TunnelEndpoint {
-            tunnel: mandatory(ObjectType::TunnelEndpoint, "TUNNEL_ID", tunnel)?,
-            remote_ip,
-        })
+        Ok(TunnelEndpoint { tunnel: mandatory(ObjectType::TunnelEndpoint, "TUNNEL_ID", tunnel)?, remote_ip })
     }
 
     fn references(&self) -> Vec<Reference> {
-        vec![Reference {
-            attribute: "TUNNEL_ID",
-            id: self.tunnel,
-            expected: &[ObjectType::Tunnel],
-        }]
+        vec![Reference { attribute: "TUNNEL_ID", id: self.tunnel, expected: &[ObjectType::Tunnel] }]
     }
 }
 
@@ -816,16 +714,9 @@ impl HostInterface {
         let name = mandatory(ObjectType::HostInterface, "NAME", name)?;
         // Linux limits interface names to IFNAMSIZ - 1 bytes.
         if name.is_empty() || name.len() > 15 {
-            return Err(SaiError::invalid(
-                ObjectType::HostInterface,
-                "NAME",
-                "must be 1 to 15 bytes",
-            ));
+            return Err(SaiError::invalid(ObjectType::HostInterface, "NAME", "must be 1 to 15 bytes"));
         }
-        Ok(HostInterface {
-            name,
-            obj: mandatory(ObjectType::HostInterface, "OBJ_ID", obj)?,
-        })
+        Ok(HostInterface { name, obj: mandatory(ObjectType::HostInterface, "OBJ_ID", obj)? })
     }
 
     fn references(&self) -> Vec<Reference> {
@@ -874,14 +765,9 @@ impl FdbEntry {
             }
         }
         Ok(FdbEntry {
-            entry_type: kind.ok_or(SaiError::MandatoryAttributeMissing {
-                object: "fdb entry",
-                attribute: "TYPE",
-            })?,
-            bridge_port: port.ok_or(SaiError::MandatoryAttributeMissing {
-                object: "fdb entry",
-                attribute: "BRIDGE_PORT_ID",
-            })?,
+            entry_type: kind.ok_or(SaiError::MandatoryAttributeMissing { object: "fdb entry", attribute: "TYPE" })?,
+            bridge_port: port
+                .ok_or(SaiError::MandatoryAttributeMissing { object: "fdb entry", attribute: "BRIDGE_PORT_ID" })?,
         })
     }
 
@@ -893,11 +779,7 @@ impl FdbEntry {
     }
 
     pub(crate) fn references(&self) -> Vec<Reference> {
-        vec![Reference {
-            attribute: "BRIDGE_PORT_ID",
-            id: self.bridge_port,
-            expected: &[ObjectType::BridgePort],
-        }]
+        vec![Reference { attribute: "BRIDGE_PORT_ID", id: self.bridge_port, expected: &[ObjectType::BridgePort] }]
     }
 }
 
@@ -935,10 +817,7 @@ pub struct RouteEntry {
 
 impl RouteEntry {
     pub(crate) fn build(attrs: &[RouteEntryAttr]) -> SaiResult<RouteEntry> {
-        let mut route = RouteEntry {
-            packet_action: PacketAction::Forward,
-            next_hop: None,
-        };
+        let mut route = RouteEntry { packet_action: PacketAction::Forward, next_hop: None };
         for attr in attrs {
             route.apply(attr.clone());
         }
@@ -994,13 +873,9 @@ impl NeighborEntry {
                 NeighborEntryAttr::DstMacAddress(m) => mac = Some(*m),
             }
         }
-        let mac = mac.ok_or(SaiError::MandatoryAttributeMissing {
-            object: "neighbor entry",
-            attribute: "DST_MAC_ADDRESS",
-        })?;
-        let entry = NeighborEntry {
-            dst_mac_address: mac,
-        };
+        let mac =
+            mac.ok_or(SaiError::MandatoryAttributeMissing { object: "neighbor entry", attribute: "DST_MAC_ADDRESS" })?;
+        let entry = NeighborEntry { dst_mac_address: mac };
         entry.validate()?;
         Ok(entry)
     }
@@ -1094,40 +969,21 @@ mod tests {
     #[test]
     fn port_build_defaults_and_mandatory() {
         let port = Port::build(&[PortAttr::Name("eth1".into())]).unwrap();
-        assert_eq!(
-            (port.admin_state, port.mtu, port.port_vlan_id),
-            (false, 1500, 1)
-        );
+        assert_eq!((port.admin_state, port.mtu, port.port_vlan_id), (false, 1500, 1));
         assert_eq!(
             Port::build(&[PortAttr::AdminState(true)]),
-            Err(SaiError::MandatoryAttributeMissing {
-                object: "port",
-                attribute: "NAME"
-            })
+            Err(SaiError::MandatoryAttributeMissing { object: "port", attribute: "NAME" })
         );
         assert!(matches!(
             Port::build(&[PortAttr::Name("eth1".into()), PortAttr::PortVlanId(4095)]),
-            Err(SaiError::InvalidAttribute {
-                attribute: "PORT_VLAN_ID",
-                ..
-            })
+            Err(SaiError::InvalidAttribute { attribute: "PORT_VLAN_ID", .. })
         ));
     }
 
     #[test]
     fn duplicates_and_create_only() {
-        let attrs = [
-            PortAttr::Name("a".into()),
-            PortAttr::Mtu(1500),
-            PortAttr::Mtu(9000),
-        ];
-        assert!(matches!(
-            check_duplicates("port", &attrs),
-            Err(SaiError::InvalidAttribute {
-                attribute: "MTU",
-                ..
-            })
-        ));
+        let attrs = [PortAttr::Name("a".into()), PortAttr::Mtu(1500), PortAttr::Mtu(9000)];
+        assert!(matches!(check_duplicates("port", &attrs), Err(SaiError::InvalidAttribute { attribute: "MTU", .. })));
         assert!(check_settable("port", &PortAttr::Name("b".into())).is_err());
         assert!(check_settable("port", &PortAttr::Mtu(9000)).is_ok());
     }
@@ -1136,14 +992,8 @@ mod tests {
     fn vni_is_24_bits() {
         let id = ObjectId::new(ObjectType::Tunnel, 1);
         let vlan = ObjectId::new(ObjectType::Vlan, 2);
-        let attrs = [
-            TunnelMapEntryAttr::TunnelId(id),
-            TunnelMapEntryAttr::VlanId(vlan),
-            TunnelMapEntryAttr::Vni(1 << 24),
-        ];
-        assert!(matches!(
-            TunnelMapEntry::build(&attrs),
-            Err(SaiError::InvalidAttribute { .. })
-        ));
+        let attrs =
+            [TunnelMapEntryAttr::TunnelId(id), TunnelMapEntryAttr::VlanId(vlan), TunnelMapEntryAttr::Vni(1 << 24)];
+        assert!(matches!(TunnelMapEntry::build(&attrs), Err(SaiError::InvalidAttribute { .. })));
     }
 }

@@ -35,38 +35,19 @@ pub enum SaiError {
     UnknownEntry(EntryKey),
     /// The id names an object of another type than the call or attribute needs.
     #[error("{attribute}: {id} is a {found:?} object, expected {expected}")]
-    WrongObjectType {
-        attribute: &'static str,
-        id: ObjectId,
-        found: Option<ObjectType>,
-        expected: &'static str,
-    },
+    WrongObjectType { attribute: &'static str, id: ObjectId, found: Option<ObjectType>, expected: &'static str },
     /// Other objects or entries still refer to this one.
     #[error("{id} is in use by {count} object(s), e.g. a {example}")]
-    ObjectInUse {
-        id: ObjectId,
-        count: u32,
-        example: Referrer,
-    },
+    ObjectInUse { id: ObjectId, count: u32, example: Referrer },
     /// An attribute value is not acceptable.
     #[error("invalid attribute {attribute} of {object}: {reason}")]
-    InvalidAttribute {
-        object: &'static str,
-        attribute: &'static str,
-        reason: String,
-    },
+    InvalidAttribute { object: &'static str, attribute: &'static str, reason: String },
     /// A create call lacks an attribute the object type cannot do without.
     #[error("mandatory attribute {attribute} of {object} missing")]
-    MandatoryAttributeMissing {
-        object: &'static str,
-        attribute: &'static str,
-    },
+    MandatoryAttributeMissing { object: &'static str, attribute: &'static str },
     /// The attribute may only be given when the object is created.
     #[error("attribute {attribute} of {object} is create-only")]
-    CreateOnlyAttribute {
-        object: &'static str,
-        attribute: &'static str,
-    },
+    CreateOnlyAttribute { object: &'static str, attribute: &'static str },
     /// An object or entry with the same identity already exists.
     #[error("{0} already exists")]
     AlreadyExists(String),
@@ -84,27 +65,11 @@ pub enum SaiError {
 pub type SaiResult<T> = Result<T, SaiError>;
 
 impl SaiError {
-    pub(crate) fn invalid(
-        object: ObjectType,
-        attribute: &'static str,
-        reason: impl Into<String>,
-    ) -> SaiError {
-        SaiError::InvalidAttribute {
-            object: object.name(),
-            attribute,
-            reason: reason.into(),
-        }
+    pub(crate) fn invalid(object: ObjectType, attribute: &'static str, reason: impl Into<String>) -> SaiError {
+        SaiError::InvalidAttribute { object: object.name(), attribute, reason: reason.into() }
     }
 
-    pub(crate) fn entry_invalid(
-        object: &'static str,
-        attribute: &'static str,
-        reason: impl Into<String>,
-    ) -> SaiError {
-        SaiError::InvalidAttribute {
-            object,
-            attribute,
-            reason: reason.into(),
-        }
+    pub(crate) fn entry_invalid(object: &'static str, attribute: &'static str, reason: impl Into<String>) -> SaiError {
+        SaiError::InvalidAttribute { object, attribute, reason: reason.into() }
     }
 }

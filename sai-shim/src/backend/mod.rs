@@ -60,22 +60,11 @@ pub trait Backend {
     /// A new object passed the store's checks; program it.
     fn create(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()>;
     /// Settable attributes of an object changed from `old` to `new`.
-    fn set(
-        &mut self,
-        store: &ObjectStore,
-        id: ObjectId,
-        old: &Object,
-        new: &Object,
-    ) -> SaiResult<()>;
+    fn set(&mut self, store: &ObjectStore, id: ObjectId, old: &Object, new: &Object) -> SaiResult<()>;
     /// Nothing refers to the object any more; unprogram it.
     fn remove(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()>;
 
-    fn create_fdb_entry(
-        &mut self,
-        store: &ObjectStore,
-        key: &FdbEntryKey,
-        entry: &FdbEntry,
-    ) -> SaiResult<()>;
+    fn create_fdb_entry(&mut self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<()>;
     fn set_fdb_entry(
         &mut self,
         store: &ObjectStore,
@@ -83,26 +72,12 @@ pub trait Backend {
         old: &FdbEntry,
         new: &FdbEntry,
     ) -> SaiResult<()>;
-    fn remove_fdb_entry(
-        &mut self,
-        store: &ObjectStore,
-        key: &FdbEntryKey,
-        entry: &FdbEntry,
-    ) -> SaiResult<()>;
+    fn remove_fdb_entry(&mut self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<()>;
     /// Removes learned entries matching `filter` (the store removes the
     /// entries it created itself through `remove_fdb_entry`).
-    fn flush_learned_fdb_entries(
-        &mut self,
-        store: &ObjectStore,
-        filter: &FdbFlush,
-    ) -> SaiResult<()>;
+    fn flush_learned_fdb_entries(&mut self, store: &ObjectStore, filter: &FdbFlush) -> SaiResult<()>;
 
-    fn create_route_entry(
-        &mut self,
-        store: &ObjectStore,
-        key: &RouteEntryKey,
-        entry: &RouteEntry,
-    ) -> SaiResult<()>;
+    fn create_route_entry(&mut self, store: &ObjectStore, key: &RouteEntryKey, entry: &RouteEntry) -> SaiResult<()>;
     fn set_route_entry(
         &mut self,
         store: &ObjectStore,
@@ -110,12 +85,7 @@ pub trait Backend {
         old: &RouteEntry,
         new: &RouteEntry,
     ) -> SaiResult<()>;
-    fn remove_route_entry(
-        &mut self,
-        store: &ObjectStore,
-        key: &RouteEntryKey,
-        entry: &RouteEntry,
-    ) -> SaiResult<()>;
+    fn remove_route_entry(&mut self, store: &ObjectStore, key: &RouteEntryKey, entry: &RouteEntry) -> SaiResult<()>;
 
     fn create_neighbor_entry(
         &mut self,

@@ -14,9 +14,8 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use dataplane::pipeline::{
-    self, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId,
-    Output, PortConfig, PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig,
-    TableError, VtepConfig,
+    self, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output, PortConfig,
+    PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig, TableError, VtepConfig,
 };
 use dataplane::wire::{EthernetAddress, VlanId};
 
@@ -27,35 +26,39 @@ use crate::error::{SaiError, SaiResult};
 use crate::notification::{FdbEvent, Notification};
 use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey};
 
-/// Hands out the lowest free dense index below a limit.
+/// Hands out dense indices below a limit, reusing released ones (lowest
+/// first, so small tables stay small) in O(log n).
 #[derive(Debug, Default)]
 struct DenseIndex {
+    limit: usize,
     owners: Vec<Option<ObjectId>>,
+    free: std::collections::BTreeSet<u32>,
     of: HashMap<ObjectId, u32>,
 }
 
 impl DenseIndex {
     fn with_limit(limit: usize) -> DenseIndex {
-        DenseIndex {
-            owners: vec![None; limit],
-            of: HashMap::new(),
-        }
+        DenseIndex { limit, ..DenseIndex::default() }
     }
 
     fn allocate(&mut self, id: ObjectId, table: &'static str) -> SaiResult<u32> {
-        let slot = self
-            .owners
-            .iter()
-            .position(Option::is_none)
-            .ok_or(SaiError::TableFull { table })?;
-        self.owners[slot] = Some(id);
-        self.of.insert(id, slot as u32);
-        Ok(slot as u32)
+        let slot = match self.free.pop_first() {
+            Some(slot) => slot,
+            None if self.owners.len() < self.limit => {
+                self.owners.push(None);
+                (self.owners.len() - 1) as u32
+            }
+            None => return Err(SaiError::TableFull { table }),
+        };
+        self.owners[slot as usize] = Some(id);
+        self.of.insert(id, slot);
+        Ok(slot)
     }
 
     fn release(&mut self, id: ObjectId) {
         if let Some(slot) = self.of.remove(&id) {
             self.owners[slot as usize] = None;
+            self.free.insert(slot);
         }
     }
 
@@ -99,14 +102,8 @@ pub struct SoftBackend {
 fn table_error(error: TableError, table: &'static str, attribute: &'static str) -> SaiError {
     match error {
         TableError::Full => SaiError::TableFull { table },
-        TableError::Invalid(why) => SaiError::InvalidAttribute {
-            object: table,
-            attribute,
-            reason: why.into(),
-        },
-        TableError::NotFound => {
-            SaiError::Backend(format!("{table}: the pipeline has no such entry"))
-        }
+        TableError::Invalid(why) => SaiError::InvalidAttribute { object: table, attribute, reason: why.into() },
+        TableError::NotFound => SaiError::Backend(format!("{table}: the pipeline has no such entry")),
         TableError::InUse => SaiError::Backend(format!("{table}: still in use in the pipeline")),
     }
 }
@@ -119,8 +116,10 @@ impl SoftBackend {
             switch: pipeline::Switch::new(config.clone()),
             ports: DenseIndex::with_limit(usize::from(config.max_ports)),
             rifs: DenseIndex::with_limit(usize::from(config.max_router_interfaces)),
-            next_hops: DenseIndex::with_limit(config.route_capacity.min(1 << 20)),
-            groups: DenseIndex::with_limit(config.route_capacity.min(1 << 20)),
+            // Next hops and groups have no table size of their own in the
+            // pipeline; a route can use at most one of each.
+            next_hops: DenseIndex::with_limit(config.route_capacity),
+            groups: DenseIndex::with_limit(config.route_capacity),
             config,
             now: 0,
             cpu_port: None,
@@ -160,10 +159,7 @@ impl SoftBackend {
     pub fn punt_host_interface(&self, egress: &Egress) -> Option<ObjectId> {
         match *egress {
             Egress::Host { port, rif, .. } => rif
-                .and_then(|rif| {
-                    self.host_interface_of
-                        .get(&HostTarget::RouterInterface(rif))
-                })
+                .and_then(|rif| self.host_interface_of.get(&HostTarget::RouterInterface(rif)))
                 .or_else(|| self.host_interface_of.get(&HostTarget::Port(port)))
                 .copied(),
             Egress::Port(_) => None,
@@ -173,26 +169,14 @@ impl SoftBackend {
     /// Forwards a frame received on `port` at `now`; emitted frames are
     /// appended to `out`. A port id the backend does not know is dropped and
     /// counted as an unknown port.
-    pub fn process(
-        &mut self,
-        now: u64,
-        port: ObjectId,
-        frame: &[u8],
-        out: &mut Output,
-    ) -> Disposition {
+    pub fn process(&mut self, now: u64, port: ObjectId, frame: &[u8], out: &mut Output) -> Disposition {
         self.now = self.now.max(now);
         let index = self.port_index(port).unwrap_or(PortId::MAX);
         self.switch.process(now, index, frame, out)
     }
 
     /// The same by pipeline index, for an I/O loop that already has it.
-    pub fn process_index(
-        &mut self,
-        now: u64,
-        port: PortId,
-        frame: &[u8],
-        out: &mut Output,
-    ) -> Disposition {
+    pub fn process_index(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) -> Disposition {
         self.now = self.now.max(now);
         self.switch.process(now, port, frame, out)
     }
@@ -200,13 +184,7 @@ impl SoftBackend {
     /// A frame the host wrote to a host interface (SAI hostif tx): sent out
     /// of its port as is, or, for a router interface's host interface,
     /// bridged in the router interface's VLAN from the CPU.
-    pub fn host_send(
-        &mut self,
-        now: u64,
-        host_interface: ObjectId,
-        frame: &[u8],
-        out: &mut Output,
-    ) -> SaiResult<()> {
+    pub fn host_send(&mut self, now: u64, host_interface: ObjectId, frame: &[u8], out: &mut Output) -> SaiResult<()> {
         self.now = self.now.max(now);
         let Some(target) = self.host_interfaces.get(&host_interface).copied() else {
             return Err(match host_interface.object_type() {
@@ -221,9 +199,7 @@ impl SoftBackend {
         };
         match target {
             HostTarget::Port(port) => self.switch.send_from_host(now, port, frame, out),
-            HostTarget::RouterInterface(rif) => {
-                self.switch.send_from_host_on_rif(now, rif, frame, out)
-            }
+            HostTarget::RouterInterface(rif) => self.switch.send_from_host_on_rif(now, rif, frame, out),
         }
         Ok(())
     }
@@ -245,8 +221,7 @@ impl SoftBackend {
         // queued events, then the link change, then the MACs it flushed.
         self.translate_events();
         self.switch.set_port_oper_status(index, up);
-        self.notifications
-            .push(Notification::PortOperStatus { port, up });
+        self.notifications.push(Notification::PortOperStatus { port, up });
         self.translate_events();
         Ok(())
     }
@@ -274,11 +249,8 @@ impl SoftBackend {
                     let Some(&vlan) = self.vlan_of_vid.get(&vid) else {
                         continue;
                     };
-                    let fdb_event = if matches!(event, Event::FdbLearned { .. }) {
-                        FdbEvent::Learned
-                    } else {
-                        FdbEvent::Aged
-                    };
+                    let fdb_event =
+                        if matches!(event, Event::FdbLearned { .. }) { FdbEvent::Learned } else { FdbEvent::Aged };
                     Notification::Fdb {
                         event: fdb_event,
                         entry: FdbEntryKey { vlan, mac },
@@ -290,9 +262,7 @@ impl SoftBackend {
                         continue;
                     };
                     Notification::Fdb {
-                        event: FdbEvent::Moved {
-                            from: self.translate_dest(from),
-                        },
+                        event: FdbEvent::Moved { from: self.translate_dest(from) },
                         entry: FdbEntryKey { vlan, mac },
                         bridge_port: self.translate_dest(to),
                     }
@@ -301,20 +271,13 @@ impl SoftBackend {
                     let Some(router_interface) = self.rifs.owner(u32::from(rif)) else {
                         continue;
                     };
-                    Notification::NeighborResolved {
-                        router_interface,
-                        ip,
-                        mac,
-                    }
+                    Notification::NeighborResolved { router_interface, ip, mac }
                 }
                 Event::NeighborExpired { rif, ip } => {
                     let Some(router_interface) = self.rifs.owner(u32::from(rif)) else {
                         continue;
                     };
-                    Notification::NeighborExpired {
-                        router_interface,
-                        ip,
-                    }
+                    Notification::NeighborExpired { router_interface, ip }
                 }
             };
             self.notifications.push(notification);
@@ -322,10 +285,7 @@ impl SoftBackend {
     }
 
     fn vid(&self, vlan: ObjectId) -> SaiResult<VlanId> {
-        self.vlans
-            .get(&vlan)
-            .copied()
-            .ok_or(SaiError::UnknownObject(vlan))
+        self.vlans.get(&vlan).copied().ok_or(SaiError::UnknownObject(vlan))
     }
 
     fn port(&self, port: ObjectId) -> SaiResult<PortId> {
@@ -333,8 +293,7 @@ impl SoftBackend {
     }
 
     fn rif(&self, rif: ObjectId) -> SaiResult<RifId> {
-        self.router_interface_index(rif)
-            .ok_or(SaiError::UnknownObject(rif))
+        self.router_interface_index(rif).ok_or(SaiError::UnknownObject(rif))
     }
 
     /// A port's pipeline configuration: the port's attributes and its bridge
@@ -345,21 +304,14 @@ impl SoftBackend {
             .get(&index)
             .and_then(|bridge_port| store.bridge_port(*bridge_port))
             .is_none_or(|bridge_port| bridge_port.learning);
-        PortConfig {
-            admin_up: port.admin_state,
-            mtu: port.mtu,
-            pvid: port.port_vlan_id,
-            learning,
-        }
+        PortConfig { admin_up: port.admin_state, mtu: port.mtu, pvid: port.port_vlan_id, learning }
     }
 
     fn fdb_dest(&self, store: &ObjectStore, bridge_port: ObjectId) -> SaiResult<FdbDest> {
         match store.bridge_port(bridge_port).map(|b| b.bridge_port_type) {
             Some(BridgePortType::Port(port)) => Ok(FdbDest::Port(self.port(port)?)),
             Some(BridgePortType::Tunnel(endpoint)) => {
-                let endpoint = store
-                    .tunnel_endpoint(endpoint)
-                    .ok_or(SaiError::UnknownObject(endpoint))?;
+                let endpoint = store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?;
                 Ok(FdbDest::Tunnel(endpoint.remote_ip))
             }
             None => Err(SaiError::UnknownObject(bridge_port)),
@@ -371,19 +323,15 @@ impl SoftBackend {
             (PacketAction::Drop, _) => RouteTarget::Drop,
             (PacketAction::Trap, _) => RouteTarget::Punt,
             (PacketAction::Forward, None) => {
-                return Err(SaiError::entry_invalid(
-                    "route entry",
-                    "NEXT_HOP_ID",
-                    "mandatory with action forward",
-                ));
+                return Err(SaiError::entry_invalid("route entry", "NEXT_HOP_ID", "mandatory with action forward"));
             }
             (PacketAction::Forward, Some(id)) => match id.object_type() {
-                Some(ObjectType::NextHop) => RouteTarget::NextHop(
-                    self.next_hops.get(id).ok_or(SaiError::UnknownObject(id))? as NextHopId,
-                ),
-                Some(ObjectType::NextHopGroup) => RouteTarget::Group(
-                    self.groups.get(id).ok_or(SaiError::UnknownObject(id))? as NextHopGroupId,
-                ),
+                Some(ObjectType::NextHop) => {
+                    RouteTarget::NextHop(self.next_hops.get(id).ok_or(SaiError::UnknownObject(id))? as NextHopId)
+                }
+                Some(ObjectType::NextHopGroup) => {
+                    RouteTarget::Group(self.groups.get(id).ok_or(SaiError::UnknownObject(id))? as NextHopGroupId)
+                }
                 Some(ObjectType::RouterInterface) => RouteTarget::Connected(self.rif(id)?),
                 Some(ObjectType::Port) if id == store.cpu_port() => RouteTarget::Local,
                 found => {
@@ -403,12 +351,7 @@ impl SoftBackend {
             RouterInterfaceType::Port(port) => RifKind::Port(self.port(port)?),
             RouterInterfaceType::Vlan(vlan) => RifKind::Vlan(self.vid(vlan)?),
         };
-        Ok(pipeline::RouterInterface {
-            kind,
-            mac: rif.src_mac_address,
-            mtu: rif.mtu,
-            admin_up: rif.admin_state,
-        })
+        Ok(pipeline::RouterInterface { kind, mac: rif.src_mac_address, mtu: rif.mtu, admin_up: rif.admin_state })
     }
 
     /// Reprograms a group with its members per the store, `extra` added and
@@ -420,33 +363,20 @@ impl SoftBackend {
         extra: Option<ObjectId>,
         without: Option<ObjectId>,
     ) -> SaiResult<()> {
-        let index = self
-            .groups
-            .get(group)
-            .ok_or(SaiError::UnknownObject(group))? as NextHopGroupId;
+        let index = self.groups.get(group).ok_or(SaiError::UnknownObject(group))? as NextHopGroupId;
         let mut members: Vec<NextHopId> = Vec::new();
         for (member_id, object) in store.objects_of(ObjectType::NextHopGroupMember) {
             if let Object::NextHopGroupMember(m) = object
                 && m.group == group
                 && Some(member_id) != without
             {
-                members.push(
-                    self.next_hops
-                        .get(m.next_hop)
-                        .ok_or(SaiError::UnknownObject(m.next_hop))?,
-                );
+                members.push(self.next_hops.get(m.next_hop).ok_or(SaiError::UnknownObject(m.next_hop))?);
             }
         }
         if let Some(next_hop) = extra {
-            members.push(
-                self.next_hops
-                    .get(next_hop)
-                    .ok_or(SaiError::UnknownObject(next_hop))?,
-            );
+            members.push(self.next_hops.get(next_hop).ok_or(SaiError::UnknownObject(next_hop))?);
         }
-        self.switch
-            .set_next_hop_group(index, &members)
-            .map_err(|e| table_error(e, "next-hop group", "members"))
+        self.switch.set_next_hop_group(index, &members).map_err(|e| table_error(e, "next-hop group", "members"))
     }
 }
 
@@ -467,18 +397,13 @@ impl Backend for SoftBackend {
                     return Ok(());
                 }
                 let index = self.ports.allocate(id, "port")? as PortId;
-                if let Err(e) = self
-                    .switch
-                    .set_port(index, self.port_config(store, port, index))
-                {
+                if let Err(e) = self.switch.set_port(index, self.port_config(store, port, index)) {
                     self.ports.release(id);
                     return Err(table_error(e, "port", "PORT_VLAN_ID"));
                 }
             }
             Object::Vlan(vlan) => {
-                self.switch
-                    .create_vlan(vlan.vlan_id)
-                    .map_err(|e| table_error(e, "vlan", "VLAN_ID"))?;
+                self.switch.create_vlan(vlan.vlan_id).map_err(|e| table_error(e, "vlan", "VLAN_ID"))?;
                 self.vlans.insert(id, vlan.vlan_id);
                 self.vlan_of_vid.insert(vlan.vlan_id, id);
             }
@@ -487,46 +412,26 @@ impl Backend for SoftBackend {
                     let index = self.port(port)?;
                     self.bridge_port_of_port.insert(index, id);
                     let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
-                    let config = PortConfig {
-                        learning: bridge_port.learning,
-                        ..self.port_config(store, port, index)
-                    };
-                    self.switch
-                        .set_port(index, config)
-                        .map_err(|e| table_error(e, "bridge port", "TYPE"))?;
+                    let config = PortConfig { learning: bridge_port.learning, ..self.port_config(store, port, index) };
+                    self.switch.set_port(index, config).map_err(|e| table_error(e, "bridge port", "TYPE"))?;
                 }
                 BridgePortType::Tunnel(endpoint) => {
-                    let endpoint = store
-                        .tunnel_endpoint(endpoint)
-                        .ok_or(SaiError::UnknownObject(endpoint))?;
+                    let endpoint = store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?;
                     self.bridge_port_of_remote.insert(endpoint.remote_ip, id);
                 }
             },
             Object::VlanMember(member) => {
                 let vid = self.vid(member.vlan)?;
-                match store
-                    .bridge_port(member.bridge_port)
-                    .map(|b| b.bridge_port_type)
-                {
+                match store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type) {
                     Some(BridgePortType::Port(port)) => self
                         .switch
-                        .set_vlan_member(
-                            vid,
-                            self.port(port)?,
-                            member.tagging_mode == TaggingMode::Tagged,
-                        )
+                        .set_vlan_member(vid, self.port(port)?, member.tagging_mode == TaggingMode::Tagged)
                         .map_err(|e| table_error(e, "vlan member", "BRIDGE_PORT_ID"))?,
                     Some(BridgePortType::Tunnel(endpoint)) => {
-                        let remote = store
-                            .tunnel_endpoint(endpoint)
-                            .ok_or(SaiError::UnknownObject(endpoint))?
-                            .remote_ip;
+                        let remote =
+                            store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?.remote_ip;
                         let vni = self.switch.vlan_vni(vid).ok_or_else(|| {
-                            SaiError::invalid(
-                                ObjectType::VlanMember,
-                                "VLAN_ID",
-                                "the VLAN is mapped to no VNI",
-                            )
+                            SaiError::invalid(ObjectType::VlanMember, "VLAN_ID", "the VLAN is mapped to no VNI")
                         })?;
                         self.switch
                             .add_flood_vtep(vni, remote)
@@ -537,9 +442,7 @@ impl Backend for SoftBackend {
             }
             Object::VirtualRouter(_) => {
                 if self.default_virtual_router.is_some() {
-                    return Err(SaiError::NotSupported(
-                        "the soft backend has a single virtual router".into(),
-                    ));
+                    return Err(SaiError::NotSupported("the soft backend has a single virtual router".into()));
                 }
                 self.default_virtual_router = Some(id);
             }
@@ -552,10 +455,7 @@ impl Backend for SoftBackend {
                 }
             }
             Object::NextHop(next_hop) => {
-                let config = pipeline::NextHop {
-                    rif: self.rif(next_hop.router_interface)?,
-                    ip: next_hop.ip,
-                };
+                let config = pipeline::NextHop { rif: self.rif(next_hop.router_interface)?, ip: next_hop.ip };
                 let index = self.next_hops.allocate(id, "next hop")?;
                 if let Err(e) = self.switch.set_next_hop(index, config) {
                     self.next_hops.release(id);
@@ -576,10 +476,8 @@ impl Backend for SoftBackend {
                 if self.tunnel.is_some() {
                     return Err(SaiError::TableFull { table: "tunnel" });
                 }
-                self.switch.set_vtep(Some(VtepConfig {
-                    source_ip: tunnel.encap_src_ip,
-                    udp_port: tunnel.udp_dst_port,
-                }));
+                self.switch
+                    .set_vtep(Some(VtepConfig { source_ip: tunnel.encap_src_ip, udp_port: tunnel.udp_dst_port }));
                 self.tunnel = Some(id);
             }
             Object::TunnelMapEntry(map) => {
@@ -601,17 +499,9 @@ impl Backend for SoftBackend {
         Ok(())
     }
 
-    fn set(
-        &mut self,
-        store: &ObjectStore,
-        id: ObjectId,
-        old: &Object,
-        new: &Object,
-    ) -> SaiResult<()> {
+    fn set(&mut self, store: &ObjectStore, id: ObjectId, old: &Object, new: &Object) -> SaiResult<()> {
         match (old, new) {
-            (Object::Switch(old), Object::Switch(new))
-                if old.fdb_aging_time != new.fdb_aging_time =>
-            {
+            (Object::Switch(old), Object::Switch(new)) if old.fdb_aging_time != new.fdb_aging_time => {
                 return Err(SaiError::NotSupported(
                     "the soft backend fixes FDB_AGING_TIME when the switch is created".into(),
                 ));
@@ -626,19 +516,15 @@ impl Backend for SoftBackend {
                 if let BridgePortType::Port(port) = bridge_port.bridge_port_type {
                     let index = self.port(port)?;
                     let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
-                    let config = PortConfig {
-                        learning: bridge_port.learning,
-                        ..self.port_config(store, port, index)
-                    };
+                    let config = PortConfig { learning: bridge_port.learning, ..self.port_config(store, port, index) };
                     self.switch
                         .set_port(index, config)
                         .map_err(|e| table_error(e, "bridge port", "FDB_LEARNING_MODE"))?;
                 }
             }
             (Object::VlanMember(_), Object::VlanMember(member)) => {
-                if let Some(BridgePortType::Port(port)) = store
-                    .bridge_port(member.bridge_port)
-                    .map(|b| b.bridge_port_type)
+                if let Some(BridgePortType::Port(port)) =
+                    store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type)
                 {
                     self.switch
                         .set_vlan_member(
@@ -656,10 +542,8 @@ impl Backend for SoftBackend {
                     .map_err(|e| table_error(e, "router interface", "SRC_MAC_ADDRESS"))?;
             }
             (Object::Tunnel(_), Object::Tunnel(tunnel)) => {
-                self.switch.set_vtep(Some(VtepConfig {
-                    source_ip: tunnel.encap_src_ip,
-                    udp_port: tunnel.udp_dst_port,
-                }));
+                self.switch
+                    .set_vtep(Some(VtepConfig { source_ip: tunnel.encap_src_ip, udp_port: tunnel.udp_dst_port }));
             }
             _ => {}
         }
@@ -670,15 +554,11 @@ impl Backend for SoftBackend {
         match object {
             Object::Switch(_) | Object::VirtualRouter(_) | Object::TunnelEndpoint(_) => {}
             Object::Port(_) => {
-                self.switch
-                    .remove_port(self.port(id)?)
-                    .map_err(|e| table_error(e, "port", "-"))?;
+                self.switch.remove_port(self.port(id)?).map_err(|e| table_error(e, "port", "-"))?;
                 self.ports.release(id);
             }
             Object::Vlan(vlan) => {
-                self.switch
-                    .remove_vlan(vlan.vlan_id)
-                    .map_err(|e| table_error(e, "vlan", "-"))?;
+                self.switch.remove_vlan(vlan.vlan_id).map_err(|e| table_error(e, "vlan", "-"))?;
                 self.vlans.remove(&id);
                 self.vlan_of_vid.remove(&vlan.vlan_id);
             }
@@ -690,31 +570,34 @@ impl Backend for SoftBackend {
                     self.bridge_port_of_port.remove(&index);
                     let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
                     let config = self.port_config(store, port, index);
-                    self.switch
-                        .set_port(index, config)
-                        .map_err(|e| table_error(e, "bridge port", "-"))?;
+                    self.switch.set_port(index, config).map_err(|e| table_error(e, "bridge port", "-"))?;
                 }
                 BridgePortType::Tunnel(endpoint) => {
                     if let Some(endpoint) = store.tunnel_endpoint(endpoint) {
+                        let remote = FdbDest::Tunnel(endpoint.remote_ip);
+                        let learned: Vec<(VlanId, EthernetAddress)> = self
+                            .switch
+                            .fdb_entries()
+                            .filter(|(_, _, entry)| entry.dest == remote)
+                            .map(|(vid, mac, _)| (vid, mac))
+                            .collect();
+                        for (vid, mac) in learned {
+                            let _ = self.switch.remove_fdb_entry(vid, mac);
+                        }
                         self.bridge_port_of_remote.remove(&endpoint.remote_ip);
                     }
                 }
             },
             Object::VlanMember(member) => {
                 let vid = self.vid(member.vlan)?;
-                match store
-                    .bridge_port(member.bridge_port)
-                    .map(|b| b.bridge_port_type)
-                {
+                match store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type) {
                     Some(BridgePortType::Port(port)) => self
                         .switch
                         .remove_vlan_member(vid, self.port(port)?)
                         .map_err(|e| table_error(e, "vlan member", "-"))?,
                     Some(BridgePortType::Tunnel(endpoint)) => {
-                        let remote = store
-                            .tunnel_endpoint(endpoint)
-                            .ok_or(SaiError::UnknownObject(endpoint))?
-                            .remote_ip;
+                        let remote =
+                            store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?.remote_ip;
                         if let Some(vni) = self.switch.vlan_vni(vid) {
                             self.switch
                                 .remove_flood_vtep(vni, remote)
@@ -732,29 +615,22 @@ impl Backend for SoftBackend {
             }
             Object::NextHop(_) => {
                 let index = self.next_hops.get(id).ok_or(SaiError::UnknownObject(id))?;
-                self.switch
-                    .remove_next_hop(index)
-                    .map_err(|e| table_error(e, "next hop", "-"))?;
+                self.switch.remove_next_hop(index).map_err(|e| table_error(e, "next hop", "-"))?;
                 self.next_hops.release(id);
             }
             Object::NextHopGroup(_) => {
                 let index = self.groups.get(id).ok_or(SaiError::UnknownObject(id))?;
-                self.switch
-                    .remove_next_hop_group(index)
-                    .map_err(|e| table_error(e, "next-hop group", "-"))?;
+                self.switch.remove_next_hop_group(index).map_err(|e| table_error(e, "next-hop group", "-"))?;
                 self.groups.release(id);
             }
-            Object::NextHopGroupMember(member) => {
-                self.program_group(store, member.group, None, Some(id))?
-            }
+            Object::NextHopGroupMember(member) => self.program_group(store, member.group, None, Some(id))?,
             Object::Tunnel(_) => {
                 self.switch.set_vtep(None);
                 self.tunnel = None;
             }
-            Object::TunnelMapEntry(map) => self
-                .switch
-                .unmap_vlan(self.vid(map.vlan)?)
-                .map_err(|e| table_error(e, "tunnel map entry", "-"))?,
+            Object::TunnelMapEntry(map) => {
+                self.switch.unmap_vlan(self.vid(map.vlan)?).map_err(|e| table_error(e, "tunnel map entry", "-"))?
+            }
             Object::HostInterface(_) => {
                 if let Some(target) = self.host_interfaces.remove(&id) {
                     self.host_interface_of.remove(&target);
@@ -764,12 +640,7 @@ impl Backend for SoftBackend {
         Ok(())
     }
 
-    fn create_fdb_entry(
-        &mut self,
-        store: &ObjectStore,
-        key: &FdbEntryKey,
-        entry: &FdbEntry,
-    ) -> SaiResult<()> {
+    fn create_fdb_entry(&mut self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<()> {
         let kind = match entry.entry_type {
             FdbEntryType::Static => FdbKind::Static,
             FdbEntryType::Dynamic => FdbKind::Dynamic,
@@ -790,27 +661,15 @@ impl Backend for SoftBackend {
         self.create_fdb_entry(store, key, new)
     }
 
-    fn remove_fdb_entry(
-        &mut self,
-        _store: &ObjectStore,
-        key: &FdbEntryKey,
-        _entry: &FdbEntry,
-    ) -> SaiResult<()> {
+    fn remove_fdb_entry(&mut self, _store: &ObjectStore, key: &FdbEntryKey, _entry: &FdbEntry) -> SaiResult<()> {
         // An entry already gone (aged, flushed by a link going down) is removed.
         let _ = self.switch.remove_fdb_entry(self.vid(key.vlan)?, key.mac);
         Ok(())
     }
 
-    fn flush_learned_fdb_entries(
-        &mut self,
-        store: &ObjectStore,
-        filter: &FdbFlush,
-    ) -> SaiResult<()> {
+    fn flush_learned_fdb_entries(&mut self, store: &ObjectStore, filter: &FdbFlush) -> SaiResult<()> {
         let vid = filter.vlan.map(|vlan| self.vid(vlan)).transpose()?;
-        let dest = filter
-            .bridge_port
-            .map(|bridge_port| self.fdb_dest(store, bridge_port))
-            .transpose()?;
+        let dest = filter.bridge_port.map(|bridge_port| self.fdb_dest(store, bridge_port)).transpose()?;
         let doomed: Vec<(VlanId, EthernetAddress)> = self
             .switch
             .fdb_entries()
@@ -827,16 +686,9 @@ impl Backend for SoftBackend {
         Ok(())
     }
 
-    fn create_route_entry(
-        &mut self,
-        store: &ObjectStore,
-        key: &RouteEntryKey,
-        entry: &RouteEntry,
-    ) -> SaiResult<()> {
+    fn create_route_entry(&mut self, store: &ObjectStore, key: &RouteEntryKey, entry: &RouteEntry) -> SaiResult<()> {
         let target = self.route_target(store, entry)?;
-        self.switch
-            .set_route(key.destination, target)
-            .map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
+        self.switch.set_route(key.destination, target).map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
     }
 
     fn set_route_entry(
@@ -849,15 +701,8 @@ impl Backend for SoftBackend {
         self.create_route_entry(store, key, new)
     }
 
-    fn remove_route_entry(
-        &mut self,
-        _store: &ObjectStore,
-        key: &RouteEntryKey,
-        _entry: &RouteEntry,
-    ) -> SaiResult<()> {
-        self.switch
-            .remove_route(key.destination)
-            .map_err(|e| table_error(e, "route entry", "-"))
+    fn remove_route_entry(&mut self, _store: &ObjectStore, key: &RouteEntryKey, _entry: &RouteEntry) -> SaiResult<()> {
+        self.switch.remove_route(key.destination).map_err(|e| table_error(e, "route entry", "-"))
     }
 
     fn create_neighbor_entry(
@@ -867,11 +712,7 @@ impl Backend for SoftBackend {
         entry: &NeighborEntry,
     ) -> SaiResult<()> {
         self.switch
-            .set_neighbor(
-                self.rif(key.router_interface)?,
-                key.ip,
-                entry.dst_mac_address,
-            )
+            .set_neighbor(self.rif(key.router_interface)?, key.ip, entry.dst_mac_address)
             .map_err(|e| table_error(e, "neighbor entry", "DST_MAC_ADDRESS"))
     }
 
@@ -891,25 +732,19 @@ impl Backend for SoftBackend {
         key: &NeighborEntryKey,
         _entry: &NeighborEntry,
     ) -> SaiResult<()> {
-        let _ = self
-            .switch
-            .remove_neighbor(self.rif(key.router_interface)?, key.ip);
+        let _ = self.switch.remove_neighbor(self.rif(key.router_interface)?, key.ip);
         Ok(())
     }
 
     fn port_oper_status(&self, port: ObjectId) -> bool {
-        self.port_index(port)
-            .and_then(|index| self.switch.port_oper_status(index))
-            .unwrap_or(false)
+        self.port_index(port).and_then(|index| self.switch.port_oper_status(index)).unwrap_or(false)
     }
 
     fn port_stats(&self, port: ObjectId) -> SaiResult<PortStats> {
         if Some(port) == self.cpu_port {
             return Ok(PortStats::default());
         }
-        let counters = self
-            .port_counters(port)
-            .ok_or(SaiError::UnknownObject(port))?;
+        let counters = self.port_counters(port).ok_or(SaiError::UnknownObject(port))?;
         Ok(PortStats {
             in_octets: counters.rx_bytes,
             in_ucast_pkts: counters.rx_unicast,
@@ -933,13 +768,7 @@ impl Backend for SoftBackend {
                     FdbKind::Static => FdbEntryType::Static,
                     FdbKind::Dynamic => FdbEntryType::Dynamic,
                 };
-                Some((
-                    FdbEntryKey { vlan, mac },
-                    FdbEntry {
-                        entry_type,
-                        bridge_port,
-                    },
-                ))
+                Some((FdbEntryKey { vlan, mac }, FdbEntry { entry_type, bridge_port }))
             })
             .collect();
         entries.sort_by_key(|(key, _)| *key);

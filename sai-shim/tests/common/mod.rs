@@ -7,9 +7,8 @@ use std::net::Ipv4Addr;
 
 use dataplane::pipeline::{Disposition, Egress, Output, SwitchConfig};
 use dataplane::wire::{
-    ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, IpProtocol,
-    Ipv4Packet, Ipv4Repr, PseudoHeader, UdpPacket, UdpRepr, VlanTag, VlanTagRepr, VxlanPacket,
-    VxlanRepr, arp::Operation,
+    ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr,
+    PseudoHeader, UdpPacket, UdpRepr, VlanTag, VlanTagRepr, VxlanPacket, VxlanRepr, arp::Operation,
 };
 use sai_shim::backend::soft::SoftBackend;
 use sai_shim::*;
@@ -30,11 +29,7 @@ pub struct Result {
 impl Result {
     /// Frames sent out of front-panel ports, by pipeline port index.
     pub fn on_port(&self, port: u16) -> Vec<&[u8]> {
-        self.frames
-            .iter()
-            .filter(|(to, _)| *to == Egress::Port(port))
-            .map(|(_, f)| f.as_slice())
-            .collect()
+        self.frames.iter().filter(|(to, _)| *to == Egress::Port(port)).map(|(_, f)| f.as_slice()).collect()
     }
 
     pub fn ports(&self) -> Vec<u16> {
@@ -51,10 +46,7 @@ impl Result {
     }
 
     pub fn punted(&self) -> Vec<&(Egress, Vec<u8>)> {
-        self.frames
-            .iter()
-            .filter(|(to, _)| matches!(to, Egress::Host { .. }))
-            .collect()
+        self.frames.iter().filter(|(to, _)| matches!(to, Egress::Host { .. })).collect()
     }
 }
 
@@ -71,18 +63,12 @@ impl Lab {
 
     pub fn with(config: SwitchConfig, attrs: &[SwitchAttr]) -> Lab {
         let sai = Sai::new(SoftBackend::new(config), attrs).expect("switch");
-        Lab {
-            sai,
-            out: Output::new(),
-            now: SECOND,
-        }
+        Lab { sai, out: Output::new(), now: SECOND }
     }
 
     /// A front-panel port, admin up.
     pub fn port(&mut self, name: &str) -> ObjectId {
-        self.sai
-            .create_port(&[PortAttr::Name(name.into()), PortAttr::AdminState(true)])
-            .expect("port")
+        self.sai.create_port(&[PortAttr::Name(name.into()), PortAttr::AdminState(true)]).expect("port")
     }
 
     pub fn index(&self, port: ObjectId) -> u16 {
@@ -90,23 +76,15 @@ impl Lab {
     }
 
     pub fn vlan(&mut self, vid: u16) -> ObjectId {
-        self.sai
-            .create_vlan(&[VlanAttr::VlanId(vid)])
-            .expect("vlan")
+        self.sai.create_vlan(&[VlanAttr::VlanId(vid)]).expect("vlan")
     }
 
     pub fn bridge_port(&mut self, port: ObjectId) -> ObjectId {
-        self.sai
-            .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))])
-            .expect("bridge port")
+        self.sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))]).expect("bridge port")
     }
 
     pub fn member(&mut self, vlan: ObjectId, bridge_port: ObjectId, tagged: bool) -> ObjectId {
-        let mode = if tagged {
-            TaggingMode::Tagged
-        } else {
-            TaggingMode::Untagged
-        };
+        let mode = if tagged { TaggingMode::Tagged } else { TaggingMode::Untagged };
         self.sai
             .create_vlan_member(&[
                 VlanMemberAttr::VlanId(vlan),
@@ -119,9 +97,7 @@ impl Lab {
     /// An access port: untagged member of `vlan` with PVID `vid`.
     pub fn access_port(&mut self, name: &str, vlan: ObjectId, vid: u16) -> (ObjectId, ObjectId) {
         let port = self.port(name);
-        self.sai
-            .set_port_attribute(port, PortAttr::PortVlanId(vid))
-            .expect("pvid");
+        self.sai.set_port_attribute(port, PortAttr::PortVlanId(vid)).expect("pvid");
         let bridge_port = self.bridge_port(port);
         self.member(vlan, bridge_port, false);
         (port, bridge_port)
@@ -129,14 +105,8 @@ impl Lab {
 
     pub fn inject(&mut self, port: ObjectId, frame: &[u8]) -> Result {
         self.out.clear();
-        let disposition = self
-            .sai
-            .backend_mut()
-            .process(self.now, port, frame, &mut self.out);
-        Result {
-            disposition,
-            frames: self.drain_out(),
-        }
+        let disposition = self.sai.backend_mut().process(self.now, port, frame, &mut self.out);
+        Result { disposition, frames: self.drain_out() }
     }
 
     pub fn poll(&mut self) -> Vec<(Egress, Vec<u8>)> {
@@ -147,10 +117,7 @@ impl Lab {
 
     pub fn host_send(&mut self, hostif: ObjectId, frame: &[u8]) -> Vec<(Egress, Vec<u8>)> {
         self.out.clear();
-        self.sai
-            .backend_mut()
-            .host_send(self.now, hostif, frame, &mut self.out)
-            .expect("host send");
+        self.sai.backend_mut().host_send(self.now, hostif, frame, &mut self.out).expect("host send");
         self.drain_out()
     }
 
@@ -179,25 +146,11 @@ pub fn eth(
 ) -> Vec<u8> {
     let tag_len = if vid.is_some() { 4 } else { 0 };
     let mut frame = vec![0u8; 14 + tag_len + payload.len()];
-    let outer_type = if vid.is_some() {
-        EtherType::Vlan
-    } else {
-        ethertype
-    };
-    EthernetRepr {
-        dst_addr: dst,
-        src_addr: src,
-        ethertype: outer_type,
-    }
-    .emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
+    let outer_type = if vid.is_some() { EtherType::Vlan } else { ethertype };
+    EthernetRepr { dst_addr: dst, src_addr: src, ethertype: outer_type }
+        .emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
     if let Some(vid) = vid {
-        VlanTagRepr {
-            pcp: 0,
-            dei: false,
-            vid,
-            ethertype,
-        }
-        .emit(&mut VlanTag::new_unchecked(&mut frame[14..18]));
+        VlanTagRepr { pcp: 0, dei: false, vid, ethertype }.emit(&mut VlanTag::new_unchecked(&mut frame[14..18]));
     }
     frame[14 + tag_len..].copy_from_slice(payload);
     frame
@@ -211,13 +164,7 @@ pub fn l2(dst: EthernetAddress, src: EthernetAddress, vid: Option<u16>) -> Vec<u
     eth(dst, src, vid, TEST_ETHERTYPE, &payload)
 }
 
-pub fn arp(
-    operation: Operation,
-    sha: EthernetAddress,
-    spa: Ipv4Addr,
-    tha: EthernetAddress,
-    tpa: Ipv4Addr,
-) -> Vec<u8> {
+pub fn arp(operation: Operation, sha: EthernetAddress, spa: Ipv4Addr, tha: EthernetAddress, tpa: Ipv4Addr) -> Vec<u8> {
     let repr = ArpRepr {
         operation,
         sender_hardware_addr: sha,
@@ -231,13 +178,7 @@ pub fn arp(
 }
 
 /// An IPv4 packet (header and payload) with a 20-byte header.
-pub fn ipv4(
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
-    protocol: IpProtocol,
-    ttl: u8,
-    payload: &[u8],
-) -> Vec<u8> {
+pub fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, protocol: IpProtocol, ttl: u8, payload: &[u8]) -> Vec<u8> {
     let repr = Ipv4Repr {
         src_addr: src,
         dst_addr: dst,
@@ -258,28 +199,11 @@ pub fn ipv4(
 }
 
 /// A UDP datagram over IPv4 with a correct checksum.
-pub fn udp4(
-    src: Ipv4Addr,
-    dst: Ipv4Addr,
-    sport: u16,
-    dport: u16,
-    ttl: u8,
-    payload: &[u8],
-) -> Vec<u8> {
-    let repr = UdpRepr {
-        src_port: sport,
-        dst_port: dport,
-        payload_len: payload.len(),
-    };
+pub fn udp4(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, ttl: u8, payload: &[u8]) -> Vec<u8> {
+    let repr = UdpRepr { src_port: sport, dst_port: dport, payload_len: payload.len() };
     let mut datagram = vec![0u8; repr.buffer_len()];
     datagram[8..].copy_from_slice(payload);
-    repr.emit(
-        &mut UdpPacket::new_unchecked(&mut datagram[..]),
-        &PseudoHeader::V4 {
-            src_addr: src,
-            dst_addr: dst,
-        },
-    );
+    repr.emit(&mut UdpPacket::new_unchecked(&mut datagram[..]), &PseudoHeader::V4 { src_addr: src, dst_addr: dst });
     ipv4(src, dst, IpProtocol::Udp, ttl, &datagram)
 }
 
@@ -299,14 +223,77 @@ pub fn vxlan(
     let mut udp_payload = vec![0u8; 8 + inner.len()];
     VxlanRepr { vni }.emit(&mut VxlanPacket::new_unchecked(&mut udp_payload[..]));
     udp_payload[8..].copy_from_slice(inner);
-    let udp = UdpRepr {
-        src_port: sport,
-        dst_port: 4789,
-        payload_len: udp_payload.len(),
-    };
+    let udp = UdpRepr { src_port: sport, dst_port: 4789, payload_len: udp_payload.len() };
     let mut datagram = vec![0u8; udp.buffer_len()];
     datagram[8..].copy_from_slice(&udp_payload);
     udp.emit_header(&mut UdpPacket::new_unchecked(&mut datagram[..]));
     let packet = ipv4(src_ip, dst_ip, IpProtocol::Udp, ttl, &datagram);
     eth(outer_dst, outer_src, None, EtherType::Ipv4, &packet)
+}
+
+/// An IPv6 packet (fixed header and payload).
+pub fn ipv6(
+    src: std::net::Ipv6Addr,
+    dst: std::net::Ipv6Addr,
+    next_header: IpProtocol,
+    hop_limit: u8,
+    payload: &[u8],
+) -> Vec<u8> {
+    let repr = dataplane::wire::Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header,
+        payload_len: payload.len(),
+        hop_limit,
+        dscp: 0,
+        ecn: dataplane::wire::Ecn::NotEct,
+        flow_label: 0,
+    };
+    let mut packet = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut dataplane::wire::Ipv6Packet::new_unchecked(&mut packet[..]));
+    packet[40..].copy_from_slice(payload);
+    packet
+}
+
+/// A UDP datagram over IPv6 with a correct checksum.
+pub fn udp6(
+    src: std::net::Ipv6Addr,
+    dst: std::net::Ipv6Addr,
+    sport: u16,
+    dport: u16,
+    hop_limit: u8,
+    payload: &[u8],
+) -> Vec<u8> {
+    let repr = UdpRepr { src_port: sport, dst_port: dport, payload_len: payload.len() };
+    let mut datagram = vec![0u8; repr.buffer_len()];
+    datagram[8..].copy_from_slice(payload);
+    repr.emit(&mut UdpPacket::new_unchecked(&mut datagram[..]), &PseudoHeader::V6 { src_addr: src, dst_addr: dst });
+    ipv6(src, dst, IpProtocol::Udp, hop_limit, &datagram)
+}
+
+/// An ICMPv4 message (header and body) with its checksum.
+pub fn icmp4(repr: &dataplane::wire::Icmpv4Repr<'_>) -> Vec<u8> {
+    let mut message = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut dataplane::wire::Icmpv4Packet::new_unchecked(&mut message[..]));
+    message
+}
+
+/// An ICMPv6 message with its checksum for `src` -> `dst`.
+pub fn icmp6(repr: &dataplane::wire::Icmpv6Repr<'_>, src: std::net::Ipv6Addr, dst: std::net::Ipv6Addr) -> Vec<u8> {
+    let mut message = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut dataplane::wire::Icmpv6Packet::new_unchecked(&mut message[..]), src, dst);
+    message
+}
+
+/// Frames emitted to front-panel ports, sorted by port.
+pub fn by_port(frames: &[(Egress, Vec<u8>)]) -> Vec<(u16, Vec<u8>)> {
+    let mut v: Vec<(u16, Vec<u8>)> = frames
+        .iter()
+        .filter_map(|(to, f)| match to {
+            Egress::Port(p) => Some((*p, f.clone())),
+            Egress::Host { .. } => None,
+        })
+        .collect();
+    v.sort();
+    v
 }
