@@ -8,3 +8,4 @@ pub mod decision;
 pub mod neighbor;
 pub mod packet;
 pub mod policy;
+pub mod rib;

@@ -105,7 +105,7 @@ pub enum Outcome {
     /// Accepted with the attributes unchanged.
     Accept,
     /// Accepted with new attributes.
-    Modified(PathAttrs),
+    Modified(Box<PathAttrs>),
 }
 
 pub fn parse_community(s: &str) -> Option<u32> {
@@ -179,7 +179,7 @@ impl PolicySet {
             for _ in 0..set.as_path_prepend {
                 out.as_path.prepend(local_as);
             }
-            return Outcome::Modified(out);
+            return Outcome::Modified(Box::new(out));
         }
         Outcome::Reject
     }

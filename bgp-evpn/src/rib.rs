@@ -1,0 +1,315 @@
+//! Routing information bases (RFC 4271 §3.2): Adj-RIB-In and Adj-RIB-Out per
+//! peer, the Loc-RIB, and the attribute interner that lets a million routes
+//! share a handful of attribute sets.
+//!
+//! Everything is keyed by [`Nlri`], so a new address family needs no change here.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::decision::{self, Candidate, LOCAL_WEIGHT, MultipathConfig, PeerKind};
+use crate::packet::{Family, Nlri, PathAttrs};
+
+/// Index of a peer in the RIB; [`LOCAL_PEER`] originates our own routes.
+pub type PeerId = usize;
+pub const LOCAL_PEER: PeerId = 0;
+
+/// What the decision process needs to know about a peer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PeerInfo {
+    pub addr: Option<IpAddr>,
+    pub router_id: Ipv4Addr,
+    pub asn: u32,
+    pub kind: PeerKind,
+    pub weight: u32,
+    /// RFC 4456 route-reflector client.
+    pub rr_client: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Route {
+    pub peer: PeerId,
+    pub attrs: Arc<PathAttrs>,
+}
+
+/// A Loc-RIB entry: the selected paths, best first, then the other
+/// equal-cost paths used for forwarding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocEntry {
+    pub paths: Vec<Route>,
+    pub reason: &'static str,
+}
+
+impl LocEntry {
+    pub fn best(&self) -> &Route {
+        &self.paths[0]
+    }
+
+    /// Next hops to install: none for locally originated routes.
+    pub fn next_hops(&self) -> Vec<IpAddr> {
+        if self.paths[0].peer == LOCAL_PEER {
+            return Vec::new();
+        }
+        self.paths.iter().filter_map(|r| r.attrs.next_hop).collect()
+    }
+}
+
+/// A Loc-RIB change for one destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocChange {
+    pub nlri: Nlri,
+    /// The best path changed (or appeared/disappeared): re-advertise.
+    pub best_changed: bool,
+    /// New forwarding next hops, when they changed; empty means remove.
+    pub fib: Option<Vec<IpAddr>>,
+}
+
+pub type RouteMap = FxHashMap<Nlri, Arc<PathAttrs>>;
+
+#[derive(Debug, Default)]
+pub struct Rib {
+    pub peers: Vec<PeerInfo>,
+    adj_in: Vec<RouteMap>,
+    adj_out: Vec<RouteMap>,
+    loc: FxHashMap<Nlri, LocEntry>,
+    interner: FxHashSet<Arc<PathAttrs>>,
+    pub multipath: MultipathConfig,
+}
+
+impl Rib {
+    pub fn new(router_id: Ipv4Addr, local_as: u32, multipath: MultipathConfig) -> Rib {
+        let mut rib = Rib { multipath, ..Default::default() };
+        rib.add_peer(PeerInfo {
+            addr: None,
+            router_id,
+            asn: local_as,
+            kind: PeerKind::Local,
+            weight: LOCAL_WEIGHT,
+            rr_client: false,
+        });
+        rib
+    }
+
+    pub fn add_peer(&mut self, info: PeerInfo) -> PeerId {
+        self.peers.push(info);
+        self.adj_in.push(RouteMap::default());
+        self.adj_out.push(RouteMap::default());
+        self.peers.len() - 1
+    }
+
+    /// Returns the shared copy of `attrs`.
+    pub fn intern(&mut self, attrs: PathAttrs) -> Arc<PathAttrs> {
+        if let Some(a) = self.interner.get(&attrs) {
+            return a.clone();
+        }
+        let a = Arc::new(attrs);
+        self.interner.insert(a.clone());
+        a
+    }
+
+    /// Drops interned attribute sets no route uses any more.
+    pub fn collect_garbage(&mut self) {
+        self.interner.retain(|a| Arc::strong_count(a) > 1);
+    }
+
+    pub fn interned(&self) -> usize {
+        self.interner.len()
+    }
+
+    // ---- Adj-RIB-In ----
+
+    /// Sets (or with `None` removes) a route from `peer`; true when it changed.
+    pub fn set_in(&mut self, peer: PeerId, nlri: Nlri, attrs: Option<Arc<PathAttrs>>) -> bool {
+        let table = &mut self.adj_in[peer];
+        match attrs {
+            Some(a) => match table.insert(nlri, a.clone()) {
+                Some(old) => !Arc::ptr_eq(&old, &a),
+                None => true,
+            },
+            None => table.remove(&nlri).is_some(),
+        }
+    }
+
+    pub fn adj_in(&self, peer: PeerId) -> &RouteMap {
+        &self.adj_in[peer]
+    }
+
+    /// Removes every route from `peer` (of `family`, if given) and returns their keys.
+    pub fn clear_in(&mut self, peer: PeerId, family: Option<Family>) -> Vec<Nlri> {
+        let table = &mut self.adj_in[peer];
+        let keys: Vec<Nlri> = table.keys().filter(|n| family.is_none_or(|f| n.family() == f)).copied().collect();
+        if family.is_none() {
+            *table = RouteMap::default();
+        } else {
+            for k in &keys {
+                table.remove(k);
+            }
+        }
+        keys
+    }
+
+    // ---- Loc-RIB ----
+
+    pub fn loc(&self, nlri: &Nlri) -> Option<&LocEntry> {
+        self.loc.get(nlri)
+    }
+
+    pub fn loc_iter(&self) -> impl Iterator<Item = (&Nlri, &LocEntry)> {
+        self.loc.iter()
+    }
+
+    pub fn loc_len(&self) -> usize {
+        self.loc.len()
+    }
+
+    /// Every candidate route for `nlri`, one per peer.
+    pub fn candidates(&self, nlri: &Nlri) -> Vec<Route> {
+        self.adj_in
+            .iter()
+            .enumerate()
+            .filter_map(|(peer, table)| table.get(nlri).map(|a| Route { peer, attrs: a.clone() }))
+            .collect()
+    }
+
+    /// Runs the decision process for `nlri` and updates the Loc-RIB.
+    pub fn decide(&mut self, nlri: Nlri) -> Option<LocChange> {
+        let routes = self.candidates(&nlri);
+        let cands: Vec<Candidate> = routes
+            .iter()
+            .map(|r| {
+                let p = &self.peers[r.peer];
+                Candidate {
+                    attrs: &r.attrs,
+                    kind: p.kind,
+                    weight: p.weight,
+                    peer_router_id: p.router_id,
+                    peer_addr: p.addr,
+                    igp_cost: None,
+                }
+            })
+            .collect();
+        let new = decision::select(&cands, &self.multipath).map(|sel| LocEntry {
+            paths: sel.multipath.iter().map(|&i| routes[i].clone()).collect(),
+            reason: sel.reason,
+        });
+        let old_hops = self.loc.get(&nlri).map(LocEntry::next_hops).unwrap_or_default();
+        let old_best = self.loc.get(&nlri).map(|e| e.best().clone());
+        let new_hops = new.as_ref().map(LocEntry::next_hops).unwrap_or_default();
+        let new_best = new.as_ref().map(|e| e.best().clone());
+        let same_best = match (&old_best, &new_best) {
+            (Some(a), Some(b)) => a.peer == b.peer && Arc::ptr_eq(&a.attrs, &b.attrs),
+            (None, None) => true,
+            _ => false,
+        };
+        match new {
+            Some(e) => {
+                self.loc.insert(nlri, e);
+            }
+            None => {
+                self.loc.remove(&nlri);
+            }
+        }
+        let fib = (old_hops != new_hops).then_some(new_hops);
+        (!same_best || fib.is_some()).then_some(LocChange { nlri, best_changed: !same_best, fib })
+    }
+
+    // ---- Adj-RIB-Out ----
+
+    pub fn adj_out(&self, peer: PeerId) -> &RouteMap {
+        &self.adj_out[peer]
+    }
+
+    pub fn set_out(&mut self, peer: PeerId, nlri: Nlri, attrs: Option<Arc<PathAttrs>>) {
+        match attrs {
+            Some(a) => self.adj_out[peer].insert(nlri, a),
+            None => self.adj_out[peer].remove(&nlri),
+        };
+    }
+
+    pub fn clear_out(&mut self, peer: PeerId, family: Option<Family>) {
+        match family {
+            None => self.adj_out[peer] = RouteMap::default(),
+            Some(f) => self.adj_out[peer].retain(|n, _| n.family() != f),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::AsPath;
+
+    fn rib() -> Rib {
+        let mut rib = Rib::new(Ipv4Addr::new(1, 1, 1, 1), 65000, MultipathConfig::default());
+        for i in 1..=2u8 {
+            rib.add_peer(PeerInfo {
+                addr: Some(IpAddr::from([10, 0, i, 1])),
+                router_id: Ipv4Addr::new(i, i, i, i),
+                asn: 65000 + i as u32,
+                kind: PeerKind::External,
+                weight: 0,
+                rr_client: false,
+            });
+        }
+        rib
+    }
+
+    fn attrs(path: &[u32], nh: [u8; 4]) -> PathAttrs {
+        PathAttrs {
+            as_path: AsPath::from_sequence(path.iter().copied()),
+            next_hop: Some(IpAddr::from(nh)),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn interning_shares_attribute_sets() {
+        let mut rib = rib();
+        let a = rib.intern(attrs(&[65001], [10, 0, 1, 1]));
+        let b = rib.intern(attrs(&[65001], [10, 0, 1, 1]));
+        assert!(Arc::ptr_eq(&a, &b));
+        drop((a, b));
+        rib.collect_garbage();
+        assert_eq!(rib.interned(), 0);
+    }
+
+    #[test]
+    fn ecmp_forms_and_shrinks_with_fib_changes() {
+        let mut rib = rib();
+        let n: Nlri = "10.9.9.9/32".parse().unwrap();
+        let a1 = rib.intern(attrs(&[65001, 65100], [10, 0, 1, 1]));
+        let a2 = rib.intern(attrs(&[65002, 65100], [10, 0, 2, 1]));
+        assert!(rib.set_in(1, n, Some(a1.clone())));
+        assert!(!rib.set_in(1, n, Some(a1)), "same attributes again is no change");
+        let c = rib.decide(n).unwrap();
+        assert_eq!(c.fib, Some(vec![IpAddr::from([10, 0, 1, 1])]));
+        assert!(c.best_changed);
+        rib.set_in(2, n, Some(a2));
+        let c = rib.decide(n).unwrap();
+        assert_eq!(c.fib, Some(vec![IpAddr::from([10, 0, 1, 1]), IpAddr::from([10, 0, 2, 1])]));
+        assert!(!c.best_changed, "the best path stayed; only the ECMP set grew");
+        assert_eq!(rib.decide(n), None, "nothing changed");
+        assert_eq!(rib.clear_in(1, None), vec![n]);
+        let c = rib.decide(n).unwrap();
+        assert_eq!(c.fib, Some(vec![IpAddr::from([10, 0, 2, 1])]));
+        rib.clear_in(2, Some(Family::Ipv4Unicast));
+        let c = rib.decide(n).unwrap();
+        assert_eq!((c.best_changed, c.fib), (true, Some(vec![])));
+        assert_eq!(rib.loc_len(), 0);
+    }
+
+    #[test]
+    fn local_routes_win_and_install_nothing() {
+        let mut rib = rib();
+        let n: Nlri = "10.0.0.1/32".parse().unwrap();
+        let local = rib.intern(PathAttrs::default());
+        rib.set_in(LOCAL_PEER, n, Some(local));
+        let learned = rib.intern(attrs(&[65001], [10, 0, 1, 1]));
+        rib.set_in(1, n, Some(learned));
+        let c = rib.decide(n).unwrap();
+        assert_eq!(c.fib, None);
+        assert_eq!(rib.loc(&n).unwrap().best().peer, LOCAL_PEER);
+    }
+}
