@@ -54,10 +54,17 @@ pub struct Port {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum PortMode {
-    Access { vlan: u16 },
+    Access {
+        vlan: u16,
+    },
     /// `vlans` sorted, without the native VLAN (untagged).
-    Trunk { vlans: Vec<u16>, native: Option<u16> },
-    Routed { addresses: Vec<IpNetwork> },
+    Trunk {
+        vlans: Vec<u16>,
+        native: Option<u16>,
+    },
+    Routed {
+        addresses: Vec<IpNetwork>,
+    },
 }
 
 impl PortMode {
@@ -200,7 +207,9 @@ impl ConfigErrors {
 
     /// Whether some error is about `path` (or a field under it).
     pub fn mentions(&self, path: &str) -> bool {
-        self.errors.iter().any(|e| e.path == path || e.path.starts_with(&format!("{path}.")) || e.path.starts_with(&format!("{path}[")))
+        self.errors.iter().any(|e| {
+            e.path == path || e.path.starts_with(&format!("{path}.")) || e.path.starts_with(&format!("{path}["))
+        })
     }
 }
 
@@ -261,6 +270,10 @@ fn parse(text: &str) -> Result<ConfigFile, ConfigErrors> {
         let mut reason = inner.to_string();
         if let Some(at) = reason.find(" at line ") {
             reason.truncate(at);
+        }
+        // serde_yaml also prefixes the path it knows; it is reported apart.
+        if let Some(rest) = reason.strip_prefix(&format!("{path}: ")) {
+            reason = rest.to_owned();
         }
         ConfigErrors::one(path, line, reason)
     })

@@ -4,6 +4,8 @@
 
 pub mod apply;
 pub mod config;
+pub mod daemon;
+pub mod demo;
 pub mod forwarding;
 pub mod hostif;
 pub mod lldp;

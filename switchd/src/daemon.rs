@@ -1,0 +1,296 @@
+//! `switchd run`: composes the daemon from a validated config.
+//!
+//! 1. the shim with the soft backend, programmed by [`crate::apply`];
+//! 2. host interfaces (`sw-ethN`, `vlanN` TAPs with the switch's addresses)
+//!    and the front-panel ports' I/O, handed to the forwarding thread;
+//! 3. the LLDP agent, speaking through the ports' host interfaces: the
+//!    pipeline punts LLDP (a reserved group address) to `sw-ethN`, and what
+//!    the agent writes into `sw-ethN` leaves through `ethN` unchanged;
+//! 4. the management server;
+//! 5. a housekeeping task that drains the shim's notifications.
+//!
+//! It stops on SIGTERM or SIGINT: LLDP sends its shutdown LLDPDUs, the
+//! forwarding thread stops and drops its attachments (removing the TAPs),
+//! and the socket file is removed.
+
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use dataplane::io::{AfPacket, AfPacketConfig, FrameBatch, PortIo, Tap, TapConfig};
+use dataplane::pipeline::PortId;
+use dataplane::pipeline::SwitchConfig;
+use sai_shim::backend::soft::SoftBackend;
+use sai_shim::{HostInterfaceAttr, ObjectId, Sai};
+
+use crate::apply::{self, Applied};
+use crate::config::{Config, PortKind, PortMode};
+use crate::forwarding::{Attachment, Forwarding, monotonic_ns};
+use crate::hostif::{self, HostIfSpec};
+use crate::lldp::{AgentConfig, LldpAgent};
+use crate::mgmt::{self, SwitchView};
+
+type Shim = Sai<SoftBackend>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Apply(#[from] apply::ApplyError),
+    #[error("shim: {0}")]
+    Shim(#[from] sai_shim::SaiError),
+    #[error(transparent)]
+    HostIf(#[from] hostif::HostIfError),
+    #[error("{what}: {source}")]
+    Io { what: String, source: io::Error },
+}
+
+fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
+    let what = what.into();
+    move |source| RunError::Io { what, source }
+}
+
+/// Builds the shim and programs `config` into it (no I/O).
+pub fn build_shim(config: &Config) -> Result<(Shim, Applied), RunError> {
+    let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &apply::switch_attributes(config))?;
+    let applied = apply::apply(&mut sai, config)?;
+    Ok((sai, applied))
+}
+
+/// The LLDP agent for `config`'s switch, with no ports yet.
+pub fn lldp_agent(config: &Config) -> LldpAgent {
+    LldpAgent::new(AgentConfig {
+        chassis_mac: apply::switch_mac(&config.name),
+        system_name: config.name.clone(),
+        tx_interval_secs: config.lldp.tx_interval_secs,
+        ttl_secs: config.lldp.ttl_secs,
+    })
+}
+
+/// Creates the shim's host interface objects and the specs of their TAPs.
+fn host_interfaces(sai: &mut Shim, config: &Config, applied: &Applied) -> Result<Vec<HostIfSpec<ObjectId>>, RunError> {
+    let switch_mac = apply::switch_mac(&config.name).0;
+    let mut specs = Vec::new();
+    for port in &config.ports {
+        let objects = &applied.ports[&port.name];
+        let name = hostif::port_host_name(&port.name);
+        let host_if = sai
+            .create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(objects.port)])?;
+        let mac = match objects.router_interface {
+            Some(rif) => sai.get_router_interface(rif)?.src_mac_address.0,
+            None => switch_mac,
+        };
+        let addresses = match &port.mode {
+            PortMode::Routed { addresses } => addresses.clone(),
+            _ => Vec::new(),
+        };
+        specs.push(HostIfSpec {
+            name,
+            host_if,
+            mac,
+            mtu: u32::from(port.mtu),
+            addresses,
+            front_panel: (port.kind == PortKind::Afpacket).then(|| port.name.clone()),
+        });
+    }
+    for vlan in &config.vlans {
+        let Some(rif) = applied.vlans[&vlan.id].router_interface else { continue };
+        let name = hostif::vlan_host_name(vlan.id);
+        let host_if =
+            sai.create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(rif)])?;
+        let rif = sai.get_router_interface(rif)?;
+        specs.push(HostIfSpec {
+            name,
+            host_if,
+            mac: rif.src_mac_address.0,
+            mtu: u32::from(rif.mtu),
+            addresses: vlan.addresses.clone(),
+            front_panel: None,
+        });
+    }
+    Ok(specs)
+}
+
+fn port_attachments(sai: &Shim, config: &Config, applied: &Applied) -> Result<Vec<Attachment<ObjectId>>, RunError> {
+    let mut out = Vec::new();
+    for port in &config.ports {
+        let index = sai.backend().port_index(applied.ports[&port.name].port).expect("applied port has an index");
+        let io: Box<dyn PortIo> = match port.kind {
+            PortKind::Afpacket => Box::new(
+                AfPacket::with_config(&port.name, AfPacketConfig::for_mtu(u32::from(port.mtu)))
+                    .map_err(io_error(format!("open {} (AF_PACKET)", port.name)))?,
+            ),
+            PortKind::Tap => Box::new(
+                Tap::create(&TapConfig {
+                    name: port.name.clone(),
+                    mac: None,
+                    mtu: Some(u32::from(port.mtu)),
+                    up: true,
+                })
+                .map_err(io_error(format!("create TAP {}", port.name)))?,
+            ),
+        };
+        out.push(Attachment::Port { port: index, io });
+    }
+    Ok(out)
+}
+
+/// Runs the daemon until SIGTERM or SIGINT.
+pub async fn run(config: Config) -> Result<(), RunError> {
+    let config = Arc::new(config);
+    let (mut sai, applied) = build_shim(&config)?;
+    tracing::info!(
+        switch = %config.name,
+        ports = config.ports.len(),
+        vlans = config.vlans.len(),
+        routes = applied.routes.len(),
+        "config applied to the shim"
+    );
+    let specs = host_interfaces(&mut sai, &config, &applied)?;
+    let mut attachments = port_attachments(&sai, &config, &applied)?;
+    attachments.extend(hostif::create_host_interfaces(&specs)?);
+    let sai = Arc::new(Mutex::new(sai));
+    let forwarding = Forwarding::start(sai.clone(), attachments).map_err(io_error("start the forwarding thread"))?;
+    tracing::info!("forwarding thread running");
+
+    let agent = Arc::new(Mutex::new(lldp_agent(&config)));
+    let lldp = if config.lldp.enabled {
+        let mut ports = Vec::new();
+        {
+            let shim = sai.lock().unwrap_or_else(|e| e.into_inner());
+            for port in &config.ports {
+                let index = shim.backend().port_index(applied.ports[&port.name].port).expect("applied");
+                ports.push((index, port.name.clone(), port.description.clone()));
+            }
+        }
+        Some(LldpIo::start(agent.clone(), ports).map_err(io_error("start LLDP"))?)
+    } else {
+        None
+    };
+
+    let applied = Arc::new(applied);
+    let view =
+        SwitchView { config: config.clone(), applied, sai: sai.clone(), lldp: agent, now: Arc::new(monotonic_ns) };
+    let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
+    tracing::info!(socket = %config.socket.display(), "management API listening");
+    let server = tokio::spawn(mgmt::serve(socket, view));
+    let housekeeping = tokio::spawn(drain_notifications(sai.clone()));
+
+    wait_for_signal().await.map_err(io_error("install signal handlers"))?;
+    tracing::info!("shutting down");
+    server.abort();
+    housekeeping.abort();
+    let _ = server.await;
+    if let Some(lldp) = lldp {
+        lldp.stop();
+    }
+    forwarding.stop();
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn wait_for_signal() -> io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    tokio::select! {
+        _ = term.recv() => tracing::info!("SIGTERM"),
+        _ = int.recv() => tracing::info!("SIGINT"),
+    }
+    Ok(())
+}
+
+/// The shim queues notifications until someone drains them; the daemon has
+/// no control plane that consumes them yet, so it logs and discards them.
+async fn drain_notifications(sai: Arc<Mutex<Shim>>) {
+    let mut tick = tokio::time::interval(Duration::from_millis(500));
+    loop {
+        tick.tick().await;
+        let notifications = sai.lock().unwrap_or_else(|e| e.into_inner()).drain_notifications();
+        for notification in notifications {
+            tracing::debug!(?notification, "shim notification");
+        }
+    }
+}
+
+/// The LLDP agent's I/O: one AF_PACKET socket per port's host interface
+/// (`sw-ethN`), on a thread of its own (LLDP is a few frames a minute).
+struct LldpIo {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl LldpIo {
+    fn start(agent: Arc<Mutex<LldpAgent>>, ports: Vec<(PortId, String, Option<String>)>) -> io::Result<LldpIo> {
+        let mut sockets: Vec<(PortId, AfPacket)> = Vec::new();
+        {
+            let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
+            for (port, name, description) in ports {
+                let config = AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true };
+                let host_name = hostif::port_host_name(&name);
+                let socket = AfPacket::with_config(&host_name, config)?;
+                sockets.push((port, socket));
+                agent.add_port(port, name, description, monotonic_ns());
+            }
+        }
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new().name("lldp".into()).spawn(move || lldp_loop(agent, sockets, flag))?;
+        Ok(LldpIo { stop, thread: Some(thread) })
+    }
+
+    fn stop(mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+const ETHERTYPE_LLDP: [u8; 2] = [0x88, 0xcc];
+
+fn lldp_loop(agent: Arc<Mutex<LldpAgent>>, mut sockets: Vec<(PortId, AfPacket)>, stop: Arc<AtomicBool>) {
+    let mut batch = FrameBatch::new(16, 2048);
+    let mut out = Vec::new();
+    let send = |sockets: &mut Vec<(PortId, AfPacket)>, out: &mut Vec<(PortId, Vec<u8>)>| {
+        for (port, frame) in out.drain(..) {
+            if let Some((_, socket)) = sockets.iter_mut().find(|(p, _)| *p == port) {
+                if let Err(error) = socket.send(&frame).and_then(|()| socket.flush()) {
+                    tracing::debug!(%error, port, "LLDP send failed");
+                }
+            }
+        }
+    };
+    while !stop.load(Ordering::Acquire) {
+        let mut fds: Vec<libc::pollfd> = sockets
+            .iter()
+            .map(|(_, s)| libc::pollfd { fd: s.fd().as_raw_fd(), events: libc::POLLIN, revents: 0 })
+            .collect();
+        // Wake at least every 200 ms to notice `stop` and run timers.
+        // SAFETY: fds is a valid array of pollfd for the call's duration.
+        unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
+        let now = monotonic_ns();
+        let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
+        for (i, (port, socket)) in sockets.iter_mut().enumerate() {
+            if fds[i].revents & libc::POLLIN == 0 {
+                continue;
+            }
+            batch.clear();
+            if socket.recv_batch(&mut batch).is_err() {
+                continue;
+            }
+            for frame in batch.iter() {
+                if frame.get(12..14) == Some(&ETHERTYPE_LLDP[..]) {
+                    let _ = agent.on_frame(*port, frame, now);
+                }
+            }
+        }
+        agent.poll(now, &mut out);
+        drop(agent);
+        send(&mut sockets, &mut out);
+    }
+    agent.lock().unwrap_or_else(|e| e.into_inner()).shutdown(&mut out);
+    send(&mut sockets, &mut out);
+}
