@@ -8,9 +8,7 @@ use rustc_hash::FxHashMap;
 use super::events::Event;
 use super::output::{Output, PuntReason};
 use super::router::L3Frame;
-use super::{
-    Disposition, DropReason, Egress, PortId, RifId, Switch, SwitchConfig, TableError, Vni, fdb_key,
-};
+use super::{Disposition, DropReason, Egress, PortId, RifId, Switch, SwitchConfig, TableError, Vni, fdb_key};
 use crate::wire::vlan::{L2Header, TAG_LEN, VID_MAX, VlanTag, VlanTagRepr};
 use crate::wire::{EtherType, EthernetAddress, VlanId, ethernet};
 
@@ -56,11 +54,7 @@ impl Bridge {
     pub(crate) fn new(config: &SwitchConfig) -> Bridge {
         let mut fdb = FxHashMap::default();
         fdb.reserve(config.fdb_capacity);
-        Bridge {
-            vlans: (0..4096).map(|_| None).collect(),
-            fdb,
-            fdb_capacity: config.fdb_capacity,
-        }
+        Bridge { vlans: (0..4096).map(|_| None).collect(), fdb, fdb_capacity: config.fdb_capacity }
     }
 
     #[inline]
@@ -123,12 +117,7 @@ impl BridgedFrame<'_> {
             buf[12..14].copy_from_slice(&u16::from(EtherType::Vlan).to_be_bytes());
             // The body starts with the inner EtherType, which is the tag's.
             let ethertype = EtherType::from(u16::from_be_bytes([self.body[0], self.body[1]]));
-            let tag = VlanTagRepr {
-                pcp: self.pcp,
-                dei: false,
-                vid,
-                ethertype,
-            };
+            let tag = VlanTagRepr { pcp: self.pcp, dei: false, vid, ethertype };
             tag.emit(&mut VlanTag::new_unchecked(&mut buf[14..18]));
             at = 16;
         }
@@ -137,16 +126,8 @@ impl BridgedFrame<'_> {
 
     /// The EtherType and payload as the router sees them.
     pub(crate) fn l3(&self) -> Option<L3Frame<'_>> {
-        let ethertype = EtherType::from(u16::from_be_bytes([
-            *self.body.first()?,
-            *self.body.get(1)?,
-        ]));
-        Some(L3Frame {
-            dst: self.dst,
-            src: self.src,
-            ethertype,
-            payload: &self.body[2..],
-        })
+        let ethertype = EtherType::from(u16::from_be_bytes([*self.body.first()?, *self.body.get(1)?]));
+        Some(L3Frame { dst: self.dst, src: self.src, ethertype, payload: &self.body[2..] })
     }
 }
 
@@ -167,11 +148,7 @@ impl Switch {
         }
         let slot = &mut self.bridge.vlans[usize::from(vid)];
         if slot.is_none() {
-            *slot = Some(Vlan {
-                members: Vec::new(),
-                rif: None,
-                vni: None,
-            });
+            *slot = Some(Vlan { members: Vec::new(), rif: None, vni: None });
         }
         Ok(())
     }
@@ -194,20 +171,11 @@ impl Switch {
     /// Adds `port` to `vid` (or changes its tagging). A port that is untagged
     /// in a VLAN sends that VLAN's frames without a tag; its PVID decides what
     /// untagged frames it receives belong to.
-    pub fn set_vlan_member(
-        &mut self,
-        vid: VlanId,
-        port: PortId,
-        tagged: bool,
-    ) -> Result<(), TableError> {
+    pub fn set_vlan_member(&mut self, vid: VlanId, port: PortId, tagged: bool) -> Result<(), TableError> {
         if self.bridge.vlan(vid).is_none() {
             return Err(TableError::NotFound);
         }
-        let p = self
-            .ports
-            .get_mut(usize::from(port))
-            .and_then(Option::as_mut)
-            .ok_or(TableError::NotFound)?;
+        let p = self.ports.get_mut(usize::from(port)).and_then(Option::as_mut).ok_or(TableError::NotFound)?;
         if p.rif.is_some() {
             return Err(TableError::Invalid("a routed port cannot be a VLAN member"));
         }
@@ -221,11 +189,7 @@ impl Switch {
     }
 
     pub fn remove_vlan_member(&mut self, vid: VlanId, port: PortId) -> Result<(), TableError> {
-        let p = self
-            .ports
-            .get_mut(usize::from(port))
-            .and_then(Option::as_mut)
-            .ok_or(TableError::NotFound)?;
+        let p = self.ports.get_mut(usize::from(port)).and_then(Option::as_mut).ok_or(TableError::NotFound)?;
         if !p.member.contains(vid) {
             return Err(TableError::NotFound);
         }
@@ -240,17 +204,8 @@ impl Switch {
 
     /// Members of a VLAN with their tagging, in joining order.
     pub fn vlan_members(&self, vid: VlanId) -> impl Iterator<Item = (PortId, bool)> + '_ {
-        let members = self
-            .bridge
-            .vlan(vid)
-            .map(|vlan| vlan.members.as_slice())
-            .unwrap_or_default();
-        members.iter().map(move |&port| {
-            (
-                port,
-                self.port(port).is_some_and(|p| p.tagged.contains(vid)),
-            )
-        })
+        let members = self.bridge.vlan(vid).map(|vlan| vlan.members.as_slice()).unwrap_or_default();
+        members.iter().map(move |&port| (port, self.port(port).is_some_and(|p| p.tagged.contains(vid))))
     }
 
     // ---- FDB ----
@@ -276,31 +231,15 @@ impl Switch {
             return Err(TableError::Invalid("no such port"));
         }
         let key = fdb_key(vid, mac);
-        if !self.bridge.fdb.contains_key(&key) && self.bridge.fdb.len() >= self.bridge.fdb_capacity
-        {
+        if !self.bridge.fdb.contains_key(&key) && self.bridge.fdb.len() >= self.bridge.fdb_capacity {
             return Err(TableError::Full);
         }
-        self.bridge.fdb.insert(
-            key,
-            FdbEntry {
-                dest,
-                kind,
-                last_seen: now,
-            },
-        );
+        self.bridge.fdb.insert(key, FdbEntry { dest, kind, last_seen: now });
         Ok(())
     }
 
-    pub fn remove_fdb_entry(
-        &mut self,
-        vid: VlanId,
-        mac: EthernetAddress,
-    ) -> Result<(), TableError> {
-        self.bridge
-            .fdb
-            .remove(&fdb_key(vid, mac))
-            .map(|_| ())
-            .ok_or(TableError::NotFound)
+    pub fn remove_fdb_entry(&mut self, vid: VlanId, mac: EthernetAddress) -> Result<(), TableError> {
+        self.bridge.fdb.remove(&fdb_key(vid, mac)).map(|_| ()).ok_or(TableError::NotFound)
     }
 
     /// Removes the entries matching every given filter (dynamic ones only if asked).
@@ -325,11 +264,7 @@ impl Switch {
                 && vid.is_none_or(|vid| vid == entry_vid)
                 && (!dynamic_only || entry.kind == FdbKind::Dynamic);
             if matches && notify && entry.kind == FdbKind::Dynamic {
-                events.push(Event::FdbAged {
-                    vid: entry_vid,
-                    mac,
-                    dest: entry.dest,
-                });
+                events.push(Event::FdbAged { vid: entry_vid, mac, dest: entry.dest });
             }
             !matches
         });
@@ -357,15 +292,10 @@ impl Switch {
         }
         let events = &mut self.events;
         self.bridge.fdb.retain(|&key, entry| {
-            let expired =
-                entry.kind == FdbKind::Dynamic && now.saturating_sub(entry.last_seen) >= aging;
+            let expired = entry.kind == FdbKind::Dynamic && now.saturating_sub(entry.last_seen) >= aging;
             if expired {
                 let (vid, mac) = split_key(key);
-                events.push(Event::FdbAged {
-                    vid,
-                    mac,
-                    dest: entry.dest,
-                });
+                events.push(Event::FdbAged { vid, mac, dest: entry.dest });
             }
             !expired
         });
@@ -381,27 +311,11 @@ impl Switch {
             Some(entry) if entry.kind == FdbKind::Static => {}
             Some(entry) => {
                 let from = entry.dest;
-                *entry = FdbEntry {
-                    dest,
-                    kind: FdbKind::Dynamic,
-                    last_seen: now,
-                };
-                self.events.push(Event::FdbMoved {
-                    vid,
-                    mac,
-                    from,
-                    to: dest,
-                });
+                *entry = FdbEntry { dest, kind: FdbKind::Dynamic, last_seen: now };
+                self.events.push(Event::FdbMoved { vid, mac, from, to: dest });
             }
             None if room => {
-                self.bridge.fdb.insert(
-                    key,
-                    FdbEntry {
-                        dest,
-                        kind: FdbKind::Dynamic,
-                        last_seen: now,
-                    },
-                );
+                self.bridge.fdb.insert(key, FdbEntry { dest, kind: FdbKind::Dynamic, last_seen: now });
                 self.events.push(Event::FdbLearned { vid, mac, dest });
             }
             None => {}
@@ -411,13 +325,7 @@ impl Switch {
     // ---- the pipeline ----
 
     /// Stage 2: classification, learning, and bridging or routing.
-    pub(crate) fn bridge_ingress(
-        &mut self,
-        now: u64,
-        ingress: PortId,
-        frame: &[u8],
-        out: &mut Output,
-    ) -> Disposition {
+    pub(crate) fn bridge_ingress(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
         let Ok(l2) = L2Header::parse(frame) else {
             return self.drop(Some(ingress), DropReason::Malformed);
         };
@@ -427,14 +335,7 @@ impl Switch {
         let port = self.port(ingress).expect("caller checked");
         if is_reserved_group(l2.dst_addr) || l2.ethertype == EtherType::Lldp {
             let rif = port.rif;
-            let buf = out.push(
-                Egress::Host {
-                    port: ingress,
-                    rif,
-                    reason: PuntReason::L2Protocol,
-                },
-                frame.len(),
-            );
+            let buf = out.push(Egress::Host { port: ingress, rif, reason: PuntReason::L2Protocol }, frame.len());
             buf.copy_from_slice(frame);
             return Disposition::Punted;
         }
@@ -449,20 +350,11 @@ impl Switch {
                 ethertype: l2.ethertype,
                 payload: &frame[l2.payload_offset..],
             };
-            return self.l3_ingress(
-                now,
-                super::router::L3Source::Port { port: ingress, rif },
-                l3,
-                out,
-            );
+            return self.l3_ingress(now, super::router::L3Source::Port { port: ingress, rif }, l3, out);
         }
         let (vid, pcp, body_start) = match l2.outer {
             None => (port.config.pvid, 0, ethernet::HEADER_LEN - 2),
-            Some(tag) if tag.vid == 0 => (
-                port.config.pvid,
-                tag.pcp,
-                ethernet::HEADER_LEN - 2 + TAG_LEN,
-            ),
+            Some(tag) if tag.vid == 0 => (port.config.pvid, tag.pcp, ethernet::HEADER_LEN - 2 + TAG_LEN),
             Some(tag) => (tag.vid, tag.pcp, ethernet::HEADER_LEN - 2 + TAG_LEN),
         };
         if vid == 0 || !port.member.contains(vid) {
@@ -471,12 +363,7 @@ impl Switch {
         if port.config.learning {
             self.learn(now, vid, l2.src_addr, FdbDest::Port(ingress));
         }
-        let bridged = BridgedFrame {
-            dst: l2.dst_addr,
-            src: l2.src_addr,
-            pcp,
-            body: &frame[body_start..],
-        };
+        let bridged = BridgedFrame { dst: l2.dst_addr, src: l2.src_addr, pcp, body: &frame[body_start..] };
         self.bridge_forward(now, BridgeSource::Port(ingress), vid, bridged, out)
     }
 
@@ -502,12 +389,7 @@ impl Switch {
                 let Some(l3) = frame.l3() else {
                     return self.drop(source.ingress_port(), DropReason::Malformed);
                 };
-                return self.l3_ingress(
-                    now,
-                    super::router::L3Source::Svi { source, vid, rif },
-                    l3,
-                    out,
-                );
+                return self.l3_ingress(now, super::router::L3Source::Svi { source, vid, rif }, l3, out);
             }
         }
         if frame.dst.is_multicast() {
@@ -518,24 +400,14 @@ impl Switch {
                 && source != BridgeSource::Cpu
                 && let Some(l3) = frame.l3()
             {
-                let routed = self.l3_group_ingress(
-                    now,
-                    super::router::L3Source::Svi { source, vid, rif },
-                    l3,
-                    out,
-                );
+                let routed = self.l3_group_ingress(now, super::router::L3Source::Svi { source, vid, rif }, l3, out);
                 if routed == Disposition::Consumed {
                     return routed;
                 }
             }
             return flooded;
         }
-        match self
-            .bridge
-            .fdb
-            .get(&fdb_key(vid, frame.dst))
-            .map(|entry| entry.dest)
-        {
+        match self.bridge.fdb.get(&fdb_key(vid, frame.dst)).map(|entry| entry.dest) {
             Some(FdbDest::Port(port)) => {
                 if source == BridgeSource::Port(port) {
                     return self.drop(Some(port), DropReason::SameSegment);
@@ -575,9 +447,7 @@ impl Switch {
             return Err(DropReason::MtuExceeded);
         }
         let len = frame.wire_len(tagged);
-        self.emit_port(port, len, out, |buf| {
-            frame.write(buf, tagged.then_some(vid))
-        });
+        self.emit_port(port, len, out, |buf| frame.write(buf, tagged.then_some(vid)));
         Ok(())
     }
 
@@ -598,10 +468,7 @@ impl Switch {
         let members = vlan.members.len();
         let vni = vlan.vni;
         for index in 0..members {
-            let port = self.bridge.vlans[usize::from(vid)]
-                .as_ref()
-                .expect("exists")
-                .members[index];
+            let port = self.bridge.vlans[usize::from(vid)].as_ref().expect("exists").members[index];
             if source == BridgeSource::Port(port) || !self.port(port).is_some_and(|p| p.is_up()) {
                 continue;
             }
@@ -618,25 +485,14 @@ impl Switch {
 
     /// A frame the host sends from an SVI: bridged in the VLAN as if it came
     /// from a port that is in no FDB entry.
-    pub(crate) fn bridge_from_cpu(
-        &mut self,
-        now: u64,
-        vid: VlanId,
-        frame: &[u8],
-        out: &mut Output,
-    ) {
+    pub(crate) fn bridge_from_cpu(&mut self, now: u64, vid: VlanId, frame: &[u8], out: &mut Output) {
         let Ok(l2) = L2Header::parse(frame) else {
             self.drops.count(DropReason::Malformed);
             return;
         };
         let body_start = l2.payload_offset - 2;
         let pcp = l2.outer.map_or(0, |tag| tag.pcp);
-        let bridged = BridgedFrame {
-            dst: l2.dst_addr,
-            src: l2.src_addr,
-            pcp,
-            body: &frame[body_start..],
-        };
+        let bridged = BridgedFrame { dst: l2.dst_addr, src: l2.src_addr, pcp, body: &frame[body_start..] };
         self.bridge_forward(now, BridgeSource::Cpu, vid, bridged, out);
     }
 }
@@ -644,8 +500,5 @@ impl Switch {
 #[inline]
 fn split_key(key: u64) -> (VlanId, EthernetAddress) {
     let bytes = key.to_be_bytes();
-    (
-        (key >> 48) as VlanId,
-        EthernetAddress([bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]]),
-    )
+    ((key >> 48) as VlanId, EthernetAddress([bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]]))
 }

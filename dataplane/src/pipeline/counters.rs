@@ -121,9 +121,7 @@ impl DropCounters {
 
     /// Every reason with its count, zeros included.
     pub fn iter(&self) -> impl Iterator<Item = (DropReason, u64)> + '_ {
-        DropReason::ALL
-            .iter()
-            .map(|&reason| (reason, self.get(reason)))
+        DropReason::ALL.iter().map(|&reason| (reason, self.get(reason)))
     }
 
     pub(crate) fn count(&mut self, reason: DropReason) {

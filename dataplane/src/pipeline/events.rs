@@ -8,31 +8,11 @@ use crate::wire::{EthernetAddress, VlanId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    FdbLearned {
-        vid: VlanId,
-        mac: EthernetAddress,
-        dest: FdbDest,
-    },
-    FdbAged {
-        vid: VlanId,
-        mac: EthernetAddress,
-        dest: FdbDest,
-    },
-    FdbMoved {
-        vid: VlanId,
-        mac: EthernetAddress,
-        from: FdbDest,
-        to: FdbDest,
-    },
-    NeighborResolved {
-        rif: RifId,
-        ip: IpAddr,
-        mac: EthernetAddress,
-    },
-    NeighborExpired {
-        rif: RifId,
-        ip: IpAddr,
-    },
+    FdbLearned { vid: VlanId, mac: EthernetAddress, dest: FdbDest },
+    FdbAged { vid: VlanId, mac: EthernetAddress, dest: FdbDest },
+    FdbMoved { vid: VlanId, mac: EthernetAddress, from: FdbDest, to: FdbDest },
+    NeighborResolved { rif: RifId, ip: IpAddr, mac: EthernetAddress },
+    NeighborExpired { rif: RifId, ip: IpAddr },
 }
 
 /// A bounded queue: the pipeline must not allocate per packet, so once
@@ -46,11 +26,7 @@ pub(crate) struct EventQueue {
 
 impl EventQueue {
     pub(crate) fn new(capacity: usize) -> EventQueue {
-        EventQueue {
-            events: Vec::with_capacity(capacity),
-            capacity,
-            lost: 0,
-        }
+        EventQueue { events: Vec::with_capacity(capacity), capacity, lost: 0 }
     }
 
     pub(crate) fn push(&mut self, event: Event) {

@@ -1,2 +1,122 @@
-//! ICMP messages the router originates: echo replies, time exceeded,
-//! destination unreachable (RFC 792, RFC 4443).
+//! ICMP errors the router originates (RFC 792 and RFC 1812 section 4.3 for
+//! IPv4, RFC 4443 for IPv6). Echo replies are answered in `router`.
+
+use super::Switch;
+use super::output::Output;
+use super::router::L3Source;
+use crate::wire::icmpv4::{self, DstUnreachable, Icmpv4Message, TimeExceeded};
+use crate::wire::icmpv6::{self, Icmpv6Message};
+use crate::wire::{Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv6Packet};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Icmpv4Error {
+    TimeExceeded,
+    /// Fragmentation needed and DF set, with the next-hop MTU (RFC 1191).
+    FragRequired(u16),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Icmpv6Error {
+    TimeExceeded,
+    PacketTooBig(u32),
+}
+
+impl Switch {
+    /// Sends `error` about `invoking` (a whole IPv4 packet, already
+    /// validated) back to its source, unless RFC 1812 section 4.3.2.7
+    /// forbids it: about an ICMP error, a non-initial fragment, or a packet
+    /// from an address that is not a unicast host's.
+    pub(crate) fn icmpv4_error(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        invoking: &[u8],
+        error: Icmpv4Error,
+        out: &mut Output,
+    ) {
+        let packet = Ipv4Packet::new_unchecked(invoking);
+        let origin = packet.src_addr();
+        if packet.frag_offset() != 0
+            || origin.is_unspecified()
+            || origin.is_broadcast()
+            || origin.is_multicast()
+            || origin.is_loopback()
+        {
+            return;
+        }
+        if packet.protocol() == IpProtocol::Icmp {
+            let is_error = Icmpv4Packet::new_checked(packet.payload())
+                .map(|icmp| !matches!(icmp.msg_type(), Icmpv4Message::EchoRequest | Icmpv4Message::EchoReply))
+                .unwrap_or(true);
+            if is_error {
+                return;
+            }
+        }
+        let quote = icmpv4::error_quote(invoking);
+        let repr = match error {
+            Icmpv4Error::TimeExceeded => {
+                Icmpv4Repr::TimeExceeded { reason: TimeExceeded::TtlExpired, invoking_packet: quote }
+            }
+            Icmpv4Error::FragRequired(mtu) => Icmpv4Repr::DstUnreachable {
+                reason: DstUnreachable::FragRequired,
+                next_hop_mtu: mtu,
+                invoking_packet: quote,
+            },
+        };
+        // The error comes from the interface the packet arrived on (RFC 1812 4.3.2.4).
+        let from = self.router.source_v4(source.rif(), origin);
+        // Failing to send an error is not a second drop: the packet is counted once.
+        let _ = self.originate_v4(now, from, origin, IpProtocol::Icmp, repr.buffer_len(), out, |buf| {
+            repr.emit(&mut Icmpv4Packet::new_unchecked(buf))
+        });
+    }
+
+    /// The IPv6 counterpart (RFC 4443 section 2.4 (e)): never about an ICMPv6
+    /// error, nor to a multicast or unspecified source.
+    pub(crate) fn icmpv6_error(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        invoking: &[u8],
+        error: Icmpv6Error,
+        out: &mut Output,
+    ) {
+        let packet = Ipv6Packet::new_unchecked(invoking);
+        let origin = packet.src_addr();
+        if origin.is_unspecified() || origin.is_multicast() || origin.is_loopback() {
+            return;
+        }
+        if let Ok(upper) = packet.upper_layer()
+            && upper.protocol == IpProtocol::Icmpv6
+        {
+            let is_error = packet
+                .payload()
+                .get(upper.offset..)
+                .and_then(|icmp| Icmpv6Packet::new_checked(icmp).ok())
+                .map(|icmp| {
+                    matches!(
+                        icmp.msg_type(),
+                        Icmpv6Message::DstUnreachable
+                            | Icmpv6Message::PacketTooBig
+                            | Icmpv6Message::TimeExceeded
+                            | Icmpv6Message::ParamProblem
+                    )
+                })
+                .unwrap_or(true);
+            if is_error {
+                return;
+            }
+        }
+        let quote = icmpv6::error_quote(invoking);
+        let repr = match error {
+            Icmpv6Error::TimeExceeded => {
+                Icmpv6Repr::TimeExceeded { reason: icmpv6::TimeExceeded::HopLimitExceeded, invoking_packet: quote }
+            }
+            Icmpv6Error::PacketTooBig(mtu) => Icmpv6Repr::PacketTooBig { mtu, invoking_packet: quote },
+        };
+        let from = self.router.source_v6(source.rif(), origin);
+        let _ = self.originate_v6(now, from, origin, IpProtocol::Icmpv6, repr.buffer_len(), out, |buf, src, dst| {
+            repr.emit(&mut Icmpv6Packet::new_unchecked(buf), src, dst)
+        });
+    }
+}

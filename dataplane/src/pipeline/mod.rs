@@ -139,6 +139,13 @@ pub struct Switch {
     events: events::EventQueue,
     next_fdb_scan: u64,
     next_neighbor_scan: u64,
+    /// Buffers for frames built before they are bridged (routed out of an
+    /// SVI); a small stack because building can nest (routed into a tunnel).
+    scratch: Vec<Vec<u8>>,
+    /// Neighbour requests `poll` has decided to send, reused across polls.
+    neighbor_requests: Vec<neighbor::Request>,
+    /// Encapsulations in progress on this path, bounding tunnel-in-tunnel loops.
+    encap_depth: u8,
 }
 
 impl Switch {
@@ -153,6 +160,9 @@ impl Switch {
             events: events::EventQueue::new(config.event_capacity),
             next_fdb_scan: 0,
             next_neighbor_scan: 0,
+            scratch: vec![Vec::with_capacity(16 * 1024), Vec::with_capacity(16 * 1024)],
+            neighbor_requests: Vec::new(),
+            encap_depth: 0,
             config,
         }
     }
@@ -172,10 +182,7 @@ impl Switch {
     }
 
     pub fn port_counters(&self, port: PortId) -> Option<&PortCounters> {
-        self.ports
-            .get(usize::from(port))?
-            .as_ref()
-            .map(|port| &port.counters)
+        self.ports.get(usize::from(port))?.as_ref().map(|port| &port.counters)
     }
 
     /// Drops by reason, switch-wide; per-port drops are in [`PortCounters::drops`].
@@ -190,29 +197,17 @@ impl Switch {
             self.age_fdb(now);
             // Scanning a big table on every poll would cost more than it
             // buys: aging is accurate to a tenth of the aging time.
-            self.next_fdb_scan =
-                now.saturating_add((self.config.fdb_aging_ns / 10).clamp(SECOND / 10, 10 * SECOND));
+            self.next_fdb_scan = now.saturating_add((self.config.fdb_aging_ns / 10).clamp(SECOND / 10, 10 * SECOND));
         }
         if now >= self.next_neighbor_scan {
             self.neighbor_timers(now, out);
-            self.next_neighbor_scan =
-                now.saturating_add((self.config.neighbor_retrans_ns / 4).max(SECOND / 1000));
+            self.next_neighbor_scan = now.saturating_add((self.config.neighbor_retrans_ns / 4).max(SECOND / 1000));
         }
     }
 
     /// Forwards one frame received on `ingress` at time `now`.
-    pub fn process(
-        &mut self,
-        now: u64,
-        ingress: PortId,
-        frame: &[u8],
-        out: &mut Output,
-    ) -> Disposition {
-        let Some(port) = self
-            .ports
-            .get_mut(usize::from(ingress))
-            .and_then(Option::as_mut)
-        else {
+    pub fn process(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
+        let Some(port) = self.ports.get_mut(usize::from(ingress)).and_then(Option::as_mut) else {
             self.drops.count(DropReason::UnknownPort);
             return Disposition::Dropped(DropReason::UnknownPort);
         };
@@ -227,9 +222,7 @@ impl Switch {
     /// `port`: no lookup (SAI hostif transmit).
     pub fn send_from_host(&mut self, _now: u64, port: PortId, frame: &[u8], out: &mut Output) {
         match self.port(port) {
-            Some(p) if p.is_up() => {
-                self.emit_port(port, frame.len(), out, |buf| buf.copy_from_slice(frame))
-            }
+            Some(p) if p.is_up() => self.emit_port(port, frame.len(), out, |buf| buf.copy_from_slice(frame)),
             Some(_) => self.count_tx_drop(port, DropReason::EgressPortDown),
             None => self.drops.count(DropReason::UnknownPort),
         }
@@ -248,22 +241,15 @@ impl Switch {
     /// Counts a drop switch-wide and against the ingress port.
     fn drop(&mut self, ingress: Option<PortId>, reason: DropReason) -> Disposition {
         self.drops.count(reason);
-        let counters = ingress
-            .and_then(|port| self.ports.get_mut(usize::from(port))?.as_mut())
-            .map(|port| &mut port.counters);
+        let counters =
+            ingress.and_then(|port| self.ports.get_mut(usize::from(port))?.as_mut()).map(|port| &mut port.counters);
         counters::port_drop(counters, reason);
         Disposition::Dropped(reason)
     }
 
     /// Pushes a frame on a port's egress, counting it. `build` writes the
     /// frame into a zeroed buffer of `len` bytes.
-    fn emit_port(
-        &mut self,
-        port: PortId,
-        len: usize,
-        out: &mut Output,
-        build: impl FnOnce(&mut [u8]),
-    ) {
+    fn emit_port(&mut self, port: PortId, len: usize, out: &mut Output, build: impl FnOnce(&mut [u8])) {
         let buf = out.push(Egress::Port(port), len);
         build(&mut buf[..len]);
         if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {

@@ -1,13 +1,20 @@
 //! The neighbour cache (ARP for IPv4, RFC 826; neighbour discovery for IPv6,
 //! RFC 4861) and its state machine, driven by `Switch::poll`.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use rustc_hash::FxHashMap;
 
-use super::output::Output;
-use super::{RifId, Switch, SwitchConfig, TableError};
-use crate::wire::EthernetAddress;
+use super::events::Event;
+use super::output::{Egress, Output, PuntReason};
+use super::router::{L3Frame, L3Source, RouteTarget, RouterInterface};
+use super::{Disposition, DropReason, RifId, Switch, SwitchConfig, TableError};
+use crate::wire::arp::{self, Operation};
+use crate::wire::icmpv6;
+use crate::wire::{
+    ArpPacket, ArpRepr, Ecn, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv6Packet, Icmpv6Repr,
+    IpProtocol, Ipv6Packet, Ipv6Repr, ethernet, ipv6,
+};
 
 /// RFC 4861 section 7.3.2, less DELAY (a Stale entry in use is probed at once).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -52,10 +59,7 @@ impl NeighborTable {
     pub(crate) fn new(config: &SwitchConfig) -> NeighborTable {
         let mut entries = FxHashMap::default();
         entries.reserve(config.neighbor_capacity);
-        NeighborTable {
-            entries,
-            capacity: config.neighbor_capacity,
-        }
+        NeighborTable { entries, capacity: config.neighbor_capacity }
     }
 
     pub(crate) fn remove_rif(&mut self, rif: RifId) {
@@ -69,12 +73,7 @@ impl NeighborTable {
 
 impl Switch {
     /// Installs a static neighbour.
-    pub fn set_neighbor(
-        &mut self,
-        rif: RifId,
-        ip: IpAddr,
-        mac: EthernetAddress,
-    ) -> Result<(), TableError> {
+    pub fn set_neighbor(&mut self, rif: RifId, ip: IpAddr, mac: EthernetAddress) -> Result<(), TableError> {
         if self.router.rif(rif).is_none() {
             return Err(TableError::Invalid("no such router interface"));
         }
@@ -82,44 +81,362 @@ impl Switch {
         if !self.neighbors.entries.contains_key(&key) && self.neighbors.is_full() {
             return Err(TableError::Full);
         }
-        let entry = NeighborEntry {
-            mac: Some(mac),
-            state: NeighborState::Reachable,
-            updated: 0,
-            is_static: true,
-        };
-        self.neighbors.entries.insert(
-            key,
-            Neighbor {
-                entry,
-                probes: 0,
-                next_probe: 0,
-            },
-        );
+        let entry = NeighborEntry { mac: Some(mac), state: NeighborState::Reachable, updated: 0, is_static: true };
+        self.neighbors.entries.insert(key, Neighbor { entry, probes: 0, next_probe: 0 });
         Ok(())
     }
 
     pub fn remove_neighbor(&mut self, rif: RifId, ip: IpAddr) -> Result<(), TableError> {
-        self.neighbors
-            .entries
-            .remove(&(rif, ip))
-            .map(|_| ())
-            .ok_or(TableError::NotFound)
+        self.neighbors.entries.remove(&(rif, ip)).map(|_| ()).ok_or(TableError::NotFound)
     }
 
     pub fn neighbors(&self) -> impl Iterator<Item = (RifId, IpAddr, NeighborEntry)> + '_ {
-        self.neighbors
-            .entries
-            .iter()
-            .map(|(&(rif, ip), neighbor)| (rif, ip, neighbor.entry))
+        self.neighbors.entries.iter().map(|(&(rif, ip), neighbor)| (rif, ip, neighbor.entry))
     }
 
     pub fn neighbor(&self, rif: RifId, ip: IpAddr) -> Option<NeighborEntry> {
-        self.neighbors
-            .entries
-            .get(&(rif, ip))
-            .map(|neighbor| neighbor.entry)
+        self.neighbors.entries.get(&(rif, ip)).map(|neighbor| neighbor.entry)
     }
 
-    pub(crate) fn neighbor_timers(&mut self, _now: u64, _out: &mut Output) {}
+    /// The MAC of neighbour `ip` behind `rif` if it is usable. A miss
+    /// creates an Incomplete entry and sends the first request; a Stale
+    /// entry in use goes to Probe (RFC 4861 7.3.3, without DELAY).
+    #[inline]
+    pub(crate) fn resolve_neighbor(
+        &mut self,
+        now: u64,
+        rif: RifId,
+        ip: IpAddr,
+        out: &mut Output,
+    ) -> Option<EthernetAddress> {
+        let retrans = self.config.neighbor_retrans_ns;
+        match self.neighbors.entries.get_mut(&(rif, ip)) {
+            Some(neighbor) => match neighbor.entry.state {
+                NeighborState::Reachable | NeighborState::Probe => neighbor.entry.mac,
+                NeighborState::Stale => {
+                    neighbor.entry.state = NeighborState::Probe;
+                    neighbor.entry.updated = now;
+                    neighbor.probes = 0;
+                    neighbor.next_probe = now;
+                    neighbor.entry.mac
+                }
+                NeighborState::Incomplete => None,
+                NeighborState::Failed => {
+                    // A failed neighbour is retried, but no more often than
+                    // once per retransmission interval.
+                    if now >= neighbor.next_probe {
+                        neighbor.entry.state = NeighborState::Incomplete;
+                        neighbor.entry.updated = now;
+                        neighbor.probes = 1;
+                        neighbor.next_probe = now.saturating_add(retrans);
+                        self.send_neighbor_request(now, Request { rif, ip, unicast: None }, out);
+                    }
+                    None
+                }
+            },
+            None => {
+                if self.neighbors.is_full() {
+                    return None;
+                }
+                let entry =
+                    NeighborEntry { mac: None, state: NeighborState::Incomplete, updated: now, is_static: false };
+                let next_probe = now.saturating_add(retrans);
+                self.neighbors.entries.insert((rif, ip), Neighbor { entry, probes: 1, next_probe });
+                self.send_neighbor_request(now, Request { rif, ip, unicast: None }, out);
+                None
+            }
+        }
+    }
+
+    /// Records what a received ARP packet or ND message says about `ip`.
+    /// `confirmed` (a solicited reply) makes the entry Reachable; otherwise
+    /// a new or changed address is Stale (RFC 4861 7.2.3, 7.2.5). Only with
+    /// `create` is a missing entry made.
+    pub(crate) fn neighbor_learn(
+        &mut self,
+        now: u64,
+        rif: RifId,
+        ip: IpAddr,
+        mac: EthernetAddress,
+        confirmed: bool,
+        create: bool,
+    ) {
+        let key = (rif, ip);
+        let room = !self.neighbors.is_full();
+        let resolved = match self.neighbors.entries.get_mut(&key) {
+            Some(neighbor) if neighbor.entry.is_static => false,
+            Some(neighbor) => {
+                let changed = neighbor.entry.mac != Some(mac);
+                if confirmed {
+                    neighbor.entry.state = NeighborState::Reachable;
+                    neighbor.entry.updated = now;
+                } else if changed || neighbor.entry.state == NeighborState::Failed {
+                    neighbor.entry.state = NeighborState::Stale;
+                    neighbor.entry.updated = now;
+                }
+                neighbor.entry.mac = Some(mac);
+                neighbor.probes = 0;
+                changed
+            }
+            None if create && room => {
+                let state = if confirmed { NeighborState::Reachable } else { NeighborState::Stale };
+                let entry = NeighborEntry { mac: Some(mac), state, updated: now, is_static: false };
+                self.neighbors.entries.insert(key, Neighbor { entry, probes: 0, next_probe: 0 });
+                true
+            }
+            None => false,
+        };
+        if resolved {
+            self.events.push(Event::NeighborResolved { rif, ip, mac });
+        }
+    }
+
+    /// Walks the neighbour timers: retransmits requests of Incomplete
+    /// entries, probes Probe entries, turns Reachable into Stale and removes
+    /// Stale and Failed entries that stayed unused.
+    pub(crate) fn neighbor_timers(&mut self, now: u64, out: &mut Output) {
+        let config = &self.config;
+        let requests = &mut self.neighbor_requests;
+        let events = &mut self.events;
+        requests.clear();
+        self.neighbors.entries.retain(|&(rif, ip), neighbor| {
+            let entry = &mut neighbor.entry;
+            if entry.is_static {
+                return true;
+            }
+            let age = now.saturating_sub(entry.updated);
+            match entry.state {
+                NeighborState::Incomplete | NeighborState::Probe if now >= neighbor.next_probe => {
+                    if neighbor.probes >= config.neighbor_max_probes {
+                        if entry.state == NeighborState::Probe {
+                            events.push(Event::NeighborExpired { rif, ip });
+                        }
+                        entry.state = NeighborState::Failed;
+                        entry.mac = None;
+                        entry.updated = now;
+                        neighbor.next_probe = now.saturating_add(config.neighbor_retrans_ns);
+                    } else {
+                        neighbor.probes += 1;
+                        neighbor.next_probe = now.saturating_add(config.neighbor_retrans_ns);
+                        let unicast = if entry.state == NeighborState::Probe { entry.mac } else { None };
+                        requests.push(Request { rif, ip, unicast });
+                    }
+                    true
+                }
+                NeighborState::Reachable if age >= config.neighbor_reachable_ns => {
+                    entry.state = NeighborState::Stale;
+                    entry.updated = now;
+                    true
+                }
+                NeighborState::Stale if age >= config.neighbor_stale_ns => {
+                    events.push(Event::NeighborExpired { rif, ip });
+                    false
+                }
+                NeighborState::Failed => age < config.neighbor_stale_ns,
+                _ => true,
+            }
+        });
+        for index in 0..self.neighbor_requests.len() {
+            let request = self.neighbor_requests[index];
+            self.send_neighbor_request(now, request, out);
+        }
+    }
+
+    /// Sends an ARP request or a neighbour solicitation: broadcast (to the
+    /// solicited-node group) to resolve, unicast to the known MAC to probe.
+    pub(crate) fn send_neighbor_request(&mut self, now: u64, request: Request, out: &mut Output) {
+        let Some(rif) = self.router.rif(request.rif).copied() else { return };
+        match request.ip {
+            IpAddr::V4(target) => {
+                let Some(sender) = self.router.source_v4(request.rif, target) else { return };
+                let arp = ArpRepr {
+                    operation: Operation::Request,
+                    sender_hardware_addr: rif.mac,
+                    sender_protocol_addr: sender,
+                    target_hardware_addr: EthernetAddress::ZERO,
+                    target_protocol_addr: target,
+                };
+                let dst = request.unicast.unwrap_or(EthernetAddress::BROADCAST);
+                let _ = self.rif_send_frame(now, request.rif, dst, EtherType::Arp, arp::PACKET_LEN, out, |buf| {
+                    arp.emit(&mut ArpPacket::new_unchecked(buf))
+                });
+            }
+            IpAddr::V6(target) => {
+                let Some(src) = self.router.source_v6(request.rif, target) else { return };
+                let dst_ip = if request.unicast.is_some() { target } else { solicited_node(target) };
+                let dst = request.unicast.unwrap_or_else(|| ipv6_multicast_mac(dst_ip));
+                let solicit = Icmpv6Repr::NeighborSolicit { target_addr: target, source_lladdr: Some(rif.mac) };
+                self.send_nd(now, request.rif, dst, src, dst_ip, solicit, out);
+            }
+        }
+    }
+
+    /// Writes an ND message (hop limit 255) and sends it out of `rif` to `dst`.
+    #[allow(clippy::too_many_arguments)]
+    fn send_nd(
+        &mut self,
+        now: u64,
+        rif: RifId,
+        dst: EthernetAddress,
+        src_ip: Ipv6Addr,
+        dst_ip: Ipv6Addr,
+        message: Icmpv6Repr<'_>,
+        out: &mut Output,
+    ) {
+        let ip = Ipv6Repr {
+            src_addr: src_ip,
+            dst_addr: dst_ip,
+            next_header: IpProtocol::Icmpv6,
+            payload_len: message.buffer_len(),
+            hop_limit: icmpv6::ND_HOP_LIMIT,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            flow_label: 0,
+        };
+        let _ = self.rif_send_frame(now, rif, dst, EtherType::Ipv6, ip.buffer_len(), out, |buf| {
+            ip.emit(&mut Ipv6Packet::new_unchecked(&mut *buf));
+            message.emit(&mut Icmpv6Packet::new_unchecked(&mut buf[ipv6::HEADER_LEN..]), src_ip, dst_ip);
+        });
+    }
+
+    /// Copies a neighbour protocol frame to the host, untagged.
+    fn punt_neighbor_frame(
+        &mut self,
+        source: L3Source,
+        frame: L3Frame<'_>,
+        packet: &[u8],
+        reason: PuntReason,
+        out: &mut Output,
+    ) {
+        let Some(port) = source.ingress_port() else { return };
+        let buf = out.push(Egress::Host { port, rif: Some(source.rif()), reason }, ethernet::HEADER_LEN + packet.len());
+        EthernetRepr { dst_addr: frame.dst, src_addr: frame.src, ethertype: frame.ethertype }
+            .emit(&mut EthernetFrame::new_unchecked(&mut *buf));
+        buf[ethernet::HEADER_LEN..].copy_from_slice(packet);
+    }
+
+    fn is_local(&self, ip: IpAddr) -> bool {
+        self.router.lookup(ip) == Some(RouteTarget::Local)
+    }
+
+    /// ARP (RFC 826): learn the sender, answer requests for the switch's
+    /// addresses, and copy every ARP packet to the host.
+    pub(crate) fn arp_ingress(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        rif: RouterInterface,
+        frame: L3Frame<'_>,
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let packet = ArpPacket::new_checked(frame.payload).map_err(|_| DropReason::Malformed)?;
+        let arp = ArpRepr::parse(&packet).map_err(|_| DropReason::Malformed)?;
+        let sender = arp.sender_protocol_addr;
+        if arp.sender_hardware_addr.is_multicast() {
+            return Err(DropReason::SourceMacInvalid);
+        }
+        let for_us = self.is_local(IpAddr::V4(arp.target_protocol_addr));
+        let rif_id = source.rif();
+        // RFC 5227 probes (sender 0.0.0.0) teach nothing.
+        if !sender.is_unspecified() {
+            // RFC 826 "merge": update what we have; create only when the
+            // packet is for us (the sender will talk to us next).
+            let confirmed = arp.operation == Operation::Reply && for_us;
+            self.neighbor_learn(now, rif_id, IpAddr::V4(sender), arp.sender_hardware_addr, confirmed, for_us);
+        }
+        self.punt_neighbor_frame(source, frame, &frame.payload[..arp::PACKET_LEN], PuntReason::Arp, out);
+        if arp.operation == Operation::Request && for_us && !arp.is_gratuitous() {
+            let reply = arp.reply(rif.mac);
+            self.rif_send_frame(now, rif_id, arp.sender_hardware_addr, EtherType::Arp, arp::PACKET_LEN, out, |buf| {
+                reply.emit(&mut ArpPacket::new_unchecked(buf))
+            })?;
+            return Ok(Disposition::Consumed);
+        }
+        Ok(Disposition::Punted)
+    }
+
+    /// Neighbour discovery (RFC 4861 section 7.2): learn from solicitations
+    /// and advertisements, answer solicitations for the switch's addresses,
+    /// copy everything to the host.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn ndp_ingress(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        rif: RouterInterface,
+        frame: L3Frame<'_>,
+        ip: &[u8],
+        message: Icmpv6Repr<'_>,
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let packet = Ipv6Packet::new_unchecked(ip);
+        let src = packet.src_addr();
+        let rif_id = source.rif();
+        self.punt_neighbor_frame(source, frame, ip, PuntReason::NeighborDiscovery, out);
+        match message {
+            Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr } => {
+                let for_us = self.is_local(IpAddr::V6(target_addr));
+                if let Some(lladdr) = source_lladdr
+                    && !src.is_unspecified()
+                {
+                    self.neighbor_learn(now, rif_id, IpAddr::V6(src), lladdr, false, for_us);
+                }
+                if !for_us {
+                    return Ok(Disposition::Punted);
+                }
+                // RFC 4861 7.2.4; a DAD probe (from ::) is answered to all nodes.
+                let (dst_ip, dst_mac, solicited) = if src.is_unspecified() {
+                    let all_nodes = Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0, 0, 1);
+                    (all_nodes, ipv6_multicast_mac(all_nodes), false)
+                } else {
+                    (src, source_lladdr.unwrap_or(frame.src), true)
+                };
+                let advert = Icmpv6Repr::NeighborAdvert {
+                    router_flag: true,
+                    solicited_flag: solicited,
+                    override_flag: true,
+                    target_addr,
+                    target_lladdr: Some(rif.mac),
+                };
+                self.send_nd(now, rif_id, dst_mac, target_addr, dst_ip, advert, out);
+                Ok(Disposition::Consumed)
+            }
+            Icmpv6Repr::NeighborAdvert { solicited_flag, target_addr, target_lladdr, .. } => {
+                if let Some(lladdr) = target_lladdr {
+                    self.neighbor_learn(now, rif_id, IpAddr::V6(target_addr), lladdr, solicited_flag, false);
+                } else if solicited_flag {
+                    // Confirms the address we already have (RFC 4861 7.2.5).
+                    if let Some(neighbor) = self.neighbors.entries.get_mut(&(rif_id, IpAddr::V6(target_addr)))
+                        && neighbor.entry.mac.is_some()
+                        && !neighbor.entry.is_static
+                    {
+                        neighbor.entry.state = NeighborState::Reachable;
+                        neighbor.entry.updated = now;
+                    }
+                }
+                Ok(Disposition::Punted)
+            }
+            _ => Ok(Disposition::Punted),
+        }
+    }
+}
+
+/// A request `poll` sends: to resolve (`unicast: None`) or probe.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Request {
+    pub(crate) rif: RifId,
+    pub(crate) ip: IpAddr,
+    pub(crate) unicast: Option<EthernetAddress>,
+}
+
+/// The solicited-node multicast address of `addr` (RFC 4291 2.7.1).
+fn solicited_node(addr: Ipv6Addr) -> Ipv6Addr {
+    let o = addr.octets();
+    Ipv6Addr::from([0xff, 0x02, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0xff, o[13], o[14], o[15]])
+}
+
+/// The Ethernet group address of an IPv6 multicast address (RFC 2464 7).
+fn ipv6_multicast_mac(addr: Ipv6Addr) -> EthernetAddress {
+    let o = addr.octets();
+    EthernetAddress([0x33, 0x33, o[12], o[13], o[14], o[15]])
 }

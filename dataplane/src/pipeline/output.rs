@@ -31,11 +31,7 @@ pub enum Egress {
     Port(PortId),
     /// To the host interface of `port` (and router interface `rif` when the
     /// frame was received through one); for L3 punts the VLAN tag is removed.
-    Host {
-        port: PortId,
-        rif: Option<super::RifId>,
-        reason: PuntReason,
-    },
+    Host { port: PortId, rif: Option<super::RifId>, reason: PuntReason },
 }
 
 /// One emitted frame.
@@ -70,10 +66,7 @@ impl Output {
     }
 
     pub fn with_capacity(bytes: usize, frames: usize) -> Output {
-        Output {
-            data: Vec::with_capacity(bytes),
-            records: Vec::with_capacity(frames),
-        }
+        Output { data: Vec::with_capacity(bytes), records: Vec::with_capacity(frames) }
     }
 
     /// Forgets every frame, keeping the buffers.
@@ -91,50 +84,18 @@ impl Output {
     }
 
     pub fn get(&self, index: usize) -> Option<Emitted<'_>> {
-        self.records.get(index).map(|record| Emitted {
-            to: record.to,
-            frame: &self.data[record.range.clone()],
-        })
+        self.records.get(index).map(|record| Emitted { to: record.to, frame: &self.data[record.range.clone()] })
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Emitted<'_>> + '_ {
-        self.records.iter().map(|record| Emitted {
-            to: record.to,
-            frame: &self.data[record.range.clone()],
-        })
+        self.records.iter().map(|record| Emitted { to: record.to, frame: &self.data[record.range.clone()] })
     }
 
     /// Appends a zeroed frame of `len` bytes and returns it for writing.
     pub(crate) fn push(&mut self, to: Egress, len: usize) -> &mut [u8] {
         let start = self.data.len();
         self.data.resize(start + len, 0);
-        self.records.push(Record {
-            to,
-            range: start..start + len,
-        });
+        self.records.push(Record { to, range: start..start + len });
         &mut self.data[start..]
-    }
-
-    /// The last frame pushed, for the caller's bookkeeping.
-    pub(crate) fn last(&self) -> Option<&[u8]> {
-        self.records
-            .last()
-            .map(|record| &self.data[record.range.clone()])
-    }
-
-    /// Shortens the last frame (a builder that reserved its maximum size).
-    pub(crate) fn truncate_last(&mut self, len: usize) {
-        if let Some(record) = self.records.last_mut() {
-            let end = record.range.start + len.min(record.range.len());
-            record.range.end = end;
-            self.data.truncate(end);
-        }
-    }
-
-    /// Removes the last frame (a builder that found it cannot finish).
-    pub(crate) fn pop(&mut self) {
-        if let Some(record) = self.records.pop() {
-            self.data.truncate(record.range.start);
-        }
     }
 }

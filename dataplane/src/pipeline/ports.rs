@@ -17,12 +17,7 @@ pub struct PortConfig {
 
 impl Default for PortConfig {
     fn default() -> Self {
-        PortConfig {
-            admin_up: true,
-            mtu: 9100,
-            pvid: 1,
-            learning: true,
-        }
+        PortConfig { admin_up: true, mtu: 9100, pvid: 1, learning: true }
     }
 }
 
@@ -78,10 +73,7 @@ impl Port {
 impl Switch {
     /// Creates a port or updates its configuration (keeping memberships and counters).
     pub fn set_port(&mut self, port: PortId, config: PortConfig) -> Result<(), TableError> {
-        let slot = self
-            .ports
-            .get_mut(usize::from(port))
-            .ok_or(TableError::Invalid("port id beyond max_ports"))?;
+        let slot = self.ports.get_mut(usize::from(port)).ok_or(TableError::Invalid("port id beyond max_ports"))?;
         if config.pvid > crate::wire::vlan::VID_MAX {
             return Err(TableError::Invalid("pvid above 4094"));
         }
@@ -107,12 +99,7 @@ impl Switch {
         if !existing.member.is_empty() || existing.rif.is_some() {
             return Err(TableError::InUse);
         }
-        if self
-            .bridge
-            .fdb
-            .values()
-            .any(|entry| entry.dest == super::FdbDest::Port(port))
-        {
+        if self.bridge.fdb.values().any(|entry| entry.dest == super::FdbDest::Port(port)) {
             self.flush_fdb(Some(port), None, false);
         }
         self.ports[usize::from(port)] = None;

@@ -8,13 +8,18 @@ use ipnetwork::{IpNetwork, Ipv4Network, Ipv6Network};
 use prefix_trie::PrefixMap;
 use rustc_hash::FxHashMap;
 
-use super::bridge::BridgeSource;
-use super::output::Output;
+use super::bridge::{BridgeSource, BridgedFrame};
+use super::icmp::{Icmpv4Error, Icmpv6Error};
+use super::output::{Output, PuntReason};
 use super::{
-    Disposition, DropReason, NextHopGroupId, NextHopId, PortId, RifId, Switch, SwitchConfig,
+    Disposition, DropReason, Egress, FdbDest, NextHopGroupId, NextHopId, PortId, RifId, Switch, SwitchConfig,
     TableError,
 };
-use crate::wire::{EtherType, EthernetAddress, VlanId};
+use crate::wire::icmpv6::{self, Icmpv6Message};
+use crate::wire::{
+    Ecn, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr,
+    IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr, UdpPacket, VlanId, ethernet, ipv4, ipv6,
+};
 
 /// What a router interface is attached to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,15 +75,8 @@ pub(crate) struct L3Frame<'a> {
 /// The router interface a frame arrived on, and how it got there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum L3Source {
-    Port {
-        port: PortId,
-        rif: RifId,
-    },
-    Svi {
-        source: BridgeSource,
-        vid: VlanId,
-        rif: RifId,
-    },
+    Port { port: PortId, rif: RifId },
+    Svi { source: BridgeSource, vid: VlanId, rif: RifId },
 }
 
 impl L3Source {
@@ -148,16 +146,12 @@ impl Router {
 
     #[inline]
     pub(crate) fn lookup_v4(&self, addr: Ipv4Addr) -> Option<RouteTarget> {
-        self.v4
-            .get_lpm(&(u32::from(addr), 32))
-            .map(|(_, target)| *target)
+        self.v4.get_lpm(&(u32::from(addr), 32)).map(|(_, target)| *target)
     }
 
     #[inline]
     pub(crate) fn lookup_v6(&self, addr: Ipv6Addr) -> Option<RouteTarget> {
-        self.v6
-            .get_lpm(&(u128::from(addr), 128))
-            .map(|(_, target)| *target)
+        self.v6.get_lpm(&(u128::from(addr), 128)).map(|(_, target)| *target)
     }
 
     pub(crate) fn lookup(&self, addr: IpAddr) -> Option<RouteTarget> {
@@ -198,9 +192,7 @@ impl Router {
     pub(crate) fn source_v4(&self, rif: RifId, toward: Ipv4Addr) -> Option<Ipv4Addr> {
         let on_rif = |addr: &Ipv4Addr, want_toward: bool| {
             self.connected.iter().any(|(net, r)| {
-                *r == rif
-                    && net.contains(IpAddr::V4(*addr))
-                    && (!want_toward || net.contains(IpAddr::V4(toward)))
+                *r == rif && net.contains(IpAddr::V4(*addr)) && (!want_toward || net.contains(IpAddr::V4(toward)))
             })
         };
         self.local_v4
@@ -214,24 +206,16 @@ impl Router {
     pub(crate) fn source_v6(&self, rif: RifId, toward: Ipv6Addr) -> Option<Ipv6Addr> {
         let on_rif = |addr: &Ipv6Addr, want_toward: bool| {
             self.connected.iter().any(|(net, r)| {
-                *r == rif
-                    && net.contains(IpAddr::V6(*addr))
-                    && (!want_toward || net.contains(IpAddr::V6(toward)))
+                *r == rif && net.contains(IpAddr::V6(*addr)) && (!want_toward || net.contains(IpAddr::V6(toward)))
             })
         };
         // A link-local destination needs a link-local source (RFC 4291 2.5.6).
-        let link_local =
-            |addr: &&Ipv6Addr| addr.is_unicast_link_local() == toward.is_unicast_link_local();
+        let link_local = |addr: &&Ipv6Addr| addr.is_unicast_link_local() == toward.is_unicast_link_local();
         self.local_v6
             .iter()
             .filter(link_local)
             .find(|addr| on_rif(addr, true))
-            .or_else(|| {
-                self.local_v6
-                    .iter()
-                    .filter(link_local)
-                    .find(|addr| on_rif(addr, false))
-            })
+            .or_else(|| self.local_v6.iter().filter(link_local).find(|addr| on_rif(addr, false)))
             .or_else(|| self.local_v6.iter().find(|addr| on_rif(addr, false)))
             .or(self.local_v6.first())
             .copied()
@@ -240,21 +224,13 @@ impl Router {
 
 fn v4_key(net: Ipv4Network) -> (u32, u8) {
     let len = net.prefix();
-    let mask = if len == 0 {
-        0
-    } else {
-        u32::MAX << (32 - u32::from(len))
-    };
+    let mask = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
     (u32::from(net.ip()) & mask, len)
 }
 
 fn v6_key(net: Ipv6Network) -> (u128, u8) {
     let len = net.prefix();
-    let mask = if len == 0 {
-        0
-    } else {
-        u128::MAX << (128 - u32::from(len))
-    };
+    let mask = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
     (u128::from(net.ip()) & mask, len)
 }
 
@@ -263,15 +239,9 @@ impl Switch {
 
     /// Creates or replaces a router interface. A routed port stops bridging;
     /// an SVI's VLAN must exist.
-    pub fn set_router_interface(
-        &mut self,
-        rif: RifId,
-        config: RouterInterface,
-    ) -> Result<(), TableError> {
+    pub fn set_router_interface(&mut self, rif: RifId, config: RouterInterface) -> Result<(), TableError> {
         if usize::from(rif) >= self.router.rifs.len() {
-            return Err(TableError::Invalid(
-                "router interface id beyond max_router_interfaces",
-            ));
+            return Err(TableError::Invalid("router interface id beyond max_router_interfaces"));
         }
         if config.mac.is_multicast() {
             return Err(TableError::Invalid("router MAC must be unicast"));
@@ -287,10 +257,7 @@ impl Switch {
                 }
             }
             RifKind::Vlan(vid) => {
-                let vlan = self
-                    .bridge
-                    .vlan(vid)
-                    .ok_or(TableError::Invalid("no such VLAN"))?;
+                let vlan = self.bridge.vlan(vid).ok_or(TableError::Invalid("no such VLAN"))?;
                 if vlan.rif.is_some_and(|other| other != rif) {
                     return Err(TableError::InUse);
                 }
@@ -300,9 +267,7 @@ impl Switch {
             self.unbind_rif(old.kind);
         }
         match config.kind {
-            RifKind::Port(port) => {
-                self.ports[usize::from(port)].as_mut().expect("checked").rif = Some(rif)
-            }
+            RifKind::Port(port) => self.ports[usize::from(port)].as_mut().expect("checked").rif = Some(rif),
             RifKind::Vlan(vid) => self.bridge.vlan_mut(vid).expect("checked").rif = Some(rif),
         }
         self.router.rifs[usize::from(rif)] = Some(config);
@@ -327,12 +292,7 @@ impl Switch {
     /// Removes a router interface no route or next hop uses; its neighbours go with it.
     pub fn remove_router_interface(&mut self, rif: RifId) -> Result<(), TableError> {
         let config = self.router.rif(rif).copied().ok_or(TableError::NotFound)?;
-        if self
-            .router
-            .rif_refs
-            .get(&rif)
-            .is_some_and(|&count| count > 0)
-        {
+        if self.router.rif_refs.get(&rif).is_some_and(|&count| count > 0) {
             return Err(TableError::InUse);
         }
         self.unbind_rif(config.kind);
@@ -358,9 +318,7 @@ impl Switch {
             return Err(TableError::Full);
         }
         if target == RouteTarget::Local && prefix.prefix() != prefix_max(prefix) {
-            return Err(TableError::Invalid(
-                "a Local route is a host route (/32 or /128)",
-            ));
+            return Err(TableError::Invalid("a Local route is a host route (/32 or /128)"));
         }
         match prefix {
             IpNetwork::V4(net) => self.router.v4.insert(v4_key(net), target),
@@ -384,12 +342,8 @@ impl Switch {
 
     fn forget_route_side_tables(&mut self, prefix: IpNetwork, old: RouteTarget) {
         match (old, prefix) {
-            (RouteTarget::Local, IpNetwork::V4(net)) => {
-                self.router.local_v4.retain(|&addr| addr != net.ip())
-            }
-            (RouteTarget::Local, IpNetwork::V6(net)) => {
-                self.router.local_v6.retain(|&addr| addr != net.ip())
-            }
+            (RouteTarget::Local, IpNetwork::V4(net)) => self.router.local_v4.retain(|&addr| addr != net.ip()),
+            (RouteTarget::Local, IpNetwork::V6(net)) => self.router.local_v6.retain(|&addr| addr != net.ip()),
             (RouteTarget::Connected(rif), _) => self.router.connected.retain(|&(net, r)| {
                 !(r == rif && net.network() == prefix.network() && net.prefix() == prefix.prefix())
             }),
@@ -423,16 +377,10 @@ impl Switch {
 
     pub fn routes(&self) -> impl Iterator<Item = (IpNetwork, RouteTarget)> + '_ {
         let v4 = self.router.v4.iter().map(|((addr, len), &target)| {
-            (
-                IpNetwork::V4(Ipv4Network::new(Ipv4Addr::from(addr), len).expect("valid length")),
-                target,
-            )
+            (IpNetwork::V4(Ipv4Network::new(Ipv4Addr::from(addr), len).expect("valid length")), target)
         });
         let v6 = self.router.v6.iter().map(|((addr, len), &target)| {
-            (
-                IpNetwork::V6(Ipv6Network::new(Ipv6Addr::from(addr), len).expect("valid length")),
-                target,
-            )
+            (IpNetwork::V6(Ipv6Network::new(Ipv6Addr::from(addr), len).expect("valid length")), target)
         });
         v4.chain(v6)
     }
@@ -459,12 +407,7 @@ impl Switch {
         if !self.router.next_hops.contains_key(&id) {
             return Err(TableError::NotFound);
         }
-        if self
-            .router
-            .next_hop_refs
-            .get(&id)
-            .is_some_and(|&count| count > 0)
-        {
+        if self.router.next_hop_refs.get(&id).is_some_and(|&count| count > 0) {
             return Err(TableError::InUse);
         }
         let old = self.router.next_hops.remove(&id).expect("checked");
@@ -478,15 +421,8 @@ impl Switch {
 
     /// Creates or replaces an ECMP group. Members may repeat (weights); an
     /// empty group drops what routes to it.
-    pub fn set_next_hop_group(
-        &mut self,
-        id: NextHopGroupId,
-        members: &[NextHopId],
-    ) -> Result<(), TableError> {
-        if members
-            .iter()
-            .any(|member| !self.router.next_hops.contains_key(member))
-        {
+    pub fn set_next_hop_group(&mut self, id: NextHopGroupId, members: &[NextHopId]) -> Result<(), TableError> {
+        if members.iter().any(|member| !self.router.next_hops.contains_key(member)) {
             return Err(TableError::Invalid("no such next hop"));
         }
         for &member in members {
@@ -504,12 +440,7 @@ impl Switch {
         if !self.router.groups.contains_key(&id) {
             return Err(TableError::NotFound);
         }
-        if self
-            .router
-            .group_refs
-            .get(&id)
-            .is_some_and(|&count| count > 0)
-        {
+        if self.router.group_refs.get(&id).is_some_and(|&count| count > 0) {
             return Err(TableError::InUse);
         }
         for member in self.router.groups.remove(&id).expect("checked") {
@@ -524,28 +455,493 @@ impl Switch {
 
     // ---- forwarding ----
 
-    /// A frame addressed to a router interface's MAC (or any frame on a routed port).
+    /// A frame addressed to a router interface's MAC (or any frame on a
+    /// routed port): ARP, IPv4, IPv6.
     pub(crate) fn l3_ingress(
         &mut self,
-        _now: u64,
+        now: u64,
         source: L3Source,
         frame: L3Frame<'_>,
-        _out: &mut Output,
+        out: &mut Output,
     ) -> Disposition {
-        let _ = frame;
-        self.drop(source.ingress_port(), DropReason::UnknownEtherType)
+        match self.l3_dispatch(now, source, frame, out) {
+            Ok(disposition) => disposition,
+            Err(reason) => self.drop(source.ingress_port(), reason),
+        }
     }
 
-    /// A broadcast or multicast frame the SVI hears while the bridge floods it.
+    /// A broadcast or multicast frame the SVI hears while the bridge floods
+    /// it: the router answers what is for it (ARP, NS) and copies control
+    /// traffic to the host; the flood already counted the frame, so what the
+    /// router cannot use is not a drop.
     pub(crate) fn l3_group_ingress(
         &mut self,
-        _now: u64,
-        _source: L3Source,
-        _frame: L3Frame<'_>,
-        _out: &mut Output,
+        now: u64,
+        source: L3Source,
+        frame: L3Frame<'_>,
+        out: &mut Output,
     ) -> Disposition {
-        Disposition::Flooded
+        match frame.ethertype {
+            EtherType::Arp | EtherType::Ipv4 | EtherType::Ipv6 => {
+                self.l3_dispatch(now, source, frame, out).unwrap_or(Disposition::Flooded)
+            }
+            _ => Disposition::Flooded,
+        }
     }
+
+    fn l3_dispatch(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        frame: L3Frame<'_>,
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let rif = match self.router.rif(source.rif()) {
+            Some(rif) if rif.admin_up => *rif,
+            _ => return Err(DropReason::RouterInterfaceDown),
+        };
+        if frame.dst != rif.mac && !frame.dst.is_multicast() {
+            return Err(DropReason::NotRouterMac);
+        }
+        match frame.ethertype {
+            EtherType::Arp => self.arp_ingress(now, source, rif, frame, out),
+            EtherType::Ipv4 => self.ipv4_ingress(now, source, frame, out),
+            EtherType::Ipv6 => self.ipv6_ingress(now, source, rif, frame, out),
+            _ => Err(DropReason::UnknownEtherType),
+        }
+    }
+
+    fn ipv4_ingress(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        frame: L3Frame<'_>,
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let packet = Ipv4Packet::new_checked(frame.payload).map_err(|_| DropReason::Malformed)?;
+        if packet.version() != 4 {
+            return Err(DropReason::Malformed);
+        }
+        if !packet.verify_checksum() {
+            return Err(DropReason::BadChecksum);
+        }
+        let total_len = usize::from(packet.total_len());
+        let ip = &frame.payload[..total_len];
+        let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        if dst.is_broadcast() || dst.is_multicast() || frame.dst.is_multicast() {
+            // Routing protocols, DHCP: link-local control traffic is the host's.
+            self.punt_l3(source, frame, ip, PuntReason::LinkLocalMulticast, out);
+            return Ok(Disposition::Punted);
+        }
+        if let Some(vtep) = self.vxlan.config
+            && dst == vtep.source_ip
+            && packet.protocol() == IpProtocol::Udp
+            && !packet.is_fragment()
+        {
+            let udp = UdpPacket::new_checked(packet.payload()).map_err(|_| DropReason::Malformed)?;
+            if udp.dst_port() == vtep.udp_port {
+                return self.vxlan_decap(now, source, src, udp.payload(), out);
+            }
+        }
+        let target = self.router.lookup_v4(dst).ok_or(DropReason::NoRoute)?;
+        match target {
+            RouteTarget::Local => return self.ipv4_local(now, source, frame, ip, out),
+            RouteTarget::Punt => {
+                self.punt_l3(source, frame, ip, PuntReason::RouteTrap, out);
+                return Ok(Disposition::Punted);
+            }
+            RouteTarget::Drop => return Err(DropReason::Blackhole),
+            RouteTarget::Connected(_) | RouteTarget::NextHop(_) | RouteTarget::Group(_) => {}
+        }
+        if packet.ttl() <= 1 {
+            self.icmpv4_error(now, source, ip, Icmpv4Error::TimeExceeded, out);
+            return Err(DropReason::TtlExpired);
+        }
+        let adjacency = self.select_next_hop(target, IpAddr::V4(dst), || {
+            let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
+            flow_hash(u128::from(u32::from(src)), u128::from(u32::from(dst)), packet.protocol().into(), ports)
+        })?;
+        let mtu = self.router.rif(adjacency.rif).map_or(0, |rif| usize::from(rif.mtu));
+        if total_len > mtu {
+            // No fragmentation in the fast path; RFC 1191 tells DF senders.
+            if packet.dont_frag() {
+                self.icmpv4_error(now, source, ip, Icmpv4Error::FragRequired(mtu as u16), out);
+            }
+            return Err(DropReason::MtuExceeded);
+        }
+        self.send_ip(now, adjacency, EtherType::Ipv4, total_len, out, |buf| {
+            buf.copy_from_slice(ip);
+            // RFC 1812 section 5.3.1, with the RFC 1624 checksum update.
+            Ipv4Packet::new_unchecked(buf).decrement_ttl_incremental();
+        })?;
+        Ok(Disposition::Forwarded)
+    }
+
+    /// An IPv4 packet to one of the switch's addresses: echo is answered
+    /// here, the rest goes to the host.
+    fn ipv4_local(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        frame: L3Frame<'_>,
+        ip: &[u8],
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let packet = Ipv4Packet::new_unchecked(ip);
+        if packet.protocol() == IpProtocol::Icmp && !packet.is_fragment() {
+            let icmp = Icmpv4Packet::new_checked(packet.payload()).map_err(|_| DropReason::Malformed)?;
+            if let Ok(Icmpv4Repr::EchoRequest { ident, seq_no, data }) = Icmpv4Repr::parse(&icmp) {
+                let reply = Icmpv4Repr::EchoReply { ident, seq_no, data };
+                self.originate_v4(
+                    now,
+                    Some(packet.dst_addr()),
+                    packet.src_addr(),
+                    IpProtocol::Icmp,
+                    reply.buffer_len(),
+                    out,
+                    |buf| reply.emit(&mut Icmpv4Packet::new_unchecked(buf)),
+                )?;
+                return Ok(Disposition::Consumed);
+            }
+        }
+        self.punt_l3(source, frame, ip, PuntReason::Ip2Me, out);
+        Ok(Disposition::Punted)
+    }
+
+    fn ipv6_ingress(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        rif: RouterInterface,
+        frame: L3Frame<'_>,
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let packet = Ipv6Packet::new_checked(frame.payload).map_err(|_| DropReason::Malformed)?;
+        if packet.version() != 6 {
+            return Err(DropReason::Malformed);
+        }
+        let total_len = ipv6::HEADER_LEN + usize::from(packet.payload_len());
+        let ip = &frame.payload[..total_len];
+        let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        if dst.is_multicast() {
+            return self.ipv6_local(now, source, rif, frame, ip, out);
+        }
+        let target = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;
+        match target {
+            RouteTarget::Local => return self.ipv6_local(now, source, rif, frame, ip, out),
+            RouteTarget::Punt => {
+                self.punt_l3(source, frame, ip, PuntReason::RouteTrap, out);
+                return Ok(Disposition::Punted);
+            }
+            RouteTarget::Drop => return Err(DropReason::Blackhole),
+            RouteTarget::Connected(_) | RouteTarget::NextHop(_) | RouteTarget::Group(_) => {}
+        }
+        if dst.is_unicast_link_local() || src.is_unicast_link_local() {
+            // RFC 4291 section 2.5.6: link-local packets are never forwarded.
+            return Err(DropReason::NoRoute);
+        }
+        if packet.hop_limit() <= 1 {
+            self.icmpv6_error(now, source, ip, Icmpv6Error::TimeExceeded, out);
+            return Err(DropReason::TtlExpired);
+        }
+        let adjacency = self.select_next_hop(target, IpAddr::V6(dst), || {
+            let (protocol, ports) = match packet.upper_layer() {
+                Ok(upper) if upper.fragment.is_none() => (
+                    upper.protocol,
+                    transport_ports(upper.protocol, packet.payload().get(upper.offset..).unwrap_or(&[])),
+                ),
+                Ok(upper) => (upper.protocol, 0),
+                Err(_) => (packet.next_header(), 0),
+            };
+            flow_hash(u128::from(src), u128::from(dst), protocol.into(), ports ^ packet.flow_label())
+        })?;
+        let mtu = self.router.rif(adjacency.rif).map_or(0, |rif| usize::from(rif.mtu));
+        if total_len > mtu {
+            self.icmpv6_error(now, source, ip, Icmpv6Error::PacketTooBig(mtu as u32), out);
+            return Err(DropReason::MtuExceeded);
+        }
+        self.send_ip(now, adjacency, EtherType::Ipv6, total_len, out, |buf| {
+            buf.copy_from_slice(ip);
+            Ipv6Packet::new_unchecked(buf).decrement_hop_limit();
+        })?;
+        Ok(Disposition::Forwarded)
+    }
+
+    /// An IPv6 packet to the switch or to a multicast group: neighbour
+    /// discovery and echo are handled here, the rest goes to the host.
+    fn ipv6_local(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        rif: RouterInterface,
+        frame: L3Frame<'_>,
+        ip: &[u8],
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let packet = Ipv6Packet::new_unchecked(ip);
+        let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        let punt_reason = if dst.is_multicast() { PuntReason::LinkLocalMulticast } else { PuntReason::Ip2Me };
+        let upper = packet.upper_layer().map_err(|_| DropReason::Malformed)?;
+        if upper.protocol == IpProtocol::Icmpv6 && upper.fragment.is_none() {
+            let icmp_bytes = packet.payload().get(upper.offset..).ok_or(DropReason::Malformed)?;
+            let icmp = Icmpv6Packet::new_checked(icmp_bytes).map_err(|_| DropReason::Malformed)?;
+            let is_nd = matches!(icmp.msg_type(), Icmpv6Message::NeighborSolicit | Icmpv6Message::NeighborAdvert);
+            match Icmpv6Repr::parse(&icmp, src, dst) {
+                Ok(repr @ (Icmpv6Repr::NeighborSolicit { .. } | Icmpv6Repr::NeighborAdvert { .. })) => {
+                    // RFC 4861 section 7.1: a hop limit below 255 means the
+                    // message crossed a router and may be forged.
+                    if packet.hop_limit() != icmpv6::ND_HOP_LIMIT {
+                        return Err(DropReason::Malformed);
+                    }
+                    return self.ndp_ingress(now, source, rif, frame, ip, repr, out);
+                }
+                Ok(Icmpv6Repr::EchoRequest { ident, seq_no, data }) if !dst.is_multicast() => {
+                    let reply = Icmpv6Repr::EchoReply { ident, seq_no, data };
+                    let len = reply.buffer_len();
+                    self.originate_v6(now, Some(dst), src, IpProtocol::Icmpv6, len, out, |buf, from, to| {
+                        reply.emit(&mut Icmpv6Packet::new_unchecked(buf), from, to)
+                    })?;
+                    return Ok(Disposition::Consumed);
+                }
+                Err(_) if is_nd => return Err(DropReason::Malformed),
+                _ => {}
+            }
+        }
+        self.punt_l3(source, frame, ip, punt_reason, out);
+        Ok(Disposition::Punted)
+    }
+
+    /// The next hop `target` gives for `dst`; for an ECMP group, the member
+    /// `hash` picks (computed only then).
+    #[inline]
+    pub(crate) fn select_next_hop(
+        &self,
+        target: RouteTarget,
+        dst: IpAddr,
+        hash: impl FnOnce() -> u32,
+    ) -> Result<Adjacency, DropReason> {
+        let next_hop = match target {
+            RouteTarget::Connected(rif) => return Ok(Adjacency { rif, next_hop: dst }),
+            RouteTarget::NextHop(id) => self.router.next_hops.get(&id).ok_or(DropReason::NoRoute)?,
+            RouteTarget::Group(id) => {
+                let members = self.router.groups.get(&id).ok_or(DropReason::NoRoute)?;
+                if members.is_empty() {
+                    return Err(DropReason::Blackhole);
+                }
+                // Multiply-shift maps the hash onto the members without a division.
+                let index = (u64::from(hash()) * members.len() as u64) >> 32;
+                self.router.next_hops.get(&members[index as usize]).ok_or(DropReason::NoRoute)?
+            }
+            RouteTarget::Drop => return Err(DropReason::Blackhole),
+            RouteTarget::Local | RouteTarget::Punt => return Err(DropReason::NoRoute),
+        };
+        Ok(Adjacency { rif: next_hop.rif, next_hop: next_hop.ip })
+    }
+
+    /// Sends an IP packet of `ip_len` bytes (written by `write`) to a
+    /// neighbour: MTU, resolution (a miss starts it and drops the packet),
+    /// then out of the router interface.
+    #[inline]
+    pub(crate) fn send_ip(
+        &mut self,
+        now: u64,
+        adjacency: Adjacency,
+        ethertype: EtherType,
+        ip_len: usize,
+        out: &mut Output,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<(), DropReason> {
+        let rif = match self.router.rif(adjacency.rif) {
+            Some(rif) if rif.admin_up => *rif,
+            _ => return Err(DropReason::RouterInterfaceDown),
+        };
+        if ip_len > usize::from(rif.mtu) {
+            return Err(DropReason::MtuExceeded);
+        }
+        let mac = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out).ok_or(DropReason::NeighborMiss)?;
+        self.rif_send_frame(now, adjacency.rif, mac, ethertype, ip_len, out, write)
+    }
+
+    /// Sends a frame with `rif`'s MAC as source: directly out of a routed
+    /// port, or bridged in an SVI's VLAN (FDB lookup, remote VTEP, flood).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rif_send_frame(
+        &mut self,
+        now: u64,
+        rif: RifId,
+        dst: EthernetAddress,
+        ethertype: EtherType,
+        len: usize,
+        out: &mut Output,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<(), DropReason> {
+        let Some(config) = self.router.rif(rif).copied() else {
+            return Err(DropReason::RouterInterfaceDown);
+        };
+        match config.kind {
+            RifKind::Port(port) => {
+                if !self.port(port).is_some_and(|p| p.is_up()) {
+                    self.count_tx_drop(port, DropReason::EgressPortDown);
+                    return Err(DropReason::EgressPortDown);
+                }
+                let header = EthernetRepr { dst_addr: dst, src_addr: config.mac, ethertype };
+                self.emit_port(port, ethernet::HEADER_LEN + len, out, |buf| {
+                    header.emit(&mut EthernetFrame::new_unchecked(&mut *buf));
+                    write(&mut buf[ethernet::HEADER_LEN..]);
+                });
+                Ok(())
+            }
+            RifKind::Vlan(vid) => {
+                // The frame is built once in a scratch buffer, then bridged
+                // (copied per egress port, or encapsulated).
+                let mut scratch = self.scratch.pop().unwrap_or_default();
+                scratch.clear();
+                scratch.resize(2 + len, 0);
+                scratch[..2].copy_from_slice(&u16::from(ethertype).to_be_bytes());
+                write(&mut scratch[2..]);
+                let frame = BridgedFrame { dst, src: config.mac, pcp: 0, body: &scratch };
+                let result = match self.bridge.fdb.get(&super::fdb_key(vid, dst)).map(|entry| entry.dest) {
+                    Some(FdbDest::Port(port)) if !dst.is_multicast() => self.send_bridged(port, vid, frame, out),
+                    Some(FdbDest::Tunnel(remote)) if !dst.is_multicast() => {
+                        self.vxlan_encap(now, vid, remote, frame, out)
+                    }
+                    _ => {
+                        self.flood(now, BridgeSource::Cpu, vid, frame, out);
+                        Ok(())
+                    }
+                };
+                self.scratch.push(scratch);
+                result
+            }
+        }
+    }
+
+    /// Sends an IPv4 packet the switch originates (ICMP): routed like any
+    /// other, from `src` or the outgoing interface's address.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn originate_v4(
+        &mut self,
+        now: u64,
+        src: Option<Ipv4Addr>,
+        dst: Ipv4Addr,
+        protocol: IpProtocol,
+        payload_len: usize,
+        out: &mut Output,
+        write_payload: impl FnOnce(&mut [u8]),
+    ) -> Result<(), DropReason> {
+        let target = self.router.lookup_v4(dst).ok_or(DropReason::NoRoute)?;
+        let adjacency = self.select_next_hop(target, IpAddr::V4(dst), || {
+            flow_hash(
+                u128::from(u32::from(src.unwrap_or(Ipv4Addr::UNSPECIFIED))),
+                u128::from(u32::from(dst)),
+                protocol.into(),
+                0,
+            )
+        })?;
+        let src = src.or_else(|| self.router.source_v4(adjacency.rif, dst)).ok_or(DropReason::NoRoute)?;
+        let repr = Ipv4Repr {
+            src_addr: src,
+            dst_addr: dst,
+            protocol,
+            payload_len,
+            ttl: 64,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            ident: 0,
+            dont_frag: false,
+            more_frags: false,
+            frag_offset: 0,
+        };
+        self.send_ip(now, adjacency, EtherType::Ipv4, repr.buffer_len(), out, |buf| {
+            repr.emit(&mut Ipv4Packet::new_unchecked(&mut *buf));
+            write_payload(&mut buf[ipv4::HEADER_LEN..]);
+        })
+    }
+
+    /// Sends an IPv6 packet the switch originates; `write_payload` gets the
+    /// payload buffer and the source and destination (for its checksum).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn originate_v6(
+        &mut self,
+        now: u64,
+        src: Option<Ipv6Addr>,
+        dst: Ipv6Addr,
+        protocol: IpProtocol,
+        payload_len: usize,
+        out: &mut Output,
+        write_payload: impl FnOnce(&mut [u8], Ipv6Addr, Ipv6Addr),
+    ) -> Result<(), DropReason> {
+        let target = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;
+        let adjacency = self.select_next_hop(target, IpAddr::V6(dst), || {
+            flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
+        })?;
+        let src = src.or_else(|| self.router.source_v6(adjacency.rif, dst)).ok_or(DropReason::NoRoute)?;
+        let repr = Ipv6Repr {
+            src_addr: src,
+            dst_addr: dst,
+            next_header: protocol,
+            payload_len,
+            hop_limit: 64,
+            dscp: 0,
+            ecn: Ecn::NotEct,
+            flow_label: 0,
+        };
+        self.send_ip(now, adjacency, EtherType::Ipv6, repr.buffer_len(), out, |buf| {
+            repr.emit(&mut Ipv6Packet::new_unchecked(&mut *buf));
+            write_payload(&mut buf[ipv6::HEADER_LEN..], src, dst);
+        })
+    }
+
+    /// Gives an L3 packet to the host, untagged, as the kernel's interface
+    /// for the router interface expects it.
+    pub(crate) fn punt_l3(
+        &mut self,
+        source: L3Source,
+        frame: L3Frame<'_>,
+        ip: &[u8],
+        reason: PuntReason,
+        out: &mut Output,
+    ) {
+        let Some(port) = source.ingress_port() else { return };
+        let to = Egress::Host { port, rif: Some(source.rif()), reason };
+        let buf = out.push(to, ethernet::HEADER_LEN + ip.len());
+        let header = EthernetRepr { dst_addr: frame.dst, src_addr: frame.src, ethertype: frame.ethertype };
+        header.emit(&mut EthernetFrame::new_unchecked(&mut *buf));
+        buf[ethernet::HEADER_LEN..].copy_from_slice(ip);
+    }
+}
+
+/// A resolved next hop: the neighbour `next_hop` behind `rif`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Adjacency {
+    pub(crate) rif: RifId,
+    pub(crate) next_hop: IpAddr,
+}
+
+/// The source and destination ports of a TCP or UDP header (0 for other
+/// protocols), for the flow hash; both protocols start with them.
+#[inline]
+pub(crate) fn transport_ports(protocol: IpProtocol, l4: &[u8]) -> u32 {
+    match (protocol, l4.get(..4)) {
+        (IpProtocol::Tcp | IpProtocol::Udp, Some(ports)) => {
+            u32::from_be_bytes([ports[0], ports[1], ports[2], ports[3]])
+        }
+        _ => 0,
+    }
+}
+
+/// The ECMP hash of a 5-tuple: the fields folded into 64 bits, then
+/// MurmurHash3's finaliser so that every input bit moves the result.
+#[inline]
+pub(crate) fn flow_hash(src: u128, dst: u128, protocol: u8, ports: u32) -> u32 {
+    let fold = |addr: u128| (addr as u64) ^ ((addr >> 64) as u64).rotate_left(29);
+    let mut h = fold(src) ^ fold(dst).rotate_left(32) ^ (u64::from(protocol) << 40) ^ u64::from(ports).rotate_left(13);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^= h >> 33;
+    h as u32
 }
 
 fn prefix_max(prefix: IpNetwork) -> u8 {

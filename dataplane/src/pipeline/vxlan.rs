@@ -2,15 +2,20 @@
 //! toward remote VTEPs routed through the underlay, decapsulation, and
 //! per-VNI flood lists for head-end replication.
 
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 
 use rustc_hash::FxHashMap;
 
-use super::bridge::BridgedFrame;
+use super::bridge::{BridgeSource, BridgedFrame};
 use super::output::Output;
-use super::{DropReason, Switch, TableError, Vni};
-use crate::wire::VlanId;
-use crate::wire::vxlan::{VNI_MAX, VXLAN_PORT};
+use super::router::{L3Source, flow_hash, transport_ports};
+use super::{Disposition, DropReason, FdbDest, Switch, TableError, Vni};
+use crate::wire::vlan::L2Header;
+use crate::wire::vxlan::{self, VNI_MAX, VXLAN_PORT};
+use crate::wire::{
+    Ecn, EtherType, EthernetAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, UdpPacket, UdpRepr, VlanId,
+    VxlanPacket, VxlanRepr, ipv4, udp,
+};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct VtepConfig {
@@ -22,10 +27,7 @@ pub struct VtepConfig {
 
 impl Default for VtepConfig {
     fn default() -> Self {
-        VtepConfig {
-            source_ip: Ipv4Addr::UNSPECIFIED,
-            udp_port: VXLAN_PORT,
-        }
+        VtepConfig { source_ip: Ipv4Addr::UNSPECIFIED, udp_port: VXLAN_PORT }
     }
 }
 
@@ -54,12 +56,7 @@ impl Switch {
         if self.bridge.vlan(vid).is_none() {
             return Err(TableError::Invalid("no such VLAN"));
         }
-        if self
-            .vxlan
-            .vni_to_vlan
-            .get(&vni)
-            .is_some_and(|&other| other != vid)
-        {
+        if self.vxlan.vni_to_vlan.get(&vni).is_some_and(|&other| other != vid) {
             return Err(TableError::InUse);
         }
         let vlan = self.bridge.vlan_mut(vid).expect("checked");
@@ -71,11 +68,7 @@ impl Switch {
     }
 
     pub fn unmap_vlan(&mut self, vid: VlanId) -> Result<(), TableError> {
-        let vni = self
-            .bridge
-            .vlan_mut(vid)
-            .and_then(|vlan| vlan.vni.take())
-            .ok_or(TableError::NotFound)?;
+        let vni = self.bridge.vlan_mut(vid).and_then(|vlan| vlan.vni.take()).ok_or(TableError::NotFound)?;
         self.vxlan.vni_to_vlan.remove(&vni);
         Ok(())
     }
@@ -110,38 +103,134 @@ impl Switch {
     }
 
     pub fn flood_vteps(&self, vni: Vni) -> &[Ipv4Addr] {
-        self.vxlan
-            .flood
-            .get(&vni)
-            .map(Vec::as_slice)
-            .unwrap_or_default()
+        self.vxlan.flood.get(&vni).map(Vec::as_slice).unwrap_or_default()
     }
 
-    /// Encapsulates a frame of `vid` toward `remote`.
+    /// Encapsulates a frame of `vid` toward `remote` (RFC 7348 section 5):
+    /// the inner frame untagged, the outer IPv4 routed through the underlay
+    /// like any packet, so ECMP applies; the outer UDP source port comes
+    /// from a hash of the inner flow so that the underlay spreads flows.
     pub(crate) fn vxlan_encap(
-        &mut self,
-        _now: u64,
-        _vid: VlanId,
-        _remote: Ipv4Addr,
-        _frame: BridgedFrame<'_>,
-        _out: &mut Output,
-    ) -> Result<(), DropReason> {
-        Err(DropReason::SplitHorizon)
-    }
-
-    /// Head-end replication of a flooded frame to the VNI's remote VTEPs.
-    pub(crate) fn vxlan_flood(
         &mut self,
         now: u64,
         vid: VlanId,
-        vni: Vni,
+        remote: Ipv4Addr,
         frame: BridgedFrame<'_>,
         out: &mut Output,
-    ) {
+    ) -> Result<(), DropReason> {
+        let vtep = self.vxlan.config.ok_or(DropReason::VxlanUnknownVni)?;
+        let vni = self.bridge.vlan(vid).and_then(|vlan| vlan.vni).ok_or(DropReason::VxlanUnknownVni)?;
+        if self.encap_depth > 0 {
+            // The underlay path to a VTEP leads into a tunnel again: a loop.
+            return Err(DropReason::Unsupported);
+        }
+        let (hash, dscp, ecn) = inner_flow(&frame);
+        let src_port = vxlan::udp_source_port(hash);
+        let target = self.router.lookup_v4(remote).ok_or(DropReason::NoRoute)?;
+        let adjacency = self.select_next_hop(target, IpAddr::V4(remote), || {
+            flow_hash(
+                u128::from(u32::from(vtep.source_ip)),
+                u128::from(u32::from(remote)),
+                IpProtocol::Udp.into(),
+                (u32::from(src_port) << 16) | u32::from(vtep.udp_port),
+            )
+        })?;
+        let inner_len = 12 + frame.body.len();
+        let udp = UdpRepr { src_port, dst_port: vtep.udp_port, payload_len: vxlan::HEADER_LEN + inner_len };
+        let ip = Ipv4Repr {
+            src_addr: vtep.source_ip,
+            dst_addr: remote,
+            protocol: IpProtocol::Udp,
+            payload_len: udp.buffer_len(),
+            ttl: 64,
+            // The uniform model: the underlay sees the inner packet's class
+            // and ECN (RFC 6040 normal mode).
+            dscp,
+            ecn,
+            ident: 0,
+            dont_frag: false,
+            more_frags: false,
+            frag_offset: 0,
+        };
+        self.encap_depth += 1;
+        let result = self.send_ip(now, adjacency, EtherType::Ipv4, ip.buffer_len(), out, |buf| {
+            ip.emit(&mut Ipv4Packet::new_unchecked(&mut *buf));
+            let at = ipv4::HEADER_LEN;
+            // UDP checksum zero: allowed for VXLAN over IPv4 (RFC 7348 section 5).
+            udp.emit_header(&mut UdpPacket::new_unchecked(&mut buf[at..]));
+            let at = at + udp::HEADER_LEN;
+            VxlanRepr { vni }.emit(&mut VxlanPacket::new_unchecked(&mut buf[at..]));
+            frame.write(&mut buf[at + vxlan::HEADER_LEN..], None);
+        });
+        self.encap_depth -= 1;
+        result
+    }
+
+    /// Decapsulates a VXLAN packet from `remote` (RFC 7348 section 4.1):
+    /// the VNI selects the VLAN, the inner source is learned against the
+    /// remote VTEP, and the inner frame is bridged with split horizon.
+    pub(crate) fn vxlan_decap(
+        &mut self,
+        now: u64,
+        source: L3Source,
+        remote: Ipv4Addr,
+        udp_payload: &[u8],
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let packet = VxlanPacket::new_checked(udp_payload).map_err(|_| DropReason::Malformed)?;
+        let vni = VxlanRepr::parse(&packet).map_err(|_| DropReason::Malformed)?.vni;
+        let vid = *self.vxlan.vni_to_vlan.get(&vni).ok_or(DropReason::VxlanUnknownVni)?;
+        let inner = packet.payload();
+        let l2 = L2Header::parse(inner).map_err(|_| DropReason::Malformed)?;
+        if l2.src_addr.is_multicast() || l2.src_addr == EthernetAddress::ZERO {
+            return Err(DropReason::SourceMacInvalid);
+        }
+        let port = source.ingress_port().ok_or(DropReason::Unsupported)?;
+        self.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
+        // An inner VLAN tag is discarded (RFC 7348 section 6.1): the VNI says the VLAN.
+        let frame = BridgedFrame {
+            dst: l2.dst_addr,
+            src: l2.src_addr,
+            pcp: l2.outer.map_or(0, |tag| tag.pcp),
+            body: &inner[l2.payload_offset - 2..],
+        };
+        Ok(self.bridge_forward(now, BridgeSource::Tunnel { remote, port }, vid, frame, out))
+    }
+
+    /// Head-end replication of a flooded frame to the VNI's remote VTEPs.
+    pub(crate) fn vxlan_flood(&mut self, now: u64, vid: VlanId, vni: Vni, frame: BridgedFrame<'_>, out: &mut Output) {
         let count = self.vxlan.flood.get(&vni).map_or(0, Vec::len);
         for index in 0..count {
             let remote = self.vxlan.flood[&vni][index];
             let _ = self.vxlan_encap(now, vid, remote, frame, out);
         }
     }
+}
+
+/// The flow hash of an inner frame (MACs and EtherType, plus the IP 5-tuple
+/// when there is one), with its DSCP and ECN to copy to the outer header.
+#[inline]
+fn inner_flow(frame: &BridgedFrame<'_>) -> (u32, u8, Ecn) {
+    let macs = (u128::from(frame.dst.to_u64()) << 64) | u128::from(frame.src.to_u64());
+    let ethertype = EtherType::from(u16::from_be_bytes([frame.body[0], frame.body[1]]));
+    let l3 = &frame.body[2..];
+    match ethertype {
+        EtherType::Ipv4 => {
+            if let Ok(packet) = Ipv4Packet::new_checked(l3) {
+                let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
+                let addrs = (u128::from(u32::from(packet.src_addr())) << 32) | u128::from(u32::from(packet.dst_addr()));
+                return (flow_hash(macs, addrs, packet.protocol().into(), ports), packet.dscp(), packet.ecn());
+            }
+        }
+        EtherType::Ipv6 => {
+            if let Ok(packet) = Ipv6Packet::new_checked(l3) {
+                let ports = transport_ports(packet.next_header(), packet.payload());
+                let addrs = u128::from(packet.src_addr()) ^ u128::from(packet.dst_addr()).rotate_left(64);
+                let hash = flow_hash(macs, addrs, packet.next_header().into(), ports ^ packet.flow_label());
+                return (hash, packet.dscp(), packet.ecn());
+            }
+        }
+        _ => {}
+    }
+    (flow_hash(macs, 0, 0, u32::from(u16::from(ethertype))), 0, Ecn::NotEct)
 }

@@ -2,6 +2,9 @@
 //! emitted frames and counters checked byte for byte.
 
 use super::*;
+
+mod l3;
+mod vxlan;
 use crate::wire::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanTag, VlanTagRepr};
 
 pub(crate) const SECOND: u64 = 1_000_000_000;
@@ -21,34 +24,18 @@ pub(crate) fn frame(
 ) -> Vec<u8> {
     let tag_len = if vid.is_some() { 4 } else { 0 };
     let mut buf = vec![0u8; 14 + tag_len + payload.len()];
-    let outer_type = if vid.is_some() {
-        EtherType::Vlan
-    } else {
-        ethertype
-    };
-    EthernetRepr {
-        dst_addr: dst,
-        src_addr: src,
-        ethertype: outer_type,
-    }
-    .emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
+    let outer_type = if vid.is_some() { EtherType::Vlan } else { ethertype };
+    EthernetRepr { dst_addr: dst, src_addr: src, ethertype: outer_type }
+        .emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
     if let Some(vid) = vid {
-        VlanTagRepr {
-            pcp: 0,
-            dei: false,
-            vid,
-            ethertype,
-        }
-        .emit(&mut VlanTag::new_unchecked(&mut buf[14..18]));
+        VlanTagRepr { pcp: 0, dei: false, vid, ethertype }.emit(&mut VlanTag::new_unchecked(&mut buf[14..18]));
     }
     buf[14 + tag_len..].copy_from_slice(payload);
     buf
 }
 
 pub(crate) fn emitted(out: &Output) -> Vec<(Egress, Vec<u8>)> {
-    out.iter()
-        .map(|emitted| (emitted.to, emitted.frame.to_vec()))
-        .collect()
+    out.iter().map(|emitted| (emitted.to, emitted.frame.to_vec())).collect()
 }
 
 pub(crate) fn ports_of(out: &Output) -> Vec<PortId> {
@@ -69,44 +56,17 @@ const DATA: EtherType = EtherType::Unknown(0x88b6);
 /// Ports 0..=2 access in VLAN 10, port 3 a trunk in VLANs 10 and 20, port 4
 /// access in VLAN 20.
 pub(crate) fn l2_switch() -> Switch {
-    let mut switch = Switch::new(SwitchConfig {
-        fdb_capacity: 1024,
-        ..SwitchConfig::default()
-    });
+    let mut switch = Switch::new(SwitchConfig { fdb_capacity: 1024, ..SwitchConfig::default() });
     switch.create_vlan(10).unwrap();
     switch.create_vlan(20).unwrap();
     for port in 0..=2 {
-        switch
-            .set_port(
-                port,
-                PortConfig {
-                    pvid: 10,
-                    ..PortConfig::default()
-                },
-            )
-            .unwrap();
+        switch.set_port(port, PortConfig { pvid: 10, ..PortConfig::default() }).unwrap();
         switch.set_vlan_member(10, port, false).unwrap();
     }
-    switch
-        .set_port(
-            3,
-            PortConfig {
-                pvid: 0,
-                ..PortConfig::default()
-            },
-        )
-        .unwrap();
+    switch.set_port(3, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
     switch.set_vlan_member(10, 3, true).unwrap();
     switch.set_vlan_member(20, 3, true).unwrap();
-    switch
-        .set_port(
-            4,
-            PortConfig {
-                pvid: 20,
-                ..PortConfig::default()
-            },
-        )
-        .unwrap();
+    switch.set_port(4, PortConfig { pvid: 20, ..PortConfig::default() }).unwrap();
     switch.set_vlan_member(20, 4, false).unwrap();
     switch
 }
@@ -116,44 +76,18 @@ fn unknown_unicast_floods_in_vlan_with_egress_tagging_and_learns() {
     let mut switch = l2_switch();
     let mut out = Output::new();
     let sent = frame(mac(2), mac(1), None, DATA, PAYLOAD);
-    assert_eq!(
-        switch.process(NOW, 0, &sent, &mut out),
-        Disposition::Flooded
-    );
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Flooded);
     let got = emitted(&out);
-    assert_eq!(
-        got.len(),
-        3,
-        "ports 1, 2 and trunk 3, never ingress 0 nor VLAN 20's port 4"
-    );
+    assert_eq!(got.len(), 3, "ports 1, 2 and trunk 3, never ingress 0 nor VLAN 20's port 4");
     assert_eq!(got[0], (Egress::Port(1), sent.clone()));
     assert_eq!(got[1], (Egress::Port(2), sent.clone()));
-    assert_eq!(
-        got[2],
-        (
-            Egress::Port(3),
-            frame(mac(2), mac(1), Some(10), DATA, PAYLOAD)
-        )
-    );
+    assert_eq!(got[2], (Egress::Port(3), frame(mac(2), mac(1), Some(10), DATA, PAYLOAD)));
     let entry = switch.fdb_entry(10, mac(1)).unwrap();
-    assert_eq!(
-        (entry.dest, entry.kind, entry.last_seen),
-        (FdbDest::Port(0), FdbKind::Dynamic, NOW)
-    );
+    assert_eq!((entry.dest, entry.kind, entry.last_seen), (FdbDest::Port(0), FdbKind::Dynamic, NOW));
     let events: Vec<Event> = switch.drain_events().collect();
-    assert_eq!(
-        events,
-        vec![Event::FdbLearned {
-            vid: 10,
-            mac: mac(1),
-            dest: FdbDest::Port(0)
-        }]
-    );
+    assert_eq!(events, vec![Event::FdbLearned { vid: 10, mac: mac(1), dest: FdbDest::Port(0) }]);
     let rx = switch.port_counters(0).unwrap();
-    assert_eq!(
-        (rx.rx_packets, rx.rx_bytes, rx.rx_unicast),
-        (1, sent.len() as u64, 1)
-    );
+    assert_eq!((rx.rx_packets, rx.rx_bytes, rx.rx_unicast), (1, sent.len() as u64, 1));
     let tx = switch.port_counters(3).unwrap();
     assert_eq!((tx.tx_packets, tx.tx_bytes), (1, sent.len() as u64 + 4));
 }
@@ -163,40 +97,15 @@ fn known_unicast_goes_to_one_port_and_loses_its_tag_on_access() {
     let mut switch = l2_switch();
     let mut out = Output::new();
     // mac(1) talks from port 0; the trunk answers it with a VLAN 10 tag.
-    switch.process(
-        NOW,
-        0,
-        &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-        &mut out,
-    );
+    switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
     out.clear();
     let reply = frame(mac(1), mac(2), Some(10), DATA, PAYLOAD);
-    assert_eq!(
-        switch.process(NOW, 3, &reply, &mut out),
-        Disposition::Forwarded
-    );
-    assert_eq!(
-        emitted(&out),
-        vec![(Egress::Port(0), frame(mac(1), mac(2), None, DATA, PAYLOAD))]
-    );
+    assert_eq!(switch.process(NOW, 3, &reply, &mut out), Disposition::Forwarded);
+    assert_eq!(emitted(&out), vec![(Egress::Port(0), frame(mac(1), mac(2), None, DATA, PAYLOAD))]);
     // And back: now mac(2) is known on the trunk, so port 0's frame goes out tagged there only.
     out.clear();
-    assert_eq!(
-        switch.process(
-            NOW,
-            0,
-            &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-            &mut out
-        ),
-        Disposition::Forwarded
-    );
-    assert_eq!(
-        emitted(&out),
-        vec![(
-            Egress::Port(3),
-            frame(mac(2), mac(1), Some(10), DATA, PAYLOAD)
-        )]
-    );
+    assert_eq!(switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out), Disposition::Forwarded);
+    assert_eq!(emitted(&out), vec![(Egress::Port(3), frame(mac(2), mac(1), Some(10), DATA, PAYLOAD))]);
 }
 
 #[test]
@@ -205,15 +114,9 @@ fn priority_tag_keeps_pcp_and_uses_pvid() {
     let mut out = Output::new();
     let mut sent = frame(mac(2), mac(1), Some(0), DATA, PAYLOAD);
     sent[14] = 0xa0; // PCP 5, VID 0
-    assert_eq!(
-        switch.process(NOW, 0, &sent, &mut out),
-        Disposition::Flooded
-    );
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Flooded);
     let got = emitted(&out);
-    assert_eq!(
-        got[0],
-        (Egress::Port(1), frame(mac(2), mac(1), None, DATA, PAYLOAD))
-    );
+    assert_eq!(got[0], (Egress::Port(1), frame(mac(2), mac(1), None, DATA, PAYLOAD)));
     let mut tagged = frame(mac(2), mac(1), Some(10), DATA, PAYLOAD);
     tagged[14] = 0xa0;
     assert_eq!(got[2], (Egress::Port(3), tagged));
@@ -226,32 +129,17 @@ fn ingress_vlan_filtering() {
     // VLAN 20 on an access port of VLAN 10.
     let reason = DropReason::IngressVlanFilter;
     assert_eq!(
-        switch.process(
-            NOW,
-            0,
-            &frame(mac(2), mac(1), Some(20), DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW, 0, &frame(mac(2), mac(1), Some(20), DATA, PAYLOAD), &mut out),
         Disposition::Dropped(reason)
     );
     // Untagged on a trunk without PVID.
     assert_eq!(
-        switch.process(
-            NOW,
-            3,
-            &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW, 3, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out),
         Disposition::Dropped(reason)
     );
     // A VLAN that does not exist.
     assert_eq!(
-        switch.process(
-            NOW,
-            3,
-            &frame(mac(2), mac(1), Some(30), DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW, 3, &frame(mac(2), mac(1), Some(30), DATA, PAYLOAD), &mut out),
         Disposition::Dropped(reason)
     );
     assert!(out.is_empty());
@@ -265,46 +153,23 @@ fn ingress_vlan_filtering() {
 fn same_segment_and_invalid_source_and_runts_are_dropped() {
     let mut switch = l2_switch();
     let mut out = Output::new();
-    switch.process(
-        NOW,
-        0,
-        &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-        &mut out,
-    );
+    switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
     // Two hosts behind one port (a hub): their frames to each other stay there.
     assert_eq!(
-        switch.process(
-            NOW,
-            0,
-            &frame(mac(1), mac(2), None, DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW, 0, &frame(mac(1), mac(2), None, DATA, PAYLOAD), &mut out),
         Disposition::Dropped(DropReason::SameSegment)
     );
     out.clear();
     assert_eq!(
-        switch.process(
-            NOW,
-            0,
-            &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out),
         Disposition::Dropped(DropReason::SameSegment)
     );
     let group_source = EthernetAddress([0x01, 0, 0x5e, 0, 0, 1]);
     assert_eq!(
-        switch.process(
-            NOW,
-            1,
-            &frame(mac(2), group_source, None, DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW, 1, &frame(mac(2), group_source, None, DATA, PAYLOAD), &mut out),
         Disposition::Dropped(DropReason::SourceMacInvalid)
     );
-    assert_eq!(
-        switch.process(NOW, 1, &[0xff; 13], &mut out),
-        Disposition::Dropped(DropReason::Malformed)
-    );
+    assert_eq!(switch.process(NOW, 1, &[0xff; 13], &mut out), Disposition::Dropped(DropReason::Malformed));
     assert!(out.is_empty());
     assert_eq!(switch.drop_counters().total(), 4);
 }
@@ -314,28 +179,14 @@ fn broadcast_and_multicast_flood_counted_by_kind() {
     let mut switch = l2_switch();
     let mut out = Output::new();
     let broadcast = frame(EthernetAddress::BROADCAST, mac(5), None, DATA, PAYLOAD);
-    assert_eq!(
-        switch.process(NOW, 4, &broadcast, &mut out),
-        Disposition::Flooded
-    );
+    assert_eq!(switch.process(NOW, 4, &broadcast, &mut out), Disposition::Flooded);
     assert_eq!(
         emitted(&out),
-        vec![(
-            Egress::Port(3),
-            frame(EthernetAddress::BROADCAST, mac(5), Some(20), DATA, PAYLOAD)
-        )]
+        vec![(Egress::Port(3), frame(EthernetAddress::BROADCAST, mac(5), Some(20), DATA, PAYLOAD))]
     );
     out.clear();
     let multicast = EthernetAddress([0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
-    assert_eq!(
-        switch.process(
-            NOW,
-            1,
-            &frame(multicast, mac(6), None, DATA, PAYLOAD),
-            &mut out
-        ),
-        Disposition::Flooded
-    );
+    assert_eq!(switch.process(NOW, 1, &frame(multicast, mac(6), None, DATA, PAYLOAD), &mut out), Disposition::Flooded);
     assert_eq!(ports_of(&out), vec![0, 2, 3]);
     assert_eq!(switch.port_counters(4).unwrap().rx_broadcast, 1);
     assert_eq!(switch.port_counters(3).unwrap().tx_broadcast, 1);
@@ -347,36 +198,13 @@ fn broadcast_and_multicast_flood_counted_by_kind() {
 fn mac_move_is_detected_and_followed() {
     let mut switch = l2_switch();
     let mut out = Output::new();
-    switch.process(
-        NOW,
-        0,
-        &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-        &mut out,
-    );
-    switch.process(
-        NOW + 1,
-        1,
-        &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-        &mut out,
-    );
+    switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
+    switch.process(NOW + 1, 1, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
     let events: Vec<Event> = switch.drain_events().collect();
-    assert_eq!(
-        events[1],
-        Event::FdbMoved {
-            vid: 10,
-            mac: mac(1),
-            from: FdbDest::Port(0),
-            to: FdbDest::Port(1)
-        }
-    );
+    assert_eq!(events[1], Event::FdbMoved { vid: 10, mac: mac(1), from: FdbDest::Port(0), to: FdbDest::Port(1) });
     out.clear();
     assert_eq!(
-        switch.process(
-            NOW + 2,
-            2,
-            &frame(mac(1), mac(3), None, DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW + 2, 2, &frame(mac(1), mac(3), None, DATA, PAYLOAD), &mut out),
         Disposition::Forwarded
     );
     assert_eq!(ports_of(&out), vec![1]);
@@ -386,15 +214,8 @@ fn mac_move_is_detected_and_followed() {
 fn static_macs_neither_move_nor_age() {
     let mut switch = l2_switch();
     let mut out = Output::new();
-    switch
-        .set_fdb_entry(10, mac(1), FdbDest::Port(0), FdbKind::Static, 0)
-        .unwrap();
-    switch.process(
-        NOW,
-        1,
-        &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-        &mut out,
-    );
+    switch.set_fdb_entry(10, mac(1), FdbDest::Port(0), FdbKind::Static, 0).unwrap();
+    switch.process(NOW, 1, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
     assert_eq!(switch.fdb_entry(10, mac(1)).unwrap().dest, FdbDest::Port(0));
     switch.poll(NOW + 10_000 * SECOND, &mut out);
     assert_eq!(switch.fdb_entry(10, mac(1)).unwrap().kind, FdbKind::Static);
@@ -405,18 +226,8 @@ fn static_macs_neither_move_nor_age() {
 fn dynamic_entries_age_out_in_poll() {
     let mut switch = l2_switch();
     let mut out = Output::new();
-    switch.process(
-        NOW,
-        0,
-        &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-        &mut out,
-    );
-    switch.process(
-        NOW + 200 * SECOND,
-        1,
-        &frame(mac(1), mac(2), None, DATA, PAYLOAD),
-        &mut out,
-    );
+    switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
+    switch.process(NOW + 200 * SECOND, 1, &frame(mac(1), mac(2), None, DATA, PAYLOAD), &mut out);
     switch.drain_events().for_each(drop);
     switch.poll(NOW + 299 * SECOND, &mut out);
     assert_eq!(switch.fdb_len(), 2);
@@ -425,54 +236,25 @@ fn dynamic_entries_age_out_in_poll() {
     assert_eq!(switch.fdb_entry(10, mac(1)), None);
     assert!(switch.fdb_entry(10, mac(2)).is_some());
     let events: Vec<Event> = switch.drain_events().collect();
-    assert_eq!(
-        events,
-        vec![Event::FdbAged {
-            vid: 10,
-            mac: mac(1),
-            dest: FdbDest::Port(0)
-        }]
-    );
+    assert_eq!(events, vec![Event::FdbAged { vid: 10, mac: mac(1), dest: FdbDest::Port(0) }]);
 }
 
 #[test]
 fn port_down_drops_and_flushes() {
     let mut switch = l2_switch();
     let mut out = Output::new();
-    switch.process(
-        NOW,
-        0,
-        &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-        &mut out,
-    );
+    switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
     switch.drain_events().for_each(drop);
     switch.set_port_oper_status(0, false);
     assert_eq!(switch.fdb_entry(10, mac(1)), None);
-    assert_eq!(
-        switch.drain_events().count(),
-        1,
-        "the flushed MAC is reported aged"
-    );
+    assert_eq!(switch.drain_events().count(), 1, "the flushed MAC is reported aged");
     out.clear();
     assert_eq!(
-        switch.process(
-            NOW,
-            0,
-            &frame(mac(2), mac(1), None, DATA, PAYLOAD),
-            &mut out
-        ),
+        switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out),
         Disposition::Dropped(DropReason::PortDown)
     );
     // Floods skip the down port.
-    assert_eq!(
-        switch.process(
-            NOW,
-            1,
-            &frame(mac(9), mac(2), None, DATA, PAYLOAD),
-            &mut out
-        ),
-        Disposition::Flooded
-    );
+    assert_eq!(switch.process(NOW, 1, &frame(mac(9), mac(2), None, DATA, PAYLOAD), &mut out), Disposition::Flooded);
     assert_eq!(ports_of(&out), vec![2, 3]);
 }
 
@@ -480,75 +262,35 @@ fn port_down_drops_and_flushes() {
 fn reserved_group_frames_go_to_the_host_only() {
     let mut switch = l2_switch();
     let mut out = Output::new();
-    let lldp = frame(
-        EthernetAddress([0x01, 0x80, 0xc2, 0, 0, 0x0e]),
-        mac(7),
-        None,
-        EtherType::Lldp,
-        PAYLOAD,
-    );
+    let lldp = frame(EthernetAddress([0x01, 0x80, 0xc2, 0, 0, 0x0e]), mac(7), None, EtherType::Lldp, PAYLOAD);
     assert_eq!(switch.process(NOW, 2, &lldp, &mut out), Disposition::Punted);
-    assert_eq!(
-        emitted(&out),
-        vec![(
-            Egress::Host {
-                port: 2,
-                rif: None,
-                reason: PuntReason::L2Protocol
-            },
-            lldp
-        )]
-    );
+    assert_eq!(emitted(&out), vec![(Egress::Host { port: 2, rif: None, reason: PuntReason::L2Protocol }, lldp)]);
 }
 
 #[test]
 fn vlan_and_member_management() {
     let mut switch = l2_switch();
     assert_eq!(switch.remove_vlan(10), Err(TableError::InUse));
-    assert_eq!(
-        switch.create_vlan(0),
-        Err(TableError::Invalid("VLAN id must be 1..=4094"))
-    );
+    assert_eq!(switch.create_vlan(0), Err(TableError::Invalid("VLAN id must be 1..=4094")));
     assert_eq!(switch.remove_port(4), Err(TableError::InUse));
     switch.remove_vlan_member(20, 4).unwrap();
     switch.remove_port(4).unwrap();
     assert_eq!(switch.port_counters(4), None);
-    assert_eq!(
-        switch.vlan_members(10).collect::<Vec<_>>(),
-        vec![(0, false), (1, false), (2, false), (3, true)]
-    );
-    assert_eq!(
-        switch.set_vlan_member(30, 0, false),
-        Err(TableError::NotFound)
-    );
+    assert_eq!(switch.vlan_members(10).collect::<Vec<_>>(), vec![(0, false), (1, false), (2, false), (3, true)]);
+    assert_eq!(switch.set_vlan_member(30, 0, false), Err(TableError::NotFound));
 }
 
 #[test]
 fn fdb_capacity_is_enforced() {
-    let mut switch = Switch::new(SwitchConfig {
-        fdb_capacity: 2,
-        ..SwitchConfig::default()
-    });
+    let mut switch = Switch::new(SwitchConfig { fdb_capacity: 2, ..SwitchConfig::default() });
     switch.create_vlan(1).unwrap();
     switch.set_port(0, PortConfig::default()).unwrap();
     switch.set_vlan_member(1, 0, false).unwrap();
-    switch
-        .set_fdb_entry(1, mac(1), FdbDest::Port(0), FdbKind::Static, 0)
-        .unwrap();
-    switch
-        .set_fdb_entry(1, mac(2), FdbDest::Port(0), FdbKind::Dynamic, 0)
-        .unwrap();
-    assert_eq!(
-        switch.set_fdb_entry(1, mac(3), FdbDest::Port(0), FdbKind::Dynamic, 0),
-        Err(TableError::Full)
-    );
+    switch.set_fdb_entry(1, mac(1), FdbDest::Port(0), FdbKind::Static, 0).unwrap();
+    switch.set_fdb_entry(1, mac(2), FdbDest::Port(0), FdbKind::Dynamic, 0).unwrap();
+    assert_eq!(switch.set_fdb_entry(1, mac(3), FdbDest::Port(0), FdbKind::Dynamic, 0), Err(TableError::Full));
     let mut out = Output::new();
-    switch.process(
-        NOW,
-        0,
-        &frame(mac(9), mac(4), None, DATA, PAYLOAD),
-        &mut out,
-    );
+    switch.process(NOW, 0, &frame(mac(9), mac(4), None, DATA, PAYLOAD), &mut out);
     assert_eq!(switch.fdb_len(), 2, "learning stops when the table is full");
 }
 

@@ -1,0 +1,562 @@
+//! Routing, ARP/ND, ICMP.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use super::*;
+use crate::wire::arp::Operation;
+use crate::wire::icmpv4::{self, TimeExceeded};
+use crate::wire::icmpv6::Icmpv6Message;
+use crate::wire::{
+    ArpPacket, ArpRepr, Ecn, Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv4Repr,
+    Ipv6Packet, Ipv6Repr, PseudoHeader, UdpPacket, UdpRepr, checksum,
+};
+
+pub(crate) const R0: EthernetAddress = EthernetAddress([0x02, 0xaa, 0, 0, 0, 0]);
+pub(crate) const R1: EthernetAddress = EthernetAddress([0x02, 0xaa, 0, 0, 0, 1]);
+pub(crate) const R2: EthernetAddress = EthernetAddress([0x02, 0xaa, 0, 0, 0, 2]);
+pub(crate) const H0: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 0]);
+pub(crate) const H1: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 1]);
+pub(crate) const H2: EthernetAddress = EthernetAddress([0x02, 0xbb, 0, 0, 0, 2]);
+
+pub(crate) fn v4(s: &str) -> Ipv4Addr {
+    s.parse().unwrap()
+}
+
+pub(crate) fn v6(s: &str) -> Ipv6Addr {
+    s.parse().unwrap()
+}
+
+fn net(s: &str) -> ipnetwork::IpNetwork {
+    s.parse().unwrap()
+}
+
+/// Port 0 and port 1 routed (RIF 0: 10.0.0.1/24, 2001:db8::1/64; RIF 1:
+/// 10.0.1.1/24, 2001:db8:1::1/64); ports 2 (untagged) and 3 (tagged) in
+/// VLAN 100 with SVI RIF 2 (192.168.100.1/24). 172.16.0.0/16 goes to an
+/// ECMP group of 10.0.0.2 and 10.0.1.2; 2001:db8:ff::/48 to 2001:db8:1::2.
+pub(crate) fn l3_switch() -> Switch {
+    let mut switch = Switch::new(SwitchConfig::default());
+    for (rif, port, mac) in [(0, 0, R0), (1, 1, R1)] {
+        switch.set_port(port, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
+        switch
+            .set_router_interface(rif, RouterInterface { kind: RifKind::Port(port), mac, mtu: 1500, admin_up: true })
+            .unwrap();
+    }
+    switch.create_vlan(100).unwrap();
+    switch.set_port(2, PortConfig { pvid: 100, ..PortConfig::default() }).unwrap();
+    switch.set_port(3, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
+    switch.set_vlan_member(100, 2, false).unwrap();
+    switch.set_vlan_member(100, 3, true).unwrap();
+    switch
+        .set_router_interface(2, RouterInterface { kind: RifKind::Vlan(100), mac: R2, mtu: 1500, admin_up: true })
+        .unwrap();
+    for (local, subnet, rif) in [
+        ("10.0.0.1/32", "10.0.0.0/24", 0),
+        ("10.0.1.1/32", "10.0.1.0/24", 1),
+        ("192.168.100.1/32", "192.168.100.0/24", 2),
+        ("2001:db8::1/128", "2001:db8::/64", 0),
+        ("2001:db8:1::1/128", "2001:db8:1::/64", 1),
+        ("fe80::1/128", "fe80::/64", 0),
+    ] {
+        switch.set_route(net(local), RouteTarget::Local).unwrap();
+        switch.set_route(net(subnet), RouteTarget::Connected(rif)).unwrap();
+    }
+    switch.set_next_hop(1, NextHop { rif: 0, ip: IpAddr::V4(v4("10.0.0.2")) }).unwrap();
+    switch.set_next_hop(2, NextHop { rif: 1, ip: IpAddr::V4(v4("10.0.1.2")) }).unwrap();
+    switch.set_next_hop(3, NextHop { rif: 1, ip: IpAddr::V6(v6("2001:db8:1::2")) }).unwrap();
+    switch.set_next_hop_group(1, &[1, 2]).unwrap();
+    switch.set_route(net("172.16.0.0/16"), RouteTarget::Group(1)).unwrap();
+    switch.set_route(net("2001:db8:ff::/48"), RouteTarget::NextHop(3)).unwrap();
+    switch
+}
+
+pub(crate) fn ipv4(src: Ipv4Addr, dst: Ipv4Addr, protocol: IpProtocol, ttl: u8, payload: &[u8]) -> Vec<u8> {
+    let repr = Ipv4Repr {
+        src_addr: src,
+        dst_addr: dst,
+        protocol,
+        payload_len: payload.len(),
+        ttl,
+        dscp: 0,
+        ecn: Ecn::NotEct,
+        ident: 0x1234,
+        dont_frag: true,
+        more_frags: false,
+        frag_offset: 0,
+    };
+    let mut buf = vec![0; repr.buffer_len()];
+    repr.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]));
+    buf[20..].copy_from_slice(payload);
+    buf
+}
+
+pub(crate) fn udp(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
+    let repr = UdpRepr { src_port: sport, dst_port: dport, payload_len: payload.len() };
+    let mut buf = vec![0; repr.buffer_len()];
+    buf[8..].copy_from_slice(payload);
+    repr.emit(&mut UdpPacket::new_unchecked(&mut buf[..]), &PseudoHeader::V4 { src_addr: src, dst_addr: dst });
+    buf
+}
+
+pub(crate) fn udp_packet(src: &str, dst: &str, sport: u16, ttl: u8) -> Vec<u8> {
+    let (src, dst) = (v4(src), v4(dst));
+    ipv4(src, dst, IpProtocol::Udp, ttl, &udp(src, dst, sport, 9000, b"payload!"))
+}
+
+fn arp(operation: Operation, sha: EthernetAddress, spa: &str, tha: EthernetAddress, tpa: &str) -> Vec<u8> {
+    let repr = ArpRepr {
+        operation,
+        sender_hardware_addr: sha,
+        sender_protocol_addr: v4(spa),
+        target_hardware_addr: tha,
+        target_protocol_addr: v4(tpa),
+    };
+    let mut buf = vec![0; 28];
+    repr.emit(&mut ArpPacket::new_unchecked(&mut buf[..]));
+    buf
+}
+
+/// What a router makes of `ip`: TTL one less, checksum recomputed from scratch.
+pub(crate) fn routed(ip: &[u8]) -> Vec<u8> {
+    let mut expected = ip.to_vec();
+    expected[8] -= 1;
+    expected[10..12].fill(0);
+    let sum = checksum::checksum(&expected[..20]);
+    expected[10..12].copy_from_slice(&sum.to_be_bytes());
+    expected
+}
+
+fn host_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
+    emitted(out).into_iter().filter(|(to, _)| matches!(to, Egress::Host { .. })).collect()
+}
+
+fn port_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
+    emitted(out).into_iter().filter(|(to, _)| matches!(to, Egress::Port(_))).collect()
+}
+
+#[test]
+fn arp_request_for_own_address_is_answered_learned_and_copied_to_host() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    let request = frame(
+        EthernetAddress::BROADCAST,
+        H0,
+        None,
+        EtherType::Arp,
+        &arp(Operation::Request, H0, "10.0.0.2", EthernetAddress::ZERO, "10.0.0.1"),
+    );
+    assert_eq!(switch.process(NOW, 0, &request, &mut out), Disposition::Consumed);
+    let reply = frame(H0, R0, None, EtherType::Arp, &arp(Operation::Reply, R0, "10.0.0.1", H0, "10.0.0.2"));
+    assert_eq!(port_frames(&out), vec![(Egress::Port(0), reply)]);
+    assert_eq!(
+        host_frames(&out),
+        vec![(Egress::Host { port: 0, rif: Some(0), reason: PuntReason::Arp }, request.clone())]
+    );
+    let neighbor = switch.neighbor(0, IpAddr::V4(v4("10.0.0.2"))).unwrap();
+    assert_eq!((neighbor.mac, neighbor.state), (Some(H0), NeighborState::Stale));
+    // A request for someone else's address teaches nothing new and is not answered.
+    out.clear();
+    let other = frame(
+        EthernetAddress::BROADCAST,
+        H1,
+        None,
+        EtherType::Arp,
+        &arp(Operation::Request, H1, "10.0.0.9", EthernetAddress::ZERO, "10.0.0.7"),
+    );
+    assert_eq!(switch.process(NOW, 0, &other, &mut out), Disposition::Punted);
+    assert_eq!(port_frames(&out), vec![]);
+    assert_eq!(switch.neighbor(0, IpAddr::V4(v4("10.0.0.9"))), None);
+}
+
+#[test]
+fn routing_resolves_next_hop_with_arp_then_forwards_with_ttl_decrement() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    let ip = udp_packet("10.0.1.2", "10.0.0.2", 1234, 64);
+    let sent = frame(R1, H1, None, EtherType::Ipv4, &ip);
+    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Dropped(DropReason::NeighborMiss));
+    let request = frame(
+        EthernetAddress::BROADCAST,
+        R0,
+        None,
+        EtherType::Arp,
+        &arp(Operation::Request, R0, "10.0.0.1", EthernetAddress::ZERO, "10.0.0.2"),
+    );
+    assert_eq!(emitted(&out), vec![(Egress::Port(0), request)]);
+    assert_eq!(switch.neighbor(0, IpAddr::V4(v4("10.0.0.2"))).unwrap().state, NeighborState::Incomplete);
+    assert_eq!(switch.drop_counters()[DropReason::NeighborMiss], 1);
+    // A second packet while resolving sends no second request.
+    out.clear();
+    switch.process(NOW, 1, &sent, &mut out);
+    assert!(out.is_empty());
+    // The reply resolves it.
+    let reply = frame(R0, H0, None, EtherType::Arp, &arp(Operation::Reply, H0, "10.0.0.2", R0, "10.0.0.1"));
+    assert_eq!(switch.process(NOW + 1, 0, &reply, &mut out), Disposition::Punted);
+    let neighbor = switch.neighbor(0, IpAddr::V4(v4("10.0.0.2"))).unwrap();
+    assert_eq!((neighbor.mac, neighbor.state, neighbor.updated), (Some(H0), NeighborState::Reachable, NOW + 1));
+    assert!(
+        switch
+            .drain_events()
+            .any(|event| event == Event::NeighborResolved { rif: 0, ip: IpAddr::V4(v4("10.0.0.2")), mac: H0 })
+    );
+    out.clear();
+    assert_eq!(switch.process(NOW + 2, 1, &sent, &mut out), Disposition::Forwarded);
+    assert_eq!(emitted(&out), vec![(Egress::Port(0), frame(H0, R0, None, EtherType::Ipv4, &routed(&ip)))]);
+}
+
+#[test]
+fn ecmp_spreads_flows_and_keeps_each_on_one_path() {
+    let mut switch = l3_switch();
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    let mut out = Output::new();
+    let mut per_port = [0u32; 2];
+    for sport in 0..200u16 {
+        let ip = udp_packet("192.168.100.2", "172.16.5.5", 10_000 + sport, 64);
+        let sent = frame(R2, H2, None, EtherType::Ipv4, &ip);
+        for _ in 0..2 {
+            out.clear();
+            assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Forwarded);
+        }
+        let (to, bytes) = emitted(&out).remove(0);
+        let Egress::Port(port) = to else { panic!("{to:?}") };
+        let next_hop_mac = if port == 0 { H0 } else { H1 };
+        let rif_mac = if port == 0 { R0 } else { R1 };
+        assert_eq!(bytes, frame(next_hop_mac, rif_mac, None, EtherType::Ipv4, &routed(&ip)));
+        per_port[usize::from(port)] += 1;
+    }
+    assert!(per_port[0] > 60 && per_port[1] > 60, "both members carry flows: {per_port:?}");
+}
+
+#[test]
+fn ttl_expiry_sends_time_exceeded_from_the_ingress_interface() {
+    let mut switch = l3_switch();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    let mut out = Output::new();
+    let ip = udp_packet("10.0.1.2", "172.16.0.9", 5, 1);
+    assert_eq!(
+        switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv4, &ip), &mut out),
+        Disposition::Dropped(DropReason::TtlExpired)
+    );
+    let icmp = Icmpv4Repr::TimeExceeded { reason: TimeExceeded::TtlExpired, invoking_packet: &ip };
+    let mut message = vec![0; icmp.buffer_len()];
+    icmp.emit(&mut Icmpv4Packet::new_unchecked(&mut message[..]));
+    let mut expected_ip = ipv4(v4("10.0.1.1"), v4("10.0.1.2"), IpProtocol::Icmp, 64, &message);
+    // Our packets carry ident 0 and no DF.
+    let repr = Ipv4Repr {
+        ident: 0,
+        dont_frag: false,
+        ..Ipv4Repr::parse(&Ipv4Packet::new_checked(&expected_ip[..]).unwrap()).unwrap()
+    };
+    repr.emit(&mut Ipv4Packet::new_unchecked(&mut expected_ip[..]));
+    assert_eq!(emitted(&out), vec![(Egress::Port(1), frame(H1, R1, None, EtherType::Ipv4, &expected_ip))]);
+    assert_eq!(switch.drop_counters()[DropReason::TtlExpired], 1);
+    assert!(icmpv4::MAX_ERROR_QUOTE >= ip.len());
+}
+
+#[test]
+fn echo_to_own_address_is_answered_and_other_traffic_punted() {
+    let mut switch = l3_switch();
+    switch.set_neighbor(2, IpAddr::V4(v4("192.168.100.2")), H2).unwrap();
+    let mut out = Output::new();
+    let echo = Icmpv4Repr::EchoRequest { ident: 7, seq_no: 3, data: b"ping data" };
+    let mut message = vec![0; echo.buffer_len()];
+    echo.emit(&mut Icmpv4Packet::new_unchecked(&mut message[..]));
+    let ip = ipv4(v4("192.168.100.2"), v4("192.168.100.1"), IpProtocol::Icmp, 64, &message);
+    // From the access port of VLAN 100: the reply goes back untagged, bridged to H2.
+    switch.process(NOW, 2, &frame(R2, H2, None, EtherType::Ipv4, &ip), &mut out);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, Egress::Port(2));
+    let reply = EthernetFrame::new_checked(&got[0].1[..]).unwrap();
+    assert_eq!((reply.dst_addr(), reply.src_addr()), (H2, R2));
+    let packet = Ipv4Packet::new_checked(reply.payload()).unwrap();
+    assert_eq!((packet.src_addr(), packet.dst_addr()), (v4("192.168.100.1"), v4("192.168.100.2")));
+    assert!(packet.verify_checksum());
+    let icmp = Icmpv4Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!(Icmpv4Repr::parse(&icmp).unwrap(), Icmpv4Repr::EchoReply { ident: 7, seq_no: 3, data: b"ping data" });
+    // TCP to the switch (BGP) goes to the host, tag removed.
+    out.clear();
+    let tcp = ipv4(v4("192.168.100.2"), v4("192.168.100.1"), IpProtocol::Tcp, 64, &[0; 20]);
+    let tagged = frame(R2, H2, Some(100), EtherType::Ipv4, &tcp);
+    assert_eq!(switch.process(NOW, 3, &tagged, &mut out), Disposition::Punted);
+    assert_eq!(
+        emitted(&out),
+        vec![(
+            Egress::Host { port: 3, rif: Some(2), reason: PuntReason::Ip2Me },
+            frame(R2, H2, None, EtherType::Ipv4, &tcp)
+        )]
+    );
+}
+
+#[test]
+fn routed_into_an_svi_follows_the_fdb_and_tags_on_trunks() {
+    let mut switch = l3_switch();
+    switch.set_neighbor(2, IpAddr::V4(v4("192.168.100.7")), mac(7)).unwrap();
+    let mut out = Output::new();
+    let ip = udp_packet("10.0.0.2", "192.168.100.7", 99, 20);
+    let sent = frame(R0, H0, None, EtherType::Ipv4, &ip);
+    // MAC unknown in the VLAN: flooded to its members.
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Forwarded);
+    assert_eq!(ports_of(&out), vec![2, 3]);
+    // Once learned behind the trunk: one tagged copy.
+    switch.set_fdb_entry(100, mac(7), FdbDest::Port(3), FdbKind::Dynamic, NOW).unwrap();
+    out.clear();
+    switch.process(NOW, 0, &sent, &mut out);
+    assert_eq!(emitted(&out), vec![(Egress::Port(3), frame(mac(7), R2, Some(100), EtherType::Ipv4, &routed(&ip)))]);
+}
+
+#[test]
+fn drops_are_classified() {
+    let mut switch = l3_switch();
+    switch.set_route(net("10.9.0.0/16"), RouteTarget::Drop).unwrap();
+    switch.set_route(net("10.8.0.0/16"), RouteTarget::Punt).unwrap();
+    let mut out = Output::new();
+    let send = |switch: &mut Switch, out: &mut Output, dst: EthernetAddress, ip: &[u8]| {
+        switch.process(NOW, 1, &frame(dst, H1, None, EtherType::Ipv4, ip), out)
+    };
+    assert_eq!(
+        send(&mut switch, &mut out, R1, &udp_packet("10.0.1.2", "11.0.0.1", 1, 9)),
+        Disposition::Dropped(DropReason::NoRoute)
+    );
+    assert_eq!(
+        send(&mut switch, &mut out, R1, &udp_packet("10.0.1.2", "10.9.0.1", 1, 9)),
+        Disposition::Dropped(DropReason::Blackhole)
+    );
+    assert_eq!(send(&mut switch, &mut out, R1, &udp_packet("10.0.1.2", "10.8.0.1", 1, 9)), Disposition::Punted);
+    assert_eq!(
+        send(&mut switch, &mut out, H0, &udp_packet("10.0.1.2", "10.0.0.2", 1, 9)),
+        Disposition::Dropped(DropReason::NotRouterMac)
+    );
+    let mut bad = udp_packet("10.0.1.2", "10.0.0.2", 1, 9);
+    bad[10] ^= 0xff;
+    assert_eq!(send(&mut switch, &mut out, R1, &bad), Disposition::Dropped(DropReason::BadChecksum));
+    assert_eq!(send(&mut switch, &mut out, R1, &bad[..15]), Disposition::Dropped(DropReason::Malformed));
+    let big = ipv4(v4("10.0.1.2"), v4("10.0.0.2"), IpProtocol::Udp, 9, &[0; 1600]);
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    out.clear();
+    assert_eq!(send(&mut switch, &mut out, R1, &big), Disposition::Dropped(DropReason::MtuExceeded));
+    // DF was set: the sender learns the MTU (RFC 1191), if we can reach it.
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    out.clear();
+    send(&mut switch, &mut out, R1, &big);
+    let got = emitted(&out);
+    let packet = Ipv4Packet::new_checked(&got[0].1[14..]).unwrap();
+    let icmp = Icmpv4Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!(
+        (icmp.msg_type(), icmp.msg_code(), icmp.next_hop_mtu()),
+        (icmpv4::Icmpv4Message::DstUnreachable, 4, 1500)
+    );
+    assert_eq!(switch.port_counters(1).unwrap().rx_drops, 7);
+}
+
+#[test]
+fn neighbor_state_machine_runs_on_poll() {
+    let config = SwitchConfig::default();
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    let ip = IpAddr::V4(v4("10.0.0.5"));
+    let sent = frame(R1, H1, None, EtherType::Ipv4, &udp_packet("10.0.1.2", "10.0.0.5", 1, 9));
+    switch.process(NOW, 1, &sent, &mut out);
+    // Retransmissions each retrans interval, then Failed.
+    let mut requests = 1;
+    let mut t = NOW;
+    while switch.neighbor(0, ip).unwrap().state == NeighborState::Incomplete {
+        t += config.neighbor_retrans_ns;
+        out.clear();
+        switch.poll(t, &mut out);
+        requests += out.len();
+        assert!(t < NOW + 10 * SECOND);
+    }
+    assert_eq!(requests, usize::from(config.neighbor_max_probes));
+    assert_eq!(switch.neighbor(0, ip).unwrap().state, NeighborState::Failed);
+    // Failed entries are retried by traffic, and then resolved by a reply.
+    out.clear();
+    switch.process(t + config.neighbor_retrans_ns, 1, &sent, &mut out);
+    assert_eq!(out.len(), 1, "a new request");
+    let reply = frame(R0, H0, None, EtherType::Arp, &arp(Operation::Reply, H0, "10.0.0.5", R0, "10.0.0.1"));
+    t += 2 * config.neighbor_retrans_ns;
+    switch.process(t, 0, &reply, &mut out);
+    assert_eq!(switch.neighbor(0, ip).unwrap().state, NeighborState::Reachable);
+    // Reachable turns Stale after the reachable time.
+    t += config.neighbor_reachable_ns;
+    switch.poll(t, &mut out);
+    assert_eq!(switch.neighbor(0, ip).unwrap().state, NeighborState::Stale);
+    // Traffic to a Stale neighbour still flows, and starts a unicast probe.
+    out.clear();
+    assert_eq!(switch.process(t, 1, &sent, &mut out), Disposition::Forwarded);
+    assert_eq!(switch.neighbor(0, ip).unwrap().state, NeighborState::Probe);
+    out.clear();
+    switch.poll(t + SECOND, &mut out);
+    let probe = frame(
+        H0,
+        R0,
+        None,
+        EtherType::Arp,
+        &arp(Operation::Request, R0, "10.0.0.1", EthernetAddress::ZERO, "10.0.0.5"),
+    );
+    assert_eq!(emitted(&out), vec![(Egress::Port(0), probe)]);
+    // Unanswered probes: Failed, reported expired.
+    for step in 2..=5 {
+        switch.poll(t + step * SECOND, &mut out);
+    }
+    assert_eq!(switch.neighbor(0, ip).unwrap().state, NeighborState::Failed);
+    assert!(switch.drain_events().any(|event| event == Event::NeighborExpired { rif: 0, ip }));
+    // Static neighbours never change.
+    switch.set_neighbor(0, ip, H0).unwrap();
+    switch.poll(t + 10_000 * SECOND, &mut out);
+    let entry = switch.neighbor(0, ip).unwrap();
+    assert!(entry.is_static && entry.state == NeighborState::Reachable);
+}
+
+fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, icmp: &Icmpv6Repr<'_>) -> Vec<u8> {
+    let repr = Ipv6Repr {
+        src_addr: src,
+        dst_addr: dst,
+        next_header: IpProtocol::Icmpv6,
+        payload_len: icmp.buffer_len(),
+        hop_limit,
+        dscp: 0,
+        ecn: Ecn::NotEct,
+        flow_label: 0,
+    };
+    let mut buf = vec![0; repr.buffer_len()];
+    repr.emit(&mut Ipv6Packet::new_unchecked(&mut buf[..]));
+    icmp.emit(&mut Icmpv6Packet::new_unchecked(&mut buf[40..]), src, dst);
+    buf
+}
+
+#[test]
+fn neighbor_solicitation_for_own_address_gets_an_advertisement() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    let solicit = Icmpv6Repr::NeighborSolicit { target_addr: v6("2001:db8::1"), source_lladdr: Some(H0) };
+    let group = v6("ff02::1:ff00:1");
+    let ip = ipv6(v6("2001:db8::2"), group, 255, &solicit);
+    let sent = frame(EthernetAddress([0x33, 0x33, 0xff, 0, 0, 1]), H0, None, EtherType::Ipv6, &ip);
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Consumed);
+    let advert = Icmpv6Repr::NeighborAdvert {
+        router_flag: true,
+        solicited_flag: true,
+        override_flag: true,
+        target_addr: v6("2001:db8::1"),
+        target_lladdr: Some(R0),
+    };
+    let expected = frame(H0, R0, None, EtherType::Ipv6, &ipv6(v6("2001:db8::1"), v6("2001:db8::2"), 255, &advert));
+    assert_eq!(port_frames(&out), vec![(Egress::Port(0), expected)]);
+    assert_eq!(
+        host_frames(&out),
+        vec![(Egress::Host { port: 0, rif: Some(0), reason: PuntReason::NeighborDiscovery }, sent)]
+    );
+    let neighbor = switch.neighbor(0, IpAddr::V6(v6("2001:db8::2"))).unwrap();
+    assert_eq!((neighbor.mac, neighbor.state), (Some(H0), NeighborState::Stale));
+    // Hop limit below 255: forged or routed, dropped (RFC 4861 7.1.1).
+    out.clear();
+    let routed_ns = frame(R0, H0, None, EtherType::Ipv6, &ipv6(v6("2001:db8::2"), group, 254, &solicit));
+    assert_eq!(switch.process(NOW, 0, &routed_ns, &mut out), Disposition::Dropped(DropReason::Malformed));
+}
+
+#[test]
+fn ipv6_forwarding_resolves_with_ns_and_decrements_hop_limit() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    let echo = Icmpv6Repr::EchoRequest { ident: 1, seq_no: 2, data: b"v6" };
+    let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:ff::9"), 30, &echo);
+    let sent = frame(R0, H0, None, EtherType::Ipv6, &ip);
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Dropped(DropReason::NeighborMiss));
+    let solicit = Icmpv6Repr::NeighborSolicit { target_addr: v6("2001:db8:1::2"), source_lladdr: Some(R1) };
+    let expected_ns = ipv6(v6("2001:db8:1::1"), v6("ff02::1:ff00:2"), 255, &solicit);
+    assert_eq!(
+        emitted(&out),
+        vec![(
+            Egress::Port(1),
+            frame(EthernetAddress([0x33, 0x33, 0xff, 0, 0, 2]), R1, None, EtherType::Ipv6, &expected_ns)
+        )]
+    );
+    let advert = Icmpv6Repr::NeighborAdvert {
+        router_flag: false,
+        solicited_flag: true,
+        override_flag: true,
+        target_addr: v6("2001:db8:1::2"),
+        target_lladdr: Some(H1),
+    };
+    let na = ipv6(v6("2001:db8:1::2"), v6("2001:db8:1::1"), 255, &advert);
+    out.clear();
+    assert_eq!(switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv6, &na), &mut out), Disposition::Punted);
+    assert_eq!(switch.neighbor(1, IpAddr::V6(v6("2001:db8:1::2"))).unwrap().state, NeighborState::Reachable);
+    out.clear();
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Forwarded);
+    let mut expected = ip.clone();
+    expected[7] = 29;
+    assert_eq!(emitted(&out), vec![(Egress::Port(1), frame(H1, R1, None, EtherType::Ipv6, &expected))]);
+    // Hop limit 1: ICMPv6 time exceeded back to the sender.
+    switch.set_neighbor(0, IpAddr::V6(v6("2001:db8::2")), H0).unwrap();
+    let last_hop = ipv6(v6("2001:db8::2"), v6("2001:db8:ff::9"), 1, &echo);
+    out.clear();
+    assert_eq!(
+        switch.process(NOW, 0, &frame(R0, H0, None, EtherType::Ipv6, &last_hop), &mut out),
+        Disposition::Dropped(DropReason::TtlExpired)
+    );
+    let got = emitted(&out);
+    let packet = Ipv6Packet::new_checked(&got[0].1[14..]).unwrap();
+    assert_eq!((packet.src_addr(), packet.dst_addr()), (v6("2001:db8::1"), v6("2001:db8::2")));
+    let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!(icmp.msg_type(), Icmpv6Message::TimeExceeded);
+    assert!(icmp.verify_checksum(packet.src_addr(), packet.dst_addr()));
+    // Echo to our own address is answered.
+    out.clear();
+    let ping = ipv6(v6("2001:db8::2"), v6("2001:db8::1"), 64, &echo);
+    assert_eq!(switch.process(NOW, 0, &frame(R0, H0, None, EtherType::Ipv6, &ping), &mut out), Disposition::Consumed);
+    let reply = Icmpv6Repr::EchoReply { ident: 1, seq_no: 2, data: b"v6" };
+    assert_eq!(
+        emitted(&out)[0].1,
+        frame(H0, R0, None, EtherType::Ipv6, &ipv6(v6("2001:db8::1"), v6("2001:db8::2"), 64, &reply))
+    );
+}
+
+#[test]
+fn table_references_are_enforced() {
+    let mut switch = l3_switch();
+    assert_eq!(switch.remove_next_hop(1), Err(TableError::InUse));
+    assert_eq!(switch.remove_next_hop_group(1), Err(TableError::InUse));
+    assert_eq!(switch.remove_router_interface(0), Err(TableError::InUse));
+    switch.remove_route(net("172.16.0.0/16")).unwrap();
+    switch.remove_next_hop_group(1).unwrap();
+    switch.remove_next_hop(1).unwrap();
+    assert_eq!(
+        switch.set_route(net("1.0.0.0/8"), RouteTarget::NextHop(1)),
+        Err(TableError::Invalid("no such next hop"))
+    );
+    assert_eq!(switch.lookup_route(IpAddr::V4(v4("10.0.0.77"))), Some(RouteTarget::Connected(0)));
+    assert_eq!(switch.lookup_route(IpAddr::V4(v4("10.0.0.1"))), Some(RouteTarget::Local));
+    let count = switch.route_count();
+    assert_eq!(switch.routes().count(), count);
+    assert!(
+        switch.routes().any(|(prefix, target)| prefix == net("2001:db8:ff::/48") && target == RouteTarget::NextHop(3))
+    );
+}
+
+proptest::proptest! {
+    #[test]
+    fn random_l3_payloads_never_panic(payload in proptest::collection::vec(proptest::num::u8::ANY, 0..120), ethertype in proptest::sample::select(vec![EtherType::Ipv4, EtherType::Ipv6, EtherType::Arp]), port in 0u16..3) {
+        let mut switch = l3_switch();
+        let mut out = Output::new();
+        let dst = [R0, R1, R2][usize::from(port)];
+        let disposition = switch.process(NOW, port, &frame(dst, H1, None, ethertype, &payload), &mut out);
+        if let Disposition::Dropped(reason) = disposition {
+            proptest::prop_assert_eq!(switch.drop_counters()[reason], 1);
+        }
+    }
+
+    #[test]
+    fn mutated_packets_never_panic(index in 0usize..60, value in proptest::num::u8::ANY, cut in 0usize..70) {
+        let mut switch = l3_switch();
+        switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+        let mut out = Output::new();
+        let mut sent = frame(R1, H1, None, EtherType::Ipv4, &udp_packet("10.0.1.2", "10.0.0.2", 1, 9));
+        let index = index % sent.len();
+        sent[index] = value;
+        sent.truncate(sent.len() - cut.min(sent.len()));
+        let _ = switch.process(NOW, 1, &sent, &mut out);
+    }
+}

@@ -1,0 +1,1 @@
+//! VXLAN encapsulation, decapsulation, flood lists and split horizon.
