@@ -134,9 +134,7 @@ impl Netns {
     /// (`ping` exits 0 only when at least one reply came; we want all).
     pub fn ping(&self, dst: &str, count: u32) -> bool {
         let count = count.to_string();
-        let out = self.exec_status(&[
-            "ping", "-c", &count, "-i", "0.2", "-W", "1", "-n", "-q", dst,
-        ]);
+        let out = self.exec_status(&["ping", "-c", &count, "-i", "0.2", "-W", "1", "-n", "-q", dst]);
         let text = String::from_utf8_lossy(&out.stdout);
         out.status.success() && text.contains(&format!("{count} received"))
     }
@@ -175,16 +173,9 @@ impl Netns {
                 data: u32,
             }
             // SAFETY: plain socket(2) for the ioctl; closed below.
-            let sock =
-                unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+            let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
             assert!(sock >= 0, "socket: {}", std::io::Error::last_os_error());
-            for cmd in [
-                ETHTOOL_SGRO,
-                ETHTOOL_SGSO,
-                ETHTOOL_STSO,
-                ETHTOOL_SSG,
-                ETHTOOL_STXCSUM,
-            ] {
+            for cmd in [ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, ETHTOOL_SSG, ETHTOOL_STXCSUM] {
                 let mut value = EthtoolValue { cmd, data: 0 };
                 // SAFETY: ifreq is POD; zeroes are valid.
                 let mut req: libc::ifreq = unsafe { std::mem::zeroed() };
@@ -193,14 +184,8 @@ impl Netns {
                 }
                 req.ifr_ifru.ifru_data = (&mut value as *mut EthtoolValue).cast();
                 // SAFETY: req and value are live for the call.
-                let rc = unsafe {
-                    libc::ioctl(sock, libc::SIOCETHTOOL as _, &mut req as *mut libc::ifreq)
-                };
-                assert!(
-                    rc == 0,
-                    "ethtool cmd {cmd:#x} on {ifname}: {}",
-                    std::io::Error::last_os_error()
-                );
+                let rc = unsafe { libc::ioctl(sock, libc::SIOCETHTOOL as _, &mut req as *mut libc::ifreq) };
+                assert!(rc == 0, "ethtool cmd {cmd:#x} on {ifname}: {}", std::io::Error::last_os_error());
             }
             // SAFETY: closing the socket opened above.
             unsafe { libc::close(sock) };
@@ -212,9 +197,7 @@ impl Netns {
     pub fn sysctl(&self, key: &str, value: &str) {
         let path = format!("/proc/sys/{}", key.replace('.', "/"));
         let value = value.to_string();
-        self.enter(move || {
-            std::fs::write(&path, &value).unwrap_or_else(|e| panic!("write {path}: {e}"))
-        });
+        self.enter(move || std::fs::write(&path, &value).unwrap_or_else(|e| panic!("write {path}: {e}")));
     }
 
     /// A host behind a veth: the interface's offloads off (see
@@ -263,11 +246,7 @@ impl Drop for Netns {
         self.kill_all();
         let out = run_status("ip", &["netns", "del", &self.name]);
         if !out.status.success() {
-            eprintln!(
-                "ip netns del {}: {}",
-                self.name,
-                String::from_utf8_lossy(&out.stderr)
-            );
+            eprintln!("ip netns del {}: {}", self.name, String::from_utf8_lossy(&out.stderr));
         }
     }
 }
@@ -277,20 +256,9 @@ impl Drop for Netns {
 pub fn veth(a: &Netns, a_if: &str, b: &Netns, b_if: &str) {
     let tmp_a = unique_name("va");
     let tmp_b = unique_name("vb");
-    run(
-        "ip",
-        &[
-            "link", "add", &tmp_a, "type", "veth", "peer", "name", &tmp_b,
-        ],
-    );
-    run(
-        "ip",
-        &["link", "set", &tmp_a, "netns", a.name(), "name", a_if],
-    );
-    run(
-        "ip",
-        &["link", "set", &tmp_b, "netns", b.name(), "name", b_if],
-    );
+    run("ip", &["link", "add", &tmp_a, "type", "veth", "peer", "name", &tmp_b]);
+    run("ip", &["link", "set", &tmp_a, "netns", a.name(), "name", a_if]);
+    run("ip", &["link", "set", &tmp_b, "netns", b.name(), "name", b_if]);
     a.ip(&["link", "set", a_if, "up"]);
     b.ip(&["link", "set", b_if, "up"]);
 }
@@ -305,10 +273,7 @@ pub struct ProcessGuard {
 impl ProcessGuard {
     pub fn spawn(name: &str, mut cmd: Command) -> ProcessGuard {
         let child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name}: {e}"));
-        ProcessGuard {
-            name: name.to_string(),
-            child: Some(child),
-        }
+        ProcessGuard { name: name.to_string(), child: Some(child) }
     }
 
     pub fn id(&self) -> u32 {

@@ -26,16 +26,7 @@ pub fn workspace_binary(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
         let mut cmd = Command::new(cargo);
-        cmd.args([
-            "build",
-            "--bins",
-            "-p",
-            "switchd",
-            "-p",
-            "mgmt-cli",
-            "--manifest-path",
-        ])
-        .arg(&manifest);
+        cmd.args(["build", "--bins", "-p", "switchd", "-p", "mgmt-cli", "--manifest-path"]).arg(&manifest);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }
@@ -76,30 +67,18 @@ impl Switchd {
         let dir = TempDir::new("switchd");
         let config_path = dir.path().join("switchd.yaml");
         let socket = dir.path().join("switchd.sock");
-        let yaml = format!(
-            "{}\nmanagement:\n  socket: {}\n",
-            config_yaml.trim_end(),
-            socket.display()
-        );
+        let yaml = format!("{}\nmanagement:\n  socket: {}\n", config_yaml.trim_end(), socket.display());
         std::fs::write(&config_path, yaml).expect("write config");
         let mut cmd = ns.command(workspace_binary("switchd").to_str().expect("utf-8 path"));
-        cmd.arg("--config")
+        cmd.arg("run")
+            .arg("--config")
             .arg(&config_path)
-            .env(
-                "RUST_LOG",
-                std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()),
-            )
+            .env("RUST_LOG", std::env::var("RUST_LOG").unwrap_or_else(|_| "info".into()))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let process = ProcessGuard::spawn("switchd", cmd);
-        Switchd {
-            process,
-            socket,
-            config_path,
-            ns_name: ns.name().to_string(),
-            _dir: dir,
-        }
+        Switchd { process, socket, config_path, ns_name: ns.name().to_string(), _dir: dir }
     }
 
     fn wait_ready(&self, timeout: Duration) {
@@ -109,11 +88,7 @@ impl Switchd {
                 return;
             }
             if Instant::now() >= deadline {
-                panic!(
-                    "switchd in {} did not answer on {} within {timeout:?}",
-                    self.ns_name,
-                    self.socket.display()
-                );
+                panic!("switchd in {} did not answer on {} within {timeout:?}", self.ns_name, self.socket.display());
             }
             std::thread::sleep(Duration::from_millis(100));
         }
@@ -178,9 +153,7 @@ impl Switchd {
     /// One counter of one interface (`rx_packets`, `tx_packets`, `rx_drops`...).
     #[track_caller]
     pub fn counter(&self, name: &str, counter: &str) -> u64 {
-        self.counters(name)[counter]
-            .as_u64()
-            .unwrap_or_else(|| panic!("{name}: no counter {counter}"))
+        self.counters(name)[counter].as_u64().unwrap_or_else(|| panic!("{name}: no counter {counter}"))
     }
 }
 
@@ -191,11 +164,7 @@ impl Drop for Switchd {
             && let Some(out) = self.process.stop(Duration::from_secs(3))
         {
             eprintln!("--- switchd in {} ({}) ---", self.ns_name, out.status);
-            eprintln!(
-                "{}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
+            eprintln!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         }
     }
 }

@@ -18,10 +18,7 @@ fn vid(id: u16) -> VlanId {
 
 #[test]
 fn bare_pipeline_bridges_two_hosts_over_af_packet() {
-    if !require_root_and_tools(
-        "bare_pipeline_bridges_two_hosts_over_af_packet",
-        &["ip", "ping"],
-    ) {
+    if !require_root_and_tools("bare_pipeline_bridges_two_hosts_over_af_packet", &["ip", "ping"]) {
         return;
     }
     let sw = Netns::new("fsw");
@@ -35,39 +32,20 @@ fn bare_pipeline_bridges_two_hosts_over_af_packet() {
     let mut switch = Switch::new(SwitchConfig::default());
     switch.create_vlan(vid(10)).unwrap();
     for port in [0, 1] {
-        switch
-            .set_port(
-                port,
-                PortConfig {
-                    admin_up: true,
-                    mtu: 1500,
-                    pvid: vid(10),
-                    learning: true,
-                },
-            )
-            .unwrap();
+        switch.set_port(port, PortConfig { admin_up: true, mtu: 1500, pvid: vid(10), learning: true }).unwrap();
         switch.set_vlan_member(vid(10), port, false).unwrap();
         switch.set_port_oper_status(port, true);
     }
     let dataplane = Arc::new(Mutex::new(switch));
     let forwarding = sw.enter(|| {
         let ports: Vec<Attachment<HostIfTarget>> = vec![
-            Attachment::Port {
-                port: 0,
-                io: Box::new(AfPacket::open("eth1").unwrap()),
-            },
-            Attachment::Port {
-                port: 1,
-                io: Box::new(AfPacket::open("eth2").unwrap()),
-            },
+            Attachment::Port { port: 0, io: Box::new(AfPacket::open("eth1").unwrap()) },
+            Attachment::Port { port: 1, io: Box::new(AfPacket::open("eth2").unwrap()) },
         ];
         Forwarding::start(dataplane.clone(), ports).unwrap()
     });
 
-    assert!(
-        h1.ping_until("192.0.2.2", Duration::from_secs(5)),
-        "h1 cannot reach h2 through the loop"
-    );
+    assert!(h1.ping_until("192.0.2.2", Duration::from_secs(5)), "h1 cannot reach h2 through the loop");
     assert!(h1.ping("192.0.2.2", 5));
     assert!(h2.ping("192.0.2.1", 5));
     {
@@ -78,10 +56,7 @@ fn bare_pipeline_bridges_two_hosts_over_af_packet() {
     std::thread::sleep(Duration::from_millis(300));
     let stats = forwarding.device_stats();
     let eth1 = stats.iter().find(|d| d.name == "eth1").expect("eth1 stats");
-    assert!(
-        eth1.io.rx_frames >= 10 && eth1.io.tx_frames >= 10,
-        "{eth1:?}"
-    );
+    assert!(eth1.io.rx_frames >= 10 && eth1.io.tx_frames >= 10, "{eth1:?}");
     forwarding.stop();
 }
 
@@ -121,9 +96,6 @@ fn af_packet_sees_vlan_tags_and_not_its_own_frames() {
         // the frames it sent itself.
         batch.clear();
         a.recv_batch(&mut batch).unwrap();
-        assert!(
-            batch.iter().all(|f| f[6..12] != frame[6..12]),
-            "a socket never reads back its own tx"
-        );
+        assert!(batch.iter().all(|f| f[6..12] != frame[6..12]), "a socket never reads back its own tx");
     });
 }

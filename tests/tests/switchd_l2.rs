@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use dataplane::io::{AfPacket, FrameBatch, PortIo};
 use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
 
 const CONFIG: &str = "
@@ -24,9 +25,7 @@ vlans:
 ";
 
 fn mac_of(ns: &Netns, ifname: &str) -> String {
-    ns.exec(&["cat", &format!("/sys/class/net/{ifname}/address")])
-        .trim()
-        .to_string()
+    ns.exec(&["cat", &format!("/sys/class/net/{ifname}/address")]).trim().to_string()
 }
 
 #[test]
@@ -41,47 +40,55 @@ fn two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports() {
     veth(&h1, "eth0", &sw, "eth1");
     veth(&h2, "eth0", &sw, "eth2");
     veth(&h3, "eth0", &sw, "eth3");
-    h1.ip(&["addr", "add", "192.168.10.1/24", "dev", "eth0"]);
-    h2.ip(&["addr", "add", "192.168.10.2/24", "dev", "eth0"]);
-    // h3 sits on the trunk: VLAN 10 tagged on a sub-interface.
-    h3.ip(&[
-        "link", "add", "link", "eth0", "name", "eth0.10", "type", "vlan", "id", "10",
-    ]);
-    h3.ip(&["link", "set", "eth0.10", "up"]);
-    h3.ip(&["addr", "add", "192.168.10.3/24", "dev", "eth0.10"]);
+    h1.host_setup("eth0", "192.168.10.1/24", None);
+    h2.host_setup("eth0", "192.168.10.2/24", None);
+    // h3 sits on the trunk and speaks raw tagged frames (this kernel may
+    // lack 802.1Q sub-interfaces, so no `ip link add ... type vlan`).
 
     let switchd = Switchd::start(&sw, CONFIG);
 
-    assert!(
-        h1.ping_until("192.168.10.2", Duration::from_secs(10)),
-        "h1 -> h2"
-    );
+    assert!(h1.ping_until("192.168.10.2", Duration::from_secs(10)), "h1 -> h2");
     assert!(h1.ping("192.168.10.2", 3), "h1 -> h2, every reply");
     assert!(h2.ping("192.168.10.1", 3), "h2 -> h1, every reply");
-    // Across the trunk: tagged on eth3, untagged on the access ports.
-    assert!(
-        h3.ping_until("192.168.10.1", Duration::from_secs(5)),
-        "h3 (tagged) -> h1"
-    );
+    // Across the trunk: a broadcast tagged VLAN 10 on eth3 reaches h1
+    // untagged; one tagged VLAN 20 does not.
+    let mac3 = "02:00:00:00:33:03";
+    let seen_on_h1 = h1.enter(|| {
+        let mut h1_port = AfPacket::open("eth0").unwrap();
+        h3.enter(|| {
+            let mut h3_port = AfPacket::open("eth0").unwrap();
+            for (vid, marker) in [(10u16, 0xa1u8), (20, 0xa2)] {
+                let mut frame = vec![0xff; 6];
+                frame.extend([0x02, 0, 0, 0, 0x33, 0x03]);
+                frame.extend([0x81, 0x00]);
+                frame.extend(vid.to_be_bytes());
+                frame.extend([0x88, 0xb5, marker]);
+                frame.resize(64, 0);
+                h3_port.send(&frame).unwrap();
+            }
+            h3_port.flush().unwrap();
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let mut batch = FrameBatch::new(64, 2048);
+        h1_port.recv_batch(&mut batch).unwrap();
+        batch.iter().filter(|f| f[6..12] == [0x02, 0, 0, 0, 0x33, 0x03]).map(<[u8]>::to_vec).collect::<Vec<_>>()
+    });
+    assert_eq!(seen_on_h1.len(), 1, "exactly the VLAN 10 frame reaches h1: {seen_on_h1:02x?}");
+    assert_eq!(&seen_on_h1[0][12..15], &[0x88, 0xb5, 0xa1], "untagged on the access port");
 
     let mac1 = mac_of(&h1, "eth0");
     let mac2 = mac_of(&h2, "eth0");
-    let mac3 = mac_of(&h3, "eth0");
     let table = switchd.show_rows("mac");
     let entry = |mac: &str| {
         table
             .iter()
-            .find(|row| {
-                row["mac"]
-                    .as_str()
-                    .is_some_and(|m| m.eq_ignore_ascii_case(mac))
-            })
+            .find(|row| row["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(mac)))
             .unwrap_or_else(|| panic!("{mac} not in the MAC table: {table:#?}"))
             .clone()
     };
     let e1 = entry(&mac1);
     let e2 = entry(&mac2);
-    let e3 = entry(&mac3);
+    let e3 = entry(mac3);
     assert_eq!(e1["destination"], "eth1", "{e1}");
     assert_eq!(e2["destination"], "eth2", "{e2}");
     assert_eq!(e3["destination"], "eth3", "{e3}");

@@ -1,0 +1,362 @@
+//! GoBGP (`gobgpd`) as a reference BGP peer inside a namespace, driven with
+//! the `gobgp` CLI over its gRPC port.
+//!
+//! Each instance has its own directory (TOML config, log) and its own gRPC
+//! port on the namespace's loopback; the CLI runs inside the namespace.
+//! Dropping the [`Gobgp`] kills gobgpd and removes the directory; when a test
+//! is panicking the log is printed first.
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::frr::{Afi, proc_status_kib, tail};
+use crate::netns::{Netns, ProcessGuard};
+use crate::switchd::TempDir;
+
+pub const GOBGPD: &str = "gobgpd";
+pub const GOBGP: &str = "gobgp";
+
+/// Whether gobgpd and gobgp are installed (and we are root); fails under
+/// `CI=true`, otherwise prints a skip message.
+pub fn gobgp_available(test: &str) -> bool {
+    crate::require_root_and_tools(test, &["ip", GOBGPD, GOBGP])
+}
+
+static NEXT_API_PORT: AtomicU16 = AtomicU16::new(0);
+
+/// One neighbour in a [`GobgpConfig`].
+#[derive(Debug, Clone)]
+pub struct GobgpNeighbor {
+    pub address: String,
+    pub remote_as: u32,
+    pub passive: bool,
+    /// (keepalive, hold) in seconds.
+    pub timers: (u16, u16),
+    pub families: Vec<Afi>,
+}
+
+impl GobgpNeighbor {
+    pub fn new(address: &str, remote_as: u32) -> GobgpNeighbor {
+        GobgpNeighbor {
+            address: address.to_string(),
+            remote_as,
+            passive: false,
+            timers: (1, 3),
+            families: vec![Afi::Ipv4, Afi::Ipv6],
+        }
+    }
+}
+
+/// gobgpd's TOML configuration.
+#[derive(Debug, Clone)]
+pub struct GobgpConfig {
+    pub asn: u32,
+    pub router_id: String,
+    /// BGP listen port; -1 does not listen.
+    pub listen_port: i32,
+    pub neighbors: Vec<GobgpNeighbor>,
+}
+
+impl GobgpConfig {
+    pub fn new(asn: u32, router_id: &str) -> GobgpConfig {
+        GobgpConfig { asn, router_id: router_id.to_string(), listen_port: 179, neighbors: Vec::new() }
+    }
+
+    pub fn neighbor(mut self, n: GobgpNeighbor) -> GobgpConfig {
+        self.neighbors.push(n);
+        self
+    }
+
+    pub fn render(&self) -> String {
+        let mut c = format!(
+            "[global.config]\n  as = {}\n  router-id = \"{}\"\n  port = {}\n",
+            self.asn, self.router_id, self.listen_port
+        );
+        for n in &self.neighbors {
+            c.push_str(&format!(
+                "\n[[neighbors]]\n  [neighbors.config]\n    neighbor-address = \"{}\"\n    peer-as = {}\n",
+                n.address, n.remote_as
+            ));
+            c.push_str(&format!(
+                "  [neighbors.timers.config]\n    connect-retry = 1\n    keepalive-interval = {}\n    hold-time = {}\n    idle-hold-time-after-reset = 1\n",
+                n.timers.0, n.timers.1
+            ));
+            if n.passive {
+                c.push_str("  [neighbors.transport.config]\n    passive-mode = true\n");
+            }
+            for afi in &n.families {
+                c.push_str(&format!(
+                    "  [[neighbors.afi-safis]]\n    [neighbors.afi-safis.config]\n      afi-safi-name = \"{}-unicast\"\n",
+                    afi.name()
+                ));
+            }
+        }
+        c
+    }
+}
+
+/// A running gobgpd.
+pub struct Gobgp {
+    process: ProcessGuard,
+    dir: TempDir,
+    ns_name: String,
+    api_port: u16,
+}
+
+impl Gobgp {
+    /// Starts gobgpd in `ns` with `config` and waits until its gRPC API
+    /// answers.
+    pub fn start(ns: &Netns, config: &GobgpConfig) -> Gobgp {
+        let dir = TempDir::new("gobgp");
+        let conf = dir.path().join("gobgpd.toml");
+        std::fs::write(&conf, config.render()).expect("write gobgpd.toml");
+        let log = std::fs::File::create(dir.path().join("gobgpd.log")).expect("create log");
+        let api_port = 50051 + NEXT_API_PORT.fetch_add(1, Ordering::Relaxed) % 1000;
+        let mut cmd = ns.command(GOBGPD);
+        cmd.arg("-f")
+            .arg(&conf)
+            .arg(format!("--api-hosts=127.0.0.1:{api_port}"))
+            .args(["--pprof-disable", "--log-plain", "--log-level=debug"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup log"))
+            .stderr(log);
+        let process = ProcessGuard::spawn("gobgpd", cmd);
+        let gobgp = Gobgp { process, dir, ns_name: ns.name().to_string(), api_port };
+        gobgp.wait_ready(Duration::from_secs(15));
+        gobgp
+    }
+
+    fn wait_ready(&self, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if self.cli_status(&["global"]).0 {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "gobgpd in {} did not answer on port {} within {timeout:?}; log:\n{}",
+                    self.ns_name,
+                    self.api_port,
+                    self.log()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.process.id()
+    }
+
+    pub fn api_port(&self) -> u16 {
+        self.api_port
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("gobgpd.log")).unwrap_or_default()
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        self.dir.path()
+    }
+
+    /// The `gobgp` CLI command for this daemon (runs inside the namespace),
+    /// for callers that need to spawn it themselves.
+    pub fn cli_command(&self) -> Command {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", &self.ns_name, GOBGP]).args(["-u", "127.0.0.1", "-p", &self.api_port.to_string()]);
+        cmd
+    }
+
+    /// Runs the CLI with `args`; returns (success, stdout + stderr).
+    pub fn cli_status(&self, args: &[&str]) -> (bool, String) {
+        let out = self.cli_command().args(args).stdin(Stdio::null()).output().expect("run gobgp");
+        let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+        text.push_str(&String::from_utf8_lossy(&out.stderr));
+        (out.status.success(), text)
+    }
+
+    #[track_caller]
+    pub fn cli(&self, args: &[&str]) -> String {
+        let (ok, text) = self.cli_status(args);
+        assert!(ok, "gobgp {} failed: {text}", args.join(" "));
+        text
+    }
+
+    /// The CLI with `-j`, parsed.
+    #[track_caller]
+    pub fn json(&self, args: &[&str]) -> Value {
+        let mut full = args.to_vec();
+        full.push("-j");
+        let text = self.cli(&full);
+        if text.trim().is_empty() {
+            return Value::Null;
+        }
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("gobgp {args:?} did not print JSON ({e}): {text}"))
+    }
+
+    /// Originates `prefix` from the global RIB with extra CLI attributes
+    /// (`nexthop 10.0.0.1`, `med 10`, `local-pref 200`, `community 1:2`,
+    /// `aspath 65000,65001`...).
+    #[track_caller]
+    pub fn add_route(&self, prefix: &str, attrs: &[&str]) {
+        let afi = afi_of(prefix);
+        let mut args = vec!["global", "rib", "add", prefix];
+        args.extend_from_slice(attrs);
+        args.extend_from_slice(&["-a", afi.name()]);
+        self.cli(&args);
+    }
+
+    #[track_caller]
+    pub fn del_route(&self, prefix: &str) {
+        let afi = afi_of(prefix);
+        self.cli(&["global", "rib", "del", prefix, "-a", afi.name()]);
+    }
+
+    /// `gobgp global rib -a <afi> -j`: prefix -> array of paths, each with
+    /// `attrs` (type 1 origin, 2 as_paths, 3 nexthop, 4 metric, 5
+    /// local_pref, 8 communities, 14 MP_REACH with nexthop) and `neighbor-ip`.
+    #[track_caller]
+    pub fn rib(&self, afi: Afi) -> serde_json::Map<String, Value> {
+        match self.json(&["global", "rib", "-a", afi.name()]) {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        }
+    }
+
+    /// The paths GoBGP holds for `prefix`, if any.
+    #[track_caller]
+    pub fn route(&self, prefix: &str) -> Option<Value> {
+        self.rib(afi_of(prefix)).get(prefix).cloned()
+    }
+
+    /// Waits until `prefix` is in the global RIB and `check` accepts its
+    /// paths; returns them.
+    #[track_caller]
+    pub fn wait_route(&self, prefix: &str, timeout: Duration, check: impl Fn(&Value) -> bool) -> Value {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let route = self.route(prefix);
+            if let Some(route) = &route
+                && check(route)
+            {
+                return route.clone();
+            }
+            if Instant::now() >= deadline {
+                panic!("GoBGP in {}: {prefix} not as expected within {timeout:?}; last seen: {route:#?}", self.ns_name);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    #[track_caller]
+    pub fn wait_no_route(&self, prefix: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while self.route(prefix).is_some() {
+            if Instant::now() >= deadline {
+                panic!("GoBGP in {}: {prefix} still present after {timeout:?}", self.ns_name);
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// `gobgp neighbor <addr> -j`.
+    #[track_caller]
+    pub fn neighbor(&self, peer: &str) -> Value {
+        self.json(&["neighbor", peer])
+    }
+
+    /// The session state of `peer` as gobgp's enum name lower-cased
+    /// (`established`, `active`, ...).
+    pub fn neighbor_state(&self, peer: &str) -> Option<String> {
+        let (ok, text) = self.cli_status(&["neighbor", peer, "-j"]);
+        if !ok {
+            return None;
+        }
+        let v: Value = serde_json::from_str(&text).ok()?;
+        match &v["state"]["session_state"] {
+            // apipb.PeerState.SessionState
+            Value::Number(n) => Some(
+                match n.as_u64()? {
+                    1 => "idle",
+                    2 => "connect",
+                    3 => "active",
+                    4 => "opensent",
+                    5 => "openconfirm",
+                    6 => "established",
+                    _ => "unknown",
+                }
+                .to_string(),
+            ),
+            Value::String(s) => Some(s.to_lowercase()),
+            _ => None,
+        }
+    }
+
+    #[track_caller]
+    pub fn wait_established(&self, peer: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let state = self.neighbor_state(peer);
+            if state.as_deref() == Some("established") {
+                return;
+            }
+            if Instant::now() >= deadline {
+                panic!(
+                    "GoBGP in {}: {peer} not established within {timeout:?} (state {state:?})\nlog tail:\n{}",
+                    self.ns_name,
+                    tail(&self.log(), 40)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The number of destinations in the global RIB for `afi` (`gobgp global
+    /// rib summary`), cheap for large tables.
+    pub fn rib_count(&self, afi: Afi) -> u64 {
+        let (_, text) = self.cli_status(&["global", "rib", "summary", "-a", afi.name()]);
+        // "Table ipv4-unicast\nDestination: 3, Path: 3"
+        text.split("Destination:")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
+
+    /// Injects the routes of an MRT TABLE_DUMP_V2 file into the global RIB
+    /// (`gobgp mrt inject global FILE`), optionally overwriting next hops.
+    #[track_caller]
+    pub fn mrt_inject(&self, file: &std::path::Path, nexthop: Option<&str>) {
+        let path = file.to_str().expect("utf-8 path");
+        let mut args = vec!["mrt", "inject", "global", path];
+        if let Some(nh) = nexthop {
+            args.extend_from_slice(&["--nexthop", nh]);
+        }
+        self.cli(&args);
+    }
+
+    pub fn vm_hwm_kib(&self) -> Option<u64> {
+        proc_status_kib(self.pid(), "VmHWM")
+    }
+}
+
+impl Drop for Gobgp {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- gobgpd in {} (log tail) ---\n{}", self.ns_name, tail(&self.log(), 60));
+        }
+    }
+}
+
+fn afi_of(prefix: &str) -> Afi {
+    if prefix.contains(':') { Afi::Ipv6 } else { Afi::Ipv4 }
+}
+
+/// The attribute of `type_code` in one GoBGP JSON path, if present.
+pub fn path_attr(path: &Value, type_code: u64) -> Option<&Value> {
+    path["attrs"].as_array()?.iter().find(|a| a["type"].as_u64() == Some(type_code))
+}
