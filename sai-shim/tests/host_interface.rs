@@ -16,10 +16,7 @@ fn l2_protocol_frames_are_punted_to_the_ports_host_interface() {
     let (other, _) = lab.access_port("eth2", vlan, 10);
     let hostif = lab
         .sai
-        .create_host_interface(&[
-            HostInterfaceAttr::Name("sw-eth1".into()),
-            HostInterfaceAttr::ObjId(port),
-        ])
+        .create_host_interface(&[HostInterfaceAttr::Name("sw-eth1".into()), HostInterfaceAttr::ObjId(port)])
         .unwrap();
     let lldp_dst = EthernetAddress([0x01, 0x80, 0xc2, 0, 0, 0x0e]);
     let lldp = eth(lldp_dst, mac(7), None, EtherType::Lldp, &[0u8; 46]);
@@ -28,25 +25,12 @@ fn l2_protocol_frames_are_punted_to_the_ports_host_interface() {
     let index = lab.index(port);
     assert_eq!(
         result.frames,
-        vec![(
-            Egress::Host {
-                port: index,
-                rif: None,
-                reason: PuntReason::L2Protocol
-            },
-            lldp.clone()
-        )]
+        vec![(Egress::Host { port: index, rif: None, reason: PuntReason::L2Protocol }, lldp.clone())]
     );
-    assert_eq!(
-        lab.sai.backend().punt_host_interface(&result.frames[0].0),
-        Some(hostif)
-    );
+    assert_eq!(lab.sai.backend().punt_host_interface(&result.frames[0].0), Some(hostif));
     // A port without a host interface has nobody to punt to.
     let result = lab.inject(other, &lldp);
-    assert_eq!(
-        lab.sai.backend().punt_host_interface(&result.frames[0].0),
-        None
-    );
+    assert_eq!(lab.sai.backend().punt_host_interface(&result.frames[0].0), None);
 }
 
 #[test]
@@ -57,10 +41,7 @@ fn host_transmit_on_a_port_bypasses_the_bridge() {
     lab.access_port("eth2", vlan, 10);
     let hostif = lab
         .sai
-        .create_host_interface(&[
-            HostInterfaceAttr::Name("sw-eth1".into()),
-            HostInterfaceAttr::ObjId(port),
-        ])
+        .create_host_interface(&[HostInterfaceAttr::Name("sw-eth1".into()), HostInterfaceAttr::ObjId(port)])
         .unwrap();
     // Even a broadcast goes out of this one port only, exactly as written.
     let frame = l2(EthernetAddress::BROADCAST, mac(0x10), None);
@@ -69,17 +50,13 @@ fn host_transmit_on_a_port_bypasses_the_bridge() {
     assert_eq!(lab.sai.get_port_stats(port).unwrap().out_non_ucast_pkts, 1);
     // Not a host interface: refused, naming the problem.
     assert!(matches!(
-        lab.sai
-            .backend_mut()
-            .host_send(lab.now, port, &[0; 60], &mut lab.out),
+        lab.sai.backend_mut().host_send(lab.now, port, &[0; 60], &mut lab.out),
         Err(SaiError::WrongObjectType { .. })
     ));
     // A removed host interface is unknown.
     lab.sai.remove(hostif).unwrap();
     assert_eq!(
-        lab.sai
-            .backend_mut()
-            .host_send(lab.now, hostif, &[0; 60], &mut lab.out),
+        lab.sai.backend_mut().host_send(lab.now, hostif, &[0; 60], &mut lab.out),
         Err(SaiError::UnknownObject(hostif))
     );
 }
@@ -102,10 +79,7 @@ fn host_transmit_on_an_svi_is_bridged_in_its_vlan() {
         .unwrap();
     let hostif = lab
         .sai
-        .create_host_interface(&[
-            HostInterfaceAttr::Name("vlan10".into()),
-            HostInterfaceAttr::ObjId(svi),
-        ])
+        .create_host_interface(&[HostInterfaceAttr::Name("vlan10".into()), HostInterfaceAttr::ObjId(svi)])
         .unwrap();
     let router_mac = lab.sai.get_router_interface(svi).unwrap().src_mac_address;
     let frame = l2(EthernetAddress::BROADCAST, router_mac, None);
@@ -113,10 +87,7 @@ fn host_transmit_on_an_svi_is_bridged_in_its_vlan() {
     let (i1, i2) = (lab.index(p1), lab.index(p2));
     let mut expected = vec![
         (Egress::Port(i1), frame.clone()),
-        (
-            Egress::Port(i2),
-            l2(EthernetAddress::BROADCAST, router_mac, Some(10)),
-        ),
+        (Egress::Port(i2), l2(EthernetAddress::BROADCAST, router_mac, Some(10))),
     ];
     expected.sort_by_key(|(to, _)| format!("{to:?}"));
     let mut sent = sent;
@@ -125,8 +96,5 @@ fn host_transmit_on_an_svi_is_bridged_in_its_vlan() {
     // Unicast to a learned host goes to its port only.
     lab.inject(p1, &l2(EthernetAddress::BROADCAST, mac(1), None));
     let unicast = l2(mac(1), router_mac, None);
-    assert_eq!(
-        lab.host_send(hostif, &unicast),
-        vec![(Egress::Port(i1), unicast.clone())]
-    );
+    assert_eq!(lab.host_send(hostif, &unicast), vec![(Egress::Port(i1), unicast.clone())]);
 }

@@ -28,18 +28,10 @@ fn bridged(lab: Lab) -> Bridged {
     lab.member(vlan10, b2, true);
     lab.member(vlan20, b2, true);
     // A trunk whose PVID is in no VLAN drops untagged frames.
-    lab.sai
-        .set_port_attribute(p2, PortAttr::PortVlanId(4000))
-        .unwrap();
+    lab.sai.set_port_attribute(p2, PortAttr::PortVlanId(4000)).unwrap();
     let (p3, b3) = lab.access_port("eth3", vlan20, 20);
     let (p4, b4) = lab.access_port("eth4", vlan10, 10);
-    Bridged {
-        lab,
-        vlan10,
-        vlan20,
-        ports: [p1, p2, p3, p4],
-        bridge_ports: [b1, b2, b3, b4],
-    }
+    Bridged { lab, vlan10, vlan20, ports: [p1, p2, p3, p4], bridge_ports: [b1, b2, b3, b4] }
 }
 
 #[test]
@@ -56,10 +48,7 @@ fn broadcast_floods_the_vlan_and_tags_on_trunks_never_back_to_ingress() {
     });
     assert!(result.on_port(p1).is_empty() && result.on_port(p3).is_empty());
     // The trunk sends it with an 802.1Q tag of VLAN 10, the access port as it came.
-    assert_eq!(
-        result.on_port(p2),
-        vec![l2(EthernetAddress::BROADCAST, mac(1), Some(10)).as_slice()]
-    );
+    assert_eq!(result.on_port(p2), vec![l2(EthernetAddress::BROADCAST, mac(1), Some(10)).as_slice()]);
     assert_eq!(result.on_port(p4), vec![frame.as_slice()]);
 }
 
@@ -67,48 +56,26 @@ fn broadcast_floods_the_vlan_and_tags_on_trunks_never_back_to_ingress() {
 fn tagged_frame_from_trunk_leaves_access_port_untagged() {
     let mut s = bridged(Lab::new());
     let p3 = s.lab.index(s.ports[2]);
-    let result = s.lab.inject(
-        s.ports[1],
-        &l2(EthernetAddress::BROADCAST, mac(2), Some(20)),
-    );
+    let result = s.lab.inject(s.ports[1], &l2(EthernetAddress::BROADCAST, mac(2), Some(20)));
     assert_eq!(result.disposition, Disposition::Flooded);
     assert_eq!(result.ports(), vec![p3]);
-    assert_eq!(
-        result.on_port(p3),
-        vec![l2(EthernetAddress::BROADCAST, mac(2), None).as_slice()]
-    );
+    assert_eq!(result.on_port(p3), vec![l2(EthernetAddress::BROADCAST, mac(2), None).as_slice()]);
 }
 
 #[test]
 fn ingress_vlan_filter_and_pvid() {
     let mut s = bridged(Lab::new());
     // VLAN 20 tagged on an access port of VLAN 10: not a member.
-    let result = s.lab.inject(
-        s.ports[0],
-        &l2(EthernetAddress::BROADCAST, mac(1), Some(20)),
-    );
-    assert_eq!(
-        result.disposition,
-        Disposition::Dropped(DropReason::IngressVlanFilter)
-    );
+    let result = s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), Some(20)));
+    assert_eq!(result.disposition, Disposition::Dropped(DropReason::IngressVlanFilter));
     assert!(result.frames.is_empty());
     // Untagged on the trunk: PVID 4000 is no VLAN of the port.
-    let result = s
-        .lab
-        .inject(s.ports[1], &l2(EthernetAddress::BROADCAST, mac(1), None));
-    assert_eq!(
-        result.disposition,
-        Disposition::Dropped(DropReason::IngressVlanFilter)
-    );
+    let result = s.lab.inject(s.ports[1], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    assert_eq!(result.disposition, Disposition::Dropped(DropReason::IngressVlanFilter));
     // Moving the trunk's PVID to 20 makes untagged frames VLAN 20 frames.
-    s.lab
-        .sai
-        .set_port_attribute(s.ports[1], PortAttr::PortVlanId(20))
-        .unwrap();
+    s.lab.sai.set_port_attribute(s.ports[1], PortAttr::PortVlanId(20)).unwrap();
     let p3 = s.lab.index(s.ports[2]);
-    let result = s
-        .lab
-        .inject(s.ports[1], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    let result = s.lab.inject(s.ports[1], &l2(EthernetAddress::BROADCAST, mac(1), None));
     assert_eq!(result.ports(), vec![p3]);
     let counters = s.lab.sai.backend().drop_counters();
     assert_eq!(counters[DropReason::IngressVlanFilter], 2);
@@ -129,10 +96,7 @@ fn learning_turns_flooding_into_unicast_and_notifies() {
         notifications,
         vec![Notification::Fdb {
             event: FdbEvent::Learned,
-            entry: FdbEntryKey {
-                vlan: s.vlan10,
-                mac: mac(1)
-            },
+            entry: FdbEntryKey { vlan: s.vlan10, mac: mac(1) },
             bridge_port: Some(s.bridge_ports[0]),
         }]
     );
@@ -144,20 +108,11 @@ fn learning_turns_flooding_into_unicast_and_notifies() {
     assert_eq!(result.on_port(p1), vec![reply.as_slice()]);
     // Now both directions are known unicast.
     let result = s.lab.inject(s.ports[0], &l2(mac(4), mac(1), None));
-    assert_eq!(
-        (result.disposition, result.ports()),
-        (Disposition::Forwarded, vec![p4])
-    );
+    assert_eq!((result.disposition, result.ports()), (Disposition::Forwarded, vec![p4]));
     let table = s.lab.sai.fdb_table();
     assert!(table.contains(&(
-        FdbEntryKey {
-            vlan: s.vlan10,
-            mac: mac(4)
-        },
-        FdbEntry {
-            entry_type: FdbEntryType::Dynamic,
-            bridge_port: s.bridge_ports[3]
-        }
+        FdbEntryKey { vlan: s.vlan10, mac: mac(4) },
+        FdbEntry { entry_type: FdbEntryType::Dynamic, bridge_port: s.bridge_ports[3] }
     )));
     // Learning is per VLAN: mac(1) is unknown in VLAN 20.
     let result = s.lab.inject(s.ports[1], &l2(mac(1), mac(9), Some(20)));
@@ -169,15 +124,10 @@ fn learning_turns_flooding_into_unicast_and_notifies() {
 #[test]
 fn same_segment_frames_are_dropped() {
     let mut s = bridged(Lab::new());
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(2), None));
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(2), None));
     let result = s.lab.inject(s.ports[0], &l2(mac(2), mac(1), None));
-    assert_eq!(
-        result.disposition,
-        Disposition::Dropped(DropReason::SameSegment)
-    );
+    assert_eq!(result.disposition, Disposition::Dropped(DropReason::SameSegment));
     assert!(result.frames.is_empty());
 }
 
@@ -185,25 +135,18 @@ fn same_segment_frames_are_dropped() {
 fn learned_entries_age_out_and_notify() {
     let lab = Lab::with(SwitchConfig::default(), &[SwitchAttr::FdbAgingTime(10)]);
     let mut s = bridged(lab);
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
     s.lab.sai.drain_notifications();
     s.lab.advance(5 * SECOND);
     s.lab.poll();
-    assert!(
-        s.lab.sai.drain_notifications().is_empty(),
-        "not aged before the aging time"
-    );
+    assert!(s.lab.sai.drain_notifications().is_empty(), "not aged before the aging time");
     s.lab.advance(6 * SECOND);
     s.lab.poll();
     assert_eq!(
         s.lab.sai.drain_notifications(),
         vec![Notification::Fdb {
             event: FdbEvent::Aged,
-            entry: FdbEntryKey {
-                vlan: s.vlan10,
-                mac: mac(1)
-            },
+            entry: FdbEntryKey { vlan: s.vlan10, mac: mac(1) },
             bridge_port: Some(s.bridge_ports[0]),
         }]
     );
@@ -217,51 +160,31 @@ fn traffic_refreshes_a_learned_entry() {
     let lab = Lab::with(SwitchConfig::default(), &[SwitchAttr::FdbAgingTime(10)]);
     let mut s = bridged(lab);
     for _ in 0..4 {
-        s.lab
-            .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+        s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
         s.lab.advance(4 * SECOND);
         s.lab.poll();
     }
     let events = s.lab.sai.drain_notifications();
-    assert!(
-        events.iter().all(|n| !matches!(
-            n,
-            Notification::Fdb {
-                event: FdbEvent::Aged,
-                ..
-            }
-        )),
-        "{events:?}"
-    );
+    assert!(events.iter().all(|n| !matches!(n, Notification::Fdb { event: FdbEvent::Aged, .. })), "{events:?}");
 }
 
 #[test]
 fn a_mac_that_moves_is_relearned_and_notified() {
     let mut s = bridged(Lab::new());
     let p4 = s.lab.index(s.ports[3]);
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
     s.lab.sai.drain_notifications();
-    s.lab
-        .inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(1), None));
     assert_eq!(
         s.lab.sai.drain_notifications(),
         vec![Notification::Fdb {
-            event: FdbEvent::Moved {
-                from: Some(s.bridge_ports[0])
-            },
-            entry: FdbEntryKey {
-                vlan: s.vlan10,
-                mac: mac(1)
-            },
+            event: FdbEvent::Moved { from: Some(s.bridge_ports[0]) },
+            entry: FdbEntryKey { vlan: s.vlan10, mac: mac(1) },
             bridge_port: Some(s.bridge_ports[3]),
         }]
     );
     let result = s.lab.inject(s.ports[0], &l2(mac(1), mac(7), None));
-    assert_eq!(
-        (result.disposition, result.ports()),
-        (Disposition::Forwarded, vec![p4])
-    );
+    assert_eq!((result.disposition, result.ports()), (Disposition::Forwarded, vec![p4]));
 }
 
 #[test]
@@ -269,48 +192,27 @@ fn static_macs_forward_never_move_and_never_age() {
     let lab = Lab::with(SwitchConfig::default(), &[SwitchAttr::FdbAgingTime(10)]);
     let mut s = bridged(lab);
     let p4 = s.lab.index(s.ports[3]);
-    let key = FdbEntryKey {
-        vlan: s.vlan10,
-        mac: mac(5),
-    };
+    let key = FdbEntryKey { vlan: s.vlan10, mac: mac(5) };
     s.lab
         .sai
         .create_fdb_entry(
             key,
-            &[
-                FdbEntryAttr::Type(FdbEntryType::Static),
-                FdbEntryAttr::BridgePortId(s.bridge_ports[3]),
-            ],
+            &[FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(s.bridge_ports[3])],
         )
         .unwrap();
     let result = s.lab.inject(s.ports[0], &l2(mac(5), mac(1), None));
-    assert_eq!(
-        (result.disposition, result.ports()),
-        (Disposition::Forwarded, vec![p4])
-    );
+    assert_eq!((result.disposition, result.ports()), (Disposition::Forwarded, vec![p4]));
     // The same MAC as a source on another port does not move a static entry.
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(5), None));
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(5), None));
     let events = s.lab.sai.drain_notifications();
-    assert!(
-        events
-            .iter()
-            .all(|n| !matches!(n, Notification::Fdb { entry, .. } if entry.mac == mac(5))),
-        "{events:?}"
-    );
+    assert!(events.iter().all(|n| !matches!(n, Notification::Fdb { entry, .. } if entry.mac == mac(5))), "{events:?}");
     s.lab.advance(60 * SECOND);
     s.lab.poll();
     let result = s.lab.inject(s.ports[0], &l2(mac(5), mac(1), None));
-    assert_eq!(
-        (result.disposition, result.ports()),
-        (Disposition::Forwarded, vec![p4])
-    );
+    assert_eq!((result.disposition, result.ports()), (Disposition::Forwarded, vec![p4]));
     assert_eq!(
         s.lab.sai.get_fdb_entry(key).unwrap(),
-        FdbEntry {
-            entry_type: FdbEntryType::Static,
-            bridge_port: s.bridge_ports[3]
-        }
+        FdbEntry { entry_type: FdbEntryType::Static, bridge_port: s.bridge_ports[3] }
     );
     // Removing it makes the MAC unknown again.
     s.lab.sai.remove_fdb_entry(key).unwrap();
@@ -333,12 +235,8 @@ fn multicast_floods_like_broadcast() {
 #[test]
 fn learning_can_be_disabled_per_bridge_port() {
     let mut s = bridged(Lab::new());
-    s.lab
-        .sai
-        .set_bridge_port_attribute(s.bridge_ports[0], BridgePortAttr::Learning(false))
-        .unwrap();
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.sai.set_bridge_port_attribute(s.bridge_ports[0], BridgePortAttr::Learning(false)).unwrap();
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
     assert!(s.lab.sai.drain_notifications().is_empty());
     let result = s.lab.inject(s.ports[3], &l2(mac(1), mac(4), None));
     assert_eq!(result.disposition, Disposition::Flooded);
@@ -347,87 +245,43 @@ fn learning_can_be_disabled_per_bridge_port() {
 #[test]
 fn admin_down_port_drops_and_link_down_notifies_and_flushes() {
     let mut s = bridged(Lab::new());
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
     s.lab.sai.drain_notifications();
-    s.lab
-        .sai
-        .backend_mut()
-        .set_link_status(s.ports[0], false)
-        .unwrap();
+    s.lab.sai.backend_mut().set_link_status(s.ports[0], false).unwrap();
     assert_eq!(
         s.lab.sai.drain_notifications(),
         vec![
-            Notification::PortOperStatus {
-                port: s.ports[0],
-                up: false
-            },
+            Notification::PortOperStatus { port: s.ports[0], up: false },
             Notification::Fdb {
                 event: FdbEvent::Aged,
-                entry: FdbEntryKey {
-                    vlan: s.vlan10,
-                    mac: mac(1)
-                },
+                entry: FdbEntryKey { vlan: s.vlan10, mac: mac(1) },
                 bridge_port: Some(s.bridge_ports[0]),
             },
         ]
     );
     assert!(!s.lab.sai.get_port(s.ports[0]).unwrap().oper_status);
-    let result = s
-        .lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
-    assert_eq!(
-        result.disposition,
-        Disposition::Dropped(DropReason::PortDown)
-    );
+    let result = s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    assert_eq!(result.disposition, Disposition::Dropped(DropReason::PortDown));
     // A flood skips the down port.
     let p1 = s.lab.index(s.ports[0]);
-    let result = s
-        .lab
-        .inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(4), None));
+    let result = s.lab.inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(4), None));
     assert!(!result.ports().contains(&p1));
     s.lab.sai.drain_notifications();
-    s.lab
-        .sai
-        .backend_mut()
-        .set_link_status(s.ports[0], true)
-        .unwrap();
-    assert_eq!(
-        s.lab.sai.drain_notifications(),
-        vec![Notification::PortOperStatus {
-            port: s.ports[0],
-            up: true
-        }]
-    );
+    s.lab.sai.backend_mut().set_link_status(s.ports[0], true).unwrap();
+    assert_eq!(s.lab.sai.drain_notifications(), vec![Notification::PortOperStatus { port: s.ports[0], up: true }]);
     // Administratively down.
-    s.lab
-        .sai
-        .set_port_attribute(s.ports[3], PortAttr::AdminState(false))
-        .unwrap();
-    let result = s
-        .lab
-        .inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(4), None));
-    assert_eq!(
-        result.disposition,
-        Disposition::Dropped(DropReason::PortDown)
-    );
+    s.lab.sai.set_port_attribute(s.ports[3], PortAttr::AdminState(false)).unwrap();
+    let result = s.lab.inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(4), None));
+    assert_eq!(result.disposition, Disposition::Dropped(DropReason::PortDown));
 }
 
 #[test]
 fn flush_removes_learned_entries() {
     let mut s = bridged(Lab::new());
-    s.lab
-        .inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
-    s.lab
-        .inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(4), None));
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(4), None));
     assert_eq!(s.lab.sai.fdb_table().len(), 2);
-    s.lab
-        .sai
-        .flush_fdb_entries(FdbFlush {
-            bridge_port: Some(s.bridge_ports[0]),
-            ..FdbFlush::default()
-        })
-        .unwrap();
+    s.lab.sai.flush_fdb_entries(FdbFlush { bridge_port: Some(s.bridge_ports[0]), ..FdbFlush::default() }).unwrap();
     let table = s.lab.sai.fdb_table();
     assert_eq!(table.len(), 1);
     assert_eq!(table[0].0.mac, mac(4));

@@ -27,13 +27,8 @@ fn unknown_and_stale_ids() {
     assert_eq!(again.object_type(), Some(ObjectType::Vlan));
     let forged = ObjectId::from_raw(0xdead);
     assert_eq!(lab.sai.remove(forged), Err(SaiError::UnknownObject(forged)));
-    let err = lab
-        .sai
-        .create_vlan_member(&[
-            VlanMemberAttr::VlanId(vlan),
-            VlanMemberAttr::BridgePortId(forged),
-        ])
-        .unwrap_err();
+    let err =
+        lab.sai.create_vlan_member(&[VlanMemberAttr::VlanId(vlan), VlanMemberAttr::BridgePortId(forged)]).unwrap_err();
     assert_eq!(err, SaiError::UnknownObject(vlan));
 }
 
@@ -46,45 +41,18 @@ fn wrong_object_type() {
         lab.sai.get_port(vlan),
         Err(SaiError::WrongObjectType { id, found: Some(ObjectType::Vlan), expected: "port", .. }) if id == vlan
     ));
-    let err = lab
-        .sai
-        .create_vlan_member(&[
-            VlanMemberAttr::VlanId(port),
-            VlanMemberAttr::BridgePortId(port),
-        ])
-        .unwrap_err();
+    let err =
+        lab.sai.create_vlan_member(&[VlanMemberAttr::VlanId(port), VlanMemberAttr::BridgePortId(port)]).unwrap_err();
     assert!(
-        matches!(
-            err,
-            SaiError::WrongObjectType {
-                attribute: "VLAN_ID",
-                found: Some(ObjectType::Port),
-                ..
-            }
-        ),
+        matches!(err, SaiError::WrongObjectType { attribute: "VLAN_ID", found: Some(ObjectType::Port), .. }),
         "{err}"
     );
-    assert_eq!(
-        err.to_string(),
-        format!("VLAN_ID: {port} is a Some(Port) object, expected vlan"),
-    );
+    assert_eq!(err.to_string(), format!("VLAN_ID: {port} is a Some(Port) object, expected vlan"),);
     let err = lab
         .sai
-        .create_next_hop(&[
-            NextHopAttr::Ip("10.0.0.1".parse().unwrap()),
-            NextHopAttr::RouterInterfaceId(port),
-        ])
+        .create_next_hop(&[NextHopAttr::Ip("10.0.0.1".parse().unwrap()), NextHopAttr::RouterInterfaceId(port)])
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::WrongObjectType {
-                attribute: "ROUTER_INTERFACE_ID",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, SaiError::WrongObjectType { attribute: "ROUTER_INTERFACE_ID", .. }), "{err}");
 }
 
 #[test]
@@ -94,51 +62,24 @@ fn objects_in_use_cannot_be_removed() {
     let (port, bridge_port) = lab.access_port("eth1", vlan, 10);
     assert_eq!(
         lab.sai.remove(port),
-        Err(SaiError::ObjectInUse {
-            id: port,
-            count: 1,
-            example: Referrer::Object(ObjectType::BridgePort)
-        })
+        Err(SaiError::ObjectInUse { id: port, count: 1, example: Referrer::Object(ObjectType::BridgePort) })
     );
     assert_eq!(
         lab.sai.remove(bridge_port),
-        Err(SaiError::ObjectInUse {
-            id: bridge_port,
-            count: 1,
-            example: Referrer::Object(ObjectType::VlanMember)
-        })
+        Err(SaiError::ObjectInUse { id: bridge_port, count: 1, example: Referrer::Object(ObjectType::VlanMember) })
     );
-    assert!(matches!(
-        lab.sai.remove(vlan),
-        Err(SaiError::ObjectInUse { .. })
-    ));
+    assert!(matches!(lab.sai.remove(vlan), Err(SaiError::ObjectInUse { .. })));
     let key = FdbEntryKey { vlan, mac: mac(9) };
     lab.sai
-        .create_fdb_entry(
-            key,
-            &[
-                FdbEntryAttr::Type(FdbEntryType::Static),
-                FdbEntryAttr::BridgePortId(bridge_port),
-            ],
-        )
+        .create_fdb_entry(key, &[FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(bridge_port)])
         .unwrap();
     assert_eq!(lab.sai.store().use_count(bridge_port), 2);
     // Tear down in order: every step frees the next.
-    let member = lab
-        .sai
-        .store()
-        .objects_of(ObjectType::VlanMember)
-        .map(|(id, _)| id)
-        .next()
-        .unwrap();
+    let member = lab.sai.store().objects_of(ObjectType::VlanMember).map(|(id, _)| id).next().unwrap();
     lab.sai.remove(member).unwrap();
     assert_eq!(
         lab.sai.remove(bridge_port),
-        Err(SaiError::ObjectInUse {
-            id: bridge_port,
-            count: 1,
-            example: Referrer::FdbEntry
-        })
+        Err(SaiError::ObjectInUse { id: bridge_port, count: 1, example: Referrer::FdbEntry })
     );
     lab.sai.remove_fdb_entry(key).unwrap();
     lab.sai.remove(bridge_port).unwrap();
@@ -159,29 +100,11 @@ fn next_hops_used_by_routes_or_groups_cannot_be_removed() {
         ])
         .unwrap();
     let ip: IpAddr = "10.0.0.2".parse().unwrap();
-    let nh = lab
-        .sai
-        .create_next_hop(&[NextHopAttr::Ip(ip), NextHopAttr::RouterInterfaceId(rif)])
-        .unwrap();
-    let key = RouteEntryKey {
-        virtual_router: vr,
-        destination: net("192.0.2.0/24"),
-    };
-    lab.sai
-        .create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(nh))])
-        .unwrap();
-    assert_eq!(
-        lab.sai.remove(nh),
-        Err(SaiError::ObjectInUse {
-            id: nh,
-            count: 1,
-            example: Referrer::RouteEntry
-        })
-    );
-    assert!(matches!(
-        lab.sai.remove(rif),
-        Err(SaiError::ObjectInUse { .. })
-    ));
+    let nh = lab.sai.create_next_hop(&[NextHopAttr::Ip(ip), NextHopAttr::RouterInterfaceId(rif)]).unwrap();
+    let key = RouteEntryKey { virtual_router: vr, destination: net("192.0.2.0/24") };
+    lab.sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(nh))]).unwrap();
+    assert_eq!(lab.sai.remove(nh), Err(SaiError::ObjectInUse { id: nh, count: 1, example: Referrer::RouteEntry }));
+    assert!(matches!(lab.sai.remove(rif), Err(SaiError::ObjectInUse { .. })));
     lab.sai.remove_route_entry(key).unwrap();
 
     let group = lab.sai.create_next_hop_group().unwrap();
@@ -194,45 +117,20 @@ fn next_hops_used_by_routes_or_groups_cannot_be_removed() {
         .unwrap();
     assert_eq!(
         lab.sai.remove(nh),
-        Err(SaiError::ObjectInUse {
-            id: nh,
-            count: 1,
-            example: Referrer::Object(ObjectType::NextHopGroupMember)
-        })
+        Err(SaiError::ObjectInUse { id: nh, count: 1, example: Referrer::Object(ObjectType::NextHopGroupMember) })
     );
-    lab.sai
-        .create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(group))])
-        .unwrap();
-    assert!(matches!(
-        lab.sai.remove(group),
-        Err(SaiError::ObjectInUse { .. })
-    ));
+    lab.sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(group))]).unwrap();
+    assert!(matches!(lab.sai.remove(group), Err(SaiError::ObjectInUse { .. })));
     // Re-pointing the route releases the group.
-    lab.sai
-        .set_route_entry_attribute(key, RouteEntryAttr::PacketAction(PacketAction::Drop))
-        .unwrap();
-    lab.sai
-        .set_route_entry_attribute(key, RouteEntryAttr::NextHopId(None))
-        .unwrap();
+    lab.sai.set_route_entry_attribute(key, RouteEntryAttr::PacketAction(PacketAction::Drop)).unwrap();
+    lab.sai.set_route_entry_attribute(key, RouteEntryAttr::NextHopId(None)).unwrap();
     lab.sai.remove(member).unwrap();
     lab.sai.remove(group).unwrap();
     lab.sai.remove(nh).unwrap();
     // A neighbour holds its router interface.
-    let neighbor = NeighborEntryKey {
-        router_interface: rif,
-        ip,
-    };
-    lab.sai
-        .create_neighbor_entry(neighbor, &[NeighborEntryAttr::DstMacAddress(mac(2))])
-        .unwrap();
-    assert_eq!(
-        lab.sai.remove(rif),
-        Err(SaiError::ObjectInUse {
-            id: rif,
-            count: 1,
-            example: Referrer::NeighborEntry
-        })
-    );
+    let neighbor = NeighborEntryKey { router_interface: rif, ip };
+    lab.sai.create_neighbor_entry(neighbor, &[NeighborEntryAttr::DstMacAddress(mac(2))]).unwrap();
+    assert_eq!(lab.sai.remove(rif), Err(SaiError::ObjectInUse { id: rif, count: 1, example: Referrer::NeighborEntry }));
     lab.sai.remove_neighbor_entry(neighbor).unwrap();
     lab.sai.remove_route_entry(key).unwrap();
     lab.sai.remove(rif).unwrap();
@@ -242,104 +140,30 @@ fn next_hops_used_by_routes_or_groups_cannot_be_removed() {
 #[test]
 fn invalid_attributes_say_which_and_why() {
     let mut lab = Lab::new();
-    let err = lab
-        .sai
-        .create_port(&[PortAttr::Name("eth1".into()), PortAttr::PortVlanId(0)])
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                object: "port",
-                attribute: "PORT_VLAN_ID",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    assert_eq!(
-        err.to_string(),
-        "invalid attribute PORT_VLAN_ID of port: VLAN id 0 outside 1..=4094"
-    );
+    let err = lab.sai.create_port(&[PortAttr::Name("eth1".into()), PortAttr::PortVlanId(0)]).unwrap_err();
+    assert!(matches!(err, SaiError::InvalidAttribute { object: "port", attribute: "PORT_VLAN_ID", .. }), "{err}");
+    assert_eq!(err.to_string(), "invalid attribute PORT_VLAN_ID of port: VLAN id 0 outside 1..=4094");
     let err = lab.sai.create_vlan(&[VlanAttr::VlanId(4095)]).unwrap_err();
-    assert!(matches!(
-        err,
-        SaiError::InvalidAttribute {
-            attribute: "VLAN_ID",
-            ..
-        }
-    ));
-    let err = lab
-        .sai
-        .create_port(&[
-            PortAttr::Name("eth1".into()),
-            PortAttr::Mtu(1500),
-            PortAttr::Mtu(9000),
-        ])
-        .unwrap_err();
+    assert!(matches!(err, SaiError::InvalidAttribute { attribute: "VLAN_ID", .. }));
+    let err =
+        lab.sai.create_port(&[PortAttr::Name("eth1".into()), PortAttr::Mtu(1500), PortAttr::Mtu(9000)]).unwrap_err();
     assert!(
         matches!(err, SaiError::InvalidAttribute { attribute: "MTU", ref reason, .. } if reason == "given more than once")
     );
     let port = lab.port("eth1");
     assert_eq!(
-        lab.sai
-            .set_port_attribute(port, PortAttr::Name("eth9".into())),
-        Err(SaiError::CreateOnlyAttribute {
-            object: "port",
-            attribute: "NAME"
-        })
+        lab.sai.set_port_attribute(port, PortAttr::Name("eth9".into())),
+        Err(SaiError::CreateOnlyAttribute { object: "port", attribute: "NAME" })
     );
     let vr = lab.sai.default_virtual_router();
-    let host_bits = RouteEntryKey {
-        virtual_router: vr,
-        destination: net("10.1.2.3/24"),
-    };
-    let err = lab
-        .sai
-        .create_route_entry(
-            host_bits,
-            &[RouteEntryAttr::PacketAction(PacketAction::Drop)],
-        )
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                attribute: "destination",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    let key = RouteEntryKey {
-        virtual_router: vr,
-        destination: net("10.1.2.0/24"),
-    };
+    let host_bits = RouteEntryKey { virtual_router: vr, destination: net("10.1.2.3/24") };
+    let err = lab.sai.create_route_entry(host_bits, &[RouteEntryAttr::PacketAction(PacketAction::Drop)]).unwrap_err();
+    assert!(matches!(err, SaiError::InvalidAttribute { attribute: "destination", .. }), "{err}");
+    let key = RouteEntryKey { virtual_router: vr, destination: net("10.1.2.0/24") };
     let err = lab.sai.create_route_entry(key, &[]).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                attribute: "NEXT_HOP_ID",
-                ..
-            }
-        ),
-        "{err}"
-    );
-    let err = lab
-        .sai
-        .create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(port))])
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                attribute: "NEXT_HOP_ID",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, SaiError::InvalidAttribute { attribute: "NEXT_HOP_ID", .. }), "{err}");
+    let err = lab.sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(port))]).unwrap_err();
+    assert!(matches!(err, SaiError::InvalidAttribute { attribute: "NEXT_HOP_ID", .. }), "{err}");
     // A multicast MAC is no FDB key.
     let vlan = lab.vlan(10);
     let bridge_port = lab.bridge_port(port);
@@ -347,26 +171,11 @@ fn invalid_attributes_say_which_and_why() {
     let err = lab
         .sai
         .create_fdb_entry(
-            FdbEntryKey {
-                vlan,
-                mac: group_mac,
-            },
-            &[
-                FdbEntryAttr::Type(FdbEntryType::Static),
-                FdbEntryAttr::BridgePortId(bridge_port),
-            ],
+            FdbEntryKey { vlan, mac: group_mac },
+            &[FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(bridge_port)],
         )
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                attribute: "mac_address",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, SaiError::InvalidAttribute { attribute: "mac_address", .. }), "{err}");
     // A bridged port cannot also be a routed port.
     let err = lab
         .sai
@@ -375,22 +184,9 @@ fn invalid_attributes_say_which_and_why() {
             RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
         ])
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                object: "router interface",
-                attribute: "TYPE",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, SaiError::InvalidAttribute { object: "router interface", attribute: "TYPE", .. }), "{err}");
     // Flooding to a remote VTEP needs the VLAN to have a VNI.
-    let tunnel = lab
-        .sai
-        .create_tunnel(&[TunnelAttr::EncapSrcIp(Ipv4Addr::new(10, 0, 0, 1))])
-        .unwrap();
+    let tunnel = lab.sai.create_tunnel(&[TunnelAttr::EncapSrcIp(Ipv4Addr::new(10, 0, 0, 1))]).unwrap();
     let endpoint = lab
         .sai
         .create_tunnel_endpoint(&[
@@ -398,27 +194,12 @@ fn invalid_attributes_say_which_and_why() {
             TunnelEndpointAttr::RemoteIp(Ipv4Addr::new(10, 0, 0, 2)),
         ])
         .unwrap();
-    let tunnel_port = lab
-        .sai
-        .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))])
-        .unwrap();
+    let tunnel_port = lab.sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))]).unwrap();
     let err = lab
         .sai
-        .create_vlan_member(&[
-            VlanMemberAttr::VlanId(vlan),
-            VlanMemberAttr::BridgePortId(tunnel_port),
-        ])
+        .create_vlan_member(&[VlanMemberAttr::VlanId(vlan), VlanMemberAttr::BridgePortId(tunnel_port)])
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                attribute: "BRIDGE_PORT_ID",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, SaiError::InvalidAttribute { attribute: "BRIDGE_PORT_ID", .. }), "{err}");
     let err = lab
         .sai
         .create_tunnel_map_entry(&[
@@ -427,16 +208,7 @@ fn invalid_attributes_say_which_and_why() {
             TunnelMapEntryAttr::Vni(1 << 24),
         ])
         .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            SaiError::InvalidAttribute {
-                attribute: "VNI_ID_KEY",
-                ..
-            }
-        ),
-        "{err}"
-    );
+    assert!(matches!(err, SaiError::InvalidAttribute { attribute: "VNI_ID_KEY", .. }), "{err}");
 }
 
 #[test]
@@ -444,43 +216,24 @@ fn mandatory_attributes() {
     let mut lab = Lab::new();
     assert_eq!(
         lab.sai.create_port(&[]),
-        Err(SaiError::MandatoryAttributeMissing {
-            object: "port",
-            attribute: "NAME"
-        })
+        Err(SaiError::MandatoryAttributeMissing { object: "port", attribute: "NAME" })
     );
     assert_eq!(
         lab.sai.create_vlan(&[]),
-        Err(SaiError::MandatoryAttributeMissing {
-            object: "vlan",
-            attribute: "VLAN_ID"
-        })
+        Err(SaiError::MandatoryAttributeMissing { object: "vlan", attribute: "VLAN_ID" })
     );
     let vlan = lab.vlan(10);
     assert_eq!(
-        lab.sai.create_fdb_entry(
-            FdbEntryKey { vlan, mac: mac(1) },
-            &[FdbEntryAttr::Type(FdbEntryType::Static)]
-        ),
-        Err(SaiError::MandatoryAttributeMissing {
-            object: "fdb entry",
-            attribute: "BRIDGE_PORT_ID"
-        })
+        lab.sai.create_fdb_entry(FdbEntryKey { vlan, mac: mac(1) }, &[FdbEntryAttr::Type(FdbEntryType::Static)]),
+        Err(SaiError::MandatoryAttributeMissing { object: "fdb entry", attribute: "BRIDGE_PORT_ID" })
     );
     assert_eq!(
-        lab.sai
-            .create_router_interface(&[RouterInterfaceAttr::Mtu(9000)]),
-        Err(SaiError::MandatoryAttributeMissing {
-            object: "router interface",
-            attribute: "VIRTUAL_ROUTER_ID"
-        })
+        lab.sai.create_router_interface(&[RouterInterfaceAttr::Mtu(9000)]),
+        Err(SaiError::MandatoryAttributeMissing { object: "router interface", attribute: "VIRTUAL_ROUTER_ID" })
     );
     assert_eq!(
         lab.sai.create_tunnel(&[]),
-        Err(SaiError::MandatoryAttributeMissing {
-            object: "tunnel",
-            attribute: "ENCAP_SRC_IP"
-        })
+        Err(SaiError::MandatoryAttributeMissing { object: "tunnel", attribute: "ENCAP_SRC_IP" })
     );
 }
 
@@ -488,57 +241,33 @@ fn mandatory_attributes() {
 fn duplicates_already_exist() {
     let mut lab = Lab::new();
     let vlan = lab.vlan(10);
-    assert_eq!(
-        lab.sai.create_vlan(&[VlanAttr::VlanId(10)]),
-        Err(SaiError::AlreadyExists("vlan 10".into()))
-    );
+    assert_eq!(lab.sai.create_vlan(&[VlanAttr::VlanId(10)]), Err(SaiError::AlreadyExists("vlan 10".into())));
     let port = lab.port("eth1");
-    assert!(matches!(
-        lab.sai.create_port(&[PortAttr::Name("eth1".into())]),
-        Err(SaiError::AlreadyExists(_))
-    ));
+    assert!(matches!(lab.sai.create_port(&[PortAttr::Name("eth1".into())]), Err(SaiError::AlreadyExists(_))));
     let bridge_port = lab.bridge_port(port);
     assert!(matches!(
-        lab.sai
-            .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))]),
+        lab.sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))]),
         Err(SaiError::AlreadyExists(_))
     ));
     lab.member(vlan, bridge_port, false);
     assert!(matches!(
-        lab.sai.create_vlan_member(&[
-            VlanMemberAttr::VlanId(vlan),
-            VlanMemberAttr::BridgePortId(bridge_port)
-        ]),
+        lab.sai.create_vlan_member(&[VlanMemberAttr::VlanId(vlan), VlanMemberAttr::BridgePortId(bridge_port)]),
         Err(SaiError::AlreadyExists(_))
     ));
     let key = FdbEntryKey { vlan, mac: mac(1) };
-    let attrs = [
-        FdbEntryAttr::Type(FdbEntryType::Static),
-        FdbEntryAttr::BridgePortId(bridge_port),
-    ];
+    let attrs = [FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(bridge_port)];
     lab.sai.create_fdb_entry(key, &attrs).unwrap();
-    assert!(matches!(
-        lab.sai.create_fdb_entry(key, &attrs),
-        Err(SaiError::AlreadyExists(_))
-    ));
+    assert!(matches!(lab.sai.create_fdb_entry(key, &attrs), Err(SaiError::AlreadyExists(_))));
 }
 
 #[test]
 fn full_tables_fail_and_leave_no_trace() {
-    let config = SwitchConfig {
-        max_ports: 2,
-        fdb_capacity: 1,
-        route_capacity: 1,
-        ..SwitchConfig::default()
-    };
+    let config = SwitchConfig { max_ports: 2, fdb_capacity: 1, route_capacity: 1, ..SwitchConfig::default() };
     let mut lab = Lab::with(config, &[]);
     lab.port("eth1");
     let port = lab.port("eth2");
     let before = lab.sai.store().objects_of(ObjectType::Port).count();
-    assert_eq!(
-        lab.sai.create_port(&[PortAttr::Name("eth3".into())]),
-        Err(SaiError::TableFull { table: "port" })
-    );
+    assert_eq!(lab.sai.create_port(&[PortAttr::Name("eth3".into())]), Err(SaiError::TableFull { table: "port" }));
     assert_eq!(lab.sai.store().objects_of(ObjectType::Port).count(), before);
     // The name was not taken by the failed create.
     lab.sai.remove(port).unwrap();
@@ -548,90 +277,37 @@ fn full_tables_fail_and_leave_no_trace() {
 
 #[test]
 fn fdb_and_route_tables_full() {
-    let config = SwitchConfig {
-        fdb_capacity: 1,
-        route_capacity: 1,
-        ..SwitchConfig::default()
-    };
+    let config = SwitchConfig { fdb_capacity: 1, route_capacity: 1, ..SwitchConfig::default() };
     let mut lab = Lab::with(config, &[]);
     let vlan = lab.vlan(10);
     let (_, bridge_port) = lab.access_port("eth1", vlan, 10);
-    let attrs = [
-        FdbEntryAttr::Type(FdbEntryType::Static),
-        FdbEntryAttr::BridgePortId(bridge_port),
-    ];
-    lab.sai
-        .create_fdb_entry(FdbEntryKey { vlan, mac: mac(1) }, &attrs)
-        .unwrap();
+    let attrs = [FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(bridge_port)];
+    lab.sai.create_fdb_entry(FdbEntryKey { vlan, mac: mac(1) }, &attrs).unwrap();
     let second = FdbEntryKey { vlan, mac: mac(2) };
-    assert_eq!(
-        lab.sai.create_fdb_entry(second, &attrs),
-        Err(SaiError::TableFull { table: "fdb entry" })
-    );
-    assert_eq!(
-        lab.sai.get_fdb_entry(second),
-        Err(SaiError::UnknownEntry(EntryKey::Fdb(second)))
-    );
-    assert_eq!(
-        lab.sai.store().use_count(bridge_port),
-        2,
-        "one VLAN member and one FDB entry"
-    );
+    assert_eq!(lab.sai.create_fdb_entry(second, &attrs), Err(SaiError::TableFull { table: "fdb entry" }));
+    assert_eq!(lab.sai.get_fdb_entry(second), Err(SaiError::UnknownEntry(EntryKey::Fdb(second))));
+    assert_eq!(lab.sai.store().use_count(bridge_port), 2, "one VLAN member and one FDB entry");
 
     let vr = lab.sai.default_virtual_router();
     let drop = [RouteEntryAttr::PacketAction(PacketAction::Drop)];
-    lab.sai
-        .create_route_entry(
-            RouteEntryKey {
-                virtual_router: vr,
-                destination: net("10.0.0.0/8"),
-            },
-            &drop,
-        )
-        .unwrap();
-    let key = RouteEntryKey {
-        virtual_router: vr,
-        destination: net("2001:db8::/32"),
-    };
-    assert_eq!(
-        lab.sai.create_route_entry(key, &drop),
-        Err(SaiError::TableFull {
-            table: "route entry"
-        })
-    );
-    assert_eq!(
-        lab.sai.get_route_entry(key),
-        Err(SaiError::UnknownEntry(EntryKey::Route(key)))
-    );
+    lab.sai.create_route_entry(RouteEntryKey { virtual_router: vr, destination: net("10.0.0.0/8") }, &drop).unwrap();
+    let key = RouteEntryKey { virtual_router: vr, destination: net("2001:db8::/32") };
+    assert_eq!(lab.sai.create_route_entry(key, &drop), Err(SaiError::TableFull { table: "route entry" }));
+    assert_eq!(lab.sai.get_route_entry(key), Err(SaiError::UnknownEntry(EntryKey::Route(key))));
 }
 
 #[test]
 fn soft_backend_limits_are_not_supported_errors() {
     let mut lab = Lab::new();
-    assert!(matches!(
-        lab.sai.create_virtual_router(),
-        Err(SaiError::NotSupported(_))
-    ));
+    assert!(matches!(lab.sai.create_virtual_router(), Err(SaiError::NotSupported(_))));
     let cpu = lab.sai.cpu_port();
-    assert!(matches!(
-        lab.sai.remove(cpu),
-        Err(SaiError::NotSupported(_))
-    ));
-    assert!(matches!(
-        lab.sai.set_port_attribute(cpu, PortAttr::Mtu(1000)),
-        Err(SaiError::NotSupported(_))
-    ));
-    assert!(matches!(
-        lab.sai.set_switch_attribute(SwitchAttr::FdbAgingTime(1)),
-        Err(SaiError::NotSupported(_))
-    ));
+    assert!(matches!(lab.sai.remove(cpu), Err(SaiError::NotSupported(_))));
+    assert!(matches!(lab.sai.set_port_attribute(cpu, PortAttr::Mtu(1000)), Err(SaiError::NotSupported(_))));
+    assert!(matches!(lab.sai.set_switch_attribute(SwitchAttr::FdbAgingTime(1)), Err(SaiError::NotSupported(_))));
     // A second VTEP does not fit the soft backend.
-    lab.sai
-        .create_tunnel(&[TunnelAttr::EncapSrcIp(Ipv4Addr::new(10, 0, 0, 1))])
-        .unwrap();
+    lab.sai.create_tunnel(&[TunnelAttr::EncapSrcIp(Ipv4Addr::new(10, 0, 0, 1))]).unwrap();
     assert_eq!(
-        lab.sai
-            .create_tunnel(&[TunnelAttr::EncapSrcIp(Ipv4Addr::new(10, 0, 0, 9))]),
+        lab.sai.create_tunnel(&[TunnelAttr::EncapSrcIp(Ipv4Addr::new(10, 0, 0, 9))]),
         Err(SaiError::TableFull { table: "tunnel" })
     );
 }
@@ -640,25 +316,15 @@ fn soft_backend_limits_are_not_supported_errors() {
 fn get_returns_what_was_set() {
     let mut lab = Lab::new();
     let port = lab.port("eth1");
-    lab.sai
-        .set_port_attribute(port, PortAttr::Mtu(9000))
-        .unwrap();
+    lab.sai.set_port_attribute(port, PortAttr::Mtu(9000)).unwrap();
     let got = lab.sai.get_port(port).unwrap();
     assert_eq!(
-        (
-            got.name.as_str(),
-            got.admin_state,
-            got.mtu,
-            got.port_vlan_id,
-            got.oper_status
-        ),
+        (got.name.as_str(), got.admin_state, got.mtu, got.port_vlan_id, got.oper_status),
         ("eth1", true, 9000, 1, true)
     );
     let switch = lab.sai.get_switch();
     assert_eq!(switch.cpu_port, lab.sai.cpu_port());
-    lab.sai
-        .set_switch_attribute(SwitchAttr::SrcMacAddress(mac(0x77)))
-        .unwrap();
+    lab.sai.set_switch_attribute(SwitchAttr::SrcMacAddress(mac(0x77))).unwrap();
     let vr = lab.sai.default_virtual_router();
     let rif = lab
         .sai
@@ -668,10 +334,7 @@ fn get_returns_what_was_set() {
         ])
         .unwrap();
     // A router interface takes the switch's MAC unless told otherwise.
-    assert_eq!(
-        lab.sai.get_router_interface(rif).unwrap().src_mac_address,
-        mac(0x77)
-    );
+    assert_eq!(lab.sai.get_router_interface(rif).unwrap().src_mac_address, mac(0x77));
     assert_eq!(
         lab.sai
             .backend()

@@ -227,7 +227,12 @@ pub fn vxlan(
     let mut datagram = vec![0u8; udp.buffer_len()];
     datagram[8..].copy_from_slice(&udp_payload);
     udp.emit_header(&mut UdpPacket::new_unchecked(&mut datagram[..]));
-    let packet = ipv4(src_ip, dst_ip, IpProtocol::Udp, ttl, &datagram);
+    let mut packet = ipv4(src_ip, dst_ip, IpProtocol::Udp, ttl, &datagram);
+    // As a VTEP originates it: no fragment id, DF clear.
+    let mut header = Ipv4Packet::new_unchecked(&mut packet[..]);
+    header.set_ident(0);
+    header.set_dont_frag(false);
+    header.fill_checksum();
     eth(outer_dst, outer_src, None, EtherType::Ipv4, &packet)
 }
 
