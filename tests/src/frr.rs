@@ -236,11 +236,24 @@ impl Frr {
         }
     }
 
-    /// The number of prefixes in FRR's table for `afi` (`show bgp <afi>
-    /// unicast summary json` ribCount: cheap even for a million routes).
+    /// The number of prefixes in FRR's table for `afi`, from `show bgp <afi>
+    /// unicast statistics json` (the summary's `ribCount` counts trie
+    /// nodes, not prefixes). Walks the table: about a second per million.
     pub fn rib_count(&self, afi: Afi) -> u64 {
+        let key = match afi {
+            Afi::Ipv4 => "ipv4Unicast",
+            Afi::Ipv6 => "ipv6Unicast",
+        };
+        let v = self.json(&format!("show bgp {} unicast statistics json", afi.name()));
+        v[key][0]["totalPrefixes"].as_u64().unwrap_or(0)
+    }
+
+    /// Prefixes accepted from `peer` (`pfxRcd` in the summary): cheap, but
+    /// counts the Adj-RIB-In, which bgpd fills before its best-path work
+    /// queue runs.
+    pub fn prefixes_received(&self, afi: Afi, peer: &str) -> u64 {
         let v = self.json(&format!("show bgp {} unicast summary json", afi.name()));
-        v["ribCount"].as_u64().unwrap_or(0)
+        v["peers"][peer]["pfxRcd"].as_u64().unwrap_or(0)
     }
 
     /// Peak resident memory of bgpd in KiB (VmHWM).
