@@ -1,1 +1,210 @@
 //! VXLAN encapsulation, decapsulation, flood lists and split horizon.
+
+use std::net::{IpAddr, Ipv4Addr};
+
+use super::l3::{H0, H1, H2, R0, R1, R2, l3_switch, udp_packet, v4};
+use super::*;
+use crate::wire::vxlan::{self, VXLAN_PORT};
+use crate::wire::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr, VxlanPacket, VxlanRepr};
+
+const VNI: Vni = 5000;
+
+/// `l3_switch` plus a VTEP at 1.1.1.1, VLAN 100 on VNI 5000 flooding to
+/// 2.2.2.2 (routed over the ECMP group) and 3.3.3.3 (via 10.0.1.2).
+fn vtep_switch() -> Switch {
+    let mut switch = l3_switch();
+    switch.set_route("1.1.1.1/32".parse().unwrap(), RouteTarget::Local).unwrap();
+    switch.set_route("2.2.2.0/24".parse().unwrap(), RouteTarget::Group(1)).unwrap();
+    switch.set_route("3.3.3.3/32".parse().unwrap(), RouteTarget::NextHop(2)).unwrap();
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    switch.set_vtep(Some(VtepConfig { source_ip: v4("1.1.1.1"), udp_port: VXLAN_PORT }));
+    switch.map_vlan_to_vni(100, VNI).unwrap();
+    switch.add_flood_vtep(VNI, v4("2.2.2.2")).unwrap();
+    switch.add_flood_vtep(VNI, v4("3.3.3.3")).unwrap();
+    switch
+}
+
+/// The VXLAN packet (outer IPv4 on) carrying `inner`.
+fn vxlan_ip(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, vni: Vni, inner: &[u8]) -> Vec<u8> {
+    let udp = UdpRepr { src_port, dst_port: VXLAN_PORT, payload_len: vxlan::HEADER_LEN + inner.len() };
+    let ip = Ipv4Repr {
+        src_addr: src,
+        dst_addr: dst,
+        protocol: IpProtocol::Udp,
+        payload_len: udp.buffer_len(),
+        ttl: 64,
+        dscp: 0,
+        ecn: Ecn::NotEct,
+        ident: 0,
+        dont_frag: false,
+        more_frags: false,
+        frag_offset: 0,
+    };
+    let mut buf = vec![0; ip.buffer_len()];
+    ip.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]));
+    udp.emit_header(&mut UdpPacket::new_unchecked(&mut buf[20..]));
+    VxlanRepr { vni }.emit(&mut VxlanPacket::new_unchecked(&mut buf[28..]));
+    buf[36..].copy_from_slice(inner);
+    buf
+}
+
+fn outer_source_port(frame: &[u8]) -> u16 {
+    let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
+    UdpPacket::new_checked(ip.payload()).unwrap().src_port()
+}
+
+fn outer_dst(frame: &[u8]) -> Ipv4Addr {
+    Ipv4Packet::new_checked(&frame[14..]).unwrap().dst_addr()
+}
+
+#[test]
+fn flood_replicates_to_local_members_and_every_remote_vtep() {
+    let mut switch = vtep_switch();
+    let mut out = Output::new();
+    let inner = frame(mac(9), H2, None, EtherType::Ipv4, &udp_packet("192.168.100.2", "192.168.100.9", 7, 64));
+    assert_eq!(switch.process(NOW, 2, &inner, &mut out), Disposition::Flooded);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].0, Egress::Port(3));
+    // 3.3.3.3 via next hop 10.0.1.2 on port 1.
+    let tunnels = &got[1..];
+    let (to, bytes) = tunnels.iter().find(|(_, bytes)| outer_dst(bytes) == v4("3.3.3.3")).unwrap();
+    assert_eq!(*to, Egress::Port(1));
+    let sport = outer_source_port(bytes);
+    assert!(sport >= 49152, "RFC 7348: dynamic port range");
+    let expected = frame(H1, R1, None, EtherType::Ipv4, &vxlan_ip(v4("1.1.1.1"), v4("3.3.3.3"), sport, VNI, &inner));
+    assert_eq!(*bytes, expected);
+    assert!(tunnels.iter().any(|(_, bytes)| outer_dst(bytes) == v4("2.2.2.2")));
+}
+
+#[test]
+fn remote_macs_are_encapsulated_with_a_per_flow_source_port() {
+    let mut switch = vtep_switch();
+    switch.set_fdb_entry(100, mac(9), FdbDest::Tunnel(v4("2.2.2.2")), FdbKind::Static, 0).unwrap();
+    let mut out = Output::new();
+    let mut ports = std::collections::BTreeSet::new();
+    let mut paths = std::collections::HashSet::new();
+    for flow in 0..64u16 {
+        let ip = udp_packet("192.168.100.2", "192.168.100.9", 1000 + flow, 64);
+        // Tagged from the trunk: the inner frame loses the tag.
+        let sent = frame(mac(9), H2, Some(100), EtherType::Ipv4, &ip);
+        let mut seen = Vec::new();
+        for _ in 0..2 {
+            out.clear();
+            assert_eq!(switch.process(NOW, 3, &sent, &mut out), Disposition::Forwarded);
+            let (to, bytes) = emitted(&out).remove(0);
+            seen.push((to, outer_source_port(&bytes)));
+            let expected_inner = frame(mac(9), H2, None, EtherType::Ipv4, &ip);
+            assert_eq!(&bytes[14 + 36..], &expected_inner[..]);
+        }
+        assert_eq!(seen[0], seen[1], "one flow, one outer source port and path");
+        ports.insert(seen[0].1);
+        paths.insert(seen[0].0);
+    }
+    assert!(ports.len() > 50, "inner flows spread over source ports: {}", ports.len());
+    assert_eq!(paths.len(), 2, "and so over the underlay's ECMP members");
+}
+
+#[test]
+fn decapsulation_learns_the_remote_vtep_and_bridges_with_split_horizon() {
+    let mut switch = vtep_switch();
+    switch.set_fdb_entry(100, H2, FdbDest::Port(2), FdbKind::Static, 0).unwrap();
+    let mut out = Output::new();
+    let inner = frame(H2, mac(20), None, EtherType::Ipv4, &udp_packet("192.168.100.20", "192.168.100.2", 5, 64));
+    let outer = frame(R0, H0, None, EtherType::Ipv4, &vxlan_ip(v4("2.2.2.2"), v4("1.1.1.1"), 50000, VNI, &inner));
+    assert_eq!(switch.process(NOW, 0, &outer, &mut out), Disposition::Forwarded);
+    assert_eq!(emitted(&out), vec![(Egress::Port(2), inner)]);
+    assert_eq!(switch.fdb_entry(100, mac(20)).unwrap().dest, FdbDest::Tunnel(v4("2.2.2.2")));
+    assert_eq!(
+        switch.drain_events().collect::<Vec<_>>(),
+        vec![Event::FdbLearned { vid: 100, mac: mac(20), dest: FdbDest::Tunnel(v4("2.2.2.2")) }]
+    );
+    // Unknown inner destination: flooded locally, never back into the overlay.
+    out.clear();
+    let unknown =
+        frame(mac(30), mac(20), None, EtherType::Ipv4, &udp_packet("192.168.100.20", "192.168.100.30", 5, 64));
+    let outer = frame(R0, H0, None, EtherType::Ipv4, &vxlan_ip(v4("2.2.2.2"), v4("1.1.1.1"), 50000, VNI, &unknown));
+    assert_eq!(switch.process(NOW, 0, &outer, &mut out), Disposition::Flooded);
+    assert_eq!(ports_of(&out), vec![2, 3]);
+    // Known behind another VTEP: split horizon drops it.
+    switch.set_fdb_entry(100, mac(30), FdbDest::Tunnel(v4("3.3.3.3")), FdbKind::Static, 0).unwrap();
+    out.clear();
+    assert_eq!(switch.process(NOW, 0, &outer, &mut out), Disposition::Dropped(DropReason::SplitHorizon));
+    // A VNI we do not serve.
+    let stray = frame(R0, H0, None, EtherType::Ipv4, &vxlan_ip(v4("2.2.2.2"), v4("1.1.1.1"), 50000, 77, &unknown));
+    assert_eq!(switch.process(NOW, 0, &stray, &mut out), Disposition::Dropped(DropReason::VxlanUnknownVni));
+    // Local traffic to the remote-learned MAC is encapsulated back to its VTEP.
+    out.clear();
+    let reply = frame(mac(20), H2, None, EtherType::Ipv4, &udp_packet("192.168.100.2", "192.168.100.20", 5, 64));
+    assert_eq!(switch.process(NOW, 2, &reply, &mut out), Disposition::Forwarded);
+    assert_eq!(outer_dst(&emitted(&out)[0].1), v4("2.2.2.2"));
+}
+
+#[test]
+fn the_svi_answers_arp_from_a_remote_host_through_the_tunnel() {
+    let mut switch = vtep_switch();
+    let mut out = Output::new();
+    let arp = crate::wire::ArpRepr {
+        operation: crate::wire::arp::Operation::Request,
+        sender_hardware_addr: mac(20),
+        sender_protocol_addr: v4("192.168.100.20"),
+        target_hardware_addr: EthernetAddress::ZERO,
+        target_protocol_addr: v4("192.168.100.1"),
+    };
+    let mut body = vec![0; 28];
+    arp.emit(&mut crate::wire::ArpPacket::new_unchecked(&mut body[..]));
+    let inner = frame(EthernetAddress::BROADCAST, mac(20), None, EtherType::Arp, &body);
+    let outer = frame(R1, H1, None, EtherType::Ipv4, &vxlan_ip(v4("3.3.3.3"), v4("1.1.1.1"), 50001, VNI, &inner));
+    assert_eq!(switch.process(NOW, 1, &outer, &mut out), Disposition::Consumed);
+    let got = emitted(&out);
+    // Flooded to the local members (not back to the overlay), copied to the host, answered through the tunnel.
+    assert_eq!(ports_of(&out).iter().filter(|&&port| port >= 2).count(), 2);
+    assert!(got.iter().any(|(to, _)| matches!(to, Egress::Host { rif: Some(2), reason: PuntReason::Arp, .. })));
+    let (to, answer) = got.iter().find(|(_, bytes)| bytes.len() > 60 && outer_dst(bytes) == v4("3.3.3.3")).unwrap();
+    assert_eq!(*to, Egress::Port(1));
+    let reply_inner = &answer[14 + 36..];
+    let reply = crate::wire::ArpRepr::parse(&crate::wire::ArpPacket::new_checked(&reply_inner[14..]).unwrap()).unwrap();
+    assert_eq!(reply, arp.reply(R2));
+    assert_eq!(&reply_inner[..12], &[mac(20).0, R2.0].concat()[..]);
+}
+
+#[test]
+fn vni_and_flood_list_management() {
+    let mut switch = vtep_switch();
+    assert_eq!(switch.map_vlan_to_vni(100, 1 << 24), Err(TableError::Invalid("VNI is 24 bits")));
+    switch.create_vlan(200).unwrap();
+    assert_eq!(switch.map_vlan_to_vni(200, VNI), Err(TableError::InUse));
+    assert_eq!(switch.remove_vlan(100), Err(TableError::InUse));
+    assert_eq!(switch.flood_vteps(VNI), &[v4("2.2.2.2"), v4("3.3.3.3")]);
+    switch.remove_flood_vtep(VNI, v4("2.2.2.2")).unwrap();
+    assert_eq!(switch.remove_flood_vtep(VNI, v4("2.2.2.2")), Err(TableError::NotFound));
+    switch.unmap_vlan(100).unwrap();
+    assert_eq!(switch.vlan_vni(100), None);
+    // Without a VNI the VLAN floods locally only.
+    let mut out = Output::new();
+    switch.process(NOW, 2, &frame(mac(9), H2, None, EtherType::Ipv4, &[0x45; 40]), &mut out);
+    assert_eq!(ports_of(&out), vec![3]);
+}
+
+proptest::proptest! {
+    #[test]
+    fn mutated_vxlan_never_panics(index in 0usize..120, value in proptest::num::u8::ANY, cut in 0usize..100) {
+        let mut switch = vtep_switch();
+        let mut out = Output::new();
+        let inner = frame(H2, mac(20), None, EtherType::Ipv4, &udp_packet("192.168.100.20", "192.168.100.2", 5, 64));
+        let mut outer = frame(R0, H0, None, EtherType::Ipv4, &vxlan_ip(v4("2.2.2.2"), v4("1.1.1.1"), 50000, VNI, &inner));
+        let index = index % outer.len();
+        outer[index] = value;
+        // Keep the outer checksum right so the mutation reaches the inner layers.
+        if index >= 14 + 20 {
+            let mut header = Ipv4Packet::new_unchecked(&mut outer[14..]);
+            header.fill_checksum();
+        }
+        outer.truncate(outer.len() - cut.min(outer.len()));
+        let disposition = switch.process(NOW, 0, &outer, &mut out);
+        if let Disposition::Dropped(reason) = disposition {
+            proptest::prop_assert!(switch.drop_counters()[reason] >= 1);
+        }
+    }
+}
