@@ -4,7 +4,9 @@
 //! The EVPN address family (next issue) plugs in as one more [`packet::Nlri`]
 //! variant and [`packet::Family`].
 
+pub mod config;
 pub mod decision;
+pub mod events;
 pub mod neighbor;
 pub mod packet;
 pub mod policy;

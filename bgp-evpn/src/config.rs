@@ -1,0 +1,312 @@
+//! The speaker's configuration: the `bgp:` section of switchd's YAML.
+//!
+//! ```yaml
+//! asn: 65001
+//! router_id: 10.0.0.1
+//! networks: [10.0.0.1/32, "2001:db8::1/128"]
+//! multipath: { max_paths: 8, as_path_relax: true }
+//! neighbors:
+//!   - { address: 10.1.0.0, remote_as: 65000, families: [ipv4-unicast, ipv6-unicast] }
+//! prefix_lists: { ... }     # see policy.rs
+//! policies: { ... }
+//! ```
+
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+use serde::{Deserialize, Serialize};
+
+use crate::decision::MultipathConfig;
+use crate::neighbor::SessionConfig;
+use crate::packet::{Family, Nlri};
+use crate::policy::{Policy, PolicySet, PrefixList};
+
+pub const BGP_PORT: u16 = 179;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BgpConfig {
+    pub asn: u32,
+    pub router_id: Ipv4Addr,
+    /// TCP port to listen on; 0 disables listening.
+    #[serde(default = "default_port")]
+    pub listen_port: u16,
+    #[serde(default = "default_listen")]
+    pub listen_address: IpAddr,
+    #[serde(default)]
+    pub multipath: MultipathConfig,
+    /// RFC 4456 cluster id when reflecting; defaults to the router id.
+    #[serde(default)]
+    pub cluster_id: Option<Ipv4Addr>,
+    /// Prefixes originated by this speaker (loopbacks, connected subnets).
+    #[serde(default, with = "nlri_list")]
+    pub networks: Vec<Nlri>,
+    /// IPv6 next hop announced for IPv6 routes over IPv4 sessions; the
+    /// IPv4-mapped address of the session's local address otherwise.
+    #[serde(default)]
+    pub ipv6_next_hop: Option<Ipv6Addr>,
+    #[serde(default)]
+    pub timers: Timers,
+    #[serde(default)]
+    pub neighbors: Vec<NeighborConfig>,
+    #[serde(default)]
+    pub prefix_lists: HashMap<String, PrefixList>,
+    #[serde(default)]
+    pub policies: HashMap<String, Policy>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Timers {
+    #[serde(default = "default_hold")]
+    pub hold_time: u16,
+    #[serde(default = "default_connect_retry")]
+    pub connect_retry: u16,
+    #[serde(default = "default_idle_hold")]
+    pub idle_hold: u16,
+}
+
+impl Default for Timers {
+    fn default() -> Self {
+        Timers { hold_time: default_hold(), connect_retry: default_connect_retry(), idle_hold: default_idle_hold() }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MaxPrefix {
+    pub limit: usize,
+    /// Only log when exceeded, instead of closing with Cease/1 (RFC 4486).
+    #[serde(default)]
+    pub warning_only: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeighborConfig {
+    pub address: IpAddr,
+    pub remote_as: u32,
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Remote TCP port (tests run peers on other ports).
+    #[serde(default = "default_port")]
+    pub port: u16,
+    #[serde(default)]
+    pub passive: bool,
+    #[serde(default)]
+    pub hold_time: Option<u16>,
+    #[serde(default)]
+    pub connect_retry: Option<u16>,
+    #[serde(default = "default_families")]
+    pub families: Vec<Family>,
+    #[serde(default)]
+    pub route_reflector_client: bool,
+    #[serde(default)]
+    pub next_hop_self: bool,
+    #[serde(default)]
+    pub import_policy: Option<String>,
+    #[serde(default)]
+    pub export_policy: Option<String>,
+    #[serde(default)]
+    pub max_prefix: Option<MaxPrefix>,
+    #[serde(default)]
+    pub weight: u32,
+    /// Accept routes whose AS_PATH holds our AS up to this many times
+    /// ("allowas-in", for leaves that share one ASN).
+    #[serde(default)]
+    pub allow_own_as: u8,
+    #[serde(default)]
+    pub extended_message: bool,
+    #[serde(default)]
+    pub shutdown: bool,
+}
+
+impl NeighborConfig {
+    pub fn new(address: IpAddr, remote_as: u32) -> NeighborConfig {
+        NeighborConfig {
+            address,
+            remote_as,
+            description: None,
+            port: BGP_PORT,
+            passive: false,
+            hold_time: None,
+            connect_retry: None,
+            families: default_families(),
+            route_reflector_client: false,
+            next_hop_self: false,
+            import_policy: None,
+            export_policy: None,
+            max_prefix: None,
+            weight: 0,
+            allow_own_as: 0,
+            extended_message: false,
+            shutdown: false,
+        }
+    }
+}
+
+fn default_port() -> u16 {
+    BGP_PORT
+}
+fn default_listen() -> IpAddr {
+    IpAddr::V6(Ipv6Addr::UNSPECIFIED)
+}
+fn default_hold() -> u16 {
+    90
+}
+fn default_connect_retry() -> u16 {
+    10
+}
+fn default_idle_hold() -> u16 {
+    1
+}
+fn default_families() -> Vec<Family> {
+    vec![Family::Ipv4Unicast, Family::Ipv6Unicast]
+}
+
+impl BgpConfig {
+    pub fn new(asn: u32, router_id: Ipv4Addr) -> BgpConfig {
+        BgpConfig {
+            asn,
+            router_id,
+            listen_port: BGP_PORT,
+            listen_address: default_listen(),
+            multipath: MultipathConfig::default(),
+            cluster_id: None,
+            networks: Vec::new(),
+            ipv6_next_hop: None,
+            timers: Timers::default(),
+            neighbors: Vec::new(),
+            prefix_lists: HashMap::new(),
+            policies: HashMap::new(),
+        }
+    }
+
+    pub fn from_yaml(text: &str) -> Result<BgpConfig, String> {
+        let cfg: BgpConfig = serde_yaml::from_str(text).map_err(|e| e.to_string())?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks the whole configuration; the error names the field.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.asn == 0 {
+            return Err("bgp.asn: must not be 0".into());
+        }
+        if self.router_id.is_unspecified() {
+            return Err("bgp.router_id: must not be 0.0.0.0 (RFC 6286)".into());
+        }
+        if self.multipath.max_paths == 0 {
+            return Err("bgp.multipath.max_paths: must be at least 1".into());
+        }
+        let hold_ok = |h: u16| h == 0 || h >= 3;
+        if !hold_ok(self.timers.hold_time) {
+            return Err("bgp.timers.hold_time: must be 0 or at least 3 (RFC 4271 §4.2)".into());
+        }
+        self.policy_set().check().map_err(|e| format!("bgp.{e}"))?;
+        let mut seen = HashSet::new();
+        for (i, n) in self.neighbors.iter().enumerate() {
+            let field = |f: &str| format!("bgp.neighbors[{i}].{f}");
+            if !seen.insert(n.address) {
+                return Err(format!("{}: {} is configured twice", field("address"), n.address));
+            }
+            if n.remote_as == 0 {
+                return Err(format!("{}: must not be 0", field("remote_as")));
+            }
+            if n.families.is_empty() {
+                return Err(format!("{}: at least one address family", field("families")));
+            }
+            if n.hold_time.is_some_and(|h| !hold_ok(h)) {
+                return Err(format!("{}: must be 0 or at least 3", field("hold_time")));
+            }
+            for (name, p) in [("import_policy", &n.import_policy), ("export_policy", &n.export_policy)] {
+                if let Some(p) = p
+                    && !self.policies.contains_key(p)
+                {
+                    return Err(format!("{}: policy {p:?} is not defined", field(name)));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn policy_set(&self) -> PolicySet {
+        PolicySet { prefix_lists: self.prefix_lists.clone(), policies: self.policies.clone() }
+    }
+
+    pub fn session_config(&self, n: &NeighborConfig) -> SessionConfig {
+        SessionConfig {
+            remote_addr: n.address,
+            remote_as: Some(n.remote_as),
+            local_as: self.asn,
+            router_id: self.router_id,
+            hold_time: n.hold_time.unwrap_or(self.timers.hold_time),
+            connect_retry_time: n.connect_retry.unwrap_or(self.timers.connect_retry),
+            idle_hold_time: self.timers.idle_hold,
+            passive: n.passive,
+            families: n.families.clone(),
+            extended_message: n.extended_message,
+        }
+    }
+}
+
+mod nlri_list {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use crate::packet::Nlri;
+
+    pub fn serialize<S: Serializer>(v: &[Nlri], s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(v.iter().map(|n| n.to_string()))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Nlri>, D::Error> {
+        Vec::<String>::deserialize(d)?.iter().map(|s| s.parse().map_err(serde::de::Error::custom)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const YAML: &str = r#"
+asn: 65001
+router_id: 10.0.0.1
+networks: [10.0.0.1/32, "2001:db8::1/128"]
+multipath: { max_paths: 4, as_path_relax: true }
+timers: { hold_time: 9 }
+neighbors:
+  - address: 10.1.0.0
+    remote_as: 65000
+    import_policy: in
+    max_prefix: { limit: 1000 }
+  - { address: "2001:db8:1::", remote_as: 65001, route_reflector_client: true, families: [ipv6-unicast] }
+prefix_lists:
+  lo: [{ action: permit, prefix: 10.0.0.0/24, ge: 32 }]
+policies:
+  in: [{ match: { prefix_list: lo }, action: permit }]
+"#;
+
+    #[test]
+    fn parses_and_validates() {
+        let cfg = BgpConfig::from_yaml(YAML).unwrap();
+        assert_eq!(cfg.networks.len(), 2);
+        assert_eq!(cfg.neighbors[1].families, vec![Family::Ipv6Unicast]);
+        assert_eq!(cfg.session_config(&cfg.neighbors[0]).hold_time, 9);
+        assert_eq!(cfg.neighbors[0].max_prefix, Some(MaxPrefix { limit: 1000, warning_only: false }));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let bad = YAML.replace("import_policy: in", "import_policy: nope");
+        assert_eq!(
+            BgpConfig::from_yaml(&bad).unwrap_err(),
+            "bgp.neighbors[0].import_policy: policy \"nope\" is not defined"
+        );
+        let bad = YAML.replace("hold_time: 9", "hold_time: 2");
+        assert!(BgpConfig::from_yaml(&bad).unwrap_err().starts_with("bgp.timers.hold_time"));
+        let bad = YAML.replace("2001:db8:1::", "10.1.0.0");
+        assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("configured twice"));
+        let bad = YAML.replace("remote_as: 65000", "remote_az: 65000");
+        assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("remote_az"));
+    }
+}

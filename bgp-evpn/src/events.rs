@@ -1,0 +1,710 @@
+//! The speaker, sans-IO: every neighbour's FSM, the RIBs and policies, glued
+//! together. The driver (tasks.rs, a simulator, or a test) feeds it
+//! connection events, received frames and the time, and carries out its
+//! [`Output`]s: connect, write bytes, close, and program forwarding.
+
+use std::collections::VecDeque;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+use serde::Serialize;
+
+use crate::config::{BgpConfig, NeighborConfig};
+use crate::decision::PeerKind;
+use crate::neighbor::{Action, ConnId, Counters, Event, NANOS_PER_SEC, Neighbor, State};
+use crate::packet::error::{ErrorAction, cease_subcode};
+use crate::packet::update::{encode_end_of_rib, pack_announce, pack_withdraw};
+use crate::packet::{DecodeContext, Family, Message, Nlri, Notification, Origin, PathAttrs, Update};
+use crate::policy::{Outcome, PolicySet};
+use crate::rib::{LOCAL_PEER, LocChange, LocEntry, PeerId, PeerInfo, Rib, Route};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Output {
+    Connect {
+        peer: PeerId,
+        conn: ConnId,
+        remote: SocketAddr,
+    },
+    Send {
+        peer: PeerId,
+        conn: ConnId,
+        bytes: Vec<u8>,
+    },
+    Close {
+        peer: PeerId,
+        conn: ConnId,
+    },
+    /// Install `nlri` through these next hops (one: a route; several: an ECMP
+    /// group); an empty list removes it.
+    Fib {
+        nlri: Nlri,
+        next_hops: Vec<IpAddr>,
+    },
+    SessionUp {
+        peer: PeerId,
+    },
+    SessionDown {
+        peer: PeerId,
+        reason: String,
+    },
+}
+
+/// RFC 7606 outcomes counted per neighbour.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ErrorCounters {
+    pub treat_as_withdraw: u64,
+    pub attribute_discard: u64,
+    pub afi_safi_disable: u64,
+    pub rejected_routes: u64,
+}
+
+#[derive(Debug)]
+pub struct Peer {
+    pub config: NeighborConfig,
+    pub fsm: Neighbor,
+    local_addrs: FxHashMap<ConnId, IpAddr>,
+    /// Families switched off by RFC 7606 "AFI/SAFI disable" for this session.
+    pub disabled: Vec<Family>,
+    pub errors: ErrorCounters,
+    max_prefix_warned: bool,
+}
+
+impl Peer {
+    fn ctx(&self) -> DecodeContext {
+        match self.fsm.negotiated() {
+            Some(n) => n.decode_context(),
+            // Before Established only OPEN, KEEPALIVE and NOTIFICATION are valid.
+            None => DecodeContext { four_octet_as: true, extended_message: true, ebgp: false },
+        }
+    }
+
+    fn local_addr(&self) -> Option<IpAddr> {
+        self.fsm.conn().and_then(|c| self.local_addrs.get(&c).copied())
+    }
+
+    fn sends(&self, family: Family) -> bool {
+        self.fsm.negotiated().is_some_and(|n| n.families.contains(&family))
+    }
+}
+
+/// Announcements to one peer and family sharing one interned attribute set
+/// (keyed by the set's address).
+type AnnounceKey = (PeerId, Family, usize);
+
+/// Updates waiting to be packed, per peer: announcements grouped by their
+/// (interned) attributes, withdrawals by family.
+#[derive(Default)]
+struct Batch {
+    announce: FxHashMap<AnnounceKey, (Arc<PathAttrs>, Vec<Nlri>)>,
+    withdraw: FxHashMap<(PeerId, Family), Vec<Nlri>>,
+}
+
+pub struct Speaker {
+    pub config: BgpConfig,
+    policy: PolicySet,
+    /// Indexed by PeerId; index 0 (the local peer) has no session.
+    peers: Vec<Option<Peer>>,
+    pub rib: Rib,
+    outputs: VecDeque<Output>,
+    next_accepted: ConnId,
+}
+
+impl Speaker {
+    pub fn new(config: BgpConfig) -> Result<Speaker, String> {
+        config.validate()?;
+        let mut rib = Rib::new(config.router_id, config.asn, config.multipath);
+        let mut peers = vec![None];
+        for n in &config.neighbors {
+            let kind = if n.remote_as == config.asn { PeerKind::Internal } else { PeerKind::External };
+            let id = rib.add_peer(PeerInfo {
+                addr: Some(n.address),
+                router_id: Ipv4Addr::UNSPECIFIED,
+                asn: n.remote_as,
+                kind,
+                weight: n.weight,
+                rr_client: n.route_reflector_client,
+            });
+            debug_assert_eq!(id, peers.len());
+            peers.push(Some(Peer {
+                config: n.clone(),
+                fsm: Neighbor::new(config.session_config(n)),
+                local_addrs: FxHashMap::default(),
+                disabled: Vec::new(),
+                errors: ErrorCounters::default(),
+                max_prefix_warned: false,
+            }));
+        }
+        let mut speaker =
+            Speaker { policy: config.policy_set(), config, peers, rib, outputs: VecDeque::new(), next_accepted: 2 };
+        for n in speaker.config.networks.clone() {
+            speaker.add_network(n);
+        }
+        Ok(speaker)
+    }
+
+    pub fn peer_ids(&self) -> impl Iterator<Item = PeerId> + '_ {
+        self.peers.iter().enumerate().filter(|(_, p)| p.is_some()).map(|(i, _)| i)
+    }
+
+    pub fn peer(&self, id: PeerId) -> Option<&Peer> {
+        self.peers.get(id).and_then(Option::as_ref)
+    }
+
+    /// The configured neighbour with this address (IPv4-mapped IPv6 matches IPv4).
+    pub fn peer_by_addr(&self, addr: IpAddr) -> Option<PeerId> {
+        let addr = match addr {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(addr),
+            v4 => v4,
+        };
+        self.peer_ids().find(|&id| self.peers[id].as_ref().is_some_and(|p| p.config.address == addr))
+    }
+
+    pub fn poll_output(&mut self) -> Option<Output> {
+        self.outputs.pop_front()
+    }
+
+    pub fn poll_timeout(&self) -> Option<u64> {
+        self.peers.iter().flatten().filter_map(|p| p.fsm.poll_timeout()).min()
+    }
+
+    /// Starts every neighbour not configured as shut down.
+    pub fn start(&mut self, now: u64) {
+        for id in self.peer_ids().collect::<Vec<_>>() {
+            if !self.peers[id].as_ref().is_some_and(|p| p.config.shutdown) {
+                self.fsm_event(now, id, Event::ManualStart);
+            }
+        }
+    }
+
+    pub fn stop_peer(&mut self, now: u64, id: PeerId) {
+        self.fsm_event(now, id, Event::ManualStop);
+    }
+
+    pub fn start_peer(&mut self, now: u64, id: PeerId) {
+        self.fsm_event(now, id, Event::ManualStart);
+    }
+
+    pub fn shutdown(&mut self, now: u64) {
+        for id in self.peer_ids().collect::<Vec<_>>() {
+            self.stop_peer(now, id);
+        }
+    }
+
+    /// Our outgoing connection `conn` to `peer` is up, bound to `local`.
+    pub fn connected(&mut self, now: u64, peer: PeerId, conn: ConnId, local: IpAddr) {
+        if let Some(p) = self.peers.get_mut(peer).and_then(Option::as_mut) {
+            p.local_addrs.insert(conn, local);
+        }
+        self.fsm_event(now, peer, Event::TcpConnected(conn));
+    }
+
+    /// The peer connected to us; returns the connection id to use for it.
+    pub fn accepted(&mut self, now: u64, peer: PeerId, local: IpAddr) -> ConnId {
+        let conn = self.next_accepted;
+        self.next_accepted += 2;
+        if let Some(p) = self.peers.get_mut(peer).and_then(Option::as_mut) {
+            p.local_addrs.insert(conn, local);
+        }
+        self.fsm_event(now, peer, Event::TcpAccepted(conn));
+        conn
+    }
+
+    pub fn closed(&mut self, now: u64, peer: PeerId, conn: ConnId) {
+        self.fsm_event(now, peer, Event::TcpClosed(conn));
+        if let Some(p) = self.peers.get_mut(peer).and_then(Option::as_mut)
+            && p.fsm.conn() != Some(conn)
+        {
+            p.local_addrs.remove(&conn);
+        }
+    }
+
+    /// One framed message arrived on `conn`.
+    pub fn received(&mut self, now: u64, peer: PeerId, conn: ConnId, frame: &[u8]) {
+        let Some(p) = self.peers.get(peer).and_then(Option::as_ref) else { return };
+        let event = match Message::decode(frame, &p.ctx()) {
+            Ok(msg) => Event::Message(conn, msg),
+            Err(e) => {
+                tracing::warn!(peer = %p.config.address, error = %e, "bad message");
+                Event::DecodeError(conn, e)
+            }
+        };
+        self.fsm_event(now, peer, event);
+    }
+
+    pub fn handle_timeout(&mut self, now: u64) {
+        for id in self.peer_ids().collect::<Vec<_>>() {
+            let due = self.peers[id].as_ref().and_then(|p| p.fsm.poll_timeout()).is_some_and(|t| t <= now);
+            if due {
+                if let Some(p) = self.peers[id].as_mut() {
+                    p.fsm.handle_timeout(now);
+                }
+                self.pump(now, id);
+            }
+        }
+    }
+
+    /// Originates `nlri` from this speaker.
+    pub fn add_network(&mut self, nlri: Nlri) {
+        let attrs = self.rib.intern(PathAttrs { origin: Origin::Igp, ..Default::default() });
+        if self.rib.set_in(LOCAL_PEER, nlri, Some(attrs)) {
+            self.settle(vec![nlri]);
+        }
+    }
+
+    pub fn remove_network(&mut self, nlri: Nlri) {
+        if self.rib.set_in(LOCAL_PEER, nlri, None) {
+            self.settle(vec![nlri]);
+        }
+    }
+
+    pub fn fsm_event(&mut self, now: u64, peer: PeerId, event: Event) {
+        let Some(p) = self.peers.get_mut(peer).and_then(Option::as_mut) else { return };
+        p.fsm.handle(now, event);
+        self.pump(now, peer);
+    }
+
+    /// Carries out what the FSM of `peer` asked for.
+    fn pump(&mut self, now: u64, peer: PeerId) {
+        loop {
+            let Some(p) = self.peers[peer].as_mut() else { return };
+            let Some(action) = p.fsm.poll_action() else { return };
+            match action {
+                Action::Connect(conn) => {
+                    let remote = SocketAddr::new(p.config.address, p.config.port);
+                    self.outputs.push_back(Output::Connect { peer, conn, remote });
+                }
+                Action::Send(conn, msg) => {
+                    let bytes = msg.to_bytes(&p.ctx());
+                    self.outputs.push_back(Output::Send { peer, conn, bytes });
+                }
+                Action::Close(conn) => {
+                    if p.fsm.conn() != Some(conn) {
+                        p.local_addrs.remove(&conn);
+                    }
+                    self.outputs.push_back(Output::Close { peer, conn });
+                }
+                Action::Established(_, negotiated) => {
+                    tracing::info!(peer = %p.config.address, asn = negotiated.peer_as, "session established");
+                    self.rib.peers[peer].router_id = negotiated.peer_id;
+                    p.disabled.clear();
+                    p.max_prefix_warned = false;
+                    self.outputs.push_back(Output::SessionUp { peer });
+                    self.advertise_all(peer, None);
+                }
+                Action::Down { reason } => {
+                    tracing::info!(peer = %p.config.address, %reason, "session down");
+                    self.outputs.push_back(Output::SessionDown { peer, reason });
+                    self.rib.clear_out(peer, None);
+                    let gone = self.rib.clear_in(peer, None);
+                    self.settle(gone);
+                    self.rib.collect_garbage();
+                }
+                Action::UpdateReceived(update) => self.process_update(now, peer, *update),
+                Action::RouteRefreshRequested(afi_safi) => {
+                    // RFC 2918 §4: re-advertise the Adj-RIB-Out of that family.
+                    if let Some(family) = afi_safi.family() {
+                        self.rib.clear_out(peer, Some(family));
+                        self.advertise_all(peer, Some(family));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies one UPDATE from `peer`: RFC 7606 actions, loop checks, import
+    /// policy, Adj-RIB-In, decision, and what follows from it.
+    fn process_update(&mut self, now: u64, peer: PeerId, update: Update) {
+        let Some(p) = self.peers[peer].as_mut() else { return };
+        let mut treat_as_withdraw = false;
+        for e in &update.errors {
+            tracing::warn!(peer = %p.config.address, type_code = e.type_code, reason = e.reason, action = ?e.action, "RFC 7606");
+        }
+        match update.error_action() {
+            Some(ErrorAction::TreatAsWithdraw) => {
+                p.errors.treat_as_withdraw += 1;
+                treat_as_withdraw = true;
+            }
+            Some(ErrorAction::AfiSafiDisable(af)) => {
+                p.errors.afi_safi_disable += 1;
+                if let Some(f) = af.family()
+                    && !p.disabled.contains(&f)
+                {
+                    p.disabled.push(f);
+                    let gone = self.rib.clear_in(peer, Some(f));
+                    self.settle(gone);
+                }
+            }
+            Some(ErrorAction::AttributeDiscard) => p.errors.attribute_discard += 1,
+            None => {}
+        }
+        let Some(p) = self.peers[peer].as_mut() else { return };
+        let negotiated: Vec<Family> = p.fsm.negotiated().map(|n| n.families.clone()).unwrap_or_default();
+        let accepts = |f: Family, p: &Peer| negotiated.contains(&f) && !p.disabled.contains(&f);
+
+        let mut dirty = Vec::new();
+        for nlri in update.withdrawn_routes() {
+            if accepts(nlri.family(), p) && self.rib.set_in(peer, nlri, None) {
+                dirty.push(nlri);
+            }
+        }
+        let local_as = self.config.asn;
+        let router_id = self.config.router_id;
+        let cluster_id = self.config.cluster_id.unwrap_or(router_id);
+        let import = p.config.import_policy.clone();
+        let allow_own = p.config.allow_own_as as usize;
+        // Feasibility checks that reject every route of this UPDATE.
+        let own_as_count =
+            update.attrs.as_path.segments.iter().flat_map(|s| &s.asns).filter(|&&a| a == local_as).count();
+        let looped = own_as_count > allow_own
+            // RFC 4456 §8: our own reflected routes come back.
+            || update.attrs.originator_id == Some(router_id)
+            || update.attrs.cluster_list.contains(&cluster_id);
+        let mut rejected = 0;
+        // Attribute sets interned once per distinct next hop in this UPDATE
+        // (at most two: NEXT_HOP and the MP_REACH_NLRI next hop).
+        let mut cache: [Option<(Option<IpAddr>, Arc<PathAttrs>)>; 2] = [None, None];
+        for (nlri, next_hop) in update.announced() {
+            if !accepts(nlri.family(), p) {
+                continue;
+            }
+            let feasible = !treat_as_withdraw && !looped && next_hop.is_some_and(|nh| !nh.is_unspecified());
+            let attrs = if feasible {
+                let hit = cache.iter().flatten().find(|(nh, _)| *nh == next_hop).map(|(_, a)| a.clone());
+                let shared = match hit {
+                    Some(a) => a,
+                    None => {
+                        let mut a = update.attrs.clone();
+                        a.next_hop = next_hop;
+                        a.link_local_next_hop = None;
+                        if let Some(r) = &update.mp_reach
+                            && next_hop == Some(r.next_hop)
+                        {
+                            a.link_local_next_hop = r.link_local_next_hop;
+                        }
+                        let a = self.rib.intern(a);
+                        let slot = if cache[0].is_none() { 0 } else { 1 };
+                        cache[slot] = Some((next_hop, a.clone()));
+                        a
+                    }
+                };
+                match self.policy.apply(import.as_deref(), &nlri, &shared, local_as) {
+                    Outcome::Accept => Some(shared),
+                    Outcome::Modified(a) => Some(self.rib.intern(*a)),
+                    Outcome::Reject => None,
+                }
+            } else {
+                None
+            };
+            if attrs.is_none() {
+                rejected += 1;
+            }
+            if self.rib.set_in(peer, nlri, attrs) {
+                dirty.push(nlri);
+            }
+        }
+        let Some(p) = self.peers[peer].as_mut() else { return };
+        if !treat_as_withdraw {
+            p.errors.rejected_routes += rejected;
+        }
+        self.settle(dirty);
+
+        // RFC 4271 §8 / RFC 4486 Cease subcode 1: maximum number of prefixes reached.
+        let Some(p) = self.peers[peer].as_mut() else { return };
+        if let Some(max) = p.config.max_prefix {
+            let count = self.rib.adj_in(peer).len();
+            if count > max.limit {
+                if max.warning_only {
+                    if !p.max_prefix_warned {
+                        tracing::warn!(peer = %p.config.address, count, limit = max.limit, "maximum prefixes exceeded");
+                        p.max_prefix_warned = true;
+                    }
+                } else {
+                    let mut n = Notification::cease(cease_subcode::MAX_PREFIXES);
+                    // RFC 4486 §4: AFI, SAFI and the upper bound.
+                    n.data = [&1u16.to_be_bytes()[..], &[1], &(max.limit as u32).to_be_bytes()].concat();
+                    p.fsm.notify_and_drop(now, n, "maximum prefixes exceeded");
+                    self.pump(now, peer);
+                }
+            }
+        }
+    }
+
+    /// Runs the decision process for `dirty` and propagates the results to
+    /// forwarding and to every established peer.
+    fn settle(&mut self, dirty: Vec<Nlri>) {
+        let mut batch = Batch::default();
+        for nlri in dirty {
+            let Some(change) = self.rib.decide(nlri) else { continue };
+            self.apply_change(&change, &mut batch);
+        }
+        self.flush(batch);
+    }
+
+    fn apply_change(&mut self, change: &LocChange, batch: &mut Batch) {
+        if let Some(next_hops) = &change.fib {
+            self.outputs.push_back(Output::Fib { nlri: change.nlri, next_hops: next_hops.clone() });
+        }
+        if !change.best_changed {
+            return;
+        }
+        let entry = self.rib.loc(&change.nlri).cloned();
+        for q in 1..self.peers.len() {
+            self.export_one(q, change.nlri, entry.as_ref(), batch);
+        }
+    }
+
+    /// Brings peer `q`'s Adj-RIB-Out for `nlri` in line with the Loc-RIB.
+    fn export_one(&mut self, q: PeerId, nlri: Nlri, entry: Option<&LocEntry>, batch: &mut Batch) {
+        let family = nlri.family();
+        let Some(peer) = self.peers[q].as_ref() else { return };
+        if peer.fsm.state() != State::Established || !peer.sends(family) {
+            return;
+        }
+        let new = entry.and_then(|e| self.export_attrs(q, &nlri, e.best()));
+        let old = self.rib.adj_out(q).get(&nlri).cloned();
+        match (old, new) {
+            (Some(o), Some(n)) if Arc::ptr_eq(&o, &n) => {}
+            (_, Some(n)) => {
+                self.rib.set_out(q, nlri, Some(n.clone()));
+                let key = (q, family, Arc::as_ptr(&n) as usize);
+                batch.announce.entry(key).or_insert_with(|| (n, Vec::new())).1.push(nlri);
+            }
+            (Some(_), None) => {
+                self.rib.set_out(q, nlri, None);
+                batch.withdraw.entry((q, family)).or_default().push(nlri);
+            }
+            (None, None) => {}
+        }
+    }
+
+    /// The attributes `route` is advertised to `q` with, or `None` when it
+    /// must not be (RFC 4271 §9.2, RFC 4456 §6, export policy).
+    fn export_attrs(&mut self, q: PeerId, nlri: &Nlri, route: &Route) -> Option<Arc<PathAttrs>> {
+        if route.peer == q {
+            return None;
+        }
+        let to = &self.rib.peers[q];
+        let from = &self.rib.peers[route.peer];
+        let peer = self.peers[q].as_ref()?;
+        let (to_kind, from_kind, from_id) = (to.kind, from.kind, from.router_id);
+        // RFC 4456 §6: iBGP-learned routes go to iBGP peers only through reflection.
+        let reflect = from_kind == PeerKind::Internal && to_kind == PeerKind::Internal;
+        if reflect && !(from.rr_client || to.rr_client) {
+            return None;
+        }
+        let mut a = (*route.attrs).clone();
+        let next_hop_self = |a: &mut PathAttrs| {
+            a.next_hop = self.self_next_hop(peer, nlri.family());
+            a.link_local_next_hop = None;
+        };
+        match to_kind {
+            PeerKind::External => {
+                // §5.1.2: prepend our AS; §5.1.3: next hop is us; §5.1.5:
+                // LOCAL_PREF is not sent; §5.1.4: a MED learned from another
+                // AS is not passed on; RFC 4456 attributes stay inside the AS.
+                a.as_path.prepend(self.config.asn);
+                next_hop_self(&mut a);
+                a.local_pref = None;
+                if from_kind == PeerKind::External {
+                    a.med = None;
+                }
+                a.originator_id = None;
+                a.cluster_list.clear();
+            }
+            _ => {
+                a.local_pref = Some(a.local_pref.unwrap_or(crate::decision::DEFAULT_LOCAL_PREF));
+                if from_kind == PeerKind::Local || peer.config.next_hop_self || a.next_hop.is_none() {
+                    next_hop_self(&mut a);
+                }
+                if reflect {
+                    // RFC 4456 §8: set ORIGINATOR_ID once, prepend our CLUSTER_ID.
+                    a.originator_id.get_or_insert(from_id);
+                    a.cluster_list.insert(0, self.config.cluster_id.unwrap_or(self.config.router_id));
+                }
+            }
+        }
+        a.next_hop?;
+        let export = peer.config.export_policy.clone();
+        let attrs = match self.policy.apply(export.as_deref(), nlri, &a, self.config.asn) {
+            Outcome::Reject => return None,
+            Outcome::Accept => a,
+            Outcome::Modified(m) => *m,
+        };
+        Some(self.rib.intern(attrs))
+    }
+
+    /// Our address as a next hop for `family` on the session with `peer`.
+    fn self_next_hop(&self, peer: &Peer, family: Family) -> Option<IpAddr> {
+        let local = peer.local_addr();
+        match family {
+            Family::Ipv4Unicast => match local {
+                Some(IpAddr::V4(a)) => Some(IpAddr::V4(a)),
+                Some(IpAddr::V6(a)) => a.to_ipv4_mapped().map(IpAddr::V4).or(Some(IpAddr::V4(self.config.router_id))),
+                None => Some(IpAddr::V4(self.config.router_id)),
+            },
+            Family::Ipv6Unicast => match (self.config.ipv6_next_hop, local) {
+                (Some(a), _) => Some(IpAddr::V6(a)),
+                (None, Some(IpAddr::V6(a))) => Some(IpAddr::V6(a)),
+                (None, Some(IpAddr::V4(a))) => Some(IpAddr::V6(a.to_ipv6_mapped())),
+                (None, None) => None,
+            },
+        }
+    }
+
+    /// Sends `q` the whole Loc-RIB (of `family`) and End-of-RIB markers.
+    fn advertise_all(&mut self, q: PeerId, family: Option<Family>) {
+        let mut batch = Batch::default();
+        let keys: Vec<Nlri> =
+            self.rib.loc_iter().map(|(n, _)| *n).filter(|n| family.is_none_or(|f| n.family() == f)).collect();
+        for nlri in keys {
+            let entry = self.rib.loc(&nlri).cloned();
+            self.export_one(q, nlri, entry.as_ref(), &mut batch);
+        }
+        self.flush(batch);
+        let Some(p) = self.peers[q].as_ref() else { return };
+        let Some(conn) = p.fsm.conn() else { return };
+        let families: Vec<Family> = p.fsm.negotiated().map(|n| n.families.clone()).unwrap_or_default();
+        let mut bytes = Vec::new();
+        let mut markers = 0;
+        for f in families.into_iter().filter(|f| family.is_none_or(|x| x == *f)) {
+            // RFC 4724 §2: End-of-RIB after the initial table.
+            encode_end_of_rib(f, &mut bytes);
+            markers += 1;
+        }
+        if let Some(p) = self.peers[q].as_mut() {
+            p.fsm.count_sent_updates(markers);
+        }
+        self.outputs.push_back(Output::Send { peer: q, conn, bytes });
+    }
+
+    fn flush(&mut self, batch: Batch) {
+        let mut per_peer: FxHashMap<PeerId, (Vec<u8>, u64)> = FxHashMap::default();
+        for ((q, family), routes) in batch.withdraw {
+            let Some(p) = self.peers[q].as_ref() else { continue };
+            let max = p.fsm.negotiated().map(|n| n.max_message_len()).unwrap_or(4096);
+            let (buf, n) = per_peer.entry(q).or_default();
+            *n += pack_withdraw(family, &routes, max, buf) as u64;
+        }
+        for ((q, family, _), (attrs, routes)) in batch.announce {
+            let Some(p) = self.peers[q].as_ref() else { continue };
+            let Some(neg) = p.fsm.negotiated() else { continue };
+            let (buf, n) = per_peer.entry(q).or_default();
+            *n += pack_announce(&attrs, family, &routes, &neg.decode_context(), neg.max_message_len(), buf) as u64;
+        }
+        for (q, (bytes, n)) in per_peer {
+            let Some(p) = self.peers[q].as_mut() else { continue };
+            let Some(conn) = p.fsm.conn() else { continue };
+            p.fsm.count_sent_updates(n);
+            if !bytes.is_empty() {
+                self.outputs.push_back(Output::Send { peer: q, conn, bytes });
+            }
+        }
+    }
+
+    // ---- show ----
+
+    pub fn summary(&self, now: u64) -> Vec<PeerSummary> {
+        self.peer_ids()
+            .filter_map(|id| {
+                let p = self.peer(id)?;
+                Some(PeerSummary {
+                    address: p.config.address,
+                    remote_as: p.config.remote_as,
+                    description: p.config.description.clone(),
+                    state: p.fsm.state(),
+                    uptime_secs: p.fsm.uptime(now).map(|ns| ns / NANOS_PER_SEC),
+                    prefixes_received: self.rib.adj_in(id).len(),
+                    prefixes_sent: self.rib.adj_out(id).len(),
+                    messages_received: p.fsm.counters.received.total(),
+                    messages_sent: p.fsm.counters.sent.total(),
+                    counters: p.fsm.counters.clone(),
+                    errors: p.errors.clone(),
+                    last_error: p.fsm.last_error.clone(),
+                    negotiated: p.fsm.negotiated().cloned(),
+                    disabled_families: p.disabled.clone(),
+                })
+            })
+            .collect()
+    }
+
+    /// Loc-RIB entries of `family`, optionally only those covering `prefix`.
+    pub fn routes(&self, family: Family, prefix: Option<&Nlri>) -> Vec<RouteView> {
+        let mut out: Vec<RouteView> = self
+            .rib
+            .loc_iter()
+            .filter(|(n, _)| n.family() == family && prefix.is_none_or(|p| p == *n))
+            .map(|(n, e)| {
+                let mut paths: Vec<PathView> = self
+                    .rib
+                    .candidates(n)
+                    .into_iter()
+                    .map(|r| {
+                        let selected = e.paths.iter().position(|s| s.peer == r.peer);
+                        PathView {
+                            peer: self.rib.peers[r.peer].addr,
+                            best: selected == Some(0),
+                            multipath: selected.is_some(),
+                            next_hop: r.attrs.next_hop,
+                            as_path: r.attrs.as_path.to_string(),
+                            origin: r.attrs.origin.to_string(),
+                            med: r.attrs.med,
+                            local_pref: r.attrs.local_pref,
+                            communities: r
+                                .attrs
+                                .communities
+                                .iter()
+                                .map(|c| format!("{}:{}", c >> 16, c & 0xffff))
+                                .collect(),
+                        }
+                    })
+                    .collect();
+                paths.sort_by_key(|p| (!p.best, !p.multipath));
+                RouteView { prefix: n.to_string(), reason: e.reason, paths }
+            })
+            .collect();
+        out.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+        out
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PeerSummary {
+    pub address: IpAddr,
+    pub remote_as: u32,
+    pub description: Option<String>,
+    pub state: State,
+    pub uptime_secs: Option<u64>,
+    pub prefixes_received: usize,
+    pub prefixes_sent: usize,
+    pub messages_received: u64,
+    pub messages_sent: u64,
+    pub counters: Counters,
+    pub errors: ErrorCounters,
+    pub last_error: Option<String>,
+    pub negotiated: Option<crate::neighbor::Negotiated>,
+    pub disabled_families: Vec<Family>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PathView {
+    pub peer: Option<IpAddr>,
+    pub best: bool,
+    pub multipath: bool,
+    pub next_hop: Option<IpAddr>,
+    pub as_path: String,
+    pub origin: String,
+    pub med: Option<u32>,
+    pub local_pref: Option<u32>,
+    pub communities: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RouteView {
+    pub prefix: String,
+    pub reason: &'static str,
+    pub paths: Vec<PathView>,
+}
+
+#[cfg(test)]
+mod tests;
