@@ -76,7 +76,8 @@ fn malformed_flood_is_counted_and_the_daemon_stays_up() {
 
     let mut switchd = Switchd::start(&sw, CONFIG);
     assert!(h1.ping_until("192.168.10.2", Duration::from_secs(10)));
-    let drops_before = switchd.counter("eth1", "rx_drops") + switchd.counter("eth3", "rx_drops");
+    let access_before = switchd.counter("eth1", "rx_drops");
+    let routed_before = switchd.counter("eth3", "rx_drops");
 
     const FLOOD: u32 = 30_000;
     for (ns, ifname) in [(&h1, "eth0"), (&h3, "eth0")] {
@@ -99,8 +100,18 @@ fn malformed_flood_is_counted_and_the_daemon_stays_up() {
     std::thread::sleep(Duration::from_secs(1));
 
     assert!(switchd.process.is_running(), "switchd died under malformed input");
-    let drops = switchd.counter("eth1", "rx_drops") + switchd.counter("eth3", "rx_drops") - drops_before;
-    assert!(drops >= u64::from(FLOOD), "malformed frames counted as drops: {drops} of about {}", 2 * FLOOD * 5 / 6);
+    // Of each 6 frames, one is shorter than a header (the sender's kernel
+    // refuses it) and one is a cut-short VLAN tag (the receiving kernel
+    // drops it before AF_PACKET), so 4 in 6 reach the switch.
+    let reaching = u64::from(FLOOD) * 4 / 6;
+    // On the routed port every one of them is dropped (none is a valid
+    // packet for the switch or for routing).
+    let routed_drops = switchd.counter("eth3", "rx_drops") - routed_before;
+    assert!(routed_drops >= reaching, "routed port: {routed_drops} drops of {reaching} malformed frames");
+    // A bridge forwards whatever has valid Ethernet addresses (it does not
+    // read L3); what is malformed at L2, a multicast source MAC, is dropped.
+    let access_drops = switchd.counter("eth1", "rx_drops") - access_before;
+    assert!(access_drops >= reaching / 4, "access port: {access_drops} drops of {} bad-source frames", reaching / 4);
     // Still forwarding.
     assert!(h1.ping("192.168.10.2", 3), "forwarding after the flood");
     assert!(h2.ping("192.168.10.1", 3));
