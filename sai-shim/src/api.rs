@@ -996,7 +996,9 @@ impl<B: Backend> Sai<B> {
                     continue;
                 }
                 match (event, bridge_port) {
-                    (FdbEvent::Aged, _) | (FdbEvent::Moved { .. }, None) => self.forget_fdb_entry(key),
+                    (FdbEvent::Aged | FdbEvent::Flushed, _) | (FdbEvent::Moved { .. }, None) => {
+                        self.forget_fdb_entry(key)
+                    }
                     (FdbEvent::Moved { .. }, Some(to)) => {
                         let (key, to) = (*key, *to);
                         let old = self.store.fdb[&key].clone();

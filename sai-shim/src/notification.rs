@@ -17,6 +17,9 @@ pub enum FdbEvent {
     Aged,
     /// A learned MAC appeared on another bridge port; `bridge_port` is the new one.
     Moved { from: Option<ObjectId> },
+    /// A learned MAC was removed by a flush: an API flush, or its bridge port
+    /// or VLAN membership going away.
+    Flushed,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

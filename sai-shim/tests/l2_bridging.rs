@@ -285,5 +285,32 @@ fn flush_removes_learned_entries() {
     let table = s.lab.sai.fdb_table();
     assert_eq!(table.len(), 1);
     assert_eq!(table[0].0.mac, mac(4));
+    let notifications = s.lab.sai.drain_notifications();
+    assert_eq!(
+        notifications.last(),
+        Some(&Notification::Fdb {
+            event: FdbEvent::Flushed,
+            entry: FdbEntryKey { vlan: s.vlan10, mac: mac(1) },
+            bridge_port: Some(s.bridge_ports[0]),
+        })
+    );
+    // Leaving the VLAN flushes the port's MACs there, and says so.
+    let member = s
+        .lab
+        .sai
+        .store()
+        .objects_of(ObjectType::VlanMember)
+        .find_map(|(id, o)| matches!(o, Object::VlanMember(m) if m.bridge_port == s.bridge_ports[3]).then_some(id))
+        .unwrap();
+    s.lab.sai.remove(member).unwrap();
+    assert!(s.lab.sai.fdb_table().is_empty());
+    assert_eq!(
+        s.lab.sai.drain_notifications(),
+        vec![Notification::Fdb {
+            event: FdbEvent::Flushed,
+            entry: FdbEntryKey { vlan: s.vlan10, mac: mac(4) },
+            bridge_port: Some(s.bridge_ports[3]),
+        }]
+    );
     let _ = s.vlan20;
 }

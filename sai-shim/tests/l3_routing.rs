@@ -560,3 +560,47 @@ fn oversized_packet_with_df_gets_fragmentation_needed() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn hosts_on_a_trunk_are_answered_and_routed_tagged() {
+    let mut r = routed();
+    let vlan = r.lab.sai.store().objects_of(ObjectType::Vlan).map(|(id, _)| id).next().unwrap();
+    let trunk = r.lab.port("eth5");
+    let bridge_port = r.lab.bridge_port(trunk);
+    r.lab.member(vlan, bridge_port, true);
+    let i5 = r.lab.index(trunk);
+    let request = arp(Operation::Request, H1_MAC, H1_V4, EthernetAddress::ZERO, SVI_V4);
+    let result = r.lab.inject(trunk, &eth(EthernetAddress::BROADCAST, H1_MAC, Some(10), EtherType::Arp, &request));
+    let reply = arp(Operation::Reply, ROUTER_MAC, SVI_V4, H1_MAC, H1_V4);
+    assert_eq!(result.on_port(i5), vec![eth(H1_MAC, ROUTER_MAC, Some(10), EtherType::Arp, &reply).as_slice()]);
+    // The request taught the switch H1's address (RFC 826 merge).
+    assert!(r.lab.sai.drain_notifications().contains(&Notification::NeighborResolved {
+        router_interface: r.svi,
+        ip: H1_V4.into(),
+        mac: H1_MAC
+    }));
+    let packet = udp4(R3_V4, H1_V4, 1, 2, 64, b"down");
+    let result = r.lab.inject(r.ports[2], &eth(ROUTER_MAC, R3_MAC, None, EtherType::Ipv4, &packet));
+    let expected = eth(H1_MAC, ROUTER_MAC, Some(10), EtherType::Ipv4, &udp4(R3_V4, H1_V4, 1, 2, 63, b"down"));
+    assert_eq!(result.frames, vec![(Egress::Port(i5), expected)]);
+}
+
+#[test]
+fn no_icmp_error_about_an_icmp_error_or_a_later_fragment() {
+    let mut r = routed();
+    r.static_h1();
+    route(&mut r.lab, "198.51.100.0/24", r.nh3);
+    let dst = Ipv4Addr::new(198, 51, 100, 7);
+    // RFC 1812 section 4.3.2.7.
+    let quoted = ipv4(dst, H1_V4, IpProtocol::Udp, 1, &[0u8; 8]);
+    let error = icmp4(&Icmpv4Repr::TimeExceeded { reason: TimeExceeded::TtlExpired, invoking_packet: &quoted });
+    let result = r.lab.inject(r.ports[0], &from_h1(&ipv4(H1_V4, dst, IpProtocol::Icmp, 1, &error), EtherType::Ipv4));
+    assert_eq!((result.disposition, result.frames.len()), (Disposition::Dropped(DropReason::TtlExpired), 0));
+    let mut fragment = ipv4(H1_V4, dst, IpProtocol::Udp, 1, &[0u8; 16]);
+    let mut header = dataplane::wire::Ipv4Packet::new_unchecked(&mut fragment[..]);
+    header.set_dont_frag(false);
+    header.set_frag_offset(8);
+    header.fill_checksum();
+    let result = r.lab.inject(r.ports[0], &from_h1(&fragment, EtherType::Ipv4));
+    assert_eq!((result.disposition, result.frames.len()), (Disposition::Dropped(DropReason::TtlExpired), 0));
+}

@@ -318,6 +318,28 @@ impl SoftBackend {
         }
     }
 
+    /// Removes the learned (dynamic) FDB entries `doomed` selects and tells
+    /// the control plane, which may have advertised them (EVPN type-2 routes).
+    fn flush_learned(&mut self, doomed: impl Fn(VlanId, &pipeline::FdbEntry) -> bool) {
+        self.translate_events();
+        let flushed: Vec<(VlanId, EthernetAddress, FdbDest)> = self
+            .switch
+            .fdb_entries()
+            .filter(|(vid, _, entry)| entry.kind == FdbKind::Dynamic && doomed(*vid, entry))
+            .map(|(vid, mac, entry)| (vid, mac, entry.dest))
+            .collect();
+        for (vid, mac, dest) in flushed {
+            let _ = self.switch.remove_fdb_entry(vid, mac);
+            if let Some(&vlan) = self.vlan_of_vid.get(&vid) {
+                self.notifications.push(Notification::Fdb {
+                    event: FdbEvent::Flushed,
+                    entry: FdbEntryKey { vlan, mac },
+                    bridge_port: self.translate_dest(dest),
+                });
+            }
+        }
+    }
+
     fn route_target(&self, store: &ObjectStore, entry: &RouteEntry) -> SaiResult<RouteTarget> {
         Ok(match (entry.packet_action, entry.next_hop) {
             (PacketAction::Drop, _) => RouteTarget::Drop,
@@ -566,7 +588,7 @@ impl Backend for SoftBackend {
                 BridgePortType::Port(port) => {
                     let index = self.port(port)?;
                     // The MACs learned behind a bridge port go with it.
-                    self.switch.flush_fdb(Some(index), None, false);
+                    self.flush_learned(|_, entry| entry.dest == FdbDest::Port(index));
                     self.bridge_port_of_port.remove(&index);
                     let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
                     let config = self.port_config(store, port, index);
@@ -575,15 +597,7 @@ impl Backend for SoftBackend {
                 BridgePortType::Tunnel(endpoint) => {
                     if let Some(endpoint) = store.tunnel_endpoint(endpoint) {
                         let remote = FdbDest::Tunnel(endpoint.remote_ip);
-                        let learned: Vec<(VlanId, EthernetAddress)> = self
-                            .switch
-                            .fdb_entries()
-                            .filter(|(_, _, entry)| entry.dest == remote)
-                            .map(|(vid, mac, _)| (vid, mac))
-                            .collect();
-                        for (vid, mac) in learned {
-                            let _ = self.switch.remove_fdb_entry(vid, mac);
-                        }
+                        self.flush_learned(|_, entry| entry.dest == remote);
                         self.bridge_port_of_remote.remove(&endpoint.remote_ip);
                     }
                 }
@@ -591,10 +605,12 @@ impl Backend for SoftBackend {
             Object::VlanMember(member) => {
                 let vid = self.vid(member.vlan)?;
                 match store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type) {
-                    Some(BridgePortType::Port(port)) => self
-                        .switch
-                        .remove_vlan_member(vid, self.port(port)?)
-                        .map_err(|e| table_error(e, "vlan member", "-"))?,
+                    Some(BridgePortType::Port(port)) => {
+                        let index = self.port(port)?;
+                        // The pipeline forgets the port's MACs in the VLAN; say so.
+                        self.flush_learned(|entry_vid, entry| entry_vid == vid && entry.dest == FdbDest::Port(index));
+                        self.switch.remove_vlan_member(vid, index).map_err(|e| table_error(e, "vlan member", "-"))?
+                    }
                     Some(BridgePortType::Tunnel(endpoint)) => {
                         let remote =
                             store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?.remote_ip;
@@ -670,19 +686,9 @@ impl Backend for SoftBackend {
     fn flush_learned_fdb_entries(&mut self, store: &ObjectStore, filter: &FdbFlush) -> SaiResult<()> {
         let vid = filter.vlan.map(|vlan| self.vid(vlan)).transpose()?;
         let dest = filter.bridge_port.map(|bridge_port| self.fdb_dest(store, bridge_port)).transpose()?;
-        let doomed: Vec<(VlanId, EthernetAddress)> = self
-            .switch
-            .fdb_entries()
-            .filter(|(entry_vid, _, entry)| {
-                entry.kind == FdbKind::Dynamic
-                    && vid.is_none_or(|vid| vid == *entry_vid)
-                    && dest.is_none_or(|dest| dest == entry.dest)
-            })
-            .map(|(vid, mac, _)| (vid, mac))
-            .collect();
-        for (vid, mac) in doomed {
-            let _ = self.switch.remove_fdb_entry(vid, mac);
-        }
+        self.flush_learned(|entry_vid, entry| {
+            vid.is_none_or(|vid| vid == entry_vid) && dest.is_none_or(|dest| dest == entry.dest)
+        });
         Ok(())
     }
 
