@@ -11,7 +11,7 @@ use dataplane::wire::EthernetAddress;
 use crate::attributes::*;
 use crate::backend::{Backend, FdbFlush, FdbFlushType, PortStats};
 use crate::error::{EntryKey, SaiError, SaiResult};
-use crate::notification::{FdbEvent, Notification};
+use crate::notification::{FdbEvent, NeighborInfo, Notification};
 use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey};
 
 /// The shim's record of every object and entry, with reference counts.
@@ -911,6 +911,11 @@ impl<B: Backend> Sai<B> {
         self.store.neighbors.remove(&key);
         self.store.remove_users(Referrer::NeighborEntry, &ObjectStore::neighbor_references(&key));
         Ok(())
+    }
+
+    /// The neighbours forwarding knows, resolved ones included, with their state.
+    pub fn neighbor_table(&self) -> Vec<(NeighborEntryKey, NeighborInfo)> {
+        self.backend.neighbor_entries(&self.store)
     }
 
     pub fn get_neighbor_entry(&self, key: NeighborEntryKey) -> SaiResult<NeighborEntry> {

@@ -10,6 +10,7 @@ use dataplane::wire::EthernetAddress;
 use crate::object::{FdbEntryKey, ObjectId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum FdbEvent {
     /// A source MAC was learned on `bridge_port`.
     Learned,
@@ -23,6 +24,7 @@ pub enum FdbEvent {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Notification {
     Fdb {
         event: FdbEvent,
@@ -47,4 +49,24 @@ pub enum Notification {
         router_interface: ObjectId,
         ip: IpAddr,
     },
+}
+
+/// Resolution state of a neighbour, as forwarding holds it (RFC 4861
+/// section 7.3.2 for both ARP and ND).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NeighborState {
+    Incomplete,
+    Reachable,
+    Stale,
+    Probe,
+    Failed,
+}
+
+/// One neighbour as forwarding holds it: control-plane (static) or resolved
+/// by ARP/ND.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeighborInfo {
+    pub mac: Option<EthernetAddress>,
+    pub state: NeighborState,
+    pub is_static: bool,
 }

@@ -437,6 +437,15 @@ fn arp_resolution_of_a_connected_host_and_its_notification() {
         r.lab.sai.backend().pipeline().neighbor(rif_index, H2_V4.into()).map(|n| n.state),
         Some(NeighborState::Reachable)
     );
+    // The shim's neighbour table shows it beside the static ones.
+    let table = r.lab.sai.neighbor_table();
+    let h2 = NeighborEntryKey { router_interface: r.svi, ip: H2_V4.into() };
+    assert!(table.contains(&(
+        h2,
+        NeighborInfo { mac: Some(H2_MAC), state: sai_shim::NeighborState::Reachable, is_static: false }
+    )));
+    let r3 = NeighborEntryKey { router_interface: r.rif3, ip: R3_V4.into() };
+    assert!(table.iter().any(|(key, info)| *key == r3 && info.is_static && info.mac == Some(R3_MAC)));
 }
 
 #[test]

@@ -21,7 +21,7 @@ pub mod soft;
 use crate::api::ObjectStore;
 use crate::attributes::{FdbEntry, NeighborEntry, Object, RouteEntry};
 use crate::error::SaiResult;
-use crate::notification::Notification;
+use crate::notification::{NeighborInfo, Notification};
 use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, RouteEntryKey};
 
 /// Which entries [`crate::Sai::flush_fdb_entries`] removes.
@@ -112,6 +112,8 @@ pub trait Backend {
     fn port_stats(&self, port: ObjectId) -> SaiResult<PortStats>;
     /// The FDB as forwarding sees it: control-plane entries and learned ones.
     fn fdb_entries(&self, store: &ObjectStore) -> Vec<(FdbEntryKey, FdbEntry)>;
+    /// The neighbour table as forwarding sees it: static and resolved entries.
+    fn neighbor_entries(&self, store: &ObjectStore) -> Vec<(NeighborEntryKey, NeighborInfo)>;
 
     /// Moves what happened in forwarding since the last call (learning,
     /// aging, link changes, neighbour resolution) into `out`, in order.

@@ -23,7 +23,7 @@ use super::{Backend, FdbFlush, PortStats};
 use crate::api::ObjectStore;
 use crate::attributes::*;
 use crate::error::{SaiError, SaiResult};
-use crate::notification::{FdbEvent, Notification};
+use crate::notification::{FdbEvent, NeighborInfo, NeighborState, Notification};
 use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey};
 
 /// Hands out dense indices below a limit, reusing released ones (lowest
@@ -775,6 +775,29 @@ impl Backend for SoftBackend {
                     FdbKind::Dynamic => FdbEntryType::Dynamic,
                 };
                 Some((FdbEntryKey { vlan, mac }, FdbEntry { entry_type, bridge_port }))
+            })
+            .collect();
+        entries.sort_by_key(|(key, _)| *key);
+        entries
+    }
+
+    fn neighbor_entries(&self, _store: &ObjectStore) -> Vec<(NeighborEntryKey, NeighborInfo)> {
+        let mut entries: Vec<(NeighborEntryKey, NeighborInfo)> = self
+            .switch
+            .neighbors()
+            .filter_map(|(rif, ip, entry)| {
+                let router_interface = self.rifs.owner(u32::from(rif))?;
+                let state = match entry.state {
+                    pipeline::NeighborState::Incomplete => NeighborState::Incomplete,
+                    pipeline::NeighborState::Reachable => NeighborState::Reachable,
+                    pipeline::NeighborState::Stale => NeighborState::Stale,
+                    pipeline::NeighborState::Probe => NeighborState::Probe,
+                    pipeline::NeighborState::Failed => NeighborState::Failed,
+                };
+                Some((
+                    NeighborEntryKey { router_interface, ip },
+                    NeighborInfo { mac: entry.mac, state, is_static: entry.is_static },
+                ))
             })
             .collect();
         entries.sort_by_key(|(key, _)| *key);
