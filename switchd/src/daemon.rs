@@ -256,10 +256,10 @@ fn lldp_loop(agent: Arc<Mutex<LldpAgent>>, mut sockets: Vec<(PortId, AfPacket)>,
     let mut out = Vec::new();
     let send = |sockets: &mut Vec<(PortId, AfPacket)>, out: &mut Vec<(PortId, Vec<u8>)>| {
         for (port, frame) in out.drain(..) {
-            if let Some((_, socket)) = sockets.iter_mut().find(|(p, _)| *p == port) {
-                if let Err(error) = socket.send(&frame).and_then(|()| socket.flush()) {
-                    tracing::debug!(%error, port, "LLDP send failed");
-                }
+            if let Some((_, socket)) = sockets.iter_mut().find(|(p, _)| *p == port)
+                && let Err(error) = socket.send(&frame).and_then(|()| socket.flush())
+            {
+                tracing::debug!(%error, port, "LLDP send failed");
             }
         }
     };

@@ -6,7 +6,7 @@
 //! switchd demo                   # a built-in in-memory fabric; no file, no root
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -46,7 +46,7 @@ fn init_tracing(config_level: Option<&str>) {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi).try_init();
 }
 
-fn load(path: &PathBuf) -> Result<Config, ExitCode> {
+fn load(path: &Path) -> Result<Config, ExitCode> {
     Config::load(path).map_err(|errors| {
         eprint!("{errors}");
         ExitCode::from(EXIT_INVALID_CONFIG)
