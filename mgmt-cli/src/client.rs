@@ -32,8 +32,8 @@ impl Client {
 
     pub fn connect(path: impl AsRef<Path>) -> Result<Client, ClientError> {
         let path = path.as_ref();
-        let stream = UnixStream::connect(path)
-            .map_err(|source| ClientError::Connect { path: path.to_owned(), source })?;
+        let stream =
+            UnixStream::connect(path).map_err(|source| ClientError::Connect { path: path.to_owned(), source })?;
         stream.set_read_timeout(Some(Self::TIMEOUT))?;
         stream.set_write_timeout(Some(Self::TIMEOUT))?;
         let writer = stream.try_clone()?;
@@ -45,9 +45,7 @@ impl Client {
     pub fn request(&mut self, request: &Request) -> Result<Reply, ClientError> {
         self.writer.write_all(&codec::encode(request)?)?;
         let mut line = Vec::new();
-        let read = (&mut self.reader)
-            .take(codec::MAX_LINE as u64)
-            .read_until(b'\n', &mut line)?;
+        let read = (&mut self.reader).take(codec::MAX_LINE as u64).read_until(b'\n', &mut line)?;
         if read == 0 {
             return Err(ClientError::Closed);
         }

@@ -41,8 +41,18 @@ fn join<T: ToString>(items: &[T], sep: &str) -> String {
 impl Render for Vec<Interface> {
     fn render(&self) -> String {
         let mut table = Table::new([
-            "INTERFACE", "KIND", "ADMIN", "OPER", "MTU", "MODE", "ADDRESSES", "RX PKTS", "RX BYTES",
-            "TX PKTS", "TX BYTES", "DROPS",
+            "INTERFACE",
+            "KIND",
+            "ADMIN",
+            "OPER",
+            "MTU",
+            "MODE",
+            "ADDRESSES",
+            "RX PKTS",
+            "RX BYTES",
+            "TX PKTS",
+            "TX BYTES",
+            "DROPS",
         ]);
         for i in self {
             let c = &i.counters;

@@ -16,10 +16,9 @@ use std::net::{IpAddr, Ipv4Addr};
 use dataplane::wire::EthernetAddress;
 use ipnetwork::IpNetwork;
 use sai_shim::{
-    Backend, BridgePortAttr, BridgePortType, NextHopAttr, NextHopGroupMemberAttr, ObjectId,
-    PortAttr, RouteEntryAttr, RouteEntryKey, RouterInterfaceAttr, RouterInterfaceType, Sai,
-    SaiError, SwitchAttr, TaggingMode, TunnelAttr, TunnelEndpointAttr, TunnelMapEntryAttr,
-    VlanAttr, VlanMemberAttr,
+    Backend, BridgePortAttr, BridgePortType, NextHopAttr, NextHopGroupMemberAttr, ObjectId, PortAttr, RouteEntryAttr,
+    RouteEntryKey, RouterInterfaceAttr, RouterInterfaceType, Sai, SaiError, SwitchAttr, TaggingMode, TunnelAttr,
+    TunnelEndpointAttr, TunnelMapEntryAttr, VlanAttr, VlanMemberAttr,
 };
 
 use crate::config::{Config, L3Interface, PortMode};
@@ -56,44 +55,24 @@ pub struct Applied {
 impl Applied {
     /// The operator's name of an L3 interface object (`eth3`, `vlan10`).
     pub fn router_interface_name(&self, rif: ObjectId) -> Option<String> {
-        self.ports
-            .iter()
-            .find(|(_, p)| p.router_interface == Some(rif))
-            .map(|(name, _)| name.clone())
-            .or_else(|| {
-                self.vlans
-                    .iter()
-                    .find(|(_, v)| v.router_interface == Some(rif))
-                    .map(|(id, _)| format!("vlan{id}"))
-            })
+        self.ports.iter().find(|(_, p)| p.router_interface == Some(rif)).map(|(name, _)| name.clone()).or_else(|| {
+            self.vlans.iter().find(|(_, v)| v.router_interface == Some(rif)).map(|(id, _)| format!("vlan{id}"))
+        })
     }
 
     pub fn port_name(&self, port: ObjectId) -> Option<&str> {
-        self.ports
-            .iter()
-            .find(|(_, p)| p.port == port)
-            .map(|(name, _)| name.as_str())
+        self.ports.iter().find(|(_, p)| p.port == port).map(|(name, _)| name.as_str())
     }
 
     /// The name of what a bridge port leads to: a port name or `vtep A.B.C.D`.
     pub fn bridge_port_name(&self, bridge_port: ObjectId) -> Option<String> {
-        self.ports
-            .iter()
-            .find(|(_, p)| p.bridge_port == Some(bridge_port))
-            .map(|(name, _)| name.clone())
-            .or_else(|| {
-                self.remote_vteps
-                    .iter()
-                    .find(|(_, (_, bp))| *bp == bridge_port)
-                    .map(|(ip, _)| format!("vtep {ip}"))
-            })
+        self.ports.iter().find(|(_, p)| p.bridge_port == Some(bridge_port)).map(|(name, _)| name.clone()).or_else(
+            || self.remote_vteps.iter().find(|(_, (_, bp))| *bp == bridge_port).map(|(ip, _)| format!("vtep {ip}")),
+        )
     }
 
     pub fn vlan_id(&self, vlan: ObjectId) -> Option<u16> {
-        self.vlans
-            .iter()
-            .find(|(_, v)| v.vlan == vlan)
-            .map(|(id, _)| *id)
+        self.vlans.iter().find(|(_, v)| v.vlan == vlan).map(|(id, _)| *id)
     }
 
     fn rif_of(&self, interface: &L3Interface) -> Option<ObjectId> {
@@ -118,10 +97,7 @@ trait Context<T> {
 
 impl<T> Context<T> for Result<T, SaiError> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T, ApplyError> {
-        self.map_err(|source| ApplyError {
-            what: what(),
-            source,
-        })
+        self.map_err(|source| ApplyError { what: what(), source })
     }
 }
 
@@ -148,35 +124,18 @@ pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, A
     let mut applied = Applied::default();
 
     for vlan in &config.vlans {
-        let id = sai
-            .create_vlan(&[VlanAttr::VlanId(vlan.id)])
-            .context(|| format!("vlan {}", vlan.id))?;
-        applied.vlans.insert(
-            vlan.id,
-            VlanObjects {
-                vlan: id,
-                router_interface: None,
-            },
-        );
+        let id = sai.create_vlan(&[VlanAttr::VlanId(vlan.id)]).context(|| format!("vlan {}", vlan.id))?;
+        applied.vlans.insert(vlan.id, VlanObjects { vlan: id, router_interface: None });
     }
 
     for port in &config.ports {
-        let mut attrs = vec![
-            PortAttr::Name(port.name.clone()),
-            PortAttr::AdminState(port.admin_up),
-            PortAttr::Mtu(port.mtu),
-        ];
+        let mut attrs =
+            vec![PortAttr::Name(port.name.clone()), PortAttr::AdminState(port.admin_up), PortAttr::Mtu(port.mtu)];
         if let Some(pvid) = port.mode.pvid() {
             attrs.push(PortAttr::PortVlanId(pvid));
         }
-        let id = sai
-            .create_port(&attrs)
-            .context(|| format!("port {}", port.name))?;
-        let mut objects = PortObjects {
-            port: id,
-            bridge_port: None,
-            router_interface: None,
-        };
+        let id = sai.create_port(&attrs).context(|| format!("port {}", port.name))?;
+        let mut objects = PortObjects { port: id, bridge_port: None, router_interface: None };
         match &port.mode {
             PortMode::Access { .. } | PortMode::Trunk { .. } => {
                 let bridge_port = sai
@@ -187,11 +146,7 @@ pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, A
                     .context(|| format!("bridge port of {}", port.name))?;
                 for (vid, tagged) in port.mode.memberships() {
                     let vlan = applied.vlans[&vid].vlan;
-                    let mode = if tagged {
-                        TaggingMode::Tagged
-                    } else {
-                        TaggingMode::Untagged
-                    };
+                    let mode = if tagged { TaggingMode::Tagged } else { TaggingMode::Untagged };
                     sai.create_vlan_member(&[
                         VlanMemberAttr::VlanId(vlan),
                         VlanMemberAttr::BridgePortId(bridge_port),
@@ -230,13 +185,10 @@ pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, A
     // The switch's own addresses go to the CPU port; their subnets are
     // connected through the interface.
     for (address, interface) in config.addresses() {
-        let host = IpNetwork::new(address.ip(), if address.is_ipv4() { 32 } else { 128 })
-            .expect("host prefix");
+        let host = IpNetwork::new(address.ip(), if address.is_ipv4() { 32 } else { 128 }).expect("host prefix");
         add_route(sai, &mut applied, host, sai.cpu_port())?;
         if let Some(interface) = interface {
-            let rif = applied
-                .rif_of(&interface)
-                .expect("interface with addresses has a router interface");
+            let rif = applied.rif_of(&interface).expect("interface with addresses has a router interface");
             let subnet = IpNetwork::new(address.network(), address.prefix()).expect("same prefix");
             if subnet.prefix() != host.prefix() {
                 add_route(sai, &mut applied, subnet, rif)?;
@@ -247,17 +199,13 @@ pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, A
     for route in &config.routes {
         let mut hops = Vec::new();
         for (ip, interface) in &route.next_hops {
-            let rif = applied
-                .rif_of(interface)
-                .expect("validated: next hop on an L3 interface");
+            let rif = applied.rif_of(interface).expect("validated: next hop on an L3 interface");
             hops.push(next_hop(sai, &mut applied, *ip, rif)?);
         }
         let target = if let [single] = hops[..] {
             single
         } else {
-            let group = sai
-                .create_next_hop_group()
-                .context(|| format!("next-hop group of {}", route.prefix))?;
+            let group = sai.create_next_hop_group().context(|| format!("next-hop group of {}", route.prefix))?;
             for hop in &hops {
                 sai.create_next_hop_group_member(&[
                     NextHopGroupMemberAttr::NextHopGroupId(group),
@@ -272,10 +220,7 @@ pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, A
 
     if let Some(vxlan) = &config.vxlan {
         let tunnel = sai
-            .create_tunnel(&[
-                TunnelAttr::EncapSrcIp(vxlan.source),
-                TunnelAttr::UdpDstPort(vxlan.udp_port),
-            ])
+            .create_tunnel(&[TunnelAttr::EncapSrcIp(vxlan.source), TunnelAttr::UdpDstPort(vxlan.udp_port)])
             .context(|| "vxlan tunnel".into())?;
         applied.tunnel = Some(tunnel);
         for map in &vxlan.vnis {
@@ -297,13 +242,9 @@ pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, A
                             ])
                             .context(|| format!("remote vtep {remote}"))?;
                         let bridge_port = sai
-                            .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(
-                                endpoint,
-                            ))])
+                            .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))])
                             .context(|| format!("bridge port of remote vtep {remote}"))?;
-                        applied
-                            .remote_vteps
-                            .insert(*remote, (endpoint, bridge_port));
+                        applied.remote_vteps.insert(*remote, (endpoint, bridge_port));
                         (endpoint, bridge_port)
                     }
                 };
@@ -343,12 +284,8 @@ fn add_route<B: Backend>(
     prefix: IpNetwork,
     target: ObjectId,
 ) -> Result<(), ApplyError> {
-    let key = RouteEntryKey {
-        virtual_router: sai.default_virtual_router(),
-        destination: prefix,
-    };
-    sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(target))])
-        .context(|| format!("route {prefix}"))?;
+    let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination: prefix };
+    sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(target))]).context(|| format!("route {prefix}"))?;
     applied.routes.push(prefix);
     Ok(())
 }
@@ -380,11 +317,7 @@ routes:
 
     fn applied() -> (Sai<SoftBackend>, Applied) {
         let config = Config::from_yaml(CONFIG).unwrap();
-        let mut sai = Sai::new(
-            SoftBackend::new(SwitchConfig::default()),
-            &switch_attributes(&config),
-        )
-        .unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
         let applied = apply(&mut sai, &config).unwrap();
         (sai, applied)
     }
@@ -400,12 +333,7 @@ routes:
         let port = sai.get_port(applied.ports["eth1"].port).unwrap();
         assert_eq!(port.port_vlan_id, 10);
         assert!(port.admin_state);
-        assert_eq!(
-            applied
-                .router_interface_name(applied.vlans[&10].router_interface.unwrap())
-                .unwrap(),
-            "vlan10"
-        );
+        assert_eq!(applied.router_interface_name(applied.vlans[&10].router_interface.unwrap()).unwrap(), "vlan10");
     }
 
     #[test]
@@ -415,23 +343,11 @@ routes:
         let net = |s: &str| s.parse::<IpNetwork>().unwrap();
         assert!(matches!(routes[&net("10.255.0.1/32")], RouteTarget::Local));
         assert!(matches!(routes[&net("10.0.1.1/32")], RouteTarget::Local));
-        assert!(matches!(
-            routes[&net("192.168.10.1/32")],
-            RouteTarget::Local
-        ));
-        assert!(matches!(
-            routes[&net("10.0.1.0/24")],
-            RouteTarget::Connected(_)
-        ));
-        assert!(matches!(
-            routes[&net("192.168.10.0/24")],
-            RouteTarget::Connected(_)
-        ));
+        assert!(matches!(routes[&net("192.168.10.1/32")], RouteTarget::Local));
+        assert!(matches!(routes[&net("10.0.1.0/24")], RouteTarget::Connected(_)));
+        assert!(matches!(routes[&net("192.168.10.0/24")], RouteTarget::Connected(_)));
         assert!(matches!(routes[&net("0.0.0.0/0")], RouteTarget::Group(_)));
-        assert!(matches!(
-            routes[&net("10.255.0.2/32")],
-            RouteTarget::NextHop(_)
-        ));
+        assert!(matches!(routes[&net("10.255.0.2/32")], RouteTarget::NextHop(_)));
     }
 
     #[test]
@@ -440,11 +356,8 @@ routes:
         // 10.0.1.2 serves both routes through one object.
         assert_eq!(applied.next_hops.len(), 2);
         let store = sai.store();
-        let group = store
-            .route_entries()
-            .find(|(k, _)| k.destination.prefix() == 0)
-            .and_then(|(_, e)| e.next_hop)
-            .unwrap();
+        let group =
+            store.route_entries().find(|(k, _)| k.destination.prefix() == 0).and_then(|(_, e)| e.next_hop).unwrap();
         assert_eq!(store.group_members(group).len(), 2);
     }
 
@@ -456,10 +369,7 @@ routes:
         let vlan10 = applied.vlans[&10].vlan;
         assert_eq!(sai.store().vni_of_vlan(vlan10), Some(10010));
         let bridge_port = applied.remote_vteps[&Ipv4Addr::new(10, 255, 0, 2)].1;
-        assert_eq!(
-            applied.bridge_port_name(bridge_port).unwrap(),
-            "vtep 10.255.0.2"
-        );
+        assert_eq!(applied.bridge_port_name(bridge_port).unwrap(), "vtep 10.255.0.2");
     }
 
     #[test]

@@ -24,8 +24,7 @@ use std::collections::BTreeMap;
 use dataplane::pipeline::PortId;
 use dataplane::wire::lldp::{self, LldpPdu};
 use dataplane::wire::{
-    ChassisId, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, LldpRepr,
-    PortId as LldpPortId,
+    ChassisId, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, LldpRepr, PortId as LldpPortId,
 };
 
 const NS_PER_SEC: u64 = 1_000_000_000;
@@ -87,12 +86,7 @@ pub struct LldpAgent {
 
 impl LldpAgent {
     pub fn new(config: AgentConfig) -> LldpAgent {
-        LldpAgent {
-            config,
-            ports: BTreeMap::new(),
-            neighbors: Vec::new(),
-            counters: AgentCounters::default(),
-        }
+        LldpAgent { config, ports: BTreeMap::new(), neighbors: Vec::new(), counters: AgentCounters::default() }
     }
 
     pub fn config(&self) -> &AgentConfig {
@@ -104,21 +98,8 @@ impl LldpAgent {
     }
 
     /// Starts announcing on `port`; the first LLDPDU is due at once.
-    pub fn add_port(
-        &mut self,
-        port: PortId,
-        name: impl Into<String>,
-        description: Option<String>,
-        now: u64,
-    ) {
-        self.ports.insert(
-            port,
-            PortState {
-                name: name.into(),
-                description,
-                next_tx: now,
-            },
-        );
+    pub fn add_port(&mut self, port: PortId, name: impl Into<String>, description: Option<String>, now: u64) {
+        self.ports.insert(port, PortState { name: name.into(), description, next_tx: now });
     }
 
     /// Stops announcing on `port` and forgets its neighbours.
@@ -133,12 +114,7 @@ impl LldpAgent {
 
     /// An Ethernet frame with EtherType LLDP received on `port`. Invalid
     /// frames are counted and dropped; the error says why.
-    pub fn on_frame(
-        &mut self,
-        port: PortId,
-        frame: &[u8],
-        now: u64,
-    ) -> dataplane::wire::Result<()> {
+    pub fn on_frame(&mut self, port: PortId, frame: &[u8], now: u64) -> dataplane::wire::Result<()> {
         let result = self.receive(port, frame, now);
         match result {
             Ok(()) => self.counters.rx_frames += 1,
@@ -157,9 +133,7 @@ impl LldpAgent {
         }
         let announced = LldpRepr::parse(&LldpPdu::new_checked(ethernet.payload())?)?;
         let existing = self.neighbors.iter().position(|n| {
-            n.port == port
-                && n.announced.chassis_id == announced.chassis_id
-                && n.announced.port_id == announced.port_id
+            n.port == port && n.announced.chassis_id == announced.chassis_id && n.announced.port_id == announced.port_id
         });
         // 802.1AB 9.2.7.7.1: a TTL of 0 asks receivers to forget at once.
         if announced.ttl == 0 {
@@ -169,17 +143,10 @@ impl LldpAgent {
             return Ok(());
         }
         let expires = now + u64::from(announced.ttl) * NS_PER_SEC;
-        let neighbor = Neighbor {
-            port,
-            announced,
-            updated: now,
-            expires,
-        };
+        let neighbor = Neighbor { port, announced, updated: now, expires };
         match existing {
             Some(i) => self.neighbors[i] = neighbor,
-            None if self.neighbors.iter().filter(|n| n.port == port).count()
-                >= MAX_NEIGHBORS_PER_PORT =>
-            {
+            None if self.neighbors.iter().filter(|n| n.port == port).count() >= MAX_NEIGHBORS_PER_PORT => {
                 self.counters.too_many_neighbors += 1;
             }
             None => {
@@ -197,12 +164,7 @@ impl LldpAgent {
         self.counters.ageouts += (before - self.neighbors.len()) as u64;
 
         let interval = u64::from(self.config.tx_interval_secs.max(1)) * NS_PER_SEC;
-        let due: Vec<PortId> = self
-            .ports
-            .iter()
-            .filter(|(_, p)| p.next_tx <= now)
-            .map(|(port, _)| *port)
-            .collect();
+        let due: Vec<PortId> = self.ports.iter().filter(|(_, p)| p.next_tx <= now).map(|(port, _)| *port).collect();
         for port in due {
             if let Some(frame) = self.frame(port, self.config.ttl_secs) {
                 out.push((port, frame));
@@ -245,29 +207,18 @@ impl LldpAgent {
             chassis_id: ChassisId::MacAddress(self.config.chassis_mac),
             port_id: LldpPortId::InterfaceName(state.name.clone()),
             ttl,
-            port_description: Some(
-                state
-                    .description
-                    .clone()
-                    .unwrap_or_else(|| state.name.clone()),
-            ),
+            port_description: Some(state.description.clone().unwrap_or_else(|| state.name.clone())),
             system_name: Some(self.config.system_name.clone()),
             other_tlvs: Vec::new(),
         };
-        let ethernet = EthernetRepr {
-            dst_addr: lldp::DESTINATION,
-            src_addr: self.config.chassis_mac,
-            ethertype: EtherType::Lldp,
-        };
+        let ethernet =
+            EthernetRepr { dst_addr: lldp::DESTINATION, src_addr: self.config.chassis_mac, ethertype: EtherType::Lldp };
         let header = ethernet.buffer_len();
         // Pad to the 60-byte minimum frame (without FCS).
         let mut frame = vec![0u8; (header + repr.buffer_len()).max(60)];
         ethernet.emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
         let pdu_len = repr.buffer_len();
-        repr.emit(&mut LldpPdu::new_unchecked(
-            &mut frame[header..header + pdu_len],
-        ))
-        .ok()?;
+        repr.emit(&mut LldpPdu::new_unchecked(&mut frame[header..header + pdu_len])).ok()?;
         Some(frame)
     }
 }
@@ -300,11 +251,7 @@ pub fn port_id_text(id: &LldpPortId) -> String {
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
+    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
 }
 
 #[cfg(test)]
@@ -350,10 +297,7 @@ mod tests {
         assert_eq!(ethernet.dst_addr(), lldp::DESTINATION);
         assert_eq!(ethernet.ethertype(), EtherType::Lldp);
         let repr = LldpRepr::parse(&LldpPdu::new_checked(ethernet.payload()).unwrap()).unwrap();
-        assert_eq!(
-            repr.chassis_id,
-            ChassisId::MacAddress(EthernetAddress([2, 0, 0, 0, 0, 1]))
-        );
+        assert_eq!(repr.chassis_id, ChassisId::MacAddress(EthernetAddress([2, 0, 0, 0, 0, 1])));
         assert_eq!(repr.port_id, LldpPortId::InterfaceName("eth4".into()));
         assert_eq!(repr.ttl, 120);
         assert_eq!(repr.system_name.as_deref(), Some("leaf1"));
@@ -426,9 +370,6 @@ mod tests {
             leaf.on_frame(0, &out[0].1, 0).unwrap();
         }
         assert_eq!(leaf.neighbors().count(), MAX_NEIGHBORS_PER_PORT);
-        assert_eq!(
-            leaf.counters().too_many_neighbors,
-            20 - MAX_NEIGHBORS_PER_PORT as u64
-        );
+        assert_eq!(leaf.counters().too_many_neighbors, 20 - MAX_NEIGHBORS_PER_PORT as u64);
     }
 }

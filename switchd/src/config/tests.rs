@@ -158,7 +158,11 @@ fn duplicate_vlan_is_refused() {
 
 #[test]
 fn overlapping_subnets_across_interfaces_are_refused() {
-    assert_refused(&good_with("10.0.2.1/24", "10.0.1.129/25"), "ports[3].addresses[0]", "overlaps 10.0.1.1/24 at ports[2].addresses[0]");
+    assert_refused(
+        &good_with("10.0.2.1/24", "10.0.1.129/25"),
+        "ports[3].addresses[0]",
+        "overlaps 10.0.1.1/24 at ports[2].addresses[0]",
+    );
     assert_refused(&good_with("192.168.10.1/24", "10.0.1.9/16"), "vlans[0].addresses[0]", "overlaps");
 }
 
@@ -170,23 +174,43 @@ fn vni_out_of_range_is_refused() {
 
 #[test]
 fn vni_mapped_to_unknown_vlan_is_refused() {
-    assert_refused(&good_with("      vlan: 10\n      flood", "      vlan: 99\n      flood"), "vxlan.vnis[0].vlan", "not declared");
+    assert_refused(
+        &good_with("      vlan: 10\n      flood", "      vlan: 99\n      flood"),
+        "vxlan.vnis[0].vlan",
+        "not declared",
+    );
 }
 
 #[test]
 fn vxlan_source_must_be_local() {
-    assert_refused(&good_with("source: 10.255.0.1", "source: 10.255.0.9"), "vxlan.source", "not an address of this switch");
+    assert_refused(
+        &good_with("source: 10.255.0.1", "source: 10.255.0.9"),
+        "vxlan.source",
+        "not an address of this switch",
+    );
 }
 
 #[test]
 fn flood_list_must_name_remote_vteps() {
-    assert_refused(&good_with("flood: [10.255.0.2, 10.255.0.3]", "flood: [10.255.0.2, 10.255.0.2]"), "vxlan.vnis[0].flood[1]", "twice");
-    assert_refused(&good_with("flood: [10.255.0.2, 10.255.0.3]", "flood: [10.255.0.1]"), "vxlan.vnis[0].flood[0]", "this switch");
+    assert_refused(
+        &good_with("flood: [10.255.0.2, 10.255.0.3]", "flood: [10.255.0.2, 10.255.0.2]"),
+        "vxlan.vnis[0].flood[1]",
+        "twice",
+    );
+    assert_refused(
+        &good_with("flood: [10.255.0.2, 10.255.0.3]", "flood: [10.255.0.1]"),
+        "vxlan.vnis[0].flood[0]",
+        "this switch",
+    );
 }
 
 #[test]
 fn next_hop_outside_connected_subnets_is_refused() {
-    assert_refused(&good_with("next_hops: [10.0.1.2, 10.0.2.2]", "next_hops: [10.0.1.2, 10.9.9.9]"), "routes[0].next_hops[1]", "not in a connected subnet");
+    assert_refused(
+        &good_with("next_hops: [10.0.1.2, 10.0.2.2]", "next_hops: [10.0.1.2, 10.9.9.9]"),
+        "routes[0].next_hops[1]",
+        "not in a connected subnet",
+    );
 }
 
 #[test]
@@ -196,14 +220,30 @@ fn next_hop_of_the_other_family_is_refused() {
 
 #[test]
 fn route_without_next_hop_or_with_host_bits_is_refused() {
-    assert_refused(&good_with("next_hops: [10.0.1.2, 10.0.2.2]", "next_hops: []"), "routes[0].next_hops", "at least one");
-    assert_refused(&good_with("prefix: 0.0.0.0/0", "prefix: 10.7.0.1/16"), "routes[0].prefix", "did you mean 10.7.0.0/16");
+    assert_refused(
+        &good_with("next_hops: [10.0.1.2, 10.0.2.2]", "next_hops: []"),
+        "routes[0].next_hops",
+        "at least one",
+    );
+    assert_refused(
+        &good_with("prefix: 0.0.0.0/0", "prefix: 10.7.0.1/16"),
+        "routes[0].prefix",
+        "did you mean 10.7.0.0/16",
+    );
 }
 
 #[test]
 fn mode_fields_must_match_the_mode() {
-    assert_refused(&good_with("    mode: access\n    vlan: 10", "    mode: access\n    vlan: 10\n    addresses: [10.9.0.1/24]"), "ports[0].addresses", "access port");
-    assert_refused(&good_with("    mode: routed\n    addresses: [10.0.2.1/24]", "    mode: routed\n    vlan: 10"), "ports[3].vlan", "routed port");
+    assert_refused(
+        &good_with("    mode: access\n    vlan: 10", "    mode: access\n    vlan: 10\n    addresses: [10.9.0.1/24]"),
+        "ports[0].addresses",
+        "access port",
+    );
+    assert_refused(
+        &good_with("    mode: routed\n    addresses: [10.0.2.1/24]", "    mode: routed\n    vlan: 10"),
+        "ports[3].vlan",
+        "routed port",
+    );
     assert_refused(&good_with("members: [eth5]", "members: [eth4]"), "vlans[1].members[0]", "routed port");
 }
 
@@ -227,7 +267,9 @@ fn interface_address_must_be_a_host() {
 
 #[test]
 fn every_error_is_reported_at_once() {
-    let yaml = good_with("vni: 10010", "vni: 20000000").replace("name: eth4", "name: eth0").replace("  - id: 30", "  - id: 5000");
+    let yaml = good_with("vni: 10010", "vni: 20000000")
+        .replace("name: eth4", "name: eth0")
+        .replace("  - id: 30", "  - id: 5000");
     let e = errors(&yaml);
     assert!(e.mentions("vxlan.vnis[0].vni"), "{e}");
     assert!(e.mentions("ports[3].name"), "{e}");

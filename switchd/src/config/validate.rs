@@ -173,7 +173,11 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
         };
         let mode = match port.mode {
             ModeKind::Access => {
-                for (field, set) in [("vlans", port.vlans.is_some()), ("native", port.native.is_some()), ("addresses", port.addresses.is_some())] {
+                for (field, set) in [
+                    ("vlans", port.vlans.is_some()),
+                    ("native", port.native.is_some()),
+                    ("addresses", port.addresses.is_some()),
+                ] {
                     if set {
                         v.error(at(field), "not valid on an access port");
                     }
@@ -191,7 +195,10 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                     1 => Some(PortMode::Access { vlan: *candidates.first().unwrap() }),
                     _ => {
                         let list: Vec<String> = candidates.iter().map(u16::to_string).collect();
-                        v.error(at("vlan"), format!("an access port is in exactly one VLAN, this one is in {}", list.join(", ")));
+                        v.error(
+                            at("vlan"),
+                            format!("an access port is in exactly one VLAN, this one is in {}", list.join(", ")),
+                        );
                         None
                     }
                 }
@@ -222,7 +229,9 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 Some(PortMode::Trunk { vlans: tagged.into_iter().collect(), native: port.native })
             }
             ModeKind::Routed => {
-                for (field, set) in [("vlan", port.vlan.is_some()), ("vlans", port.vlans.is_some()), ("native", port.native.is_some())] {
+                for (field, set) in
+                    [("vlan", port.vlan.is_some()), ("vlans", port.vlans.is_some()), ("native", port.native.is_some())]
+                {
                     if set {
                         v.error(at(field), "not valid on a routed port");
                     }
@@ -256,7 +265,10 @@ fn check_loopback(v: &mut Validator, loopback: &[IpNetwork]) {
     for (i, address) in loopback.iter().enumerate() {
         let host_len = if address.is_ipv4() { 32 } else { 128 };
         if address.prefix() != host_len {
-            v.error(format!("loopback[{i}]"), format!("{address}: loopback addresses are host addresses (/{host_len})"));
+            v.error(
+                format!("loopback[{i}]"),
+                format!("{address}: loopback addresses are host addresses (/{host_len})"),
+            );
         }
     }
 }
@@ -302,7 +314,10 @@ fn check_overlaps(v: &mut Validator, file: &ConfigFile, _config: &Config) {
 fn check_vxlan(v: &mut Validator, vxlan: &VxlanFile, config: &Config, declared: &BTreeSet<u16>) -> Vxlan {
     let local: BTreeSet<IpAddr> = config.addresses().iter().map(|(a, _)| a.ip()).collect();
     if !local.contains(&IpAddr::V4(vxlan.source)) {
-        v.error("vxlan.source", format!("{} is not an address of this switch (loopback, routed port or SVI)", vxlan.source));
+        v.error(
+            "vxlan.source",
+            format!("{} is not an address of this switch (loopback, routed port or SVI)", vxlan.source),
+        );
     }
     if vxlan.udp_port == 0 {
         v.error("vxlan.udp_port", "must not be 0");
@@ -351,9 +366,10 @@ fn check_routes(v: &mut Validator, routes: &[RouteFile], config: &Config) -> Vec
             v.error(format!("routes[{i}].prefix"), format!("{prefix} has host bits set; did you mean {canonical}?"));
         } else if let Some(first) = prefixes.insert(prefix, i) {
             v.error(format!("routes[{i}].prefix"), format!("duplicate route {prefix} (first at routes[{first}])"));
-        } else if let Some((a, _)) = addresses.iter().find(|(a, iface)| {
-            iface.is_some() && IpNetwork::new(a.network(), a.prefix()).ok() == Some(prefix)
-        }) {
+        } else if let Some((a, _)) = addresses
+            .iter()
+            .find(|(a, iface)| iface.is_some() && IpNetwork::new(a.network(), a.prefix()).ok() == Some(prefix))
+        {
             v.error(format!("routes[{i}].prefix"), format!("{prefix} is the connected subnet of {a}"));
         }
         if route.next_hops.is_empty() {
