@@ -93,6 +93,9 @@ pub struct NeighborConfig {
     pub port: u16,
     #[serde(default)]
     pub passive: bool,
+    /// Source address of our connections ("update-source").
+    #[serde(default)]
+    pub local_address: Option<IpAddr>,
     #[serde(default)]
     pub hold_time: Option<u16>,
     #[serde(default)]
@@ -129,6 +132,7 @@ impl NeighborConfig {
             description: None,
             port: BGP_PORT,
             passive: false,
+            local_address: None,
             hold_time: None,
             connect_retry: None,
             families: default_families(),

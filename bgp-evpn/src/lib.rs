@@ -11,3 +11,9 @@ pub mod neighbor;
 pub mod packet;
 pub mod policy;
 pub mod rib;
+pub mod sink;
+pub mod tasks;
+
+pub use config::BgpConfig;
+pub use sink::RouteSink;
+pub use tasks::BgpSpeaker;

@@ -1,0 +1,356 @@
+//! Tokio I/O around the sans-IO [`Speaker`]: a TCP listener, one connector
+//! and one reader/writer pair per connection, the timer, and a channel API
+//! ([`BgpSpeaker`]) for the daemon and `show` commands. Forwarding changes go
+//! to a [`RouteSink`].
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::config::BgpConfig;
+use crate::events::{Output, PeerSummary, RouteView, Speaker};
+use crate::neighbor::ConnId;
+use crate::packet::message::{EXTENDED_MAX_LEN, HEADER_LEN, frame_len};
+use crate::packet::{Family, Nlri};
+use crate::rib::PeerId;
+use crate::sink::RouteSink;
+
+/// How long an outgoing TCP connect may take before it counts as failed.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+enum Command {
+    Summary(oneshot::Sender<Vec<PeerSummary>>),
+    Routes(Family, Option<Nlri>, oneshot::Sender<Vec<RouteView>>),
+    LocRibLen(oneshot::Sender<usize>),
+    AddNetwork(Nlri),
+    RemoveNetwork(Nlri),
+    StopPeer(IpAddr),
+    StartPeer(IpAddr),
+    Shutdown(oneshot::Sender<()>),
+}
+
+enum IoEvent {
+    Connected { peer: PeerId, conn: ConnId, result: io::Result<TcpStream> },
+    Frame { peer: PeerId, conn: ConnId, bytes: Vec<u8> },
+    Closed { peer: PeerId, conn: ConnId },
+}
+
+enum WriterMsg {
+    Bytes(Vec<u8>),
+    Close,
+}
+
+/// A running speaker. Dropping it stops the task (sessions close without
+/// NOTIFICATION); [`BgpSpeaker::shutdown`] sends Cease first.
+pub struct BgpSpeaker {
+    commands: mpsc::Sender<Command>,
+    /// The address the listener is bound to, if listening.
+    pub listen_addr: Option<SocketAddr>,
+    task: Option<JoinHandle<()>>,
+}
+
+impl BgpSpeaker {
+    /// Binds the listener and starts every configured session.
+    pub async fn spawn(config: BgpConfig, sink: Box<dyn RouteSink>) -> Result<BgpSpeaker, String> {
+        let listener = if config.listen_port != 0 {
+            let addr = SocketAddr::new(config.listen_address, config.listen_port);
+            Some(bind_listener(addr).map_err(|e| format!("bgp.listen: {addr}: {e}"))?)
+        } else {
+            None
+        };
+        let listen_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
+        let speaker = Speaker::new(config)?;
+        let (tx, rx) = mpsc::channel(64);
+        let task = tokio::spawn(run(speaker, listener, rx, sink));
+        Ok(BgpSpeaker { commands: tx, listen_addr, task: Some(task) })
+    }
+
+    async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Option<T> {
+        let (tx, rx) = oneshot::channel();
+        self.commands.send(make(tx)).await.ok()?;
+        rx.await.ok()
+    }
+
+    pub async fn summary(&self) -> Vec<PeerSummary> {
+        self.ask(Command::Summary).await.unwrap_or_default()
+    }
+
+    pub async fn routes(&self, family: Family, prefix: Option<Nlri>) -> Vec<RouteView> {
+        self.ask(|tx| Command::Routes(family, prefix, tx)).await.unwrap_or_default()
+    }
+
+    pub async fn loc_rib_len(&self) -> usize {
+        self.ask(Command::LocRibLen).await.unwrap_or_default()
+    }
+
+    pub async fn add_network(&self, nlri: Nlri) {
+        let _ = self.commands.send(Command::AddNetwork(nlri)).await;
+    }
+
+    pub async fn remove_network(&self, nlri: Nlri) {
+        let _ = self.commands.send(Command::RemoveNetwork(nlri)).await;
+    }
+
+    pub async fn stop_peer(&self, addr: IpAddr) {
+        let _ = self.commands.send(Command::StopPeer(addr)).await;
+    }
+
+    pub async fn start_peer(&self, addr: IpAddr) {
+        let _ = self.commands.send(Command::StartPeer(addr)).await;
+    }
+
+    /// Sends Cease/Administrative Shutdown to every peer and stops.
+    pub async fn shutdown(mut self) {
+        let _ = self.ask(Command::Shutdown).await;
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for BgpSpeaker {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
+
+fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(128)
+}
+
+struct Driver {
+    speaker: Speaker,
+    sink: Box<dyn RouteSink>,
+    conns: HashMap<(PeerId, ConnId), mpsc::UnboundedSender<WriterMsg>>,
+    io_tx: mpsc::UnboundedSender<IoEvent>,
+    start: Instant,
+}
+
+impl Driver {
+    fn now(&self) -> u64 {
+        self.start.elapsed().as_nanos() as u64
+    }
+
+    /// Carries out every pending output of the speaker.
+    fn flush(&mut self) {
+        while let Some(out) = self.speaker.poll_output() {
+            match out {
+                Output::Connect { peer, conn, remote } => {
+                    let local = self.speaker.peer(peer).and_then(|p| p.config.local_address);
+                    let io_tx = self.io_tx.clone();
+                    tokio::spawn(async move {
+                        let result = tokio::time::timeout(CONNECT_TIMEOUT, connect(remote, local))
+                            .await
+                            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")));
+                        let _ = io_tx.send(IoEvent::Connected { peer, conn, result });
+                    });
+                }
+                Output::Send { peer, conn, bytes } => {
+                    if let Some(tx) = self.conns.get(&(peer, conn)) {
+                        let _ = tx.send(WriterMsg::Bytes(bytes));
+                    }
+                }
+                Output::Close { peer, conn } => {
+                    if let Some(tx) = self.conns.remove(&(peer, conn)) {
+                        let _ = tx.send(WriterMsg::Close);
+                    }
+                }
+                Output::Fib { nlri, next_hops } => {
+                    if next_hops.is_empty() {
+                        self.sink.remove(nlri);
+                    } else {
+                        self.sink.install(nlri, &next_hops);
+                    }
+                }
+                Output::SessionUp { .. } | Output::SessionDown { .. } => {}
+            }
+        }
+    }
+
+    /// Starts the reader and writer of a new connection.
+    fn attach(&mut self, peer: PeerId, conn: ConnId, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let (mut rd, mut wr) = stream.into_split();
+        let (tx, mut rx) = mpsc::unbounded_channel::<WriterMsg>();
+        self.conns.insert((peer, conn), tx);
+        tokio::spawn(async move {
+            while let Some(msg) = rx.recv().await {
+                match msg {
+                    WriterMsg::Bytes(b) => {
+                        if wr.write_all(&b).await.is_err() {
+                            break;
+                        }
+                    }
+                    WriterMsg::Close => break,
+                }
+            }
+            let _ = wr.shutdown().await;
+        });
+        let io_tx = self.io_tx.clone();
+        tokio::spawn(async move {
+            let mut buf: Vec<u8> = Vec::with_capacity(1 << 16);
+            let mut chunk = vec![0u8; 1 << 16];
+            'read: loop {
+                let n = match rd.read(&mut chunk).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => n,
+                };
+                buf.extend_from_slice(&chunk[..n]);
+                let mut at = 0;
+                loop {
+                    match frame_len(&buf[at..], EXTENDED_MAX_LEN) {
+                        Ok(Some(len)) => {
+                            let bytes = buf[at..at + len].to_vec();
+                            at += len;
+                            if io_tx.send(IoEvent::Frame { peer, conn, bytes }).is_err() {
+                                break 'read;
+                            }
+                        }
+                        Ok(None) => break,
+                        Err(_) => {
+                            // Let the speaker decode the header and send the
+                            // matching NOTIFICATION; nothing after it can be framed.
+                            let bytes = buf[at..at + HEADER_LEN].to_vec();
+                            let _ = io_tx.send(IoEvent::Frame { peer, conn, bytes });
+                            break 'read;
+                        }
+                    }
+                }
+                buf.drain(..at);
+            }
+            let _ = io_tx.send(IoEvent::Closed { peer, conn });
+        });
+    }
+
+    fn io_event(&mut self, ev: IoEvent) {
+        let now = self.now();
+        match ev {
+            IoEvent::Connected { peer, conn, result: Ok(stream) } => {
+                let local = stream.local_addr().map(|a| a.ip()).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+                self.attach(peer, conn, stream);
+                self.speaker.connected(now, peer, conn, unmap(local));
+            }
+            IoEvent::Connected { peer, conn, result: Err(e) } => {
+                tracing::debug!(peer, error = %e, "connect failed");
+                self.speaker.closed(now, peer, conn);
+            }
+            IoEvent::Frame { peer, conn, bytes } => self.speaker.received(now, peer, conn, &bytes),
+            IoEvent::Closed { peer, conn } => {
+                if self.conns.remove(&(peer, conn)).is_some() {
+                    self.speaker.closed(now, peer, conn);
+                }
+            }
+        }
+    }
+
+    fn accept(&mut self, stream: TcpStream, remote: SocketAddr) {
+        let Some(peer) = self.speaker.peer_by_addr(remote.ip()) else {
+            tracing::info!(%remote, "connection from an unconfigured address refused");
+            return;
+        };
+        let local = stream.local_addr().map(|a| unmap(a.ip())).unwrap_or(IpAddr::from([0, 0, 0, 0]));
+        let now = self.now();
+        // The id is known only once the speaker accepted; outputs wait in its
+        // queue until `flush`, after the connection is attached.
+        let conn = self.speaker.accepted(now, peer, local);
+        self.attach(peer, conn, stream);
+    }
+}
+
+fn unmap(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+        v4 => v4,
+    }
+}
+
+async fn connect(remote: SocketAddr, local: Option<IpAddr>) -> io::Result<TcpStream> {
+    let socket = if remote.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
+    if let Some(local) = local {
+        socket.bind(SocketAddr::new(local, 0))?;
+    }
+    socket.connect(remote).await
+}
+
+async fn run(
+    speaker: Speaker,
+    listener: Option<TcpListener>,
+    mut commands: mpsc::Receiver<Command>,
+    sink: Box<dyn RouteSink>,
+) {
+    let (io_tx, mut io_rx) = mpsc::unbounded_channel();
+    let mut d = Driver { speaker, sink, conns: HashMap::new(), io_tx, start: Instant::now() };
+    let now = d.now();
+    d.speaker.start(now);
+    d.flush();
+    loop {
+        let deadline = d.speaker.poll_timeout().map(|t| d.start + Duration::from_nanos(t));
+        let sleep = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        let accept = async {
+            match &listener {
+                Some(l) => l.accept().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            ev = io_rx.recv() => {
+                let Some(ev) = ev else { break };
+                d.io_event(ev);
+                // Drain what else is ready so bursts of frames are batched.
+                for _ in 0..256 {
+                    match io_rx.try_recv() {
+                        Ok(ev) => d.io_event(ev),
+                        Err(_) => break,
+                    }
+                }
+            }
+            accepted = accept => {
+                if let Ok((stream, remote)) = accepted {
+                    d.accept(stream, remote);
+                }
+            }
+            cmd = commands.recv() => {
+                let Some(cmd) = cmd else { break };
+                let now = d.now();
+                match cmd {
+                    Command::Summary(tx) => { let _ = tx.send(d.speaker.summary(now)); }
+                    Command::Routes(f, p, tx) => { let _ = tx.send(d.speaker.routes(f, p.as_ref())); }
+                    Command::LocRibLen(tx) => { let _ = tx.send(d.speaker.rib.loc_len()); }
+                    Command::AddNetwork(n) => d.speaker.add_network(n),
+                    Command::RemoveNetwork(n) => d.speaker.remove_network(n),
+                    Command::StopPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.stop_peer(now, p) },
+                    Command::StartPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.start_peer(now, p) },
+                    Command::Shutdown(tx) => {
+                        d.speaker.shutdown(now);
+                        d.flush();
+                        let _ = tx.send(());
+                        // Give the writers a moment to put the NOTIFICATIONs on the wire.
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        break;
+                    }
+                }
+            }
+            _ = sleep => {
+                let now = d.now();
+                d.speaker.handle_timeout(now);
+            }
+        }
+        d.flush();
+    }
+}
