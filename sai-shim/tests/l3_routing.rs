@@ -613,3 +613,42 @@ fn no_icmp_error_about_an_icmp_error_or_a_later_fragment() {
     let result = r.lab.inject(r.ports[0], &from_h1(&fragment, EtherType::Ipv4));
     assert_eq!((result.disposition, result.frames.len()), (Disposition::Dropped(DropReason::TtlExpired), 0));
 }
+
+#[test]
+fn hop_limit_expiry_sends_icmpv6_time_exceeded() {
+    let mut r = routed();
+    r.lab
+        .sai
+        .create_neighbor_entry(
+            NeighborEntryKey { router_interface: r.svi, ip: H1_V6.into() },
+            &[NeighborEntryAttr::DstMacAddress(H1_MAC)],
+        )
+        .unwrap();
+    r.lab.inject(r.ports[0], &l2(EthernetAddress::BROADCAST, H1_MAC, None));
+    route(&mut r.lab, "2001:db8:100::/48", r.nh3_v6);
+    let packet = udp6(H1_V6, "2001:db8:100::9".parse().unwrap(), 33434, 33435, 1, b"trace6");
+    let result = r.lab.inject(r.ports[0], &from_h1(&packet, EtherType::Ipv6));
+    assert_eq!(result.disposition, Disposition::Dropped(DropReason::TtlExpired));
+    // RFC 4443 section 3.3: from the interface's address, quoting the packet.
+    let error = icmp6(
+        &Icmpv6Repr::TimeExceeded {
+            reason: dataplane::wire::icmpv6::TimeExceeded::HopLimitExceeded,
+            invoking_packet: &packet,
+        },
+        SVI_V6,
+        H1_V6,
+    );
+    let expected = eth(H1_MAC, ROUTER_MAC, None, EtherType::Ipv6, &ipv6(SVI_V6, H1_V6, IpProtocol::Icmpv6, 64, &error));
+    assert_eq!(result.frames, vec![(Egress::Port(r.index(0)), expected)]);
+}
+
+#[test]
+fn a_router_interface_administratively_down_routes_nothing() {
+    let mut r = routed();
+    route(&mut r.lab, "198.51.100.0/24", r.nh3);
+    let frame = from_h1(&udp4(H1_V4, Ipv4Addr::new(198, 51, 100, 7), 1, 2, 64, b"x"), EtherType::Ipv4);
+    r.lab.sai.set_router_interface_attribute(r.rif3, RouterInterfaceAttr::AdminState(false)).unwrap();
+    assert_eq!(r.lab.inject(r.ports[0], &frame).disposition, Disposition::Dropped(DropReason::RouterInterfaceDown));
+    r.lab.sai.set_router_interface_attribute(r.rif3, RouterInterfaceAttr::AdminState(true)).unwrap();
+    assert_eq!(r.lab.inject(r.ports[0], &frame).ports(), vec![r.index(2)]);
+}

@@ -234,6 +234,12 @@ impl SoftBackend {
         self.switch.drop_counters()
     }
 
+    /// Pipeline events lost because nobody drained notifications for too
+    /// long (the pipeline's queue is bounded so the hot path never allocates).
+    pub fn events_lost(&self) -> u64 {
+        self.switch.events_lost()
+    }
+
     fn translate_dest(&self, dest: FdbDest) -> Option<ObjectId> {
         match dest {
             FdbDest::Port(port) => self.bridge_port_of_port.get(&port).copied(),
