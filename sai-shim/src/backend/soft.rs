@@ -116,10 +116,11 @@ impl SoftBackend {
             switch: pipeline::Switch::new(config.clone()),
             ports: DenseIndex::with_limit(usize::from(config.max_ports)),
             rifs: DenseIndex::with_limit(usize::from(config.max_router_interfaces)),
-            // Next hops and groups have no table size of their own in the
-            // pipeline; a route can use at most one of each.
-            next_hops: DenseIndex::with_limit(config.route_capacity),
-            groups: DenseIndex::with_limit(config.route_capacity),
+            // The pipeline gives next hops and groups no table size of their
+            // own; a route uses at most one of each, so the route table's
+            // size bounds them (with room to spare on tiny test tables).
+            next_hops: DenseIndex::with_limit(config.route_capacity.max(4096)),
+            groups: DenseIndex::with_limit(config.route_capacity.max(4096)),
             config,
             now: 0,
             cpu_port: None,
@@ -438,10 +439,10 @@ impl Backend for SoftBackend {
             Object::BridgePort(bridge_port) => match bridge_port.bridge_port_type {
                 BridgePortType::Port(port) => {
                     let index = self.port(port)?;
-                    self.bridge_port_of_port.insert(index, id);
                     let port = store.port(port).ok_or(SaiError::UnknownObject(port))?;
                     let config = PortConfig { learning: bridge_port.learning, ..self.port_config(store, port, index) };
                     self.switch.set_port(index, config).map_err(|e| table_error(e, "bridge port", "TYPE"))?;
+                    self.bridge_port_of_port.insert(index, id);
                 }
                 BridgePortType::Tunnel(endpoint) => {
                     let endpoint = store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?;
