@@ -269,3 +269,61 @@ fn flood_list_follows_the_vlan_members() {
     o.lab.sai.remove(map).unwrap();
     let _ = o.access_bridge_ports;
 }
+
+#[test]
+fn underlay_ecmp_spreads_tunnelled_flows_over_both_spines() {
+    let mut o = overlay();
+    // A second spine on eth8, and the route to the VTEPs over both.
+    let spine2_mac = EthernetAddress([0x02, 0x5b, 0, 0, 0, 0x02]);
+    let eth8 = o.lab.port("eth8");
+    let vr = o.lab.sai.default_virtual_router();
+    let rif8 = o
+        .lab
+        .sai
+        .create_router_interface(&[
+            RouterInterfaceAttr::VirtualRouterId(vr),
+            RouterInterfaceAttr::Type(RouterInterfaceType::Port(eth8)),
+        ])
+        .unwrap();
+    let spine2: IpAddr = Ipv4Addr::new(10, 8, 0, 2).into();
+    o.lab
+        .sai
+        .create_neighbor_entry(
+            NeighborEntryKey { router_interface: rif8, ip: spine2 },
+            &[NeighborEntryAttr::DstMacAddress(spine2_mac)],
+        )
+        .unwrap();
+    let nh2 = o.lab.sai.create_next_hop(&[NextHopAttr::Ip(spine2), NextHopAttr::RouterInterfaceId(rif8)]).unwrap();
+    let key = RouteEntryKey { virtual_router: vr, destination: net("10.0.0.0/24") };
+    let nh1 = o.lab.sai.get_route_entry(key).unwrap().next_hop.unwrap();
+    let group = o.lab.sai.create_next_hop_group().unwrap();
+    for nh in [nh1, nh2] {
+        o.lab
+            .sai
+            .create_next_hop_group_member(&[
+                NextHopGroupMemberAttr::NextHopGroupId(group),
+                NextHopGroupMemberAttr::NextHopId(nh),
+            ])
+            .unwrap();
+    }
+    o.lab.sai.set_route_entry_attribute(key, RouteEntryAttr::NextHopId(Some(group))).unwrap();
+    // Only VTEP2 floods, so each inner flow makes one tunnelled packet.
+    o.lab.sai.remove(o.flood_members[1]).unwrap();
+    let (i8, i9) = (o.lab.index(eth8), o.lab.index(o.underlay));
+    let mut per_spine = [0; 2];
+    for flow in 0..32u16 {
+        let inner = inner_udp(30000 + flow);
+        let result = o.lab.inject(o.access[0], &inner);
+        let (spine, frames) =
+            if result.on_port(i8).is_empty() { (0, result.on_port(i9)) } else { (1, result.on_port(i8)) };
+        assert_eq!(frames.len(), 1, "{result:?}");
+        let spine_mac = if spine == 0 { SPINE_MAC } else { spine2_mac };
+        let frame = frames[0];
+        assert_eq!(
+            frame,
+            vxlan(spine_mac, ROUTER_MAC, LOCAL_VTEP, VTEP2, source_port(frame), 64, VNI, &inner).as_slice()
+        );
+        per_spine[spine] += 1;
+    }
+    assert!(per_spine[0] >= 8 && per_spine[1] >= 8, "32 flows over the spines: {per_spine:?}");
+}
