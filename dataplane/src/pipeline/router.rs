@@ -101,7 +101,7 @@ pub(crate) struct Router {
     route_count: usize,
     route_capacity: usize,
     pub(crate) next_hops: FxHashMap<NextHopId, NextHop>,
-    pub(crate) groups: FxHashMap<NextHopGroupId, Vec<NextHopId>>,
+    pub(crate) groups: FxHashMap<NextHopGroupId, Group>,
     /// Routes and groups that use a next hop, routes that use a group,
     /// routes and next hops that use a router interface.
     next_hop_refs: FxHashMap<NextHopId, u32>,
@@ -398,6 +398,13 @@ impl Switch {
         }
         if let Some(old) = self.router.next_hops.insert(id, next_hop) {
             *self.router.rif_refs.entry(old.rif).or_default() -= 1;
+            for group in self.router.groups.values_mut() {
+                for (member_id, member) in group.ids.iter().zip(group.members.iter_mut()) {
+                    if *member_id == id {
+                        *member = next_hop;
+                    }
+                }
+            }
         }
         *self.router.rif_refs.entry(next_hop.rif).or_default() += 1;
         Ok(())
@@ -428,8 +435,9 @@ impl Switch {
         for &member in members {
             *self.router.next_hop_refs.entry(member).or_default() += 1;
         }
-        if let Some(old) = self.router.groups.insert(id, members.to_vec()) {
-            for member in old {
+        let resolved = members.iter().map(|member| self.router.next_hops[member]).collect();
+        if let Some(old) = self.router.groups.insert(id, Group { ids: members.to_vec(), members: resolved }) {
+            for member in old.ids {
                 *self.router.next_hop_refs.entry(member).or_default() -= 1;
             }
         }
@@ -443,14 +451,14 @@ impl Switch {
         if self.router.group_refs.get(&id).is_some_and(|&count| count > 0) {
             return Err(TableError::InUse);
         }
-        for member in self.router.groups.remove(&id).expect("checked") {
+        for member in self.router.groups.remove(&id).expect("checked").ids {
             *self.router.next_hop_refs.entry(member).or_default() -= 1;
         }
         Ok(())
     }
 
     pub fn next_hop_group(&self, id: NextHopGroupId) -> Option<&[NextHopId]> {
-        self.router.groups.get(&id).map(Vec::as_slice)
+        self.router.groups.get(&id).map(|group| group.ids.as_slice())
     }
 
     // ---- forwarding ----
@@ -724,13 +732,13 @@ impl Switch {
             RouteTarget::Connected(rif) => return Ok(Adjacency { rif, next_hop: dst }),
             RouteTarget::NextHop(id) => self.router.next_hops.get(&id).ok_or(DropReason::NoRoute)?,
             RouteTarget::Group(id) => {
-                let members = self.router.groups.get(&id).ok_or(DropReason::NoRoute)?;
+                let members = &self.router.groups.get(&id).ok_or(DropReason::NoRoute)?.members;
                 if members.is_empty() {
                     return Err(DropReason::Blackhole);
                 }
                 // Multiply-shift maps the hash onto the members without a division.
                 let index = (u64::from(hash()) * members.len() as u64) >> 32;
-                self.router.next_hops.get(&members[index as usize]).ok_or(DropReason::NoRoute)?
+                &members[index as usize]
             }
             RouteTarget::Drop => return Err(DropReason::Blackhole),
             RouteTarget::Local | RouteTarget::Punt => return Err(DropReason::NoRoute),
@@ -909,6 +917,13 @@ impl Switch {
         header.emit(&mut EthernetFrame::new_unchecked(&mut *buf));
         buf[ethernet::HEADER_LEN..].copy_from_slice(ip);
     }
+}
+
+/// An ECMP group: its member ids, and the members themselves so that the
+/// fast path does one lookup, not one per level.
+pub(crate) struct Group {
+    ids: Vec<NextHopId>,
+    members: Vec<NextHop>,
 }
 
 /// A resolved next hop: the neighbour `next_hop` behind `rif`.

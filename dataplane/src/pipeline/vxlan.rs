@@ -127,14 +127,10 @@ impl Switch {
         let (hash, dscp, ecn) = inner_flow(&frame);
         let src_port = vxlan::udp_source_port(hash);
         let target = self.router.lookup_v4(remote).ok_or(DropReason::NoRoute)?;
-        let adjacency = self.select_next_hop(target, IpAddr::V4(remote), || {
-            flow_hash(
-                u128::from(u32::from(vtep.source_ip)),
-                u128::from(u32::from(remote)),
-                IpProtocol::Udp.into(),
-                (u32::from(src_port) << 16) | u32::from(vtep.udp_port),
-            )
-        })?;
+        // The underlay's ECMP hashes the outer 5-tuple, in which only the
+        // source port varies per flow; the inner flow hash it derives from
+        // picks our own uplink the same way, without hashing twice.
+        let adjacency = self.select_next_hop(target, IpAddr::V4(remote), || hash)?;
         let inner_len = 12 + frame.body.len();
         let udp = UdpRepr { src_port, dst_port: vtep.udp_port, payload_len: vxlan::HEADER_LEN + inner_len };
         let ip = Ipv4Repr {
