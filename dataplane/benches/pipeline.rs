@@ -229,8 +229,8 @@ fn ipv4_lpm_ecmp(c: &mut Criterion) {
         if switch.route(prefix.into()).is_none() {
             switch.set_route(prefix.into(), target).unwrap();
             installed += 1;
-            if destinations.len() < 4 * BATCH && r % 97 == 0 {
-                let host = u32::from(addr) | ((rng.next() as u32) & !(u32::MAX << (32 - u32::from(len))).min(u32::MAX));
+            if destinations.len() < 4 * BATCH && r.is_multiple_of(97) {
+                let host = u32::from(addr) | ((rng.next() as u32) & !(u32::MAX << (32 - u32::from(len))));
                 destinations.push(Ipv4Addr::from(if len == 32 { u32::from(addr) } else { host }));
             }
         }
