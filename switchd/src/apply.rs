@@ -1,24 +1,28 @@
-//! Programs a validated [`Config`] into the SAI-like shim.
+//! Programs a validated [`Config`] into the SAI-like shim, as a diff from
+//! what is programmed ([`Applied`]) to what the config asks for.
 //!
-//! The order follows the objects' references: ports, VLANs, bridge ports and
-//! VLAN members, router interfaces, the switch's own addresses (routes to the
-//! CPU port) and connected subnets, next hops and groups, static routes, then
-//! the VXLAN tunnel with its VNI maps and flood lists. Validation already
-//! refused every config the shim would refuse for content, so an error here
-//! is a resource limit (a full table) or a bug; the caller stops the daemon.
+//! [`reconcile`] removes what the candidate no longer has (in reverse
+//! dependency order: routes, groups, next hops, flood entries, VNI maps,
+//! tunnel, router interfaces, VLAN members, bridge ports, ports, VLANs),
+//! changes attributes in place (port admin state, MTU, PVID, tagging mode,
+//! router interface MTU, tunnel source), and creates what is new (in
+//! dependency order). [`apply`] is the first reconcile, from nothing.
+//! Validation already refused every config the shim would refuse for
+//! content, so an error here is a resource limit (a full table) or a bug;
+//! the daemon then reconciles back to the running config.
 //!
-//! What was created is recorded in [`Applied`], which the management server
-//! uses to turn object ids back into the operator's names.
+//! [`Applied`] also lets the management server turn object ids back into the
+//! operator's names.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr};
 
 use dataplane::wire::EthernetAddress;
 use ipnetwork::IpNetwork;
 use sai_shim::{
-    Backend, BridgePortAttr, BridgePortType, NextHopAttr, NextHopGroupMemberAttr, ObjectId, PortAttr, RouteEntryAttr,
-    RouteEntryKey, RouterInterfaceAttr, RouterInterfaceType, Sai, SaiError, SwitchAttr, TaggingMode, TunnelAttr,
-    TunnelEndpointAttr, TunnelMapEntryAttr, VlanAttr, VlanMemberAttr,
+    Backend, BridgePortAttr, BridgePortType, FdbFlush, FdbFlushType, NextHopAttr, NextHopGroupMemberAttr, ObjectId,
+    PortAttr, RouteEntryAttr, RouteEntryKey, RouterInterfaceAttr, RouterInterfaceType, Sai, SaiError, SwitchAttr,
+    TaggingMode, TunnelAttr, TunnelEndpointAttr, TunnelMapEntryAttr, VlanAttr, VlanMemberAttr,
 };
 
 use crate::config::{Config, L3Interface, PortMode};
@@ -40,16 +44,37 @@ pub struct VlanObjects {
     pub router_interface: Option<ObjectId>,
 }
 
-/// Everything [`apply`] created, by the names the config uses.
+/// Sorted ECMP members, by what the config names: the group's identity.
+pub type HopSet = Vec<(IpAddr, L3Interface)>;
+
+/// Everything programmed, by the names the config uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Applied {
     pub ports: BTreeMap<String, PortObjects>,
     pub vlans: BTreeMap<u16, VlanObjects>,
+    /// (VLAN, port) -> VLAN member.
+    pub members: BTreeMap<(u16, String), ObjectId>,
     pub tunnel: Option<ObjectId>,
+    /// VLAN -> (VNI, tunnel map entry).
+    pub vni_maps: BTreeMap<u16, (u32, ObjectId)>,
     /// Remote VTEP -> (tunnel endpoint, its bridge port).
     pub remote_vteps: BTreeMap<Ipv4Addr, (ObjectId, ObjectId)>,
-    pub next_hops: BTreeMap<(IpAddr, ObjectId), ObjectId>,
-    pub routes: Vec<IpNetwork>,
+    /// (VLAN, remote VTEP) -> the VLAN member that floods to it.
+    pub flood_members: BTreeMap<(u16, Ipv4Addr), ObjectId>,
+    pub next_hops: BTreeMap<(IpAddr, L3Interface), ObjectId>,
+    /// Hop set -> (group, its members).
+    pub groups: BTreeMap<HopSet, (ObjectId, Vec<ObjectId>)>,
+    /// Route -> what it was programmed for.
+    pub routes: BTreeMap<IpNetwork, RouteSpec>,
+}
+
+/// What a route points at, in the config's terms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteSpec {
+    /// An address of the switch: to the CPU port.
+    Local,
+    Connected(L3Interface),
+    Via(HopSet),
 }
 
 impl Applied {
@@ -122,171 +147,419 @@ pub fn switch_attributes(config: &Config) -> Vec<SwitchAttr> {
 /// Creates every object of `config` in a fresh shim.
 pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, ApplyError> {
     let mut applied = Applied::default();
-
-    for vlan in &config.vlans {
-        let id = sai.create_vlan(&[VlanAttr::VlanId(vlan.id)]).context(|| format!("vlan {}", vlan.id))?;
-        applied.vlans.insert(vlan.id, VlanObjects { vlan: id, router_interface: None });
-    }
-
-    for port in &config.ports {
-        let mut attrs =
-            vec![PortAttr::Name(port.name.clone()), PortAttr::AdminState(port.admin_up), PortAttr::Mtu(port.mtu)];
-        if let Some(pvid) = port.mode.pvid() {
-            attrs.push(PortAttr::PortVlanId(pvid));
-        }
-        let id = sai.create_port(&attrs).context(|| format!("port {}", port.name))?;
-        let mut objects = PortObjects { port: id, bridge_port: None, router_interface: None };
-        match &port.mode {
-            PortMode::Access { .. } | PortMode::Trunk { .. } => {
-                let bridge_port = sai
-                    .create_bridge_port(&[
-                        BridgePortAttr::Type(BridgePortType::Port(id)),
-                        BridgePortAttr::Learning(true),
-                    ])
-                    .context(|| format!("bridge port of {}", port.name))?;
-                for (vid, tagged) in port.mode.memberships() {
-                    let vlan = applied.vlans[&vid].vlan;
-                    let mode = if tagged { TaggingMode::Tagged } else { TaggingMode::Untagged };
-                    sai.create_vlan_member(&[
-                        VlanMemberAttr::VlanId(vlan),
-                        VlanMemberAttr::BridgePortId(bridge_port),
-                        VlanMemberAttr::TaggingMode(mode),
-                    ])
-                    .context(|| format!("member {} of vlan {vid}", port.name))?;
-                }
-                objects.bridge_port = Some(bridge_port);
-            }
-            PortMode::Routed { .. } => {
-                let rif = sai
-                    .create_router_interface(&[
-                        RouterInterfaceAttr::VirtualRouterId(sai.default_virtual_router()),
-                        RouterInterfaceAttr::Type(RouterInterfaceType::Port(id)),
-                        RouterInterfaceAttr::Mtu(port.mtu),
-                        RouterInterfaceAttr::AdminState(port.admin_up),
-                    ])
-                    .context(|| format!("router interface of {}", port.name))?;
-                objects.router_interface = Some(rif);
-            }
-        }
-        applied.ports.insert(port.name.clone(), objects);
-    }
-
-    for vlan in config.vlans.iter().filter(|v| !v.addresses.is_empty()) {
-        let objects = applied.vlans.get_mut(&vlan.id).expect("created above");
-        let rif = sai
-            .create_router_interface(&[
-                RouterInterfaceAttr::VirtualRouterId(sai.default_virtual_router()),
-                RouterInterfaceAttr::Type(RouterInterfaceType::Vlan(objects.vlan)),
-            ])
-            .context(|| format!("router interface of vlan {}", vlan.id))?;
-        objects.router_interface = Some(rif);
-    }
-
-    // The switch's own addresses go to the CPU port; their subnets are
-    // connected through the interface.
-    for (address, interface) in config.addresses() {
-        let host = IpNetwork::new(address.ip(), if address.is_ipv4() { 32 } else { 128 }).expect("host prefix");
-        add_route(sai, &mut applied, host, sai.cpu_port())?;
-        if let Some(interface) = interface {
-            let rif = applied.rif_of(&interface).expect("interface with addresses has a router interface");
-            let subnet = IpNetwork::new(address.network(), address.prefix()).expect("same prefix");
-            if subnet.prefix() != host.prefix() {
-                add_route(sai, &mut applied, subnet, rif)?;
-            }
-        }
-    }
-
-    for route in &config.routes {
-        let mut hops = Vec::new();
-        for (ip, interface) in &route.next_hops {
-            let rif = applied.rif_of(interface).expect("validated: next hop on an L3 interface");
-            hops.push(next_hop(sai, &mut applied, *ip, rif)?);
-        }
-        let target = if let [single] = hops[..] {
-            single
-        } else {
-            let group = sai.create_next_hop_group().context(|| format!("next-hop group of {}", route.prefix))?;
-            for hop in &hops {
-                sai.create_next_hop_group_member(&[
-                    NextHopGroupMemberAttr::NextHopGroupId(group),
-                    NextHopGroupMemberAttr::NextHopId(*hop),
-                ])
-                .context(|| format!("next-hop group member of {}", route.prefix))?;
-            }
-            group
-        };
-        add_route(sai, &mut applied, route.prefix, target)?;
-    }
-
-    if let Some(vxlan) = &config.vxlan {
-        let tunnel = sai
-            .create_tunnel(&[TunnelAttr::EncapSrcIp(vxlan.source), TunnelAttr::UdpDstPort(vxlan.udp_port)])
-            .context(|| "vxlan tunnel".into())?;
-        applied.tunnel = Some(tunnel);
-        for map in &vxlan.vnis {
-            let vlan = applied.vlans[&map.vlan].vlan;
-            sai.create_tunnel_map_entry(&[
-                TunnelMapEntryAttr::TunnelId(tunnel),
-                TunnelMapEntryAttr::VlanId(vlan),
-                TunnelMapEntryAttr::Vni(map.vni),
-            ])
-            .context(|| format!("vni {} map", map.vni))?;
-            for remote in &map.flood {
-                let (_, bridge_port) = match applied.remote_vteps.get(remote) {
-                    Some(objects) => *objects,
-                    None => {
-                        let endpoint = sai
-                            .create_tunnel_endpoint(&[
-                                TunnelEndpointAttr::TunnelId(tunnel),
-                                TunnelEndpointAttr::RemoteIp(*remote),
-                            ])
-                            .context(|| format!("remote vtep {remote}"))?;
-                        let bridge_port = sai
-                            .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))])
-                            .context(|| format!("bridge port of remote vtep {remote}"))?;
-                        applied.remote_vteps.insert(*remote, (endpoint, bridge_port));
-                        (endpoint, bridge_port)
-                    }
-                };
-                // A tunnel bridge port in a VLAN puts the remote VTEP on the
-                // VNI's flood list (head-end replication).
-                sai.create_vlan_member(&[
-                    VlanMemberAttr::VlanId(vlan),
-                    VlanMemberAttr::BridgePortId(bridge_port),
-                    VlanMemberAttr::TaggingMode(TaggingMode::Untagged),
-                ])
-                .context(|| format!("flood entry {remote} of vni {}", map.vni))?;
-            }
-        }
-    }
+    reconcile(sai, &mut applied, config)?;
     Ok(applied)
 }
 
-fn next_hop<B: Backend>(
-    sai: &mut Sai<B>,
-    applied: &mut Applied,
-    ip: IpAddr,
-    rif: ObjectId,
-) -> Result<ObjectId, ApplyError> {
-    if let Some(id) = applied.next_hops.get(&(ip, rif)) {
-        return Ok(*id);
+/// Every route `config` implies: the switch's addresses, connected subnets,
+/// static routes.
+pub fn desired_routes(config: &Config) -> BTreeMap<IpNetwork, RouteSpec> {
+    let mut routes = BTreeMap::new();
+    for (address, interface) in config.addresses() {
+        let host = IpNetwork::new(address.ip(), if address.is_ipv4() { 32 } else { 128 }).expect("host prefix");
+        routes.insert(host, RouteSpec::Local);
+        if let Some(interface) = interface {
+            let subnet = IpNetwork::new(address.network(), address.prefix()).expect("same prefix");
+            if subnet.prefix() != host.prefix() {
+                routes.insert(subnet, RouteSpec::Connected(interface));
+            }
+        }
     }
-    let id = sai
-        .create_next_hop(&[NextHopAttr::Ip(ip), NextHopAttr::RouterInterfaceId(rif)])
-        .context(|| format!("next hop {ip}"))?;
-    applied.next_hops.insert((ip, rif), id);
-    Ok(id)
+    for route in &config.routes {
+        let mut hops = route.next_hops.clone();
+        hops.sort();
+        routes.insert(route.prefix, RouteSpec::Via(hops));
+    }
+    routes
 }
 
-fn add_route<B: Backend>(
-    sai: &mut Sai<B>,
-    applied: &mut Applied,
-    prefix: IpNetwork,
-    target: ObjectId,
-) -> Result<(), ApplyError> {
-    let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination: prefix };
-    sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(target))]).context(|| format!("route {prefix}"))?;
-    applied.routes.push(prefix);
+/// What the candidate wants, keyed like [`Applied`].
+struct Desired {
+    /// Port -> (admin, mtu, pvid, bridged, routed).
+    ports: BTreeMap<String, (bool, u16, Option<u16>, bool, bool)>,
+    vlans: BTreeSet<u16>,
+    svis: BTreeSet<u16>,
+    members: BTreeMap<(u16, String), bool>,
+    tunnel: Option<(Ipv4Addr, u16)>,
+    vni_maps: BTreeMap<u16, u32>,
+    flood: BTreeSet<(u16, Ipv4Addr)>,
+    routes: BTreeMap<IpNetwork, RouteSpec>,
+    groups: BTreeSet<HopSet>,
+    next_hops: BTreeSet<(IpAddr, L3Interface)>,
+}
+
+impl Desired {
+    fn of(config: &Config) -> Desired {
+        let mut ports = BTreeMap::new();
+        let mut members = BTreeMap::new();
+        for port in &config.ports {
+            let routed = matches!(port.mode, PortMode::Routed { .. });
+            ports.insert(port.name.clone(), (port.admin_up, port.mtu, port.mode.pvid(), !routed, routed));
+            for (vid, tagged) in port.mode.memberships() {
+                members.insert((vid, port.name.clone()), tagged);
+            }
+        }
+        let routes = desired_routes(config);
+        let mut groups = BTreeSet::new();
+        let mut next_hops = BTreeSet::new();
+        for spec in routes.values() {
+            if let RouteSpec::Via(hops) = spec {
+                next_hops.extend(hops.iter().cloned());
+                if hops.len() > 1 {
+                    groups.insert(hops.clone());
+                }
+            }
+        }
+        let vxlan = config.vxlan.as_ref();
+        Desired {
+            ports,
+            vlans: config.vlans.iter().map(|v| v.id).collect(),
+            svis: config.vlans.iter().filter(|v| !v.addresses.is_empty()).map(|v| v.id).collect(),
+            members,
+            tunnel: vxlan.map(|x| (x.source, x.udp_port)),
+            vni_maps: vxlan.map(|x| x.vnis.iter().map(|m| (m.vlan, m.vni)).collect()).unwrap_or_default(),
+            flood: vxlan
+                .map(|x| x.vnis.iter().flat_map(|m| m.flood.iter().map(move |r| (m.vlan, *r))).collect())
+                .unwrap_or_default(),
+            routes,
+            groups,
+            next_hops,
+        }
+    }
+}
+
+/// Brings the shim from `applied` to `candidate`, updating `applied` as each
+/// step succeeds (so that after an error it still tells what is programmed).
+pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate: &Config) -> Result<(), ApplyError> {
+    let want = Desired::of(candidate);
+    let vr = sai.default_virtual_router();
+    let route_key = |prefix: IpNetwork| RouteEntryKey { virtual_router: vr, destination: prefix };
+
+    // ---- removals, users before what they use
+    let stale_routes: Vec<IpNetwork> =
+        applied.routes.iter().filter(|(p, spec)| want.routes.get(*p) != Some(*spec)).map(|(p, _)| *p).collect();
+    for prefix in stale_routes {
+        sai.remove_route_entry(route_key(prefix)).context(|| format!("remove route {prefix}"))?;
+        applied.routes.remove(&prefix);
+    }
+    let stale_groups: Vec<HopSet> = applied.groups.keys().filter(|k| !want.groups.contains(*k)).cloned().collect();
+    for key in stale_groups {
+        let (group, members) = applied.groups[&key].clone();
+        for member in members {
+            sai.remove(member).context(|| "remove next-hop group member".into())?;
+        }
+        sai.remove(group).context(|| "remove next-hop group".into())?;
+        applied.groups.remove(&key);
+    }
+    let stale_hops: Vec<(IpAddr, L3Interface)> =
+        applied.next_hops.keys().filter(|k| !want.next_hops.contains(*k)).cloned().collect();
+    for key in stale_hops {
+        sai.remove(applied.next_hops[&key]).context(|| format!("remove next hop {}", key.0))?;
+        applied.next_hops.remove(&key);
+    }
+    // A VLAN whose VNI changes loses its flood entries with its old map.
+    let remapped: BTreeSet<u16> = applied
+        .vni_maps
+        .iter()
+        .filter(|(vlan, (vni, _))| want.vni_maps.get(*vlan) != Some(vni))
+        .map(|(v, _)| *v)
+        .collect();
+    let stale_flood: Vec<(u16, Ipv4Addr)> =
+        applied.flood_members.keys().filter(|k| !want.flood.contains(*k) || remapped.contains(&k.0)).copied().collect();
+    for key in stale_flood {
+        sai.remove(applied.flood_members[&key])
+            .context(|| format!("remove flood entry {} of vlan {}", key.1, key.0))?;
+        applied.flood_members.remove(&key);
+    }
+    let still_flooded: BTreeSet<Ipv4Addr> = want.flood.iter().map(|(_, r)| *r).collect();
+    let stale_remotes: Vec<Ipv4Addr> =
+        applied.remote_vteps.keys().filter(|r| !still_flooded.contains(*r)).copied().collect();
+    for remote in stale_remotes {
+        let (endpoint, bridge_port) = applied.remote_vteps[&remote];
+        let _ = sai.flush_fdb_entries(FdbFlush {
+            bridge_port: Some(bridge_port),
+            vlan: None,
+            entry_type: FdbFlushType::All,
+        });
+        sai.remove(bridge_port).context(|| format!("remove bridge port of vtep {remote}"))?;
+        sai.remove(endpoint).context(|| format!("remove vtep {remote}"))?;
+        applied.remote_vteps.remove(&remote);
+    }
+    for vlan in remapped {
+        let (_, map) = applied.vni_maps[&vlan];
+        sai.remove(map).context(|| format!("remove VNI map of vlan {vlan}"))?;
+        applied.vni_maps.remove(&vlan);
+    }
+    if let Some(tunnel) = applied.tunnel {
+        match want.tunnel {
+            None => {
+                sai.remove(tunnel).context(|| "remove vxlan tunnel".into())?;
+                applied.tunnel = None;
+            }
+            Some((source, port)) => {
+                let current = sai.get_tunnel(tunnel).context(|| "read vxlan tunnel".into())?;
+                if current.encap_src_ip != source {
+                    sai.set_tunnel_attribute(tunnel, TunnelAttr::EncapSrcIp(source))
+                        .context(|| "vxlan source".into())?;
+                }
+                if current.udp_dst_port != port {
+                    sai.set_tunnel_attribute(tunnel, TunnelAttr::UdpDstPort(port)).context(|| "vxlan port".into())?;
+                }
+            }
+        }
+    }
+    for (vid, objects) in applied.vlans.iter_mut() {
+        if let Some(rif) = objects.router_interface
+            && !want.svis.contains(vid)
+        {
+            sai.remove(rif).context(|| format!("remove router interface of vlan {vid}"))?;
+            objects.router_interface = None;
+        }
+    }
+    for (name, objects) in applied.ports.iter_mut() {
+        if let Some(rif) = objects.router_interface
+            && !want.ports.get(name).is_some_and(|p| p.4)
+        {
+            sai.remove(rif).context(|| format!("remove router interface of {name}"))?;
+            objects.router_interface = None;
+        }
+    }
+    let members: Vec<((u16, String), ObjectId)> = applied.members.iter().map(|(k, v)| (k.clone(), *v)).collect();
+    for (key, member) in members {
+        match want.members.get(&key) {
+            None => {
+                sai.remove(member).context(|| format!("remove {} from vlan {}", key.1, key.0))?;
+                applied.members.remove(&key);
+            }
+            Some(&tagged) => {
+                let mode = if tagged { TaggingMode::Tagged } else { TaggingMode::Untagged };
+                if sai.get_vlan_member(member).map(|m| m.tagging_mode).ok() != Some(mode) {
+                    sai.set_vlan_member_attribute(member, VlanMemberAttr::TaggingMode(mode))
+                        .context(|| format!("tagging of {} in vlan {}", key.1, key.0))?;
+                }
+            }
+        }
+    }
+    for (name, objects) in applied.ports.iter_mut() {
+        if let Some(bridge_port) = objects.bridge_port
+            && !want.ports.get(name).is_some_and(|p| p.3)
+        {
+            let _ = sai.flush_fdb_entries(FdbFlush {
+                bridge_port: Some(bridge_port),
+                vlan: None,
+                entry_type: FdbFlushType::All,
+            });
+            sai.remove(bridge_port).context(|| format!("remove bridge port of {name}"))?;
+            objects.bridge_port = None;
+        }
+    }
+    let stale_ports: Vec<String> = applied.ports.keys().filter(|n| !want.ports.contains_key(*n)).cloned().collect();
+    for name in stale_ports {
+        sai.remove(applied.ports[&name].port).context(|| format!("remove port {name}"))?;
+        applied.ports.remove(&name);
+    }
+    let stale_vlans: Vec<u16> = applied.vlans.keys().filter(|v| !want.vlans.contains(*v)).copied().collect();
+    for vid in stale_vlans {
+        sai.remove(applied.vlans[&vid].vlan).context(|| format!("remove vlan {vid}"))?;
+        applied.vlans.remove(&vid);
+    }
+
+    // ---- creations and in-place changes, what is used before its users
+    for &vid in &want.vlans {
+        if !applied.vlans.contains_key(&vid) {
+            let vlan = sai.create_vlan(&[VlanAttr::VlanId(vid)]).context(|| format!("vlan {vid}"))?;
+            applied.vlans.insert(vid, VlanObjects { vlan, router_interface: None });
+        }
+    }
+    for port in &candidate.ports {
+        let (admin, mtu, pvid, bridged, routed) = want.ports[&port.name];
+        let id = match applied.ports.get(&port.name) {
+            Some(objects) => {
+                let id = objects.port;
+                let current = sai.get_port(id).context(|| format!("read port {}", port.name))?;
+                if current.admin_state != admin {
+                    sai.set_port_attribute(id, PortAttr::AdminState(admin))
+                        .context(|| format!("admin state of {}", port.name))?;
+                }
+                if current.mtu != mtu {
+                    sai.set_port_attribute(id, PortAttr::Mtu(mtu)).context(|| format!("mtu of {}", port.name))?;
+                }
+                if let Some(pvid) = pvid
+                    && current.port_vlan_id != pvid
+                {
+                    sai.set_port_attribute(id, PortAttr::PortVlanId(pvid))
+                        .context(|| format!("pvid of {}", port.name))?;
+                }
+                id
+            }
+            None => {
+                let mut attrs =
+                    vec![PortAttr::Name(port.name.clone()), PortAttr::AdminState(admin), PortAttr::Mtu(mtu)];
+                if let Some(pvid) = pvid {
+                    attrs.push(PortAttr::PortVlanId(pvid));
+                }
+                let id = sai.create_port(&attrs).context(|| format!("port {}", port.name))?;
+                applied
+                    .ports
+                    .insert(port.name.clone(), PortObjects { port: id, bridge_port: None, router_interface: None });
+                id
+            }
+        };
+        let objects = applied.ports.get_mut(&port.name).expect("present");
+        if bridged && objects.bridge_port.is_none() {
+            let bridge_port = sai
+                .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(id)), BridgePortAttr::Learning(true)])
+                .context(|| format!("bridge port of {}", port.name))?;
+            objects.bridge_port = Some(bridge_port);
+        }
+        if routed {
+            match objects.router_interface {
+                None => {
+                    let rif = sai
+                        .create_router_interface(&[
+                            RouterInterfaceAttr::VirtualRouterId(vr),
+                            RouterInterfaceAttr::Type(RouterInterfaceType::Port(id)),
+                            RouterInterfaceAttr::Mtu(mtu),
+                            RouterInterfaceAttr::AdminState(admin),
+                        ])
+                        .context(|| format!("router interface of {}", port.name))?;
+                    objects.router_interface = Some(rif);
+                }
+                Some(rif) => {
+                    let current =
+                        sai.get_router_interface(rif).context(|| format!("read router interface of {}", port.name))?;
+                    if current.mtu != mtu {
+                        sai.set_router_interface_attribute(rif, RouterInterfaceAttr::Mtu(mtu))
+                            .context(|| format!("router interface mtu of {}", port.name))?;
+                    }
+                    if current.admin_state != admin {
+                        sai.set_router_interface_attribute(rif, RouterInterfaceAttr::AdminState(admin))
+                            .context(|| format!("router interface state of {}", port.name))?;
+                    }
+                }
+            }
+        }
+    }
+    for ((vid, name), &tagged) in &want.members {
+        if applied.members.contains_key(&(*vid, name.clone())) {
+            continue;
+        }
+        let vlan = applied.vlans[vid].vlan;
+        let bridge_port = applied.ports[name].bridge_port.expect("bridged port has a bridge port");
+        let mode = if tagged { TaggingMode::Tagged } else { TaggingMode::Untagged };
+        let member = sai
+            .create_vlan_member(&[
+                VlanMemberAttr::VlanId(vlan),
+                VlanMemberAttr::BridgePortId(bridge_port),
+                VlanMemberAttr::TaggingMode(mode),
+            ])
+            .context(|| format!("member {name} of vlan {vid}"))?;
+        applied.members.insert((*vid, name.clone()), member);
+    }
+    for &vid in &want.svis {
+        let objects = applied.vlans.get_mut(&vid).expect("created above");
+        if objects.router_interface.is_none() {
+            let rif = sai
+                .create_router_interface(&[
+                    RouterInterfaceAttr::VirtualRouterId(vr),
+                    RouterInterfaceAttr::Type(RouterInterfaceType::Vlan(objects.vlan)),
+                ])
+                .context(|| format!("router interface of vlan {vid}"))?;
+            objects.router_interface = Some(rif);
+        }
+    }
+    for key in &want.next_hops {
+        if applied.next_hops.contains_key(key) {
+            continue;
+        }
+        let rif = applied.rif_of(&key.1).expect("validated: next hop on an L3 interface");
+        let id = sai
+            .create_next_hop(&[NextHopAttr::Ip(key.0), NextHopAttr::RouterInterfaceId(rif)])
+            .context(|| format!("next hop {}", key.0))?;
+        applied.next_hops.insert(key.clone(), id);
+    }
+    for hops in &want.groups {
+        if applied.groups.contains_key(hops) {
+            continue;
+        }
+        let group = sai.create_next_hop_group().context(|| "next-hop group".into())?;
+        applied.groups.insert(hops.clone(), (group, Vec::new()));
+        for hop in hops {
+            let member = sai
+                .create_next_hop_group_member(&[
+                    NextHopGroupMemberAttr::NextHopGroupId(group),
+                    NextHopGroupMemberAttr::NextHopId(applied.next_hops[hop]),
+                ])
+                .context(|| format!("next-hop group member {}", hop.0))?;
+            applied.groups.get_mut(hops).expect("inserted").1.push(member);
+        }
+    }
+    for (prefix, spec) in &want.routes {
+        if applied.routes.contains_key(prefix) {
+            continue;
+        }
+        let target = match spec {
+            RouteSpec::Local => sai.cpu_port(),
+            RouteSpec::Connected(interface) => applied.rif_of(interface).expect("interface with addresses has a rif"),
+            RouteSpec::Via(hops) if hops.len() == 1 => applied.next_hops[&hops[0]],
+            RouteSpec::Via(hops) => applied.groups[hops].0,
+        };
+        sai.create_route_entry(route_key(*prefix), &[RouteEntryAttr::NextHopId(Some(target))])
+            .context(|| format!("route {prefix}"))?;
+        applied.routes.insert(*prefix, spec.clone());
+    }
+    if let (None, Some((source, port))) = (applied.tunnel, want.tunnel) {
+        let tunnel = sai
+            .create_tunnel(&[TunnelAttr::EncapSrcIp(source), TunnelAttr::UdpDstPort(port)])
+            .context(|| "vxlan tunnel".into())?;
+        applied.tunnel = Some(tunnel);
+    }
+    for (&vlan_id, &vni) in &want.vni_maps {
+        if applied.vni_maps.contains_key(&vlan_id) {
+            continue;
+        }
+        let tunnel = applied.tunnel.expect("a VNI map comes with the tunnel");
+        let map = sai
+            .create_tunnel_map_entry(&[
+                TunnelMapEntryAttr::TunnelId(tunnel),
+                TunnelMapEntryAttr::VlanId(applied.vlans[&vlan_id].vlan),
+                TunnelMapEntryAttr::Vni(vni),
+            ])
+            .context(|| format!("vni {vni} map"))?;
+        applied.vni_maps.insert(vlan_id, (vni, map));
+    }
+    for &(vlan_id, remote) in &want.flood {
+        if applied.flood_members.contains_key(&(vlan_id, remote)) {
+            continue;
+        }
+        let tunnel = applied.tunnel.expect("a flood list comes with the tunnel");
+        let bridge_port = match applied.remote_vteps.get(&remote) {
+            Some(&(_, bridge_port)) => bridge_port,
+            None => {
+                let endpoint = sai
+                    .create_tunnel_endpoint(&[
+                        TunnelEndpointAttr::TunnelId(tunnel),
+                        TunnelEndpointAttr::RemoteIp(remote),
+                    ])
+                    .context(|| format!("remote vtep {remote}"))?;
+                let bridge_port = sai
+                    .create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))])
+                    .context(|| format!("bridge port of remote vtep {remote}"))?;
+                applied.remote_vteps.insert(remote, (endpoint, bridge_port));
+                bridge_port
+            }
+        };
+        // A tunnel bridge port in a VLAN puts the remote VTEP on the VNI's
+        // flood list (head-end replication).
+        let member = sai
+            .create_vlan_member(&[
+                VlanMemberAttr::VlanId(applied.vlans[&vlan_id].vlan),
+                VlanMemberAttr::BridgePortId(bridge_port),
+                VlanMemberAttr::TaggingMode(TaggingMode::Untagged),
+            ])
+            .context(|| format!("flood entry {remote} of vlan {vlan_id}"))?;
+        applied.flood_members.insert((vlan_id, remote), member);
+    }
     Ok(())
 }
 
@@ -379,5 +652,99 @@ routes:
         assert_ne!(a, b);
         assert_eq!(a.0[0] & 0x03, 0x02);
         assert_eq!(a, switch_mac("leaf1"));
+    }
+
+    /// Object counts by type and the route table, what a reconcile must
+    /// leave identical to a fresh apply.
+    fn fingerprint(sai: &Sai<SoftBackend>) -> (Vec<usize>, BTreeMap<IpNetwork, String>) {
+        use sai_shim::ObjectType::*;
+        let counts = [
+            Port,
+            Vlan,
+            VlanMember,
+            BridgePort,
+            RouterInterface,
+            NextHop,
+            NextHopGroup,
+            NextHopGroupMember,
+            Tunnel,
+            TunnelMapEntry,
+            TunnelEndpoint,
+        ]
+        .into_iter()
+        .map(|t| sai.store().objects_of(t).count())
+        .collect();
+        let routes = sai
+            .backend()
+            .pipeline()
+            .routes()
+            .map(|(p, t)| (p, format!("{t:?}").split('(').next().unwrap().to_owned()))
+            .collect();
+        (counts, routes)
+    }
+
+    const CHANGED: &str = r#"
+name: leaf1
+loopback: [10.255.0.1/32]
+ports:
+  - { name: eth1, mode: access, vlan: 20, mtu: 9000 }
+  - { name: eth2, mode: trunk, vlans: [20] }
+  - { name: eth3, mode: routed, addresses: [10.0.1.1/24] }
+  - { name: eth5, mode: routed, addresses: [10.0.5.1/24] }
+vlans:
+  - { id: 20, addresses: [192.168.20.1/24] }
+vxlan:
+  source: 10.255.0.1
+  vnis: [{ vni: 20020, vlan: 20, flood: [10.255.0.3] }]
+routes:
+  - { prefix: 0.0.0.0/0, next_hops: [10.0.1.2, 10.0.5.2] }
+"#;
+
+    #[test]
+    fn reconcile_to_the_same_config_changes_nothing() {
+        let (mut sai, mut applied) = applied();
+        let before = (fingerprint(&sai), applied.clone());
+        reconcile(&mut sai, &mut applied, &Config::from_yaml(CONFIG).unwrap()).unwrap();
+        assert_eq!((fingerprint(&sai), applied), before);
+    }
+
+    #[test]
+    fn reconcile_reaches_what_a_fresh_apply_builds() {
+        let candidate = Config::from_yaml(CHANGED).unwrap();
+        let (mut sai, mut applied) = applied();
+        reconcile(&mut sai, &mut applied, &candidate).unwrap();
+        let mut fresh = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&candidate)).unwrap();
+        apply(&mut fresh, &candidate).unwrap();
+        assert_eq!(fingerprint(&sai), fingerprint(&fresh));
+
+        // Specific changes landed.
+        let eth1 = sai.get_port(applied.ports["eth1"].port).unwrap();
+        assert_eq!((eth1.port_vlan_id, eth1.mtu), (20, 9000));
+        assert!(!applied.ports.contains_key("eth4"));
+        assert!(applied.ports["eth5"].router_interface.is_some());
+        assert!(!applied.vlans.contains_key(&10));
+        assert_eq!(applied.vni_maps[&20].0, 20020);
+        assert_eq!(applied.remote_vteps.keys().copied().collect::<Vec<_>>(), [Ipv4Addr::new(10, 255, 0, 3)]);
+        let routes: BTreeMap<IpNetwork, RouteTarget> = sai.backend().pipeline().routes().collect();
+        assert!(!routes.contains_key(&"10.255.0.2/32".parse().unwrap()));
+        assert!(!routes.contains_key(&"10.0.2.0/24".parse().unwrap()));
+        assert!(matches!(routes[&"10.0.5.0/24".parse().unwrap()], RouteTarget::Connected(_)));
+        assert!(matches!(routes[&"0.0.0.0/0".parse().unwrap()], RouteTarget::Group(_)));
+
+        // And back again.
+        reconcile(&mut sai, &mut applied, &Config::from_yaml(CONFIG).unwrap()).unwrap();
+        let (fresh, _) = self::applied();
+        assert_eq!(fingerprint(&sai), fingerprint(&fresh));
+    }
+
+    #[test]
+    fn reconcile_to_nothing_removes_everything() {
+        let (mut sai, mut applied) = applied();
+        reconcile(&mut sai, &mut applied, &Config::from_yaml("name: leaf1\n").unwrap()).unwrap();
+        assert_eq!(applied, Applied::default());
+        let (counts, routes) = fingerprint(&sai);
+        // Only the CPU port, which lives as long as the switch.
+        assert_eq!(counts, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(routes.is_empty(), "{routes:?}");
     }
 }

@@ -281,3 +281,12 @@ fn name_and_socket_are_checked() {
     assert_refused(&good_with("name: leaf1", "name: \"leaf 1\""), "name", "may only hold");
     assert_refused(&format!("{GOOD}management:\n  socket: relative.sock\n"), "management.socket", "absolute");
 }
+
+#[test]
+fn route_to_an_own_address_is_refused() {
+    assert_refused(
+        &good_with("prefix: 0.0.0.0/0", "prefix: 10.255.0.1/32"),
+        "routes[0].prefix",
+        "address of this switch",
+    );
+}

@@ -355,6 +355,10 @@ fn check_vxlan(v: &mut Validator, vxlan: &VxlanFile, config: &Config, declared: 
     Vxlan { source: vxlan.source, udp_port: vxlan.udp_port, vnis: out }
 }
 
+fn host_len(address: &IpNetwork) -> u8 {
+    if address.is_ipv4() { 32 } else { 128 }
+}
+
 fn check_routes(v: &mut Validator, routes: &[RouteFile], config: &Config) -> Vec<StaticRoute> {
     let addresses = config.addresses();
     let mut prefixes: HashMap<IpNetwork, usize> = HashMap::new();
@@ -366,6 +370,10 @@ fn check_routes(v: &mut Validator, routes: &[RouteFile], config: &Config) -> Vec
             v.error(format!("routes[{i}].prefix"), format!("{prefix} has host bits set; did you mean {canonical}?"));
         } else if let Some(first) = prefixes.insert(prefix, i) {
             v.error(format!("routes[{i}].prefix"), format!("duplicate route {prefix} (first at routes[{first}])"));
+        } else if let Some((a, _)) =
+            addresses.iter().find(|(a, _)| prefix.prefix() == host_len(a) && a.ip() == prefix.ip())
+        {
+            v.error(format!("routes[{i}].prefix"), format!("{prefix} is an address of this switch ({a})"));
         } else if let Some((a, _)) = addresses
             .iter()
             .find(|(a, iface)| iface.is_some() && IpNetwork::new(a.network(), a.prefix()).ok() == Some(prefix))
