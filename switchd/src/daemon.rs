@@ -9,14 +9,19 @@
 //! 4. the management server;
 //! 5. a housekeeping task that drains the shim's notifications.
 //!
+//! SIGHUP re-reads the config file, validates it and reconciles the shim to
+//! it ([`apply::reconcile`]) when the changes can apply in place
+//! ([`restart_needed`]); otherwise the running config stays.
+//!
 //! It stops on SIGTERM or SIGINT: LLDP sends its shutdown LLDPDUs, the
 //! forwarding thread stops and drops its attachments (removing the TAPs),
 //! and the socket file is removed.
 
 use std::io;
 use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -137,10 +142,10 @@ fn port_attachments(sai: &Shim, config: &Config, applied: &Applied) -> Result<Ve
     Ok(out)
 }
 
-/// Runs the daemon until SIGTERM or SIGINT.
-pub async fn run(config: Config) -> Result<(), RunError> {
+/// Runs the daemon until SIGTERM or SIGINT; SIGHUP re-reads `path`.
+pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
     let config = Arc::new(config);
-    let (mut sai, applied) = build_shim(&config)?;
+    let (mut sai, mut applied) = build_shim(&config)?;
     tracing::info!(
         switch = %config.name,
         ports = config.ports.len(),
@@ -170,15 +175,32 @@ pub async fn run(config: Config) -> Result<(), RunError> {
         None
     };
 
-    let applied = Arc::new(applied);
-    let view =
-        SwitchView { config: config.clone(), applied, sai: sai.clone(), lldp: agent, now: Arc::new(monotonic_ns) };
+    let view = Arc::new(RwLock::new(SwitchView {
+        config: config.clone(),
+        applied: Arc::new(applied.clone()),
+        sai: sai.clone(),
+        lldp: agent,
+        now: Arc::new(monotonic_ns),
+    }));
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
-    let server = tokio::spawn(mgmt::serve(socket, view));
+    let server = tokio::spawn(mgmt::serve(socket, view.clone()));
     let housekeeping = tokio::spawn(drain_notifications(sai.clone()));
 
-    wait_for_signal().await.map_err(io_error("install signal handlers"))?;
+    let mut running = config;
+    loop {
+        match next_signal().await.map_err(io_error("install signal handlers"))? {
+            Signal::Stop => break,
+            Signal::Reload => {
+                if let Some(candidate) = reload(&path, &running, &sai, &mut applied) {
+                    running = Arc::new(candidate);
+                    let mut view = view.write().unwrap_or_else(|e| e.into_inner());
+                    view.config = running.clone();
+                    view.applied = Arc::new(applied.clone());
+                }
+            }
+        }
+    }
     tracing::info!("shutting down");
     server.abort();
     housekeeping.abort();
@@ -191,15 +213,86 @@ pub async fn run(config: Config) -> Result<(), RunError> {
     Ok(())
 }
 
-async fn wait_for_signal() -> io::Result<()> {
+enum Signal {
+    Stop,
+    Reload,
+}
+
+async fn next_signal() -> io::Result<Signal> {
     use tokio::signal::unix::{SignalKind, signal};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
-    tokio::select! {
-        _ = term.recv() => tracing::info!("SIGTERM"),
-        _ = int.recv() => tracing::info!("SIGINT"),
+    let mut hup = signal(SignalKind::hangup())?;
+    Ok(tokio::select! {
+        _ = term.recv() => { tracing::info!("SIGTERM"); Signal::Stop }
+        _ = int.recv() => { tracing::info!("SIGINT"); Signal::Stop }
+        _ = hup.recv() => { tracing::info!("SIGHUP: reloading the config"); Signal::Reload }
+    })
+}
+
+/// What a candidate config changes that a reload cannot apply in place:
+/// the host interfaces (their set and addresses), the port I/O, LLDP and
+/// the socket are set up once at start.
+pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
+    let mut reasons = Vec::new();
+    if running.name != candidate.name {
+        reasons.push("the switch name changed".to_owned());
     }
-    Ok(())
+    if running.socket != candidate.socket {
+        reasons.push("the management socket changed".to_owned());
+    }
+    if running.lldp != candidate.lldp {
+        reasons.push("the LLDP settings changed".to_owned());
+    }
+    let ports = |c: &Config| c.ports.iter().map(|p| (p.name.clone(), p.kind)).collect::<Vec<_>>();
+    if ports(running) != ports(candidate) {
+        reasons.push("ports were added, removed, reordered or changed kind".to_owned());
+    }
+    let addresses = |c: &Config| {
+        let mut all: Vec<String> =
+            c.addresses().into_iter().filter_map(|(a, iface)| Some(format!("{}={a}", iface?))).collect();
+        all.sort();
+        all
+    };
+    if addresses(running) != addresses(candidate) {
+        reasons.push("interface addresses changed (they live on the host interfaces)".to_owned());
+    }
+    let svis = |c: &Config| c.vlans.iter().filter(|v| !v.addresses.is_empty()).map(|v| v.id).collect::<Vec<_>>();
+    if svis(running) != svis(candidate) {
+        reasons.push("the set of VLAN interfaces changed".to_owned());
+    }
+    reasons
+}
+
+/// SIGHUP: validates the file and reconciles the shim to it; on any problem
+/// the running config stays (and, after a failed reconcile, is restored).
+fn reload(path: &Path, running: &Config, sai: &Mutex<Shim>, applied: &mut Applied) -> Option<Config> {
+    let candidate = match Config::load(path) {
+        Ok(candidate) => candidate,
+        Err(errors) => {
+            tracing::error!("reload refused, keeping the running config:\n{errors}");
+            return None;
+        }
+    };
+    let reasons = restart_needed(running, &candidate);
+    if !reasons.is_empty() {
+        tracing::error!(reasons = %reasons.join("; "), "reload refused: these changes need a restart");
+        return None;
+    }
+    let mut sai = sai.lock().unwrap_or_else(|e| e.into_inner());
+    match apply::reconcile(&mut sai, applied, &candidate) {
+        Ok(()) => {
+            tracing::info!(routes = applied.routes.len(), "config reloaded");
+            Some(candidate)
+        }
+        Err(error) => {
+            tracing::error!(%error, "reload failed; restoring the running config");
+            if let Err(error) = apply::reconcile(&mut sai, applied, running) {
+                tracing::error!(%error, "could not restore the running config");
+            }
+            None
+        }
+    }
 }
 
 /// The shim queues notifications until someone drains them; the daemon has
@@ -293,4 +386,51 @@ fn lldp_loop(agent: Arc<Mutex<LldpAgent>>, mut sockets: Vec<(PortId, AfPacket)>,
     }
     agent.lock().unwrap_or_else(|e| e.into_inner()).shutdown(&mut out);
     send(&mut sockets, &mut out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "name: s1\nports:\n  - { name: eth1, mode: routed, addresses: [10.0.0.1/24] }\n  - { name: eth2, mode: access, vlan: 10 }\nvlans:\n  - { id: 10 }\n";
+
+    #[test]
+    fn route_and_vlan_changes_reload_in_place() {
+        let running = Config::from_yaml(BASE).unwrap();
+        let candidate = Config::from_yaml(&format!(
+            "{BASE}  - {{ id: 20 }}\nroutes:\n  - {{ prefix: 0.0.0.0/0, next_hops: [10.0.0.2] }}\n"
+        ))
+        .unwrap();
+        assert!(restart_needed(&running, &candidate).is_empty());
+    }
+
+    #[test]
+    fn interface_changes_need_a_restart() {
+        let running = Config::from_yaml(BASE).unwrap();
+        let moved = Config::from_yaml(&BASE.replace("10.0.0.1/24", "10.0.9.1/24")).unwrap();
+        assert_eq!(restart_needed(&running, &moved).len(), 1);
+        let more =
+            Config::from_yaml(&BASE.replace("vlans:", "  - { name: eth3, mode: access, vlan: 10 }\nvlans:")).unwrap();
+        assert!(restart_needed(&running, &more)[0].contains("ports"));
+    }
+
+    #[test]
+    fn reload_reconciles_or_keeps_the_running_config() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s1.yaml");
+        let running = Config::from_yaml(BASE).unwrap();
+        let (sai, mut applied) = build_shim(&running).unwrap();
+        let sai = Mutex::new(sai);
+
+        std::fs::write(&path, format!("{BASE}routes:\n  - {{ prefix: 0.0.0.0/0, next_hops: [10.0.0.2] }}\n")).unwrap();
+        let candidate = reload(&path, &running, &sai, &mut applied).expect("valid, in-place change");
+        assert_eq!(candidate.routes.len(), 1);
+        assert!(applied.routes.contains_key(&"0.0.0.0/0".parse().unwrap()));
+
+        // Invalid: refused, nothing changes.
+        std::fs::write(&path, format!("{BASE}routes:\n  - {{ prefix: 0.0.0.0/0, next_hops: [10.9.9.9] }}\n")).unwrap();
+        let before = applied.clone();
+        assert!(reload(&path, &candidate, &sai, &mut applied).is_none());
+        assert_eq!(applied, before);
+    }
 }

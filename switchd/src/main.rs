@@ -71,9 +71,9 @@ fn main() -> ExitCode {
             }
             Err(code) => code,
         },
-        Command::Run { config } => {
+        Command::Run { config: path } => {
             // Validate everything before touching any interface.
-            let config = match load(&config) {
+            let config = match load(&path) {
                 Ok(config) => config,
                 Err(code) => return code,
             };
@@ -85,7 +85,7 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(switchd::daemon::run(config)) {
+            match runtime.block_on(switchd::daemon::run(config, path)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(error) => {
                     tracing::error!(%error, "switchd failed");

@@ -11,7 +11,7 @@ use std::io;
 use std::net::IpAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 use dataplane::pipeline::{FdbDest, FdbKind, NeighborState, RifId};
 use mgmt_cli::api::{self, Reply, Request, Response};
@@ -320,8 +320,9 @@ pub fn bind(path: &Path) -> io::Result<MgmtSocket> {
     Ok(MgmtSocket { listener, path: path.to_owned() })
 }
 
-/// Serves connections until the task is dropped.
-pub async fn serve(socket: MgmtSocket, view: SwitchView) {
+/// Serves connections until the task is dropped. `view` is replaced when
+/// the daemon reloads its config; each request reads the current one.
+pub async fn serve(socket: MgmtSocket, view: Arc<RwLock<SwitchView>>) {
     loop {
         match socket.listener.accept().await {
             Ok((stream, _)) => {
@@ -340,7 +341,7 @@ pub async fn serve(socket: MgmtSocket, view: SwitchView) {
     }
 }
 
-async fn connection(stream: UnixStream, view: SwitchView) -> io::Result<()> {
+async fn connection(stream: UnixStream, view: Arc<RwLock<SwitchView>>) -> io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read);
     let mut line = Vec::new();
@@ -353,7 +354,7 @@ async fn connection(stream: UnixStream, view: SwitchView) -> io::Result<()> {
         let response = match codec::decode::<Request>(&line) {
             Ok(request) => {
                 tracing::debug!(?request, "management request");
-                let view = view.clone();
+                let view = view.read().unwrap_or_else(|e| e.into_inner()).clone();
                 // Handlers lock the dataplane; keep that off the async workers.
                 tokio::task::spawn_blocking(move || view.handle(&request))
                     .await
@@ -461,7 +462,7 @@ routes:
         assert_eq!(mode, 0o660);
         let view = view();
         inject(&view, "eth1", [2, 0, 0, 0, 0, 0x11]);
-        let server = tokio::spawn(serve(socket, view));
+        let server = tokio::spawn(serve(socket, Arc::new(RwLock::new(view))));
         let client_path = path.clone();
         let (macs, config, bad) = tokio::task::spawn_blocking(move || {
             let mut client = Client::connect(&client_path).unwrap();
