@@ -219,17 +219,8 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             lp.attach(attachment)?;
         }
         lp.publish_stats();
-        let thread = std::thread::Builder::new()
-            .name("forwarding".into())
-            .spawn(move || lp.run())?;
-        Ok(Forwarding {
-            commands,
-            wake,
-            stop,
-            thread: Some(thread),
-            stats,
-            counters,
-        })
+        let thread = std::thread::Builder::new().name("forwarding".into()).spawn(move || lp.run())?;
+        Ok(Forwarding { commands, wake, stop, thread: Some(thread), stats, counters })
     }
 
     /// Adds a port or host interface to the running loop.
@@ -326,10 +317,7 @@ impl Token {
 }
 
 fn epoll_add(epoll: RawFd, fd: RawFd, token: Token) -> io::Result<()> {
-    let mut event = libc::epoll_event {
-        events: libc::EPOLLIN as u32,
-        u64: token.encode(),
-    };
+    let mut event = libc::epoll_event { events: libc::EPOLLIN as u32, u64: token.encode() };
     // SAFETY: event is valid for the call.
     if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, fd, &mut event) } < 0 {
         return Err(io::Error::last_os_error());
@@ -384,9 +372,8 @@ impl<D: Dataplane> Loop<D> {
                         self.hosts.len() - 1
                     }
                 };
-                let token = u16::try_from(slot).map_err(|_| {
-                    io::Error::new(io::ErrorKind::OutOfMemory, "too many host interfaces")
-                })?;
+                let token = u16::try_from(slot)
+                    .map_err(|_| io::Error::new(io::ErrorKind::OutOfMemory, "too many host interfaces"))?;
                 epoll_add(epoll, tap.fd(), Token::Host(token))?;
                 self.hosts[slot] = Some((host_if, tap));
             }
@@ -432,12 +419,7 @@ impl<D: Dataplane> Loop<D> {
             let timeout_ms = POLL_INTERVAL.as_millis() as libc::c_int;
             // SAFETY: events is a valid array of the length given.
             let n = unsafe {
-                libc::epoll_wait(
-                    self.epoll.as_raw_fd(),
-                    events.as_mut_ptr(),
-                    events.len() as libc::c_int,
-                    timeout_ms,
-                )
+                libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as libc::c_int, timeout_ms)
             };
             if n < 0 {
                 let err = io::Error::last_os_error();
@@ -537,19 +519,12 @@ impl<D: Dataplane> Loop<D> {
                         }
                     }
                     _ => {
-                        self.counters
-                            .egress_unattached
-                            .fetch_add(1, Ordering::Relaxed);
+                        self.counters.egress_unattached.fetch_add(1, Ordering::Relaxed);
                     }
                 },
                 egress @ Egress::Host { .. } => {
                     let target = dp.punt_target(&egress);
-                    let tap = self
-                        .hosts
-                        .iter_mut()
-                        .flatten()
-                        .find(|(key, _)| Some(*key) == target)
-                        .map(|(_, tap)| tap);
+                    let tap = self.hosts.iter_mut().flatten().find(|(key, _)| Some(*key) == target).map(|(_, tap)| tap);
                     match tap {
                         Some(tap) => {
                             if tap.send(emitted.frame).is_err() {
@@ -557,9 +532,7 @@ impl<D: Dataplane> Loop<D> {
                             }
                         }
                         None => {
-                            self.counters
-                                .punt_unattached
-                                .fetch_add(1, Ordering::Relaxed);
+                            self.counters.punt_unattached.fetch_add(1, Ordering::Relaxed);
                         }
                     }
                 }
@@ -580,16 +553,10 @@ impl<D: Dataplane> Loop<D> {
     fn publish_stats(&self) {
         let mut all = Vec::new();
         for io in self.ports.iter().flatten() {
-            all.push(DeviceStats {
-                name: io.name().to_string(),
-                io: io.stats(),
-            });
+            all.push(DeviceStats { name: io.name().to_string(), io: io.stats() });
         }
         for (_, tap) in self.hosts.iter().flatten() {
-            all.push(DeviceStats {
-                name: tap.name().to_string(),
-                io: tap.stats(),
-            });
+            all.push(DeviceStats { name: tap.name().to_string(), io: tap.stats() });
         }
         *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = all;
     }

@@ -69,11 +69,7 @@ pub struct HostIfError {
 
 impl fmt::Display for HostIfError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "host interface {}: cannot {}: {}",
-            self.interface, self.action, self.error
-        )
+        write!(f, "host interface {}: cannot {}: {}", self.interface, self.action, self.error)
     }
 }
 
@@ -82,22 +78,12 @@ impl std::error::Error for HostIfError {}
 /// Creates every host interface of `specs`: TAP up with its MAC and MTU,
 /// addresses added, front-panel netdev quieted. All or nothing: on error,
 /// the TAPs created so far are removed (dropped) before returning.
-pub fn create_host_interfaces<H: Copy>(
-    specs: &[HostIfSpec<H>],
-) -> Result<Vec<Attachment<H>>, HostIfError> {
+pub fn create_host_interfaces<H: Copy>(specs: &[HostIfSpec<H>]) -> Result<Vec<Attachment<H>>, HostIfError> {
     let mut created = Vec::with_capacity(specs.len());
     for spec in specs {
-        let tap = Tap::create(&TapConfig {
-            name: spec.name.clone(),
-            mac: Some(spec.mac),
-            mtu: Some(spec.mtu),
-            up: true,
-        })
-        .map_err(|error| HostIfError {
-            interface: spec.name.clone(),
-            action: "create TAP",
-            error,
-        })?;
+        let tap =
+            Tap::create(&TapConfig { name: spec.name.clone(), mac: Some(spec.mac), mtu: Some(spec.mtu), up: true })
+                .map_err(|error| HostIfError { interface: spec.name.clone(), action: "create TAP", error })?;
         if let Some(front) = &spec.front_panel {
             quiet_front_panel(front).map_err(|error| HostIfError {
                 interface: front.clone(),
@@ -107,19 +93,10 @@ pub fn create_host_interfaces<H: Copy>(
         }
         created.push((spec, tap));
     }
-    let with_addresses: Vec<(&str, &[IpNetwork])> = specs
-        .iter()
-        .filter(|s| !s.addresses.is_empty())
-        .map(|s| (s.name.as_str(), s.addresses.as_slice()))
-        .collect();
+    let with_addresses: Vec<(&str, &[IpNetwork])> =
+        specs.iter().filter(|s| !s.addresses.is_empty()).map(|s| (s.name.as_str(), s.addresses.as_slice())).collect();
     add_addresses(&with_addresses)?;
-    Ok(created
-        .into_iter()
-        .map(|(spec, tap)| Attachment::Host {
-            host_if: spec.host_if,
-            tap,
-        })
-        .collect())
+    Ok(created.into_iter().map(|(spec, tap)| Attachment::Host { host_if: spec.host_if, tap }).collect())
 }
 
 /// Keeps the kernel from speaking on a front-panel netdev behind the
@@ -145,24 +122,16 @@ pub fn add_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfEr
     }
     let mut resolved = Vec::new();
     for (name, addresses) in interfaces {
-        let index = if_index(name).map_err(|error| HostIfError {
-            interface: name.to_string(),
-            action: "find",
-            error,
-        })?;
+        let index =
+            if_index(name).map_err(|error| HostIfError { interface: name.to_string(), action: "find", error })?;
         resolved.push((name.to_string(), index, addresses.to_vec()));
     }
     std::thread::scope(|scope| {
         scope
             .spawn(|| {
-                let runtime = tokio::runtime::Builder::new_current_thread()
-                    .enable_all()
-                    .build()
-                    .map_err(|error| HostIfError {
-                        interface: String::new(),
-                        action: "start netlink runtime",
-                        error,
-                    })?;
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|error| {
+                    HostIfError { interface: String::new(), action: "start netlink runtime", error }
+                })?;
                 runtime.block_on(add_addresses_async(&resolved))
             })
             .join()
@@ -170,14 +139,9 @@ pub fn add_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfEr
     })
 }
 
-async fn add_addresses_async(
-    interfaces: &[(String, u32, Vec<IpNetwork>)],
-) -> Result<(), HostIfError> {
-    let netlink_error = |name: &str, error: io::Error| HostIfError {
-        interface: name.to_string(),
-        action: "add address",
-        error,
-    };
+async fn add_addresses_async(interfaces: &[(String, u32, Vec<IpNetwork>)]) -> Result<(), HostIfError> {
+    let netlink_error =
+        |name: &str, error: io::Error| HostIfError { interface: name.to_string(), action: "add address", error };
     let (connection, handle, _) = rtnetlink::new_connection().map_err(|error| HostIfError {
         interface: String::new(),
         action: "open rtnetlink",
@@ -188,17 +152,8 @@ async fn add_addresses_async(
     'all: for (name, index, addresses) in interfaces {
         for address in addresses {
             let ip: IpAddr = address.ip();
-            if let Err(error) = handle
-                .address()
-                .add(*index, ip, address.prefix())
-                .replace()
-                .execute()
-                .await
-            {
-                result = Err(netlink_error(
-                    name,
-                    io::Error::other(format!("{address}: {error}")),
-                ));
+            if let Err(error) = handle.address().add(*index, ip, address.prefix()).replace().execute().await {
+                result = Err(netlink_error(name, io::Error::other(format!("{address}: {error}"))));
                 break 'all;
             }
         }

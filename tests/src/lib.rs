@@ -6,6 +6,7 @@
 //! so tests can run in parallel and a leftover from a crashed run never
 //! collides with a new one.
 
+pub mod bgp_speaker;
 pub mod frr;
 pub mod gobgp;
 pub mod netns;

@@ -45,12 +45,7 @@ pub struct AfPacketConfig {
 
 impl Default for AfPacketConfig {
     fn default() -> Self {
-        AfPacketConfig {
-            frame_size: 2048,
-            rx_frames: 4096,
-            tx_frames: 1024,
-            promiscuous: true,
-        }
+        AfPacketConfig { frame_size: 2048, rx_frames: 4096, tx_frames: 1024, promiscuous: true }
     }
 }
 
@@ -58,10 +53,7 @@ impl AfPacketConfig {
     /// Slots large enough for frames of an interface with this MTU.
     pub fn for_mtu(mtu: u32) -> AfPacketConfig {
         let needed = mtu as usize + 14 + 8 + 128;
-        AfPacketConfig {
-            frame_size: needed.next_power_of_two().max(2048),
-            ..Default::default()
-        }
+        AfPacketConfig { frame_size: needed.next_power_of_two().max(2048), ..Default::default() }
     }
 }
 
@@ -119,23 +111,13 @@ pub struct AfPacket {
 unsafe impl Send for AfPacket {}
 
 fn check(rc: libc::c_int) -> io::Result<libc::c_int> {
-    if rc < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(rc)
-    }
+    if rc < 0 { Err(io::Error::last_os_error()) } else { Ok(rc) }
 }
 
 fn setsockopt<T>(fd: RawFd, level: libc::c_int, name: libc::c_int, value: &T) -> io::Result<()> {
     // SAFETY: value points to a live T of the size given.
     check(unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (value as *const T).cast(),
-            std::mem::size_of::<T>() as libc::socklen_t,
-        )
+        libc::setsockopt(fd, level, name, (value as *const T).cast(), std::mem::size_of::<T>() as libc::socklen_t)
     })
     .map(drop)
 }
@@ -148,26 +130,15 @@ impl AfPacket {
 
     pub fn with_config(name: &str, config: AfPacketConfig) -> io::Result<AfPacket> {
         let frame_size = config.frame_size;
-        if !frame_size.is_power_of_two()
-            || frame_size < 1024
-            || config.rx_frames == 0
-            || config.tx_frames == 0
-        {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "bad AF_PACKET ring geometry",
-            ));
+        if !frame_size.is_power_of_two() || frame_size < 1024 || config.rx_frames == 0 || config.tx_frames == 0 {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad AF_PACKET ring geometry"));
         }
         let ifindex = if_index(name)?;
 
         // Protocol 0 until bind: no frame is queued before the rings exist.
         // SAFETY: plain socket(2) call, checked.
         let raw = check(unsafe {
-            libc::socket(
-                libc::AF_PACKET,
-                libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                0,
-            )
+            libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0)
         })?;
         // SAFETY: raw is a fresh descriptor we own.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
@@ -193,18 +164,8 @@ impl AfPacket {
             tp_frame_size: frame_size as libc::c_uint,
             tp_frame_nr: frames as libc::c_uint,
         };
-        setsockopt(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_RX_RING,
-            &request(rx_frames),
-        )?;
-        setsockopt(
-            raw,
-            libc::SOL_PACKET,
-            libc::PACKET_TX_RING,
-            &request(tx_frames),
-        )?;
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_RX_RING, &request(rx_frames))?;
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_TX_RING, &request(tx_frames))?;
 
         // The rx ring comes first in the mapping, the tx ring right after it.
         let rx_len = rx_frames * frame_size;
@@ -224,20 +185,10 @@ impl AfPacket {
             return Err(io::Error::last_os_error());
         }
         let map = NonNull::new(map.cast::<u8>()).expect("mmap returned null");
-        let rx = Ring {
-            base: map,
-            frame_size,
-            frames: rx_frames,
-            head: 0,
-        };
+        let rx = Ring { base: map, frame_size, frames: rx_frames, head: 0 };
         // SAFETY: rx_len < map_len.
         let tx_base = unsafe { NonNull::new_unchecked(map.as_ptr().add(rx_len)) };
-        let tx = Ring {
-            base: tx_base,
-            frame_size,
-            frames: tx_frames,
-            head: 0,
-        };
+        let tx = Ring { base: tx_base, frame_size, frames: tx_frames, head: 0 };
         let port = AfPacket {
             name: name.to_string(),
             ifindex,
@@ -303,14 +254,7 @@ impl AfPacket {
     /// tx ring slot is still in flight.
     fn send_direct(&mut self, frame: &[u8]) -> io::Result<()> {
         // SAFETY: frame is a valid buffer for the call.
-        let rc = unsafe {
-            libc::send(
-                self.fd.as_raw_fd(),
-                frame.as_ptr().cast(),
-                frame.len(),
-                libc::MSG_DONTWAIT,
-            )
-        };
+        let rc = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), libc::MSG_DONTWAIT) };
         if rc < 0 {
             self.stats.tx_errors += 1;
             return Err(io::Error::last_os_error());
@@ -350,8 +294,7 @@ impl PortIo for AfPacket {
                 self.stats.rx_truncated += 1;
             } else {
                 // SAFETY: mac + snap is inside the slot (checked above).
-                let data =
-                    unsafe { std::slice::from_raw_parts(self.rx.slot(index).add(mac), snap) };
+                let data = unsafe { std::slice::from_raw_parts(self.rx.slot(index).add(mac), snap) };
                 let slot = batch.next_slot().expect("batch not full");
                 let tagged = status & libc::TP_STATUS_VLAN_VALID != 0;
                 let len = if tagged { snap + 4 } else { snap };
@@ -361,9 +304,7 @@ impl PortIo for AfPacket {
                     if tagged {
                         // Put the tag the kernel stripped back after the two
                         // MAC addresses (IEEE 802.1Q clause 9.3).
-                        let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0
-                            && header.tp_vlan_tpid != 0
-                        {
+                        let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 && header.tp_vlan_tpid != 0 {
                             header.tp_vlan_tpid
                         } else {
                             0x8100
@@ -381,9 +322,7 @@ impl PortIo for AfPacket {
                     self.stats.rx_bytes += len as u64;
                 }
             }
-            self.rx
-                .status(index)
-                .store(libc::TP_STATUS_KERNEL, Ordering::Release);
+            self.rx.status(index).store(libc::TP_STATUS_KERNEL, Ordering::Release);
             self.rx.advance();
         }
         Ok(received)
@@ -392,10 +331,7 @@ impl PortIo for AfPacket {
     fn send(&mut self, frame: &[u8]) -> io::Result<()> {
         if TX_DATA_OFFSET + frame.len() > self.tx.frame_size {
             self.stats.tx_errors += 1;
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidInput,
-                "frame longer than a tx ring slot",
-            ));
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame longer than a tx ring slot"));
         }
         let index = self.tx.head;
         let status = self.tx.status(index).load(Ordering::Acquire);
@@ -411,9 +347,7 @@ impl PortIo for AfPacket {
             std::ptr::copy_nonoverlapping(frame.as_ptr(), slot.add(TX_DATA_OFFSET), frame.len());
             (*self.tx.header(index)).tp_len = frame.len() as u32;
         }
-        self.tx
-            .status(index)
-            .store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
+        self.tx.status(index).store(libc::TP_STATUS_SEND_REQUEST, Ordering::Release);
         self.tx.advance();
         self.tx_pending += 1;
         self.stats.tx_frames += 1;
@@ -432,8 +366,7 @@ impl PortIo for AfPacket {
         // A zero-length send tells the kernel to transmit every slot marked
         // TP_STATUS_SEND_REQUEST; MSG_DONTWAIT: do not wait for completion.
         // SAFETY: no buffer is passed.
-        let rc =
-            unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
+        let rc = unsafe { libc::send(self.fd.as_raw_fd(), std::ptr::null(), 0, libc::MSG_DONTWAIT) };
         if rc < 0 {
             let err = io::Error::last_os_error();
             if err.kind() != io::ErrorKind::WouldBlock {

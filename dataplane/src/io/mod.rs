@@ -158,10 +158,7 @@ pub trait PortIo: Send {
 /// the kernel would refuse (empty, or `IFNAMSIZ` bytes or more).
 pub(crate) fn ifreq_for(name: &str) -> io::Result<libc::ifreq> {
     if name.is_empty() || name.len() >= libc::IFNAMSIZ || name.contains(['/', ' ', '\0']) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            format!("invalid interface name {name:?}"),
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid interface name {name:?}")));
     }
     // SAFETY: ifreq is plain old data; all zeroes is a valid value.
     let mut req: libc::ifreq = unsafe { std::mem::zeroed() };

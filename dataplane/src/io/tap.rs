@@ -35,12 +35,7 @@ impl Tap {
     pub fn create(config: &TapConfig) -> io::Result<Tap> {
         let path = c"/dev/net/tun";
         // SAFETY: path is NUL-terminated; the result is checked.
-        let raw = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC,
-            )
-        };
+        let raw = unsafe { libc::open(path.as_ptr(), libc::O_RDWR | libc::O_NONBLOCK | libc::O_CLOEXEC) };
         if raw < 0 {
             return Err(io::Error::last_os_error());
         }
@@ -52,11 +47,7 @@ impl Tap {
         if unsafe { libc::ioctl(raw, libc::TUNSETIFF as _, &mut req as *mut libc::ifreq) } < 0 {
             return Err(io::Error::last_os_error());
         }
-        let tap = Tap {
-            name: config.name.clone(),
-            fd,
-            stats: IoStats::default(),
-        };
+        let tap = Tap { name: config.name.clone(), fd, stats: IoStats::default() };
         if let Some(mac) = config.mac {
             set_if_mac(&tap.name, mac)?;
         }
@@ -83,8 +74,7 @@ impl PortIo for Tap {
         let mut received = 0;
         while let Some(slot) = batch.next_slot() {
             // SAFETY: slot is a valid writable buffer of slot.len() bytes.
-            let n =
-                unsafe { libc::read(self.fd.as_raw_fd(), slot.as_mut_ptr().cast(), slot.len()) };
+            let n = unsafe { libc::read(self.fd.as_raw_fd(), slot.as_mut_ptr().cast(), slot.len()) };
             if n < 0 {
                 let err = io::Error::last_os_error();
                 match err.kind() {

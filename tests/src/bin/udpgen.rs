@@ -81,12 +81,12 @@ fn main() {
     let mut sent: u64 = 0;
     'run: loop {
         for frame in &frames {
-            // 256 frames per check of the clock, flushed per 64.
+            // Flushed every 64 frames; the clock read every 1024.
             let _ = port.send(frame);
             sent += 1;
-            if sent % 64 == 0 {
+            if sent.is_multiple_of(64) {
                 let _ = port.flush();
-                if sent % 1024 == 0 && start.elapsed() >= duration {
+                if sent.is_multiple_of(1024) && start.elapsed() >= duration {
                     break 'run;
                 }
             }
