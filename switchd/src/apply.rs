@@ -366,9 +366,9 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
 
     // ---- creations and in-place changes, what is used before its users
     for &vid in &want.vlans {
-        if !applied.vlans.contains_key(&vid) {
+        if let std::collections::btree_map::Entry::Vacant(entry) = applied.vlans.entry(vid) {
             let vlan = sai.create_vlan(&[VlanAttr::VlanId(vid)]).context(|| format!("vlan {vid}"))?;
-            applied.vlans.insert(vid, VlanObjects { vlan, router_interface: None });
+            entry.insert(VlanObjects { vlan, router_interface: None });
         }
     }
     for port in &candidate.ports {
