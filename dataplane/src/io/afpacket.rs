@@ -287,6 +287,9 @@ impl PortIo for AfPacket {
             let header = unsafe { std::ptr::read(self.rx.header(index)) };
             let snap = header.tp_snaplen as usize;
             let mac = header.tp_mac as usize;
+            if status & libc::TP_STATUS_CSUMNOTREADY != 0 {
+                self.stats.rx_checksum_partial += 1;
+            }
             if status & libc::TP_STATUS_LOSING != 0 {
                 self.read_kernel_drops();
             }

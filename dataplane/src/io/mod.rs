@@ -125,6 +125,11 @@ pub struct IoStats {
     /// Frames longer than a slot (a GSO super-frame from a peer with TSO on,
     /// or a frame above the configured MTU): dropped, never half-forwarded.
     pub rx_truncated: u64,
+    /// Frames whose TCP/UDP checksum the sender left to offload
+    /// (`TP_STATUS_CSUMNOTREADY`): forwarded as they are, they reach the far
+    /// host with a wrong checksum. Non-zero means the peer of this port has
+    /// tx checksum offload on and should not (`ethtool -K <peer> tx off`).
+    pub rx_checksum_partial: u64,
     /// Frames the kernel dropped because the rx ring was full
     /// (`PACKET_STATISTICS`), summed over reads.
     pub rx_ring_drops: u64,
@@ -247,4 +252,36 @@ pub fn set_if_up(name: &str, up: bool) -> io::Result<()> {
     }
     req.ifr_ifru.ifru_flags = flags;
     ifreq_ioctl(libc::SIOCSIFFLAGS as _, &mut req)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn frame_batch_keeps_frames_in_order_and_refuses_what_does_not_fit() {
+        let mut batch = FrameBatch::new(2, 8);
+        assert!(batch.is_empty());
+        assert!(batch.push(&[1, 2, 3]));
+        assert!(!batch.push(&[0; 9]), "longer than a slot");
+        let slot = batch.next_slot().unwrap();
+        slot[..2].copy_from_slice(&[7, 8]);
+        batch.commit(2);
+        assert!(batch.is_full());
+        assert!(!batch.push(&[1]), "full");
+        assert_eq!(batch.iter().collect::<Vec<_>>(), vec![&[1, 2, 3][..], &[7, 8][..]]);
+        assert_eq!(batch.get(2), None);
+        batch.clear();
+        assert_eq!(batch.len(), 0);
+        assert!(batch.push(&[9; 8]));
+        assert_eq!(batch.get(0), Some(&[9; 8][..]));
+    }
+
+    #[test]
+    fn interface_names_the_kernel_would_refuse_are_refused() {
+        assert!(ifreq_for("eth1").is_ok());
+        assert!(ifreq_for("").is_err());
+        assert!(ifreq_for("a-name-that-is-too-long").is_err());
+        assert!(ifreq_for("eth/1").is_err());
+    }
 }
