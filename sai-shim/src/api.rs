@@ -37,7 +37,9 @@ impl ObjectStore {
 
     /// All objects of one type, in creation order.
     pub fn objects_of(&self, object_type: ObjectType) -> impl Iterator<Item = (ObjectId, &Object)> + '_ {
-        self.objects.iter().filter(move |(id, _)| id.object_type() == Some(object_type)).map(|(id, o)| (*id, o))
+        // Ids sort by type first, so one type's objects are one range.
+        let (first, last) = ObjectId::range_of(object_type);
+        self.objects.range(first..=last).map(|(id, o)| (*id, o))
     }
 
     pub fn switch_id(&self) -> ObjectId {

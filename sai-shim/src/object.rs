@@ -93,6 +93,11 @@ impl ObjectId {
         ObjectId(((object_type as u64) << Self::SERIAL_BITS) | serial)
     }
 
+    /// The smallest and largest ids an object of `object_type` can have.
+    pub(crate) fn range_of(object_type: ObjectType) -> (ObjectId, ObjectId) {
+        (ObjectId::new(object_type, 0), ObjectId::new(object_type, (1 << Self::SERIAL_BITS) - 1))
+    }
+
     /// The type of the object this id names. An id forged from a raw value
     /// with an unknown type byte answers `None`.
     pub fn object_type(self) -> Option<ObjectType> {
