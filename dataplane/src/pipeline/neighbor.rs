@@ -193,7 +193,8 @@ impl Switch {
 
     /// Walks the neighbour timers: retransmits requests of Incomplete
     /// entries, probes Probe entries, turns Reachable into Stale and removes
-    /// Stale and Failed entries that stayed unused.
+    /// Stale entries that stayed unused (after the stale time) and Failed
+    /// ones (after the reachable time).
     pub(crate) fn neighbor_timers(&mut self, now: u64, out: &mut Output) {
         let config = &self.config;
         let requests = &mut self.neighbor_requests;
@@ -232,7 +233,9 @@ impl Switch {
                     events.push(Event::NeighborExpired { rif, ip });
                     false
                 }
-                NeighborState::Failed => age < config.neighbor_stale_ns,
+                // Failed entries only hold off retries; they must not fill the
+                // table for long when something scans a connected subnet.
+                NeighborState::Failed => age < config.neighbor_reachable_ns,
                 _ => true,
             }
         });
