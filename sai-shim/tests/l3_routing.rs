@@ -652,3 +652,29 @@ fn a_router_interface_administratively_down_routes_nothing() {
     r.lab.sai.set_router_interface_attribute(r.rif3, RouterInterfaceAttr::AdminState(true)).unwrap();
     assert_eq!(r.lab.inject(r.ports[0], &frame).ports(), vec![r.index(2)]);
 }
+
+#[test]
+fn an_unused_stale_neighbor_is_forgotten() {
+    let second = 1_000_000_000;
+    let config =
+        SwitchConfig { neighbor_reachable_ns: 5 * second, neighbor_stale_ns: 20 * second, ..SwitchConfig::default() };
+    let mut r = routed_with(config);
+    // H1 asks for the gateway: a request to us leaves H1 Stale.
+    let request = arp(Operation::Request, H1_MAC, H1_V4, EthernetAddress::ZERO, SVI_V4);
+    r.lab.inject(r.ports[0], &eth(EthernetAddress::BROADCAST, H1_MAC, None, EtherType::Arp, &request));
+    let key = NeighborEntryKey { router_interface: r.svi, ip: H1_V4.into() };
+    let state = |r: &Routed| r.lab.sai.neighbor_table().into_iter().find(|(k, _)| *k == key).map(|(_, i)| i.state);
+    assert_eq!(state(&r), Some(sai_shim::NeighborState::Stale));
+    r.lab.sai.drain_notifications();
+    r.lab.advance(10 * second);
+    r.lab.poll();
+    assert_eq!(state(&r), Some(sai_shim::NeighborState::Stale), "kept while younger than the stale time");
+    assert!(r.lab.sai.drain_notifications().is_empty());
+    r.lab.advance(15 * second);
+    r.lab.poll();
+    assert_eq!(state(&r), None);
+    assert_eq!(
+        r.lab.sai.drain_notifications(),
+        vec![Notification::NeighborExpired { router_interface: r.svi, ip: H1_V4.into() }]
+    );
+}
