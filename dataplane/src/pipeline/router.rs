@@ -310,6 +310,7 @@ impl Switch {
     /// Installs or replaces the route for `prefix` (host bits are ignored).
     pub fn set_route(&mut self, prefix: IpNetwork, target: RouteTarget) -> Result<(), TableError> {
         self.router.check_target(target)?;
+        self.vxlan.route_cache.clear();
         let old = match prefix {
             IpNetwork::V4(net) => self.router.v4.get(&v4_key(net)).copied(),
             IpNetwork::V6(net) => self.router.v6.get(&v6_key(net)).copied(),
@@ -352,6 +353,7 @@ impl Switch {
     }
 
     pub fn remove_route(&mut self, prefix: IpNetwork) -> Result<(), TableError> {
+        self.vxlan.route_cache.clear();
         let old = match prefix {
             IpNetwork::V4(net) => self.router.v4.remove(&v4_key(net)),
             IpNetwork::V6(net) => self.router.v6.remove(&v6_key(net)),

@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use super::bridge::{BridgeSource, BridgedFrame};
 use super::output::Output;
-use super::router::{L3Source, flow_hash, transport_ports};
+use super::router::{L3Source, RouteTarget, flow_hash, transport_ports};
 use super::{Disposition, DropReason, FdbDest, Switch, TableError, Vni};
 use crate::wire::vlan::L2Header;
 use crate::wire::vxlan::{self, VNI_MAX, VXLAN_PORT};
@@ -36,7 +36,13 @@ pub(crate) struct Vtep {
     pub(crate) config: Option<VtepConfig>,
     pub(crate) vni_to_vlan: FxHashMap<Vni, VlanId>,
     pub(crate) flood: FxHashMap<Vni, Vec<Ipv4Addr>>,
+    /// The underlay route to each remote VTEP in use: a hash lookup instead
+    /// of a walk of the (possibly large) route table per encapsulated frame.
+    /// Cleared whenever a route changes; bounded by `ROUTE_CACHE_CAPACITY`.
+    pub(crate) route_cache: FxHashMap<Ipv4Addr, RouteTarget>,
 }
+
+const ROUTE_CACHE_CAPACITY: usize = 4096;
 
 impl Switch {
     /// Configures (or, with `None`, removes) the local VTEP.
@@ -126,7 +132,16 @@ impl Switch {
         }
         let (hash, dscp, ecn) = inner_flow(&frame);
         let src_port = vxlan::udp_source_port(hash);
-        let target = self.router.lookup_v4(remote).ok_or(DropReason::NoRoute)?;
+        let target = match self.vxlan.route_cache.get(&remote) {
+            Some(&target) => target,
+            None => {
+                let target = self.router.lookup_v4(remote).ok_or(DropReason::NoRoute)?;
+                if self.vxlan.route_cache.len() < ROUTE_CACHE_CAPACITY {
+                    self.vxlan.route_cache.insert(remote, target);
+                }
+                target
+            }
+        };
         // The underlay's ECMP hashes the outer 5-tuple, in which only the
         // source port varies per flow; the inner flow hash it derives from
         // picks our own uplink the same way, without hashing twice.

@@ -208,3 +208,20 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn underlay_route_changes_move_tunnels_at_once() {
+    let mut switch = vtep_switch();
+    switch.set_fdb_entry(100, mac(9), FdbDest::Tunnel(v4("3.3.3.3")), FdbKind::Static, 0).unwrap();
+    let sent = frame(mac(9), H2, None, EtherType::Ipv4, &udp_packet("192.168.100.2", "192.168.100.9", 1, 64));
+    let mut out = Output::new();
+    switch.process(NOW, 2, &sent, &mut out);
+    assert_eq!(ports_of(&out), vec![1]);
+    switch.set_route("3.3.3.3/32".parse().unwrap(), RouteTarget::NextHop(1)).unwrap();
+    out.clear();
+    switch.process(NOW, 2, &sent, &mut out);
+    assert_eq!(ports_of(&out), vec![0]);
+    switch.remove_route("3.3.3.3/32".parse().unwrap()).unwrap();
+    out.clear();
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Dropped(DropReason::NoRoute));
+}
