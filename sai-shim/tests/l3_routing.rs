@@ -7,7 +7,7 @@ mod common;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use common::*;
-use dataplane::pipeline::{Disposition, DropReason, Egress, NeighborState, PuntReason, SwitchConfig};
+use dataplane::pipeline::{Disposition, DropReason, Egress, PuntReason, SwitchConfig};
 use dataplane::wire::arp::Operation;
 use dataplane::wire::icmpv4::TimeExceeded;
 use dataplane::wire::{EtherType, EthernetAddress, Icmpv4Repr, Icmpv6Repr, IpProtocol};
@@ -132,6 +132,12 @@ impl Routed {
             .unwrap();
         self.lab.inject(self.ports[0], &l2(EthernetAddress::BROADCAST, H1_MAC, None));
     }
+}
+
+/// A neighbour's state as the shim shows it.
+fn neighbor_state(lab: &Lab, rif: ObjectId, ip: IpAddr) -> Option<sai_shim::NeighborState> {
+    let key = NeighborEntryKey { router_interface: rif, ip };
+    lab.sai.neighbor_table().into_iter().find(|(k, _)| *k == key).map(|(_, info)| info.state)
 }
 
 fn from_h1(ip: &[u8], ethertype: EtherType) -> Vec<u8> {
@@ -412,11 +418,7 @@ fn arp_resolution_of_a_connected_host_and_its_notification() {
     let request = arp(Operation::Request, ROUTER_MAC, SVI_V4, EthernetAddress::ZERO, H2_V4);
     let request = eth(EthernetAddress::BROADCAST, ROUTER_MAC, None, EtherType::Arp, &request);
     assert_eq!(by_port(&result.frames), vec![(r.index(0), request.clone()), (r.index(1), request)]);
-    let rif_index = r.lab.sai.backend().router_interface_index(r.svi).unwrap();
-    assert_eq!(
-        r.lab.sai.backend().pipeline().neighbor(rif_index, H2_V4.into()).map(|n| n.state),
-        Some(NeighborState::Incomplete)
-    );
+    assert_eq!(neighbor_state(&r.lab, r.svi, H2_V4.into()), Some(NeighborState::Incomplete));
     // H2 answers from eth2.
     let reply = arp(Operation::Reply, H2_MAC, H2_V4, ROUTER_MAC, SVI_V4);
     r.lab.inject(r.ports[1], &eth(ROUTER_MAC, H2_MAC, None, EtherType::Arp, &reply));
@@ -433,17 +435,13 @@ fn arp_resolution_of_a_connected_host_and_its_notification() {
     let result = r.lab.inject(r.ports[2], &frame);
     let expected = eth(H2_MAC, ROUTER_MAC, None, EtherType::Ipv4, &udp4(R3_V4, H2_V4, 7, 8, 63, b"hello"));
     assert_eq!(result.frames, vec![(Egress::Port(r.index(1)), expected)]);
-    assert_eq!(
-        r.lab.sai.backend().pipeline().neighbor(rif_index, H2_V4.into()).map(|n| n.state),
-        Some(NeighborState::Reachable)
-    );
+    assert_eq!(neighbor_state(&r.lab, r.svi, H2_V4.into()), Some(NeighborState::Reachable));
     // The shim's neighbour table shows it beside the static ones.
     let table = r.lab.sai.neighbor_table();
     let h2 = NeighborEntryKey { router_interface: r.svi, ip: H2_V4.into() };
-    assert!(table.contains(&(
-        h2,
-        NeighborInfo { mac: Some(H2_MAC), state: sai_shim::NeighborState::Reachable, is_static: false }
-    )));
+    assert!(
+        table.contains(&(h2, NeighborInfo { mac: Some(H2_MAC), state: NeighborState::Reachable, is_static: false }))
+    );
     let r3 = NeighborEntryKey { router_interface: r.rif3, ip: R3_V4.into() };
     assert!(table.iter().any(|(key, info)| *key == r3 && info.is_static && info.mac == Some(R3_MAC)));
 }
@@ -458,8 +456,7 @@ fn neighbor_cache_goes_stale_is_probed_and_expires() {
         ..SwitchConfig::default()
     };
     let mut r = routed_with(config);
-    let rif_index = r.lab.sai.backend().router_interface_index(r.svi).unwrap();
-    let state = |r: &Routed| r.lab.sai.backend().pipeline().neighbor(rif_index, H2_V4.into()).map(|n| n.state);
+    let state = |r: &Routed| neighbor_state(&r.lab, r.svi, H2_V4.into());
     let packet = eth(ROUTER_MAC, R3_MAC, None, EtherType::Ipv4, &udp4(R3_V4, H2_V4, 7, 8, 64, b"hello"));
     r.lab.inject(r.ports[2], &packet);
     let reply = arp(Operation::Reply, H2_MAC, H2_V4, ROUTER_MAC, SVI_V4);
@@ -664,11 +661,11 @@ fn an_unused_stale_neighbor_is_forgotten() {
     r.lab.inject(r.ports[0], &eth(EthernetAddress::BROADCAST, H1_MAC, None, EtherType::Arp, &request));
     let key = NeighborEntryKey { router_interface: r.svi, ip: H1_V4.into() };
     let state = |r: &Routed| r.lab.sai.neighbor_table().into_iter().find(|(k, _)| *k == key).map(|(_, i)| i.state);
-    assert_eq!(state(&r), Some(sai_shim::NeighborState::Stale));
+    assert_eq!(state(&r), Some(NeighborState::Stale));
     r.lab.sai.drain_notifications();
     r.lab.advance(10 * second);
     r.lab.poll();
-    assert_eq!(state(&r), Some(sai_shim::NeighborState::Stale), "kept while younger than the stale time");
+    assert_eq!(state(&r), Some(NeighborState::Stale), "kept while younger than the stale time");
     assert!(r.lab.sai.drain_notifications().is_empty());
     r.lab.advance(15 * second);
     r.lab.poll();
