@@ -32,6 +32,8 @@ pub const RX_BATCH: usize = 64;
 /// How often the pipeline's timers run (aging, neighbour probes). Also the
 /// longest the thread sleeps when nothing arrives.
 pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// How often the ports' link state (carrier) is checked.
+pub const LINK_INTERVAL: Duration = Duration::from_millis(250);
 /// How often adapter counters are published for the management API.
 const STATS_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -59,6 +61,8 @@ pub trait Dataplane: Send + 'static {
     fn punt_target(&self, egress: &Egress) -> Option<Self::HostIf>;
     /// Timers: aging, neighbour state, probes.
     fn poll(&mut self, now: u64, out: &mut Output);
+    /// The port adapter saw the link under `port` go up or down.
+    fn set_link_status(&mut self, port: PortId, up: bool);
 }
 
 /// What a host interface is bound to, for a bare pipeline.
@@ -94,6 +98,9 @@ impl Dataplane for dataplane::pipeline::Switch {
     fn poll(&mut self, now: u64, out: &mut Output) {
         dataplane::pipeline::Switch::poll(self, now, out);
     }
+    fn set_link_status(&mut self, port: PortId, up: bool) {
+        self.set_port_oper_status(port, up);
+    }
 }
 
 /// The daemon's dataplane: the shim with the soft backend; host interfaces
@@ -113,6 +120,14 @@ impl Dataplane for sai_shim::Sai<sai_shim::backend::soft::SoftBackend> {
     }
     fn poll(&mut self, now: u64, out: &mut Output) {
         self.backend_mut().poll(now, out);
+    }
+    fn set_link_status(&mut self, port: PortId, up: bool) {
+        let backend = self.backend_mut();
+        if let Some(object) = backend.port_object(port)
+            && let Err(error) = backend.set_link_status(object, up)
+        {
+            tracing::warn!(port, %error, "cannot report link status");
+        }
     }
 }
 
@@ -210,6 +225,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             ports: Vec::new(),
             hosts: Vec::new(),
             dirty: Vec::new(),
+            links: Vec::new(),
             batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
             out: Output::new(),
             stats: stats.clone(),
@@ -342,6 +358,8 @@ struct Loop<D: Dataplane> {
     hosts: Vec<Option<(D::HostIf, Tap)>>,
     /// Ports with frames queued on their tx ring since the last flush.
     dirty: Vec<PortId>,
+    /// The link state last reported to the dataplane, by PortId.
+    links: Vec<Option<bool>>,
     batch: FrameBatch,
     out: Output,
     stats: Arc<Mutex<Vec<DeviceStats>>>,
@@ -361,6 +379,9 @@ impl<D: Dataplane> Loop<D> {
                 epoll_add(epoll, io.fd(), Token::Port(port))?;
                 if let Some(old) = self.ports[index].replace(io) {
                     epoll_del(epoll, old.fd());
+                }
+                if let Some(link) = self.links.get_mut(index) {
+                    *link = None;
                 }
             }
             Attachment::Host { host_if, tap } => {
@@ -414,6 +435,7 @@ impl<D: Dataplane> Loop<D> {
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         let mut next_poll = monotonic_ns();
         let mut next_stats = Instant::now();
+        let mut next_link = Instant::now();
         let dataplane = self.dataplane.clone();
         while !self.stop.load(Ordering::Acquire) {
             let timeout_ms = POLL_INTERVAL.as_millis() as libc::c_int;
@@ -451,6 +473,10 @@ impl<D: Dataplane> Loop<D> {
                     dp.poll(now, &mut self.out);
                     self.dispatch(&dp);
                     next_poll = now + POLL_INTERVAL.as_nanos() as u64;
+                }
+                if Instant::now() >= next_link {
+                    self.check_links(&mut dp);
+                    next_link = Instant::now() + LINK_INTERVAL;
                 }
             }
             self.flush();
@@ -536,6 +562,25 @@ impl<D: Dataplane> Loop<D> {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /// Reports carrier changes of the ports to the dataplane (which stops
+    /// forwarding to a down port and flushes the MACs learned on it).
+    fn check_links(&mut self, dp: &mut D) {
+        if self.links.len() < self.ports.len() {
+            self.links.resize(self.ports.len(), None);
+        }
+        for (index, io) in self.ports.iter().enumerate() {
+            let Some(io) = io else { continue };
+            let Some(up) = io.link_up() else { continue };
+            if self.links[index] != Some(up) {
+                if self.links[index].is_some() {
+                    tracing::info!(port = io.name(), up, "link state changed");
+                }
+                self.links[index] = Some(up);
+                dp.set_link_status(index as PortId, up);
             }
         }
     }

@@ -102,4 +102,16 @@ fn two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports() {
     assert!(text.to_lowercase().contains(&mac1.to_lowercase()), "{text}");
     assert!(switchd.counter("eth1", "rx_packets") >= 6);
     assert!(switchd.counter("eth2", "tx_packets") >= 6);
+
+    // Link state follows the wire: h2's side down shows eth2 down.
+    h2.ip(&["link", "set", "eth0", "down"]);
+    let oper = |name: &str| {
+        switchd.show_rows("interfaces").into_iter().find(|i| i["name"] == name).map(|i| i["oper_up"].clone())
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(3);
+    while oper("eth2") != Some(serde_json::Value::Bool(false)) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(oper("eth2"), Some(serde_json::Value::Bool(false)), "eth2 down once its peer is down");
+    assert_eq!(oper("eth1"), Some(serde_json::Value::Bool(true)));
 }

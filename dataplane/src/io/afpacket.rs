@@ -28,7 +28,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{FrameBatch, IoStats, PortIo, if_index};
+use super::{FrameBatch, IoStats, PortIo, if_index, if_running_on};
 
 /// Sizes of the rings. Slots are fixed size; a frame longer than
 /// `frame_size` minus the ring header does not fit and is dropped.
@@ -382,6 +382,11 @@ impl PortIo for AfPacket {
 
     fn stats(&self) -> IoStats {
         self.stats
+    }
+
+    fn link_up(&self) -> Option<bool> {
+        // An interface that vanished (its peer namespace deleted) is down.
+        Some(if_running_on(self.fd.as_raw_fd(), &self.name).unwrap_or(false))
     }
 }
 

@@ -157,6 +157,13 @@ pub trait PortIo: Send {
     fn flush(&mut self) -> io::Result<()>;
 
     fn stats(&self) -> IoStats;
+
+    /// Whether the link under the port is up (carrier), for adapters that
+    /// can tell; `None` when the question has no meaning (a TAP is up as long
+    /// as it exists).
+    fn link_up(&self) -> Option<bool> {
+        None
+    }
 }
 
 /// Copies an interface name into the fixed `ifr_name` field, refusing names
@@ -190,8 +197,13 @@ pub(crate) fn control_socket() -> io::Result<std::os::fd::OwnedFd> {
 pub(crate) fn ifreq_ioctl(request: libc::Ioctl, req: &mut libc::ifreq) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let sock = control_socket()?;
+    ifreq_ioctl_on(sock.as_raw_fd(), request, req)
+}
+
+/// Runs one interface ioctl on `req` through an existing socket.
+pub(crate) fn ifreq_ioctl_on(fd: RawFd, request: libc::Ioctl, req: &mut libc::ifreq) -> io::Result<()> {
     // SAFETY: `req` is a valid ifreq for the duration of the call.
-    let rc = unsafe { libc::ioctl(sock.as_raw_fd(), request as _, req as *mut libc::ifreq) };
+    let rc = unsafe { libc::ioctl(fd, request as _, req as *mut libc::ifreq) };
     if rc < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -217,6 +229,23 @@ pub fn if_mac(name: &str) -> io::Result<[u8; 6]> {
         *dst = *src as u8;
     }
     Ok(mac)
+}
+
+/// Whether interface `name` is administratively up and has carrier
+/// (`IFF_UP` and `IFF_RUNNING`; a veth loses `IFF_RUNNING` when its peer
+/// goes down or away).
+pub fn if_running(name: &str) -> io::Result<bool> {
+    let sock = control_socket()?;
+    if_running_on(std::os::fd::AsRawFd::as_raw_fd(&sock), name)
+}
+
+/// [`if_running`] through an existing socket (no socket per call).
+pub(crate) fn if_running_on(fd: RawFd, name: &str) -> io::Result<bool> {
+    let mut req = ifreq_for(name)?;
+    ifreq_ioctl_on(fd, libc::SIOCGIFFLAGS as _, &mut req)?;
+    // SAFETY: SIOCGIFFLAGS filled the flags member of the union.
+    let flags = i32::from(unsafe { req.ifr_ifru.ifru_flags });
+    Ok(flags & libc::IFF_UP != 0 && flags & libc::IFF_RUNNING != 0)
 }
 
 /// Sets the MTU of interface `name`.
