@@ -13,7 +13,7 @@ fn namespace_exists(name: &str) -> bool {
 fn process_alive(pid: u32) -> bool {
     // A zombie is reaped by its parent guard; /proc tells whether it runs.
     std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|stat| !stat.split_whitespace().nth(2).is_some_and(|state| state == "Z"))
+        .map(|stat| stat.split_whitespace().nth(2).is_none_or(|state| state != "Z"))
         .unwrap_or(false)
 }
 
