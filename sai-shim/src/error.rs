@@ -34,7 +34,7 @@ pub enum SaiError {
     #[error("unknown {0}")]
     UnknownEntry(EntryKey),
     /// The id names an object of another type than the call or attribute needs.
-    #[error("{attribute}: {id} is a {found:?} object, expected {expected}")]
+    #[error("{attribute}: {id} is not a {expected}")]
     WrongObjectType { attribute: &'static str, id: ObjectId, found: Option<ObjectType>, expected: &'static str },
     /// Other objects or entries still refer to this one.
     #[error("{id} is in use by {count} object(s), e.g. a {example}")]

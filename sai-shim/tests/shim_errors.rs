@@ -47,7 +47,7 @@ fn wrong_object_type() {
         matches!(err, SaiError::WrongObjectType { attribute: "VLAN_ID", found: Some(ObjectType::Port), .. }),
         "{err}"
     );
-    assert_eq!(err.to_string(), format!("VLAN_ID: {port} is a Some(Port) object, expected vlan"),);
+    assert_eq!(err.to_string(), format!("VLAN_ID: {port} is not a vlan"));
     let err = lab
         .sai
         .create_next_hop(&[NextHopAttr::Ip("10.0.0.1".parse().unwrap()), NextHopAttr::RouterInterfaceId(port)])
