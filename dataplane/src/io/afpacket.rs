@@ -32,7 +32,7 @@ use super::{FrameBatch, IoStats, PortIo, if_index, if_running_on};
 
 /// Sizes of the rings. Slots are fixed size; a frame longer than
 /// `frame_size` minus the ring header does not fit and is dropped.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AfPacketConfig {
     /// Bytes per ring slot: a power of two, at least 2048 for a 1500-byte MTU
     /// (the V2 header and sockaddr take about 80 bytes of it).
@@ -50,10 +50,20 @@ impl Default for AfPacketConfig {
 }
 
 impl AfPacketConfig {
-    /// Slots large enough for frames of an interface with this MTU.
+    /// Slots large enough for frames of an interface with this MTU, and as
+    /// many as fit a fixed memory budget per ring (8 MiB rx, 2 MiB tx), so a
+    /// jumbo port holds fewer, larger slots instead of 64 MiB of ring.
     pub fn for_mtu(mtu: u32) -> AfPacketConfig {
+        const RX_RING_BYTES: usize = 8 << 20;
+        const TX_RING_BYTES: usize = 2 << 20;
         let needed = mtu as usize + 14 + 8 + 128;
-        AfPacketConfig { frame_size: needed.next_power_of_two().max(2048), ..Default::default() }
+        let frame_size = needed.next_power_of_two().max(2048);
+        AfPacketConfig {
+            frame_size,
+            rx_frames: (RX_RING_BYTES / frame_size).max(256),
+            tx_frames: (TX_RING_BYTES / frame_size).max(64),
+            promiscuous: true,
+        }
     }
 }
 
@@ -411,4 +421,20 @@ fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if size > 0 { size as usize } else { 4096 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ring_geometry_follows_the_mtu_within_a_memory_budget() {
+        let standard = AfPacketConfig::for_mtu(1500);
+        assert_eq!(standard.frame_size, 2048);
+        assert_eq!(standard.rx_frames, 4096);
+        let jumbo = AfPacketConfig::for_mtu(9216);
+        assert_eq!(jumbo.frame_size, 16384);
+        assert!(jumbo.frame_size - TX_DATA_OFFSET >= 9216 + 14 + 8);
+        assert_eq!(jumbo.rx_frames * jumbo.frame_size, standard.rx_frames * standard.frame_size);
+    }
 }
