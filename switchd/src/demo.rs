@@ -512,6 +512,15 @@ pub fn run() -> (String, Summary) {
     push_trace(&mut out, &trace);
     summary.vxlan_replies = ping_summary(&mut out, &outcomes);
     summary.vxlan_source_ports = trace.iter().filter_map(|l| vxlan_sport(l)).collect();
+    let mut ports = summary.vxlan_source_ports.clone();
+    ports.sort_unstable();
+    ports.dedup();
+    let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
+    let _ = writeln!(
+        out,
+        "    outer UDP source ports above: {} (a hash of the inner flow, RFC 7348 section 5, for underlay ECMP)",
+        ports.join(", ")
+    );
 
     heading(&mut out, "ping h3 -> 192.168.20.1: the gateway (leaf1's SVI answers itself)");
     let (outcomes, _) = fabric.ping("h3", "192.168.20.1".parse().unwrap(), 2);
@@ -549,7 +558,7 @@ pub fn run() -> (String, Summary) {
     out.push_str(&indent(&fabric.switch("leaf1").view.routes().render()));
     out.push('\n');
     out.push_str(&indent(&fabric.switch("leaf1").view.neighbors().render()));
-    heading(&mut out, "Interface counters (swcli show interfaces)");
+    heading(&mut out, "Interface counters (swcli show interfaces; KIND is the config's, the links here are in memory)");
     for sw in &fabric.switches {
         let _ = writeln!(out, "{}:", sw.name);
         out.push_str(&indent(&sw.view.interfaces().render()));
