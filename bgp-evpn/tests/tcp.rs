@@ -73,3 +73,117 @@ async fn two_speakers_over_tcp_exchange_routes_and_close_cleanly() {
     .await;
     assert!(table.0.lock().unwrap().is_empty());
 }
+
+/// A raw peer over TCP: hand-made bytes in, our replies out.
+mod raw {
+    use super::*;
+    use bgp_evpn::packet::AfiSafi;
+    use bgp_evpn::packet::message::frame_len;
+    use bgp_evpn::packet::{Capability, DecodeContext, Message, Open, decode_message};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::{TcpSocket, TcpStream};
+
+    pub struct RawPeer {
+        pub stream: TcpStream,
+        buf: Vec<u8>,
+    }
+
+    impl RawPeer {
+        pub async fn connect(local: &str, remote: std::net::SocketAddr) -> RawPeer {
+            let socket = TcpSocket::new_v4().unwrap();
+            socket.bind(std::net::SocketAddr::new(ip(local), 0)).unwrap();
+            RawPeer { stream: socket.connect(remote).await.unwrap(), buf: Vec::new() }
+        }
+
+        pub async fn send(&mut self, bytes: &[u8]) {
+            self.stream.write_all(bytes).await.unwrap();
+        }
+
+        /// The next message, or None on EOF/timeout.
+        pub async fn recv(&mut self) -> Option<Message> {
+            loop {
+                if let Ok(Some(len)) = frame_len(&self.buf, 65535) {
+                    let msg = decode_message(&self.buf[..len]).ok();
+                    self.buf.drain(..len);
+                    return msg;
+                }
+                let mut chunk = [0u8; 4096];
+                let n = tokio::time::timeout(Duration::from_secs(5), self.stream.read(&mut chunk)).await.ok()?.ok()?;
+                if n == 0 {
+                    return None;
+                }
+                self.buf.extend_from_slice(&chunk[..n]);
+            }
+        }
+
+        /// OPEN and KEEPALIVE exchange up to Established.
+        pub async fn establish(&mut self, asn: u32, id: [u8; 4]) {
+            let open = Open::new(asn, 30, id.into(), vec![Capability::Multiprotocol(AfiSafi::IPV4_UNICAST)]);
+            self.send(&Message::Open(open).to_bytes(&DecodeContext::default())).await;
+            self.send(&Message::Keepalive.to_bytes(&DecodeContext::default())).await;
+            assert!(matches!(self.recv().await, Some(Message::Open(_))));
+            assert!(matches!(self.recv().await, Some(Message::Keepalive)));
+        }
+    }
+
+    pub fn update(attrs: &[u8], nlri: &[u8]) -> Vec<u8> {
+        let mut body = vec![0, 0];
+        body.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+        body.extend_from_slice(attrs);
+        body.extend_from_slice(nlri);
+        let mut msg = vec![0xff; 16];
+        msg.extend_from_slice(&((19 + body.len()) as u16).to_be_bytes());
+        msg.push(2);
+        msg.extend_from_slice(&body);
+        msg
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rfc7606_actions_from_a_raw_peer_over_tcp() {
+    let port = 20000 + ((std::process::id() + 7) % 20000) as u16;
+    let mut cfg = BgpConfig::new(65001, "127.0.0.1".parse().unwrap());
+    cfg.listen_address = ip("127.0.0.1");
+    cfg.listen_port = port;
+    let mut n = NeighborConfig::new(ip("127.0.0.3"), 65003);
+    n.passive = true;
+    cfg.neighbors.push(n);
+    let table = TableSink::default();
+    let speaker = BgpSpeaker::spawn(cfg, Box::new(table.clone())).await.unwrap();
+    let mut peer = raw::RawPeer::connect("127.0.0.3", speaker.listen_addr.unwrap()).await;
+    peer.establish(65003, [3, 3, 3, 3]).await;
+
+    // ORIGIN IGP, AS_PATH 65003, NEXT_HOP 127.0.0.3.
+    let good = [0x40, 1, 1, 0, 0x40, 2, 6, 2, 1, 0, 0, 0xfe, 0x03, 0x40, 3, 4, 127, 0, 0, 3];
+    let p: Nlri = "10.7.0.0/16".parse().unwrap();
+    peer.send(&raw::update(&good, &[16, 10, 7])).await;
+    wait_for("route installed", async || table.0.lock().unwrap().contains_key(&p)).await;
+
+    // §7.8: COMMUNITIES of 3 bytes: treat-as-withdraw, session stays up.
+    let bad = [&good[..], &[0xc0, 8, 3, 0, 0, 1]].concat();
+    peer.send(&raw::update(&bad, &[16, 10, 7])).await;
+    wait_for("route withdrawn", async || !table.0.lock().unwrap().contains_key(&p)).await;
+    let s = &speaker.summary().await[0];
+    assert_eq!((s.state, s.errors.treat_as_withdraw), (State::Established, 1));
+
+    // §7.7: AGGREGATOR of 5 bytes: attribute discard, the route is kept.
+    let discard = [&good[..], &[0xc0, 7, 5, 0, 0, 1, 2, 3]].concat();
+    peer.send(&raw::update(&discard, &[16, 10, 7])).await;
+    wait_for("route back", async || table.0.lock().unwrap().contains_key(&p)).await;
+    assert_eq!(speaker.summary().await[0].errors.attribute_discard, 1);
+
+    // A bad NLRI length: session reset with UPDATE Message Error / Invalid Network Field.
+    peer.send(&raw::update(&good, &[40, 1, 2, 3, 4, 5])).await;
+    // Skip what was already in flight (End-of-RIB, keepalives).
+    let mut reply = peer.recv().await;
+    while matches!(reply, Some(bgp_evpn::packet::Message::Update(_) | bgp_evpn::packet::Message::Keepalive)) {
+        reply = peer.recv().await;
+    }
+    assert!(
+        matches!(&reply, Some(bgp_evpn::packet::Message::Notification(n)) if (n.code, n.subcode) == (3, 10)),
+        "{reply:?}"
+    );
+    assert_eq!(peer.recv().await, None, "connection closed after the NOTIFICATION");
+    wait_for("session down", async || speaker.summary().await[0].state != State::Established).await;
+    assert!(table.0.lock().unwrap().is_empty());
+}

@@ -1,0 +1,187 @@
+//! A standalone BGP speaker: runs [`bgp_evpn::BgpSpeaker`] from a YAML file
+//! (the `bgp:` section of switchd's config). Used by the interop tests and
+//! the benchmark, and handy for trying the speaker against a peer.
+//!
+//! ```text
+//! bgp-speaker --config bgp.yaml [--status status.json] [--interval-ms 100]
+//! ```
+//!
+//! The status file (rewritten atomically every interval) holds the
+//! neighbour summary, the Loc-RIB size, the installed routes and, for small
+//! tables, every Loc-RIB entry. Commands, one per line, on stdin or in the
+//! `--control` file (read and deleted every interval; write it with a
+//! rename): `add PREFIX`, `del PREFIX`, `stop PEER`, `start PEER`, `quit`.
+//! SIGTERM/SIGINT and `quit` send Cease to every peer and exit.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bgp_evpn::packet::{Family, Nlri};
+use bgp_evpn::sink::TableSink;
+use bgp_evpn::{BgpConfig, BgpSpeaker};
+use tokio::io::AsyncBufReadExt;
+
+/// Beyond this many routes the status file lists counts only.
+const MAX_LISTED_ROUTES: usize = 10_000;
+
+struct Args {
+    config: PathBuf,
+    status: Option<PathBuf>,
+    control: Option<PathBuf>,
+    interval: Duration,
+}
+
+fn parse_args() -> Result<Args, String> {
+    let mut args = std::env::args().skip(1);
+    let (mut config, mut status, mut control, mut interval) = (None, None, None, Duration::from_millis(100));
+    while let Some(a) = args.next() {
+        let mut value = || args.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "--config" => config = Some(PathBuf::from(value()?)),
+            "--status" => status = Some(PathBuf::from(value()?)),
+            "--control" => control = Some(PathBuf::from(value()?)),
+            "--interval-ms" => {
+                interval = Duration::from_millis(value()?.parse().map_err(|e| format!("--interval-ms: {e}"))?)
+            }
+            "-h" | "--help" => {
+                return Err(
+                    "usage: bgp-speaker --config FILE [--status FILE] [--control FILE] [--interval-ms N]".into()
+                );
+            }
+            other => return Err(format!("unknown argument {other}")),
+        }
+    }
+    Ok(Args { config: config.ok_or("--config is required")?, status, control, interval })
+}
+
+async fn write_status(speaker: &BgpSpeaker, table: &TableSink, path: &PathBuf) {
+    let loc_rib = speaker.loc_rib_len().await;
+    let summary = speaker.summary().await;
+    let (fib_len, fib): (usize, BTreeMap<String, Vec<String>>) = {
+        let t = table.0.lock().map(|t| t.clone()).unwrap_or_default();
+        let listed = if t.len() <= MAX_LISTED_ROUTES {
+            t.iter().map(|(n, hops)| (n.to_string(), hops.iter().map(|h| h.to_string()).collect())).collect()
+        } else {
+            BTreeMap::new()
+        };
+        (t.len(), listed)
+    };
+    let mut status = serde_json::json!({
+        "loc_rib": loc_rib,
+        "fib_routes": fib_len,
+        "neighbors": summary,
+        "fib": fib,
+    });
+    if loc_rib <= MAX_LISTED_ROUTES {
+        status["ipv4"] = serde_json::to_value(speaker.routes(Family::Ipv4Unicast, None).await).unwrap_or_default();
+        status["ipv6"] = serde_json::to_value(speaker.routes(Family::Ipv6Unicast, None).await).unwrap_or_default();
+    }
+    let tmp = path.with_extension("tmp");
+    if std::fs::write(&tmp, status.to_string()).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+/// Runs one command; false for `quit`.
+async fn command(speaker: &BgpSpeaker, line: &str) -> bool {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words.as_slice() {
+        ["add", p] => match p.parse::<Nlri>() {
+            Ok(n) => speaker.add_network(n).await,
+            Err(e) => eprintln!("bgp-speaker: {e}"),
+        },
+        ["del", p] => match p.parse::<Nlri>() {
+            Ok(n) => speaker.remove_network(n).await,
+            Err(e) => eprintln!("bgp-speaker: {e}"),
+        },
+        ["stop", a] => {
+            if let Ok(a) = a.parse() {
+                speaker.stop_peer(a).await
+            }
+        }
+        ["start", a] => {
+            if let Ok(a) = a.parse() {
+                speaker.start_peer(a).await
+            }
+        }
+        ["quit"] => return false,
+        [] => {}
+        _ => eprintln!("bgp-speaker: unknown command {line:?}"),
+    }
+    true
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()))
+        .with_writer(std::io::stderr)
+        .init();
+    let args = match parse_args() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("bgp-speaker: {e}");
+            std::process::exit(2);
+        }
+    };
+    let text = match std::fs::read_to_string(&args.config) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("bgp-speaker: {}: {e}", args.config.display());
+            std::process::exit(2);
+        }
+    };
+    let config = match BgpConfig::from_yaml(&text) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("bgp-speaker: {}: {e}", args.config.display());
+            std::process::exit(2);
+        }
+    };
+    let table = TableSink::default();
+    let speaker = match BgpSpeaker::spawn(config, Box::new(table.clone())).await {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("bgp-speaker: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    let mut stdin_open = true;
+    let mut tick = tokio::time::interval(args.interval);
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {
+                if let Some(path) = &args.control
+                    && let Ok(text) = std::fs::read_to_string(path)
+                {
+                    let _ = std::fs::remove_file(path);
+                    let mut quit = false;
+                    for line in text.lines() {
+                        quit |= !command(&speaker, line).await;
+                    }
+                    if quit {
+                        break;
+                    }
+                }
+                if let Some(path) = &args.status {
+                    write_status(&speaker, &table, path).await;
+                }
+            }
+            line = lines.next_line(), if stdin_open => {
+                let Ok(Some(line)) = line else { stdin_open = false; continue };
+                if !command(&speaker, &line).await {
+                    break;
+                }
+                if let Some(path) = &args.status {
+                    write_status(&speaker, &table, path).await;
+                }
+            }
+            _ = tokio::signal::ctrl_c() => break,
+            _ = term.recv() => break,
+        }
+    }
+    speaker.shutdown().await;
+}
