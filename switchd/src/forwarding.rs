@@ -464,7 +464,12 @@ impl<D: Dataplane> Loop<D> {
                 for event in &events[..n as usize] {
                     match Token::decode(event.u64) {
                         Token::Wake => drain_eventfd(self.wake.as_raw_fd()),
-                        Token::Port(port) => self.rx_port(&mut dp, now, port),
+                        Token::Port(port) => {
+                            if event.events & (libc::EPOLLERR as u32) != 0 {
+                                self.port_error(port);
+                            }
+                            self.rx_port(&mut dp, now, port)
+                        }
                         Token::Host(slot) => self.rx_host(&mut dp, now, usize::from(slot)),
                     }
                 }
@@ -508,6 +513,17 @@ impl<D: Dataplane> Loop<D> {
                 dp.process(now, port, frame, &mut self.out);
             }
             self.dispatch(dp);
+        }
+    }
+
+    /// Takes a port socket's pending error (its interface went down or
+    /// away), which would otherwise make it poll ready forever.
+    fn port_error(&mut self, port: PortId) {
+        if let Some(Some(io)) = self.ports.get_mut(usize::from(port))
+            && let Some(error) = io.take_error()
+        {
+            self.counters.rx_errors.fetch_add(1, Ordering::Relaxed);
+            tracing::warn!(port = io.name(), %error, "port socket error");
         }
     }
 

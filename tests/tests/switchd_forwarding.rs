@@ -78,6 +78,17 @@ fn bare_pipeline_bridges_two_hosts_over_af_packet() {
     let stats = forwarding.device_stats();
     let eth1 = stats.iter().find(|d| d.name == "eth1").expect("eth1 stats");
     assert!(eth1.io.rx_frames >= 10 && eth1.io.tx_frames >= 10, "{eth1:?}");
+
+    // h2's namespace goes away with its veth: the switch's eth2 vanishes.
+    // The loop reports the port down and does not spin on the dead socket.
+    drop(h2);
+    assert!(wait_for(|| oper(1) == Some(false)), "vanished port reported down");
+    let wakeups = || forwarding.counters().wakeups.load(std::sync::atomic::Ordering::Relaxed);
+    let before = wakeups();
+    std::thread::sleep(Duration::from_secs(1));
+    let per_second = wakeups() - before;
+    assert!(per_second < 300, "the loop woke {per_second} times in an idle second");
+    assert!(forwarding.is_running());
     forwarding.stop();
 }
 

@@ -394,6 +394,26 @@ impl PortIo for AfPacket {
         self.stats
     }
 
+    fn take_error(&mut self) -> Option<io::Error> {
+        let mut error: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: error and len are valid for the call.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.fd.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_ERROR,
+                (&mut error as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        match (rc, error) {
+            (0, 0) => None,
+            (0, code) => Some(io::Error::from_raw_os_error(code)),
+            _ => Some(io::Error::last_os_error()),
+        }
+    }
+
     fn link_up(&self) -> Option<bool> {
         // An interface that vanished (its peer namespace deleted) is down.
         Some(if_running_on(self.fd.as_raw_fd(), &self.name).unwrap_or(false))

@@ -164,6 +164,14 @@ pub trait PortIo: Send {
     fn link_up(&self) -> Option<bool> {
         None
     }
+
+    /// Takes the error the socket holds (`SO_ERROR`), if any. A pending
+    /// error makes the descriptor poll as ready forever, so a poller that
+    /// sees `EPOLLERR` must take it (an `AF_PACKET` socket gets `ENETDOWN`
+    /// when its interface goes away).
+    fn take_error(&mut self) -> Option<io::Error> {
+        None
+    }
 }
 
 /// Copies an interface name into the fixed `ifr_name` field, refusing names
