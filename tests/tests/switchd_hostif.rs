@@ -14,7 +14,7 @@ name: hostsw
 ports:
   - name: eth1
     mode: routed
-    addresses: [10.1.0.1/24]
+    addresses: [10.1.0.1/24, \"2001:db8:1::1/64\"]
   - name: eth2
     mode: access
     vlan: 100
@@ -51,6 +51,7 @@ fn switch_addresses_answer_ping_and_tcp_through_the_dataplane() {
     veth(&ha, "eth0", &sw, "eth1");
     veth(&hb, "eth0", &sw, "eth2");
     ha.host_setup("eth0", "10.1.0.2/24", Some("10.1.0.1"));
+    ha.ip(&["-6", "addr", "add", "2001:db8:1::2/64", "dev", "eth0", "nodad"]);
     hb.host_setup("eth0", "192.168.100.2/24", Some("192.168.100.1"));
 
     let mut switchd = Switchd::start(&sw, CONFIG);
@@ -58,20 +59,24 @@ fn switch_addresses_answer_ping_and_tcp_through_the_dataplane() {
     // The host interfaces exist, named after what they serve, with the
     // configured addresses.
     let addrs = sw.ip(&["-br", "addr", "show"]);
-    assert!(addrs.lines().any(|l| l.starts_with("sw-eth1") && l.contains("10.1.0.1/24")), "{addrs}");
+    assert!(
+        addrs.lines().any(|l| l.starts_with("sw-eth1") && l.contains("10.1.0.1/24") && l.contains("2001:db8:1::1/64")),
+        "{addrs}"
+    );
     assert!(addrs.lines().any(|l| l.starts_with("vlan100") && l.contains("192.168.100.1/24")), "{addrs}");
 
     assert!(ha.ping_until("10.1.0.1", Duration::from_secs(10)), "routed port address");
     assert!(ha.ping("10.1.0.1", 3));
+    assert!(ha.ping_until("2001:db8:1::1", Duration::from_secs(10)), "routed port IPv6 address (neighbour discovery)");
     assert!(hb.ping_until("192.168.100.1", Duration::from_secs(10)), "SVI address");
     assert!(hb.ping("192.168.100.1", 3));
     // Across the switch, too: the SVI's address from the routed side.
     assert!(ha.ping_until("192.168.100.1", Duration::from_secs(5)), "SVI address from another subnet");
 
     // An echo server in the switch's namespace, reached through the dataplane.
-    let listener = sw.enter(|| TcpListener::bind("0.0.0.0:7007").expect("listen in the switch namespace"));
+    let listener = sw.enter(|| TcpListener::bind("[::]:7007").expect("listen in the switch namespace"));
     let server = std::thread::spawn(move || {
-        for _ in 0..2 {
+        for _ in 0..3 {
             let (mut conn, _) = listener.accept().expect("accept");
             conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
             let mut data = Vec::new();
@@ -81,6 +86,7 @@ fn switch_addresses_answer_ping_and_tcp_through_the_dataplane() {
     });
     tcp_round_trip(&ha, "10.1.0.1:7007");
     tcp_round_trip(&hb, "192.168.100.1:7007");
+    tcp_round_trip(&ha, "[2001:db8:1::1]:7007");
     server.join().expect("echo server");
 
     // SIGTERM: a clean exit, and the TAPs are gone.
