@@ -1,0 +1,60 @@
+//! LLDP interop with lldpd: `switchd` and an lldpd on the far end of a veth
+//! each list the other as a neighbour, with the names and port ids each
+//! announced (802.1AB TLVs built and parsed by both sides).
+
+use std::time::{Duration, Instant};
+
+use fabric_tests::{Netns, Switchd, TempDir, require_root_and_tools, veth};
+
+const CONFIG: &str = "
+name: lldpsw
+lldp:
+  tx_interval_secs: 1
+ports:
+  - name: eth1
+    mode: routed
+    description: to-peer
+    addresses: [10.77.0.1/24]
+";
+
+#[test]
+fn switchd_and_lldpd_see_each_other() {
+    if !require_root_and_tools("lldp_lldpd", &["ip", "lldpd", "lldpcli"]) {
+        return;
+    }
+    let sw = Netns::new("lls");
+    let peer = Netns::new("llp");
+    veth(&peer, "eth0", &sw, "eth1");
+    let switchd = Switchd::start(&sw, CONFIG);
+
+    let dir = TempDir::new("lldpd");
+    let control = dir.path().join("lldpd.socket");
+    let control = control.to_str().expect("utf-8 path");
+    // -d: foreground; -I: only this interface; -u: a private control socket
+    // so several test runs never share one; -S: the system description.
+    let _lldpd = peer.spawn(&["lldpd", "-d", "-I", "eth0", "-u", control, "-S", "peer-under-test"]);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (mut ours, mut theirs) = (None, String::new());
+    while Instant::now() < deadline {
+        ours = switchd.show_rows("lldp").into_iter().find(|n| n["local_port"] == "eth1");
+        let out = peer.exec_status(&["lldpcli", "-u", control, "show", "neighbors", "details"]);
+        theirs = String::from_utf8_lossy(&out.stdout).into_owned();
+        if ours.is_some() && theirs.contains("lldpsw") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(250));
+    }
+
+    let ours = ours.unwrap_or_else(|| panic!("switchd learned no neighbour on eth1; lldpd sees:\n{theirs}"));
+    // lldpd announces its interface name as the port id, or its MAC
+    // (depending on version and setup); either names the peer's eth0.
+    let peer_mac = peer.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_string();
+    let port_id = ours["port_id"].as_str().unwrap_or_default();
+    assert!(port_id == "eth0" || port_id == peer_mac, "port id {port_id}: {ours}");
+    assert!(ours["ttl_secs"].as_u64().unwrap_or(0) > 0, "{ours}");
+
+    assert!(theirs.contains("SysName:      lldpsw"), "lldpd did not learn switchd's system name:\n{theirs}");
+    assert!(theirs.contains("ifname eth1"), "lldpd did not learn switchd's port id:\n{theirs}");
+    assert!(theirs.contains("to-peer"), "lldpd did not learn switchd's port description:\n{theirs}");
+}
