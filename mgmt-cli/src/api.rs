@@ -18,6 +18,7 @@ pub enum Request {
     ShowRoutes,
     ShowLldp,
     ShowRunningConfig,
+    ShowDrops,
 }
 
 /// The server's answer to one [`Request`].
@@ -39,6 +40,7 @@ pub enum Reply {
     Routes(Vec<Route>),
     Lldp(Vec<LldpNeighbor>),
     RunningConfig(RunningConfig),
+    Drops(Vec<DropCount>),
 }
 
 /// A front-panel port or a VLAN interface (SVI).
@@ -147,4 +149,14 @@ pub struct LldpNeighbor {
 pub struct RunningConfig {
     /// The running configuration as YAML, in the startup config's format.
     pub yaml: String,
+}
+
+/// Frames the pipeline dropped, by reason (only reasons that occurred).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DropCount {
+    /// The ingress port; `None` for the switch as a whole.
+    pub interface: Option<String>,
+    /// `neighbor-miss`, `malformed`, `no-route`...
+    pub reason: String,
+    pub packets: u64,
 }

@@ -19,6 +19,7 @@ impl Render for Reply {
             Reply::Routes(v) => v.render(),
             Reply::Lldp(v) => v.render(),
             Reply::RunningConfig(v) => v.render(),
+            Reply::Drops(v) => v.render(),
         }
     }
 }
@@ -163,6 +164,23 @@ impl Render for Vec<LldpNeighbor> {
     }
 }
 
+impl Render for Vec<DropCount> {
+    fn render(&self) -> String {
+        if self.is_empty() {
+            return "no drops\n".to_owned();
+        }
+        let mut table = Table::new(["INTERFACE", "REASON", "PACKETS"]);
+        for d in self {
+            table.row([
+                d.interface.clone().unwrap_or_else(|| "(switch)".into()),
+                d.reason.clone(),
+                d.packets.to_string(),
+            ]);
+        }
+        table.render()
+    }
+}
+
 impl Render for RunningConfig {
     fn render(&self) -> String {
         let mut text = self.yaml.clone();
@@ -244,6 +262,22 @@ mod tests {
         assert!(text.contains("10010  10    10.0.0.2\n"), "{text}");
         assert!(text.contains("10.0.0.2     10010  1\n"), "{text}");
         assert_eq!(Reply::Vxlan(Vxlan::default()).render(), "VXLAN: not configured\n");
+    }
+
+    #[test]
+    fn drops_list_reasons_per_interface() {
+        let reply = Reply::Drops(vec![
+            DropCount { interface: None, reason: "neighbor-miss".into(), packets: 3 },
+            DropCount { interface: Some("eth1".into()), reason: "neighbor-miss".into(), packets: 3 },
+        ]);
+        assert_eq!(
+            reply.render(),
+            "INTERFACE  REASON         PACKETS\n\
+             ---------  -------------  -------\n\
+             (switch)   neighbor-miss  3\n\
+             eth1       neighbor-miss  3\n"
+        );
+        assert_eq!(Reply::Drops(Vec::new()).render(), "no drops\n");
     }
 
     #[test]

@@ -563,6 +563,11 @@ pub fn run() -> (String, Summary) {
         let _ = writeln!(out, "{}:", sw.name);
         out.push_str(&indent(&sw.view.interfaces().render()));
     }
+    heading(&mut out, "Drops (swcli show drops)");
+    for sw in &fabric.switches {
+        let _ = writeln!(out, "{}:", sw.name);
+        out.push_str(&indent(&sw.view.drops().render()));
+    }
     (out, summary)
 }
 

@@ -56,6 +56,7 @@ impl SwitchView {
             Request::ShowRoutes => Reply::Routes(self.routes()),
             Request::ShowLldp => Reply::Lldp(self.lldp_neighbors()),
             Request::ShowRunningConfig => Reply::RunningConfig(api::RunningConfig { yaml: self.config.to_yaml() }),
+            Request::ShowDrops => Reply::Drops(self.drops()),
         };
         Response::Ok { reply }
     }
@@ -264,6 +265,30 @@ impl SwitchView {
         out
     }
 
+    /// Non-zero drop counters: the switch's, then each port's.
+    pub fn drops(&self) -> Vec<api::DropCount> {
+        let sai = lock(&self.sai);
+        let backend = sai.backend();
+        let rows = |interface: Option<String>, counters: &dataplane::pipeline::DropCounters| -> Vec<api::DropCount> {
+            counters
+                .iter()
+                .filter(|(_, packets)| *packets > 0)
+                .map(|(reason, packets)| api::DropCount {
+                    interface: interface.clone(),
+                    reason: kebab(&format!("{reason:?}")),
+                    packets,
+                })
+                .collect()
+        };
+        let mut out = rows(None, backend.drop_counters());
+        for port in &self.config.ports {
+            if let Some(counters) = backend.port_counters(self.applied.ports[&port.name].port) {
+                out.extend(rows(Some(port.name.clone()), &counters.drops));
+            }
+        }
+        out
+    }
+
     pub fn lldp_neighbors(&self) -> Vec<api::LldpNeighbor> {
         let now = (self.now)();
         let agent = lock(&self.lldp);
@@ -290,6 +315,22 @@ impl SwitchView {
             })
             .collect()
     }
+}
+
+/// `NeighborMiss` -> `neighbor-miss`.
+fn kebab(name: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in name.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('-');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 /// A bound management socket; dropping it removes the socket file.
@@ -432,6 +473,30 @@ routes:
         let eth2 = interfaces.iter().find(|i| i.name == "eth2").unwrap();
         assert_eq!(eth2.counters.rx_packets, 1);
         assert!(interfaces.iter().any(|i| i.name == "vlan10" && i.kind == "svi"));
+    }
+
+    #[test]
+    fn drops_name_reason_and_port() {
+        let view = view();
+        // A frame with a group source MAC is dropped on ingress.
+        let mut sai = view.sai.lock().unwrap();
+        let port = sai.backend().port_index(view.applied.ports["eth1"].port).unwrap();
+        let mut frame = vec![0xff; 12];
+        frame.extend_from_slice(&[0x88, 0xb6]);
+        frame.resize(60, 0);
+        let mut out = dataplane::pipeline::Output::new();
+        sai.backend_mut().process_index(0, port, &frame, &mut out);
+        drop(sai);
+        let drops = view.drops();
+        assert!(
+            drops.iter().any(|d| d.interface.is_none() && d.reason == "source-mac-invalid" && d.packets == 1),
+            "{drops:?}"
+        );
+        assert!(
+            drops.iter().any(|d| d.interface.as_deref() == Some("eth1") && d.reason == "source-mac-invalid"),
+            "{drops:?}"
+        );
+        assert_eq!(kebab("NeighborMiss"), "neighbor-miss");
     }
 
     #[test]

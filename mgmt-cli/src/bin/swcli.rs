@@ -1,6 +1,6 @@
 //! `swcli`: the operator's shell for `switchd`.
 //!
-//! `swcli [--socket PATH] [--json] show interfaces|mac|vxlan|neighbors|routes|lldp|running-config`
+//! `swcli [--socket PATH] [--json] show interfaces|mac|vxlan|neighbors|routes|lldp|running-config|drops`
 
 use clap::{Parser, Subcommand};
 use mgmt_cli::render::Render;
@@ -47,6 +47,8 @@ enum Show {
     Lldp,
     /// The running configuration, as YAML.
     RunningConfig,
+    /// Frames the pipeline dropped, by reason and ingress port.
+    Drops,
 }
 
 impl Show {
@@ -59,6 +61,7 @@ impl Show {
             Show::Routes => Request::ShowRoutes,
             Show::Lldp => Request::ShowLldp,
             Show::RunningConfig => Request::ShowRunningConfig,
+            Show::Drops => Request::ShowDrops,
         }
     }
 }
