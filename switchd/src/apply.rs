@@ -747,4 +747,19 @@ routes:
         assert_eq!(counts, [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
         assert!(routes.is_empty(), "{routes:?}");
     }
+
+    #[test]
+    fn ipv6_addresses_and_routes() {
+        let config = Config::from_yaml(
+            "name: v6\nports:\n  - { name: eth1, mode: routed, addresses: [\"2001:db8:1::1/64\"] }\n\
+             routes:\n  - { prefix: \"2001:db8:99::/48\", next_hops: [\"2001:db8:1::2\"] }\n",
+        )
+        .unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        apply(&mut sai, &config).unwrap();
+        let routes: BTreeMap<IpNetwork, RouteTarget> = sai.backend().pipeline().routes().collect();
+        assert!(matches!(routes[&"2001:db8:1::1/128".parse().unwrap()], RouteTarget::Local));
+        assert!(matches!(routes[&"2001:db8:1::/64".parse().unwrap()], RouteTarget::Connected(_)));
+        assert!(matches!(routes[&"2001:db8:99::/48".parse().unwrap()], RouteTarget::NextHop(_)));
+    }
 }
