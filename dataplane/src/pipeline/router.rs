@@ -539,7 +539,12 @@ impl Switch {
         let ip = &frame.payload[..total_len];
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
         if dst.is_broadcast() || dst.is_multicast() || frame.dst.is_multicast() {
-            // Routing protocols, DHCP: link-local control traffic is the host's.
+            // Routing protocols, DHCP: link-local control traffic (224.0.0.0/24,
+            // RFC 5771) is the host's. Multicast routing is not done here.
+            let link_local = dst.is_broadcast() || dst.octets()[..3] == [224, 0, 0];
+            if !link_local {
+                return Err(DropReason::Unsupported);
+            }
             self.punt_l3(source, frame, ip, PuntReason::LinkLocalMulticast, out);
             return Ok(Disposition::Punted);
         }
@@ -634,6 +639,11 @@ impl Switch {
         let ip = &frame.payload[..total_len];
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
         if dst.is_multicast() {
+            // Only link-scope groups (all-nodes, solicited-node, routers,
+            // routing protocols: ff02::/16) concern the router.
+            if dst.segments()[0] & 0xff0f != 0xff02 {
+                return Err(DropReason::Unsupported);
+            }
             return self.ipv6_local(now, source, rif, frame, ip, out);
         }
         let target = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;

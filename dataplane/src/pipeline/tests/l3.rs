@@ -560,3 +560,24 @@ proptest::proptest! {
         let _ = switch.process(NOW, 1, &sent, &mut out);
     }
 }
+
+#[test]
+fn only_link_local_multicast_reaches_the_host() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    let ospf = ipv4(v4("10.0.0.2"), v4("224.0.0.5"), IpProtocol::Unknown(89), 1, &[0; 24]);
+    let ospf_frame = frame(EthernetAddress([0x01, 0, 0x5e, 0, 0, 5]), H0, None, EtherType::Ipv4, &ospf);
+    assert_eq!(switch.process(NOW, 0, &ospf_frame, &mut out), Disposition::Punted);
+    assert_eq!(
+        emitted(&out),
+        vec![(Egress::Host { port: 0, rif: Some(0), reason: PuntReason::LinkLocalMulticast }, ospf_frame)]
+    );
+    let stream = ipv4(v4("10.0.0.2"), v4("239.1.1.1"), IpProtocol::Udp, 8, &[0; 24]);
+    let stream_frame = frame(EthernetAddress([0x01, 0, 0x5e, 1, 1, 1]), H0, None, EtherType::Ipv4, &stream);
+    assert_eq!(switch.process(NOW, 0, &stream_frame, &mut out), Disposition::Dropped(DropReason::Unsupported));
+    // In a VLAN with an SVI, a multicast stream is flooded and not copied to the host.
+    out.clear();
+    assert_eq!(switch.process(NOW, 2, &stream_frame, &mut out), Disposition::Flooded);
+    assert_eq!(emitted(&out).len(), 1);
+    assert_eq!(switch.drop_counters().total(), 1);
+}
