@@ -36,6 +36,43 @@ pub fn default_socket_path(switch_name: &str) -> std::path::PathBuf {
     std::path::PathBuf::from(format!("/run/switchd/{switch_name}.sock"))
 }
 
-/// The socket `swcli` uses when given no `--socket` and no
-/// [`SOCKET_ENV`]: the conventional path of a single daemon named `switch`.
+/// Where daemons put their sockets by default.
+pub const SOCKET_DIR: &str = "/run/switchd";
+
+/// The socket `swcli` uses when given no `--socket` and no [`SOCKET_ENV`]
+/// and [`SOCKET_DIR`] does not hold exactly one socket.
 pub const DEFAULT_CLIENT_SOCKET: &str = "/run/switchd/switch.sock";
+
+/// The socket to talk to when none is named: the only `*.sock` in `dir`
+/// (one daemon per namespace is the common case), else
+/// [`DEFAULT_CLIENT_SOCKET`].
+pub fn discover_socket(dir: &std::path::Path) -> std::path::PathBuf {
+    let sockets: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|ext| ext == "sock"))
+                .collect()
+        })
+        .unwrap_or_default();
+    match <[_; 1]>::try_from(sockets) {
+        Ok([only]) => only,
+        Err(_) => std::path::PathBuf::from(DEFAULT_CLIENT_SOCKET),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_only_socket_is_found() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(discover_socket(dir.path()), std::path::PathBuf::from(DEFAULT_CLIENT_SOCKET));
+        std::fs::write(dir.path().join("leaf1.sock"), b"").unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"").unwrap();
+        assert_eq!(discover_socket(dir.path()), dir.path().join("leaf1.sock"));
+        std::fs::write(dir.path().join("leaf2.sock"), b"").unwrap();
+        assert_eq!(discover_socket(dir.path()), std::path::PathBuf::from(DEFAULT_CLIENT_SOCKET));
+    }
+}

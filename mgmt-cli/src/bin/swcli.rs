@@ -11,7 +11,8 @@ use std::process::ExitCode;
 #[derive(Parser)]
 #[command(name = "swcli", version, about = "Query a running switchd")]
 struct Cli {
-    /// The daemon's management socket [env: SWCLI_SOCKET] [default: /run/switchd/switch.sock]
+    /// The daemon's management socket [env: SWCLI_SOCKET] [default: the only
+    /// socket in /run/switchd, else /run/switchd/switch.sock]
     #[arg(long, global = true)]
     socket: Option<PathBuf>,
     /// Print the answer as JSON instead of a table.
@@ -71,7 +72,7 @@ fn main() -> ExitCode {
     let socket = cli
         .socket
         .or_else(|| std::env::var_os(mgmt_cli::SOCKET_ENV).map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(mgmt_cli::DEFAULT_CLIENT_SOCKET));
+        .unwrap_or_else(|| mgmt_cli::discover_socket(std::path::Path::new(mgmt_cli::SOCKET_DIR)));
     let request = match cli.command {
         Command::Show { what } => what.request(),
     };
