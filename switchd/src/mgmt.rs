@@ -292,17 +292,11 @@ impl SwitchView {
     pub fn lldp_neighbors(&self) -> Vec<api::LldpNeighbor> {
         let now = (self.now)();
         let agent = lock(&self.lldp);
-        let sai = lock(&self.sai);
         agent
             .neighbors()
             .map(|n| {
-                let local_port = sai
-                    .backend()
-                    .port_object(n.port)
-                    .and_then(|p| self.applied.port_name(p))
-                    .map(str::to_owned)
-                    .or_else(|| agent.port_name(n.port).map(str::to_owned))
-                    .unwrap_or_else(|| format!("port {}", n.port));
+                // The agent knows its ports by the names the config gave.
+                let local_port = agent.port_name(n.port).map_or_else(|| format!("port {}", n.port), str::to_owned);
                 api::LldpNeighbor {
                     local_port,
                     chassis_id: lldp::chassis_id_text(&n.announced.chassis_id),
