@@ -34,7 +34,15 @@ fn switchd_and_lldpd_see_each_other() {
     // so several test runs never share one; -S: the system description.
     let _lldpd = peer.spawn(&["lldpd", "-d", "-I", "eth0", "-u", control, "-S", "peer-under-test"]);
 
-    let deadline = Instant::now() + Duration::from_secs(20);
+    // lldpd announces every 30 s by default; once its control socket is
+    // up, make it every second so a lost first LLDPDU costs little.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !peer.exec_status(&["lldpcli", "-u", control, "configure", "lldp", "tx-interval", "1"]).status.success() {
+        assert!(Instant::now() < deadline, "lldpd's control socket did not come up");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let deadline = Instant::now() + Duration::from_secs(40);
     let (mut ours, mut theirs) = (None, String::new());
     while Instant::now() < deadline {
         ours = switchd.show_rows("lldp").into_iter().find(|n| n["local_port"] == "eth1");
