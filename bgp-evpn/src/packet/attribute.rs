@@ -386,8 +386,9 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
             // §5: unrecognized optional non-transitive attributes are quietly
             // ignored; optional transitive ones are passed on with Partial set.
             if flags & flag::TRANSITIVE != 0 {
+                // The length encoding is chosen again when it is sent on.
                 out.attrs.unknown.push(RawAttribute {
-                    flags: flags | flag::PARTIAL,
+                    flags: (flags | flag::PARTIAL) & !flag::EXTENDED_LENGTH,
                     type_code: code,
                     value: value.to_vec(),
                 });

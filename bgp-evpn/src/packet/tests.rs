@@ -265,6 +265,17 @@ fn unknown_optional_transitive_passes_with_partial_and_non_transitive_is_dropped
     assert!(u.errors.is_empty());
 }
 
+#[test]
+fn unknown_attribute_with_extended_length_round_trips() {
+    // Found by fuzzing: the Extended Length bit was kept in the stored
+    // flags, so re-encoding a short value changed the flags.
+    let attrs = [&base_attrs()[..], &[0xf0, 255, 0, 0]].concat();
+    let u = decode_update(&update_bytes(&[], &attrs, &[8, 10])).unwrap();
+    assert_eq!(u.attrs.unknown[0].flags, 0xe0);
+    let again = decode_update(&Message::Update(u.clone()).to_bytes(&ctx())).unwrap();
+    assert_eq!(again, u);
+}
+
 // ---- RFC 7606 classification, one test per rule ----
 
 fn action_of(attrs: &[u8]) -> Option<ErrorAction> {
