@@ -4,8 +4,10 @@
 //! source ports so that every inner flow differs.
 //!
 //! ```text
-//! udpgen IFACE SRC_MAC DST_MAC SRC_IP DST_IP SECONDS [FRAME_LEN] [FLOWS]
+//! udpgen IFACE SRC_MAC DST_MAC SRC_IP DST_IP SECONDS [FRAME_LEN] [FLOWS] [PPS]
 //! ```
+//! With `PPS`, the sender paces itself to that rate (in bursts of 64);
+//! without, it sends as fast as it can.
 //! Prints the frames sent and the rate. Run it inside the sender's
 //! namespace (`ip netns exec`).
 
@@ -55,7 +57,7 @@ fn build(frame: &mut [u8], src_mac: [u8; 6], dst_mac: [u8; 6], src: Ipv4Addr, ds
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 7 {
-        eprintln!("usage: udpgen IFACE SRC_MAC DST_MAC SRC_IP DST_IP SECONDS [FRAME_LEN] [FLOWS]");
+        eprintln!("usage: udpgen IFACE SRC_MAC DST_MAC SRC_IP DST_IP SECONDS [FRAME_LEN] [FLOWS] [PPS]");
         std::process::exit(2);
     }
     let iface = &args[1];
@@ -66,6 +68,7 @@ fn main() {
     let seconds: f64 = args[6].parse().expect("SECONDS");
     let frame_len: usize = args.get(7).map(|s| s.parse().expect("FRAME_LEN")).unwrap_or(64).max(60);
     let flows: usize = args.get(8).map(|s| s.parse().expect("FLOWS")).unwrap_or(256).max(1);
+    let pps: Option<f64> = args.get(9).map(|s| s.parse().expect("PPS"));
 
     let frames: Vec<Vec<u8>> = (0..flows)
         .map(|i| {
@@ -86,6 +89,12 @@ fn main() {
             sent += 1;
             if sent.is_multiple_of(64) {
                 let _ = port.flush();
+                if let Some(pps) = pps {
+                    let due = Duration::from_secs_f64(sent as f64 / pps);
+                    if let Some(ahead) = due.checked_sub(start.elapsed()) {
+                        std::thread::sleep(ahead);
+                    }
+                }
                 if sent.is_multiple_of(1024) && start.elapsed() >= duration {
                     break 'run;
                 }
