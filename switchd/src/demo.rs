@@ -23,7 +23,7 @@ pub mod host;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -31,8 +31,8 @@ use std::sync::{Arc, Mutex};
 use dataplane::pipeline::{Disposition, Egress, Output, PortId};
 use dataplane::wire::arp::Operation;
 use dataplane::wire::{
-    ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, Icmpv4Packet, Icmpv4Repr, IpProtocol, Ipv4Packet,
-    UdpPacket, VlanTag, VxlanPacket,
+    ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr,
+    IpProtocol, Ipv4Packet, Ipv6Packet, UdpPacket, VlanTag, VxlanPacket,
 };
 use mgmt_cli::render::Render;
 use sai_shim::{HostInterfaceAttr, ObjectId};
@@ -66,6 +66,10 @@ const HOSTS: [(&str, &str, &str, &str, Option<&str>); 5] = [
     ("h2", "leaf2", "eth3", "192.168.10.12/24", None),
     ("h4", "leaf2", "eth4", "192.168.30.14/24", Some("192.168.30.1")),
 ];
+
+/// Hosts with IPv6 too: name, address, default router.
+const HOSTS_V6: [(&str, &str, &str); 2] =
+    [("h3", "2001:db8:20::13/64", "2001:db8:20::1"), ("h4", "2001:db8:30::14/64", "2001:db8:30::1")];
 
 /// One-way delay of every link.
 const LINK_DELAY_NS: u64 = 1_000;
@@ -172,12 +176,16 @@ impl Fabric {
         }
         for (i, (name, switch, port, address, gateway)) in HOSTS.into_iter().enumerate() {
             let mac = EthernetAddress([0x02, 0x00, 0x00, 0x00, 0x00, 0x10 + i as u8]);
-            let host = Host::new(
+            let mut host = Host::new(
                 name,
                 mac,
                 address.parse().expect("host address"),
                 gateway.map(|g| g.parse().expect("gateway")),
             );
+            if let Some((_, address6, gateway6)) = HOSTS_V6.iter().find(|(h, _, _)| *h == name) {
+                host =
+                    host.with_ipv6(address6.parse().expect("host address"), Some(gateway6.parse().expect("gateway")));
+            }
             fabric.hosts.push(host);
             let at = fabric.endpoint(switch, port);
             fabric.connect(at, (Node::Host(i), 0));
@@ -321,7 +329,7 @@ impl Fabric {
 
     /// `count` echo requests from host `from` to `dst`, one a second, like
     /// `ping -c`. Returns each outcome and the trace of the first exchange.
-    pub fn ping(&mut self, from: &str, dst: Ipv4Addr, count: u16) -> (Vec<PingOutcome>, Vec<String>) {
+    pub fn ping(&mut self, from: &str, dst: IpAddr, count: u16) -> (Vec<PingOutcome>, Vec<String>) {
         let h = self.host_index(from);
         let ident = 0x4000 + h as u16;
         let mut outcomes = Vec::new();
@@ -332,7 +340,10 @@ impl Fabric {
             self.trace = Some(Vec::new());
             let sent = self.now();
             let mut frames = Vec::new();
-            self.hosts[h].ping(dst, ident, seq, &mut frames);
+            match dst {
+                IpAddr::V4(dst) => self.hosts[h].ping(dst, ident, seq, &mut frames),
+                IpAddr::V6(dst) => self.hosts[h].ping6(dst, ident, seq, &mut frames),
+            }
             for frame in frames {
                 self.send((Node::Host(h), 0), frame);
             }
@@ -402,6 +413,7 @@ pub fn describe(frame: &[u8]) -> String {
             Err(e) => format!("ARP ({e})"),
         },
         EtherType::Ipv4 => describe_ipv4(payload),
+        EtherType::Ipv6 => describe_ipv6(payload),
         EtherType::Lldp => "LLDP".into(),
         other => format!("ethertype {:#06x}", u16::from(other)),
     };
@@ -441,6 +453,30 @@ fn describe_ipv4(payload: &[u8]) -> String {
     }
 }
 
+fn describe_ipv6(payload: &[u8]) -> String {
+    let Ok(ip) = Ipv6Packet::new_checked(payload) else {
+        return "IPv6 (malformed)".into();
+    };
+    let (src, dst, hops) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit());
+    if ip.next_header() != IpProtocol::Icmpv6 {
+        return format!("IPv6 {src} > {dst} next header {:?}", ip.next_header());
+    }
+    match Icmpv6Packet::new_checked(ip.payload()).and_then(|p| Icmpv6Repr::parse(&p, src, dst)) {
+        Ok(Icmpv6Repr::EchoRequest { seq_no, .. }) => {
+            format!("ICMPv6 {src} > {dst} echo request seq {seq_no} hlim {hops}")
+        }
+        Ok(Icmpv6Repr::EchoReply { seq_no, .. }) => format!("ICMPv6 {src} > {dst} echo reply seq {seq_no} hlim {hops}"),
+        Ok(Icmpv6Repr::NeighborSolicit { target_addr, .. }) => format!("ND who-has {target_addr} tell {src}"),
+        Ok(Icmpv6Repr::NeighborAdvert { target_addr, target_lladdr, .. }) => {
+            format!("ND {target_addr} is-at {}", target_lladdr.map_or_else(|| "?".into(), |m| m.to_string()))
+        }
+        Ok(Icmpv6Repr::TimeExceeded { .. }) => format!("ICMPv6 {src} > {dst} time exceeded"),
+        Ok(Icmpv6Repr::DstUnreachable { .. }) => format!("ICMPv6 {src} > {dst} unreachable"),
+        Ok(Icmpv6Repr::PacketTooBig { mtu, .. }) => format!("ICMPv6 {src} > {dst} packet too big (mtu {mtu})"),
+        Err(e) => format!("ICMPv6 ({e})"),
+    }
+}
+
 fn ping_summary(out: &mut String, outcomes: &[PingOutcome]) -> usize {
     let mut received = 0;
     for outcome in outcomes {
@@ -459,8 +495,8 @@ fn ping_summary(out: &mut String, outcomes: &[PingOutcome]) -> usize {
     if received < outcomes.len() {
         let _ = writeln!(
             out,
-            "    (a router drops a packet whose next hop it has not resolved yet and sends an ARP request;\n     \
-             the requests that found a hop still resolving were lost, as on real switches)"
+            "    (a router drops a packet whose next hop it has not resolved yet and sends an ARP request or a\n     \
+             neighbour solicitation; requests that met a hop still resolving were lost, as on real switches)"
         );
     }
     received
@@ -473,6 +509,7 @@ pub struct Summary {
     pub vxlan_replies: usize,
     pub routed_replies: usize,
     pub gateway_replies: usize,
+    pub ipv6_replies: usize,
     pub udp_delivered: u64,
     pub ecmp_spine1: u64,
     pub ecmp_spine2: u64,
@@ -503,12 +540,12 @@ pub fn run() -> (String, Summary) {
     let (h2, h4, h5) = (h("h2"), h("h4"), h("h5"));
 
     heading(&mut out, "ping h1 -> h5: same VLAN, same leaf (bridged by leaf1)");
-    let (outcomes, trace) = fabric.ping("h1", h5, 4);
+    let (outcomes, trace) = fabric.ping("h1", h5.into(), 4);
     push_trace(&mut out, &trace);
     summary.bridged_replies = ping_summary(&mut out, &outcomes);
 
     heading(&mut out, "ping h1 -> h2: VLAN 10 stretched over VXLAN VNI 10010, leaf1 <-> leaf2");
-    let (outcomes, trace) = fabric.ping("h1", h2, 4);
+    let (outcomes, trace) = fabric.ping("h1", h2.into(), 4);
     push_trace(&mut out, &trace);
     summary.vxlan_replies = ping_summary(&mut out, &outcomes);
     summary.vxlan_source_ports = trace.iter().filter_map(|l| vxlan_sport(l)).collect();
@@ -527,7 +564,7 @@ pub fn run() -> (String, Summary) {
     summary.gateway_replies = ping_summary(&mut out, &outcomes);
 
     heading(&mut out, "ping h3 -> h4: routed, VLAN 20 -> underlay (ECMP over the spines) -> VLAN 30");
-    let (outcomes, trace) = fabric.ping("h3", h4, 5);
+    let (outcomes, trace) = fabric.ping("h3", h4.into(), 5);
     push_trace(&mut out, &trace);
     summary.routed_replies = ping_summary(&mut out, &outcomes);
 
@@ -543,6 +580,12 @@ pub fn run() -> (String, Summary) {
         "    delivered to h4: {}/64; leaf1 hashed them to spine1: {}, spine2: {}",
         summary.udp_delivered, summary.ecmp_spine1, summary.ecmp_spine2
     );
+
+    heading(&mut out, "ping6 h3 -> h4: IPv6 routed over the same fabric (neighbour discovery at each hop)");
+    let h4_v6 = fabric.hosts[fabric.host_index("h4")].address6.expect("h4 has IPv6").ip();
+    let (outcomes, trace) = fabric.ping("h3", h4_v6.into(), 5);
+    push_trace(&mut out, &trace);
+    summary.ipv6_replies = ping_summary(&mut out, &outcomes);
 
     heading(&mut out, "MAC tables (swcli show mac)");
     for name in ["leaf1", "leaf2"] {
@@ -606,6 +649,7 @@ pub fn main() -> ExitCode {
         && summary.vxlan_replies > 0
         && summary.routed_replies > 0
         && summary.gateway_replies > 0
+        && summary.ipv6_replies > 0
         && summary.udp_delivered == 64;
     println!("\n{}", if ok { "demo: every kind of path worked" } else { "demo: some pings failed (see above)" });
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
@@ -622,6 +666,7 @@ mod tests {
         assert!(summary.vxlan_replies >= 2, "{report}");
         assert!(summary.gateway_replies >= 1, "{report}");
         assert!(summary.routed_replies >= 2, "{report}");
+        assert!(summary.ipv6_replies >= 2, "{report}");
         assert_eq!(summary.udp_delivered, 64, "{report}");
         // Both spines carry some of the flows.
         assert!(summary.ecmp_spine1 > 0 && summary.ecmp_spine2 > 0, "{summary:?}");
@@ -646,7 +691,7 @@ mod tests {
         let h2 = fabric.hosts[fabric.host_index("h2")].ip();
         // Each router on the way drops the first packet it cannot resolve
         // the next hop of: a few requests are needed.
-        let (outcomes, _) = fabric.ping("h1", h2, 5);
+        let (outcomes, _) = fabric.ping("h1", h2.into(), 5);
         assert!(outcomes.iter().any(|o| o.reply.is_some()), "{outcomes:?}");
         let h2_mac = fabric.hosts[fabric.host_index("h2")].mac.to_string();
         let macs = fabric.switch("leaf1").view.mac_table();
