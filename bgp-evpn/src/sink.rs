@@ -214,3 +214,86 @@ impl<B: Backend + Send + 'static> RouteSink for SaiRouteSink<B> {
         self.release(&mut sai, &old);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use dataplane::pipeline::SwitchConfig;
+    use sai_shim::backend::soft::SoftBackend;
+    use sai_shim::{PortAttr, RouterInterfaceAttr, RouterInterfaceType};
+
+    use super::*;
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
+    }
+
+    /// A switch with two routed ports on 10.1.0.0/30 and 10.2.0.0/30.
+    fn shim() -> Arc<Mutex<Sai<SoftBackend>>> {
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &[]).unwrap();
+        let vr = sai.default_virtual_router();
+        for (name, subnet) in [("eth1", "10.1.0.0/30"), ("eth2", "10.2.0.0/30")] {
+            let port = sai.create_port(&[PortAttr::Name(name.into()), PortAttr::AdminState(true)]).unwrap();
+            let rif = sai
+                .create_router_interface(&[
+                    RouterInterfaceAttr::VirtualRouterId(vr),
+                    RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
+                ])
+                .unwrap();
+            let key = RouteEntryKey { virtual_router: vr, destination: subnet.parse().unwrap() };
+            sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(rif))]).unwrap();
+        }
+        Arc::new(Mutex::new(sai))
+    }
+
+    fn target(sai: &Arc<Mutex<Sai<SoftBackend>>>, prefix: &str) -> Option<ObjectId> {
+        let sai = sai.lock().unwrap();
+        let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination: prefix.parse().unwrap() };
+        sai.get_route_entry(key).ok().and_then(|r| r.next_hop)
+    }
+
+    fn count(sai: &Arc<Mutex<Sai<SoftBackend>>>, t: ObjectType) -> usize {
+        sai.lock().unwrap().store().objects_of(t).count()
+    }
+
+    #[test]
+    fn ecmp_groups_next_hops_and_routes_follow_the_rib() {
+        let sai = shim();
+        let mut sink = SaiRouteSink::new(sai.clone());
+        let a: Nlri = "10.255.0.2/32".parse().unwrap();
+        let b: Nlri = "10.255.0.3/32".parse().unwrap();
+        sink.install(a, &[ip("10.1.0.2"), ip("10.2.0.2")]);
+        let group = target(&sai, "10.255.0.2/32").unwrap();
+        assert_eq!(group.object_type(), Some(ObjectType::NextHopGroup));
+        assert_eq!(sai.lock().unwrap().get_next_hop_group_members(group).unwrap().len(), 2);
+        // A second prefix with the same set shares the group.
+        sink.install(b, &[ip("10.2.0.2"), ip("10.1.0.2")]);
+        assert_eq!(target(&sai, "10.255.0.3/32"), Some(group));
+        assert_eq!(count(&sai, ObjectType::NextHopGroup), 1);
+        assert_eq!(count(&sai, ObjectType::NextHop), 2);
+        // Shrinking to one path points the route at the next hop itself.
+        sink.install(a, &[ip("10.1.0.2")]);
+        let nh = target(&sai, "10.255.0.2/32").unwrap();
+        assert_eq!(nh.object_type(), Some(ObjectType::NextHop));
+        assert_eq!(sai.lock().unwrap().get_next_hop(nh).unwrap().ip, ip("10.1.0.2"));
+        // Removing everything removes every object the sink created.
+        sink.remove(b);
+        assert_eq!(count(&sai, ObjectType::NextHopGroup), 0);
+        assert_eq!(count(&sai, ObjectType::NextHopGroupMember), 0);
+        sink.remove(a);
+        assert_eq!(target(&sai, "10.255.0.2/32"), None);
+        assert_eq!(count(&sai, ObjectType::NextHop), 0);
+        assert_eq!(sink.errors, 0);
+    }
+
+    #[test]
+    fn unresolvable_next_hops_are_counted_not_installed() {
+        let sai = shim();
+        let mut sink = SaiRouteSink::new(sai.clone());
+        sink.install("10.9.0.0/16".parse().unwrap(), &[ip("192.0.2.1")]);
+        assert_eq!(target(&sai, "10.9.0.0/16"), None);
+        assert_eq!(sink.errors, 1);
+        // One resolvable hop of two: installed through that one.
+        sink.install("10.9.0.0/16".parse().unwrap(), &[ip("192.0.2.1"), ip("10.2.0.2")]);
+        assert_eq!(target(&sai, "10.9.0.0/16").and_then(|t| t.object_type()), Some(ObjectType::NextHop));
+    }
+}
