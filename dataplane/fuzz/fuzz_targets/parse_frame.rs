@@ -125,6 +125,10 @@ fn ipv4(payload: &mut [u8], fix: bool, depth: u8) {
     let header_len = packet.header_len();
     let total_len = usize::from(packet.total_len());
     check_incremental_updates(&payload[..total_len]);
+    // The repr keeps no options, so it re-emits a 20-byte header.
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]));
+    assert_eq!(Ipv4Repr::parse(&Ipv4Packet::new_checked(&buf[..]).unwrap()).unwrap(), repr);
 
     let pseudo = PseudoHeader::V4 { src_addr: repr.src_addr, dst_addr: repr.dst_addr };
     let upper = &mut payload[header_len..total_len];
@@ -184,6 +188,9 @@ fn ipv6(payload: &mut [u8], fix: bool, depth: u8) {
         return;
     };
     let ip_payload_len = packet.payload().len();
+    let mut buf = vec![0u8; repr.buffer_len()];
+    repr.emit(&mut Ipv6Packet::new_unchecked(&mut buf[..]));
+    assert_eq!(Ipv6Repr::parse(&Ipv6Packet::new_checked(&buf[..]).unwrap()).unwrap(), repr);
     let _ = packet.upper_layer();
     let Ok(upper) = walk_extension_headers(repr.next_header, packet.payload()) else {
         return;
@@ -238,6 +245,9 @@ fn udp(datagram: &mut [u8], pseudo: &PseudoHeader, fix: bool, depth: u8) {
     };
     assert_eq!(repr.payload_len, packet.payload().len());
     let end = repr.buffer_len();
+    let mut buf = datagram[..end].to_vec();
+    repr.emit(&mut UdpPacket::new_unchecked(&mut buf[..]), pseudo);
+    assert_eq!(UdpRepr::parse(&UdpPacket::new_checked(&buf[..]).unwrap(), pseudo).unwrap(), repr);
     if repr.dst_port == VXLAN_PORT {
         vxlan(&mut datagram[repr.header_len()..end], fix, depth);
     }

@@ -9,8 +9,16 @@
 //! switch, so learning, moves and neighbour state carry from one to the next:
 //! the input is split on the 4-byte separator `FZ\x00\x01`.
 //!
-//! Checked besides "never panics": every drop is counted under its reason,
-//! and every frame the switch sends out of a port has a parseable L2 header.
+//! Checked besides "never panics": every drop is counted under its reason;
+//! every frame the switch sends out of a port has a parseable L2 header; and
+//! every IPv4 packet it routes or builds (sent from the router MAC) has a
+//! valid header checksum; and every packet it originates itself (from one of
+//! its own addresses: VXLAN encapsulation, ICMP echo replies and errors,
+//! neighbour discovery) also has valid UDP, ICMP and ICMPv6 checksums. Routed
+//! packets keep their transport checksum as it came (a router does not
+//! verify it), and bridged frames go out untouched: neither is judged there,
+//! nor is anything sent in answer to a frame spoofing the switch's MAC or
+//! one of its addresses (bridged or routed, it would look originated).
 
 #![no_main]
 
@@ -20,7 +28,10 @@ use dataplane::pipeline::{
     Disposition, Egress, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget,
     RouterInterface, Switch, SwitchConfig, VtepConfig,
 };
-use dataplane::wire::{EthernetAddress, vlan::L2Header};
+use dataplane::wire::{
+    ArpPacket, ArpRepr, EtherType, EthernetAddress, Icmpv4Packet, Icmpv6Packet, IpProtocol,
+    Ipv4Packet, Ipv6Packet, PseudoHeader, UdpPacket, vlan::L2Header, walk_extension_headers,
+};
 use ipnetwork::IpNetwork;
 use libfuzzer_sys::fuzz_target;
 
@@ -38,6 +49,12 @@ fn net(text: &str) -> IpNetwork {
 /// Ports 0 and 1 access in VLAN 10, port 2 a trunk in VLANs 10 and 20, port 3
 /// a routed port, port 4 access in VLAN 20. VLAN 20 is stretched over VXLAN
 /// VNI 5020 to the remote VTEP 192.0.2.2, reached through the routed port.
+const ROUTER_MAC: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0xfe]);
+/// The switch's own addresses (its `Local` routes below).
+const LOCAL_V4: [Ipv4Addr; 3] =
+    [Ipv4Addr::new(10, 0, 10, 1), Ipv4Addr::new(10, 0, 1, 0), Ipv4Addr::new(192, 0, 2, 1)];
+const LOCAL_V6: Ipv6Addr = Ipv6Addr::new(0x2001, 0xdb8, 0x10, 0, 0, 0, 0, 1);
+
 fn build_switch() -> Switch {
     let mut switch = Switch::new(SwitchConfig {
         max_ports: 8,
@@ -59,7 +76,7 @@ fn build_switch() -> Switch {
     switch.set_vlan_member(20, 2, true).unwrap();
     switch.set_vlan_member(20, 4, false).unwrap();
 
-    let router_mac = mac(0xfe);
+    let router_mac = ROUTER_MAC;
     let svi = RouterInterface { kind: RifKind::Vlan(10), mac: router_mac, mtu: 1500, admin_up: true };
     let routed = RouterInterface { kind: RifKind::Port(3), mac: router_mac, mtu: 9000, admin_up: true };
     switch.set_router_interface(0, svi).unwrap();
@@ -116,6 +133,7 @@ fuzz_target!(|data: &[u8]| {
         out.clear();
         switch.poll(now, &mut out);
         out.clear();
+        let spoofed = spoofed(frame);
         let before = switch.drop_counters().total();
         let disposition = switch.process(now, ingress, frame, &mut out);
         if let Disposition::Dropped(reason) = disposition {
@@ -125,12 +143,108 @@ fuzz_target!(|data: &[u8]| {
         for emitted in out.iter() {
             if let Egress::Port(port) = emitted.to {
                 assert!(port < 5, "sent out of a port that does not exist");
-                assert!(L2Header::parse(emitted.frame).is_ok(), "sent an unparseable frame");
+                let l2 = L2Header::parse(emitted.frame).expect("sent an unparseable frame");
+                if l2.src_addr == ROUTER_MAC && !spoofed.mac {
+                    let payload = &emitted.frame[l2.payload_offset..];
+                    check_built_frame(l2.ethertype, payload, !spoofed.ip);
+                }
             }
         }
         let _ = switch.drain_events().count();
     }
 });
+
+/// What in `frame`, or in the inner frame of a VXLAN packet, claims to be
+/// the switch: its MAC as source, or one of its addresses as IP source.
+#[derive(Default, Clone, Copy)]
+struct Spoofed {
+    mac: bool,
+    ip: bool,
+}
+
+fn spoofed(frame: &[u8]) -> Spoofed {
+    let Ok(l2) = L2Header::parse(frame) else {
+        return Spoofed::default();
+    };
+    let payload = &frame[l2.payload_offset..];
+    let mut found = Spoofed { mac: l2.src_addr == ROUTER_MAC, ip: false };
+    match l2.ethertype {
+        EtherType::Ipv4 => {
+            if let Ok(packet) = Ipv4Packet::new_checked(payload) {
+                found.ip = LOCAL_V4.contains(&packet.src_addr());
+                let inner = (packet.protocol() == IpProtocol::Udp)
+                    .then(|| UdpPacket::new_checked(packet.payload()).ok())
+                    .flatten()
+                    .and_then(|udp| udp.payload().get(8..).map(spoofed));
+                if let Some(inner) = inner {
+                    found.mac |= inner.mac;
+                    found.ip |= inner.ip;
+                }
+            }
+        }
+        EtherType::Ipv6 => {
+            found.ip = Ipv6Packet::new_checked(payload).is_ok_and(|packet| packet.src_addr() == LOCAL_V6);
+        }
+        _ => {}
+    }
+    found
+}
+
+/// A frame sent from the router MAC: routed or originated by the switch.
+fn check_built_frame(ethertype: EtherType, payload: &[u8], judge_originated: bool) {
+    match ethertype {
+        EtherType::Arp => {
+            let packet = ArpPacket::new_checked(payload).expect("built ARP truncated");
+            ArpRepr::parse(&packet).expect("built ARP unparseable");
+        }
+        EtherType::Ipv4 => {
+            let packet = Ipv4Packet::new_checked(payload).expect("built IPv4 truncated");
+            assert!(packet.verify_checksum(), "built IPv4 header checksum wrong");
+            let pseudo = PseudoHeader::V4 { src_addr: packet.src_addr(), dst_addr: packet.dst_addr() };
+            if !judge_originated || packet.is_fragment() || !LOCAL_V4.contains(&packet.src_addr()) {
+                return;
+            }
+            match packet.protocol() {
+                IpProtocol::Udp => {
+                    let udp = UdpPacket::new_checked(packet.payload()).expect("built UDP truncated");
+                    assert!(udp.verify_checksum(&pseudo), "built UDP/IPv4 checksum wrong");
+                }
+                IpProtocol::Icmp => {
+                    let icmp = Icmpv4Packet::new_checked(packet.payload()).expect("built ICMP truncated");
+                    assert!(icmp.verify_checksum(), "built ICMP checksum wrong");
+                }
+                _ => {}
+            }
+        }
+        EtherType::Ipv6 => {
+            let packet = Ipv6Packet::new_checked(payload).expect("built IPv6 truncated");
+            if !judge_originated || packet.src_addr() != LOCAL_V6 {
+                return;
+            }
+            let Ok(upper) = walk_extension_headers(packet.next_header(), packet.payload()) else {
+                return;
+            };
+            if upper.fragment.is_some() {
+                return;
+            }
+            let message = &packet.payload()[upper.offset..];
+            let (src_addr, dst_addr) = (packet.src_addr(), packet.dst_addr());
+            match upper.protocol {
+                IpProtocol::Udp => {
+                    let udp = UdpPacket::new_checked(message).expect("built UDP truncated");
+                    let pseudo = PseudoHeader::V6 { src_addr, dst_addr };
+                    assert!(udp.verify_checksum(&pseudo), "built UDP/IPv6 checksum wrong");
+                }
+                IpProtocol::Icmpv6 => {
+                    let icmp = Icmpv6Packet::new_checked(message).expect("built ICMPv6 truncated");
+                    assert!(icmp.verify_checksum(src_addr, dst_addr), "built ICMPv6 checksum wrong");
+                }
+                _ => {}
+            }
+        }
+        _ => {}
+    }
+}
 
 fn split<'a>(data: &'a [u8], separator: &'a [u8]) -> impl Iterator<Item = &'a [u8]> + 'a {
     let mut rest = Some(data);
