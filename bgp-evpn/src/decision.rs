@@ -70,6 +70,22 @@ impl Default for MultipathConfig {
     }
 }
 
+/// Every value of [`Selection::reason`], in decision order.
+pub const REASONS: [&str; 12] = [
+    "only path",
+    "weight",
+    "local preference",
+    "locally originated",
+    "AS path length",
+    "origin",
+    "MED",
+    "eBGP over iBGP",
+    "IGP cost",
+    "router id",
+    "cluster list length",
+    "peer address",
+];
+
 /// The outcome of the decision process for one destination.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Selection {
@@ -211,6 +227,7 @@ mod tests {
 
     fn best(cands: &[Candidate]) -> (usize, &'static str) {
         let s = select(cands, &MultipathConfig { max_paths: 1, as_path_relax: false }).unwrap();
+        assert!(REASONS.contains(&s.reason), "{} is missing from REASONS", s.reason);
         (s.best, s.reason)
     }
 

@@ -640,7 +640,7 @@ impl Speaker {
                     .candidates(n)
                     .into_iter()
                     .map(|r| {
-                        let selected = e.paths.iter().position(|s| s.peer == r.peer);
+                        let selected = e.paths().position(|s| s.peer == r.peer);
                         PathView {
                             peer: self.rib.peers[r.peer].addr,
                             best: selected == Some(0),
@@ -660,7 +660,7 @@ impl Speaker {
                     })
                     .collect();
                 paths.sort_by_key(|p| (!p.best, !p.multipath));
-                RouteView { prefix: n.to_string(), reason: e.reason, paths }
+                RouteView { prefix: n.to_string(), reason: e.reason(), paths }
             })
             .collect();
         out.sort_by(|a, b| a.prefix.cmp(&b.prefix));

@@ -34,25 +34,48 @@ pub struct Route {
     pub attrs: Arc<PathAttrs>,
 }
 
-/// A Loc-RIB entry: the selected paths, best first, then the other
-/// equal-cost paths used for forwarding.
+/// A Loc-RIB entry: the best path, then the other equal-cost paths used
+/// for forwarding. Kept small (32 bytes): there is one per destination, and
+/// most destinations have a single path.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LocEntry {
-    pub paths: Vec<Route>,
-    pub reason: &'static str,
+    best: Route,
+    more: Option<Box<Vec<Route>>>,
+    reason: u8,
 }
 
 impl LocEntry {
+    /// `paths` is best first and not empty.
+    pub fn new(mut paths: Vec<Route>, reason: &'static str) -> Option<LocEntry> {
+        if paths.is_empty() {
+            return None;
+        }
+        let best = paths.remove(0);
+        let more = (!paths.is_empty()).then(|| Box::new(paths));
+        let reason = decision::REASONS.iter().position(|r| *r == reason).unwrap_or(0) as u8;
+        Some(LocEntry { best, more, reason })
+    }
+
     pub fn best(&self) -> &Route {
-        &self.paths[0]
+        &self.best
+    }
+
+    /// Every selected path, best first.
+    pub fn paths(&self) -> impl Iterator<Item = &Route> {
+        core::iter::once(&self.best).chain(self.more.iter().flat_map(|m| m.iter()))
+    }
+
+    /// Which decision step chose the best path.
+    pub fn reason(&self) -> &'static str {
+        decision::REASONS.get(self.reason as usize).copied().unwrap_or("")
     }
 
     /// Next hops to install: none for locally originated routes.
     pub fn next_hops(&self) -> Vec<IpAddr> {
-        if self.paths[0].peer == LOCAL_PEER {
+        if self.best.peer == LOCAL_PEER {
             return Vec::new();
         }
-        self.paths.iter().filter_map(|r| r.attrs.next_hop).collect()
+        self.paths().filter_map(|r| r.attrs.next_hop).collect()
     }
 }
 
@@ -176,6 +199,12 @@ impl Rib {
     /// Runs the decision process for `nlri` and updates the Loc-RIB.
     pub fn decide(&mut self, nlri: Nlri) -> Option<LocChange> {
         let routes = self.candidates(&nlri);
+        // One candidate (the common case while a table loads) needs no decision.
+        let new = if routes.len() == 1 { LocEntry::new(routes, decision::REASONS[0]) } else { self.select(&routes) };
+        self.commit(nlri, new)
+    }
+
+    fn select(&self, routes: &[Route]) -> Option<LocEntry> {
         let cands: Vec<Candidate> = routes
             .iter()
             .map(|r| {
@@ -190,10 +219,12 @@ impl Rib {
                 }
             })
             .collect();
-        let new = decision::select(&cands, &self.multipath).map(|sel| LocEntry {
-            paths: sel.multipath.iter().map(|&i| routes[i].clone()).collect(),
-            reason: sel.reason,
-        });
+        decision::select(&cands, &self.multipath)
+            .and_then(|sel| LocEntry::new(sel.multipath.iter().map(|&i| routes[i].clone()).collect(), sel.reason))
+    }
+
+    /// Stores the new entry for `nlri` and says what changed.
+    fn commit(&mut self, nlri: Nlri, new: Option<LocEntry>) -> Option<LocChange> {
         let old_hops = self.loc.get(&nlri).map(LocEntry::next_hops).unwrap_or_default();
         let old_best = self.loc.get(&nlri).map(|e| e.best().clone());
         let new_hops = new.as_ref().map(LocEntry::next_hops).unwrap_or_default();
@@ -262,6 +293,11 @@ mod tests {
             next_hop: Some(IpAddr::from(nh)),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn loc_entries_stay_small() {
+        assert_eq!(core::mem::size_of::<LocEntry>(), 32);
     }
 
     #[test]
