@@ -2,6 +2,7 @@
 //! whole ([`validate`]) into the typed model below, which is what
 //! `apply` programs. Nothing is applied from a config that has any error.
 
+pub mod bgp;
 pub mod file;
 mod validate;
 
@@ -27,6 +28,8 @@ pub struct Config {
     pub vlans: Vec<Vlan>,
     pub vxlan: Option<Vxlan>,
     pub routes: Vec<StaticRoute>,
+    /// The BGP speaker's configuration, resolved against the interfaces.
+    pub bgp: Option<bgp_evpn::BgpConfig>,
     /// The file as written, for `show running-config`.
     pub source: ConfigFile,
 }

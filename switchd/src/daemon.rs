@@ -244,6 +244,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.lldp != candidate.lldp {
         reasons.push("the LLDP settings changed".to_owned());
     }
+    if running.bgp != candidate.bgp {
+        reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
+    }
     let ports = |c: &Config| c.ports.iter().map(|p| (p.name.clone(), p.kind)).collect::<Vec<_>>();
     if ports(running) != ports(candidate) {
         reasons.push("ports were added, removed, reordered or changed kind".to_owned());

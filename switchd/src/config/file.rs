@@ -66,6 +66,9 @@ pub struct ConfigFile {
     pub vxlan: Option<VxlanFile>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub routes: Vec<RouteFile>,
+    /// The BGP speaker (see `config/bgp.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bgp: Option<super::bgp::BgpFile>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

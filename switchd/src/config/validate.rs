@@ -45,16 +45,18 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         vlans,
         vxlan: None,
         routes: Vec::new(),
+        bgp: None,
         source: file.clone(),
     };
     check_overlaps(&mut v, &file, &config_so_far);
     let vxlan = file.vxlan.as_ref().map(|x| check_vxlan(&mut v, x, &config_so_far, &declared_vlans));
     let routes = check_routes(&mut v, &file.routes, &config_so_far);
+    let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
 
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { vxlan, routes, ..config_so_far })
+    Ok(Config { vxlan, routes, bgp, ..config_so_far })
 }
 
 fn check_name(v: &mut Validator, name: &str) {
