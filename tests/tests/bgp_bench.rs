@@ -1,0 +1,304 @@
+//! The measurement behind `scripts/bench-bgp` (ignored by default: run with
+//! `--ignored`): one GoBGP peer holds a generated table and feeds it, in
+//! turn, to FRR's bgpd and to our speaker; for each receiver it prints the
+//! seconds from session Established until the whole table is in the
+//! Loc-RIB, and the receiver's peak memory (VmHWM).
+//!
+//! The table is written as an MRT TABLE_DUMP_V2 file (RFC 6396) and loaded
+//! into GoBGP with `gobgp mrt inject global` before any receiver starts, so
+//! both receivers see the same table dump from an idle sender.
+//!
+//! Environment: `BGP_BENCH_PREFIXES` (default 100000), `BGP_BENCH_ONLY`
+//! (`frr` or `ours` to run one receiver), `BGP_BENCH_OUT` (a file the
+//! results are appended to as one JSON line per receiver).
+
+use std::io::{BufWriter, Write};
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use fabric_tests::TempDir;
+use fabric_tests::frr::{Afi, Frr, FrrConfig, FrrNeighbor, frr_available, proc_status_kib};
+use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, gobgp_available};
+use fabric_tests::{Netns, veth};
+
+const FEEDER_AS: u32 = 65100;
+const FRR_AS: u32 = 65001;
+const OURS_AS: u32 = 65003;
+/// Distinct attribute sets in the table (AS paths), so updates pack the way
+/// a real table's do (many prefixes per UPDATE, not all in one).
+const ATTRIBUTE_SETS: u32 = 1000;
+
+/// The i-th prefix of the table: consecutive /24s from 11.0.0.0 (a million
+/// of them end in 26.255.255.0/24).
+fn prefix(i: u32) -> Ipv4Addr {
+    Ipv4Addr::from((11u32 << 24) + (i << 8))
+}
+
+fn mrt_record(out: &mut impl Write, subtype: u16, body: &[u8]) -> std::io::Result<()> {
+    const TABLE_DUMP_V2: u16 = 13;
+    out.write_all(&0u32.to_be_bytes())?; // timestamp
+    out.write_all(&TABLE_DUMP_V2.to_be_bytes())?;
+    out.write_all(&subtype.to_be_bytes())?;
+    out.write_all(&(body.len() as u32).to_be_bytes())?;
+    out.write_all(body)
+}
+
+/// Writes `count` IPv4 /24 routes as an MRT TABLE_DUMP_V2 file: a
+/// PEER_INDEX_TABLE with one peer, then one RIB_IPV4_UNICAST record per
+/// prefix (RFC 6396 §4.3), attributes ORIGIN IGP, AS_PATH (4-octet ASNs, as
+/// §4.3.4 requires) and NEXT_HOP. The first `padding` routes are repeated
+/// at the end: `gobgp mrt inject` loses the file's tail (see
+/// [`Gobgp::mrt_inject`]), and repeats lost there cost nothing.
+pub fn write_mrt(path: &Path, count: u32, padding: u32, nexthop: Ipv4Addr) -> std::io::Result<()> {
+    const PEER_INDEX_TABLE: u16 = 1;
+    const RIB_IPV4_UNICAST: u16 = 2;
+    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+    let mut body = Vec::with_capacity(64);
+    body.extend_from_slice(&nexthop.octets()); // collector BGP ID
+    body.extend_from_slice(&0u16.to_be_bytes()); // view name length
+    body.extend_from_slice(&1u16.to_be_bytes()); // peer count
+    body.push(0b10); // peer type: 4-octet AS, IPv4 address
+    body.extend_from_slice(&nexthop.octets()); // peer BGP ID
+    body.extend_from_slice(&nexthop.octets()); // peer address
+    body.extend_from_slice(&FEEDER_AS.to_be_bytes());
+    mrt_record(&mut out, PEER_INDEX_TABLE, &body)?;
+    for (sequence, i) in (0..count).chain(0..padding.min(count)).enumerate() {
+        body.clear();
+        body.extend_from_slice(&(sequence as u32).to_be_bytes());
+        body.push(24);
+        body.extend_from_slice(&prefix(i).octets()[..3]);
+        body.extend_from_slice(&1u16.to_be_bytes()); // entry count
+        body.extend_from_slice(&0u16.to_be_bytes()); // peer index
+        body.extend_from_slice(&0u32.to_be_bytes()); // originated time
+        let mut attrs = Vec::with_capacity(32);
+        attrs.extend_from_slice(&[0x40, 1, 1, 0]); // ORIGIN IGP
+        attrs.extend_from_slice(&[0x40, 2, 10, 2, 2]); // AS_PATH: one AS_SEQUENCE of 2
+        attrs.extend_from_slice(&65200u32.to_be_bytes());
+        // 4-octet private ASNs (RFC 6996), clear of every AS in the test.
+        attrs.extend_from_slice(&(4_200_000_000 + i % ATTRIBUTE_SETS).to_be_bytes());
+        attrs.extend_from_slice(&[0x40, 3, 4]); // NEXT_HOP
+        attrs.extend_from_slice(&nexthop.octets());
+        body.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+        body.extend_from_slice(&attrs);
+        mrt_record(&mut out, RIB_IPV4_UNICAST, &body)?;
+    }
+    out.flush()
+}
+
+/// What one receiver did.
+#[derive(Debug)]
+struct LoadResult {
+    receiver: &'static str,
+    prefixes: u64,
+    /// From Established (as the receiver reports it) to the whole table
+    /// in the Loc-RIB.
+    seconds: f64,
+    /// From the receiver's start to the whole table in the Loc-RIB.
+    seconds_from_start: f64,
+    idle_rss_kib: u64,
+    peak_kib: u64,
+}
+
+impl LoadResult {
+    fn print(&self) {
+        let per_route = (self.peak_kib.saturating_sub(self.idle_rss_kib) * 1024) as f64 / self.prefixes as f64;
+        println!(
+            "RESULT {:<5} prefixes={} load_seconds={:.2} (from start {:.2}) peak_rss={:.1} MiB (idle {:.1} MiB) ~{:.0} bytes/route",
+            self.receiver,
+            self.prefixes,
+            self.seconds,
+            self.seconds_from_start,
+            self.peak_kib as f64 / 1024.0,
+            self.idle_rss_kib as f64 / 1024.0,
+            per_route
+        );
+        if let Ok(path) = std::env::var("BGP_BENCH_OUT") {
+            let line = serde_json::json!({
+                "receiver": self.receiver,
+                "prefixes": self.prefixes,
+                "load_seconds": self.seconds,
+                "seconds_from_start": self.seconds_from_start,
+                "idle_rss_kib": self.idle_rss_kib,
+                "peak_kib": self.peak_kib,
+                "bytes_per_route": per_route,
+            });
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(path).expect("open BGP_BENCH_OUT");
+            writeln!(f, "{line}").expect("write BGP_BENCH_OUT");
+        }
+    }
+}
+
+/// Polls `done` every `every` until it holds or `timeout` passes; returns
+/// when it held.
+fn poll_until(timeout: Duration, every: Duration, mut done: impl FnMut() -> bool) -> Option<Instant> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if done() {
+            return Some(Instant::now());
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(every);
+    }
+}
+
+/// Polls `current` until it reaches `count`, printing progress every five
+/// seconds; returns when it did. Panics after `timeout`.
+fn poll_count(what: &str, timeout: Duration, every: Duration, count: u64, mut current: impl FnMut() -> u64) -> Instant {
+    let start = Instant::now();
+    let mut next_report = start + Duration::from_secs(5);
+    loop {
+        let n = current();
+        if n >= count {
+            return Instant::now();
+        }
+        if Instant::now() >= next_report {
+            println!("  {what}: {n} of {count} after {:.0}s", start.elapsed().as_secs_f64());
+            next_report += Duration::from_secs(5);
+        }
+        assert!(start.elapsed() < timeout, "{what}: {n} of {count} after {timeout:?}");
+        std::thread::sleep(every);
+    }
+}
+
+fn bench_frr(ns: &Netns, feeder_addr: &str, count: u64, timeout: Duration) -> LoadResult {
+    let mut neighbor = FrrNeighbor::new(feeder_addr, FEEDER_AS);
+    neighbor.families = vec![Afi::Ipv4];
+    neighbor.timers = Some((30, 90));
+    let config = FrrConfig::new(FRR_AS, "10.77.0.11").neighbor(neighbor);
+    let started = Instant::now();
+    let frr = Frr::start(ns, &config.render());
+    let idle_rss_kib = proc_status_kib(frr.pid(), "VmRSS").unwrap_or(0);
+    let established = poll_until(timeout, Duration::from_millis(20), || {
+        frr.neighbor_state(feeder_addr).as_deref() == Some("Established")
+    })
+    .expect("FRR: session to the feeder not Established");
+    // pfxRcd is cheap; the statistics walk (the Loc-RIB) only at the end.
+    poll_count("FRR received", timeout, Duration::from_millis(100), count, || {
+        frr.prefixes_received(Afi::Ipv4, feeder_addr)
+    });
+    let loaded = poll_count("FRR Loc-RIB", timeout, Duration::from_millis(50), count, || frr.rib_count(Afi::Ipv4));
+    LoadResult {
+        receiver: "frr",
+        prefixes: count,
+        seconds: (loaded - established).as_secs_f64(),
+        seconds_from_start: (loaded - started).as_secs_f64(),
+        idle_rss_kib,
+        peak_kib: frr.vm_hwm_kib().unwrap_or(0),
+    }
+}
+
+/// Our speaker, started from the binary in `$BGP_SPEAKER_BIN` (the script
+/// passes a release build) or the test profile's.
+fn bench_ours(ns: &Netns, feeder_addr: &str, count: u64, timeout: Duration) -> LoadResult {
+    let binary = std::env::var_os("BGP_SPEAKER_BIN")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(fabric_tests::bgp_speaker::speaker_binary);
+    let dir = TempDir::new("bench-ours");
+    let config = dir.path().join("bgp.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "asn: {OURS_AS}\nrouter_id: 10.77.0.13\nneighbors:\n  - {{ address: {feeder_addr}, remote_as: {FEEDER_AS}, families: [ipv4-unicast], hold_time: 90 }}\n"
+        ),
+    )
+    .expect("write config");
+    let status_path = dir.path().join("status.json");
+    // The status writer copies the forwarding table every interval: keep it
+    // rare for big tables (it is the resolution of the measurement too).
+    let interval_ms = if count > 200_000 { 1000 } else { 200 };
+    let log = std::fs::File::create(dir.path().join("speaker.log")).expect("create log");
+    let mut cmd = ns.command(binary.to_str().expect("utf-8 path"));
+    cmd.arg("--config")
+        .arg(&config)
+        .arg("--status")
+        .arg(&status_path)
+        .args(["--interval-ms", &interval_ms.to_string()])
+        .env("RUST_LOG", "warn")
+        .stdin(std::process::Stdio::null())
+        .stdout(log.try_clone().expect("dup log"))
+        .stderr(log);
+    let started = Instant::now();
+    let process = fabric_tests::ProcessGuard::spawn("bgp-speaker", cmd);
+    let pid = process.id();
+    let status = || -> serde_json::Value {
+        std::fs::read_to_string(&status_path).ok().and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default()
+    };
+    poll_until(Duration::from_secs(10), Duration::from_millis(10), || status_path.exists())
+        .expect("bgp-speaker wrote no status");
+    let idle_rss_kib = proc_status_kib(pid, "VmRSS").unwrap_or(0);
+    let established =
+        poll_until(timeout, Duration::from_millis(10), || status()["neighbors"][0]["state"] == "Established")
+            .unwrap_or_else(|| panic!("ours: session to the feeder not Established: {}", status()));
+    let loaded = poll_count("ours Loc-RIB", timeout, Duration::from_millis(10), count, || {
+        status()["loc_rib"].as_u64().unwrap_or(0)
+    });
+    let result = LoadResult {
+        receiver: "ours",
+        prefixes: count,
+        seconds: (loaded - established).as_secs_f64(),
+        seconds_from_start: (loaded - started).as_secs_f64(),
+        idle_rss_kib,
+        peak_kib: proc_status_kib(pid, "VmHWM").unwrap_or(0),
+    };
+    println!("  ours: status interval {interval_ms} ms; fib_routes {}", status()["fib_routes"]);
+    drop(process);
+    result
+}
+
+#[test]
+#[ignore = "benchmark: run through scripts/bench-bgp"]
+fn bgp_table_load() {
+    if !frr_available("bgp_table_load") || !gobgp_available("bgp_table_load") {
+        return;
+    }
+    let count: u32 = std::env::var("BGP_BENCH_PREFIXES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let only = std::env::var("BGP_BENCH_ONLY").ok();
+    let timeout =
+        Duration::from_secs(std::env::var("BGP_BENCH_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(600));
+
+    let feeder_ns = Netns::new("bbg");
+    let frr_ns = Netns::new("bbf");
+    let ours_ns = Netns::new("bbo");
+    veth(&feeder_ns, "eth1", &frr_ns, "eth1");
+    veth(&feeder_ns, "eth2", &ours_ns, "eth1");
+    feeder_ns.ip(&["addr", "add", "10.77.1.1/30", "dev", "eth1"]);
+    frr_ns.ip(&["addr", "add", "10.77.1.2/30", "dev", "eth1"]);
+    feeder_ns.ip(&["addr", "add", "10.77.2.1/30", "dev", "eth2"]);
+    ours_ns.ip(&["addr", "add", "10.77.2.2/30", "dev", "eth1"]);
+
+    let dir = TempDir::new("bench");
+    let mrt = dir.path().join("table.mrt");
+    let t = Instant::now();
+    write_mrt(&mrt, count, 20_000, Ipv4Addr::new(10, 77, 0, 1)).expect("write MRT");
+    println!("generated {count} prefixes as MRT in {:.2}s", t.elapsed().as_secs_f64());
+
+    let mut to_frr = GobgpNeighbor::new("10.77.1.2", FRR_AS);
+    to_frr.families = vec![Afi::Ipv4];
+    to_frr.timers = (30, 90);
+    let mut to_ours = GobgpNeighbor::new("10.77.2.2", OURS_AS);
+    to_ours.families = vec![Afi::Ipv4];
+    to_ours.timers = (30, 90);
+    let mut feeder_config = GobgpConfig::new(FEEDER_AS, "10.77.0.1").neighbor(to_frr).neighbor(to_ours);
+    // Only the feeder connects: it is the one that knows when it is loaded.
+    feeder_config.listen_port = -1;
+    feeder_config.log_level = "info";
+    let feeder = Gobgp::start(&feeder_ns, &feeder_config);
+    let t = Instant::now();
+    feeder.mrt_inject(&mrt, None);
+    let injected =
+        poll_until(Duration::from_secs(10), Duration::from_millis(200), || feeder.rib_count(Afi::Ipv4) >= count as u64);
+    assert!(injected.is_some(), "GoBGP holds {} of {count} (padding too short?)", feeder.rib_count(Afi::Ipv4));
+    println!("GoBGP loaded {count} prefixes (mrt inject) in {:.2}s", t.elapsed().as_secs_f64());
+
+    if only.as_deref() != Some("ours") {
+        let result = bench_frr(&frr_ns, "10.77.1.1", count as u64, timeout);
+        result.print();
+    }
+    if only.as_deref() != Some("frr") {
+        let result = bench_ours(&ours_ns, "10.77.2.1", count as u64, timeout);
+        result.print();
+    }
+}
