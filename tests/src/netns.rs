@@ -40,6 +40,13 @@ fn on_path(tool: &str) -> bool {
 
 static COUNTER: AtomicU32 = AtomicU32::new(0);
 
+// <linux/ethtool.h>: legacy set commands taking a struct ethtool_value.
+const ETHTOOL_STXCSUM: u32 = 0x17;
+const ETHTOOL_SSG: u32 = 0x19;
+const ETHTOOL_STSO: u32 = 0x1f;
+const ETHTOOL_SGSO: u32 = 0x24;
+const ETHTOOL_SGRO: u32 = 0x2c;
+
 /// A name unique to this process and call, at most 15 bytes (IFNAMSIZ - 1)
 /// when `tag` has at most 4.
 pub fn unique_name(tag: &str) -> String {
@@ -155,18 +162,26 @@ impl Netns {
     /// Turns off the offloads a software switch on the far end of a veth
     /// cannot honour: tx checksum offload (TCP/UDP would leave with the
     /// checksum unfilled, for "hardware" that a veth peer read by AF_PACKET
-    /// does not have) and TSO/GSO (64 KiB super-frames). Uses the ethtool
-    /// ioctl directly, so the `ethtool` tool is not needed.
+    /// does not have; the adapter can complete it, but a host set up like
+    /// containerlab's has it off) and TSO/GSO (64 KiB super-frames). Uses the
+    /// ethtool ioctl directly, so the `ethtool` tool is not needed.
     #[track_caller]
     pub fn disable_offloads(&self, ifname: &str) {
+        self.ethtool_off(ifname, &[ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, ETHTOOL_SSG, ETHTOOL_STXCSUM]);
+    }
+
+    /// Turns off only segmentation offloads (TSO/GSO/GRO), leaving tx
+    /// checksum offload on.
+    #[track_caller]
+    pub fn disable_segmentation_offloads(&self, ifname: &str) {
+        self.ethtool_off(ifname, &[ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO]);
+    }
+
+    #[track_caller]
+    fn ethtool_off(&self, ifname: &str, commands: &[u32]) {
         let ifname = ifname.to_string();
+        let commands = commands.to_vec();
         self.enter(move || {
-            // <linux/ethtool.h>: legacy set commands taking a struct ethtool_value.
-            const ETHTOOL_STXCSUM: u32 = 0x17;
-            const ETHTOOL_SSG: u32 = 0x19;
-            const ETHTOOL_STSO: u32 = 0x1f;
-            const ETHTOOL_SGSO: u32 = 0x24;
-            const ETHTOOL_SGRO: u32 = 0x2c;
             #[repr(C)]
             struct EthtoolValue {
                 cmd: u32,
@@ -175,7 +190,7 @@ impl Netns {
             // SAFETY: plain socket(2) for the ioctl; closed below.
             let sock = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
             assert!(sock >= 0, "socket: {}", std::io::Error::last_os_error());
-            for cmd in [ETHTOOL_SGRO, ETHTOOL_SGSO, ETHTOOL_STSO, ETHTOOL_SSG, ETHTOOL_STXCSUM] {
+            for cmd in commands {
                 let mut value = EthtoolValue { cmd, data: 0 };
                 // SAFETY: ifreq is POD; zeroes are valid.
                 let mut req: libc::ifreq = unsafe { std::mem::zeroed() };

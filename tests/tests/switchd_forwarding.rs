@@ -92,6 +92,68 @@ fn bare_pipeline_bridges_two_hosts_over_af_packet() {
     forwarding.stop();
 }
 
+/// Hosts whose veths keep the default offloads hand TCP to the kernel
+/// with the checksum left to "hardware"; the port adapter completes it, as a
+/// wire would have, so TCP between them works through the switch.
+#[test]
+fn tcp_between_hosts_with_checksum_offload_on() {
+    if !require_root_and_tools("tcp_between_hosts_with_checksum_offload_on", &["ip"]) {
+        return;
+    }
+    use std::io::{Read, Write};
+    let sw = Netns::new("fcs");
+    let h1 = Netns::new("fc1");
+    let h2 = Netns::new("fc2");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&h2, "eth0", &sw, "eth2");
+    // Checksum offload stays on; only TSO/GSO off so segments fit the
+    // ring slots.
+    h1.disable_segmentation_offloads("eth0");
+    h2.disable_segmentation_offloads("eth0");
+    h1.ip(&["addr", "add", "192.0.2.1/24", "dev", "eth0"]);
+    h2.ip(&["addr", "add", "192.0.2.2/24", "dev", "eth0"]);
+
+    let mut switch = Switch::new(SwitchConfig::default());
+    switch.create_vlan(vid(10)).unwrap();
+    for port in [0, 1] {
+        switch.set_port(port, PortConfig { admin_up: true, mtu: 1500, pvid: vid(10), learning: true }).unwrap();
+        switch.set_vlan_member(vid(10), port, false).unwrap();
+    }
+    let dataplane = Arc::new(Mutex::new(switch));
+    let forwarding = sw.enter(|| {
+        let ports: Vec<Attachment<HostIfTarget>> = vec![
+            Attachment::Port { port: 0, io: Box::new(AfPacket::open("eth1").unwrap()) },
+            Attachment::Port { port: 1, io: Box::new(AfPacket::open("eth2").unwrap()) },
+        ];
+        Forwarding::start(dataplane.clone(), ports).unwrap()
+    });
+    let listener = h2.enter(|| std::net::TcpListener::bind("192.0.2.2:7070").unwrap());
+    let server = std::thread::spawn(move || {
+        let (mut conn, _) = listener.accept().unwrap();
+        conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut data = Vec::new();
+        conn.read_to_end(&mut data).unwrap();
+        conn.write_all(&data).unwrap();
+    });
+    let echoed = h1.enter(|| {
+        let mut stream =
+            std::net::TcpStream::connect_timeout(&"192.0.2.2:7070".parse().unwrap(), Duration::from_secs(5))
+                .expect("TCP connect through the switch with offloads on");
+        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        stream.write_all(&[7u8; 5000]).unwrap();
+        stream.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut back = Vec::new();
+        stream.read_to_end(&mut back).expect("echo");
+        back.len()
+    });
+    assert_eq!(echoed, 5000);
+    server.join().unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let completed: u64 = forwarding.device_stats().iter().map(|d| d.io.rx_checksum_partial).sum();
+    assert!(completed > 0, "the hosts did leave checksums to offload (else this test proves nothing)");
+    forwarding.stop();
+}
+
 #[test]
 fn af_packet_sees_vlan_tags_and_not_its_own_frames() {
     if !require_root_and_tools("af_packet_sees_vlan_tags_and_not_its_own_frames", &["ip"]) {

@@ -17,11 +17,12 @@
 //! * `PACKET_IGNORE_OUTGOING`: without it the socket would read back every
 //!   frame it transmits.
 //! * Checksums: a peer with tx checksum offload sends TCP/UDP with the
-//!   checksum left for the "hardware" (`TP_STATUS_CSUMNOTREADY`); forwarded
-//!   as is, the far host drops them. Turn tx checksum offload and TSO/GSO off
-//!   on the interfaces facing the switch (`ethtool -K <if> tx off tso off gso off`),
-//!   as with any software switch on veth; frames longer than a slot are counted
-//!   in `rx_truncated` and dropped.
+//!   checksum left for the "hardware" (`TP_STATUS_CSUMNOTREADY`); the adapter
+//!   completes it on receive ([`super::offload`]) and counts it. TSO/GSO on
+//!   the peer yields frames longer than a slot: those are counted in
+//!   `rx_truncated` and dropped, so turn it off on interfaces facing the
+//!   switch (`ethtool -K <if> tso off gso off`; turning tx checksum offload
+//!   off turns TSO off too).
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -328,6 +329,9 @@ impl PortIo for AfPacket {
                         slot[16..len].copy_from_slice(&data[12..]);
                     } else {
                         slot[..len].copy_from_slice(data);
+                    }
+                    if status & libc::TP_STATUS_CSUMNOTREADY != 0 {
+                        super::offload::complete_l4_checksum(&mut slot[..len]);
                     }
                     batch.commit(len);
                     received += 1;

@@ -13,6 +13,7 @@
 //! allocates nothing.
 
 pub mod afpacket;
+pub mod offload;
 pub mod tap;
 
 use std::io;
@@ -126,9 +127,9 @@ pub struct IoStats {
     /// or a frame above the configured MTU): dropped, never half-forwarded.
     pub rx_truncated: u64,
     /// Frames whose TCP/UDP checksum the sender left to offload
-    /// (`TP_STATUS_CSUMNOTREADY`): forwarded as they are, they reach the far
-    /// host with a wrong checksum. Non-zero means the peer of this port has
-    /// tx checksum offload on and should not (`ethtool -K <peer> tx off`).
+    /// (`TP_STATUS_CSUMNOTREADY`), completed in software on receive (see
+    /// [`offload`]). Non-zero means the peer of this port has tx checksum
+    /// offload on; `ethtool -K <peer> tx off` saves the work.
     pub rx_checksum_partial: u64,
     /// Frames the kernel dropped because the rx ring was full
     /// (`PACKET_STATISTICS`), summed over reads.
