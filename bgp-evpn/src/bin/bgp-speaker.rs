@@ -58,14 +58,13 @@ fn parse_args() -> Result<Args, String> {
 async fn write_status(speaker: &BgpSpeaker, table: &TableSink, path: &PathBuf) {
     let loc_rib = speaker.loc_rib_len().await;
     let summary = speaker.summary().await;
-    let (fib_len, fib): (usize, BTreeMap<String, Vec<String>>) = {
-        let t = table.0.lock().map(|t| t.clone()).unwrap_or_default();
-        let listed = if t.len() <= MAX_LISTED_ROUTES {
-            t.iter().map(|(n, hops)| (n.to_string(), hops.iter().map(|h| h.to_string()).collect())).collect()
-        } else {
-            BTreeMap::new()
-        };
-        (t.len(), listed)
+    // Only small tables are copied out: the lock is shared with the speaker.
+    let (fib_len, fib): (usize, BTreeMap<String, Vec<String>>) = match table.0.lock() {
+        Ok(t) if t.len() <= MAX_LISTED_ROUTES => {
+            (t.len(), t.iter().map(|(n, hops)| (n.to_string(), hops.iter().map(|h| h.to_string()).collect())).collect())
+        }
+        Ok(t) => (t.len(), BTreeMap::new()),
+        Err(_) => (0, BTreeMap::new()),
     };
     let mut status = serde_json::json!({
         "loc_rib": loc_rib,
