@@ -19,6 +19,30 @@ pub enum Request {
     ShowLldp,
     ShowRunningConfig,
     ShowDrops,
+    /// `show bgp summary`.
+    ShowBgpSummary,
+    /// `show bgp neighbors [ADDRESS]`.
+    ShowBgpNeighbors {
+        address: Option<IpAddr>,
+    },
+    /// `show bgp ipv4 unicast [PREFIX]`, `show bgp ipv6 unicast [PREFIX]`:
+    /// the Loc-RIB of one family with every candidate path.
+    ShowBgpRoutes {
+        family: AddressFamily,
+        prefix: Option<String>,
+    },
+    /// `show ip route`, `show ipv6 route`: the routing table with each
+    /// route's protocol, as FRR prints it.
+    ShowIpRoute {
+        family: AddressFamily,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AddressFamily {
+    Ipv4,
+    Ipv6,
 }
 
 /// The server's answer to one [`Request`].
@@ -41,6 +65,10 @@ pub enum Reply {
     Lldp(Vec<LldpNeighbor>),
     RunningConfig(RunningConfig),
     Drops(Vec<DropCount>),
+    BgpSummary(BgpSummary),
+    BgpNeighbors(Vec<BgpNeighbor>),
+    BgpRoutes(BgpRoutes),
+    IpRoutes(Vec<IpRoute>),
 }
 
 /// A front-panel port or a VLAN interface (SVI).
@@ -159,4 +187,135 @@ pub struct DropCount {
     /// `neighbor-miss`, `malformed`, `no-route`...
     pub reason: String,
     pub packets: u64,
+}
+
+/// `show bgp summary`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpSummary {
+    /// `false` when the config has no `bgp:` section (the rest is empty).
+    pub enabled: bool,
+    pub asn: u32,
+    pub router_id: Option<Ipv4Addr>,
+    /// Destinations in the Loc-RIB, both families.
+    pub loc_rib_routes: usize,
+    pub peers: Vec<BgpPeer>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpPeer {
+    pub address: IpAddr,
+    pub remote_as: u32,
+    pub description: Option<String>,
+    /// RFC 4271 state: `Idle`, `Connect`, `Active`, `OpenSent`, `OpenConfirm`, `Established`.
+    pub state: String,
+    /// Seconds in Established.
+    pub uptime_secs: Option<u64>,
+    pub prefixes_received: usize,
+    pub prefixes_sent: usize,
+    pub messages_received: u64,
+    pub messages_sent: u64,
+}
+
+/// `show bgp neighbors`: one session in detail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpNeighbor {
+    pub address: IpAddr,
+    pub remote_as: u32,
+    pub local_as: u32,
+    /// `external` or `internal`.
+    pub link: String,
+    pub description: Option<String>,
+    pub local_address: Option<IpAddr>,
+    pub state: String,
+    pub uptime_secs: Option<u64>,
+    pub established_transitions: u64,
+    /// What the OPENs agreed on, while a session is up.
+    pub remote_router_id: Option<Ipv4Addr>,
+    pub hold_time_secs: Option<u16>,
+    pub keepalive_secs: Option<u16>,
+    /// Negotiated families (`ipv4-unicast`...), or the configured ones when down.
+    pub families: Vec<String>,
+    /// Capabilities both sides announced: `4-octet-as`, `route-refresh`...
+    pub capabilities: Vec<String>,
+    pub disabled_families: Vec<String>,
+    pub prefixes_received: usize,
+    pub prefixes_sent: usize,
+    pub sent: BgpMessageCounters,
+    pub received: BgpMessageCounters,
+    pub decode_errors: u64,
+    /// RFC 7606 outcomes for this peer's UPDATEs.
+    pub treat_as_withdraw: u64,
+    pub attribute_discard: u64,
+    pub afi_safi_disable: u64,
+    /// Routes the import policy or a loop check refused.
+    pub rejected_routes: u64,
+    pub last_error: Option<String>,
+    pub import_policy: Option<String>,
+    pub export_policy: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpMessageCounters {
+    pub open: u64,
+    pub update: u64,
+    pub notification: u64,
+    pub keepalive: u64,
+    pub route_refresh: u64,
+}
+
+/// `show bgp ipv4 unicast`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpRoutes {
+    pub family: AddressFamily,
+    pub router_id: Option<Ipv4Addr>,
+    pub asn: u32,
+    pub routes: Vec<BgpRoute>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpRoute {
+    pub prefix: String,
+    /// Why the best path won (`AS path length`, `router id`, `only path`...).
+    pub reason: String,
+    /// Best first, then the other multipaths, then the rest.
+    pub paths: Vec<BgpPath>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpPath {
+    /// `None` for a route this switch originates.
+    pub peer: Option<IpAddr>,
+    pub best: bool,
+    /// Used for forwarding (the best path and its equals under multipath).
+    pub multipath: bool,
+    pub next_hop: Option<IpAddr>,
+    pub as_path: String,
+    /// `i`, `e` or `?`.
+    pub origin: String,
+    pub med: Option<u32>,
+    pub local_pref: Option<u32>,
+    pub communities: Vec<String>,
+}
+
+/// One route of `show ip route`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpRoute {
+    pub prefix: String,
+    /// `connected`, `local`, `static`, `bgp`, `kernel`...
+    pub protocol: String,
+    /// Administrative distance (connected 0, static 1, eBGP 20, iBGP 200).
+    pub distance: u8,
+    pub metric: u32,
+    /// Programmed into the forwarding table.
+    pub installed: bool,
+    pub next_hops: Vec<IpRouteNextHop>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IpRouteNextHop {
+    /// `None`: directly connected.
+    pub ip: Option<IpAddr>,
+    pub interface: Option<String>,
+    /// In the forwarding table (a BGP next hop may be unresolvable).
+    pub active: bool,
 }

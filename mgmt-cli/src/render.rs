@@ -20,6 +20,10 @@ impl Render for Reply {
             Reply::Lldp(v) => v.render(),
             Reply::RunningConfig(v) => v.render(),
             Reply::Drops(v) => v.render(),
+            Reply::BgpSummary(v) => v.render(),
+            Reply::BgpNeighbors(v) => v.render(),
+            Reply::BgpRoutes(v) => v.render(),
+            Reply::IpRoutes(v) => v.render(),
         }
     }
 }
@@ -188,6 +192,222 @@ impl Render for RunningConfig {
             text.push('\n');
         }
         text
+    }
+}
+
+type CounterOf = fn(&BgpMessageCounters) -> u64;
+
+/// `01:02:03`, or `1d02h03m` past a day, as FRR prints uptimes.
+fn uptime(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 { format!("{d}d{h:02}h{m:02}m") } else { format!("{h:02}:{m:02}:{s:02}") }
+}
+
+impl Render for BgpSummary {
+    fn render(&self) -> String {
+        if !self.enabled {
+            return "BGP is not configured\n".to_owned();
+        }
+        let mut out = format!(
+            "BGP router identifier {}, local AS number {}\nRIB entries {}\nPeers {}\n\n",
+            or_dash(self.router_id),
+            self.asn,
+            self.loc_rib_routes,
+            self.peers.len()
+        );
+        let mut table =
+            Table::new(["Neighbor", "V", "AS", "MsgRcvd", "MsgSent", "Up/Down", "State/PfxRcd", "PfxSnt", "Desc"]);
+        for p in &self.peers {
+            let established = p.state == "Established";
+            table.row([
+                p.address.to_string(),
+                "4".into(),
+                p.remote_as.to_string(),
+                p.messages_received.to_string(),
+                p.messages_sent.to_string(),
+                p.uptime_secs.map(uptime).unwrap_or_else(|| "never".into()),
+                if established { p.prefixes_received.to_string() } else { p.state.clone() },
+                p.prefixes_sent.to_string(),
+                or_dash(p.description.as_ref()),
+            ]);
+        }
+        out.push_str(&table.render());
+        out.push_str(&format!("\nTotal number of neighbors {}\n", self.peers.len()));
+        out
+    }
+}
+
+impl Render for Vec<BgpNeighbor> {
+    fn render(&self) -> String {
+        if self.is_empty() {
+            return "no BGP neighbors\n".to_owned();
+        }
+        let mut out = String::new();
+        for n in self {
+            out.push_str(&format!(
+                "BGP neighbor is {}, remote AS {}, local AS {}, {} link\n",
+                n.address, n.remote_as, n.local_as, n.link
+            ));
+            if let Some(d) = &n.description {
+                out.push_str(&format!(" Description: {d}\n"));
+            }
+            out.push_str(&format!("  BGP state = {}", n.state));
+            if let Some(up) = n.uptime_secs {
+                out.push_str(&format!(", up for {}", uptime(up)));
+            }
+            out.push('\n');
+            out.push_str(&format!(
+                "  Remote router ID {}, local address {}\n",
+                or_dash(n.remote_router_id),
+                or_dash(n.local_address)
+            ));
+            if let (Some(hold), Some(ka)) = (n.hold_time_secs, n.keepalive_secs) {
+                out.push_str(&format!("  Hold time is {hold} seconds, keepalive interval is {ka} seconds\n"));
+            }
+            out.push_str(&format!("  Address families: {}\n", join(&n.families, ", ")));
+            if !n.capabilities.is_empty() {
+                out.push_str(&format!("  Capabilities: {}\n", join(&n.capabilities, ", ")));
+            }
+            if !n.disabled_families.is_empty() {
+                out.push_str(&format!("  Disabled by RFC 7606: {}\n", join(&n.disabled_families, ", ")));
+            }
+            out.push_str(&format!(
+                "  Policies: import {}, export {}\n",
+                or_dash(n.import_policy.as_ref()),
+                or_dash(n.export_policy.as_ref())
+            ));
+            out.push_str(&format!("  Established {} time(s)\n", n.established_transitions));
+            out.push_str("  Message statistics:\n");
+            let mut table = Table::new(["", "Sent", "Rcvd"]);
+            let rows: [(&str, CounterOf); 5] = [
+                ("Opens:", |c| c.open),
+                ("Notifications:", |c| c.notification),
+                ("Updates:", |c| c.update),
+                ("Keepalives:", |c| c.keepalive),
+                ("Route Refresh:", |c| c.route_refresh),
+            ];
+            for (name, get) in rows {
+                table.row([format!("    {name}"), get(&n.sent).to_string(), get(&n.received).to_string()]);
+            }
+            let total = |c: &BgpMessageCounters| c.open + c.notification + c.update + c.keepalive + c.route_refresh;
+            table.row(["    Total:".to_owned(), total(&n.sent).to_string(), total(&n.received).to_string()]);
+            // The table's header underline is noise here.
+            for (i, line) in table.render().lines().enumerate() {
+                if i != 1 {
+                    out.push_str(line.trim_end());
+                    out.push('\n');
+                }
+            }
+            out.push_str(&format!(
+                "  Prefixes: received {}, sent {}, rejected {}\n",
+                n.prefixes_received, n.prefixes_sent, n.rejected_routes
+            ));
+            out.push_str(&format!(
+                "  Errors: decode {}, treat-as-withdraw {}, attribute-discard {}, afi-safi-disable {}\n",
+                n.decode_errors, n.treat_as_withdraw, n.attribute_discard, n.afi_safi_disable
+            ));
+            if let Some(e) = &n.last_error {
+                out.push_str(&format!("  Last reset: {e}\n"));
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl Render for BgpRoutes {
+    fn render(&self) -> String {
+        let mut out = format!(
+            "BGP table, local router ID is {}, local AS {}\n\
+             Status codes: * valid, > best, = multipath\n\
+             Origin codes: i - IGP, e - EGP, ? - incomplete\n\n",
+            or_dash(self.router_id),
+            self.asn
+        );
+        let mut table = Table::new(["", "Network", "Next Hop", "Metric", "LocPrf", "Path"]);
+        for r in &self.routes {
+            for (i, p) in r.paths.iter().enumerate() {
+                let status = format!(
+                    "*{}",
+                    if p.best {
+                        ">"
+                    } else if p.multipath {
+                        "="
+                    } else {
+                        ""
+                    }
+                );
+                let next_hop = match (p.peer, p.next_hop) {
+                    (None, _) => "0.0.0.0".to_owned(),
+                    (Some(_), hop) => or_dash(hop),
+                };
+                let path = if p.as_path.is_empty() { p.origin.clone() } else { format!("{} {}", p.as_path, p.origin) };
+                table.row([
+                    status,
+                    if i == 0 { r.prefix.clone() } else { String::new() },
+                    next_hop,
+                    or_dash(p.med),
+                    or_dash(p.local_pref),
+                    path,
+                ]);
+            }
+        }
+        out.push_str(&table.render());
+        let paths: usize = self.routes.iter().map(|r| r.paths.len()).sum();
+        out.push_str(&format!("\nDisplayed {} routes and {paths} total paths\n", self.routes.len()));
+        if let [only] = &self.routes[..] {
+            out.push_str(&format!("Best path to {} chosen by: {}\n", only.prefix, only.reason));
+            for p in only.paths.iter().filter(|p| !p.communities.is_empty()) {
+                out.push_str(&format!("  from {}: communities {}\n", or_dash(p.peer), p.communities.join(" ")));
+            }
+        }
+        out
+    }
+}
+
+impl Render for Vec<IpRoute> {
+    fn render(&self) -> String {
+        let mut out = String::from(
+            "Codes: K - kernel route, C - connected, L - local, S - static, B - BGP\n       \
+             > - selected route, * - FIB route\n\n",
+        );
+        for r in self {
+            let code = match r.protocol.as_str() {
+                "connected" => 'C',
+                "local" => 'L',
+                "static" => 'S',
+                "bgp" => 'B',
+                "kernel" => 'K',
+                _ => '?',
+            };
+            let selected = if r.installed { ">" } else { " " };
+            let head = format!("{code}{selected}");
+            let metric = if matches!(r.protocol.as_str(), "connected" | "local") {
+                String::new()
+            } else {
+                format!(" [{}/{}]", r.distance, r.metric)
+            };
+            if r.next_hops.is_empty() {
+                let what = if r.protocol == "local" { "is local" } else { "unreachable (blackhole)" };
+                out.push_str(&format!("{head}{} {}{metric} {what}\n", if r.installed { "*" } else { " " }, r.prefix));
+                continue;
+            }
+            let indent = head.len() + 1 + r.prefix.len() + metric.len();
+            for (i, nh) in r.next_hops.iter().enumerate() {
+                let fib = if nh.active { "*" } else { " " };
+                let iface = nh.interface.as_deref().unwrap_or("-");
+                let via = match nh.ip {
+                    Some(ip) => format!("via {ip}, {iface}"),
+                    None => format!("is directly connected, {iface}"),
+                };
+                if i == 0 {
+                    out.push_str(&format!("{head}{fib} {}{metric} {via}\n", r.prefix));
+                } else {
+                    out.push_str(&format!("  {fib}{:indent$} {via}\n", "", indent = indent - 2));
+                }
+            }
+        }
+        out
     }
 }
 

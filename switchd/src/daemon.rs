@@ -6,8 +6,10 @@
 //! 3. the LLDP agent, speaking through the ports' host interfaces: the
 //!    pipeline punts LLDP (a reserved group address) to `sw-ethN`, and what
 //!    the agent writes into `sw-ethN` leaves through `ethN` unchanged;
-//! 4. the management server;
-//! 5. a housekeeping task that drains the shim's notifications.
+//! 4. the BGP speaker, when configured ([`crate::bgp`]): sessions over
+//!    kernel TCP through the host interfaces, routes into the shim;
+//! 5. the management server;
+//! 6. a housekeeping task that drains the shim's notifications.
 //!
 //! SIGHUP re-reads the config file, validates it and reconciles the shim to
 //! it ([`apply::reconcile`]) when the changes can apply in place
@@ -50,6 +52,8 @@ pub enum RunError {
     HostIf(#[from] hostif::HostIfError),
     #[error("{what}: {source}")]
     Io { what: String, source: io::Error },
+    #[error("BGP: {0}")]
+    Bgp(String),
 }
 
 fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
@@ -175,11 +179,18 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
         None
     };
 
+    // BGP last: its sessions run over the host interfaces made above.
+    let bgp = match &config.bgp {
+        Some(bgp) => Some(crate::bgp::start(bgp.clone(), sai.clone()).await.map_err(RunError::Bgp)?),
+        None => None,
+    };
+
     let view = Arc::new(RwLock::new(SwitchView {
         config: config.clone(),
         applied: Arc::new(applied.clone()),
         sai: sai.clone(),
         lldp: agent,
+        bgp: bgp.clone(),
         now: Arc::new(monotonic_ns),
     }));
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
@@ -205,6 +216,11 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
     server.abort();
     housekeeping.abort();
     let _ = server.await;
+    drop(view);
+    if let Some(bgp) = bgp {
+        // Cease to every peer before the ports go away.
+        bgp.shutdown().await;
+    }
     if let Some(lldp) = lldp {
         lldp.stop();
     }

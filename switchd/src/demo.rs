@@ -155,6 +155,7 @@ impl Fabric {
                 applied: Arc::new(applied),
                 sai: Arc::new(Mutex::new(sai)),
                 lldp: agent,
+                bgp: None,
                 now: Arc::new(move || now.load(Ordering::Relaxed)),
             };
             switches.push(DemoSwitch { name: name.into(), view, port_names, host_interfaces });

@@ -1,8 +1,10 @@
 //! `switchd`, the switch daemon, as a library: the config model, its
-//! application to the SAI-like shim, the management server, the LLDP agent
+//! application to the SAI-like shim, the management server, the LLDP agent,
+//! the BGP speaker's glue
 //! and the in-memory demo fabric. `main.rs` is a thin command-line front.
 
 pub mod apply;
+pub mod bgp;
 pub mod config;
 pub mod daemon;
 pub mod demo;

@@ -22,6 +22,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
 use crate::apply::Applied;
+use crate::bgp::BgpView;
 use crate::config::{Config, PortMode};
 use crate::lldp::{self, LldpAgent};
 
@@ -36,6 +37,8 @@ pub struct SwitchView {
     pub applied: Arc<Applied>,
     pub sai: Arc<Mutex<Sai<SoftBackend>>>,
     pub lldp: Arc<Mutex<LldpAgent>>,
+    /// The BGP speaker, when the config has a `bgp:` section.
+    pub bgp: Option<BgpView>,
     /// The daemon's clock (monotonic ns) or the demo's virtual time.
     pub now: Arc<dyn Fn() -> u64 + Send + Sync>,
 }
@@ -57,6 +60,18 @@ impl SwitchView {
             Request::ShowLldp => Reply::Lldp(self.lldp_neighbors()),
             Request::ShowRunningConfig => Reply::RunningConfig(api::RunningConfig { yaml: self.config.to_yaml() }),
             Request::ShowDrops => Reply::Drops(self.drops()),
+            Request::ShowBgpSummary => Reply::BgpSummary(self.bgp.as_ref().map(BgpView::summary).unwrap_or_default()),
+            Request::ShowBgpNeighbors { address } => {
+                Reply::BgpNeighbors(self.bgp.as_ref().map(|b| b.neighbors(*address)).unwrap_or_default())
+            }
+            Request::ShowBgpRoutes { family, prefix } => match &self.bgp {
+                Some(bgp) => match bgp.table(*family, prefix.as_deref()) {
+                    Ok(table) => Reply::BgpRoutes(table),
+                    Err(message) => return Response::Error { message },
+                },
+                None => return Response::Error { message: "BGP is not configured".into() },
+            },
+            Request::ShowIpRoute { family } => Reply::IpRoutes(self.ip_routes(*family)),
         };
         Response::Ok { reply }
     }
@@ -265,6 +280,104 @@ impl SwitchView {
         out
     }
 
+    /// The routing table with protocols, FRR style: what the shim holds,
+    /// classified by who put it there, plus BGP routes the shim could not
+    /// take (not installed).
+    pub fn ip_routes(&self, family: api::AddressFamily) -> Vec<api::IpRoute> {
+        let want_v6 = family == api::AddressFamily::Ipv6;
+        // Ask the speaker before taking the shim's lock: its sink takes it too.
+        let bgp_installed = self.bgp.as_ref().map(|b| b.installed.0.lock().unwrap_or_else(|e| e.into_inner()).clone());
+        let distances = self.bgp.as_ref().map(|b| b.distances(crate::bgp::family(family))).unwrap_or_default();
+        let bgp_routes: BTreeMap<ipnetwork::IpNetwork, Vec<IpAddr>> = bgp_installed
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|(nlri, hops)| Some((bgp_evpn::sink::to_network(&nlri)?, hops)))
+            .filter(|(net, _)| net.is_ipv6() == want_v6)
+            .collect();
+        let sai = lock(&self.sai);
+        let store = sai.store();
+        let static_prefixes: Vec<_> = self.config.routes.iter().map(|r| r.prefix).collect();
+        let hop = |id| -> Option<api::IpRouteNextHop> {
+            let nh = store.next_hop(id)?;
+            Some(api::IpRouteNextHop {
+                ip: Some(nh.ip),
+                interface: self.applied.router_interface_name(nh.router_interface),
+                active: true,
+            })
+        };
+        let mut out: Vec<(ipnetwork::IpNetwork, api::IpRoute)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        for (key, entry) in store.route_entries() {
+            let net = key.destination;
+            if net.is_ipv6() != want_v6 {
+                continue;
+            }
+            let (protocol, next_hops) = match (entry.packet_action, entry.next_hop) {
+                (sai_shim::PacketAction::Trap, _) => ("local", Vec::new()),
+                (sai_shim::PacketAction::Drop, _) | (_, None) => ("static", Vec::new()),
+                (_, Some(id)) if id == store.cpu_port() => ("local", Vec::new()),
+                (_, Some(id)) => match store.get(id) {
+                    Some(Object::RouterInterface(_)) => (
+                        "connected",
+                        vec![api::IpRouteNextHop {
+                            ip: None,
+                            interface: self.applied.router_interface_name(id),
+                            active: true,
+                        }],
+                    ),
+                    Some(Object::NextHop(_)) => ("static", hop(id).into_iter().collect()),
+                    Some(Object::NextHopGroup(_)) => {
+                        ("static", store.group_members(id).into_iter().filter_map(hop).collect())
+                    }
+                    _ => ("static", Vec::new()),
+                },
+            };
+            let mut protocol = protocol.to_owned();
+            let mut next_hops = next_hops;
+            let mut distance = match protocol.as_str() {
+                "static" => 1,
+                _ => 0,
+            };
+            if protocol == "static" && !static_prefixes.contains(&net) {
+                if let Some(wanted) = bgp_routes.get(&net) {
+                    protocol = "bgp".into();
+                    distance = distances.get(&net.to_string()).copied().unwrap_or(20);
+                    // Next hops BGP chose that the shim could not resolve.
+                    for ip in wanted {
+                        if !next_hops.iter().any(|h| h.ip == Some(*ip)) {
+                            next_hops.push(api::IpRouteNextHop { ip: Some(*ip), interface: None, active: false });
+                        }
+                    }
+                } else {
+                    protocol = "kernel".into();
+                }
+            }
+            seen.insert(net);
+            let route =
+                api::IpRoute { prefix: net.to_string(), protocol, distance, metric: 0, installed: true, next_hops };
+            out.push((net, route));
+        }
+        for (net, hops) in &bgp_routes {
+            if seen.contains(net) {
+                continue;
+            }
+            let next_hops =
+                hops.iter().map(|ip| api::IpRouteNextHop { ip: Some(*ip), interface: None, active: false }).collect();
+            let distance = distances.get(&net.to_string()).copied().unwrap_or(20);
+            let route = api::IpRoute {
+                prefix: net.to_string(),
+                protocol: "bgp".into(),
+                distance,
+                metric: 0,
+                installed: false,
+                next_hops,
+            };
+            out.push((*net, route));
+        }
+        out.sort_by_key(|(net, r)| (net.network(), net.prefix(), r.protocol != "local"));
+        out.into_iter().map(|(_, r)| r).collect()
+    }
+
     /// Non-zero drop counters: the switch's, then each port's.
     pub fn drops(&self) -> Vec<api::DropCount> {
         let sai = lock(&self.sai);
@@ -438,6 +551,7 @@ routes:
             applied: Arc::new(applied),
             sai: Arc::new(Mutex::new(sai)),
             lldp: Arc::new(Mutex::new(agent)),
+            bgp: None,
             now: Arc::new(|| 0),
         }
     }

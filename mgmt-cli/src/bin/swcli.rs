@@ -1,10 +1,13 @@
 //! `swcli`: the operator's shell for `switchd`.
 //!
 //! `swcli [--socket PATH] [--json] show interfaces|mac|vxlan|neighbors|routes|lldp|running-config|drops`
+//! `swcli show bgp summary|neighbors [ADDR]|ipv4 unicast [PREFIX]|ipv6 unicast [PREFIX]`, `swcli show ip|ipv6 route`
 
 use clap::{Parser, Subcommand};
+use mgmt_cli::api::AddressFamily;
 use mgmt_cli::render::Render;
 use mgmt_cli::{Client, Request};
+use std::net::IpAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,7 +34,7 @@ enum Command {
     },
 }
 
-#[derive(Subcommand, Clone, Copy)]
+#[derive(Subcommand, Clone)]
 enum Show {
     /// Ports and VLAN interfaces with their state and counters.
     Interfaces,
@@ -50,10 +53,55 @@ enum Show {
     RunningConfig,
     /// Frames the pipeline dropped, by reason and ingress port.
     Drops,
+    /// The BGP speaker: sessions, neighbours, tables.
+    Bgp {
+        #[command(subcommand)]
+        what: ShowBgp,
+    },
+    /// The IPv4 routing table with each route's protocol (FRR's `show ip route`).
+    Ip {
+        #[command(subcommand)]
+        what: ShowRib,
+    },
+    /// The IPv6 routing table with each route's protocol.
+    Ipv6 {
+        #[command(subcommand)]
+        what: ShowRib,
+    },
+}
+
+#[derive(Subcommand, Clone)]
+enum ShowBgp {
+    /// One line per neighbour: state, uptime, prefixes.
+    Summary,
+    /// Sessions in detail: negotiated capabilities, timers, message counters.
+    #[command(alias = "neighbor")]
+    Neighbors { address: Option<IpAddr> },
+    /// The IPv4 unicast table (every path of every prefix, or of one).
+    Ipv4 {
+        #[command(subcommand)]
+        safi: Safi,
+    },
+    /// The IPv6 unicast table.
+    Ipv6 {
+        #[command(subcommand)]
+        safi: Safi,
+    },
+}
+
+#[derive(Subcommand, Clone)]
+enum Safi {
+    Unicast { prefix: Option<String> },
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum ShowRib {
+    Route,
 }
 
 impl Show {
     fn request(self) -> Request {
+        let routes = |family, Safi::Unicast { prefix }| Request::ShowBgpRoutes { family, prefix };
         match self {
             Show::Interfaces => Request::ShowInterfaces,
             Show::Mac => Request::ShowMac,
@@ -63,6 +111,12 @@ impl Show {
             Show::Lldp => Request::ShowLldp,
             Show::RunningConfig => Request::ShowRunningConfig,
             Show::Drops => Request::ShowDrops,
+            Show::Bgp { what: ShowBgp::Summary } => Request::ShowBgpSummary,
+            Show::Bgp { what: ShowBgp::Neighbors { address } } => Request::ShowBgpNeighbors { address },
+            Show::Bgp { what: ShowBgp::Ipv4 { safi } } => routes(AddressFamily::Ipv4, safi),
+            Show::Bgp { what: ShowBgp::Ipv6 { safi } } => routes(AddressFamily::Ipv6, safi),
+            Show::Ip { what: ShowRib::Route } => Request::ShowIpRoute { family: AddressFamily::Ipv4 },
+            Show::Ipv6 { what: ShowRib::Route } => Request::ShowIpRoute { family: AddressFamily::Ipv6 },
         }
     }
 }

@@ -1,0 +1,223 @@
+//! A three-stage leaf-spine of `switchd`s, one per namespace, with BGP in
+//! the daemons: two spines sharing AS 65000, two leaves with their own ASes
+//! (65101, 65102), eBGP over the /31 links, neighbours given by interface.
+//! Each leaf originates its loopback and its host subnet. The sessions run
+//! over kernel TCP through the switches' host interfaces, so the dataplane
+//! carries them.
+//!
+//! ```text
+//!            [s1 AS65000]          [s2 AS65000]
+//!            eth1     eth2         eth1     eth2
+//!   10.1.1.0/31 \       \ 10.2.1.0/31   /      / 10.2.2.0/31
+//!                \   10.1.2.0/31 ------/      /
+//!            eth1 eth2                   eth1 eth2
+//!            [l1 AS65101]               [l2 AS65102]
+//!              eth3 192.168.1.1/24        eth3 192.168.2.1/24
+//!              [h1 .10]                   [h2 .10]
+//! ```
+//!
+//! Checked: every session reaches Established (`show bgp summary --json`);
+//! each leaf installs the other leaf's loopback and host subnet as an ECMP
+//! route through both spines (`show ip route --json`, protocol bgp, two
+//! active next hops); `show bgp ipv4 unicast` has the best path and its
+//! multipath; hosts ping across; many UDP flows from h1 to h2 leave l1 over
+//! both uplinks (`show interfaces --json` tx counters).
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use fabric_tests::{Netns, Switchd, require_root_and_tools, swcli_json, veth};
+use serde_json::Value;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+
+fn spine(name: &str) -> String {
+    let j: u8 = name[1..].parse().unwrap();
+    format!(
+        "name: {name}
+lldp: {{ enabled: false }}
+loopback: [10.255.1.{j}/32]
+ports:
+  - {{ name: eth1, mode: routed, addresses: [10.1.{j}.1/31] }}
+  - {{ name: eth2, mode: routed, addresses: [10.2.{j}.1/31] }}
+bgp:
+  asn: 65000
+  timers: {{ hold_time: 9, connect_retry: 2 }}
+  redistribute: [loopback]
+  neighbors:
+    - {{ interface: eth1, remote_as: 65101, description: l1 }}
+    - {{ interface: eth2, remote_as: 65102, description: l2 }}
+"
+    )
+}
+
+fn leaf(name: &str) -> String {
+    let i: u8 = name[1..].parse().unwrap();
+    format!(
+        "name: {name}
+lldp: {{ enabled: false }}
+loopback: [10.255.0.{i}/32]
+ports:
+  - {{ name: eth1, mode: routed, addresses: [10.{i}.1.0/31] }}
+  - {{ name: eth2, mode: routed, addresses: [10.{i}.2.0/31] }}
+  - {{ name: eth3, mode: routed, addresses: [192.168.{i}.1/24] }}
+bgp:
+  asn: 6510{i}
+  timers: {{ hold_time: 9, connect_retry: 2 }}
+  multipath: {{ max_paths: 4 }}
+  redistribute: [loopback, connected]
+  neighbors:
+    - {{ interface: eth1, remote_as: 65000, description: s1 }}
+    - {{ interface: eth2, remote_as: 65000, description: s2 }}
+"
+    )
+}
+
+/// Whether every neighbour in `show bgp summary --json` is Established.
+fn all_established(sw: &Switchd, want: usize) -> bool {
+    let (ok, out, _) = sw.swcli_status(&["show", "bgp", "summary", "--json"]);
+    if !ok {
+        return false;
+    }
+    let summary: Value = serde_json::from_str(&out).unwrap_or(Value::Null);
+    let peers = summary["peers"].as_array().cloned().unwrap_or_default();
+    peers.len() == want && peers.iter().all(|p| p["state"] == "Established")
+}
+
+/// The `show ip route --json` entry for `prefix`.
+fn ip_route(sw: &Switchd, prefix: &str) -> Option<Value> {
+    let out = sw.swcli(&["show", "ip", "route", "--json"]);
+    let routes: Value = serde_json::from_str(&out).expect("json");
+    routes.as_array()?.iter().find(|r| r["prefix"] == prefix).cloned()
+}
+
+/// The active next hops (`ip@interface`) of a BGP route, sorted.
+fn bgp_hops(route: &Value) -> Vec<String> {
+    if route["protocol"] != "bgp" || route["installed"] != true {
+        return Vec::new();
+    }
+    let mut hops: Vec<String> = route["next_hops"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|h| h["active"] == true)
+        .map(|h| format!("{}@{}", h["ip"].as_str().unwrap_or("-"), h["interface"].as_str().unwrap_or("-")))
+        .collect();
+    hops.sort();
+    hops
+}
+
+fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + timeout;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+#[test]
+fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
+    if !require_root_and_tools("switchd_bgp_leaf_spine", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("lss1");
+    let s2 = Netns::new("lss2");
+    let l1 = Netns::new("lsl1");
+    let l2 = Netns::new("lsl2");
+    let h1 = Netns::new("lsh1");
+    let h2 = Netns::new("lsh2");
+    // Leaf i's eth j goes to spine j's eth i.
+    for (i, leaf_ns) in [(1, &l1), (2, &l2)] {
+        for (j, spine_ns) in [(1, &s1), (2, &s2)] {
+            veth(leaf_ns, &format!("eth{j}"), spine_ns, &format!("eth{i}"));
+            leaf_ns.disable_offloads(&format!("eth{j}"));
+            spine_ns.disable_offloads(&format!("eth{i}"));
+        }
+    }
+    veth(&h1, "eth0", &l1, "eth3");
+    veth(&h2, "eth0", &l2, "eth3");
+    l1.disable_offloads("eth3");
+    l2.disable_offloads("eth3");
+    h1.host_setup("eth0", "192.168.1.10/24", Some("192.168.1.1"));
+    h2.host_setup("eth0", "192.168.2.10/24", Some("192.168.2.1"));
+
+    // Declared after the namespaces: dropped (SIGTERM) before them.
+    let spines = [Switchd::start(&s1, &spine("s1")), Switchd::start(&s2, &spine("s2"))];
+    let leaves = [Switchd::start(&l1, &leaf("l1")), Switchd::start(&l2, &leaf("l2"))];
+
+    for sw in spines.iter().chain(&leaves) {
+        wait_for("every BGP session Established", CONVERGE, || all_established(sw, 2));
+    }
+
+    // Each leaf: the other leaf's loopback and host subnet through both spines.
+    for (i, sw) in leaves.iter().enumerate() {
+        let (me, other) = (i + 1, 2 - i);
+        let want = vec![format!("10.{me}.1.1@eth1"), format!("10.{me}.2.1@eth2")];
+        for prefix in [format!("10.255.0.{other}/32"), format!("192.168.{other}.0/24")] {
+            let mut last = None;
+            let converged = {
+                let deadline = Instant::now() + CONVERGE;
+                loop {
+                    let route = ip_route(sw, &prefix);
+                    if route.as_ref().map(bgp_hops).as_ref() == Some(&want) {
+                        break true;
+                    }
+                    last = route;
+                    if Instant::now() >= deadline {
+                        break false;
+                    }
+                    std::thread::sleep(Duration::from_millis(250));
+                }
+            };
+            assert!(converged, "l{me}: {prefix} not ECMP over {want:?}; last seen {last:?}");
+        }
+        // The BGP table agrees: a best path and a second multipath, AS path via 65000.
+        let table =
+            swcli_json(&sw.swcli(&["show", "bgp", "ipv4", "unicast", &format!("10.255.0.{other}/32"), "--json"]));
+        let paths = table["routes"][0]["paths"].as_array().cloned().unwrap_or_default();
+        assert_eq!(paths.len(), 2, "{table}");
+        assert_eq!(paths.iter().filter(|p| p["best"] == true).count(), 1, "{table}");
+        assert!(paths.iter().all(|p| p["multipath"] == true), "{table}");
+        assert!(paths.iter().all(|p| p["as_path"] == format!("65000 6510{other}")), "{table}");
+        // The text renderings work on a live daemon.
+        let text = sw.swcli(&["show", "ip", "route"]);
+        assert!(text.contains(&format!("B>* 10.255.0.{other}/32 [20/0] via ")), "{text}");
+        let text = sw.swcli(&["show", "bgp", "summary"]);
+        assert!(text.contains(&format!("local AS number 6510{me}")), "{text}");
+        let text = sw.swcli(&["show", "bgp", "neighbors", &format!("10.{me}.1.1")]);
+        assert!(text.contains("BGP state = Established"), "{text}");
+    }
+    // The spines learn each leaf's loopback through the one session to it.
+    let loopbacks = ip_route(&spines[0], "10.255.0.1/32").expect("s1 has l1's loopback");
+    assert_eq!(bgp_hops(&loopbacks), ["10.1.1.0@eth1"], "{loopbacks}");
+
+    // Hosts reach each other across the fabric (the first packets wait on ARP).
+    assert!(h1.ping_until("192.168.2.10", Duration::from_secs(15)), "h1 -> h2 across the fabric");
+
+    // Many UDP flows: both uplinks of l1 carry some.
+    let uplinks = |sw: &Switchd| [sw.counter("eth1", "tx_packets"), sw.counter("eth2", "tx_packets")];
+    let before = uplinks(&leaves[0]);
+    const FLOWS: u64 = 64;
+    const PER_FLOW: u64 = 20;
+    h1.enter(|| {
+        for flow in 0..FLOWS {
+            let socket = UdpSocket::bind(("192.168.1.10", 30_000 + flow as u16)).expect("bind");
+            for _ in 0..PER_FLOW {
+                socket.send_to(b"leaf-spine flow", "192.168.2.10:9").expect("send");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    let after = uplinks(&leaves[0]);
+    let sent = [after[0] - before[0], after[1] - before[1]];
+    let total = FLOWS * PER_FLOW;
+    // Keepalives add a few packets; the flows must be nearly all there.
+    assert!(sent[0] + sent[1] >= total * 95 / 100, "l1 uplinks carried {sent:?} of {total}");
+    for (j, n) in sent.iter().enumerate() {
+        assert!(*n >= total / 10, "uplink eth{} carried {n} of {total} ({sent:?})", j + 1);
+    }
+    // h2 received them through either spine.
+    let spine_rx = |sw: &Switchd| sw.counter("eth1", "rx_packets");
+    assert!(spine_rx(&spines[0]) > 0 && spine_rx(&spines[1]) > 0);
+}
