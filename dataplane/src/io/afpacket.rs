@@ -2,9 +2,12 @@
 //! rings (TPACKET_V2) for rx and tx.
 //!
 //! Why these choices:
-//! * `libc` rather than `pnet_datalink`: pnet's Linux channel reads one frame
-//!   per `recvfrom` into a single buffer and drops the VLAN tag the kernel
-//!   moved into aux data; a switch needs batched ring I/O and must see tags.
+//! * `libc` rather than `pnet_datalink`: pnet's Linux channel costs a
+//!   `poll` and a `recvfrom`/`recvmsg` per received frame (and a `poll` and a
+//!   `sendto` per sent one), has no `PACKET_MMAP` ring, and hands the VLAN
+//!   tag the kernel stripped back only as aux data (its recent `next_msg`),
+//!   leaving reinsertion to the caller. A switch needs batched ring I/O and
+//!   tags in the frame; `libc` has every constant and struct needed.
 //! * TPACKET_V2 rather than V3: V3's block-based rx ring delivers a block
 //!   only when it is full or its timer fires, which adds latency at low
 //!   rates, and its tx ring brings nothing over V2's. V2 hands each frame
