@@ -76,7 +76,7 @@ impl fmt::Display for HostIfError {
 impl std::error::Error for HostIfError {}
 
 /// Creates every host interface of `specs`: TAP up with its MAC and MTU,
-/// addresses added, front-panel netdev quieted. All or nothing: on error,
+/// addresses added, front-panel netdev quieted (best effort). All or nothing: on error,
 /// the TAPs created so far are removed (dropped) before returning.
 pub fn create_host_interfaces<H: Copy>(specs: &[HostIfSpec<H>]) -> Result<Vec<Attachment<H>>, HostIfError> {
     let mut created = Vec::with_capacity(specs.len());
@@ -85,11 +85,11 @@ pub fn create_host_interfaces<H: Copy>(specs: &[HostIfSpec<H>]) -> Result<Vec<At
             Tap::create(&TapConfig { name: spec.name.clone(), mac: Some(spec.mac), mtu: Some(spec.mtu), up: true })
                 .map_err(|error| HostIfError { interface: spec.name.clone(), action: "create TAP", error })?;
         if let Some(front) = &spec.front_panel {
-            quiet_front_panel(front).map_err(|error| HostIfError {
-                interface: front.clone(),
-                action: "quiet front-panel netdev",
-                error,
-            })?;
+            // Best effort: in a container whose /proc/sys is read-only the
+            // switch still works, the kernel may just answer ARP on ethN too.
+            if let Err(error) = quiet_front_panel(front) {
+                tracing::warn!(port = %front, %error, "cannot quiet the front-panel netdev (arp_ignore, disable_ipv6)");
+            }
         }
         created.push((spec, tap));
     }
