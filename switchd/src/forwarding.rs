@@ -25,7 +25,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
-use dataplane::pipeline::{Egress, Output, PortId, RifId};
+use dataplane::pipeline::{Egress, Output, PortId, RifId, RifKind};
 
 /// Frames read from one descriptor before moving to the next ready one.
 pub const RX_BATCH: usize = 64;
@@ -75,8 +75,9 @@ pub enum HostIfTarget {
     VlanRif(RifId),
 }
 
-/// A bare pipeline: every VLAN router interface is assumed to have a host
-/// interface, and every port.
+/// A bare pipeline: host interfaces are keyed by what they serve; a punt
+/// through a VLAN router interface goes to that interface's, any other to
+/// its port's.
 impl Dataplane for dataplane::pipeline::Switch {
     type HostIf = HostIfTarget;
     fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
@@ -90,7 +91,11 @@ impl Dataplane for dataplane::pipeline::Switch {
     }
     fn punt_target(&self, egress: &Egress) -> Option<HostIfTarget> {
         match *egress {
-            Egress::Host { rif: Some(rif), .. } => Some(HostIfTarget::VlanRif(rif)),
+            Egress::Host { rif: Some(rif), .. }
+                if self.router_interface(rif).is_some_and(|r| matches!(r.kind, RifKind::Vlan(_))) =>
+            {
+                Some(HostIfTarget::VlanRif(rif))
+            }
             Egress::Host { port, .. } => Some(HostIfTarget::Port(port)),
             Egress::Port(_) => None,
         }
