@@ -181,6 +181,8 @@ pub struct LoopCounters {
     pub rx_errors: AtomicU64,
     /// Wake-ups of the loop (for tests and tuning).
     pub wakeups: AtomicU64,
+    /// Batches abandoned because the pipeline panicked.
+    pub panics: AtomicU64,
 }
 
 /// The running forwarding thread. Dropping it stops the thread and drops
@@ -465,30 +467,16 @@ impl<D: Dataplane> Loop<D> {
             }
 
             let now = monotonic_ns();
-            {
-                let mut dp = dataplane.lock().unwrap_or_else(|e| e.into_inner());
-                for event in &events[..n as usize] {
-                    match Token::decode(event.u64) {
-                        Token::Wake => drain_eventfd(self.wake.as_raw_fd()),
-                        Token::Port(port) => {
-                            if event.events & (libc::EPOLLERR as u32) != 0 {
-                                self.port_error(port);
-                            }
-                            self.rx_port(&mut dp, now, port)
-                        }
-                        Token::Host(slot) => self.rx_host(&mut dp, now, usize::from(slot)),
-                    }
-                }
-                if now >= next_poll {
-                    self.out.clear();
-                    dp.poll(now, &mut self.out);
-                    self.dispatch(&dp);
-                    next_poll = now + POLL_INTERVAL.as_nanos() as u64;
-                }
-                if Instant::now() >= next_link {
-                    self.check_links(&mut dp);
-                    next_link = Instant::now() + LINK_INTERVAL;
-                }
+            let ready = &events[..n as usize];
+            // A bug in the pipeline must not leave a switch that looks up
+            // but forwards nothing: the batch in hand is lost, counted and
+            // logged, and the loop goes on.
+            let worked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                self.work(&dataplane, ready, now, &mut next_poll, &mut next_link)
+            }));
+            if worked.is_err() {
+                self.counters.panics.fetch_add(1, Ordering::Relaxed);
+                tracing::error!("the pipeline panicked; the batch in hand is dropped");
             }
             self.flush();
             if Instant::now() >= next_stats {
@@ -500,6 +488,40 @@ impl<D: Dataplane> Loop<D> {
         self.publish_stats();
         tracing::info!("forwarding stopped");
         // Attachments drop here: rings unmapped, TAPs removed.
+    }
+
+    /// Everything done under the dataplane lock for one wake-up.
+    fn work(
+        &mut self,
+        dataplane: &Mutex<D>,
+        ready: &[libc::epoll_event],
+        now: u64,
+        next_poll: &mut u64,
+        next_link: &mut Instant,
+    ) {
+        let mut dp = dataplane.lock().unwrap_or_else(|e| e.into_inner());
+        for event in ready {
+            match Token::decode(event.u64) {
+                Token::Wake => drain_eventfd(self.wake.as_raw_fd()),
+                Token::Port(port) => {
+                    if event.events & (libc::EPOLLERR as u32) != 0 {
+                        self.port_error(port);
+                    }
+                    self.rx_port(&mut dp, now, port)
+                }
+                Token::Host(slot) => self.rx_host(&mut dp, now, usize::from(slot)),
+            }
+        }
+        if now >= *next_poll {
+            self.out.clear();
+            dp.poll(now, &mut self.out);
+            self.dispatch(&dp);
+            *next_poll = now + POLL_INTERVAL.as_nanos() as u64;
+        }
+        if Instant::now() >= *next_link {
+            self.check_links(&mut dp);
+            *next_link = Instant::now() + LINK_INTERVAL;
+        }
     }
 
     /// Reads a batch from a front-panel port and runs each frame through the

@@ -195,3 +195,69 @@ fn af_packet_sees_vlan_tags_and_not_its_own_frames() {
         assert!(batch.iter().all(|f| f[6..12] != frame[6..12]), "a socket never reads back its own tx");
     });
 }
+
+/// A pipeline with a planted bug: it panics on one particular frame.
+struct Buggy(Switch);
+
+impl switchd::forwarding::Dataplane for Buggy {
+    type HostIf = HostIfTarget;
+    fn process(&mut self, now: u64, port: u16, frame: &[u8], out: &mut dataplane::pipeline::Output) {
+        if frame.get(12..15) == Some(&[0x88, 0xb5, 0xee]) {
+            panic!("planted pipeline bug");
+        }
+        switchd::forwarding::Dataplane::process(&mut self.0, now, port, frame, out);
+    }
+    fn host_send(&mut self, now: u64, host_if: HostIfTarget, frame: &[u8], out: &mut dataplane::pipeline::Output) {
+        self.0.host_send(now, host_if, frame, out);
+    }
+    fn punt_target(&self, egress: &dataplane::pipeline::Egress) -> Option<HostIfTarget> {
+        self.0.punt_target(egress)
+    }
+    fn poll(&mut self, now: u64, out: &mut dataplane::pipeline::Output) {
+        switchd::forwarding::Dataplane::poll(&mut self.0, now, out);
+    }
+    fn set_link_status(&mut self, port: u16, up: bool) {
+        switchd::forwarding::Dataplane::set_link_status(&mut self.0, port, up);
+    }
+}
+
+#[test]
+fn a_pipeline_panic_costs_a_batch_not_the_switch() {
+    if !require_root_and_tools("a_pipeline_panic_costs_a_batch_not_the_switch", &["ip", "ping"]) {
+        return;
+    }
+    let sw = Netns::new("fps");
+    let h1 = Netns::new("fp1");
+    let h2 = Netns::new("fp2");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&h2, "eth0", &sw, "eth2");
+    h1.host_setup("eth0", "192.0.2.1/24", None);
+    h2.host_setup("eth0", "192.0.2.2/24", None);
+    let mut switch = Switch::new(SwitchConfig::default());
+    switch.create_vlan(vid(10)).unwrap();
+    for port in [0, 1] {
+        switch.set_port(port, PortConfig { admin_up: true, mtu: 1500, pvid: vid(10), learning: true }).unwrap();
+        switch.set_vlan_member(vid(10), port, false).unwrap();
+    }
+    let dataplane = Arc::new(Mutex::new(Buggy(switch)));
+    let forwarding = sw.enter(|| {
+        let ports: Vec<Attachment<HostIfTarget>> = vec![
+            Attachment::Port { port: 0, io: Box::new(AfPacket::open("eth1").unwrap()) },
+            Attachment::Port { port: 1, io: Box::new(AfPacket::open("eth2").unwrap()) },
+        ];
+        Forwarding::start(dataplane.clone(), ports).unwrap()
+    });
+    assert!(h1.ping_until("192.0.2.2", Duration::from_secs(5)));
+    h1.enter(|| {
+        let mut port = AfPacket::open("eth0").unwrap();
+        let mut frame = vec![0xff; 6];
+        frame.extend([0x02, 0, 0, 0, 0, 0xee, 0x88, 0xb5, 0xee]);
+        frame.resize(60, 0);
+        port.send(&frame).unwrap();
+        port.flush().unwrap();
+    });
+    assert!(wait_for(|| forwarding.counters().panics.load(std::sync::atomic::Ordering::Relaxed) == 1));
+    assert!(forwarding.is_running(), "the forwarding thread survived");
+    assert!(h1.ping("192.0.2.2", 3), "and still forwards");
+    forwarding.stop();
+}
