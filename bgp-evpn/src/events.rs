@@ -7,12 +7,12 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
 use crate::config::{BgpConfig, NeighborConfig};
 use crate::decision::PeerKind;
-use crate::neighbor::{Action, ConnId, Counters, Event, NANOS_PER_SEC, Neighbor, State};
+use crate::neighbor::{Action, ConnId, Counters, Event, NANOS_PER_SEC, Neighbor, PeerRestart, State};
 use crate::packet::error::{ErrorAction, cease_subcode};
 use crate::packet::update::{encode_end_of_rib, pack_announce, pack_withdraw};
 use crate::packet::{DecodeContext, Family, Message, Nlri, Notification, Origin, PathAttrs, Update};
@@ -68,9 +68,23 @@ pub struct Peer {
     pub disabled: Vec<Family>,
     pub errors: ErrorCounters,
     max_prefix_warned: bool,
+    /// The peer's Graceful Restart capability from the last session.
+    restart: Option<PeerRestart>,
+    /// RFC 4724 §4.2: routes kept from a session that dropped, until the
+    /// peer re-sends them (or End-of-RIB, or the timer, says they are gone).
+    stale: FxHashSet<Nlri>,
+    stale_deadline: Option<u64>,
 }
 
+/// RFC 4724 leaves the stale-path time to the helper; the usual 360 s.
+const STALE_PATH_TIME: u64 = 360;
+
 impl Peer {
+    /// Routes kept as stale, for `show`.
+    pub fn stale_routes(&self) -> usize {
+        self.stale.len()
+    }
+
     fn ctx(&self) -> DecodeContext {
         match self.fsm.negotiated() {
             Some(n) => n.decode_context(),
@@ -133,6 +147,9 @@ impl Speaker {
                 disabled: Vec::new(),
                 errors: ErrorCounters::default(),
                 max_prefix_warned: false,
+                restart: None,
+                stale: FxHashSet::default(),
+                stale_deadline: None,
             }));
         }
         let mut speaker =
@@ -165,7 +182,7 @@ impl Speaker {
     }
 
     pub fn poll_timeout(&self) -> Option<u64> {
-        self.peers.iter().flatten().filter_map(|p| p.fsm.poll_timeout()).min()
+        self.peers.iter().flatten().flat_map(|p| [p.fsm.poll_timeout(), p.stale_deadline]).flatten().min()
     }
 
     /// Starts every neighbour not configured as shut down.
@@ -234,6 +251,11 @@ impl Speaker {
 
     pub fn handle_timeout(&mut self, now: u64) {
         for id in self.peer_ids().collect::<Vec<_>>() {
+            if self.peers[id].as_ref().and_then(|p| p.stale_deadline).is_some_and(|t| t <= now) {
+                // RFC 4724 §4.2: the peer did not come back (or did not
+                // finish) in time: its stale routes go.
+                self.flush_stale(id, None);
+            }
             let due = self.peers[id].as_ref().and_then(|p| p.fsm.poll_timeout()).is_some_and(|t| t <= now);
             if due {
                 if let Some(p) = self.peers[id].as_mut() {
@@ -289,14 +311,51 @@ impl Speaker {
                     self.rib.peers[peer].router_id = negotiated.peer_id;
                     p.disabled.clear();
                     p.max_prefix_warned = false;
+                    p.restart = negotiated.peer_restart.clone();
+                    if !p.stale.is_empty() {
+                        // RFC 4724 §4.2: families the peer no longer lists with
+                        // the Forwarding State bit lose their stale routes now;
+                        // the others wait for End-of-RIB.
+                        p.stale_deadline = Some(now + STALE_PATH_TIME * NANOS_PER_SEC);
+                        let kept: Vec<Family> = negotiated
+                            .peer_restart
+                            .iter()
+                            .flat_map(|r| r.families.iter().filter(|(_, fwd)| *fwd).map(|(f, _)| *f))
+                            .collect();
+                        for f in Family::ALL {
+                            if !kept.contains(&f) {
+                                self.flush_stale(peer, Some(f));
+                            }
+                        }
+                    }
                     self.outputs.push_back(Output::SessionUp { peer });
                     self.advertise_all(peer, None);
                 }
-                Action::Down { reason } => {
-                    tracing::info!(peer = %p.config.address, %reason, "session down");
+                Action::Down { reason, graceful } => {
+                    tracing::info!(peer = %p.config.address, %reason, graceful, "session down");
                     self.outputs.push_back(Output::SessionDown { peer, reason });
                     self.rib.clear_out(peer, None);
-                    let gone = self.rib.clear_in(peer, None);
+                    let restart = p.restart.take().filter(|r| graceful && r.restart_time > 0 && !r.families.is_empty());
+                    let gone = match restart {
+                        Some(r) => {
+                            // RFC 4724 §4.2, helper: keep the routes of the
+                            // families the peer listed, marked stale, for up
+                            // to its Restart Time; drop the rest.
+                            let families: Vec<Family> = r.families.iter().map(|(f, _)| *f).collect();
+                            p.stale.extend(self.rib.adj_in(peer).keys().filter(|n| families.contains(&n.family())));
+                            p.stale_deadline = Some(now + r.restart_time as u64 * NANOS_PER_SEC);
+                            let mut gone = Vec::new();
+                            for f in Family::ALL.into_iter().filter(|f| !families.contains(f)) {
+                                gone.extend(self.rib.clear_in(peer, Some(f)));
+                            }
+                            gone
+                        }
+                        None => {
+                            p.stale.clear();
+                            p.stale_deadline = None;
+                            self.rib.clear_in(peer, None)
+                        }
+                    };
                     self.settle(gone);
                     self.rib.collect_garbage();
                 }
@@ -316,6 +375,16 @@ impl Speaker {
     /// policy, Adj-RIB-In, decision, and what follows from it.
     fn process_update(&mut self, now: u64, peer: PeerId, update: Update) {
         let Some(p) = self.peers[peer].as_mut() else { return };
+        if let Some(family) = update.end_of_rib().and_then(|af| af.family()) {
+            // RFC 4724 §4.2: stale routes the peer did not re-send are gone.
+            self.flush_stale(peer, Some(family));
+            return;
+        }
+        if !p.stale.is_empty() {
+            for n in update.withdrawn_routes().chain(update.announced().map(|(n, _)| n)) {
+                p.stale.remove(&n);
+            }
+        }
         let mut treat_as_withdraw = false;
         for e in &update.errors {
             tracing::warn!(peer = %p.config.address, type_code = e.type_code, reason = e.reason, action = ?e.action, "RFC 7606");
@@ -428,6 +497,25 @@ impl Speaker {
                 }
             }
         }
+    }
+
+    /// Removes the stale routes of `peer` (of `family`, or all).
+    fn flush_stale(&mut self, peer: PeerId, family: Option<Family>) {
+        let Some(p) = self.peers[peer].as_mut() else { return };
+        let gone: Vec<Nlri> = p.stale.iter().filter(|n| family.is_none_or(|f| n.family() == f)).copied().collect();
+        for n in &gone {
+            p.stale.remove(n);
+        }
+        if p.stale.is_empty() {
+            p.stale_deadline = None;
+        }
+        let mut dirty = Vec::with_capacity(gone.len());
+        for n in gone {
+            if self.rib.set_in(peer, n, None) {
+                dirty.push(n);
+            }
+        }
+        self.settle(dirty);
     }
 
     /// Runs the decision process for `dirty` and propagates the results to
@@ -623,6 +711,7 @@ impl Speaker {
                     last_error: p.fsm.last_error.clone(),
                     negotiated: p.fsm.negotiated().cloned(),
                     disabled_families: p.disabled.clone(),
+                    stale_routes: p.stale.len(),
                 })
             })
             .collect()
@@ -684,6 +773,8 @@ pub struct PeerSummary {
     pub last_error: Option<String>,
     pub negotiated: Option<crate::neighbor::Negotiated>,
     pub disabled_families: Vec<Family>,
+    /// Routes kept by the RFC 4724 helper after the session dropped.
+    pub stale_routes: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -94,6 +94,17 @@ pub struct Negotiated {
     pub route_refresh: bool,
     pub graceful_restart: bool,
     pub ebgp: bool,
+    /// The peer's Graceful Restart capability (RFC 4724 §3), which decides
+    /// what this speaker, as a helper, keeps when the session drops.
+    pub peer_restart: Option<PeerRestart>,
+}
+
+/// What a peer announced in its Graceful Restart capability.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PeerRestart {
+    pub restart_time: u16,
+    /// Families with their Forwarding State bit.
+    pub families: Vec<(Family, bool)>,
 }
 
 impl Negotiated {
@@ -135,8 +146,11 @@ pub enum Action {
     Close(ConnId),
     Established(ConnId, Negotiated),
     /// The session left Established (or an attempt failed); drop its routes.
+    /// `graceful`: the connection just went away, without a NOTIFICATION,
+    /// so RFC 4724 helper procedures apply.
     Down {
         reason: String,
+        graceful: bool,
     },
     UpdateReceived(Box<Update>),
     RouteRefreshRequested(AfiSafi),
@@ -467,7 +481,8 @@ impl Neighbor {
             State::Active | State::Idle => {
                 self.conn = None;
             }
-            State::OpenConfirm | State::Established => self.drop_session(now, "connection closed by peer"),
+            State::OpenConfirm => self.drop_session(now, "connection closed by peer"),
+            State::Established => self.drop_session_with(now, "connection closed by peer", true),
         }
     }
 
@@ -549,6 +564,16 @@ impl Neighbor {
             route_refresh: has(|c| matches!(c, Capability::RouteRefresh)),
             graceful_restart: has(|c| matches!(c, Capability::GracefulRestart { .. })),
             ebgp: open.asn() != self.config.local_as,
+            peer_restart: open.capabilities.iter().find_map(|c| match c {
+                Capability::GracefulRestart { restart_time, families, .. } => Some(PeerRestart {
+                    restart_time: *restart_time,
+                    families: families
+                        .iter()
+                        .filter_map(|f| Some((f.afi_safi.family()?, f.forwarding_preserved)))
+                        .collect(),
+                }),
+                _ => None,
+            }),
         };
         self.negotiated = Some(negotiated);
         self.peer_open = Some(open);
@@ -637,6 +662,10 @@ impl Neighbor {
     }
 
     fn drop_session(&mut self, now: u64, reason: &str) {
+        self.drop_session_with(now, reason, false);
+    }
+
+    fn drop_session_with(&mut self, now: u64, reason: &str, graceful: bool) {
         if let Some(c) = self.conn.take() {
             self.close(c);
         }
@@ -650,7 +679,7 @@ impl Neighbor {
         self.keepalive_at = None;
         if was_up {
             self.last_error = Some(reason.to_string());
-            self.actions.push_back(Action::Down { reason: reason.to_string() });
+            self.actions.push_back(Action::Down { reason: reason.to_string(), graceful });
         }
         // §8.1.1 AutomaticStart after IdleHoldTime while administratively up.
         if self.enabled {

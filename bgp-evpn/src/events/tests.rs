@@ -293,32 +293,43 @@ struct Raw {
     sent: Vec<Message>,
     fib: HashMap<Nlri, Vec<IpAddr>>,
     closed: bool,
+    now: u64,
 }
 
 impl Raw {
     fn new() -> Raw {
+        Raw::with_caps(vec![])
+    }
+
+    /// Established with a peer whose OPEN adds `caps` to IPv4 unicast.
+    fn with_caps(caps: Vec<Capability>) -> Raw {
         let mut cfg = speaker(65001, "10.0.0.1", &[("10.0.0.2", 65002)]);
         cfg.neighbors[0].passive = true;
         let mut sp = Speaker::new(cfg).unwrap();
         sp.start(0);
         let peer = sp.peer_by_addr(ip("10.0.0.2")).unwrap();
-        let conn = sp.accepted(0, peer, ip("10.0.0.1"));
-        let mut raw = Raw { sp, peer, conn, sent: Vec::new(), fib: HashMap::new(), closed: false };
-        raw.drain();
-        let open = Open::new(
-            65002,
-            90,
-            Ipv4Addr::new(10, 0, 0, 2),
-            vec![Capability::Multiprotocol(crate::packet::AfiSafi::IPV4_UNICAST)],
-        );
-        raw.feed(&Message::Open(open).to_bytes(&DecodeContext::default()));
-        raw.feed(&Message::Keepalive.to_bytes(&DecodeContext::default()));
-        assert_eq!(raw.sp.peer(peer).unwrap().fsm.state(), State::Established);
+        let mut raw = Raw { sp, peer, conn: 0, sent: Vec::new(), fib: HashMap::new(), closed: false, now: 0 };
+        raw.connect(caps);
         raw
     }
 
+    /// A new connection from the peer, up to Established.
+    fn connect(&mut self, caps: Vec<Capability>) {
+        // Past the idle hold time after an earlier session, Idle refuses connections.
+        self.sp.handle_timeout(self.now);
+        self.conn = self.sp.accepted(self.now, self.peer, ip("10.0.0.1"));
+        self.closed = false;
+        self.drain();
+        let mut all = vec![Capability::Multiprotocol(crate::packet::AfiSafi::IPV4_UNICAST)];
+        all.extend(caps);
+        let open = Open::new(65002, 90, Ipv4Addr::new(10, 0, 0, 2), all);
+        self.feed(&Message::Open(open).to_bytes(&DecodeContext::default()));
+        self.feed(&Message::Keepalive.to_bytes(&DecodeContext::default()));
+        assert_eq!(self.state(), State::Established);
+    }
+
     fn feed(&mut self, bytes: &[u8]) {
-        self.sp.received(0, self.peer, self.conn, bytes);
+        self.sp.received(self.now, self.peer, self.conn, bytes);
         self.drain();
     }
 
@@ -428,4 +439,81 @@ fn established_peer_gets_table_and_end_of_rib() {
     let before = raw.sent.len();
     raw.feed(&rr.to_bytes(&DecodeContext::default()));
     assert!(raw.sent[before..].iter().any(|m| matches!(m, Message::Update(u) if u.nlri == vec![n("10.100.0.0/16")])));
+}
+
+fn graceful_restart(restart_time: u16, forwarding: bool) -> Capability {
+    Capability::GracefulRestart {
+        restarting: false,
+        restart_time,
+        families: vec![crate::packet::capability::GracefulRestartFamily {
+            afi_safi: crate::packet::AfiSafi::IPV4_UNICAST,
+            forwarding_preserved: forwarding,
+        }],
+    }
+}
+
+fn end_of_rib() -> Vec<u8> {
+    let mut b = Vec::new();
+    crate::packet::update::encode_end_of_rib(Family::Ipv4Unicast, &mut b);
+    b
+}
+
+#[test]
+fn graceful_restart_helper_keeps_routes_until_end_of_rib() {
+    let mut raw = Raw::with_caps(vec![graceful_restart(120, true)]);
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9, 24, 10, 8, 8]));
+    assert_eq!(raw.fib.len(), 2);
+    // The TCP connection drops without a NOTIFICATION: routes stay, stale.
+    raw.sp.closed(raw.now, raw.peer, raw.conn);
+    raw.drain();
+    assert_ne!(raw.state(), State::Established);
+    assert_eq!(raw.fib.len(), 2, "forwarding continues through the restart");
+    assert_eq!(raw.sp.summary(0)[0].stale_routes, 2);
+    // The peer comes back, re-sends one route, then End-of-RIB: the other goes.
+    raw.now += 5 * S;
+    raw.connect(vec![graceful_restart(120, true)]);
+    assert_eq!(raw.fib.len(), 2, "stale routes wait for End-of-RIB");
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));
+    raw.feed(&end_of_rib());
+    assert_eq!(raw.fib.keys().copied().collect::<Vec<_>>(), vec![n("10.9.9.0/24")]);
+    assert_eq!(raw.sp.summary(0)[0].stale_routes, 0);
+}
+
+#[test]
+fn graceful_restart_helper_gives_up_after_the_restart_time() {
+    let mut raw = Raw::with_caps(vec![graceful_restart(30, true)]);
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));
+    raw.sp.closed(raw.now, raw.peer, raw.conn);
+    raw.drain();
+    assert_eq!(raw.fib.len(), 1);
+    raw.sp.handle_timeout(29 * S);
+    raw.drain();
+    assert_eq!(raw.fib.len(), 1);
+    raw.sp.handle_timeout(30 * S);
+    raw.drain();
+    assert!(raw.fib.is_empty(), "restart time over");
+}
+
+#[test]
+fn no_graceful_restart_after_a_notification_or_without_the_capability() {
+    // Without the capability: routes go at once.
+    let mut raw = Raw::new();
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));
+    raw.sp.closed(raw.now, raw.peer, raw.conn);
+    raw.drain();
+    assert!(raw.fib.is_empty());
+    // With it, but the session ended with a NOTIFICATION.
+    let mut raw = Raw::with_caps(vec![graceful_restart(120, true)]);
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));
+    raw.feed(&Message::Notification(Notification::cease(2)).to_bytes(&DecodeContext::default()));
+    assert!(raw.fib.is_empty());
+    // Back without the Forwarding State bit: stale routes go on Established.
+    let mut raw = Raw::with_caps(vec![graceful_restart(120, true)]);
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));
+    raw.sp.closed(raw.now, raw.peer, raw.conn);
+    raw.drain();
+    assert_eq!(raw.fib.len(), 1);
+    raw.now += 2 * S;
+    raw.connect(vec![graceful_restart(120, false)]);
+    assert!(raw.fib.is_empty());
 }

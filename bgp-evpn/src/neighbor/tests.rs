@@ -154,7 +154,7 @@ fn notification_and_unexpected_messages_end_the_session() {
     n.handle(S, Event::Message(c, Message::Notification(Notification::cease(cease_subcode::ADMIN_SHUTDOWN))));
     let actions = drain(&mut n);
     assert!(actions.contains(&Action::Close(c)));
-    assert!(matches!(actions.last(), Some(Action::Down { reason }) if reason.contains("Cease")));
+    assert!(matches!(actions.last(), Some(Action::Down { reason, graceful: false }) if reason.contains("Cease")));
     assert_eq!(n.counters.received.notification, 1);
 
     // An UPDATE before Established is an FSM error (RFC 6608 subcode 2 in OpenConfirm).
