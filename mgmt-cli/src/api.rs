@@ -198,6 +198,9 @@ pub struct BgpSummary {
     pub router_id: Option<Ipv4Addr>,
     /// Destinations in the Loc-RIB, both families.
     pub loc_rib_routes: usize,
+    /// Route changes forwarding did not take since start (no next hop in a
+    /// connected subnet, or a connected/static route of the same prefix).
+    pub install_failures: u64,
     pub peers: Vec<BgpPeer>,
 }
 

@@ -209,10 +209,11 @@ impl Render for BgpSummary {
             return "BGP is not configured\n".to_owned();
         }
         let mut out = format!(
-            "BGP router identifier {}, local AS number {}\nRIB entries {}\nPeers {}\n\n",
+            "BGP router identifier {}, local AS number {}\nRIB entries {}, install failures {}\nPeers {}\n\n",
             or_dash(self.router_id),
             self.asn,
             self.loc_rib_routes,
+            self.install_failures,
             self.peers.len()
         );
         let mut table =

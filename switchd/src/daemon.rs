@@ -181,7 +181,10 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
 
     // BGP last: its sessions run over the host interfaces made above.
     let bgp = match &config.bgp {
-        Some(bgp) => Some(crate::bgp::start(bgp.clone(), sai.clone()).await.map_err(RunError::Bgp)?),
+        Some(bgp) => {
+            let programmer = crate::bgp::ShimProgrammer::new(&config, &applied);
+            Some(crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?)
+        }
         None => None,
     };
 

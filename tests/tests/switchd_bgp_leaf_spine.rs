@@ -107,6 +107,41 @@ fn bgp_hops(route: &Value) -> Vec<String> {
     hops
 }
 
+/// Waits until `prefix` is a BGP route through exactly `want`.
+#[track_caller]
+fn wait_hops(sw: &Switchd, prefix: &str, want: &[String]) {
+    let deadline = Instant::now() + CONVERGE;
+    loop {
+        let route = ip_route(sw, prefix);
+        if route.as_ref().map(bgp_hops).as_deref() == Some(want) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "{prefix} not through {want:?} after {CONVERGE:?}; last seen {route:?}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+/// 64 UDP flows of 20 datagrams from h1 to h2 (source ports vary).
+fn send_flows(h1: &Netns) -> u64 {
+    const FLOWS: u64 = 64;
+    const PER_FLOW: u64 = 20;
+    h1.enter(|| {
+        for flow in 0..FLOWS {
+            let socket = UdpSocket::bind(("192.168.1.10", 30_000 + flow as u16)).expect("bind");
+            for _ in 0..PER_FLOW {
+                socket.send_to(b"leaf-spine flow", "192.168.2.10:9").expect("send");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    });
+    std::thread::sleep(Duration::from_millis(800));
+    FLOWS * PER_FLOW
+}
+
+fn tx(sw: &Switchd, port: &str) -> u64 {
+    sw.counter(port, "tx_packets")
+}
+
 fn wait_for(what: &str, timeout: Duration, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + timeout;
     while !f() {
@@ -154,22 +189,7 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
         let (me, other) = (i + 1, 2 - i);
         let want = vec![format!("10.{me}.1.1@eth1"), format!("10.{me}.2.1@eth2")];
         for prefix in [format!("10.255.0.{other}/32"), format!("192.168.{other}.0/24")] {
-            let mut last = None;
-            let converged = {
-                let deadline = Instant::now() + CONVERGE;
-                loop {
-                    let route = ip_route(sw, &prefix);
-                    if route.as_ref().map(bgp_hops).as_ref() == Some(&want) {
-                        break true;
-                    }
-                    last = route;
-                    if Instant::now() >= deadline {
-                        break false;
-                    }
-                    std::thread::sleep(Duration::from_millis(250));
-                }
-            };
-            assert!(converged, "l{me}: {prefix} not ECMP over {want:?}; last seen {last:?}");
+            wait_hops(sw, &prefix, &want);
         }
         // The BGP table agrees: a best path and a second multipath, AS path via 65000.
         let table =
@@ -180,6 +200,17 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
         assert!(paths.iter().all(|p| p["multipath"] == true), "{table}");
         assert!(paths.iter().all(|p| p["as_path"] == format!("65000 6510{other}")), "{table}");
         // The text renderings work on a live daemon.
+        if me == 1 {
+            // For the log: what an operator sees.
+            for args in [
+                &["show", "bgp", "summary"][..],
+                &["show", "bgp", "neighbors", "10.1.1.1"],
+                &["show", "bgp", "ipv4", "unicast"],
+                &["show", "ip", "route"],
+            ] {
+                eprintln!("l1# swcli {}\n{}", args.join(" "), sw.swcli(args));
+            }
+        }
         let text = sw.swcli(&["show", "ip", "route"]);
         assert!(text.contains(&format!("B>* 10.255.0.{other}/32 [20/0] via ")), "{text}");
         let text = sw.swcli(&["show", "bgp", "summary"]);
@@ -194,30 +225,35 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
     // Hosts reach each other across the fabric (the first packets wait on ARP).
     assert!(h1.ping_until("192.168.2.10", Duration::from_secs(15)), "h1 -> h2 across the fabric");
 
-    // Many UDP flows: both uplinks of l1 carry some.
-    let uplinks = |sw: &Switchd| [sw.counter("eth1", "tx_packets"), sw.counter("eth2", "tx_packets")];
-    let before = uplinks(&leaves[0]);
-    const FLOWS: u64 = 64;
-    const PER_FLOW: u64 = 20;
-    h1.enter(|| {
-        for flow in 0..FLOWS {
-            let socket = UdpSocket::bind(("192.168.1.10", 30_000 + flow as u16)).expect("bind");
-            for _ in 0..PER_FLOW {
-                socket.send_to(b"leaf-spine flow", "192.168.2.10:9").expect("send");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        }
-    });
-    std::thread::sleep(Duration::from_millis(800));
-    let after = uplinks(&leaves[0]);
-    let sent = [after[0] - before[0], after[1] - before[1]];
-    let total = FLOWS * PER_FLOW;
+    // Many UDP flows: both uplinks of l1 carry some, and each spine passes
+    // its share on to l2.
+    let (l1, spine_to_l2) = (&leaves[0], |j: usize| tx(&spines[j], "eth2"));
+    let before = [tx(l1, "eth1"), tx(l1, "eth2"), spine_to_l2(0), spine_to_l2(1)];
+    let total = send_flows(&h1);
+    let after = [tx(l1, "eth1"), tx(l1, "eth2"), spine_to_l2(0), spine_to_l2(1)];
+    let delta: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
     // Keepalives add a few packets; the flows must be nearly all there.
-    assert!(sent[0] + sent[1] >= total * 95 / 100, "l1 uplinks carried {sent:?} of {total}");
-    for (j, n) in sent.iter().enumerate() {
-        assert!(*n >= total / 10, "uplink eth{} carried {n} of {total} ({sent:?})", j + 1);
+    assert!(delta[0] + delta[1] >= total * 95 / 100, "l1 uplinks carried {delta:?} of {total}");
+    for (what, n) in ["l1 eth1", "l1 eth2", "s1 -> l2", "s2 -> l2"].iter().zip(&delta) {
+        assert!(*n >= total / 10, "{what} carried {n} of {total} ({delta:?})");
     }
-    // h2 received them through either spine.
-    let spine_rx = |sw: &Switchd| sw.counter("eth1", "rx_packets");
-    assert!(spine_rx(&spines[0]) > 0 && spine_rx(&spines[1]) > 0);
+
+    // Spine 1 stops (Cease): l1's routes to l2 shrink to spine 2, and all
+    // the traffic takes it.
+    let mut spines = spines;
+    spines[0].stop();
+    for prefix in ["10.255.0.2/32", "192.168.2.0/24"] {
+        wait_hops(l1, prefix, &["10.1.2.1@eth2".to_owned()]);
+    }
+    let before = [tx(l1, "eth1"), tx(l1, "eth2")];
+    let total = send_flows(&h1);
+    let after = [tx(l1, "eth1"), tx(l1, "eth2")];
+    let delta = [after[0] - before[0], after[1] - before[1]];
+    assert!(delta[1] >= total * 95 / 100, "after s1 stopped, eth2 carried {delta:?} of {total}");
+    // Only session attempts toward the dead spine use eth1 now.
+    assert!(delta[0] < total / 20, "after s1 stopped, eth1 still carried {delta:?} of {total}");
+    let summary = swcli_json(&l1.swcli(&["show", "bgp", "summary", "--json"]));
+    let s1_peer = summary["peers"].as_array().unwrap().iter().find(|p| p["address"] == "10.1.1.1").unwrap().clone();
+    assert_ne!(s1_peer["state"], "Established", "{summary}");
+    assert!(h1.ping_until("192.168.2.10", Duration::from_secs(5)), "h1 -> h2 through s2 alone");
 }
