@@ -12,7 +12,7 @@
 //!   and §6.2 code and subcode.
 
 use std::io::{ErrorKind, Read, Write};
-use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
+use std::net::{Ipv4Addr, TcpStream};
 use std::os::fd::FromRawFd;
 use std::time::{Duration, Instant};
 
