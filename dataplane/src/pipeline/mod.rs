@@ -161,7 +161,8 @@ impl Switch {
             next_fdb_scan: 0,
             next_neighbor_scan: 0,
             scratch: vec![Vec::with_capacity(16 * 1024), Vec::with_capacity(16 * 1024)],
-            neighbor_requests: Vec::new(),
+            // At most one request per neighbour per poll: never grows.
+            neighbor_requests: Vec::with_capacity(config.neighbor_capacity),
             encap_depth: 0,
             config,
         }
