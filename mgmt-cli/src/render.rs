@@ -519,4 +519,121 @@ mod tests {
         let cells: Vec<&str> = row.split_whitespace().collect();
         assert_eq!(cells, ["eth1", "afpacket", "up", "down", "9100", "access", "10", "-", "5", "420", "7", "600", "2"]);
     }
+
+    fn hop(ip: &str, interface: &str, active: bool) -> IpRouteNextHop {
+        IpRouteNextHop { ip: Some(ip.parse().unwrap()), interface: Some(interface.into()), active }
+    }
+
+    #[test]
+    fn ip_route_prints_codes_and_aligns_ecmp_members() {
+        let route = |prefix: &str, protocol: &str, distance, installed, next_hops| IpRoute {
+            prefix: prefix.into(),
+            protocol: protocol.into(),
+            distance,
+            metric: 0,
+            installed,
+            next_hops,
+        };
+        let reply = Reply::IpRoutes(vec![
+            route(
+                "10.1.1.0/31",
+                "connected",
+                0,
+                true,
+                vec![IpRouteNextHop { ip: None, interface: Some("eth1".into()), active: true }],
+            ),
+            route("10.1.1.0/32", "local", 0, true, vec![]),
+            route(
+                "10.255.0.2/32",
+                "bgp",
+                20,
+                true,
+                vec![hop("10.1.1.1", "eth1", true), hop("10.1.2.1", "eth2", true), hop("10.9.9.9", "-", false)],
+            ),
+            route("10.7.0.0/16", "bgp", 200, false, vec![hop("10.8.8.8", "-", false)]),
+        ]);
+        let text = reply.render();
+        let lines: Vec<&str> = text.lines().skip(3).collect();
+        assert_eq!(
+            lines,
+            [
+                "C>* 10.1.1.0/31 is directly connected, eth1",
+                "L>* 10.1.1.0/32 is local",
+                "B>* 10.255.0.2/32 [20/0] via 10.1.1.1, eth1",
+                "  *                      via 10.1.2.1, eth2",
+                "                         via 10.9.9.9, -",
+                "B   10.7.0.0/16 [200/0] via 10.8.8.8, -",
+            ],
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn bgp_summary_and_table_read_like_frr() {
+        let peer = |address: &str, state: &str, uptime| BgpPeer {
+            address: address.parse().unwrap(),
+            remote_as: 65000,
+            description: Some("s1".into()),
+            state: state.into(),
+            uptime_secs: uptime,
+            prefixes_received: 5,
+            prefixes_sent: 6,
+            messages_received: 10,
+            messages_sent: 11,
+        };
+        let summary = Reply::BgpSummary(BgpSummary {
+            enabled: true,
+            asn: 65101,
+            router_id: Some(Ipv4Addr::new(10, 255, 0, 1)),
+            loc_rib_routes: 7,
+            install_failures: 0,
+            peers: vec![peer("10.1.1.1", "Established", Some(3725)), peer("10.1.2.1", "Active", None)],
+        });
+        let text = summary.render();
+        assert!(text.starts_with("BGP router identifier 10.255.0.1, local AS number 65101\n"), "{text}");
+        let cells = |line: &str| line.split_whitespace().map(str::to_owned).collect::<Vec<_>>();
+        let rows: Vec<Vec<String>> = text.lines().filter(|l| l.starts_with("10.")).map(cells).collect();
+        assert_eq!(rows[0], ["10.1.1.1", "4", "65000", "10", "11", "01:02:05", "5", "6", "s1"]);
+        assert_eq!(rows[1][5..7], ["never", "Active"]);
+        assert_eq!(uptime(2 * 86400 + 3 * 3600 + 60), "2d03h01m");
+        assert_eq!(Reply::BgpSummary(BgpSummary::default()).render(), "BGP is not configured\n");
+
+        let path = |peer: Option<&str>, best, next_hop: Option<&str>, as_path: &str| BgpPath {
+            peer: peer.map(|p| p.parse().unwrap()),
+            best,
+            multipath: true,
+            next_hop: next_hop.map(|p| p.parse().unwrap()),
+            as_path: as_path.into(),
+            origin: "i".into(),
+            med: None,
+            local_pref: None,
+            communities: vec![],
+        };
+        let table = Reply::BgpRoutes(BgpRoutes {
+            family: AddressFamily::Ipv4,
+            router_id: Some(Ipv4Addr::new(10, 255, 0, 1)),
+            asn: 65101,
+            routes: vec![
+                BgpRoute {
+                    prefix: "10.255.0.1/32".into(),
+                    reason: "only path".into(),
+                    paths: vec![path(None, true, None, "")],
+                },
+                BgpRoute {
+                    prefix: "10.255.0.2/32".into(),
+                    reason: "router id".into(),
+                    paths: vec![
+                        path(Some("10.1.1.1"), true, Some("10.1.1.1"), "65000 65102"),
+                        path(Some("10.1.2.1"), false, Some("10.1.2.1"), "65000 65102"),
+                    ],
+                },
+            ],
+        });
+        let text = table.render();
+        let rows: Vec<Vec<String>> = text.lines().filter(|l| l.starts_with('*')).map(cells).collect();
+        assert_eq!(rows[0], ["*>", "10.255.0.1/32", "0.0.0.0", "-", "-", "i"]);
+        assert_eq!(rows[1], ["*>", "10.255.0.2/32", "10.1.1.1", "-", "-", "65000", "65102", "i"]);
+        assert_eq!(rows[2], ["*=", "10.1.2.1", "-", "-", "65000", "65102", "i"]);
+        assert!(text.contains("Displayed 2 routes and 3 total paths"), "{text}");
+    }
 }

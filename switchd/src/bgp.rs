@@ -391,7 +391,8 @@ impl BgpView {
             Some(p) => {
                 let nlri: Nlri = p.parse().map_err(|e| format!("bad prefix {p:?}: {e}"))?;
                 if nlri.family() != self::family(family) {
-                    return Err(format!("{p} is not an {family:?} prefix"));
+                    let name = if family == api::AddressFamily::Ipv4 { "IPv4" } else { "IPv6" };
+                    return Err(format!("{p} is not an {name} prefix"));
                 }
                 Some(nlri)
             }
@@ -578,5 +579,82 @@ ports:
         assert_eq!(target(&sai, &applied, "10.100.0.0/24"), None);
         assert_eq!(target(&sai, &applied, "10.103.231.0/24").unwrap().0, ObjectType::NextHopGroup);
         assert_eq!(count(&sai, ObjectType::NextHopGroup), 1);
+    }
+
+    /// The management handlers on a live speaker (no peers; it originates
+    /// its loopback and connected subnets): the blocking handlers wait for
+    /// the speaker's answers on its runtime.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn handlers_answer_from_a_running_speaker() {
+        use crate::mgmt::SwitchView;
+        use mgmt_cli::api::{AddressFamily, Reply, Request, Response};
+
+        let yaml = format!(
+            "{CONFIG}bgp:\n  asn: 65101\n  listen_port: 0\n  redistribute: [loopback, connected]\n  neighbors:\n    - {{ interface: eth1, remote_as: 65000, shutdown: true }}\n"
+        );
+        let config = Config::from_yaml(&yaml).unwrap();
+        let (sai, applied) = crate::daemon::build_shim(&config).unwrap();
+        let sai = Arc::new(Mutex::new(sai));
+        let programmer = ShimProgrammer::new(&config, &applied);
+        let bgp = start(config.bgp.clone().unwrap(), programmer, sai.clone()).await.unwrap();
+        let view = SwitchView {
+            config: Arc::new(config.clone()),
+            applied: Arc::new(applied),
+            sai,
+            lldp: Arc::new(Mutex::new(crate::daemon::lldp_agent(&config))),
+            bgp: Some(bgp),
+            now: Arc::new(|| 0),
+        };
+        let ask = |request: Request| {
+            let view = view.clone();
+            async move {
+                match tokio::task::spawn_blocking(move || view.handle(&request)).await.unwrap() {
+                    Response::Ok { reply } => Ok(reply),
+                    Response::Error { message } => Err(message),
+                }
+            }
+        };
+        let Ok(Reply::BgpSummary(summary)) = ask(Request::ShowBgpSummary).await else { panic!() };
+        assert!(summary.enabled);
+        assert_eq!(summary.router_id, Some("10.255.0.1".parse().unwrap()));
+        assert_eq!(summary.peers.len(), 1);
+        assert_eq!(summary.peers[0].address, ip("10.1.1.1"));
+        assert_eq!(summary.peers[0].state, "Idle");
+        let Ok(Reply::BgpNeighbors(n)) = ask(Request::ShowBgpNeighbors { address: Some(ip("10.1.1.1")) }).await else {
+            panic!()
+        };
+        assert_eq!((n.len(), n[0].link.as_str(), n[0].local_address), (1, "external", Some(ip("10.1.1.0"))));
+        let Ok(Reply::BgpNeighbors(none)) = ask(Request::ShowBgpNeighbors { address: Some(ip("10.9.9.9")) }).await
+        else {
+            panic!()
+        };
+        assert!(none.is_empty());
+        let Ok(Reply::BgpRoutes(table)) =
+            ask(Request::ShowBgpRoutes { family: AddressFamily::Ipv4, prefix: None }).await
+        else {
+            panic!()
+        };
+        let prefixes: Vec<&str> = table.routes.iter().map(|r| r.prefix.as_str()).collect();
+        assert_eq!(prefixes, ["10.1.1.0/31", "10.1.2.0/31", "10.255.0.1/32", "192.168.1.0/24"]);
+        let local = &table.routes[2].paths[0];
+        assert!(local.best && local.peer.is_none() && local.origin == "i", "{local:?}");
+        let one = ask(Request::ShowBgpRoutes { family: AddressFamily::Ipv4, prefix: Some("10.255.0.1/32".into()) });
+        let Ok(Reply::BgpRoutes(one)) = one.await else { panic!() };
+        assert_eq!(one.routes.len(), 1);
+        let wrong = ask(Request::ShowBgpRoutes { family: AddressFamily::Ipv6, prefix: Some("10.0.0.0/8".into()) });
+        assert!(wrong.await.unwrap_err().contains("not an IPv6 prefix"));
+        // Originated routes are not forwarding entries; the table shows
+        // connected and local routes with their protocols.
+        let Ok(Reply::IpRoutes(routes)) = ask(Request::ShowIpRoute { family: AddressFamily::Ipv4 }).await else {
+            panic!()
+        };
+        let find = |p: &str| routes.iter().find(|r| r.prefix == p).unwrap_or_else(|| panic!("{p} in {routes:?}"));
+        assert_eq!(find("10.1.1.0/31").protocol, "connected");
+        assert_eq!(find("10.255.0.1/32").protocol, "local");
+        assert!(routes.iter().all(|r| r.protocol != "bgp"));
+        let Ok(Reply::IpRoutes(v6)) = ask(Request::ShowIpRoute { family: AddressFamily::Ipv6 }).await else { panic!() };
+        assert!(v6.iter().all(|r| r.prefix.contains(':')), "{v6:?}");
+        let SwitchView { bgp, .. } = view;
+        bgp.unwrap().shutdown().await;
     }
 }
