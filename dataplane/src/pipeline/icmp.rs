@@ -5,12 +5,15 @@ use super::Switch;
 use super::output::Output;
 use super::router::L3Source;
 use crate::wire::icmpv4::{self, DstUnreachable, Icmpv4Message, TimeExceeded};
+use crate::wire::icmpv6::DstUnreachable as Icmpv6Unreachable;
 use crate::wire::icmpv6::{self, Icmpv6Message};
 use crate::wire::{Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv6Packet};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Icmpv4Error {
     TimeExceeded,
+    /// No route to the destination's network (RFC 1812 4.3.3.1).
+    NetUnreachable,
     /// Fragmentation needed and DF set, with the next-hop MTU (RFC 1191).
     FragRequired(u16),
 }
@@ -18,6 +21,7 @@ pub(crate) enum Icmpv4Error {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Icmpv6Error {
     TimeExceeded,
+    NoRoute,
     PacketTooBig(u32),
 }
 
@@ -52,11 +56,19 @@ impl Switch {
                 return;
             }
         }
+        if !self.icmp_limiter.allow(now) {
+            return;
+        }
         let quote = icmpv4::error_quote(invoking);
         let repr = match error {
             Icmpv4Error::TimeExceeded => {
                 Icmpv4Repr::TimeExceeded { reason: TimeExceeded::TtlExpired, invoking_packet: quote }
             }
+            Icmpv4Error::NetUnreachable => Icmpv4Repr::DstUnreachable {
+                reason: DstUnreachable::NetUnreachable,
+                next_hop_mtu: 0,
+                invoking_packet: quote,
+            },
             Icmpv4Error::FragRequired(mtu) => Icmpv4Repr::DstUnreachable {
                 reason: DstUnreachable::FragRequired,
                 next_hop_mtu: mtu,
@@ -107,10 +119,16 @@ impl Switch {
                 return;
             }
         }
+        if !self.icmp_limiter.allow(now) {
+            return;
+        }
         let quote = icmpv6::error_quote(invoking);
         let repr = match error {
             Icmpv6Error::TimeExceeded => {
                 Icmpv6Repr::TimeExceeded { reason: icmpv6::TimeExceeded::HopLimitExceeded, invoking_packet: quote }
+            }
+            Icmpv6Error::NoRoute => {
+                Icmpv6Repr::DstUnreachable { reason: Icmpv6Unreachable::NoRoute, invoking_packet: quote }
             }
             Icmpv6Error::PacketTooBig(mtu) => Icmpv6Repr::PacketTooBig { mtu, invoking_packet: quote },
         };
@@ -118,5 +136,37 @@ impl Switch {
         let _ = self.originate_v6(now, from, origin, IpProtocol::Icmpv6, repr.buffer_len(), out, |buf, src, dst| {
             repr.emit(&mut Icmpv6Packet::new_unchecked(buf), src, dst)
         });
+    }
+}
+
+/// A token bucket over the caller's clock: `rate` tokens per second, at most
+/// `rate` saved up.
+#[derive(Debug)]
+pub(crate) struct RateLimiter {
+    rate: u32,
+    tokens: u32,
+    last_refill: u64,
+    pub(crate) suppressed: u64,
+}
+
+impl RateLimiter {
+    pub(crate) fn new(rate: u32) -> RateLimiter {
+        RateLimiter { rate, tokens: rate, last_refill: 0, suppressed: 0 }
+    }
+
+    pub(crate) fn allow(&mut self, now: u64) -> bool {
+        let elapsed = now.saturating_sub(self.last_refill);
+        let earned = u128::from(elapsed) * u128::from(self.rate) / 1_000_000_000;
+        if earned > 0 {
+            self.tokens = (u128::from(self.tokens) + earned).min(u128::from(self.rate)) as u32;
+            self.last_refill = now;
+        }
+        if self.tokens > 0 {
+            self.tokens -= 1;
+            true
+        } else {
+            self.suppressed += 1;
+            false
+        }
     }
 }

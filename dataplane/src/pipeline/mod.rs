@@ -66,6 +66,10 @@ pub struct SwitchConfig {
     pub neighbor_max_probes: u8,
     /// Events kept undrained before further ones are lost (counted).
     pub event_capacity: usize,
+    /// ICMP errors (time exceeded, unreachable, packet too big) the router
+    /// sends per second at most, in bursts of as many (RFC 1812 4.3.2.8,
+    /// RFC 4443 2.4 (f)); 0 sends none.
+    pub icmp_errors_per_second: u32,
 }
 
 const SECOND: u64 = 1_000_000_000;
@@ -86,6 +90,7 @@ impl Default for SwitchConfig {
             neighbor_retrans_ns: SECOND,
             neighbor_max_probes: 3,
             event_capacity: 64 * 1024,
+            icmp_errors_per_second: 1000,
         }
     }
 }
@@ -146,6 +151,7 @@ pub struct Switch {
     neighbor_requests: Vec<neighbor::Request>,
     /// Encapsulations in progress on this path, bounding tunnel-in-tunnel loops.
     encap_depth: u8,
+    icmp_limiter: icmp::RateLimiter,
 }
 
 impl Switch {
@@ -164,6 +170,7 @@ impl Switch {
             // At most one request per neighbour per poll: never grows.
             neighbor_requests: Vec::with_capacity(config.neighbor_capacity),
             encap_depth: 0,
+            icmp_limiter: icmp::RateLimiter::new(config.icmp_errors_per_second),
             config,
         }
     }
@@ -175,6 +182,11 @@ impl Switch {
     /// Events since the last drain, oldest first.
     pub fn drain_events(&mut self) -> std::vec::Drain<'_, Event> {
         self.events.events.drain(..)
+    }
+
+    /// ICMP errors not sent because of the rate limit.
+    pub fn icmp_errors_suppressed(&self) -> u64 {
+        self.icmp_limiter.suppressed
     }
 
     /// Events lost because the queue was full when they happened.

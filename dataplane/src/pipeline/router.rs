@@ -558,7 +558,10 @@ impl Switch {
                 return self.vxlan_decap(now, source, src, udp.payload(), out);
             }
         }
-        let target = self.router.lookup_v4(dst).ok_or(DropReason::NoRoute)?;
+        let Some(target) = self.router.lookup_v4(dst) else {
+            self.icmpv4_error(now, source, ip, Icmpv4Error::NetUnreachable, out);
+            return Err(DropReason::NoRoute);
+        };
         match target {
             RouteTarget::Local => return self.ipv4_local(now, source, frame, ip, out),
             RouteTarget::Punt => {
@@ -646,7 +649,10 @@ impl Switch {
             }
             return self.ipv6_local(now, source, rif, frame, ip, out);
         }
-        let target = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;
+        let Some(target) = self.router.lookup_v6(dst) else {
+            self.icmpv6_error(now, source, ip, Icmpv6Error::NoRoute, out);
+            return Err(DropReason::NoRoute);
+        };
         match target {
             RouteTarget::Local => return self.ipv6_local(now, source, rif, frame, ip, out),
             RouteTarget::Punt => {

@@ -35,7 +35,11 @@ fn net(s: &str) -> ipnetwork::IpNetwork {
 /// VLAN 100 with SVI RIF 2 (192.168.100.1/24). 172.16.0.0/16 goes to an
 /// ECMP group of 10.0.0.2 and 10.0.1.2; 2001:db8:ff::/48 to 2001:db8:1::2.
 pub(crate) fn l3_switch() -> Switch {
-    let mut switch = Switch::new(SwitchConfig::default());
+    l3_switch_with(SwitchConfig::default())
+}
+
+pub(crate) fn l3_switch_with(config: SwitchConfig) -> Switch {
+    let mut switch = Switch::new(config);
     for (rif, port, mac) in [(0, 0, R0), (1, 1, R1)] {
         switch.set_port(port, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
         switch
@@ -580,4 +584,36 @@ fn only_link_local_multicast_reaches_the_host() {
     assert_eq!(switch.process(NOW, 2, &stream_frame, &mut out), Disposition::Flooded);
     assert_eq!(emitted(&out).len(), 1);
     assert_eq!(switch.drop_counters().total(), 1);
+}
+
+#[test]
+fn no_route_sends_net_unreachable_within_the_icmp_rate_limit() {
+    let mut switch = l3_switch_with(SwitchConfig { icmp_errors_per_second: 2, ..SwitchConfig::default() });
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    let mut out = Output::new();
+    let ip = udp_packet("10.0.1.2", "11.0.0.1", 1, 9);
+    let sent = frame(R1, H1, None, EtherType::Ipv4, &ip);
+    let mut answers = 0;
+    for _ in 0..5 {
+        out.clear();
+        assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Dropped(DropReason::NoRoute));
+        answers += out.len();
+    }
+    assert_eq!(answers, 2, "a burst of the rate, then nothing");
+    assert_eq!(switch.icmp_errors_suppressed(), 3);
+    // Tokens come back with time.
+    out.clear();
+    switch.process(NOW + SECOND, 1, &sent, &mut out);
+    let got = emitted(&out);
+    let packet = Ipv4Packet::new_checked(&got[0].1[14..]).unwrap();
+    assert_eq!((packet.src_addr(), packet.dst_addr()), (v4("10.0.1.1"), v4("10.0.1.2")));
+    let icmp = Icmpv4Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!(
+        Icmpv4Repr::parse(&icmp).unwrap(),
+        Icmpv4Repr::DstUnreachable {
+            reason: icmpv4::DstUnreachable::NetUnreachable,
+            next_hop_mtu: 0,
+            invoking_packet: &ip
+        }
+    );
 }
