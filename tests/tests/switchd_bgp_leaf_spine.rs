@@ -16,6 +16,9 @@
 //!              [h1 .10]                   [h2 .10]
 //! ```
 //!
+//! Dual stack: IPv6 sessions on the links' /127s carry the IPv6 loopbacks
+//! and host subnets.
+//!
 //! Checked: every session reaches Established (`show bgp summary --json`);
 //! each leaf installs the other leaf's loopback and host subnet as an ECMP
 //! route through both spines (`show ip route --json`, protocol bgp, two
@@ -38,8 +41,8 @@ fn spine(name: &str) -> String {
 lldp: {{ enabled: false }}
 loopback: [10.255.1.{j}/32]
 ports:
-  - {{ name: eth1, mode: routed, addresses: [10.1.{j}.1/31] }}
-  - {{ name: eth2, mode: routed, addresses: [10.2.{j}.1/31] }}
+  - {{ name: eth1, mode: routed, addresses: [10.1.{j}.1/31, \"fd00:1{j}::3/127\"] }}
+  - {{ name: eth2, mode: routed, addresses: [10.2.{j}.1/31, \"fd00:2{j}::3/127\"] }}
 bgp:
   asn: 65000
   timers: {{ hold_time: 9, connect_retry: 2 }}
@@ -47,6 +50,8 @@ bgp:
   neighbors:
     - {{ interface: eth1, remote_as: 65101, description: l1 }}
     - {{ interface: eth2, remote_as: 65102, description: l2 }}
+    - {{ address: \"fd00:1{j}::2\", remote_as: 65101, description: l1 }}
+    - {{ address: \"fd00:2{j}::2\", remote_as: 65102, description: l2 }}
 "
     )
 }
@@ -56,11 +61,11 @@ fn leaf(name: &str) -> String {
     format!(
         "name: {name}
 lldp: {{ enabled: false }}
-loopback: [10.255.0.{i}/32]
+loopback: [10.255.0.{i}/32, \"fd00:ff::{i}/128\"]
 ports:
-  - {{ name: eth1, mode: routed, addresses: [10.{i}.1.0/31] }}
-  - {{ name: eth2, mode: routed, addresses: [10.{i}.2.0/31] }}
-  - {{ name: eth3, mode: routed, addresses: [192.168.{i}.1/24] }}
+  - {{ name: eth1, mode: routed, addresses: [10.{i}.1.0/31, \"fd00:{i}1::2/127\"] }}
+  - {{ name: eth2, mode: routed, addresses: [10.{i}.2.0/31, \"fd00:{i}2::2/127\"] }}
+  - {{ name: eth3, mode: routed, addresses: [192.168.{i}.1/24, \"fd00:{i}::1/64\"] }}
 bgp:
   asn: 6510{i}
   timers: {{ hold_time: 9, connect_retry: 2 }}
@@ -69,6 +74,8 @@ bgp:
   neighbors:
     - {{ interface: eth1, remote_as: 65000, description: s1 }}
     - {{ interface: eth2, remote_as: 65000, description: s2 }}
+    - {{ address: \"fd00:{i}1::3\", remote_as: 65000, description: s1 }}
+    - {{ address: \"fd00:{i}2::3\", remote_as: 65000, description: s2 }}
 "
     )
 }
@@ -84,9 +91,10 @@ fn all_established(sw: &Switchd, want: usize) -> bool {
     peers.len() == want && peers.iter().all(|p| p["state"] == "Established")
 }
 
-/// The `show ip route --json` entry for `prefix`.
+/// The `show ip route --json` (or `ipv6 route`) entry for `prefix`.
 fn ip_route(sw: &Switchd, prefix: &str) -> Option<Value> {
-    let out = sw.swcli(&["show", "ip", "route", "--json"]);
+    let family = if prefix.contains(':') { "ipv6" } else { "ip" };
+    let out = sw.swcli(&["show", family, "route", "--json"]);
     let routes: Value = serde_json::from_str(&out).expect("json");
     routes.as_array()?.iter().find(|r| r["prefix"] == prefix).cloned()
 }
@@ -175,13 +183,17 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
     l2.disable_offloads("eth3");
     h1.host_setup("eth0", "192.168.1.10/24", Some("192.168.1.1"));
     h2.host_setup("eth0", "192.168.2.10/24", Some("192.168.2.1"));
+    for (i, h) in [(1, &h1), (2, &h2)] {
+        h.ip(&["-6", "addr", "add", &format!("fd00:{i}::10/64"), "dev", "eth0", "nodad"]);
+        h.ip(&["-6", "route", "add", "default", "via", &format!("fd00:{i}::1")]);
+    }
 
     // Declared after the namespaces: dropped (SIGTERM) before them.
     let spines = [Switchd::start(&s1, &spine("s1")), Switchd::start(&s2, &spine("s2"))];
     let leaves = [Switchd::start(&l1, &leaf("l1")), Switchd::start(&l2, &leaf("l2"))];
 
     for sw in spines.iter().chain(&leaves) {
-        wait_for("every BGP session Established", CONVERGE, || all_established(sw, 2));
+        wait_for("every BGP session Established", CONVERGE, || all_established(sw, 4));
     }
 
     // Each leaf: the other leaf's loopback and host subnet through both spines.
@@ -191,6 +203,15 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
         for prefix in [format!("10.255.0.{other}/32"), format!("192.168.{other}.0/24")] {
             wait_hops(sw, &prefix, &want);
         }
+        // IPv6 over the IPv6 sessions, next hops the spines' /127 addresses.
+        let want6 = vec![format!("fd00:{me}1::3@eth1"), format!("fd00:{me}2::3@eth2")];
+        for prefix in [format!("fd00:ff::{other}/128"), format!("fd00:{other}::/64")] {
+            wait_hops(sw, &prefix, &want6);
+        }
+        let table = swcli_json(&sw.swcli(&["show", "bgp", "ipv6", "unicast", "--json"]));
+        let remote =
+            table["routes"].as_array().unwrap().iter().find(|r| r["prefix"] == format!("fd00:ff::{other}/128"));
+        assert_eq!(remote.map(|r| r["paths"].as_array().unwrap().len()), Some(2), "{table}");
         // The BGP table agrees: a best path and a second multipath, AS path via 65000.
         let table =
             swcli_json(&sw.swcli(&["show", "bgp", "ipv4", "unicast", &format!("10.255.0.{other}/32"), "--json"]));
@@ -224,6 +245,7 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
 
     // Hosts reach each other across the fabric (the first packets wait on ARP).
     assert!(h1.ping_until("192.168.2.10", Duration::from_secs(15)), "h1 -> h2 across the fabric");
+    assert!(h1.ping_until("fd00:2::10", Duration::from_secs(15)), "h1 -> h2 over IPv6 across the fabric");
 
     // Many UDP flows: both uplinks of l1 carry some, and each spine passes
     // its share on to l2.
