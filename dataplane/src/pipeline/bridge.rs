@@ -443,7 +443,7 @@ impl Switch {
         let tagged = self.egress_member(port, vid)?;
         let p = self.port(port).expect("egress_member checked");
         if frame.body.len().saturating_sub(2) > usize::from(p.config.mtu) {
-            self.count_tx_drop(port, DropReason::MtuExceeded);
+            self.count_tx_drop(port);
             return Err(DropReason::MtuExceeded);
         }
         let len = frame.wire_len(tagged);

@@ -236,7 +236,10 @@ impl Switch {
     pub fn send_from_host(&mut self, _now: u64, port: PortId, frame: &[u8], out: &mut Output) {
         match self.port(port) {
             Some(p) if p.is_up() => self.emit_port(port, frame.len(), out, |buf| buf.copy_from_slice(frame)),
-            Some(_) => self.count_tx_drop(port, DropReason::EgressPortDown),
+            Some(_) => {
+                self.count_tx_drop(port);
+                self.drops.count(DropReason::EgressPortDown);
+            }
             None => self.drops.count(DropReason::UnknownPort),
         }
     }
@@ -270,8 +273,10 @@ impl Switch {
         }
     }
 
-    fn count_tx_drop(&mut self, port: PortId, reason: DropReason) {
-        self.drops.count(reason);
+    /// Counts a frame `port` could not send. The frame's drop itself (by
+    /// reason) is counted once by whoever gives up on the frame: a flood
+    /// that skips one member still forwarded the frame.
+    fn count_tx_drop(&mut self, port: PortId) {
         if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
             port.counters.tx_drops += 1;
         }

@@ -139,7 +139,7 @@ impl Switch {
             Some(p) if !p.member.contains(vid) => DropReason::EgressVlanFilter,
             Some(p) => return Ok(p.tagged.contains(vid)),
         };
-        self.count_tx_drop(port, reason);
+        self.count_tx_drop(port);
         Err(reason)
     }
 }

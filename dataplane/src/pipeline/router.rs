@@ -807,7 +807,7 @@ impl Switch {
         match config.kind {
             RifKind::Port(port) => {
                 if !self.port(port).is_some_and(|p| p.is_up()) {
-                    self.count_tx_drop(port, DropReason::EgressPortDown);
+                    self.count_tx_drop(port);
                     return Err(DropReason::EgressPortDown);
                 }
                 let header = EthernetRepr { dst_addr: dst, src_addr: config.mac, ethertype };

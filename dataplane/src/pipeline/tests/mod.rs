@@ -312,3 +312,33 @@ proptest::proptest! {
         }
     }
 }
+
+#[test]
+fn egress_drops_count_once_and_on_both_ports() {
+    let mut switch = l2_switch();
+    let mut out = Output::new();
+    switch.process(NOW, 1, &frame(mac(9), mac(2), None, DATA, PAYLOAD), &mut out);
+    switch.set_port_oper_status(1, false);
+    switch.set_fdb_entry(10, mac(2), FdbDest::Port(1), FdbKind::Static, NOW).unwrap();
+    out.clear();
+    let reason = DropReason::EgressPortDown;
+    assert_eq!(
+        switch.process(NOW, 0, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out),
+        Disposition::Dropped(reason)
+    );
+    assert_eq!(switch.drop_counters()[reason], 1);
+    assert_eq!(switch.drop_counters().total(), 1);
+    assert_eq!(switch.port_counters(0).unwrap().drops[reason], 1);
+    assert_eq!(switch.port_counters(1).unwrap().tx_drops, 1);
+    // Too big for the egress MTU: the same accounting.
+    switch.set_port(2, PortConfig { pvid: 10, mtu: 20, ..PortConfig::default() }).unwrap();
+    switch.set_fdb_entry(10, mac(3), FdbDest::Port(2), FdbKind::Static, NOW).unwrap();
+    let reason = DropReason::MtuExceeded;
+    assert_eq!(
+        switch.process(NOW, 0, &frame(mac(3), mac(1), None, DATA, PAYLOAD), &mut out),
+        Disposition::Dropped(reason)
+    );
+    assert_eq!(switch.drop_counters()[reason], 1);
+    assert_eq!(switch.port_counters(2).unwrap().tx_drops, 1);
+    assert!(out.is_empty());
+}
