@@ -225,3 +225,43 @@ fn underlay_route_changes_move_tunnels_at_once() {
     out.clear();
     assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Dropped(DropReason::NoRoute));
 }
+
+#[test]
+fn the_underlay_can_run_over_an_svi() {
+    let mut switch = vtep_switch();
+    // VLAN 200 on access port 4 is an underlay segment behind SVI 3.
+    let r3 = EthernetAddress([0x02, 0xaa, 0, 0, 0, 3]);
+    let peer = mac(40);
+    switch.create_vlan(200).unwrap();
+    switch.set_port(4, PortConfig { pvid: 200, ..PortConfig::default() }).unwrap();
+    switch.set_vlan_member(200, 4, false).unwrap();
+    switch
+        .set_router_interface(3, RouterInterface { kind: RifKind::Vlan(200), mac: r3, mtu: 1500, admin_up: true })
+        .unwrap();
+    switch.set_route("10.0.2.1/32".parse().unwrap(), RouteTarget::Local).unwrap();
+    switch.set_route("10.0.2.0/24".parse().unwrap(), RouteTarget::Connected(3)).unwrap();
+    switch.set_next_hop(4, NextHop { rif: 3, ip: IpAddr::V4(v4("10.0.2.2")) }).unwrap();
+    switch.set_route("4.4.4.4/32".parse().unwrap(), RouteTarget::NextHop(4)).unwrap();
+    switch.set_neighbor(3, IpAddr::V4(v4("10.0.2.2")), peer).unwrap();
+    switch.set_fdb_entry(200, peer, FdbDest::Port(4), FdbKind::Static, 0).unwrap();
+    switch.set_fdb_entry(100, H2, FdbDest::Port(2), FdbKind::Static, 0).unwrap();
+    let mut out = Output::new();
+    // Decapsulation of a packet routed to us through the SVI.
+    let inner = frame(H2, mac(21), None, EtherType::Ipv4, &udp_packet("192.168.100.21", "192.168.100.2", 5, 64));
+    let outer = frame(r3, peer, None, EtherType::Ipv4, &vxlan_ip(v4("4.4.4.4"), v4("1.1.1.1"), 50002, VNI, &inner));
+    assert_eq!(switch.process(NOW, 4, &outer, &mut out), Disposition::Forwarded);
+    assert_eq!(emitted(&out), vec![(Egress::Port(2), inner)]);
+    assert_eq!(switch.fdb_entry(100, mac(21)).unwrap().dest, FdbDest::Tunnel(v4("4.4.4.4")));
+    // And back: encapsulated, then bridged out of the underlay VLAN's port.
+    out.clear();
+    let reply = frame(mac(21), H2, None, EtherType::Ipv4, &udp_packet("192.168.100.2", "192.168.100.21", 5, 64));
+    assert_eq!(switch.process(NOW, 2, &reply, &mut out), Disposition::Forwarded);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, Egress::Port(4));
+    let sport = outer_source_port(&got[0].1);
+    assert_eq!(
+        got[0].1,
+        frame(peer, r3, None, EtherType::Ipv4, &vxlan_ip(v4("1.1.1.1"), v4("4.4.4.4"), sport, VNI, &reply))
+    );
+}
