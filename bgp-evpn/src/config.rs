@@ -86,6 +86,10 @@ pub struct MaxPrefix {
 pub struct NeighborConfig {
     pub address: IpAddr,
     pub remote_as: u32,
+    /// Accept any AS but ours ("remote-as external"); `remote_as` is then
+    /// ignored and the peer's AS is learned from its OPEN.
+    #[serde(default)]
+    pub remote_as_external: bool,
     #[serde(default)]
     pub description: Option<String>,
     /// Remote TCP port (tests run peers on other ports).
@@ -129,6 +133,7 @@ impl NeighborConfig {
         NeighborConfig {
             address,
             remote_as,
+            remote_as_external: false,
             description: None,
             port: BGP_PORT,
             passive: false,
@@ -214,7 +219,7 @@ impl BgpConfig {
             if !seen.insert(n.address) {
                 return Err(format!("{}: {} is configured twice", field("address"), n.address));
             }
-            if n.remote_as == 0 {
+            if n.remote_as == 0 && !n.remote_as_external {
                 return Err(format!("{}: must not be 0", field("remote_as")));
             }
             if n.families.is_empty() {
@@ -241,7 +246,8 @@ impl BgpConfig {
     pub fn session_config(&self, n: &NeighborConfig) -> SessionConfig {
         SessionConfig {
             remote_addr: n.address,
-            remote_as: Some(n.remote_as),
+            remote_as: (!n.remote_as_external).then_some(n.remote_as),
+            external_only: n.remote_as_external,
             local_as: self.asn,
             router_id: self.router_id,
             hold_time: n.hold_time.unwrap_or(self.timers.hold_time),

@@ -130,7 +130,8 @@ impl Speaker {
         let mut rib = Rib::new(config.router_id, config.asn, config.multipath);
         let mut peers = vec![None];
         for n in &config.neighbors {
-            let kind = if n.remote_as == config.asn { PeerKind::Internal } else { PeerKind::External };
+            let internal = n.remote_as == config.asn && !n.remote_as_external;
+            let kind = if internal { PeerKind::Internal } else { PeerKind::External };
             let id = rib.add_peer(PeerInfo {
                 addr: Some(n.address),
                 router_id: Ipv4Addr::UNSPECIFIED,
@@ -698,7 +699,8 @@ impl Speaker {
                 let p = self.peer(id)?;
                 Some(PeerSummary {
                     address: p.config.address,
-                    remote_as: p.config.remote_as,
+                    // The OPEN's AS when configured as "external".
+                    remote_as: p.fsm.negotiated().map_or(p.config.remote_as, |n| n.peer_as),
                     description: p.config.description.clone(),
                     state: p.fsm.state(),
                     uptime_secs: p.fsm.uptime(now).map(|ns| ns / NANOS_PER_SEC),

@@ -40,6 +40,8 @@ pub struct SessionConfig {
     /// The AS the peer must announce; `None` accepts any (BGP unnumbered
     /// style "remote-as external/internal" is decided by the caller).
     pub remote_as: Option<u32>,
+    /// With `remote_as: None`: refuse a peer in our own AS ("remote-as external").
+    pub external_only: bool,
     pub local_as: u32,
     pub router_id: Ipv4Addr,
     /// Proposed hold time in seconds (0 disables keepalives, RFC 4271 §4.2).
@@ -58,6 +60,7 @@ impl SessionConfig {
         SessionConfig {
             remote_addr,
             remote_as: Some(remote_as),
+            external_only: false,
             local_as,
             router_id,
             hold_time: 90,
@@ -524,6 +527,11 @@ impl Neighbor {
         if let Some(expected) = self.config.remote_as
             && open.asn() != expected
         {
+            let mut n = Notification::new(ErrorCode::Open, open_subcode::BAD_PEER_AS);
+            n.data = open.my_as.to_be_bytes().to_vec();
+            return Err(n);
+        }
+        if self.config.remote_as.is_none() && self.config.external_only && open.asn() == self.config.local_as {
             let mut n = Notification::new(ErrorCode::Open, open_subcode::BAD_PEER_AS);
             n.data = open.my_as.to_be_bytes().to_vec();
             return Err(n);

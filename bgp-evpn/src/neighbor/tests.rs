@@ -139,6 +139,28 @@ fn bad_peer_as_is_refused_with_notification() {
     assert_eq!(n.state(), State::Idle);
 }
 
+/// "remote-as external": any AS but ours; the peer's is learned from its OPEN.
+#[test]
+fn external_only_accepts_any_other_as_and_refuses_ours() {
+    let mut cfg = config();
+    cfg.remote_as = None;
+    cfg.external_only = true;
+    let mut n = Neighbor::new(cfg.clone());
+    establish(&mut n, 0, 30);
+    assert_eq!(n.negotiated().map(|neg| (neg.peer_as, neg.ebgp)), Some((65002, true)));
+
+    let mut n = Neighbor::new(cfg);
+    n.handle(0, Event::ManualStart);
+    let [Action::Connect(c)] = drain(&mut n)[..] else { panic!() };
+    n.handle(0, Event::TcpConnected(c));
+    drain(&mut n);
+    let open = Open::new(65001, 90, Ipv4Addr::new(2, 2, 2, 2), vec![]);
+    n.handle(0, Event::Message(c, Message::Open(open)));
+    let sent = sent(&drain(&mut n));
+    assert!(matches!(&sent[..], [(_, Message::Notification(Notification { code: 2, subcode: 2, .. }))]), "{sent:?}");
+    assert_eq!(n.state(), State::Idle);
+}
+
 #[test]
 fn zero_hold_time_disables_keepalives() {
     let mut n = Neighbor::new(config());
