@@ -1,6 +1,7 @@
 //! A three-stage leaf-spine of `switchd`s, one per namespace, with BGP in
 //! the daemons: two spines sharing AS 65000, two leaves with their own ASes
-//! (65101, 65102), eBGP over the /31 links, neighbours given by interface.
+//! (65101, 65102), eBGP over the /31 links, neighbours given by interface
+//! (the spines with `remote_as: external`).
 //! Each leaf originates its loopback and its host subnet. The sessions run
 //! over kernel TCP through the switches' host interfaces, so the dataplane
 //! carries them.
@@ -48,8 +49,8 @@ bgp:
   timers: {{ hold_time: 9, connect_retry: 2 }}
   redistribute: [loopback]
   neighbors:
-    - {{ interface: eth1, remote_as: 65101, description: l1 }}
-    - {{ interface: eth2, remote_as: 65102, description: l2 }}
+    - {{ interface: eth1, remote_as: external, description: l1 }}
+    - {{ interface: eth2, remote_as: external, description: l2 }}
     - {{ address: \"fd00:1{j}::2\", remote_as: 65101, description: l1 }}
     - {{ address: \"fd00:2{j}::2\", remote_as: 65102, description: l2 }}
 "
@@ -239,6 +240,12 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
         let text = sw.swcli(&["show", "bgp", "neighbors", &format!("10.{me}.1.1")]);
         assert!(text.contains("BGP state = Established"), "{text}");
     }
+    // The spines took the leaves' ASes from their OPENs (`remote_as: external`).
+    let summary = swcli_json(&spines[0].swcli(&["show", "bgp", "summary", "--json"]));
+    let peer_as = |address: &str| {
+        summary["peers"].as_array().unwrap().iter().find(|p| p["address"] == address).map(|p| p["remote_as"].clone())
+    };
+    assert_eq!((peer_as("10.1.1.0"), peer_as("10.2.1.0")), (Some(65101.into()), Some(65102.into())), "{summary}");
     // The spines learn each leaf's loopback through the one session to it.
     let loopbacks = ip_route(&spines[0], "10.255.0.1/32").expect("s1 has l1's loopback");
     assert_eq!(bgp_hops(&loopbacks), ["10.1.1.0@eth1"], "{loopbacks}");

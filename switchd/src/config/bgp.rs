@@ -98,8 +98,7 @@ pub enum RemoteAs {
 #[serde(rename_all = "lowercase")]
 pub enum RemoteAsKind {
     Internal,
-    /// Any AS but ours. Not supported by the speaker yet (it checks the
-    /// peer's OPEN against one number); refused by validation.
+    /// Any AS but ours, learned from the peer's OPEN.
     External,
 }
 
@@ -373,15 +372,10 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
             }
             RemoteAs::Number(asn) => asn,
             RemoteAs::Kind(RemoteAsKind::Internal) => bgp.asn,
-            RemoteAs::Kind(RemoteAsKind::External) => {
-                error(
-                    path("remote_as"),
-                    "external is not supported yet: the speaker checks the peer's OPEN against one AS number; give it"
-                        .into(),
-                );
-                0
-            }
+            // Never equal to ours: the session is external whatever the peer says.
+            RemoteAs::Kind(RemoteAsKind::External) => 0,
         };
+        let external_any = n.remote_as == RemoteAs::Kind(RemoteAsKind::External);
         let families = n.families.clone().unwrap_or_else(|| match resolved {
             Some((IpAddr::V6(_), _)) => vec![Family::Ipv6Unicast],
             _ => vec![Family::Ipv4Unicast],
@@ -413,7 +407,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
         if n.max_prefix.is_some_and(|m| m.limit == 0) {
             error(path("max_prefix.limit"), "must be at least 1".into());
         }
-        let ebgp = remote_as != bgp.asn;
+        let ebgp = external_any || remote_as != bgp.asn;
         if n.route_reflector_client && ebgp {
             error(path("route_reflector_client"), "only internal (iBGP) neighbours can be reflector clients".into());
         }
@@ -426,6 +420,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
             error(path("address"), format!("{address} is also bgp.neighbors[{first}]"));
         }
         let mut neighbor = NeighborConfig::new(address, remote_as);
+        neighbor.remote_as_external = external_any;
         neighbor.description = n.description.clone();
         neighbor.passive = n.passive;
         // Bind our end of the session to the interface's address, so the
@@ -476,7 +471,7 @@ bgp:
   networks: [10.200.0.0/24]
   redistribute: [loopback, connected]
   neighbors:
-    - { interface: eth1, remote_as: 65000 }
+    - { interface: eth1, remote_as: external }
     - { interface: eth2, remote_as: 65000, families: [ipv4-unicast, ipv6-unicast], import_policy: in }
     - { address: 10.255.0.9, remote_as: internal, route_reflector_client: true, max_prefix: { limit: 100 } }
   prefix_lists:
@@ -504,6 +499,7 @@ bgp:
         assert_eq!(n[0].address, "10.1.1.1".parse::<IpAddr>().unwrap());
         assert_eq!(n[0].local_address, Some("10.1.1.0".parse().unwrap()));
         assert_eq!(n[0].families, [Family::Ipv4Unicast]);
+        assert!(n[0].remote_as_external && !n[1].remote_as_external);
         assert_eq!(n[1].address, "10.1.2.2".parse::<IpAddr>().unwrap());
         assert_eq!(n[1].families.len(), 2);
         assert_eq!(n[2].remote_as, 65101);
@@ -535,20 +531,25 @@ bgp:
         let e = refused(&LEAF.replace("10.200.0.0/24", "10.200.0.1/24"));
         assert!(e.iter().any(|e| e.starts_with("bgp.networks[0]: 10.200.0.1/24 has host bits")), "{e:?}");
         // An external peer off every connected subnet, our own address, a duplicate.
-        let e =
-            refused(&LEAF.replace("{ interface: eth1, remote_as: 65000 }", "{ address: 10.9.9.9, remote_as: 65000 }"));
+        let e = refused(
+            &LEAF.replace("{ interface: eth1, remote_as: external }", "{ address: 10.9.9.9, remote_as: 65000 }"),
+        );
         assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[0].address: external neighbour 10.9.9.9")), "{e:?}");
-        let e =
-            refused(&LEAF.replace("{ interface: eth1, remote_as: 65000 }", "{ address: 10.1.1.0, remote_as: 65000 }"));
+        let e = refused(
+            &LEAF.replace("{ interface: eth1, remote_as: external }", "{ address: 10.1.1.0, remote_as: 65000 }"),
+        );
         assert!(e.iter().any(|e| e.contains("is an address of this switch")), "{e:?}");
-        let e =
-            refused(&LEAF.replace("{ interface: eth1, remote_as: 65000 }", "{ address: 10.1.2.2, remote_as: 65000 }"));
+        let e = refused(
+            &LEAF.replace("{ interface: eth1, remote_as: external }", "{ address: 10.1.2.2, remote_as: 65000 }"),
+        );
         assert!(
             e.iter().any(|e| e.starts_with("bgp.neighbors[1].address: 10.1.2.2 is also bgp.neighbors[0]")),
             "{e:?}"
         );
         let e = refused(&LEAF.replace("remote_as: internal", "remote_as: external"));
-        assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[2].remote_as: external is not supported")), "{e:?}");
+        assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[2].route_reflector_client")), "{e:?}");
+        let e = refused(&LEAF.replace("remote_as: internal", "remote_as: outside"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[2].remote_as")), "{e:?}");
         let e = refused(&LEAF.replace("remote_as: internal,", "remote_as: 65000,"));
         assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[2].route_reflector_client")), "{e:?}");
         let e = refused(&LEAF.replace("ge: 32", "ge: 33"));
