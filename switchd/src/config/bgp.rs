@@ -515,6 +515,15 @@ bgp:
     }
 
     #[test]
+    fn running_config_round_trips() {
+        let config = Config::from_yaml(LEAF).unwrap();
+        let yaml = config.to_yaml();
+        assert!(yaml.contains("remote_as: external"), "{yaml}");
+        let again = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
+        assert_eq!(again.bgp, config.bgp);
+    }
+
+    #[test]
     fn errors_name_the_field() {
         let e = refused(&LEAF.replace("interface: eth1,", "interface: eth3,"));
         assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[0].interface: eth3 has no /31")), "{e:?}");
