@@ -101,13 +101,7 @@ pub(crate) struct BridgedFrame<'a> {
 }
 
 impl BridgedFrame<'_> {
-    /// The frame's length on a port, tagged or not.
-    #[inline]
-    pub(crate) fn wire_len(&self, tagged: bool) -> usize {
-        12 + if tagged { TAG_LEN } else { 0 } + self.body.len()
-    }
-
-    /// Writes the frame into `buf` (exactly `wire_len(tagged)` bytes).
+    /// Writes the frame into `buf`: 12 bytes of MACs, the tag if `vid`, the body.
     #[inline]
     pub(crate) fn write(&self, buf: &mut [u8], vid: Option<VlanId>) {
         buf[0..6].copy_from_slice(&self.dst.0);
@@ -446,8 +440,26 @@ impl Switch {
             self.count_tx_drop(port);
             return Err(DropReason::MtuExceeded);
         }
-        let len = frame.wire_len(tagged);
-        self.emit_port(port, len, out, |buf| frame.write(buf, tagged.then_some(vid)));
+        // Assembled from parts: the frame is copied once, never zeroed first.
+        let mut header = [0u8; 16];
+        header[0..6].copy_from_slice(&frame.dst.0);
+        header[6..12].copy_from_slice(&frame.src.0);
+        let header_len = if tagged {
+            header[12..14].copy_from_slice(&u16::from(EtherType::Vlan).to_be_bytes());
+            // The tag view covers the TCI and the EtherType after it, which
+            // is the body's first two bytes.
+            let mut tag = [0u8; TAG_LEN];
+            let ethertype = EtherType::from(u16::from_be_bytes([frame.body[0], frame.body[1]]));
+            VlanTagRepr { pcp: frame.pcp, dei: false, vid, ethertype }.emit(&mut VlanTag::new_unchecked(&mut tag[..]));
+            header[14..16].copy_from_slice(&tag[..2]);
+            16
+        } else {
+            12
+        };
+        let sent = out.push_parts(Egress::Port(port), &[&header[..header_len], frame.body]);
+        if let Some(Some(p)) = self.ports.get_mut(usize::from(port)) {
+            p.counters.count_tx(sent);
+        }
         Ok(())
     }
 

@@ -98,4 +98,14 @@ impl Output {
         self.records.push(Record { to, range: start..start + len });
         &mut self.data[start..]
     }
+
+    /// Appends a frame made of `parts`, without zeroing first, and returns it.
+    pub(crate) fn push_parts(&mut self, to: Egress, parts: &[&[u8]]) -> &[u8] {
+        let start = self.data.len();
+        for part in parts {
+            self.data.extend_from_slice(part);
+        }
+        self.records.push(Record { to, range: start..self.data.len() });
+        &self.data[start..]
+    }
 }
