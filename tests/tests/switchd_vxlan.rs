@@ -38,7 +38,7 @@ vxlan:
 
 #[test]
 fn switchd_and_a_kernel_vtep_carry_a_vni_between_hosts() {
-    if !require_root_and_tools("switchd_vxlan", &["ip", "ping", "tshark", "tcpdump"]) {
+    if !require_root_and_tools("switchd_vxlan", &["ip", "bridge", "ping", "tshark", "tcpdump"]) {
         return;
     }
     let sw = Netns::new("vxs");
