@@ -169,7 +169,7 @@ impl ShimProgrammer {
         }
     }
 
-    fn install(&mut self, sai: &mut Shim, nlri: Nlri, next_hops: &[IpAddr]) {
+    pub fn install(&mut self, sai: &mut Shim, nlri: Nlri, next_hops: &[IpAddr]) {
         let mut hops: Vec<IpAddr> = next_hops.iter().copied().filter(|ip| self.resolve(*ip).is_some()).collect();
         hops.sort();
         hops.dedup();
@@ -207,7 +207,7 @@ impl ShimProgrammer {
         }
     }
 
-    fn remove(&mut self, sai: &mut Shim, nlri: Nlri) {
+    pub fn remove(&mut self, sai: &mut Shim, nlri: Nlri) {
         let Some((old, _)) = self.routes.remove(&nlri) else { return };
         if let Some(destination) = to_network(&nlri) {
             let _ = sai.remove_route_entry(RouteEntryKey { virtual_router: sai.default_virtual_router(), destination });
@@ -298,27 +298,8 @@ impl BgpView {
 
     pub fn summary(&self) -> api::BgpSummary {
         let peers = self.peers();
-        api::BgpSummary {
-            enabled: true,
-            asn: self.config.asn,
-            router_id: Some(self.config.router_id),
-            loc_rib_routes: self.wait(self.speaker.loc_rib_len()),
-            install_failures: self.install_errors.load(Ordering::Relaxed),
-            peers: peers
-                .into_iter()
-                .map(|p| api::BgpPeer {
-                    address: p.address,
-                    remote_as: p.remote_as,
-                    description: p.description,
-                    state: format!("{:?}", p.state),
-                    uptime_secs: p.uptime_secs,
-                    prefixes_received: p.prefixes_received,
-                    prefixes_sent: p.prefixes_sent,
-                    messages_received: p.messages_received,
-                    messages_sent: p.messages_sent,
-                })
-                .collect(),
-        }
+        let loc_rib_routes = self.wait(self.speaker.loc_rib_len());
+        summary(&self.config, peers, loc_rib_routes, self.install_errors.load(Ordering::Relaxed))
     }
 
     pub fn neighbors(&self, address: Option<IpAddr>) -> Vec<api::BgpNeighbor> {
@@ -398,35 +379,7 @@ impl BgpView {
             }
             None => None,
         };
-        let routes = self
-            .routes(self::family(family), prefix)
-            .into_iter()
-            .map(|r| api::BgpRoute {
-                prefix: r.prefix,
-                reason: r.reason.to_owned(),
-                paths: r
-                    .paths
-                    .into_iter()
-                    .map(|p| api::BgpPath {
-                        peer: p.peer,
-                        best: p.best,
-                        multipath: p.multipath,
-                        next_hop: p.next_hop,
-                        as_path: p.as_path,
-                        origin: match p.origin.as_str() {
-                            "IGP" => "i",
-                            "EGP" => "e",
-                            _ => "?",
-                        }
-                        .into(),
-                        med: p.med,
-                        local_pref: p.local_pref,
-                        communities: p.communities,
-                    })
-                    .collect(),
-            })
-            .collect();
-        Ok(api::BgpRoutes { family, router_id: Some(self.config.router_id), asn: self.config.asn, routes })
+        Ok(table(&self.config, family, self.routes(self::family(family), prefix)))
     }
 
     /// Administrative distance of the installed BGP route to `prefix`:
@@ -450,6 +403,68 @@ impl BgpView {
             speaker.shutdown().await;
         }
     }
+}
+
+/// `show bgp summary` from the speaker's peers.
+pub fn summary(
+    config: &BgpConfig,
+    peers: Vec<PeerSummary>,
+    loc_rib_routes: usize,
+    install_failures: u64,
+) -> api::BgpSummary {
+    api::BgpSummary {
+        enabled: true,
+        asn: config.asn,
+        router_id: Some(config.router_id),
+        loc_rib_routes,
+        install_failures,
+        peers: peers
+            .into_iter()
+            .map(|p| api::BgpPeer {
+                address: p.address,
+                remote_as: p.remote_as,
+                description: p.description,
+                state: format!("{:?}", p.state),
+                uptime_secs: p.uptime_secs,
+                prefixes_received: p.prefixes_received,
+                prefixes_sent: p.prefixes_sent,
+                messages_received: p.messages_received,
+                messages_sent: p.messages_sent,
+            })
+            .collect(),
+    }
+}
+
+/// `show bgp ipv4|ipv6 unicast` from the speaker's Loc-RIB view.
+pub fn table(config: &BgpConfig, family: api::AddressFamily, routes: Vec<RouteView>) -> api::BgpRoutes {
+    let routes = routes
+        .into_iter()
+        .map(|r| api::BgpRoute {
+            prefix: r.prefix,
+            reason: r.reason.to_owned(),
+            paths: r
+                .paths
+                .into_iter()
+                .map(|p| api::BgpPath {
+                    peer: p.peer,
+                    best: p.best,
+                    multipath: p.multipath,
+                    next_hop: p.next_hop,
+                    as_path: p.as_path,
+                    origin: match p.origin.as_str() {
+                        "IGP" => "i",
+                        "EGP" => "e",
+                        _ => "?",
+                    }
+                    .into(),
+                    med: p.med,
+                    local_pref: p.local_pref,
+                    communities: p.communities,
+                })
+                .collect(),
+        })
+        .collect();
+    api::BgpRoutes { family, router_id: Some(config.router_id), asn: config.asn, routes }
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@
 //! answers, rendered as `swcli` renders them.
 
 pub mod host;
+pub mod underlay;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -41,6 +42,7 @@ use crate::config::Config;
 use crate::daemon;
 use crate::mgmt::SwitchView;
 use host::Host;
+use underlay::{DemoSpeaker, Underlay};
 
 /// The switches' startup configs, as a deployment would have them.
 pub const CONFIGS: [(&str, &str); 4] = [
@@ -113,6 +115,8 @@ pub struct Fabric {
     trace: Option<Vec<String>>,
     /// Frames punted to a switch's host side that no agent consumed.
     pub punted_to_host: u64,
+    /// Each switch's BGP speaker and the sessions between them.
+    pub underlay: Underlay,
 }
 
 /// What happened to one ping.
@@ -127,6 +131,7 @@ impl Fabric {
     pub fn build() -> Fabric {
         let clock = Arc::new(AtomicU64::new(0));
         let mut switches = Vec::new();
+        let mut underlay = Underlay::default();
         for (name, yaml) in CONFIGS {
             let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("embedded config {name} is invalid: {e}"));
             let (mut sai, applied) = daemon::build_shim(&config).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -150,10 +155,12 @@ impl Fabric {
                 agent.lock().unwrap().add_port(index, port.name.clone(), port.description.clone(), 0);
             }
             let now = clock.clone();
+            let sai = Arc::new(Mutex::new(sai));
+            underlay.speakers.push(DemoSpeaker::new(&config, &applied, sai.clone()));
             let view = SwitchView {
                 config: Arc::new(config),
                 applied: Arc::new(applied),
-                sai: Arc::new(Mutex::new(sai)),
+                sai,
                 lldp: agent,
                 bgp: None,
                 now: Arc::new(move || now.load(Ordering::Relaxed)),
@@ -169,6 +176,7 @@ impl Fabric {
             out: Output::new(),
             trace: None,
             punted_to_host: 0,
+            underlay,
         };
         for (a, pa, b, pb) in CABLES {
             let a = fabric.endpoint(a, pa);
@@ -191,7 +199,21 @@ impl Fabric {
             let at = fabric.endpoint(switch, port);
             fabric.connect(at, (Node::Host(i), 0));
         }
+        fabric.converge_bgp();
         fabric
+    }
+
+    /// Starts every speaker and runs them (in virtual time) until every
+    /// session is up and every route is in the shims.
+    fn converge_bgp(&mut self) {
+        let deadline = self.now() + 120 * SEC;
+        self.underlay.start(self.now());
+        while let Some(next) = self.underlay.handle_timeout(self.now()) {
+            if self.underlay.all_established() || next > deadline {
+                break;
+            }
+            self.clock.fetch_max(next, Ordering::Relaxed);
+        }
     }
 
     fn endpoint(&self, switch: &str, port: &str) -> Endpoint {
@@ -506,6 +528,8 @@ fn ping_summary(out: &mut String, outcomes: &[PingOutcome]) -> usize {
 /// What the scenario established, for the test and the exit status.
 #[derive(Debug, Default)]
 pub struct Summary {
+    /// Every BGP session of the underlay came up.
+    pub bgp_established: bool,
     pub bridged_replies: usize,
     pub vxlan_replies: usize,
     pub routed_replies: usize,
@@ -535,6 +559,33 @@ pub fn run() -> (String, Summary) {
     for sw in &fabric.switches {
         let _ = writeln!(out, "{}:", sw.name);
         out.push_str(&indent(&sw.view.lldp_neighbors().render()));
+    }
+
+    heading(&mut out, "BGP underlay: eBGP leaf <-> spine, IPv4 and IPv6 sessions (swcli show bgp summary)");
+    let _ = writeln!(
+        out,
+        "  (the daemon runs sessions over TCP through the dataplane; here they are in-memory pipes between the speakers)"
+    );
+    summary.bgp_established = fabric.underlay.all_established();
+    for (i, sw) in fabric.switches.iter().enumerate() {
+        let Some(bgp) = &fabric.underlay.speakers[i] else { continue };
+        if sw.name != "spine1" && sw.name != "leaf1" {
+            continue;
+        }
+        let config = sw.view.config.bgp.as_ref().expect("speaker has a config");
+        let peers = bgp.speaker.summary(fabric.now());
+        let table = crate::bgp::summary(config, peers, bgp.speaker.rib.loc_len(), 0);
+        let _ = writeln!(out, "{}:", sw.name);
+        out.push_str(&indent(&table.render()));
+    }
+    heading(&mut out, "leaf1's BGP table: ECMP through both spines (swcli show bgp ipv4 unicast)");
+    if let (Some(leaf1), Some(bgp)) = (
+        fabric.switches.iter().position(|s| s.name == "leaf1"),
+        fabric.switches.iter().position(|s| s.name == "leaf1").and_then(|i| fabric.underlay.speakers[i].as_ref()),
+    ) {
+        let config = fabric.switches[leaf1].view.config.bgp.as_ref().expect("leaf1 runs BGP");
+        let routes = bgp.speaker.routes(bgp_evpn::packet::Family::Ipv4Unicast, None);
+        out.push_str(&indent(&crate::bgp::table(config, mgmt_cli::api::AddressFamily::Ipv4, routes).render()));
     }
 
     let h = |name: &str| fabric.hosts[fabric.host_index(name)].ip();
@@ -646,7 +697,8 @@ fn vxlan_sport(line: &str) -> Option<u16> {
 pub fn main() -> ExitCode {
     let (report, summary) = run();
     print!("{report}");
-    let ok = summary.bridged_replies > 0
+    let ok = summary.bgp_established
+        && summary.bridged_replies > 0
         && summary.vxlan_replies > 0
         && summary.routed_replies > 0
         && summary.gateway_replies > 0
@@ -663,6 +715,7 @@ mod tests {
     #[test]
     fn fabric_forwards_every_kind_of_path() {
         let (report, summary) = run();
+        assert!(summary.bgp_established, "{report}");
         assert!(summary.bridged_replies >= 2, "{report}");
         assert!(summary.vxlan_replies >= 2, "{report}");
         assert!(summary.gateway_replies >= 1, "{report}");
