@@ -327,4 +327,53 @@ mod tests {
         // max_paths caps the set.
         assert_eq!(select(&cands, &MultipathConfig { max_paths: 1, as_path_relax: true }).unwrap().multipath, vec![0]);
     }
+
+    proptest::proptest! {
+        /// The outcome never depends on the order candidates are listed in
+        /// (the MED step is not a total order, so a pairwise sort would).
+        #[test]
+        fn selection_is_independent_of_candidate_order(
+            specs in proptest::collection::vec((0u32..2, 0u32..3, 1usize..4, 0u8..3, proptest::option::of(0u32..3), 65001u32..65004, proptest::bool::ANY), 1..8),
+            rotate in 0usize..8,
+        ) {
+            let attrs: Vec<PathAttrs> = specs
+                .iter()
+                .enumerate()
+                .map(|(i, &(_, lp, len, origin, med, nas, _))| PathAttrs {
+                    local_pref: Some(100 + lp),
+                    as_path: AsPath::from_sequence(std::iter::once(nas).chain(std::iter::repeat_n(65100, len - 1))),
+                    origin: [Origin::Igp, Origin::Egp, Origin::Incomplete][origin as usize],
+                    med,
+                    next_hop: Some(IpAddr::from([10, 0, 0, i as u8 + 1])),
+                    ..Default::default()
+                })
+                .collect();
+            let cands: Vec<Candidate> = specs
+                .iter()
+                .zip(&attrs)
+                .enumerate()
+                .map(|(i, (&(w, ..), a))| Candidate {
+                    attrs: a,
+                    kind: if specs[i].6 { PeerKind::External } else { PeerKind::Internal },
+                    weight: w,
+                    peer_router_id: Ipv4Addr::new(1, 1, 1, (i as u8 * 37) % 11),
+                    peer_addr: Some(IpAddr::from([10, 0, 0, i as u8 + 1])),
+                    igp_cost: None,
+                })
+                .collect();
+            let mp = MultipathConfig::default();
+            let a = select(&cands, &mp).unwrap();
+            let mut rotated = cands.clone();
+            let r = rotate % rotated.len();
+            rotated.rotate_left(r);
+            let b = select(&rotated, &mp).unwrap();
+            let back = |i: usize| (i + r) % cands.len();
+            proptest::prop_assert_eq!(a.best, back(b.best));
+            let mut ma: Vec<usize> = a.multipath.clone();
+            let mut mb: Vec<usize> = b.multipath.iter().map(|&i| back(i)).collect();
+            ma.sort();
+            mb.sort();
+            proptest::prop_assert_eq!(ma, mb);
+        }
+    }
 }
