@@ -367,19 +367,35 @@ impl BgpView {
             .collect()
     }
 
+    /// The table of `family`; with `prefix`, that prefix only, or for a bare
+    /// address the longest prefix holding it (as FRR's `show bgp ipv4 unicast A.B.C.D`).
     pub fn table(&self, family: api::AddressFamily, prefix: Option<&str>) -> Result<api::BgpRoutes, String> {
-        let prefix = match prefix {
-            Some(p) => {
-                let nlri: Nlri = p.parse().map_err(|e| format!("bad prefix {p:?}: {e}"))?;
-                if nlri.family() != self::family(family) {
-                    let name = if family == api::AddressFamily::Ipv4 { "IPv4" } else { "IPv6" };
-                    return Err(format!("{p} is not an {name} prefix"));
-                }
-                Some(nlri)
-            }
-            None => None,
+        let wanted = self::family(family);
+        let name = if family == api::AddressFamily::Ipv4 { "IPv4" } else { "IPv6" };
+        let Some(p) = prefix else {
+            return Ok(table(&self.config, family, self.routes(wanted, None)));
         };
-        Ok(table(&self.config, family, self.routes(self::family(family), prefix)))
+        if let Ok(address) = p.parse::<IpAddr>() {
+            if address.is_ipv4() != (family == api::AddressFamily::Ipv4) {
+                return Err(format!("{p} is not an {name} address"));
+            }
+            let best = self
+                .routes(wanted, None)
+                .into_iter()
+                .filter_map(|r| {
+                    let nlri: Nlri = r.prefix.parse().ok()?;
+                    let len = to_network(&nlri)?.prefix();
+                    nlri.contains_addr(address).then_some((len, r))
+                })
+                .max_by_key(|(len, _)| *len)
+                .map(|(_, r)| r);
+            return Ok(table(&self.config, family, best.into_iter().collect()));
+        }
+        let nlri: Nlri = p.parse().map_err(|e| format!("bad prefix {p:?}: {e}"))?;
+        if nlri.family() != wanted {
+            return Err(format!("{p} is not an {name} prefix"));
+        }
+        Ok(table(&self.config, family, self.routes(wanted, Some(nlri))))
     }
 
     /// Administrative distance of the installed BGP route to `prefix`:
@@ -656,6 +672,13 @@ ports:
         let one = ask(Request::ShowBgpRoutes { family: AddressFamily::Ipv4, prefix: Some("10.255.0.1/32".into()) });
         let Ok(Reply::BgpRoutes(one)) = one.await else { panic!() };
         assert_eq!(one.routes.len(), 1);
+        // A bare address: the longest prefix holding it.
+        let one = ask(Request::ShowBgpRoutes { family: AddressFamily::Ipv4, prefix: Some("192.168.1.77".into()) });
+        let Ok(Reply::BgpRoutes(one)) = one.await else { panic!() };
+        assert_eq!(one.routes.iter().map(|r| r.prefix.as_str()).collect::<Vec<_>>(), ["192.168.1.0/24"]);
+        let none = ask(Request::ShowBgpRoutes { family: AddressFamily::Ipv4, prefix: Some("172.16.0.1".into()) });
+        let Ok(Reply::BgpRoutes(none)) = none.await else { panic!() };
+        assert!(none.routes.is_empty());
         let wrong = ask(Request::ShowBgpRoutes { family: AddressFamily::Ipv6, prefix: Some("10.0.0.0/8".into()) });
         assert!(wrong.await.unwrap_err().contains("not an IPv6 prefix"));
         // Originated routes are not forwarding entries; the table shows

@@ -91,7 +91,10 @@ enum ShowBgp {
 
 #[derive(Subcommand, Clone)]
 enum Safi {
-    Unicast { prefix: Option<String> },
+    Unicast {
+        /// A prefix (`10.0.0.0/24`), or an address for the longest prefix holding it.
+        prefix: Option<String>,
+    },
 }
 
 #[derive(Subcommand, Clone, Copy)]
