@@ -20,6 +20,9 @@
 //! Dual stack: IPv6 sessions on the links' /127s carry the IPv6 loopbacks
 //! and host subnets.
 //!
+//! A second run numbers the other common way: both leaves in AS 65100
+//! (accepting their own AS once), each spine in its own AS.
+//!
 //! Checked: every session reaches Established (`show bgp summary --json`);
 //! each leaf installs the other leaf's loopback and host subnet as an ECMP
 //! route through both spines (`show ip route --json`, protocol bgp, two
@@ -35,8 +38,22 @@ use serde_json::Value;
 
 const CONVERGE: Duration = Duration::from_secs(60);
 
-fn spine(name: &str) -> String {
+/// Who has which AS: leaves with their own ASes under spines sharing one,
+/// or leaves sharing one under spines with their own (then the leaves
+/// accept their own AS once, and ECMP needs as-path multipath relax).
+#[derive(Clone, Copy)]
+struct Asns {
+    spine: [u32; 2],
+    leaf: [u32; 2],
+    allow_own_as: u8,
+}
+
+const SPINES_SHARE: Asns = Asns { spine: [65000, 65000], leaf: [65101, 65102], allow_own_as: 0 };
+const LEAVES_SHARE: Asns = Asns { spine: [65001, 65002], leaf: [65100, 65100], allow_own_as: 1 };
+
+fn spine(name: &str, asns: Asns) -> String {
     let j: u8 = name[1..].parse().unwrap();
+    let (asn, [l1, l2]) = (asns.spine[usize::from(j) - 1], asns.leaf);
     format!(
         "name: {name}
 lldp: {{ enabled: false }}
@@ -45,20 +62,21 @@ ports:
   - {{ name: eth1, mode: routed, addresses: [10.1.{j}.1/31, \"fd00:1{j}::3/127\"] }}
   - {{ name: eth2, mode: routed, addresses: [10.2.{j}.1/31, \"fd00:2{j}::3/127\"] }}
 bgp:
-  asn: 65000
+  asn: {asn}
   timers: {{ hold_time: 9, connect_retry: 2 }}
   redistribute: [loopback]
   neighbors:
     - {{ interface: eth1, remote_as: external, description: l1 }}
     - {{ interface: eth2, remote_as: external, description: l2 }}
-    - {{ address: \"fd00:1{j}::2\", remote_as: 65101, description: l1 }}
-    - {{ address: \"fd00:2{j}::2\", remote_as: 65102, description: l2 }}
+    - {{ address: \"fd00:1{j}::2\", remote_as: {l1}, description: l1 }}
+    - {{ address: \"fd00:2{j}::2\", remote_as: {l2}, description: l2 }}
 "
     )
 }
 
-fn leaf(name: &str) -> String {
+fn leaf(name: &str, asns: Asns) -> String {
     let i: u8 = name[1..].parse().unwrap();
+    let (asn, [s1, s2], allow) = (asns.leaf[usize::from(i) - 1], asns.spine, asns.allow_own_as);
     format!(
         "name: {name}
 lldp: {{ enabled: false }}
@@ -68,15 +86,15 @@ ports:
   - {{ name: eth2, mode: routed, addresses: [10.{i}.2.0/31, \"fd00:{i}2::2/127\"] }}
   - {{ name: eth3, mode: routed, addresses: [192.168.{i}.1/24, \"fd00:{i}::1/64\"] }}
 bgp:
-  asn: 6510{i}
+  asn: {asn}
   timers: {{ hold_time: 9, connect_retry: 2 }}
   multipath: {{ max_paths: 4 }}
   redistribute: [loopback, connected]
   neighbors:
-    - {{ interface: eth1, remote_as: 65000, description: s1 }}
-    - {{ interface: eth2, remote_as: 65000, description: s2 }}
-    - {{ address: \"fd00:{i}1::3\", remote_as: 65000, description: s1 }}
-    - {{ address: \"fd00:{i}2::3\", remote_as: 65000, description: s2 }}
+    - {{ interface: eth1, remote_as: {s1}, description: s1, allow_own_as: {allow} }}
+    - {{ interface: eth2, remote_as: {s2}, description: s2, allow_own_as: {allow} }}
+    - {{ address: \"fd00:{i}1::3\", remote_as: {s1}, description: s1, allow_own_as: {allow} }}
+    - {{ address: \"fd00:{i}2::3\", remote_as: {s2}, description: s2, allow_own_as: {allow} }}
 "
     )
 }
@@ -164,12 +182,25 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
     if !require_root_and_tools("switchd_bgp_leaf_spine", &["ip", "ping"]) {
         return;
     }
-    let s1 = Netns::new("lss1");
-    let s2 = Netns::new("lss2");
-    let l1 = Netns::new("lsl1");
-    let l2 = Netns::new("lsl2");
-    let h1 = Netns::new("lsh1");
-    let h2 = Netns::new("lsh2");
+    leaf_spine("ls", SPINES_SHARE, true);
+}
+
+/// The other common numbering: both leaves in AS 65100 (`allow_own_as: 1`),
+/// each spine in its own AS; ECMP through AS paths `65001 65100` and
+/// `65002 65100` needs as-path multipath relax.
+#[test]
+fn switchd_leaf_spine_with_shared_leaf_asn_uses_as_path_relax() {
+    if !require_root_and_tools("switchd_bgp_leaf_spine", &["ip", "ping"]) {
+        return;
+    }
+    leaf_spine("lt", LEAVES_SHARE, false);
+}
+
+/// Builds the fabric with namespaces tagged `tag` (2 letters) and checks it;
+/// with `spine_loss`, also stops spine 1 and checks the fallback.
+fn leaf_spine(tag: &str, asns: Asns, spine_loss: bool) {
+    let ns = |name: &str| Netns::new(&format!("{tag}{name}"));
+    let (s1, s2, l1, l2, h1, h2) = (ns("s1"), ns("s2"), ns("l1"), ns("l2"), ns("h1"), ns("h2"));
     // Leaf i's eth j goes to spine j's eth i.
     for (i, leaf_ns) in [(1, &l1), (2, &l2)] {
         for (j, spine_ns) in [(1, &s1), (2, &s2)] {
@@ -190,8 +221,8 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
     }
 
     // Declared after the namespaces: dropped (SIGTERM) before them.
-    let spines = [Switchd::start(&s1, &spine("s1")), Switchd::start(&s2, &spine("s2"))];
-    let leaves = [Switchd::start(&l1, &leaf("l1")), Switchd::start(&l2, &leaf("l2"))];
+    let spines = [Switchd::start(&s1, &spine("s1", asns)), Switchd::start(&s2, &spine("s2", asns))];
+    let leaves = [Switchd::start(&l1, &leaf("l1", asns)), Switchd::start(&l2, &leaf("l2", asns))];
 
     for sw in spines.iter().chain(&leaves) {
         wait_for("every BGP session Established", CONVERGE, || all_established(sw, 4));
@@ -213,14 +244,15 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
         let remote =
             table["routes"].as_array().unwrap().iter().find(|r| r["prefix"] == format!("fd00:ff::{other}/128"));
         assert_eq!(remote.map(|r| r["paths"].as_array().unwrap().len()), Some(2), "{table}");
-        // The BGP table agrees: a best path and a second multipath, AS path via 65000.
+        // The BGP table agrees: a best path and a second multipath, one through each spine.
         let table =
             swcli_json(&sw.swcli(&["show", "bgp", "ipv4", "unicast", &format!("10.255.0.{other}/32"), "--json"]));
         let paths = table["routes"][0]["paths"].as_array().cloned().unwrap_or_default();
         assert_eq!(paths.len(), 2, "{table}");
         assert_eq!(paths.iter().filter(|p| p["best"] == true).count(), 1, "{table}");
         assert!(paths.iter().all(|p| p["multipath"] == true), "{table}");
-        assert!(paths.iter().all(|p| p["as_path"] == format!("65000 6510{other}")), "{table}");
+        let via = |j: usize| format!("{} {}", asns.spine[j], asns.leaf[other - 1]);
+        assert!(paths.iter().all(|p| p["as_path"] == via(0) || p["as_path"] == via(1)), "{table}");
         // The text renderings work on a live daemon.
         if me == 1 {
             // For the log: what an operator sees.
@@ -236,7 +268,7 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
         let text = sw.swcli(&["show", "ip", "route"]);
         assert!(text.contains(&format!("B>* 10.255.0.{other}/32 [20/0] via ")), "{text}");
         let text = sw.swcli(&["show", "bgp", "summary"]);
-        assert!(text.contains(&format!("local AS number 6510{me}")), "{text}");
+        assert!(text.contains(&format!("local AS number {}", asns.leaf[me - 1])), "{text}");
         let text = sw.swcli(&["show", "bgp", "neighbors", &format!("10.{me}.1.1")]);
         assert!(text.contains("BGP state = Established"), "{text}");
     }
@@ -245,7 +277,8 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
     let peer_as = |address: &str| {
         summary["peers"].as_array().unwrap().iter().find(|p| p["address"] == address).map(|p| p["remote_as"].clone())
     };
-    assert_eq!((peer_as("10.1.1.0"), peer_as("10.2.1.0")), (Some(65101.into()), Some(65102.into())), "{summary}");
+    let want = (Some(asns.leaf[0].into()), Some(asns.leaf[1].into()));
+    assert_eq!((peer_as("10.1.1.0"), peer_as("10.2.1.0")), want, "{summary}");
     // The spines learn each leaf's loopback through the one session to it.
     let loopbacks = ip_route(&spines[0], "10.255.0.1/32").expect("s1 has l1's loopback");
     assert_eq!(bgp_hops(&loopbacks), ["10.1.1.0@eth1"], "{loopbacks}");
@@ -267,6 +300,9 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
         assert!(*n >= total / 10, "{what} carried {n} of {total} ({delta:?})");
     }
 
+    if !spine_loss {
+        return;
+    }
     // Spine 1 stops (Cease): l1's routes to l2 shrink to spine 2, and all
     // the traffic takes it.
     let mut spines = spines;
