@@ -93,8 +93,11 @@ fn host_transmit_on_an_svi_is_bridged_in_its_vlan() {
     let mut sent = sent;
     sent.sort_by_key(|(to, _)| format!("{to:?}"));
     assert_eq!(sent, expected);
-    // Unicast to a learned host goes to its port only.
-    lab.inject(p1, &l2(EthernetAddress::BROADCAST, mac(1), None));
-    let unicast = l2(mac(1), router_mac, None);
+    // Unicast to a learned host goes to its port only. (The host's MAC is
+    // not the router's: a frame from the router MAC is never learned.)
+    let host = mac(0x21);
+    assert_ne!(host, router_mac);
+    lab.inject(p1, &l2(EthernetAddress::BROADCAST, host, None));
+    let unicast = l2(host, router_mac, None);
     assert_eq!(lab.host_send(hostif, &unicast), vec![(Egress::Port(i1), unicast.clone())]);
 }

@@ -13,14 +13,49 @@
 //! rename): `add PREFIX`, `del PREFIX`, `stop PEER`, `start PEER`, `quit`.
 //! SIGTERM/SIGINT and `quit` send Cease to every peer and exit.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use bgp_evpn::RouteSink;
 use bgp_evpn::packet::{Family, Nlri};
-use bgp_evpn::sink::TableSink;
 use bgp_evpn::{BgpConfig, BgpSpeaker};
 use tokio::io::AsyncBufReadExt;
+
+/// The installed routes, for the status file. Next-hop sets are shared (a
+/// table has few distinct ones), so a large table costs little beyond the
+/// speaker's own RIBs.
+#[derive(Clone, Default)]
+struct Installed(Arc<Mutex<InstalledTable>>);
+
+#[derive(Default)]
+struct InstalledTable {
+    routes: BTreeMap<Nlri, Arc<[IpAddr]>>,
+    sets: HashMap<Vec<IpAddr>, Arc<[IpAddr]>>,
+}
+
+impl RouteSink for Installed {
+    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
+        let Ok(mut t) = self.0.lock() else { return };
+        let set = match t.sets.get(next_hops) {
+            Some(set) => set.clone(),
+            None => {
+                let set: Arc<[IpAddr]> = next_hops.into();
+                t.sets.insert(next_hops.to_vec(), set.clone());
+                set
+            }
+        };
+        t.routes.insert(nlri, set);
+    }
+
+    fn remove(&mut self, nlri: Nlri) {
+        if let Ok(mut t) = self.0.lock() {
+            t.routes.remove(&nlri);
+        }
+    }
+}
 
 /// Beyond this many routes the status file lists counts only.
 const MAX_LISTED_ROUTES: usize = 10_000;
@@ -55,15 +90,16 @@ fn parse_args() -> Result<Args, String> {
     Ok(Args { config: config.ok_or("--config is required")?, status, control, interval })
 }
 
-async fn write_status(speaker: &BgpSpeaker, table: &TableSink, path: &PathBuf) {
+async fn write_status(speaker: &BgpSpeaker, table: &Installed, path: &PathBuf) {
     let loc_rib = speaker.loc_rib_len().await;
     let summary = speaker.summary().await;
     // Only small tables are copied out: the lock is shared with the speaker.
     let (fib_len, fib): (usize, BTreeMap<String, Vec<String>>) = match table.0.lock() {
-        Ok(t) if t.len() <= MAX_LISTED_ROUTES => {
-            (t.len(), t.iter().map(|(n, hops)| (n.to_string(), hops.iter().map(|h| h.to_string()).collect())).collect())
-        }
-        Ok(t) => (t.len(), BTreeMap::new()),
+        Ok(t) if t.routes.len() <= MAX_LISTED_ROUTES => (
+            t.routes.len(),
+            t.routes.iter().map(|(n, hops)| (n.to_string(), hops.iter().map(|h| h.to_string()).collect())).collect(),
+        ),
+        Ok(t) => (t.routes.len(), BTreeMap::new()),
         Err(_) => (0, BTreeMap::new()),
     };
     let mut status = serde_json::json!({
@@ -138,7 +174,7 @@ async fn main() {
             std::process::exit(2);
         }
     };
-    let table = TableSink::default();
+    let table = Installed::default();
     let speaker = match BgpSpeaker::spawn(config, Box::new(table.clone())).await {
         Ok(s) => s,
         Err(e) => {

@@ -333,6 +333,12 @@ impl Switch {
             buf.copy_from_slice(frame);
             return Disposition::Punted;
         }
+        // Our own frames coming back (a loop) or a spoofer: never learned,
+        // never forwarded, or the router MAC would move behind this port.
+        if self.router.is_router_mac(l2.src_addr) {
+            return self.drop(Some(ingress), DropReason::RouterMacSource);
+        }
+        let port = self.port(ingress).expect("caller checked");
         if let Some(rif) = port.rif {
             // A routed port takes untagged (or priority-tagged) frames only.
             if l2.outer.is_some_and(|tag| tag.vid != 0) || l2.inner.is_some() {

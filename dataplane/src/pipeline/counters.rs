@@ -47,10 +47,22 @@ pub enum DropReason {
     /// A well-formed packet the pipeline does not handle (IPv4 fragment for
     /// the switch, unknown ICMP type for the switch...), when not punted.
     Unsupported,
+    /// A frame from a front-panel port whose source MAC is one of the
+    /// router's own MACs: a loop or a spoofer. Learning it would put the
+    /// router MAC behind that port.
+    RouterMacSource,
+    /// An IP packet from outside whose source address is one of the
+    /// switch's own, or can never be a source (multicast, limited
+    /// broadcast, loopback): a martian (RFC 1812 section 5.3.7). Also ARP
+    /// from such a sender.
+    MartianSource,
+    /// A routed packet to a connected subnet's broadcast address: directed
+    /// broadcasts are not forwarded (RFC 2644).
+    DirectedBroadcast,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 20] = [
+    pub const ALL: [DropReason; 23] = [
         DropReason::Malformed,
         DropReason::BadChecksum,
         DropReason::UnknownPort,
@@ -71,6 +83,9 @@ impl DropReason {
         DropReason::SplitHorizon,
         DropReason::RouterInterfaceDown,
         DropReason::Unsupported,
+        DropReason::RouterMacSource,
+        DropReason::MartianSource,
+        DropReason::DirectedBroadcast,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -100,6 +115,9 @@ impl DropReason {
             DropReason::SplitHorizon => "split_horizon",
             DropReason::RouterInterfaceDown => "router_interface_down",
             DropReason::Unsupported => "unsupported",
+            DropReason::RouterMacSource => "router_mac_source",
+            DropReason::MartianSource => "martian_source",
+            DropReason::DirectedBroadcast => "directed_broadcast",
         }
     }
 }

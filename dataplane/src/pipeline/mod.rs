@@ -152,6 +152,8 @@ pub struct Switch {
     /// Encapsulations in progress on this path, bounding tunnel-in-tunnel loops.
     encap_depth: u8,
     icmp_limiter: icmp::RateLimiter,
+    /// ARP/ND packets in which another node claimed one of our addresses.
+    address_conflicts: u64,
 }
 
 impl Switch {
@@ -171,6 +173,7 @@ impl Switch {
             neighbor_requests: Vec::with_capacity(config.neighbor_capacity),
             encap_depth: 0,
             icmp_limiter: icmp::RateLimiter::new(config.icmp_errors_per_second),
+            address_conflicts: 0,
             config,
         }
     }
@@ -187,6 +190,13 @@ impl Switch {
     /// ICMP errors not sent because of the rate limit.
     pub fn icmp_errors_suppressed(&self) -> u64 {
         self.icmp_limiter.suppressed
+    }
+
+    /// ARP packets and neighbour advertisements in which another node
+    /// claimed one of the switch's addresses (duplicate address; the packet
+    /// was punted to the host, never learned).
+    pub fn address_conflicts(&self) -> u64 {
+        self.address_conflicts
     }
 
     /// Events lost because the queue was full when they happened.

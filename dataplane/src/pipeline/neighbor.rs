@@ -161,6 +161,9 @@ impl Switch {
         confirmed: bool,
         create: bool,
     ) {
+        if !is_neighbor_address(ip) || self.router.is_own(ip) {
+            return;
+        }
         let key = (rif, ip);
         let room = !self.neighbors.is_full();
         let resolved = match self.neighbors.entries.get_mut(&key) {
@@ -338,14 +341,34 @@ impl Switch {
         if arp.sender_hardware_addr.is_multicast() {
             return Err(DropReason::SourceMacInvalid);
         }
-        let for_us = self.is_local(IpAddr::V4(arp.target_protocol_addr));
         let rif_id = source.rif();
+        // No host has a group, loopback or subnet broadcast address (Linux's
+        // arp_process drops such senders too).
+        if sender.is_multicast()
+            || sender.is_broadcast()
+            || sender.is_loopback()
+            || self.router.is_subnet_broadcast(Some(rif_id), sender)
+        {
+            return Err(DropReason::MartianSource);
+        }
+        if self.router.is_own_v4(sender) {
+            // Someone else claims our address: a conflict (RFC 5227 section
+            // 2.4), never a binding to learn or a request to answer. The
+            // host gets it to log, as a router would.
+            self.address_conflicts += 1;
+            self.punt_neighbor_frame(source, frame, &frame.payload[..arp::PACKET_LEN], PuntReason::Arp, out);
+            return Ok(Disposition::Punted);
+        }
+        let for_us = self.is_local(IpAddr::V4(arp.target_protocol_addr));
         // RFC 5227 probes (sender 0.0.0.0) teach nothing.
         if !sender.is_unspecified() {
             // RFC 826 "merge": update what we have; create only when the
-            // packet is for us (the sender will talk to us next).
+            // packet is for us (the sender will talk to us next) and the
+            // sender is on one of the interface's subnets (an entry for an
+            // off-subnet next hop we resolve ourselves is still updated).
             let confirmed = arp.operation == Operation::Reply && for_us;
-            self.neighbor_learn(now, rif_id, IpAddr::V4(sender), arp.sender_hardware_addr, confirmed, for_us);
+            let create = for_us && self.router.on_link(rif_id, IpAddr::V4(sender));
+            self.neighbor_learn(now, rif_id, IpAddr::V4(sender), arp.sender_hardware_addr, confirmed, create);
         }
         self.punt_neighbor_frame(source, frame, &frame.payload[..arp::PACKET_LEN], PuntReason::Arp, out);
         if arp.operation == Operation::Request && for_us && !arp.is_gratuitous() {
@@ -382,7 +405,8 @@ impl Switch {
                 if let Some(lladdr) = source_lladdr
                     && !src.is_unspecified()
                 {
-                    self.neighbor_learn(now, rif_id, IpAddr::V6(src), lladdr, false, for_us);
+                    let create = for_us && self.router.on_link(rif_id, IpAddr::V6(src));
+                    self.neighbor_learn(now, rif_id, IpAddr::V6(src), lladdr, false, create);
                 }
                 if !for_us {
                     return Ok(Disposition::Punted);
@@ -405,6 +429,12 @@ impl Switch {
                 Ok(Disposition::Consumed)
             }
             Icmpv6Repr::NeighborAdvert { solicited_flag, target_addr, target_lladdr, .. } => {
+                if self.router.is_own_v6(target_addr) {
+                    // Another node advertises our address: a duplicate
+                    // (RFC 4862 5.4.4), for the host to log, never learned.
+                    self.address_conflicts += 1;
+                    return Ok(Disposition::Punted);
+                }
                 if let Some(lladdr) = target_lladdr {
                     self.neighbor_learn(now, rif_id, IpAddr::V6(target_addr), lladdr, solicited_flag, false);
                 } else if solicited_flag {
@@ -421,6 +451,15 @@ impl Switch {
             }
             _ => Ok(Disposition::Punted),
         }
+    }
+}
+
+/// Whether `ip` can be a neighbour at all: a unicast address, not zero,
+/// loopback or (IPv4) limited broadcast.
+fn is_neighbor_address(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(ip) => !(ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() || ip.is_loopback()),
+        IpAddr::V6(ip) => !(ip.is_unspecified() || ip.is_multicast() || ip.is_loopback()),
     }
 }
 

@@ -6,7 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnetwork::{IpNetwork, Ipv4Network, Ipv6Network};
 use prefix_trie::PrefixMap;
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bridge::{BridgeSource, BridgedFrame};
 use super::icmp::{Icmpv4Error, Icmpv6Error};
@@ -111,6 +111,12 @@ pub(crate) struct Router {
     /// the packets it originates.
     pub(crate) local_v4: Vec<Ipv4Addr>,
     pub(crate) local_v6: Vec<Ipv6Addr>,
+    /// The same addresses as sets, for the per-packet martian check.
+    own_v4: FxHashSet<Ipv4Addr>,
+    own_v6: FxHashSet<Ipv6Addr>,
+    /// The MACs of all router interfaces (usually one), never a valid
+    /// source on a front-panel port.
+    router_macs: Vec<EthernetAddress>,
     /// Connected subnets, to pick the source address on an interface.
     pub(crate) connected: Vec<(IpNetwork, RifId)>,
 }
@@ -130,6 +136,9 @@ impl Router {
             rif_refs: FxHashMap::default(),
             local_v4: Vec::new(),
             local_v6: Vec::new(),
+            own_v4: FxHashSet::default(),
+            own_v6: FxHashSet::default(),
+            router_macs: Vec::new(),
             connected: Vec::new(),
         }
     }
@@ -142,6 +151,59 @@ impl Router {
     #[inline]
     pub(crate) fn rif_mac(&self, rif: RifId) -> Option<EthernetAddress> {
         self.rif(rif).map(|rif| rif.mac)
+    }
+
+    /// Whether `mac` is the MAC of any router interface.
+    #[inline]
+    pub(crate) fn is_router_mac(&self, mac: EthernetAddress) -> bool {
+        self.router_macs.contains(&mac)
+    }
+
+    fn refresh_router_macs(&mut self) {
+        self.router_macs.clear();
+        for rif in self.rifs.iter().flatten() {
+            if !self.router_macs.contains(&rif.mac) {
+                self.router_macs.push(rif.mac);
+            }
+        }
+    }
+
+    /// Whether `addr` is one of the switch's own addresses.
+    #[inline]
+    pub(crate) fn is_own_v4(&self, addr: Ipv4Addr) -> bool {
+        !self.own_v4.is_empty() && self.own_v4.contains(&addr)
+    }
+
+    #[inline]
+    pub(crate) fn is_own_v6(&self, addr: Ipv6Addr) -> bool {
+        !self.own_v6.is_empty() && self.own_v6.contains(&addr)
+    }
+
+    pub(crate) fn is_own(&self, addr: IpAddr) -> bool {
+        match addr {
+            IpAddr::V4(addr) => self.is_own_v4(addr),
+            IpAddr::V6(addr) => self.is_own_v6(addr),
+        }
+    }
+
+    /// Whether `addr` is the broadcast address of a subnet connected on
+    /// `rif` (any interface if `None`); /31 and /32 have none (RFC 3021).
+    pub(crate) fn is_subnet_broadcast(&self, rif: Option<RifId>, addr: Ipv4Addr) -> bool {
+        self.connected.iter().any(|&(net, r)| match net {
+            IpNetwork::V4(net) => rif.is_none_or(|rif| rif == r) && net.prefix() <= 30 && net.broadcast() == addr,
+            IpNetwork::V6(_) => false,
+        })
+    }
+
+    /// Whether `addr` is inside a subnet connected on `rif` (for IPv6, a
+    /// link-local address always is: RFC 4291 2.5.6).
+    pub(crate) fn on_link(&self, rif: RifId, addr: IpAddr) -> bool {
+        if let IpAddr::V6(v6) = addr
+            && v6.is_unicast_link_local()
+        {
+            return true;
+        }
+        self.connected.iter().any(|&(net, r)| r == rif && net.contains(addr))
     }
 
     #[inline]
@@ -271,6 +333,7 @@ impl Switch {
             RifKind::Vlan(vid) => self.bridge.vlan_mut(vid).expect("checked").rif = Some(rif),
         }
         self.router.rifs[usize::from(rif)] = Some(config);
+        self.router.refresh_router_macs();
         Ok(())
     }
 
@@ -297,6 +360,7 @@ impl Switch {
         }
         self.unbind_rif(config.kind);
         self.router.rifs[usize::from(rif)] = None;
+        self.router.refresh_router_macs();
         self.neighbors.remove_rif(rif);
         Ok(())
     }
@@ -333,8 +397,14 @@ impl Switch {
         }
         self.router.reference(target, 1);
         match (target, prefix) {
-            (RouteTarget::Local, IpNetwork::V4(net)) => self.router.local_v4.push(net.ip()),
-            (RouteTarget::Local, IpNetwork::V6(net)) => self.router.local_v6.push(net.ip()),
+            (RouteTarget::Local, IpNetwork::V4(net)) => {
+                self.router.local_v4.push(net.ip());
+                self.router.own_v4.insert(net.ip());
+            }
+            (RouteTarget::Local, IpNetwork::V6(net)) => {
+                self.router.local_v6.push(net.ip());
+                self.router.own_v6.insert(net.ip());
+            }
             (RouteTarget::Connected(rif), _) => self.router.connected.push((prefix, rif)),
             _ => {}
         }
@@ -343,8 +413,14 @@ impl Switch {
 
     fn forget_route_side_tables(&mut self, prefix: IpNetwork, old: RouteTarget) {
         match (old, prefix) {
-            (RouteTarget::Local, IpNetwork::V4(net)) => self.router.local_v4.retain(|&addr| addr != net.ip()),
-            (RouteTarget::Local, IpNetwork::V6(net)) => self.router.local_v6.retain(|&addr| addr != net.ip()),
+            (RouteTarget::Local, IpNetwork::V4(net)) => {
+                self.router.local_v4.retain(|&addr| addr != net.ip());
+                self.router.own_v4.remove(&net.ip());
+            }
+            (RouteTarget::Local, IpNetwork::V6(net)) => {
+                self.router.local_v6.retain(|&addr| addr != net.ip());
+                self.router.own_v6.remove(&net.ip());
+            }
             (RouteTarget::Connected(rif), _) => self.router.connected.retain(|&(net, r)| {
                 !(r == rif && net.network() == prefix.network() && net.prefix() == prefix.prefix())
             }),
@@ -538,6 +614,11 @@ impl Switch {
         let total_len = usize::from(packet.total_len());
         let ip = &frame.payload[..total_len];
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        // RFC 1812 section 5.3.7: no group, loopback or own source address
+        // arrives from outside (0.0.0.0 does: DHCP clients).
+        if src.is_multicast() || src.is_broadcast() || src.is_loopback() || self.router.is_own_v4(src) {
+            return Err(DropReason::MartianSource);
+        }
         if dst.is_broadcast() || dst.is_multicast() || frame.dst.is_multicast() {
             // Routing protocols, DHCP: link-local control traffic (224.0.0.0/24,
             // RFC 5771) is the host's. Multicast routing is not done here.
@@ -569,6 +650,11 @@ impl Switch {
                 return Ok(Disposition::Punted);
             }
             RouteTarget::Drop => return Err(DropReason::Blackhole),
+            // RFC 2644: directed broadcasts are not forwarded by default;
+            // and the broadcast address is no neighbour to resolve.
+            RouteTarget::Connected(rif) if self.router.is_subnet_broadcast(Some(rif), dst) => {
+                return Err(DropReason::DirectedBroadcast);
+            }
             RouteTarget::Connected(_) | RouteTarget::NextHop(_) | RouteTarget::Group(_) => {}
         }
         if packet.ttl() <= 1 {
@@ -641,6 +727,11 @@ impl Switch {
         let total_len = ipv6::HEADER_LEN + usize::from(packet.payload_len());
         let ip = &frame.payload[..total_len];
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
+        // RFC 4291 2.7 and 2.5.3: a group or loopback address is never a
+        // source; one of our own from outside is a martian too.
+        if src.is_multicast() || src.is_loopback() || self.router.is_own_v6(src) {
+            return Err(DropReason::MartianSource);
+        }
         if dst.is_multicast() {
             // Only link-scope groups (all-nodes, solicited-node, routers,
             // routing protocols: ff02::/16) concern the router.
