@@ -645,7 +645,7 @@ impl Speaker {
     fn advertise_all(&mut self, q: PeerId, family: Option<Family>) {
         let mut batch = Batch::default();
         let keys: Vec<Nlri> =
-            self.rib.loc_iter().map(|(n, _)| *n).filter(|n| family.is_none_or(|f| n.family() == f)).collect();
+            self.rib.loc_iter().map(|(n, _)| n).filter(|n| family.is_none_or(|f| n.family() == f)).collect();
         for nlri in keys {
             let entry = self.rib.loc(&nlri).cloned();
             self.export_one(q, nlri, entry.as_ref(), &mut batch);
@@ -719,16 +719,18 @@ impl Speaker {
             .collect()
     }
 
-    /// Loc-RIB entries of `family`, optionally only those covering `prefix`.
+    /// Loc-RIB entries of `family`, or only `prefix`.
     pub fn routes(&self, family: Family, prefix: Option<&Nlri>) -> Vec<RouteView> {
-        let mut out: Vec<RouteView> = self
-            .rib
-            .loc_iter()
-            .filter(|(n, _)| n.family() == family && prefix.is_none_or(|p| p == *n))
+        let entries: Vec<(Nlri, &LocEntry)> = match prefix {
+            Some(p) => self.rib.loc(p).map(|e| (*p, e)).into_iter().filter(|(n, _)| n.family() == family).collect(),
+            None => self.rib.loc_iter().filter(|(n, _)| n.family() == family).collect(),
+        };
+        let mut out: Vec<RouteView> = entries
+            .into_iter()
             .map(|(n, e)| {
                 let mut paths: Vec<PathView> = self
                     .rib
-                    .candidates(n)
+                    .candidates(&n)
                     .into_iter()
                     .map(|r| {
                         let selected = e.paths().position(|s| s.peer == r.peer);
