@@ -692,6 +692,25 @@ ports:
         assert!(routes.iter().all(|r| r.protocol != "bgp"));
         let Ok(Reply::IpRoutes(v6)) = ask(Request::ShowIpRoute { family: AddressFamily::Ipv6 }).await else { panic!() };
         assert!(v6.iter().all(|r| r.prefix.contains(':')), "{v6:?}");
+        // What BGP asked for but forwarding does not use is listed, not installed.
+        {
+            let bgp = view.bgp.as_ref().unwrap();
+            let mut asked = bgp.installed.0.lock().unwrap();
+            asked.insert(nlri("192.168.1.0/24"), vec![ip("10.1.1.1")]);
+            asked.insert(nlri("10.9.0.0/16"), vec![ip("172.16.0.1")]);
+        }
+        let Ok(Reply::IpRoutes(routes)) = ask(Request::ShowIpRoute { family: AddressFamily::Ipv4 }).await else {
+            panic!()
+        };
+        let rows: Vec<(&str, &str, bool)> = routes
+            .iter()
+            .filter(|r| r.prefix == "192.168.1.0/24" || r.prefix == "10.9.0.0/16")
+            .map(|r| (r.prefix.as_str(), r.protocol.as_str(), r.installed))
+            .collect();
+        assert_eq!(
+            rows,
+            [("10.9.0.0/16", "bgp", false), ("192.168.1.0/24", "connected", true), ("192.168.1.0/24", "bgp", false)]
+        );
         let SwitchView { bgp, .. } = view;
         bgp.unwrap().shutdown().await;
     }

@@ -352,11 +352,16 @@ impl SwitchView {
                     protocol = "kernel".into();
                 }
             }
-            seen.insert(net);
+            if protocol == "bgp" {
+                seen.insert(net);
+            }
             let route =
                 api::IpRoute { prefix: net.to_string(), protocol, distance, metric: 0, installed: true, next_hops };
             out.push((net, route));
         }
+        // BGP routes forwarding does not use: no resolvable next hop, or a
+        // connected/local/static route of the same prefix wins (listed too,
+        // as FRR lists a BGP route that lost to a connected one).
         for (net, hops) in &bgp_routes {
             if seen.contains(net) {
                 continue;
@@ -374,7 +379,7 @@ impl SwitchView {
             };
             out.push((*net, route));
         }
-        out.sort_by_key(|(net, r)| (net.network(), net.prefix(), r.protocol != "local"));
+        out.sort_by_key(|(net, r)| (net.network(), net.prefix(), r.protocol != "local", !r.installed));
         out.into_iter().map(|(_, r)| r).collect()
     }
 
