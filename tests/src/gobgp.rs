@@ -376,3 +376,85 @@ fn afi_of(prefix: &str) -> Afi {
 pub fn path_attr(path: &Value, type_code: u64) -> Option<&Value> {
     path["attrs"].as_array()?.iter().find(|a| a["type"].as_u64() == Some(type_code))
 }
+
+/// A generated IPv4 table for [`Gobgp::mrt_inject`]: `count` consecutive
+/// /24s from 11.0.0.0 (a million end at 26.255.255.0/24), AS_PATH
+/// `65200 <one of attribute_sets 4-octet private ASNs>` (so UPDATEs pack
+/// as a real table's do, many prefixes per attribute set), ORIGIN IGP.
+#[derive(Debug, Clone, Copy)]
+pub struct MrtTable {
+    pub count: u32,
+    pub attribute_sets: u32,
+    /// The AS of the MRT's one peer (the feeder).
+    pub origin_as: u32,
+    pub nexthop: std::net::Ipv4Addr,
+}
+
+impl MrtTable {
+    /// The i-th prefix of the table.
+    pub fn prefix(i: u32) -> std::net::Ipv4Addr {
+        std::net::Ipv4Addr::from((11u32 << 24) + (i << 8))
+    }
+
+    /// The i-th prefix as `a.b.c.0/24`.
+    pub fn prefix_str(i: u32) -> String {
+        format!("{}/24", Self::prefix(i))
+    }
+
+    /// The second AS of the i-th route's AS_PATH: 4-octet private ASNs
+    /// (RFC 6996), clear of every AS the tests use.
+    pub fn path_as(&self, i: u32) -> u32 {
+        4_200_000_000 + i % self.attribute_sets
+    }
+
+    /// Writes the table as an MRT TABLE_DUMP_V2 file: a PEER_INDEX_TABLE
+    /// with one peer, then one RIB_IPV4_UNICAST record per prefix (RFC 6396
+    /// §4.3; AS_PATH with 4-octet ASNs as §4.3.4 requires). The first
+    /// `padding` routes are repeated at the end: `gobgp mrt inject` loses
+    /// the file's tail (see [`Gobgp::mrt_inject`]), and repeats lost there
+    /// cost nothing.
+    pub fn write(&self, path: &std::path::Path, padding: u32) -> std::io::Result<()> {
+        use std::io::Write;
+        const TABLE_DUMP_V2: u16 = 13;
+        const PEER_INDEX_TABLE: u16 = 1;
+        const RIB_IPV4_UNICAST: u16 = 2;
+        fn record(out: &mut impl Write, subtype: u16, body: &[u8]) -> std::io::Result<()> {
+            out.write_all(&0u32.to_be_bytes())?; // timestamp
+            out.write_all(&TABLE_DUMP_V2.to_be_bytes())?;
+            out.write_all(&subtype.to_be_bytes())?;
+            out.write_all(&(body.len() as u32).to_be_bytes())?;
+            out.write_all(body)
+        }
+        let nexthop = self.nexthop.octets();
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+        let mut body = Vec::with_capacity(64);
+        body.extend_from_slice(&nexthop); // collector BGP ID
+        body.extend_from_slice(&0u16.to_be_bytes()); // view name length
+        body.extend_from_slice(&1u16.to_be_bytes()); // peer count
+        body.push(0b10); // peer type: 4-octet AS, IPv4 address
+        body.extend_from_slice(&nexthop); // peer BGP ID
+        body.extend_from_slice(&nexthop); // peer address
+        body.extend_from_slice(&self.origin_as.to_be_bytes());
+        record(&mut out, PEER_INDEX_TABLE, &body)?;
+        for (sequence, i) in (0..self.count).chain(0..padding.min(self.count)).enumerate() {
+            body.clear();
+            body.extend_from_slice(&(sequence as u32).to_be_bytes());
+            body.push(24);
+            body.extend_from_slice(&Self::prefix(i).octets()[..3]);
+            body.extend_from_slice(&1u16.to_be_bytes()); // entry count
+            body.extend_from_slice(&0u16.to_be_bytes()); // peer index
+            body.extend_from_slice(&0u32.to_be_bytes()); // originated time
+            let mut attrs = Vec::with_capacity(32);
+            attrs.extend_from_slice(&[0x40, 1, 1, 0]); // ORIGIN IGP
+            attrs.extend_from_slice(&[0x40, 2, 10, 2, 2]); // AS_PATH: one AS_SEQUENCE of 2
+            attrs.extend_from_slice(&65200u32.to_be_bytes());
+            attrs.extend_from_slice(&self.path_as(i).to_be_bytes());
+            attrs.extend_from_slice(&[0x40, 3, 4]); // NEXT_HOP
+            attrs.extend_from_slice(&nexthop);
+            body.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+            body.extend_from_slice(&attrs);
+            record(&mut out, RIB_IPV4_UNICAST, &body)?;
+        }
+        out.flush()
+    }
+}

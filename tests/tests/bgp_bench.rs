@@ -12,80 +12,18 @@
 //! (`frr` or `ours` to run one receiver), `BGP_BENCH_OUT` (a file the
 //! results are appended to as one JSON line per receiver).
 
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::net::Ipv4Addr;
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use fabric_tests::TempDir;
 use fabric_tests::frr::{Afi, Frr, FrrConfig, FrrNeighbor, frr_available, proc_status_kib};
-use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, gobgp_available};
+use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, MrtTable, gobgp_available};
 use fabric_tests::{Netns, veth};
 
 const FEEDER_AS: u32 = 65100;
 const FRR_AS: u32 = 65001;
 const OURS_AS: u32 = 65003;
-/// Distinct attribute sets in the table (AS paths), so updates pack the way
-/// a real table's do (many prefixes per UPDATE, not all in one).
-const ATTRIBUTE_SETS: u32 = 1000;
-
-/// The i-th prefix of the table: consecutive /24s from 11.0.0.0 (a million
-/// of them end in 26.255.255.0/24).
-fn prefix(i: u32) -> Ipv4Addr {
-    Ipv4Addr::from((11u32 << 24) + (i << 8))
-}
-
-fn mrt_record(out: &mut impl Write, subtype: u16, body: &[u8]) -> std::io::Result<()> {
-    const TABLE_DUMP_V2: u16 = 13;
-    out.write_all(&0u32.to_be_bytes())?; // timestamp
-    out.write_all(&TABLE_DUMP_V2.to_be_bytes())?;
-    out.write_all(&subtype.to_be_bytes())?;
-    out.write_all(&(body.len() as u32).to_be_bytes())?;
-    out.write_all(body)
-}
-
-/// Writes `count` IPv4 /24 routes as an MRT TABLE_DUMP_V2 file: a
-/// PEER_INDEX_TABLE with one peer, then one RIB_IPV4_UNICAST record per
-/// prefix (RFC 6396 §4.3), attributes ORIGIN IGP, AS_PATH (4-octet ASNs, as
-/// §4.3.4 requires) and NEXT_HOP. The first `padding` routes are repeated
-/// at the end: `gobgp mrt inject` loses the file's tail (see
-/// [`Gobgp::mrt_inject`]), and repeats lost there cost nothing.
-pub fn write_mrt(path: &Path, count: u32, padding: u32, nexthop: Ipv4Addr) -> std::io::Result<()> {
-    const PEER_INDEX_TABLE: u16 = 1;
-    const RIB_IPV4_UNICAST: u16 = 2;
-    let mut out = BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
-    let mut body = Vec::with_capacity(64);
-    body.extend_from_slice(&nexthop.octets()); // collector BGP ID
-    body.extend_from_slice(&0u16.to_be_bytes()); // view name length
-    body.extend_from_slice(&1u16.to_be_bytes()); // peer count
-    body.push(0b10); // peer type: 4-octet AS, IPv4 address
-    body.extend_from_slice(&nexthop.octets()); // peer BGP ID
-    body.extend_from_slice(&nexthop.octets()); // peer address
-    body.extend_from_slice(&FEEDER_AS.to_be_bytes());
-    mrt_record(&mut out, PEER_INDEX_TABLE, &body)?;
-    for (sequence, i) in (0..count).chain(0..padding.min(count)).enumerate() {
-        body.clear();
-        body.extend_from_slice(&(sequence as u32).to_be_bytes());
-        body.push(24);
-        body.extend_from_slice(&prefix(i).octets()[..3]);
-        body.extend_from_slice(&1u16.to_be_bytes()); // entry count
-        body.extend_from_slice(&0u16.to_be_bytes()); // peer index
-        body.extend_from_slice(&0u32.to_be_bytes()); // originated time
-        let mut attrs = Vec::with_capacity(32);
-        attrs.extend_from_slice(&[0x40, 1, 1, 0]); // ORIGIN IGP
-        attrs.extend_from_slice(&[0x40, 2, 10, 2, 2]); // AS_PATH: one AS_SEQUENCE of 2
-        attrs.extend_from_slice(&65200u32.to_be_bytes());
-        // 4-octet private ASNs (RFC 6996), clear of every AS in the test.
-        attrs.extend_from_slice(&(4_200_000_000 + i % ATTRIBUTE_SETS).to_be_bytes());
-        attrs.extend_from_slice(&[0x40, 3, 4]); // NEXT_HOP
-        attrs.extend_from_slice(&nexthop.octets());
-        body.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
-        body.extend_from_slice(&attrs);
-        mrt_record(&mut out, RIB_IPV4_UNICAST, &body)?;
-    }
-    out.flush()
-}
-
 /// What one receiver did.
 #[derive(Debug)]
 struct LoadResult {
@@ -272,7 +210,9 @@ fn bgp_table_load() {
     let dir = TempDir::new("bench");
     let mrt = dir.path().join("table.mrt");
     let t = Instant::now();
-    write_mrt(&mrt, count, 20_000, Ipv4Addr::new(10, 77, 0, 1)).expect("write MRT");
+    MrtTable { count, attribute_sets: 1000, origin_as: FEEDER_AS, nexthop: Ipv4Addr::new(10, 77, 0, 1) }
+        .write(&mrt, 20_000)
+        .expect("write MRT");
     println!("generated {count} prefixes as MRT in {:.2}s", t.elapsed().as_secs_f64());
 
     let mut to_frr = GobgpNeighbor::new("10.77.1.2", FRR_AS);
