@@ -222,3 +222,77 @@ fn graceful_restart_helper() {
     assert!(ours.route("10.2.1.0/24").is_none(), "stale 10.2.1.0/24 dropped after End-of-RIB: {timeline:?}");
     assert!(ours.fib("10.2.1.0/24").is_none());
 }
+
+/// IPv6 unicast over an IPv4 session (one session, both families): our
+/// IPv6 routes carry the configured `ipv6_next_hop`, FRR's carry the global
+/// IPv6 address its outbound route map sets, and both sides install them.
+#[test]
+fn ipv6_routes_over_an_ipv4_session() {
+    ipv6_over_ipv4(true);
+}
+
+/// As above without FRR's route map: bgpd without zebra knows no interface
+/// address and sends the IPv4-mapped `::ffff:10.0.15.2`. That address is
+/// no neighbour on the link (nothing answers neighbour discovery for it),
+/// so the route must be installed through the IPv4 next hop it maps
+/// (RFC 5549-style) or not at all, never through the mapped address.
+#[test]
+fn ipv6_route_with_ipv4_mapped_next_hop() {
+    ipv6_over_ipv4(false);
+}
+
+fn ipv6_over_ipv4(frr_sets_global_next_hop: bool) {
+    if !frr_available("bgp_frr_features ipv6_routes_over_an_ipv4_session") {
+        return;
+    }
+    let (ours_ns, frr_ns) = pair();
+    ours_ns.ip(&["addr", "add", "fd00:15::1/64", "dev", "eth1", "nodad"]);
+    frr_ns.ip(&["addr", "add", "fd00:15::2/64", "dev", "eth1", "nodad"]);
+    let mut n = FrrNeighbor::new(OURS, 65001);
+    n.families = vec![Afi::Ipv4, Afi::Ipv6];
+    let mut config = FrrConfig::new(65002, "10.0.0.2").network("10.2.0.0/24").network("fd00:2::/48");
+    if frr_sets_global_next_hop {
+        n.extra = vec![
+            "address-family ipv6 unicast".into(),
+            format!("neighbor {OURS} route-map V6NH out"),
+            "exit-address-family".into(),
+        ];
+        config = config.trailer("route-map V6NH permit 10").trailer(" set ipv6 next-hop global fd00:15::2");
+    }
+    let frr = Frr::start(&frr_ns, &config.neighbor(n).render());
+    let ours = Speaker::start(
+        &ours_ns,
+        &format!(
+            r#"
+asn: 65001
+router_id: 10.0.0.1
+timers: {{ hold_time: 9, connect_retry: 1 }}
+networks: [10.1.0.0/24, "fd00:1::/48"]
+ipv6_next_hop: "fd00:15::1"
+neighbors:
+  - {{ address: {FRR}, remote_as: 65002, families: [ipv4-unicast, ipv6-unicast] }}
+"#
+        ),
+    );
+    frr.wait_established(OURS, WAIT);
+    let route = frr.wait_route("fd00:1::/48", WAIT, |_| true);
+    let path = &route["paths"][0];
+    assert_eq!(path["nexthops"][0]["ip"], "fd00:15::1", "{path:#}");
+    assert_eq!(path["valid"], true, "{path:#}");
+    frr.wait_route("10.1.0.0/24", WAIT, |_| true);
+    let route = wait_route(&ours, "fd00:2::/48");
+    if frr_sets_global_next_hop {
+        assert_eq!(route["paths"][0]["next_hop"], "fd00:15::2", "{route:#}");
+        assert_eq!(ours.fib("fd00:2::/48"), Some(vec!["fd00:15::2".to_string()]));
+    } else {
+        assert_eq!(route["paths"][0]["next_hop"], "::ffff:10.0.15.2", "what FRR -Z sends: {route:#}");
+        let fib = ours.fib("fd00:2::/48");
+        assert!(
+            fib.is_none() || fib == Some(vec![FRR.to_string()]),
+            "installed through the IPv4-mapped address, which never resolves: {fib:?}"
+        );
+    }
+    assert_eq!(ours.fib("10.2.0.0/24"), Some(vec![FRR.to_string()]));
+    let n = neighbor(&ours);
+    assert_eq!(n["negotiated"]["families"].as_array().map(Vec::len), Some(2), "{n:#}");
+}
