@@ -5,8 +5,9 @@
 //! reach FRR through us with the attributes RFC 4271 says an eBGP speaker
 //! passes on: our AS prepended, NEXT_HOP set to ourselves, communities
 //! kept (transitive), MED not propagated to a third AS (§5.1.4), no
-//! LOCAL_PREF (§5.1.5). Withdraws travel the same way, and FRR's routes
-//! reach GoBGP.
+//! LOCAL_PREF (§5.1.5), optional transitive attributes (large and extended
+//! communities, AGGREGATOR) and AS_SETs intact. Withdraws travel the same
+//! way, and FRR's routes reach GoBGP.
 
 use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
@@ -70,6 +71,29 @@ neighbors:
     let route = frr.wait_route("10.3.1.0/24", WAIT, |_| true);
     assert_eq!(route["paths"][0]["aspath"]["string"], "65001 65003 65010 65011", "{route:#}");
 
+    // Optional transitive attributes pass through: LARGE_COMMUNITIES,
+    // EXTENDED_COMMUNITIES (route target), AGGREGATOR, and an AS_SET.
+    gobgp.add_route(
+        "10.3.2.0/24",
+        &[
+            "aspath",
+            "65010 {65020,65021}",
+            "large-community",
+            "65003:1:2",
+            "rt",
+            "65003:100",
+            "aggregator",
+            "65010:10.0.0.10",
+        ],
+    );
+    let route = frr.wait_route("10.3.2.0/24", WAIT, |_| true);
+    let path = &route["paths"][0];
+    assert_eq!(path["aspath"]["string"], "65001 65003 65010 {65020,65021}", "{path:#}");
+    assert_eq!(path["largeCommunity"]["string"], "65003:1:2", "{path:#}");
+    assert_eq!(path["extendedCommunity"]["string"], "RT:65003:100", "{path:#}");
+    assert_eq!(path["aggregatorAs"], 65010, "{path:#}");
+    assert_eq!(path["aggregatorId"], "10.0.0.10", "{path:#}");
+
     // The table.
     let dir = TempDir::new("transit");
     let mrt = dir.path().join("table.mrt");
@@ -77,7 +101,7 @@ neighbors:
     table.write(&mrt, 2_000).expect("write MRT");
     gobgp.mrt_inject(&mrt, None);
     let deadline = Instant::now() + WAIT;
-    let expected = TABLE as u64 + 2;
+    let expected = TABLE as u64 + 3;
     loop {
         let at_frr = frr.prefixes_received(Afi::Ipv4, "10.0.17.1");
         if at_frr >= expected {
