@@ -296,3 +296,52 @@ neighbors:
     let n = neighbor(&ours);
     assert_eq!(n["negotiated"]["families"].as_array().map(Vec::len), Some(2), "{n:#}");
 }
+
+/// `stop PEER` sends FRR a Cease and withdraws nothing it should keep;
+/// `start PEER` brings the session back; stopping the daemon (SIGTERM)
+/// sends a Cease too, so FRR drops our routes at once instead of waiting
+/// for its hold timer.
+#[test]
+fn stop_start_and_shutdown_send_cease() {
+    if !frr_available("bgp_frr_features stop_start_and_shutdown_send_cease") {
+        return;
+    }
+    let (ours_ns, frr_ns) = pair();
+    let frr = Frr::start(&frr_ns, &frr_config(65002, 65001, true, &["10.2.0.0/24"]).render());
+    let mut ours = Speaker::start(&ours_ns, &ours_yaml(65001, 65002, ""));
+    frr.wait_established(OURS, WAIT);
+    frr.wait_route("10.1.0.0/24", WAIT, |_| true);
+
+    let notification_seen = |frr: &Frr| {
+        let n = frr.neighbor(OURS);
+        n["bgpState"] != "Established"
+            && n["lastNotificationReason"].as_str().is_some_and(|r| r.starts_with("Cease"))
+            && n["lastResetDueTo"].as_str().is_some_and(|r| r.contains("Notification received"))
+    };
+    ours.control(&[&format!("stop {FRR}")]);
+    let deadline = Instant::now() + WAIT;
+    while !notification_seen(&frr) {
+        assert!(Instant::now() < deadline, "FRR saw no Cease after stop: {:#}", frr.neighbor(OURS));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    frr.wait_no_route("10.1.0.0/24", WAIT);
+    // Stopped means stopped: no reconnection while FRR is willing.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_ne!(frr.neighbor_state(OURS).as_deref(), Some("Established"));
+
+    ours.control(&[&format!("start {FRR}")]);
+    frr.wait_established(OURS, WAIT);
+    frr.wait_route("10.1.0.0/24", WAIT, |_| true);
+    let dropped_before = frr.neighbor(OURS)["connectionsDropped"].as_u64().unwrap_or(0);
+
+    // SIGTERM: Cease on the way out; FRR's hold timer (3 s) never fires.
+    let stopped_at = Instant::now();
+    ours.stop();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !(notification_seen(&frr) && frr.neighbor(OURS)["connectionsDropped"].as_u64() > Some(dropped_before)) {
+        assert!(Instant::now() < deadline, "FRR saw no Cease on shutdown: {:#}", frr.neighbor(OURS));
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert!(stopped_at.elapsed() < Duration::from_secs(2), "down by NOTIFICATION, not by hold timer");
+    assert!(frr.route("10.1.0.0/24").is_none());
+}
