@@ -15,6 +15,7 @@
 
 mod bridge;
 mod counters;
+mod dir24;
 mod events;
 mod icmp;
 mod neighbor;

@@ -83,10 +83,12 @@ impl Switch {
         }
         let entry = NeighborEntry { mac: Some(mac), state: NeighborState::Reachable, updated: 0, is_static: true };
         self.neighbors.entries.insert(key, Neighbor { entry, probes: 0, next_probe: 0 });
+        self.router.invalidate_rewrites();
         Ok(())
     }
 
     pub fn remove_neighbor(&mut self, rif: RifId, ip: IpAddr) -> Result<(), TableError> {
+        self.router.invalidate_rewrites();
         self.neighbors.entries.remove(&(rif, ip)).map(|_| ()).ok_or(TableError::NotFound)
     }
 
@@ -114,6 +116,7 @@ impl Switch {
             Some(neighbor) => match neighbor.entry.state {
                 NeighborState::Reachable | NeighborState::Probe => neighbor.entry.mac,
                 NeighborState::Stale => {
+                    self.router.invalidate_rewrites();
                     neighbor.entry.state = NeighborState::Probe;
                     neighbor.entry.updated = now;
                     neighbor.probes = 0;
@@ -125,6 +128,7 @@ impl Switch {
                     // A failed neighbour is retried, but no more often than
                     // once per retransmission interval.
                     if now >= neighbor.next_probe {
+                        self.router.invalidate_rewrites();
                         neighbor.entry.state = NeighborState::Incomplete;
                         neighbor.entry.updated = now;
                         neighbor.probes = 1;
@@ -142,6 +146,7 @@ impl Switch {
                     NeighborEntry { mac: None, state: NeighborState::Incomplete, updated: now, is_static: false };
                 let next_probe = now.saturating_add(retrans);
                 self.neighbors.entries.insert((rif, ip), Neighbor { entry, probes: 1, next_probe });
+                self.router.invalidate_rewrites();
                 self.send_neighbor_request(now, Request { rif, ip, unicast: None }, out);
                 None
             }
@@ -166,6 +171,8 @@ impl Switch {
         }
         let key = (rif, ip);
         let room = !self.neighbors.is_full();
+        // Learning runs at the rate of ARP/ND packets, not of traffic.
+        self.router.invalidate_rewrites();
         let resolved = match self.neighbors.entries.get_mut(&key) {
             Some(neighbor) if neighbor.entry.is_static => false,
             Some(neighbor) => {
@@ -202,6 +209,7 @@ impl Switch {
         let config = &self.config;
         let requests = &mut self.neighbor_requests;
         let events = &mut self.events;
+        let mut changed = false;
         requests.clear();
         self.neighbors.entries.retain(|&(rif, ip), neighbor| {
             let entry = &mut neighbor.entry;
@@ -212,6 +220,7 @@ impl Switch {
             match entry.state {
                 NeighborState::Incomplete | NeighborState::Probe if now >= neighbor.next_probe => {
                     if neighbor.probes >= config.neighbor_max_probes {
+                        changed = true;
                         if entry.state == NeighborState::Probe {
                             events.push(Event::NeighborExpired { rif, ip });
                         }
@@ -228,11 +237,13 @@ impl Switch {
                     true
                 }
                 NeighborState::Reachable if age >= config.neighbor_reachable_ns => {
+                    changed = true;
                     entry.state = NeighborState::Stale;
                     entry.updated = now;
                     true
                 }
                 NeighborState::Stale if age >= config.neighbor_stale_ns => {
+                    changed = true;
                     events.push(Event::NeighborExpired { rif, ip });
                     false
                 }
@@ -242,6 +253,9 @@ impl Switch {
                 _ => true,
             }
         });
+        if changed {
+            self.router.invalidate_rewrites();
+        }
         for index in 0..self.neighbor_requests.len() {
             let request = self.neighbor_requests[index];
             self.send_neighbor_request(now, request, out);
@@ -445,6 +459,7 @@ impl Switch {
                     {
                         neighbor.entry.state = NeighborState::Reachable;
                         neighbor.entry.updated = now;
+                        self.router.invalidate_rewrites();
                     }
                 }
                 Ok(Disposition::Punted)

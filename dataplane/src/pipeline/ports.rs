@@ -90,6 +90,7 @@ impl Switch {
                 })
             }
         }
+        self.router.invalidate_rewrites();
         Ok(())
     }
 
@@ -103,6 +104,7 @@ impl Switch {
             self.flush_fdb(Some(port), None, false);
         }
         self.ports[usize::from(port)] = None;
+        self.router.invalidate_rewrites();
         Ok(())
     }
 
@@ -114,6 +116,7 @@ impl Switch {
     pub fn set_port_oper_status(&mut self, port: PortId, up: bool) {
         if let Some(Some(existing)) = self.ports.get_mut(usize::from(port)) {
             existing.oper_up = up;
+            self.router.invalidate_rewrites();
             if !up {
                 // The hosts behind a dead link are gone from it (802.1Q 8.8.3).
                 self.flush_fdb_inner(Some(port), None, true, true);

@@ -9,6 +9,7 @@ use prefix_trie::PrefixMap;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bridge::{BridgeSource, BridgedFrame};
+use super::dir24::{self, Dir24};
 use super::icmp::{Icmpv4Error, Icmpv6Error};
 use super::output::{Output, PuntReason};
 use super::{
@@ -96,12 +97,27 @@ impl L3Source {
 
 pub(crate) struct Router {
     pub(crate) rifs: Vec<Option<RouterInterface>>,
-    pub(crate) v4: PrefixMap<(u32, u8), RouteTarget>,
-    pub(crate) v6: PrefixMap<(u128, u8), RouteTarget>,
+    pub(crate) v4: PrefixMap<(u32, u8), Route>,
+    pub(crate) v6: PrefixMap<(u128, u8), Route>,
+    /// The IPv4 table as DIR-24-8, once it holds `DIR24_MIN_ROUTES` routes.
+    fib4: Option<Dir24>,
+    /// A slot beyond what a DIR-24-8 entry holds was needed: trie only.
+    fib4_unusable: bool,
+    v4_count: usize,
     route_count: usize,
     route_capacity: usize,
-    pub(crate) next_hops: FxHashMap<NextHopId, NextHop>,
-    pub(crate) groups: FxHashMap<NextHopGroupId, Group>,
+    /// Next hops and groups by id: their slots in `hops` and `group_slots`,
+    /// which routes carry so that the packet path indexes, never hashes.
+    next_hops: FxHashMap<NextHopId, u32>,
+    pub(crate) hops: Vec<Hop>,
+    free_hops: Vec<u32>,
+    groups: FxHashMap<NextHopGroupId, u32>,
+    group_slots: Vec<Group>,
+    free_groups: Vec<u32>,
+    /// Bumped by every change that can make a next hop's cached rewrite
+    /// wrong (neighbours, ports, router interfaces, next hops); a rewrite
+    /// of an older generation is rebuilt by the slow path.
+    pub(crate) generation: u64,
     /// Routes and groups that use a next hop, routes that use a group,
     /// routes and next hops that use a router interface.
     next_hop_refs: FxHashMap<NextHopId, u32>,
@@ -127,10 +143,18 @@ impl Router {
             rifs: (0..config.max_router_interfaces).map(|_| None).collect(),
             v4: PrefixMap::new(),
             v6: PrefixMap::new(),
+            fib4: None,
+            fib4_unusable: false,
+            v4_count: 0,
             route_count: 0,
             route_capacity: config.route_capacity,
             next_hops: FxHashMap::default(),
+            hops: Vec::new(),
+            free_hops: Vec::new(),
             groups: FxHashMap::default(),
+            group_slots: Vec::new(),
+            free_groups: Vec::new(),
+            generation: 1,
             next_hop_refs: FxHashMap::default(),
             group_refs: FxHashMap::default(),
             rif_refs: FxHashMap::default(),
@@ -207,13 +231,92 @@ impl Router {
     }
 
     #[inline]
-    pub(crate) fn lookup_v4(&self, addr: Ipv4Addr) -> Option<RouteTarget> {
-        self.v4.get_lpm(&(u32::from(addr), 32)).map(|(_, target)| *target)
+    pub(crate) fn lookup_v4(&self, addr: Ipv4Addr) -> Option<Route> {
+        match &self.fib4 {
+            Some(fib) => self.decode_fib4(fib.lookup(u32::from(addr))),
+            None => self.v4.get_lpm(&(u32::from(addr), 32)).map(|(_, route)| *route),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn fib4_active(&self) -> bool {
+        self.fib4.is_some()
+    }
+
+    /// A DIR-24-8 entry for `route` of prefix length `len`; None if its
+    /// operand does not fit.
+    fn encode_fib4(route: Route, len: u8) -> Option<u32> {
+        let (kind, operand) = match route.target {
+            RouteTarget::Local => (1, 0),
+            RouteTarget::Connected(rif) => (2, u32::from(rif)),
+            RouteTarget::NextHop(_) => (3, route.slot),
+            RouteTarget::Group(_) => (4, route.slot),
+            RouteTarget::Drop => (5, 0),
+            RouteTarget::Punt => (6, 0),
+        };
+        (operand < dir24::OPERAND_LIMIT).then(|| dir24::entry(kind, operand, len))
     }
 
     #[inline]
-    pub(crate) fn lookup_v6(&self, addr: Ipv6Addr) -> Option<RouteTarget> {
-        self.v6.get_lpm(&(u128::from(addr), 128)).map(|(_, target)| *target)
+    fn decode_fib4(&self, entry: u32) -> Option<Route> {
+        let (kind, operand) = dir24::target(entry);
+        let target = match kind {
+            0 => return None,
+            1 => RouteTarget::Local,
+            2 => RouteTarget::Connected(operand as RifId),
+            3 => RouteTarget::NextHop(self.hops[operand as usize].id),
+            4 => RouteTarget::Group(self.group_slots[operand as usize].id),
+            5 => RouteTarget::Drop,
+            _ => RouteTarget::Punt,
+        };
+        let slot = if matches!(kind, 3 | 4) { operand } else { NO_SLOT };
+        Some(Route { target, slot })
+    }
+
+    /// The entry of the longest route covering `addr/len` (0: none).
+    fn fib4_entry_covering(&self, addr: u32, len: u8) -> u32 {
+        self.v4.get_lpm(&(addr, len)).and_then(|((_, len), &route)| Router::encode_fib4(route, len)).unwrap_or(0)
+    }
+
+    /// Keeps the DIR-24-8 index in step with a change of `key` in the trie
+    /// (already applied), and builds or drops it as the table grows or shrinks.
+    fn fib4_update(&mut self, key: (u32, u8), new: Option<Route>, added: bool) {
+        if let Some(mut fib) = self.fib4.take() {
+            let ok = match new {
+                Some(route) => match Router::encode_fib4(route, key.1) {
+                    Some(entry) => {
+                        fib.insert(key.0, key.1, entry, added);
+                        true
+                    }
+                    None => false,
+                },
+                None => {
+                    let uncovered = self.fib4_entry_covering(key.0, key.1);
+                    fib.remove(key.0, key.1, uncovered, || self.fib4_entry_covering(key.0 & !0xff, 24));
+                    true
+                }
+            };
+            if !ok {
+                self.fib4_unusable = true;
+            } else if self.v4_count >= DIR24_MIN_ROUTES / 2 {
+                self.fib4 = Some(fib);
+            }
+        } else if self.v4_count >= DIR24_MIN_ROUTES && !self.fib4_unusable {
+            let mut fib = Dir24::new();
+            for ((addr, len), &route) in self.v4.iter() {
+                let Some(entry) = Router::encode_fib4(route, len) else {
+                    self.fib4_unusable = true;
+                    return;
+                };
+                fib.insert(addr, len, entry, true);
+            }
+            self.fib4 = Some(fib);
+        }
+    }
+
+    #[inline]
+    pub(crate) fn lookup_v6(&self, addr: Ipv6Addr) -> Option<Route> {
+        self.v6.get_lpm(&(u128::from(addr), 128)).map(|(_, route)| *route)
     }
 
     pub(crate) fn lookup(&self, addr: IpAddr) -> Option<RouteTarget> {
@@ -221,6 +324,27 @@ impl Router {
             IpAddr::V4(addr) => self.lookup_v4(addr),
             IpAddr::V6(addr) => self.lookup_v6(addr),
         }
+        .map(|route| route.target)
+    }
+
+    /// The route entry for a checked target: with the slot of its next hop or group.
+    fn route_for(&self, target: RouteTarget) -> Route {
+        let slot = match target {
+            RouteTarget::NextHop(id) => self.next_hops[&id],
+            RouteTarget::Group(id) => self.groups[&id],
+            _ => NO_SLOT,
+        };
+        Route { target, slot }
+    }
+
+    pub(crate) fn next_hop(&self, id: NextHopId) -> Option<NextHop> {
+        self.next_hops.get(&id).map(|&slot| self.hops[slot as usize].next_hop)
+    }
+
+    /// Invalidates every cached rewrite.
+    #[inline]
+    pub(crate) fn invalidate_rewrites(&mut self) {
+        self.generation += 1;
     }
 
     fn reference(&mut self, target: RouteTarget, delta: i32) {
@@ -334,6 +458,7 @@ impl Switch {
         }
         self.router.rifs[usize::from(rif)] = Some(config);
         self.router.refresh_router_macs();
+        self.router.invalidate_rewrites();
         Ok(())
     }
 
@@ -361,6 +486,7 @@ impl Switch {
         self.unbind_rif(config.kind);
         self.router.rifs[usize::from(rif)] = None;
         self.router.refresh_router_macs();
+        self.router.invalidate_rewrites();
         self.neighbors.remove_rif(rif);
         Ok(())
     }
@@ -376,8 +502,8 @@ impl Switch {
         self.router.check_target(target)?;
         self.vxlan.route_cache.clear();
         let old = match prefix {
-            IpNetwork::V4(net) => self.router.v4.get(&v4_key(net)).copied(),
-            IpNetwork::V6(net) => self.router.v6.get(&v6_key(net)).copied(),
+            IpNetwork::V4(net) => self.router.v4.get(&v4_key(net)).map(|route| route.target),
+            IpNetwork::V6(net) => self.router.v6.get(&v6_key(net)).map(|route| route.target),
         };
         if old.is_none() && self.router.route_count >= self.router.route_capacity {
             return Err(TableError::Full);
@@ -385,10 +511,19 @@ impl Switch {
         if target == RouteTarget::Local && prefix.prefix() != prefix_max(prefix) {
             return Err(TableError::Invalid("a Local route is a host route (/32 or /128)"));
         }
+        let route = self.router.route_for(target);
         match prefix {
-            IpNetwork::V4(net) => self.router.v4.insert(v4_key(net), target),
-            IpNetwork::V6(net) => self.router.v6.insert(v6_key(net), target),
-        };
+            IpNetwork::V4(net) => {
+                self.router.v4.insert(v4_key(net), route);
+                if old.is_none() {
+                    self.router.v4_count += 1;
+                }
+                self.router.fib4_update(v4_key(net), Some(route), old.is_none());
+            }
+            IpNetwork::V6(net) => {
+                self.router.v6.insert(v6_key(net), route);
+            }
+        }
         if let Some(old) = old {
             self.router.reference(old, -1);
             self.forget_route_side_tables(prefix, old);
@@ -431,10 +566,15 @@ impl Switch {
     pub fn remove_route(&mut self, prefix: IpNetwork) -> Result<(), TableError> {
         self.vxlan.route_cache.clear();
         let old = match prefix {
-            IpNetwork::V4(net) => self.router.v4.remove(&v4_key(net)),
-            IpNetwork::V6(net) => self.router.v6.remove(&v6_key(net)),
+            IpNetwork::V4(net) => {
+                let old = self.router.v4.remove(&v4_key(net)).ok_or(TableError::NotFound)?;
+                self.router.v4_count -= 1;
+                self.router.fib4_update(v4_key(net), None, false);
+                old
+            }
+            IpNetwork::V6(net) => self.router.v6.remove(&v6_key(net)).ok_or(TableError::NotFound)?,
         }
-        .ok_or(TableError::NotFound)?;
+        .target;
         self.router.route_count -= 1;
         self.router.reference(old, -1);
         self.forget_route_side_tables(prefix, old);
@@ -443,8 +583,8 @@ impl Switch {
 
     pub fn route(&self, prefix: IpNetwork) -> Option<RouteTarget> {
         match prefix {
-            IpNetwork::V4(net) => self.router.v4.get(&v4_key(net)).copied(),
-            IpNetwork::V6(net) => self.router.v6.get(&v6_key(net)).copied(),
+            IpNetwork::V4(net) => self.router.v4.get(&v4_key(net)).map(|route| route.target),
+            IpNetwork::V6(net) => self.router.v6.get(&v6_key(net)).map(|route| route.target),
         }
     }
 
@@ -454,11 +594,11 @@ impl Switch {
     }
 
     pub fn routes(&self) -> impl Iterator<Item = (IpNetwork, RouteTarget)> + '_ {
-        let v4 = self.router.v4.iter().map(|((addr, len), &target)| {
-            (IpNetwork::V4(Ipv4Network::new(Ipv4Addr::from(addr), len).expect("valid length")), target)
+        let v4 = self.router.v4.iter().map(|((addr, len), route)| {
+            (IpNetwork::V4(Ipv4Network::new(Ipv4Addr::from(addr), len).expect("valid length")), route.target)
         });
-        let v6 = self.router.v6.iter().map(|((addr, len), &target)| {
-            (IpNetwork::V6(Ipv6Network::new(Ipv6Addr::from(addr), len).expect("valid length")), target)
+        let v6 = self.router.v6.iter().map(|((addr, len), route)| {
+            (IpNetwork::V6(Ipv6Network::new(Ipv6Addr::from(addr), len).expect("valid length")), route.target)
         });
         v4.chain(v6)
     }
@@ -474,34 +614,50 @@ impl Switch {
         if self.router.rif(next_hop.rif).is_none() {
             return Err(TableError::Invalid("no such router interface"));
         }
-        if let Some(old) = self.router.next_hops.insert(id, next_hop) {
-            *self.router.rif_refs.entry(old.rif).or_default() -= 1;
-            for group in self.router.groups.values_mut() {
-                for (member_id, member) in group.ids.iter().zip(group.members.iter_mut()) {
-                    if *member_id == id {
-                        *member = next_hop;
+        let router = &mut self.router;
+        let hop = Hop { id, next_hop, rewrite: Rewrite::default() };
+        match router.next_hops.get(&id) {
+            // Replaced in its slot: the routes and groups using it follow.
+            Some(&slot) => {
+                let old = std::mem::replace(&mut router.hops[slot as usize], hop);
+                *router.rif_refs.entry(old.next_hop.rif).or_default() -= 1;
+            }
+            None => {
+                let slot = match router.free_hops.pop() {
+                    Some(slot) => {
+                        router.hops[slot as usize] = hop;
+                        slot
                     }
-                }
+                    None => {
+                        router.hops.push(hop);
+                        (router.hops.len() - 1) as u32
+                    }
+                };
+                router.next_hops.insert(id, slot);
             }
         }
-        *self.router.rif_refs.entry(next_hop.rif).or_default() += 1;
+        *router.rif_refs.entry(next_hop.rif).or_default() += 1;
+        router.invalidate_rewrites();
         Ok(())
     }
 
     pub fn remove_next_hop(&mut self, id: NextHopId) -> Result<(), TableError> {
-        if !self.router.next_hops.contains_key(&id) {
+        let Some(&slot) = self.router.next_hops.get(&id) else {
             return Err(TableError::NotFound);
-        }
+        };
         if self.router.next_hop_refs.get(&id).is_some_and(|&count| count > 0) {
             return Err(TableError::InUse);
         }
-        let old = self.router.next_hops.remove(&id).expect("checked");
-        *self.router.rif_refs.entry(old.rif).or_default() -= 1;
+        self.router.next_hops.remove(&id);
+        self.router.free_hops.push(slot);
+        let old = std::mem::take(&mut self.router.hops[slot as usize]);
+        *self.router.rif_refs.entry(old.next_hop.rif).or_default() -= 1;
+        self.router.invalidate_rewrites();
         Ok(())
     }
 
     pub fn next_hop(&self, id: NextHopId) -> Option<NextHop> {
-        self.router.next_hops.get(&id).copied()
+        self.router.next_hop(id)
     }
 
     /// Creates or replaces an ECMP group. Members may repeat (weights); an
@@ -510,33 +666,56 @@ impl Switch {
         if members.iter().any(|member| !self.router.next_hops.contains_key(member)) {
             return Err(TableError::Invalid("no such next hop"));
         }
+        let router = &mut self.router;
         for &member in members {
-            *self.router.next_hop_refs.entry(member).or_default() += 1;
+            *router.next_hop_refs.entry(member).or_default() += 1;
         }
-        let resolved = members.iter().map(|member| self.router.next_hops[member]).collect();
-        if let Some(old) = self.router.groups.insert(id, Group { ids: members.to_vec(), members: resolved }) {
-            for member in old.ids {
-                *self.router.next_hop_refs.entry(member).or_default() -= 1;
+        let group = Group {
+            id,
+            ids: members.to_vec(),
+            members: members.iter().map(|member| router.next_hops[member]).collect(),
+        };
+        match router.groups.get(&id) {
+            Some(&slot) => {
+                let old = std::mem::replace(&mut router.group_slots[slot as usize], group);
+                for member in old.ids {
+                    *router.next_hop_refs.entry(member).or_default() -= 1;
+                }
+            }
+            None => {
+                let slot = match router.free_groups.pop() {
+                    Some(slot) => {
+                        router.group_slots[slot as usize] = group;
+                        slot
+                    }
+                    None => {
+                        router.group_slots.push(group);
+                        (router.group_slots.len() - 1) as u32
+                    }
+                };
+                router.groups.insert(id, slot);
             }
         }
         Ok(())
     }
 
     pub fn remove_next_hop_group(&mut self, id: NextHopGroupId) -> Result<(), TableError> {
-        if !self.router.groups.contains_key(&id) {
+        let Some(&slot) = self.router.groups.get(&id) else {
             return Err(TableError::NotFound);
-        }
+        };
         if self.router.group_refs.get(&id).is_some_and(|&count| count > 0) {
             return Err(TableError::InUse);
         }
-        for member in self.router.groups.remove(&id).expect("checked").ids {
+        self.router.groups.remove(&id);
+        self.router.free_groups.push(slot);
+        for member in std::mem::take(&mut self.router.group_slots[slot as usize]).ids {
             *self.router.next_hop_refs.entry(member).or_default() -= 1;
         }
         Ok(())
     }
 
     pub fn next_hop_group(&self, id: NextHopGroupId) -> Option<&[NextHopId]> {
-        self.router.groups.get(&id).map(|group| group.ids.as_slice())
+        self.router.groups.get(&id).map(|&slot| self.router.group_slots[slot as usize].ids.as_slice())
     }
 
     // ---- forwarding ----
@@ -639,11 +818,11 @@ impl Switch {
                 return self.vxlan_decap(now, source, src, udp.payload(), out);
             }
         }
-        let Some(target) = self.router.lookup_v4(dst) else {
+        let Some(route) = self.router.lookup_v4(dst) else {
             self.icmpv4_error(now, source, ip, Icmpv4Error::NetUnreachable, out);
             return Err(DropReason::NoRoute);
         };
-        match target {
+        match route.target {
             RouteTarget::Local => return self.ipv4_local(now, source, frame, ip, out),
             RouteTarget::Punt => {
                 self.punt_l3(source, frame, ip, PuntReason::RouteTrap, out);
@@ -661,7 +840,7 @@ impl Switch {
             self.icmpv4_error(now, source, ip, Icmpv4Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
-        let adjacency = self.select_next_hop(target, IpAddr::V4(dst), || {
+        let adjacency = self.select_next_hop(route, IpAddr::V4(dst), || {
             let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
             flow_hash(u128::from(u32::from(src)), u128::from(u32::from(dst)), packet.protocol().into(), ports)
         })?;
@@ -740,11 +919,11 @@ impl Switch {
             }
             return self.ipv6_local(now, source, rif, frame, ip, out);
         }
-        let Some(target) = self.router.lookup_v6(dst) else {
+        let Some(route) = self.router.lookup_v6(dst) else {
             self.icmpv6_error(now, source, ip, Icmpv6Error::NoRoute, out);
             return Err(DropReason::NoRoute);
         };
-        match target {
+        match route.target {
             RouteTarget::Local => return self.ipv6_local(now, source, rif, frame, ip, out),
             RouteTarget::Punt => {
                 self.punt_l3(source, frame, ip, PuntReason::RouteTrap, out);
@@ -761,7 +940,7 @@ impl Switch {
             self.icmpv6_error(now, source, ip, Icmpv6Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
-        let adjacency = self.select_next_hop(target, IpAddr::V6(dst), || {
+        let adjacency = self.select_next_hop(route, IpAddr::V6(dst), || {
             let (protocol, ports) = match packet.upper_layer() {
                 Ok(upper) if upper.fragment.is_none() => (
                     upper.protocol,
@@ -828,31 +1007,33 @@ impl Switch {
         Ok(Disposition::Punted)
     }
 
-    /// The next hop `target` gives for `dst`; for an ECMP group, the member
-    /// `hash` picks (computed only then).
+    /// The next hop `route` gives for `dst`; for an ECMP group, the member
+    /// `hash` picks (computed only then). Array indexing only: the route
+    /// carries its next hop's or group's slot.
     #[inline]
     pub(crate) fn select_next_hop(
         &self,
-        target: RouteTarget,
+        route: Route,
         dst: IpAddr,
         hash: impl FnOnce() -> u32,
     ) -> Result<Adjacency, DropReason> {
-        let next_hop = match target {
-            RouteTarget::Connected(rif) => return Ok(Adjacency { rif, next_hop: dst }),
-            RouteTarget::NextHop(id) => self.router.next_hops.get(&id).ok_or(DropReason::NoRoute)?,
-            RouteTarget::Group(id) => {
-                let members = &self.router.groups.get(&id).ok_or(DropReason::NoRoute)?.members;
+        let slot = match route.target {
+            RouteTarget::Connected(rif) => return Ok(Adjacency { rif, next_hop: dst, slot: NO_SLOT }),
+            RouteTarget::NextHop(_) => route.slot,
+            RouteTarget::Group(_) => {
+                let members = &self.router.group_slots.get(route.slot as usize).ok_or(DropReason::NoRoute)?.members;
                 if members.is_empty() {
                     return Err(DropReason::Blackhole);
                 }
                 // Multiply-shift maps the hash onto the members without a division.
                 let index = (u64::from(hash()) * members.len() as u64) >> 32;
-                &members[index as usize]
+                members[index as usize]
             }
             RouteTarget::Drop => return Err(DropReason::Blackhole),
             RouteTarget::Local | RouteTarget::Punt => return Err(DropReason::NoRoute),
         };
-        Ok(Adjacency { rif: next_hop.rif, next_hop: next_hop.ip })
+        let next_hop = self.router.hops.get(slot as usize).ok_or(DropReason::NoRoute)?.next_hop;
+        Ok(Adjacency { rif: next_hop.rif, next_hop: next_hop.ip, slot })
     }
 
     /// Sends an IP packet of `ip_len` bytes (written by `write`) to a
@@ -868,6 +1049,24 @@ impl Switch {
         out: &mut Output,
         write: impl FnOnce(&mut [u8]),
     ) -> Result<(), DropReason> {
+        // The fast path: a next hop on a routed port with a usable
+        // neighbour has its rewrite cached; one index, no lookups.
+        if let Some(hop) = self.router.hops.get(adjacency.slot as usize)
+            && hop.rewrite.generation == self.router.generation
+        {
+            let rewrite = hop.rewrite;
+            if ip_len > usize::from(rewrite.mtu) {
+                return Err(DropReason::MtuExceeded);
+            }
+            let buf = out.push(Egress::Port(rewrite.port), ethernet::HEADER_LEN + ip_len);
+            buf[..12].copy_from_slice(&rewrite.macs);
+            buf[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
+            write(&mut buf[ethernet::HEADER_LEN..]);
+            if let Some(Some(port)) = self.ports.get_mut(usize::from(rewrite.port)) {
+                port.counters.count_tx(buf);
+            }
+            return Ok(());
+        }
         let rif = match self.router.rif(adjacency.rif) {
             Some(rif) if rif.admin_up => *rif,
             _ => return Err(DropReason::RouterInterfaceDown),
@@ -876,7 +1075,36 @@ impl Switch {
             return Err(DropReason::MtuExceeded);
         }
         let mac = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out).ok_or(DropReason::NeighborMiss)?;
-        self.rif_send_frame(now, adjacency.rif, mac, ethertype, ip_len, out, write)
+        self.rif_send_frame(now, adjacency.rif, mac, ethertype, ip_len, out, write)?;
+        self.cache_rewrite(adjacency, rif, mac);
+        Ok(())
+    }
+
+    /// Caches the rewrite of a next hop that was just sent to, if the next
+    /// packet may skip the checks: a routed port that is up, and a neighbour
+    /// whose MAC is used as is (Reachable, Probe or static: no state change
+    /// on use). SVIs keep the slow path (the FDB decides the port).
+    fn cache_rewrite(&mut self, adjacency: Adjacency, rif: RouterInterface, mac: EthernetAddress) {
+        let Some(hop) = self.router.hops.get(adjacency.slot as usize) else { return };
+        if hop.next_hop.rif != adjacency.rif {
+            return;
+        }
+        let RifKind::Port(port) = rif.kind else { return };
+        if !self.port(port).is_some_and(|p| p.is_up()) {
+            return;
+        }
+        let usable = self.neighbors.entries.get(&(adjacency.rif, adjacency.next_hop)).is_some_and(|neighbor| {
+            neighbor.entry.mac == Some(mac)
+                && matches!(neighbor.entry.state, super::NeighborState::Reachable | super::NeighborState::Probe)
+        });
+        if !usable {
+            return;
+        }
+        let mut macs = [0u8; 12];
+        macs[..6].copy_from_slice(&mac.0);
+        macs[6..].copy_from_slice(&rif.mac.0);
+        let generation = self.router.generation;
+        self.router.hops[adjacency.slot as usize].rewrite = Rewrite { generation, port, mtu: rif.mtu, macs };
     }
 
     /// Sends a frame with `rif`'s MAC as source: directly out of a routed
@@ -946,8 +1174,8 @@ impl Switch {
         out: &mut Output,
         write_payload: impl FnOnce(&mut [u8]),
     ) -> Result<(), DropReason> {
-        let target = self.router.lookup_v4(dst).ok_or(DropReason::NoRoute)?;
-        let adjacency = self.select_next_hop(target, IpAddr::V4(dst), || {
+        let route = self.router.lookup_v4(dst).ok_or(DropReason::NoRoute)?;
+        let adjacency = self.select_next_hop(route, IpAddr::V4(dst), || {
             flow_hash(
                 u128::from(u32::from(src.unwrap_or(Ipv4Addr::UNSPECIFIED))),
                 u128::from(u32::from(dst)),
@@ -988,8 +1216,8 @@ impl Switch {
         out: &mut Output,
         write_payload: impl FnOnce(&mut [u8], Ipv6Addr, Ipv6Addr),
     ) -> Result<(), DropReason> {
-        let target = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;
-        let adjacency = self.select_next_hop(target, IpAddr::V6(dst), || {
+        let route = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;
+        let adjacency = self.select_next_hop(route, IpAddr::V6(dst), || {
             flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
         })?;
         let src = src.or_else(|| self.router.source_v6(adjacency.rif, dst)).ok_or(DropReason::NoRoute)?;
@@ -1028,18 +1256,60 @@ impl Switch {
     }
 }
 
-/// An ECMP group: its member ids, and the members themselves so that the
-/// fast path does one lookup, not one per level.
-pub(crate) struct Group {
-    ids: Vec<NextHopId>,
-    members: Vec<NextHop>,
+/// What the route table holds: the target as programmed, and the slot of
+/// its next hop or ECMP group (`NO_SLOT` for other targets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Route {
+    pub(crate) target: RouteTarget,
+    slot: u32,
 }
 
-/// A resolved next hop: the neighbour `next_hop` behind `rif`.
+const NO_SLOT: u32 = u32::MAX;
+
+/// IPv4 routes from which the DIR-24-8 index is kept (dropped again below
+/// half as many): below this the trie walk is short and stays in cache, and
+/// a demo process running many small switches pays no 64 MiB each.
+pub(crate) const DIR24_MIN_ROUTES: usize = 16 * 1024;
+
+/// A next hop and its cached rewrite.
+pub(crate) struct Hop {
+    id: NextHopId,
+    pub(crate) next_hop: NextHop,
+    rewrite: Rewrite,
+}
+
+impl Default for Hop {
+    fn default() -> Self {
+        Hop { id: 0, next_hop: NextHop { rif: 0, ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED) }, rewrite: Rewrite::default() }
+    }
+}
+
+/// Everything sending to a next hop needs, resolved (the adjacency of a
+/// hardware FIB): egress port, MTU, destination and source MACs. Valid
+/// while `generation` equals `Router::generation` (0: never).
+#[derive(Debug, Clone, Copy, Default)]
+struct Rewrite {
+    generation: u64,
+    port: PortId,
+    mtu: u16,
+    macs: [u8; 12],
+}
+
+/// An ECMP group: its member ids, and their slots for the packet path.
+#[derive(Default)]
+pub(crate) struct Group {
+    id: NextHopGroupId,
+    ids: Vec<NextHopId>,
+    members: Vec<u32>,
+}
+
+/// A resolved next hop: the neighbour `next_hop` behind `rif`, and the
+/// next hop's slot when it is one (not a connected destination).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Adjacency {
     pub(crate) rif: RifId,
     pub(crate) next_hop: IpAddr,
+    slot: u32,
 }
 
 /// The source and destination ports of a TCP or UDP header (0 for other

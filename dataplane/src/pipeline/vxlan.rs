@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap;
 
 use super::bridge::{BridgeSource, BridgedFrame};
 use super::output::Output;
-use super::router::{L3Source, RouteTarget, flow_hash, transport_ports};
+use super::router::{L3Source, Route, flow_hash, transport_ports};
 use super::{Disposition, DropReason, FdbDest, Switch, TableError, Vni};
 use crate::wire::vlan::L2Header;
 use crate::wire::vxlan::{self, VNI_MAX, VXLAN_PORT};
@@ -39,7 +39,7 @@ pub(crate) struct Vtep {
     /// The underlay route to each remote VTEP in use: a hash lookup instead
     /// of a walk of the (possibly large) route table per encapsulated frame.
     /// Cleared whenever a route changes; bounded by `ROUTE_CACHE_CAPACITY`.
-    pub(crate) route_cache: FxHashMap<Ipv4Addr, RouteTarget>,
+    pub(crate) route_cache: FxHashMap<Ipv4Addr, Route>,
 }
 
 const ROUTE_CACHE_CAPACITY: usize = 4096;

@@ -617,3 +617,124 @@ fn no_route_sends_net_unreachable_within_the_icmp_rate_limit() {
         }
     );
 }
+
+/// The packet path sends to a next hop from a cached rewrite (port, MACs,
+/// MTU); every change that affects it must show in the very next packet.
+#[test]
+fn cached_next_hop_rewrites_follow_every_change() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    switch.set_route(net("10.99.0.0/16"), RouteTarget::NextHop(1)).unwrap();
+    let ip = udp_packet("172.16.9.9", "10.99.0.7", 7, 64);
+    let sent = frame(R2, H2, None, EtherType::Ipv4, &ip);
+    let mut send = |switch: &mut Switch, now: u64| {
+        out.clear();
+        let disposition = switch.process(now, 2, &sent, &mut out);
+        (disposition, port_frames(&out))
+    };
+    let via = |port: PortId, dst: EthernetAddress, src: EthernetAddress| {
+        (Disposition::Forwarded, vec![(Egress::Port(port), frame(dst, src, None, EtherType::Ipv4, &routed(&ip)))])
+    };
+    let reply = |mac: EthernetAddress| {
+        frame(R0, mac, None, EtherType::Arp, &arp(Operation::Reply, mac, "10.0.0.2", R0, "10.0.0.1"))
+    };
+    let mut scratch = Output::new();
+    assert_eq!(send(&mut switch, NOW).0, Disposition::Dropped(DropReason::NeighborMiss));
+    switch.process(NOW, 0, &reply(H0), &mut scratch);
+    // Twice: the second from the cache.
+    assert_eq!(send(&mut switch, NOW), via(0, H0, R0));
+    assert_eq!(send(&mut switch, NOW), via(0, H0, R0));
+    // The neighbour's MAC changes.
+    switch.process(NOW, 0, &reply(H1), &mut scratch);
+    assert_eq!(send(&mut switch, NOW), via(0, H1, R0));
+    // The link goes down and comes back.
+    switch.set_port_oper_status(0, false);
+    assert_eq!(send(&mut switch, NOW).0, Disposition::Dropped(DropReason::EgressPortDown));
+    switch.set_port_oper_status(0, true);
+    assert_eq!(send(&mut switch, NOW), via(0, H1, R0));
+    // The interface's MAC and MTU change.
+    let rif = RouterInterface { kind: RifKind::Port(0), mac: R2, mtu: 1500, admin_up: true };
+    switch.set_router_interface(0, rif).unwrap();
+    assert_eq!(send(&mut switch, NOW), via(0, H1, R2));
+    switch.set_router_interface(0, RouterInterface { mtu: 30, ..rif }).unwrap();
+    assert_eq!(send(&mut switch, NOW).0, Disposition::Dropped(DropReason::MtuExceeded));
+    switch.set_router_interface(0, RouterInterface { admin_up: false, ..rif }).unwrap();
+    assert_eq!(send(&mut switch, NOW).0, Disposition::Dropped(DropReason::RouterInterfaceDown));
+    switch.set_router_interface(0, RouterInterface { mac: R0, ..rif }).unwrap();
+    assert_eq!(send(&mut switch, NOW), via(0, H1, R0));
+    // Reachable turns Stale: the next packet still goes, and starts a probe.
+    let later = NOW + switch.config().neighbor_reachable_ns + 1;
+    switch.poll(later, &mut scratch);
+    assert_eq!(switch.neighbor(0, IpAddr::V4(v4("10.0.0.2"))).unwrap().state, NeighborState::Stale);
+    assert_eq!(send(&mut switch, later), via(0, H1, R0));
+    assert_eq!(switch.neighbor(0, IpAddr::V4(v4("10.0.0.2"))).unwrap().state, NeighborState::Probe);
+    // The next hop moves to another interface.
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H2).unwrap();
+    switch.set_next_hop(1, NextHop { rif: 1, ip: IpAddr::V4(v4("10.0.1.2")) }).unwrap();
+    assert_eq!(send(&mut switch, later), via(1, H2, R1));
+    // The neighbour goes away: resolution starts again.
+    switch.remove_neighbor(1, IpAddr::V4(v4("10.0.1.2"))).unwrap();
+    let (disposition, _) = send(&mut switch, later);
+    assert_eq!(disposition, Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(switch.neighbor(1, IpAddr::V4(v4("10.0.1.2"))).unwrap().state, NeighborState::Incomplete);
+}
+
+/// From `DIR24_MIN_ROUTES` IPv4 routes on, lookups go through the DIR-24-8
+/// index; it must answer as a plain longest-prefix match over `routes()`
+/// through inserts, replacements and removals, and hand back to the trie
+/// when the table shrinks.
+#[test]
+fn large_ipv4_tables_match_the_longest_prefix_through_changes() {
+    use super::super::router::DIR24_MIN_ROUTES;
+    let mut switch = l3_switch();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let targets = [RouteTarget::NextHop(1), RouteTarget::Group(1), RouteTarget::Drop, RouteTarget::Connected(1)];
+    let mut installed = Vec::new();
+    while switch.route_count() < DIR24_MIN_ROUTES + 2000 {
+        let r = next();
+        // Addresses inside 20.0.0.0/10 so that prefixes nest.
+        let addr = Ipv4Addr::from(0x1400_0000 | ((r >> 32) as u32 & 0x003f_ffff));
+        let len = [12, 16, 20, 22, 24, 24, 24, 26, 28, 32][(r % 10) as usize];
+        let prefix = ipnetwork::Ipv4Network::new(addr, len).unwrap();
+        let prefix = ipnetwork::IpNetwork::V4(ipnetwork::Ipv4Network::new(prefix.network(), len).unwrap());
+        switch.set_route(prefix, targets[((r >> 8) % 4) as usize]).unwrap();
+        installed.push(prefix);
+    }
+    let expected = |switch: &Switch, addr: Ipv4Addr| {
+        switch
+            .routes()
+            .filter(|(prefix, _)| prefix.contains(IpAddr::V4(addr)))
+            .max_by_key(|(prefix, _)| prefix.prefix())
+            .map(|(_, target)| target)
+    };
+    let mut probe = |switch: &Switch, rounds: usize| {
+        for _ in 0..rounds {
+            let addr = Ipv4Addr::from(0x1400_0000 | (next() as u32 & 0x003f_ffff));
+            assert_eq!(switch.lookup_route(IpAddr::V4(addr)), expected(switch, addr), "{addr}");
+        }
+    };
+    assert!(switch.router.fib4_active());
+    probe(&switch, 200);
+    // Replace some, remove many (longer and shorter ones alike).
+    for (index, prefix) in installed.iter().enumerate() {
+        if index % 3 == 0 {
+            switch.set_route(*prefix, RouteTarget::Punt).unwrap();
+        } else if index % 3 == 1 {
+            let _ = switch.remove_route(*prefix);
+        }
+    }
+    probe(&switch, 200);
+    // Below half the threshold the trie answers again; same answers.
+    for prefix in &installed {
+        let _ = switch.remove_route(*prefix);
+    }
+    assert!(!switch.router.fib4_active());
+    probe(&switch, 50);
+    assert_eq!(switch.lookup_route(IpAddr::V4(v4("172.16.1.1"))), Some(RouteTarget::Group(1)));
+}
