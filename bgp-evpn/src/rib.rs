@@ -72,12 +72,21 @@ impl LocEntry {
         decision::REASONS.get(self.reason as usize).copied().unwrap_or("")
     }
 
-    /// Next hops to install: none for locally originated routes.
+    /// Next hops to install: none for locally originated routes. An
+    /// IPv4-mapped IPv6 next hop (what a peer without a global IPv6 address
+    /// sends for IPv6 routes over an IPv4 session) is no neighbour on the
+    /// link: forward through the IPv4 address it maps (RFC 8950 style).
     pub fn next_hops(&self) -> Vec<IpAddr> {
         if self.best.peer == LOCAL_PEER {
             return Vec::new();
         }
-        self.paths().filter_map(|r| r.attrs.next_hop).collect()
+        let unmap = |ip: IpAddr| match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
+            v4 => v4,
+        };
+        let mut hops: Vec<IpAddr> = self.paths().filter_map(|r| r.attrs.next_hop).map(unmap).collect();
+        hops.dedup();
+        hops
     }
 }
 
@@ -408,6 +417,21 @@ mod tests {
         let c = rib.decide(n).unwrap();
         assert_eq!((c.best_changed, c.fib), (true, Some(vec![])));
         assert_eq!(rib.loc_len(), 0);
+    }
+
+    #[test]
+    fn ipv4_mapped_next_hops_install_through_the_ipv4_address() {
+        let mut rib = rib();
+        let n: Nlri = "fd00:2::/48".parse().unwrap();
+        let a = rib.intern(PathAttrs { next_hop: Some(ip("::ffff:10.0.15.2")), ..attrs(&[65001], [0, 0, 0, 0]) });
+        rib.set_in(1, n, Some(a));
+        assert_eq!(rib.decide(n).unwrap().fib, Some(vec![ip("10.0.15.2")]));
+        // The route itself keeps the next hop it was sent with.
+        assert_eq!(rib.loc(&n).unwrap().best().attrs.next_hop, Some(ip("::ffff:10.0.15.2")));
+    }
+
+    fn ip(s: &str) -> IpAddr {
+        s.parse().unwrap()
     }
 
     #[test]
