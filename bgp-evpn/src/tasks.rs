@@ -312,8 +312,11 @@ async fn run(
             ev = io_rx.recv() => {
                 let Some(ev) = ev else { break };
                 d.io_event(ev);
-                // Drain what else is ready so bursts of frames are batched.
+                // Drain what else is ready. Outputs go out after each event:
+                // a NOTIFICATION answering a frame must reach its writer
+                // before the reader's Closed (next in the queue) removes it.
                 for _ in 0..256 {
+                    d.flush();
                     match io_rx.try_recv() {
                         Ok(ev) => d.io_event(ev),
                         Err(_) => break,
