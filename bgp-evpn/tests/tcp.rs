@@ -187,3 +187,30 @@ async fn rfc7606_actions_from_a_raw_peer_over_tcp() {
     wait_for("session down", async || speaker.summary().await[0].state != State::Established).await;
     assert!(table.0.lock().unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bad_header_is_answered_with_its_notification_before_the_close() {
+    let port = 20000 + ((std::process::id() + 13) % 20000) as u16;
+    let mut cfg = BgpConfig::new(65001, "127.0.0.1".parse().unwrap());
+    cfg.listen_address = ip("127.0.0.1");
+    cfg.listen_port = port;
+    let mut n = NeighborConfig::new(ip("127.0.0.4"), 65004);
+    n.passive = true;
+    cfg.neighbors.push(n);
+    let speaker = BgpSpeaker::spawn(cfg, Box::new(TableSink::default())).await.unwrap();
+    let mut peer = raw::RawPeer::connect("127.0.0.4", speaker.listen_addr.unwrap()).await;
+    // A KEEPALIVE whose marker is not all ones: Message Header Error /
+    // Connection Not Synchronized (RFC 4271 §6.1), then the connection closes.
+    let mut bad = bgp_evpn::packet::Message::Keepalive.to_bytes(&Default::default());
+    bad[0] = 0;
+    peer.send(&bad).await;
+    let mut reply = peer.recv().await;
+    while matches!(reply, Some(bgp_evpn::packet::Message::Open(_))) {
+        reply = peer.recv().await;
+    }
+    assert!(
+        matches!(&reply, Some(bgp_evpn::packet::Message::Notification(n)) if (n.code, n.subcode) == (1, 1)),
+        "{reply:?}"
+    );
+    assert_eq!(peer.recv().await, None);
+}
