@@ -517,3 +517,24 @@ fn no_graceful_restart_after_a_notification_or_without_the_capability() {
     raw.connect(vec![graceful_restart(120, false)]);
     assert!(raw.fib.is_empty());
 }
+
+#[test]
+fn transit_packs_many_prefixes_per_update() {
+    // A originates 3000 /24s; B passes them on to C, packed.
+    let mut a = speaker(65001, "10.0.0.1", &[("10.0.0.2", 65002)]);
+    a.networks = (0..3000u32)
+        .map(|i| Nlri::Ipv4(crate::packet::Ipv4Prefix::new(Ipv4Addr::from((20u32 << 24) + (i << 8)), 24).unwrap()))
+        .collect();
+    let b = speaker(65002, "10.0.0.2", &[("10.0.0.1", 65001), ("10.0.0.3", 65003)]);
+    let c = speaker(65003, "10.0.0.3", &[("10.0.0.2", 65002)]);
+    let net = Net::new(vec![a, b, c]);
+    assert_eq!(net.nodes[2].rib.loc_len(), 3000);
+    let updates_at_c = net.nodes[2].summary(0)[0].counters.received.update;
+    // 3000 prefixes of 4 bytes fit in 3 full 4096-byte UPDATEs, plus two
+    // End-of-RIB markers; B may forward them in a few batches (7 seen), never
+    // one by one.
+    assert!(updates_at_c <= 8, "{updates_at_c} UPDATEs for 3000 prefixes");
+    let path = &net.nodes[2].routes(Family::Ipv4Unicast, Some(&n("20.0.1.0/24")))[0].paths[0];
+    assert_eq!(path.as_path, "65002 65001");
+    assert_eq!(path.next_hop, Some(ip("10.0.0.2")));
+}
