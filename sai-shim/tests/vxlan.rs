@@ -327,3 +327,67 @@ fn underlay_ecmp_spreads_tunnelled_flows_over_both_spines() {
     }
     assert!(per_spine[0] >= 8 && per_spine[1] >= 8, "32 flows over the spines: {per_spine:?}");
 }
+
+/// RFC 6040 section 4.2 (normal mode): congestion the underlay marked on the
+/// outer header (CE) reaches the inner packet when its transport is
+/// ECN-capable, and such a packet around a not-ECN-capable one is dropped;
+/// an outer ECT(1) turns an inner ECT(0) into ECT(1); nothing else changes.
+#[test]
+fn decapsulation_propagates_congestion_marks_per_rfc_6040() {
+    use dataplane::wire::{Ecn, Ipv4Packet, Ipv6Packet};
+    let mut o = overlay();
+    let i1 = o.lab.index(o.access[0]);
+    o.lab.inject(o.access[0], &l2(EthernetAddress::BROADCAST, mac(0x11), None));
+    let inner_v4 = |ecn: Ecn| {
+        let mut ip = udp4(Ipv4Addr::new(192, 168, 10, 42), Ipv4Addr::new(192, 168, 10, 11), 7, 80, 64, b"ecn");
+        let mut packet = Ipv4Packet::new_unchecked(&mut ip[..]);
+        packet.set_ecn(ecn);
+        packet.fill_checksum();
+        eth(mac(0x11), mac(0x42), None, EtherType::Ipv4, &ip)
+    };
+    let tunnelled = |outer: Ecn, inner: &[u8]| {
+        let mut frame = vxlan(ROUTER_MAC, SPINE_MAC, VTEP2, LOCAL_VTEP, 50000, 63, VNI, inner);
+        let mut packet = Ipv4Packet::new_unchecked(&mut frame[14..]);
+        packet.set_ecn(outer);
+        packet.fill_checksum();
+        frame
+    };
+    use Ecn::*;
+    for (outer, inner, expected) in [
+        (NotEct, Ect0, Some(Ect0)),
+        (Ect0, Ect1, Some(Ect1)),
+        (Ect0, NotEct, Some(NotEct)),
+        (Ect1, NotEct, Some(NotEct)),
+        (Ect1, Ect0, Some(Ect1)),
+        (Ce, Ect0, Some(Ce)),
+        (Ce, Ect1, Some(Ce)),
+        (Ce, Ce, Some(Ce)),
+        (NotEct, Ce, Some(Ce)),
+        (Ce, NotEct, None),
+    ] {
+        let result = o.lab.inject(o.underlay, &tunnelled(outer, &inner_v4(inner)));
+        match expected {
+            // The expected frame is built from scratch (full checksum), so
+            // the pipeline's incremental checksum update is checked too.
+            Some(ecn) => {
+                assert_eq!(result.disposition, Disposition::Forwarded, "{outer:?} {inner:?}");
+                assert_eq!(result.frames, vec![(Egress::Port(i1), inner_v4(ecn))], "{outer:?} {inner:?}");
+            }
+            None => {
+                assert_eq!(result.disposition, Disposition::Dropped(DropReason::EcnCeOnNotEct));
+                assert!(result.frames.is_empty());
+            }
+        }
+    }
+    assert_eq!(o.lab.sai.backend().drop_counters()[DropReason::EcnCeOnNotEct], 1);
+
+    // An IPv6 inner packet: the traffic class carries the mark.
+    let inner_v6 = |ecn: Ecn| {
+        let (src, dst) = ("2001:db8:10::42".parse().unwrap(), "2001:db8:10::11".parse().unwrap());
+        let mut ip = udp6(src, dst, 7, 80, 64, b"ecn");
+        Ipv6Packet::new_unchecked(&mut ip[..]).set_ecn(ecn);
+        eth(mac(0x11), mac(0x42), None, EtherType::Ipv6, &ip)
+    };
+    let result = o.lab.inject(o.underlay, &tunnelled(Ce, &inner_v6(Ect0)));
+    assert_eq!(result.frames, vec![(Egress::Port(i1), inner_v6(Ce))]);
+}

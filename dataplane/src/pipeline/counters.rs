@@ -59,10 +59,14 @@ pub enum DropReason {
     /// A routed packet to a connected subnet's broadcast address: directed
     /// broadcasts are not forwarded (RFC 2644).
     DirectedBroadcast,
+    /// A VXLAN packet whose outer header says congestion experienced (CE)
+    /// around an inner packet that is not ECN-capable: RFC 6040 section 4.2
+    /// drops it, since its transport would never learn of the congestion.
+    EcnCeOnNotEct,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 23] = [
+    pub const ALL: [DropReason; 24] = [
         DropReason::Malformed,
         DropReason::BadChecksum,
         DropReason::UnknownPort,
@@ -86,6 +90,7 @@ impl DropReason {
         DropReason::RouterMacSource,
         DropReason::MartianSource,
         DropReason::DirectedBroadcast,
+        DropReason::EcnCeOnNotEct,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -118,6 +123,7 @@ impl DropReason {
             DropReason::RouterMacSource => "router_mac_source",
             DropReason::MartianSource => "martian_source",
             DropReason::DirectedBroadcast => "directed_broadcast",
+            DropReason::EcnCeOnNotEct => "ecn_ce_on_not_ect",
         }
     }
 }

@@ -815,7 +815,7 @@ impl Switch {
         {
             let udp = UdpPacket::new_checked(packet.payload()).map_err(|_| DropReason::Malformed)?;
             if udp.dst_port() == vtep.udp_port {
-                return self.vxlan_decap(now, source, src, udp.payload(), out);
+                return self.vxlan_decap(now, source, src, packet.ecn(), udp.payload(), out);
             }
         }
         let Some(route) = self.router.lookup_v4(dst) else {

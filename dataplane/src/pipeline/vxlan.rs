@@ -185,6 +185,7 @@ impl Switch {
         now: u64,
         source: L3Source,
         remote: Ipv4Addr,
+        outer_ecn: Ecn,
         udp_payload: &[u8],
         out: &mut Output,
     ) -> Result<Disposition, DropReason> {
@@ -197,15 +198,39 @@ impl Switch {
             return Err(DropReason::SourceMacInvalid);
         }
         let port = source.ingress_port().ok_or(DropReason::Unsupported)?;
-        self.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
-        // An inner VLAN tag is discarded (RFC 7348 section 6.1): the VNI says the VLAN.
-        let frame = BridgedFrame {
-            dst: l2.dst_addr,
-            src: l2.src_addr,
-            pcp: l2.outer.map_or(0, |tag| tag.pcp),
-            body: &inner[l2.payload_offset - 2..],
+        let inner_l3 = &inner[l2.payload_offset..];
+        let inner_ecn = match l2.ethertype {
+            EtherType::Ipv4 => Ipv4Packet::new_checked(inner_l3).ok().map(|packet| packet.ecn()),
+            EtherType::Ipv6 => Ipv6Packet::new_checked(inner_l3).ok().map(|packet| packet.ecn()),
+            _ => None,
         };
-        Ok(self.bridge_forward(now, BridgeSource::Tunnel { remote, port }, vid, frame, out))
+        let ecn = match inner_ecn {
+            Some(inner_ecn) => decapsulated_ecn(outer_ecn, inner_ecn).ok_or(DropReason::EcnCeOnNotEct)?,
+            None => None,
+        };
+        self.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
+        let source = BridgeSource::Tunnel { remote, port };
+        // An inner VLAN tag is discarded (RFC 7348 section 6.1): the VNI says the VLAN.
+        let pcp = l2.outer.map_or(0, |tag| tag.pcp);
+        let body_start = l2.payload_offset - 2;
+        let Some(ecn) = ecn else {
+            let frame = BridgedFrame { dst: l2.dst_addr, src: l2.src_addr, pcp, body: &inner[body_start..] };
+            return Ok(self.bridge_forward(now, source, vid, frame, out));
+        };
+        // The inner header changes (rarely: the underlay marked congestion):
+        // the body is rewritten in a scratch buffer.
+        let mut scratch = self.scratch.pop().unwrap_or_default();
+        scratch.clear();
+        scratch.extend_from_slice(&inner[body_start..]);
+        let l3 = &mut scratch[2..];
+        match l2.ethertype {
+            EtherType::Ipv4 => Ipv4Packet::new_unchecked(l3).set_ecn_incremental(ecn),
+            _ => Ipv6Packet::new_unchecked(l3).set_ecn(ecn),
+        }
+        let frame = BridgedFrame { dst: l2.dst_addr, src: l2.src_addr, pcp, body: &scratch };
+        let disposition = self.bridge_forward(now, source, vid, frame, out);
+        self.scratch.push(scratch);
+        Ok(disposition)
     }
 
     /// Head-end replication of a flooded frame to the VNI's remote VTEPs.
@@ -215,6 +240,19 @@ impl Switch {
             let remote = self.vxlan.flood[&vni][index];
             let _ = self.vxlan_encap(now, vid, remote, frame, out);
         }
+    }
+}
+
+/// RFC 6040 section 4.2 (normal mode, table 2): the inner header's ECN
+/// field after decapsulation, `Some(None)` when it stays as it is, `None`
+/// when the packet must be dropped (congestion marked on a packet whose
+/// transport cannot see it).
+fn decapsulated_ecn(outer: Ecn, inner: Ecn) -> Option<Option<Ecn>> {
+    match (outer, inner) {
+        (Ecn::Ce, Ecn::NotEct) => None,
+        (Ecn::Ce, Ecn::Ect0 | Ecn::Ect1) => Some(Some(Ecn::Ce)),
+        (Ecn::Ect1, Ecn::Ect0) => Some(Some(Ecn::Ect1)),
+        _ => Some(None),
     }
 }
 
