@@ -276,6 +276,14 @@ fn unknown_attribute_with_extended_length_round_trips() {
     assert_eq!(again, u);
 }
 
+#[test]
+fn next_hop_without_nlri_round_trips() {
+    // Found by fuzzing: a withdraw-only UPDATE carrying NEXT_HOP lost it when re-encoded.
+    let u = decode_update(&update_bytes(&[8, 192], &base_attrs(), &[])).unwrap();
+    assert_eq!(u.attrs.next_hop, Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))));
+    assert_eq!(decode_update(&Message::Update(u.clone()).to_bytes(&ctx())).unwrap(), u);
+}
+
 // ---- RFC 7606 classification, one test per rule ----
 
 fn action_of(attrs: &[u8]) -> Option<ErrorAction> {

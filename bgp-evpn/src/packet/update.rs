@@ -135,7 +135,9 @@ impl Update {
         }
         let has_attrs = !self.nlri.is_empty() || self.mp_reach.is_some() || self.attrs != PathAttrs::default();
         if has_attrs {
-            self.attrs.encode(ctx, !self.nlri.is_empty(), out);
+            // NEXT_HOP whenever the UPDATE carries one (an IPv4 address),
+            // even without NLRI, so what was decoded encodes back.
+            self.attrs.encode(ctx, true, out);
         }
         let attr_len = (out.len() - attr_at - 2) as u16;
         out[attr_at..attr_at + 2].copy_from_slice(&attr_len.to_be_bytes());
