@@ -127,9 +127,11 @@ pub(crate) struct Router {
     /// the packets it originates.
     pub(crate) local_v4: Vec<Ipv4Addr>,
     pub(crate) local_v6: Vec<Ipv6Addr>,
-    /// The same addresses as sets, for the per-packet martian check.
+    /// The same addresses as sets, for the per-packet martian check, with
+    /// a 256-bit filter in front so that most sources cost no hash lookup.
     own_v4: FxHashSet<Ipv4Addr>,
     own_v6: FxHashSet<Ipv6Addr>,
+    own_filter: [u64; 4],
     /// The MACs of all router interfaces (usually one), never a valid
     /// source on a front-panel port.
     router_macs: Vec<EthernetAddress>,
@@ -162,6 +164,7 @@ impl Router {
             local_v6: Vec::new(),
             own_v4: FxHashSet::default(),
             own_v6: FxHashSet::default(),
+            own_filter: [0; 4],
             router_macs: Vec::new(),
             connected: Vec::new(),
         }
@@ -195,12 +198,36 @@ impl Router {
     /// Whether `addr` is one of the switch's own addresses.
     #[inline]
     pub(crate) fn is_own_v4(&self, addr: Ipv4Addr) -> bool {
-        !self.own_v4.is_empty() && self.own_v4.contains(&addr)
+        self.may_be_own(u128::from(u32::from(addr))) && self.own_v4.contains(&addr)
     }
 
     #[inline]
     pub(crate) fn is_own_v6(&self, addr: Ipv6Addr) -> bool {
-        !self.own_v6.is_empty() && self.own_v6.contains(&addr)
+        self.may_be_own(u128::from(addr)) && self.own_v6.contains(&addr)
+    }
+
+    /// The filter's bit for an address: 0..256.
+    #[inline]
+    fn own_bit(addr: u128) -> usize {
+        let folded = (addr as u64) ^ ((addr >> 64) as u64);
+        (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as usize
+    }
+
+    #[inline]
+    fn may_be_own(&self, addr: u128) -> bool {
+        let bit = Router::own_bit(addr);
+        self.own_filter[bit / 64] & (1 << (bit % 64)) != 0
+    }
+
+    /// Rebuilds the filter from the sets (after a removal).
+    fn refresh_own_filter(&mut self) {
+        let mut filter = [0u64; 4];
+        let v4 = self.own_v4.iter().map(|addr| u128::from(u32::from(*addr)));
+        for addr in v4.chain(self.own_v6.iter().map(|addr| u128::from(*addr))) {
+            let bit = Router::own_bit(addr);
+            filter[bit / 64] |= 1 << (bit % 64);
+        }
+        self.own_filter = filter;
     }
 
     pub(crate) fn is_own(&self, addr: IpAddr) -> bool {
@@ -535,10 +562,12 @@ impl Switch {
             (RouteTarget::Local, IpNetwork::V4(net)) => {
                 self.router.local_v4.push(net.ip());
                 self.router.own_v4.insert(net.ip());
+                self.router.refresh_own_filter();
             }
             (RouteTarget::Local, IpNetwork::V6(net)) => {
                 self.router.local_v6.push(net.ip());
                 self.router.own_v6.insert(net.ip());
+                self.router.refresh_own_filter();
             }
             (RouteTarget::Connected(rif), _) => self.router.connected.push((prefix, rif)),
             _ => {}
@@ -551,10 +580,12 @@ impl Switch {
             (RouteTarget::Local, IpNetwork::V4(net)) => {
                 self.router.local_v4.retain(|&addr| addr != net.ip());
                 self.router.own_v4.remove(&net.ip());
+                self.router.refresh_own_filter();
             }
             (RouteTarget::Local, IpNetwork::V6(net)) => {
                 self.router.local_v6.retain(|&addr| addr != net.ip());
                 self.router.own_v6.remove(&net.ip());
+                self.router.refresh_own_filter();
             }
             (RouteTarget::Connected(rif), _) => self.router.connected.retain(|&(net, r)| {
                 !(r == rif && net.network() == prefix.network() && net.prefix() == prefix.prefix())

@@ -199,7 +199,11 @@ impl Switch {
         }
         let port = source.ingress_port().ok_or(DropReason::Unsupported)?;
         let inner_l3 = &inner[l2.payload_offset..];
+        // Only an outer CE or ECT(1) can change the inner field (RFC 6040
+        // table 2): the common case does not look at the inner header.
+        let marked = matches!(outer_ecn, Ecn::Ce | Ecn::Ect1);
         let inner_ecn = match l2.ethertype {
+            _ if !marked => None,
             EtherType::Ipv4 => Ipv4Packet::new_checked(inner_l3).ok().map(|packet| packet.ecn()),
             EtherType::Ipv6 => Ipv6Packet::new_checked(inner_l3).ok().map(|packet| packet.ecn()),
             _ => None,
