@@ -206,6 +206,7 @@ fn ipv4_lpm_ecmp(c: &mut Criterion) {
     // host routes; targets a mix of the ECMP groups and single next hops.
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     let mut destinations = Vec::new();
+    let mut prefixes = Vec::new();
     let mut installed = 0;
     while installed < 100_000 {
         let r = rng.next();
@@ -228,6 +229,7 @@ fn ipv4_lpm_ecmp(c: &mut Criterion) {
         let prefix = ipnetwork::Ipv4Network::new(addr, len).unwrap();
         if switch.route(prefix.into()).is_none() {
             switch.set_route(prefix.into(), target).unwrap();
+            prefixes.push(prefix);
             installed += 1;
             if destinations.len() < 4 * BATCH && r.is_multiple_of(97) {
                 let host = u32::from(addr) | ((rng.next() as u32) & !(u32::MAX << (32 - u32::from(len))));
@@ -250,6 +252,23 @@ fn ipv4_lpm_ecmp(c: &mut Criterion) {
     group.bench_function("lpm_lookup_only_100k_routes", |b| {
         b.iter(|| {
             for addr in &addrs {
+                black_box(switch.lookup_route(black_box(*addr)));
+            }
+        })
+    });
+    // The same over 65,536 destinations under random installed prefixes: the
+    // lookups no longer fit in the caches (what a core sees on a busy link).
+    let spread: Vec<IpAddr> = (0..65_536)
+        .map(|_| {
+            let prefix = prefixes[(rng.next() % prefixes.len() as u64) as usize];
+            let host_bits = if prefix.prefix() == 32 { 0 } else { u32::MAX >> prefix.prefix() };
+            IpAddr::V4(Ipv4Addr::from(u32::from(prefix.network()) | (rng.next() as u32 & host_bits)))
+        })
+        .collect();
+    group.throughput(Throughput::Elements(spread.len() as u64));
+    group.bench_function("lpm_lookup_only_100k_routes_64k_destinations", |b| {
+        b.iter(|| {
+            for addr in &spread {
                 black_box(switch.lookup_route(black_box(*addr)));
             }
         })
