@@ -87,6 +87,38 @@ fn poll_until(timeout: Duration, every: Duration, mut done: impl FnMut() -> bool
     }
 }
 
+/// CPU seconds (user + system) used so far by `pid`.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<f64>().ok()).sum();
+    // SAFETY: sysconf has no preconditions.
+    ticks / unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64
+}
+
+/// Waits until `pid` uses under 5% of a CPU over a second (GoBGP keeps
+/// working, and collecting garbage, for a while after `mrt inject` returns
+/// and after a session ends): the receiver measured next must not pay for it.
+fn wait_idle(what: &str, pid: u32, timeout: Duration) {
+    let start = Instant::now();
+    let mut last = cpu_seconds(pid);
+    loop {
+        std::thread::sleep(Duration::from_secs(1));
+        let now = cpu_seconds(pid);
+        if now - last < 0.05 {
+            println!("{what} idle after {:.1}s", start.elapsed().as_secs_f64());
+            return;
+        }
+        last = now;
+        if start.elapsed() > timeout {
+            println!("{what} still busy after {timeout:?}; going on");
+            return;
+        }
+    }
+}
+
 /// Polls `current` until it reaches `count`, printing progress every five
 /// seconds; returns when it did. Panics after `timeout`.
 fn poll_count(what: &str, timeout: Duration, every: Duration, count: u64, mut current: impl FnMut() -> u64) -> Instant {
@@ -110,6 +142,11 @@ fn bench_frr(ns: &Netns, feeder_addr: &str, count: u64, timeout: Duration) -> Lo
     let mut neighbor = FrrNeighbor::new(feeder_addr, FEEDER_AS);
     neighbor.families = vec![Afi::Ipv4];
     neighbor.timers = Some((30, 90));
+    // Left alone, bgpd advertises the whole table back to the feeder (eBGP
+    // has no split horizon; GoBGP drops it for the AS loop), which doubles
+    // its work. Our speaker does not send routes back to the peer they came
+    // from, so FRR gets the same courtesy.
+    neighbor.extra = vec![format!("neighbor {feeder_addr} sender-as-path-loop-detection")];
     let config = FrrConfig::new(FRR_AS, "10.77.0.11").neighbor(neighbor);
     let started = Instant::now();
     let frr = Frr::start(ns, &config.render());
@@ -123,12 +160,8 @@ fn bench_frr(ns: &Netns, feeder_addr: &str, count: u64, timeout: Duration) -> Lo
     // UPDATEs: polling faster than this measurably slows FRR down (a 20 ms
     // poll delayed its first prefix of a million from ~10 s to 29 s).
     let every = Duration::from_millis(250);
-    let first = poll_count("FRR first prefix", timeout, every, 1, || {
-        frr.prefixes_received(Afi::Ipv4, feeder_addr)
-    });
-    poll_count("FRR received", timeout, every, count, || {
-        frr.prefixes_received(Afi::Ipv4, feeder_addr)
-    });
+    let first = poll_count("FRR first prefix", timeout, every, 1, || frr.prefixes_received(Afi::Ipv4, feeder_addr));
+    poll_count("FRR received", timeout, every, count, || frr.prefixes_received(Afi::Ipv4, feeder_addr));
     let loaded = poll_count("FRR Loc-RIB", timeout, every, count, || frr.rib_count(Afi::Ipv4));
     LoadResult {
         receiver: "frr",
@@ -250,11 +283,13 @@ fn bgp_table_load() {
     assert!(injected.is_some(), "GoBGP holds {} of {count} (padding too short?)", feeder.rib_count(Afi::Ipv4));
     println!("GoBGP loaded {count} prefixes (mrt inject) in {:.2}s", t.elapsed().as_secs_f64());
 
+    wait_idle("GoBGP", feeder.pid(), Duration::from_secs(120));
     if only.as_deref() != Some("ours") {
         let result = bench_frr(&frr_ns, "10.77.1.1", count as u64, timeout);
         result.print();
     }
     if only.as_deref() != Some("frr") {
+        wait_idle("GoBGP", feeder.pid(), Duration::from_secs(120));
         let result = bench_ours(&ours_ns, "10.77.2.1", count as u64, timeout);
         result.print();
     }
