@@ -340,7 +340,7 @@ impl Switch {
     }
 
     /// ARP (RFC 826): learn the sender, answer requests for the switch's
-    /// addresses, and copy every ARP packet to the host.
+    /// addresses, and copy every other ARP packet to the host.
     pub(crate) fn arp_ingress(
         &mut self,
         now: u64,
@@ -384,20 +384,24 @@ impl Switch {
             let create = for_us && self.router.on_link(rif_id, IpAddr::V4(sender));
             self.neighbor_learn(now, rif_id, IpAddr::V4(sender), arp.sender_hardware_addr, confirmed, create);
         }
-        self.punt_neighbor_frame(source, frame, &frame.payload[..arp::PACKET_LEN], PuntReason::Arp, out);
         if arp.operation == Operation::Request && for_us && !arp.is_gratuitous() {
+            // Answered here and not copied to the host: the kernel behind the
+            // host interface would answer too, and every request would get
+            // two replies. The kernel resolves for itself when it sends, and
+            // sees that reply (a reply to the router MAC is copied below).
             let reply = arp.reply(rif.mac);
             self.rif_send_frame(now, rif_id, arp.sender_hardware_addr, EtherType::Arp, arp::PACKET_LEN, out, |buf| {
                 reply.emit(&mut ArpPacket::new_unchecked(buf))
             })?;
             return Ok(Disposition::Consumed);
         }
+        self.punt_neighbor_frame(source, frame, &frame.payload[..arp::PACKET_LEN], PuntReason::Arp, out);
         Ok(Disposition::Punted)
     }
 
     /// Neighbour discovery (RFC 4861 section 7.2): learn from solicitations
     /// and advertisements, answer solicitations for the switch's addresses,
-    /// copy everything to the host.
+    /// copy everything else to the host.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn ndp_ingress(
         &mut self,
@@ -412,10 +416,15 @@ impl Switch {
         let packet = Ipv6Packet::new_unchecked(ip);
         let src = packet.src_addr();
         let rif_id = source.rif();
-        self.punt_neighbor_frame(source, frame, ip, PuntReason::NeighborDiscovery, out);
+        let answered_here = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(IpAddr::V6(target_addr)));
+        // As for ARP: what the pipeline answers is not copied, or the host's
+        // kernel would send a second advertisement.
+        if !answered_here {
+            self.punt_neighbor_frame(source, frame, ip, PuntReason::NeighborDiscovery, out);
+        }
         match message {
             Icmpv6Repr::NeighborSolicit { target_addr, source_lladdr } => {
-                let for_us = self.is_local(IpAddr::V6(target_addr));
+                let for_us = answered_here;
                 if let Some(lladdr) = source_lladdr
                     && !src.is_unspecified()
                 {
