@@ -287,14 +287,10 @@ mod tests {
     // the 60-byte minimum is left to a NIC.
     const CAPTURED_REQUEST: &str =
         "ffffffffffff020000000001080600010800060400010200000000010a6300010000000000000a630002";
-    const CAPTURED_REPLY: &str =
-        "020000000001020000000002080600010800060400020200000000020a6300020200000000010a630001";
+    const CAPTURED_REPLY: &str = "020000000001020000000002080600010800060400020200000000020a6300020200000000010a630001";
 
     pub(crate) fn hex(text: &str) -> Vec<u8> {
-        (0..text.len())
-            .step_by(2)
-            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
-            .collect()
+        (0..text.len()).step_by(2).map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap()).collect()
     }
 
     fn parse_frame(frame: &[u8]) -> (EthernetRepr, ArpRepr) {
@@ -328,9 +324,7 @@ mod tests {
         assert_eq!(reply, request.reply(HOST_B));
 
         let mut emitted = [0u8; PACKET_LEN];
-        request
-            .reply(HOST_B)
-            .emit(&mut ArpPacket::new_unchecked(&mut emitted[..]));
+        request.reply(HOST_B).emit(&mut ArpPacket::new_unchecked(&mut emitted[..]));
         assert_eq!(&emitted[..], &frame[14..]);
     }
 
@@ -347,11 +341,7 @@ mod tests {
         let frame = hex(CAPTURED_REQUEST);
         let payload = &frame[14..];
         for len in 0..PACKET_LEN {
-            assert_eq!(
-                ArpPacket::new_checked(&payload[..len]).unwrap_err(),
-                Error::Truncated,
-                "len {len}"
-            );
+            assert_eq!(ArpPacket::new_checked(&payload[..len]).unwrap_err(), Error::Truncated, "len {len}");
         }
     }
 
@@ -361,17 +351,11 @@ mod tests {
         let mut payload = frame[14..].to_vec();
         // IEEE 802 hardware type (6), as Token Ring hosts sent.
         payload[1] = 6;
-        assert_eq!(
-            ArpRepr::parse(&ArpPacket::new_checked(&payload[..]).unwrap()),
-            Err(Error::Unsupported)
-        );
+        assert_eq!(ArpRepr::parse(&ArpPacket::new_checked(&payload[..]).unwrap()), Err(Error::Unsupported));
 
         let mut payload = frame[14..].to_vec();
         payload[2..4].copy_from_slice(&[0x86, 0xdd]);
-        assert_eq!(
-            ArpRepr::parse(&ArpPacket::new_checked(&payload[..]).unwrap()),
-            Err(Error::Unsupported)
-        );
+        assert_eq!(ArpRepr::parse(&ArpPacket::new_checked(&payload[..]).unwrap()), Err(Error::Unsupported));
 
         // A shorter protocol length still parses as a view (the offsets move)
         // but is not IPv4 over Ethernet.
@@ -384,10 +368,7 @@ mod tests {
         // A longer hardware length needs more bytes than are there.
         let mut payload = frame[14..].to_vec();
         payload[4] = 20;
-        assert_eq!(
-            ArpPacket::new_checked(&payload[..]).unwrap_err(),
-            Error::Truncated
-        );
+        assert_eq!(ArpPacket::new_checked(&payload[..]).unwrap_err(), Error::Truncated);
     }
 
     #[test]

@@ -107,11 +107,7 @@ impl<T: AsRef<[u8]>> Tlv<T> {
 
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
-        if len < TLV_HEADER_LEN || len < self.total_len() {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
+        if len < TLV_HEADER_LEN || len < self.total_len() { Err(Error::Truncated) } else { Ok(()) }
     }
 
     pub fn into_inner(self) -> T {
@@ -178,11 +174,7 @@ impl<T: AsRef<[u8]>> LldpPdu<T> {
     }
 
     pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < TLV_HEADER_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
+        if self.buffer.as_ref().len() < TLV_HEADER_LEN { Err(Error::Truncated) } else { Ok(()) }
     }
 
     pub fn into_inner(self) -> T {
@@ -193,9 +185,7 @@ impl<T: AsRef<[u8]>> LldpPdu<T> {
     /// buffer); padding after End is not walked. A TLV whose value runs past
     /// the buffer yields `Err(Truncated)` and ends the walk.
     pub fn tlvs(&self) -> TlvIter<'_> {
-        TlvIter {
-            rest: self.buffer.as_ref(),
-        }
+        TlvIter { rest: self.buffer.as_ref() }
     }
 }
 
@@ -219,11 +209,7 @@ impl<'a> Iterator for TlvIter<'a> {
                 return Some(Err(error));
             }
         };
-        self.rest = if tlv.tlv_type() == TlvType::EndOfLldpdu {
-            &[]
-        } else {
-            &self.rest[tlv.total_len()..]
-        };
+        self.rest = if tlv.tlv_type() == TlvType::EndOfLldpdu { &[] } else { &self.rest[tlv.total_len()..] };
         Some(Ok(tlv))
     }
 }
@@ -256,12 +242,8 @@ impl NetworkAddress {
 
     fn encode(&self) -> Vec<u8> {
         match self {
-            NetworkAddress::Ip(IpAddr::V4(addr)) => {
-                [&[IANA_FAMILY_IPV4][..], &addr.octets()].concat()
-            }
-            NetworkAddress::Ip(IpAddr::V6(addr)) => {
-                [&[IANA_FAMILY_IPV6][..], &addr.octets()].concat()
-            }
+            NetworkAddress::Ip(IpAddr::V4(addr)) => [&[IANA_FAMILY_IPV4][..], &addr.octets()].concat(),
+            NetworkAddress::Ip(IpAddr::V6(addr)) => [&[IANA_FAMILY_IPV6][..], &addr.octets()].concat(),
         }
     }
 }
@@ -300,9 +282,7 @@ impl ChassisId {
         if id.is_empty() || id.len() > MAX_STRING_LEN {
             return Err(Error::Malformed);
         }
-        let text = |make: fn(String) -> ChassisId| {
-            core::str::from_utf8(id).ok().map(|s| make(s.to_owned()))
-        };
+        let text = |make: fn(String) -> ChassisId| core::str::from_utf8(id).ok().map(|s| make(s.to_owned()));
         let known = match *subtype {
             1 => text(ChassisId::ChassisComponent),
             2 => text(ChassisId::InterfaceAlias),
@@ -313,10 +293,7 @@ impl ChassisId {
             7 => text(ChassisId::LocallyAssigned),
             _ => None,
         };
-        Ok(known.unwrap_or_else(|| ChassisId::Other {
-            subtype: *subtype,
-            id: id.to_vec(),
-        }))
+        Ok(known.unwrap_or_else(|| ChassisId::Other { subtype: *subtype, id: id.to_vec() }))
     }
 
     fn subtype_and_id(&self) -> (u8, Vec<u8>) {
@@ -363,8 +340,7 @@ impl PortId {
         if id.is_empty() || id.len() > MAX_STRING_LEN {
             return Err(Error::Malformed);
         }
-        let text =
-            |make: fn(String) -> PortId| core::str::from_utf8(id).ok().map(|s| make(s.to_owned()));
+        let text = |make: fn(String) -> PortId| core::str::from_utf8(id).ok().map(|s| make(s.to_owned()));
         let known = match *subtype {
             1 => text(PortId::InterfaceAlias),
             2 => text(PortId::PortComponent),
@@ -375,10 +351,7 @@ impl PortId {
             7 => text(PortId::LocallyAssigned),
             _ => None,
         };
-        Ok(known.unwrap_or_else(|| PortId::Other {
-            subtype: *subtype,
-            id: id.to_vec(),
-        }))
+        Ok(known.unwrap_or_else(|| PortId::Other { subtype: *subtype, id: id.to_vec() }))
     }
 
     fn subtype_and_id(&self) -> (u8, Vec<u8>) {
@@ -438,23 +411,14 @@ impl LldpRepr {
             [high, low] => u16::from_be_bytes([high, low]),
             _ => return Err(Error::Malformed),
         };
-        let mut repr = LldpRepr {
-            chassis_id,
-            port_id,
-            ttl,
-            port_description: None,
-            system_name: None,
-            other_tlvs: Vec::new(),
-        };
+        let mut repr =
+            LldpRepr { chassis_id, port_id, ttl, port_description: None, system_name: None, other_tlvs: Vec::new() };
         for tlv in tlvs {
             let tlv = tlv?;
             let value = tlv.value();
             match tlv.tlv_type() {
                 TlvType::EndOfLldpdu if value.is_empty() => break,
-                TlvType::EndOfLldpdu
-                | TlvType::ChassisId
-                | TlvType::PortId
-                | TlvType::TimeToLive => {
+                TlvType::EndOfLldpdu | TlvType::ChassisId | TlvType::PortId | TlvType::TimeToLive => {
                     return Err(Error::Malformed);
                 }
                 TlvType::PortDescription => {
@@ -467,10 +431,7 @@ impl LldpRepr {
                         repr.system_name = Some(String::from_utf8_lossy(value).into_owned());
                     }
                 }
-                tlv_type => repr.other_tlvs.push(RawTlv {
-                    tlv_type,
-                    value: value.to_vec(),
-                }),
+                tlv_type => repr.other_tlvs.push(RawTlv { tlv_type, value: value.to_vec() }),
             }
         }
         Ok(repr)
@@ -482,8 +443,7 @@ impl LldpRepr {
     /// fixed ones.
     pub fn check(&self) -> Result<()> {
         let id_fits = |id: &[u8]| !id.is_empty() && id.len() <= MAX_STRING_LEN;
-        let text_fits =
-            |text: &Option<String>| text.as_ref().is_none_or(|s| s.len() <= MAX_STRING_LEN);
+        let text_fits = |text: &Option<String>| text.as_ref().is_none_or(|s| s.len() <= MAX_STRING_LEN);
         let other_fits = |tlv: &RawTlv| {
             tlv.value.len() <= MAX_VALUE_LEN
                 && u8::from(tlv.tlv_type) <= 127
@@ -511,8 +471,7 @@ impl LldpRepr {
 
     /// Length of the LLDPDU [`LldpRepr::emit`] writes, End TLV included.
     pub fn buffer_len(&self) -> usize {
-        let text_len =
-            |text: &Option<String>| text.as_ref().map_or(0, |s| TLV_HEADER_LEN + s.len());
+        let text_len = |text: &Option<String>| text.as_ref().map_or(0, |s| TLV_HEADER_LEN + s.len());
         TLV_HEADER_LEN
             + 1
             + self.chassis_id.subtype_and_id().1.len()
@@ -523,11 +482,7 @@ impl LldpRepr {
             + 2
             + text_len(&self.port_description)
             + text_len(&self.system_name)
-            + self
-                .other_tlvs
-                .iter()
-                .map(|tlv| TLV_HEADER_LEN + tlv.value.len())
-                .sum::<usize>()
+            + self.other_tlvs.iter().map(|tlv| TLV_HEADER_LEN + tlv.value.len()).sum::<usize>()
             + TLV_HEADER_LEN
     }
 
@@ -537,10 +492,7 @@ impl LldpRepr {
     /// `Malformed` and nothing is written.
     pub fn emit<T: AsRef<[u8]> + AsMut<[u8]>>(&self, pdu: &mut LldpPdu<T>) -> Result<()> {
         self.check()?;
-        let mut writer = TlvWriter {
-            buffer: pdu.buffer.as_mut(),
-            offset: 0,
-        };
+        let mut writer = TlvWriter { buffer: pdu.buffer.as_mut(), offset: 0 };
         let (subtype, id) = self.chassis_id.subtype_and_id();
         writer.write(TlvType::ChassisId, &[&[subtype][..], &id[..]]);
         let (subtype, id) = self.port_id.subtype_and_id();
@@ -597,10 +549,7 @@ mod tests {
 
     fn hex(text: &str) -> Vec<u8> {
         let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
-        digits
-            .chunks(2)
-            .map(|pair| u8::from_str_radix(core::str::from_utf8(pair).unwrap(), 16).unwrap())
-            .collect()
+        digits.chunks(2).map(|pair| u8::from_str_radix(core::str::from_utf8(pair).unwrap(), 16).unwrap()).collect()
     }
 
     // Captured with tshark on a veth peer of an interface named swp1
@@ -629,17 +578,13 @@ mod tests {
     fn parse_frame(frame: &[u8]) -> Result<LldpRepr> {
         let eth = EthernetFrame::new_checked(frame)?;
         let eth_repr = EthernetRepr::parse(&eth)?;
-        assert_eq!(
-            (eth_repr.dst_addr, eth_repr.ethertype),
-            (DESTINATION, EtherType::Lldp)
-        );
+        assert_eq!((eth_repr.dst_addr, eth_repr.ethertype), (DESTINATION, EtherType::Lldp));
         LldpRepr::parse(&LldpPdu::new_checked(eth.payload())?)
     }
 
     fn emit(repr: &LldpRepr) -> Vec<u8> {
         let mut buf = vec![0xee; repr.buffer_len()];
-        repr.emit(&mut LldpPdu::new_unchecked(&mut buf[..]))
-            .unwrap();
+        repr.emit(&mut LldpPdu::new_unchecked(&mut buf[..])).unwrap();
         buf
     }
 
@@ -648,22 +593,12 @@ mod tests {
         let frame = hex(LLDPD_FRAME);
         assert_eq!(frame.len(), 221);
         let repr = parse_frame(&frame).unwrap();
-        assert_eq!(
-            repr.chassis_id,
-            ChassisId::MacAddress(EthernetAddress([2, 0, 0, 0, 0, 0x11]))
-        );
+        assert_eq!(repr.chassis_id, ChassisId::MacAddress(EthernetAddress([2, 0, 0, 0, 0, 0x11])));
         assert_eq!(repr.port_id, PortId::InterfaceName("swp1".into()));
         assert_eq!(repr.ttl, 120);
         assert_eq!(repr.system_name.as_deref(), Some("leaf1"));
-        assert_eq!(
-            repr.port_description.as_deref(),
-            Some("to spine1 Ethernet1/1")
-        );
-        let types: Vec<u8> = repr
-            .other_tlvs
-            .iter()
-            .map(|tlv| tlv.tlv_type.into())
-            .collect();
+        assert_eq!(repr.port_description.as_deref(), Some("to spine1 Ethernet1/1"));
+        let types: Vec<u8> = repr.other_tlvs.iter().map(|tlv| tlv.tlv_type.into()).collect();
         assert_eq!(types, [6, 7, 8, 8, 127, 127]);
         assert!(repr.other_tlvs[0].value.starts_with(b"Debian GNU/Linux 12"));
 
@@ -671,18 +606,11 @@ mod tests {
         // system name and the rest), every TLV is preserved byte for byte.
         let emitted = emit(&repr);
         assert_eq!(emitted.len(), frame.len() - 14);
-        assert_eq!(
-            LldpRepr::parse(&LldpPdu::new_checked(&emitted[..]).unwrap()).unwrap(),
-            repr
-        );
-        let mut ours: Vec<Vec<u8>> = LldpPdu::new_unchecked(&emitted[..])
-            .tlvs()
-            .map(|t| t.unwrap().value().to_vec())
-            .collect();
-        let mut theirs: Vec<Vec<u8>> = LldpPdu::new_unchecked(&frame[14..])
-            .tlvs()
-            .map(|t| t.unwrap().value().to_vec())
-            .collect();
+        assert_eq!(LldpRepr::parse(&LldpPdu::new_checked(&emitted[..]).unwrap()).unwrap(), repr);
+        let mut ours: Vec<Vec<u8>> =
+            LldpPdu::new_unchecked(&emitted[..]).tlvs().map(|t| t.unwrap().value().to_vec()).collect();
+        let mut theirs: Vec<Vec<u8>> =
+            LldpPdu::new_unchecked(&frame[14..]).tlvs().map(|t| t.unwrap().value().to_vec()).collect();
         ours.sort();
         theirs.sort();
         assert_eq!(ours, theirs);
@@ -693,10 +621,7 @@ mod tests {
         let frame = hex(LLDPD_SHUTDOWN);
         let repr = parse_frame(&frame).unwrap();
         assert_eq!(repr.ttl, 0);
-        assert_eq!(
-            (repr.system_name.as_ref(), repr.other_tlvs.len()),
-            (None, 0)
-        );
+        assert_eq!((repr.system_name.as_ref(), repr.other_tlvs.len()), (None, 0));
         assert_eq!(emit(&repr), &frame[14..]);
     }
 
@@ -706,15 +631,7 @@ mod tests {
         frame.extend_from_slice(&[0x55; 24]);
         let pdu = LldpPdu::new_checked(&frame[14..]).unwrap();
         let types: Vec<TlvType> = pdu.tlvs().map(|tlv| tlv.unwrap().tlv_type()).collect();
-        assert_eq!(
-            types,
-            [
-                TlvType::ChassisId,
-                TlvType::PortId,
-                TlvType::TimeToLive,
-                TlvType::EndOfLldpdu
-            ]
-        );
+        assert_eq!(types, [TlvType::ChassisId, TlvType::PortId, TlvType::TimeToLive, TlvType::EndOfLldpdu]);
         assert_eq!(parse_frame(&frame).unwrap().ttl, 0);
     }
 
@@ -748,9 +665,7 @@ mod tests {
     fn pdu_of(tlvs: &[(u8, &[u8])]) -> Vec<u8> {
         let mut pdu = Vec::new();
         for (tlv_type, value) in tlvs {
-            pdu.extend_from_slice(
-                &((u16::from(*tlv_type) << 9) | value.len() as u16).to_be_bytes(),
-            );
+            pdu.extend_from_slice(&((u16::from(*tlv_type) << 9) | value.len() as u16).to_be_bytes());
             pdu.extend_from_slice(value);
         }
         pdu
@@ -768,27 +683,13 @@ mod tests {
     #[test]
     fn mandatory_order_is_enforced() {
         assert!(parse_pdu(&pdu_of(&[CHASSIS, PORT, TTL, END])).is_ok());
-        for wrong in [
-            [PORT, CHASSIS, TTL],
-            [CHASSIS, TTL, PORT],
-            [TTL, CHASSIS, PORT],
-            [CHASSIS, PORT, (5, b"x")],
-        ] {
-            assert_eq!(
-                parse_pdu(&pdu_of(&[wrong[0], wrong[1], wrong[2], END])),
-                Err(Error::Malformed)
-            );
+        for wrong in [[PORT, CHASSIS, TTL], [CHASSIS, TTL, PORT], [TTL, CHASSIS, PORT], [CHASSIS, PORT, (5, b"x")]] {
+            assert_eq!(parse_pdu(&pdu_of(&[wrong[0], wrong[1], wrong[2], END])), Err(Error::Malformed));
         }
         // End before the mandatory TLVs, and a repeated mandatory TLV.
         assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, END])), Err(Error::Malformed));
-        assert_eq!(
-            parse_pdu(&pdu_of(&[CHASSIS, PORT, TTL, TTL, END])),
-            Err(Error::Malformed)
-        );
-        assert_eq!(
-            parse_pdu(&pdu_of(&[CHASSIS, PORT, TTL, (5, b"a"), CHASSIS, END])),
-            Err(Error::Malformed)
-        );
+        assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, PORT, TTL, TTL, END])), Err(Error::Malformed));
+        assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, PORT, TTL, (5, b"a"), CHASSIS, END])), Err(Error::Malformed));
         // The PDU ends before the TTL.
         assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, PORT])), Err(Error::Truncated));
     }
@@ -796,31 +697,13 @@ mod tests {
     #[test]
     fn malformed_values() {
         // TTL of 1 and 3 bytes, empty IDs, an End with a value.
-        assert_eq!(
-            parse_pdu(&pdu_of(&[CHASSIS, PORT, (3, &[1])])),
-            Err(Error::Malformed)
-        );
-        assert_eq!(
-            parse_pdu(&pdu_of(&[CHASSIS, PORT, (3, &[0, 0, 1])])),
-            Err(Error::Malformed)
-        );
-        assert_eq!(
-            parse_pdu(&pdu_of(&[(1, &[]), PORT, TTL])),
-            Err(Error::Malformed)
-        );
-        assert_eq!(
-            parse_pdu(&pdu_of(&[CHASSIS, (2, &[5]), TTL])),
-            Err(Error::Malformed)
-        );
-        assert_eq!(
-            parse_pdu(&pdu_of(&[CHASSIS, PORT, TTL, (0, &[0])])),
-            Err(Error::Malformed)
-        );
+        assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, PORT, (3, &[1])])), Err(Error::Malformed));
+        assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, PORT, (3, &[0, 0, 1])])), Err(Error::Malformed));
+        assert_eq!(parse_pdu(&pdu_of(&[(1, &[]), PORT, TTL])), Err(Error::Malformed));
+        assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, (2, &[5]), TTL])), Err(Error::Malformed));
+        assert_eq!(parse_pdu(&pdu_of(&[CHASSIS, PORT, TTL, (0, &[0])])), Err(Error::Malformed));
         let long_id = [&[7u8][..], &[b'x'; 256]].concat();
-        assert_eq!(
-            parse_pdu(&pdu_of(&[(1, &long_id), PORT, TTL])),
-            Err(Error::Malformed)
-        );
+        assert_eq!(parse_pdu(&pdu_of(&[(1, &long_id), PORT, TTL])), Err(Error::Malformed));
     }
 
     #[test]
@@ -828,61 +711,24 @@ mod tests {
         let chassis = (1, &[4u8, 1, 2, 3][..]); // a "MAC address" of 3 bytes
         let port = (2, &[5u8, 0xff, 0xfe][..]); // an interface name that is not UTF-8
         let repr = parse_pdu(&pdu_of(&[chassis, port, TTL])).unwrap();
-        assert_eq!(
-            repr.chassis_id,
-            ChassisId::Other {
-                subtype: 4,
-                id: vec![1, 2, 3]
-            }
-        );
-        assert_eq!(
-            repr.port_id,
-            PortId::Other {
-                subtype: 5,
-                id: vec![0xff, 0xfe]
-            }
-        );
+        assert_eq!(repr.chassis_id, ChassisId::Other { subtype: 4, id: vec![1, 2, 3] });
+        assert_eq!(repr.port_id, PortId::Other { subtype: 5, id: vec![0xff, 0xfe] });
         assert_eq!(emit(&repr), pdu_of(&[chassis, port, TTL, END]));
 
         let chassis = (1, &[5u8, 1, 192, 0, 2, 1][..]);
-        let port = (
-            2,
-            &[
-                4u8, 2, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1,
-            ][..],
-        );
+        let port = (2, &[4u8, 2, 0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1][..]);
         let repr = parse_pdu(&pdu_of(&[chassis, port, TTL])).unwrap();
-        assert_eq!(
-            repr.chassis_id,
-            ChassisId::NetworkAddress(NetworkAddress::Ip("192.0.2.1".parse().unwrap()))
-        );
-        assert_eq!(
-            repr.port_id,
-            PortId::NetworkAddress(NetworkAddress::Ip("2001:db8::1".parse().unwrap()))
-        );
+        assert_eq!(repr.chassis_id, ChassisId::NetworkAddress(NetworkAddress::Ip("192.0.2.1".parse().unwrap())));
+        assert_eq!(repr.port_id, PortId::NetworkAddress(NetworkAddress::Ip("2001:db8::1".parse().unwrap())));
         assert_eq!(emit(&repr), pdu_of(&[chassis, port, TTL, END]));
     }
 
     #[test]
     fn unknown_tlvs_are_kept_and_duplicates_of_optional_ones_dropped() {
-        let pdu = pdu_of(&[
-            CHASSIS,
-            PORT,
-            TTL,
-            (5, b"one"),
-            (42, &[9, 9]),
-            (5, b"two"),
-            END,
-        ]);
+        let pdu = pdu_of(&[CHASSIS, PORT, TTL, (5, b"one"), (42, &[9, 9]), (5, b"two"), END]);
         let repr = parse_pdu(&pdu).unwrap();
         assert_eq!(repr.system_name.as_deref(), Some("one"));
-        assert_eq!(
-            repr.other_tlvs,
-            [RawTlv {
-                tlv_type: TlvType::Unknown(42),
-                value: vec![9, 9]
-            }]
-        );
+        assert_eq!(repr.other_tlvs, [RawTlv { tlv_type: TlvType::Unknown(42), value: vec![9, 9] }]);
     }
 
     #[test]
@@ -891,23 +737,14 @@ mod tests {
         repr.system_name = Some("n".repeat(256));
         assert_eq!(repr.check(), Err(Error::Malformed));
         let mut buf = vec![0u8; repr.buffer_len()];
-        assert_eq!(
-            repr.emit(&mut LldpPdu::new_unchecked(&mut buf[..])),
-            Err(Error::Malformed)
-        );
+        assert_eq!(repr.emit(&mut LldpPdu::new_unchecked(&mut buf[..])), Err(Error::Malformed));
         repr.system_name = None;
         repr.port_id = PortId::InterfaceName(String::new());
         assert_eq!(repr.check(), Err(Error::Malformed));
         repr.port_id = PortId::InterfaceName("eth1".into());
-        repr.other_tlvs.push(RawTlv {
-            tlv_type: TlvType::TimeToLive,
-            value: vec![0, 1],
-        });
+        repr.other_tlvs.push(RawTlv { tlv_type: TlvType::TimeToLive, value: vec![0, 1] });
         assert_eq!(repr.check(), Err(Error::Malformed));
-        repr.other_tlvs[0] = RawTlv {
-            tlv_type: TlvType::Unknown(200),
-            value: vec![],
-        };
+        repr.other_tlvs[0] = RawTlv { tlv_type: TlvType::Unknown(200), value: vec![] };
         assert_eq!(repr.check(), Err(Error::Malformed));
     }
 
@@ -922,16 +759,11 @@ mod tests {
             text(255).prop_map(ChassisId::InterfaceAlias),
             text(255).prop_map(ChassisId::PortComponent),
             any::<[u8; 6]>().prop_map(|mac| ChassisId::MacAddress(EthernetAddress(mac))),
-            any::<[u8; 4]>().prop_map(|ip| ChassisId::NetworkAddress(NetworkAddress::Ip(
-                Ipv4Addr::from(ip).into()
-            ))),
-            any::<[u8; 16]>().prop_map(|ip| ChassisId::NetworkAddress(NetworkAddress::Ip(
-                Ipv6Addr::from(ip).into()
-            ))),
+            any::<[u8; 4]>().prop_map(|ip| ChassisId::NetworkAddress(NetworkAddress::Ip(Ipv4Addr::from(ip).into()))),
+            any::<[u8; 16]>().prop_map(|ip| ChassisId::NetworkAddress(NetworkAddress::Ip(Ipv6Addr::from(ip).into()))),
             text(255).prop_map(ChassisId::InterfaceName),
             text(255).prop_map(ChassisId::LocallyAssigned),
-            ((8u8..=255).prop_union(0..=0), raw)
-                .prop_map(|(subtype, id)| ChassisId::Other { subtype, id }),
+            ((8u8..=255).prop_union(0..=0), raw).prop_map(|(subtype, id)| ChassisId::Other { subtype, id }),
         ]
     }
 
@@ -941,23 +773,17 @@ mod tests {
             text(255).prop_map(PortId::InterfaceAlias),
             text(255).prop_map(PortId::PortComponent),
             any::<[u8; 6]>().prop_map(|mac| PortId::MacAddress(EthernetAddress(mac))),
-            any::<[u8; 16]>().prop_map(|ip| PortId::NetworkAddress(NetworkAddress::Ip(
-                Ipv6Addr::from(ip).into()
-            ))),
+            any::<[u8; 16]>().prop_map(|ip| PortId::NetworkAddress(NetworkAddress::Ip(Ipv6Addr::from(ip).into()))),
             text(255).prop_map(PortId::InterfaceName),
             raw.clone().prop_map(PortId::AgentCircuitId),
             text(255).prop_map(PortId::LocallyAssigned),
-            ((8u8..=255).prop_union(0..=0), raw)
-                .prop_map(|(subtype, id)| PortId::Other { subtype, id }),
+            ((8u8..=255).prop_union(0..=0), raw).prop_map(|(subtype, id)| PortId::Other { subtype, id }),
         ]
     }
 
     fn any_other_tlv() -> impl Strategy<Value = RawTlv> {
         let tlv_type = prop_oneof![6u8..=126, Just(127)].prop_map(TlvType::from);
-        (
-            tlv_type,
-            proptest::collection::vec(any::<u8>(), 0..=MAX_VALUE_LEN),
-        )
+        (tlv_type, proptest::collection::vec(any::<u8>(), 0..=MAX_VALUE_LEN))
             .prop_map(|(tlv_type, value)| RawTlv { tlv_type, value })
     }
 
@@ -970,16 +796,14 @@ mod tests {
             proptest::option::of(text(255)),
             proptest::collection::vec(any_other_tlv(), 0..4),
         )
-            .prop_map(
-                |(chassis_id, port_id, ttl, port_description, system_name, other_tlvs)| LldpRepr {
-                    chassis_id,
-                    port_id,
-                    ttl,
-                    port_description,
-                    system_name,
-                    other_tlvs,
-                },
-            )
+            .prop_map(|(chassis_id, port_id, ttl, port_description, system_name, other_tlvs)| LldpRepr {
+                chassis_id,
+                port_id,
+                ttl,
+                port_description,
+                system_name,
+                other_tlvs,
+            })
     }
 
     proptest! {

@@ -90,11 +90,7 @@ impl<T: AsRef<[u8]>> MacControlPacket<T> {
     /// Checks the buffer holds [`PARAMETERS_LEN`] bytes, so that every
     /// accessor is in bounds whatever the opcode.
     pub fn check_len(&self) -> Result<()> {
-        if self.buffer.as_ref().len() < PARAMETERS_LEN {
-            Err(Error::Truncated)
-        } else {
-            Ok(())
-        }
+        if self.buffer.as_ref().len() < PARAMETERS_LEN { Err(Error::Truncated) } else { Ok(()) }
     }
 
     pub fn into_inner(self) -> T {
@@ -124,9 +120,7 @@ impl<T: AsRef<[u8]>> MacControlPacket<T> {
     /// PFC's `time[0]`..`time[7]` in quanta, indexed by priority.
     pub fn pfc_times(&self) -> [u16; PRIORITIES] {
         let data = &self.buffer.as_ref()[field::PFC_TIMES];
-        core::array::from_fn(|priority| {
-            u16::from_be_bytes([data[2 * priority], data[2 * priority + 1]])
-        })
+        core::array::from_fn(|priority| u16::from_be_bytes([data[2 * priority], data[2 * priority + 1]]))
     }
 }
 
@@ -164,10 +158,7 @@ pub enum MacControlRepr {
     /// 802.1Qbb PFC: stop priority `n` for `quanta[n]` where bit `n` of
     /// `class_enable` is set. Timers of disabled classes are carried as read
     /// but mean nothing.
-    PriorityFlowControl {
-        class_enable: u8,
-        quanta: [u16; PRIORITIES],
-    },
+    PriorityFlowControl { class_enable: u8, quanta: [u16; PRIORITIES] },
 }
 
 impl MacControlRepr {
@@ -175,9 +166,7 @@ impl MacControlRepr {
     pub fn parse<T: AsRef<[u8]>>(packet: &MacControlPacket<T>) -> Result<MacControlRepr> {
         packet.check_len()?;
         match packet.opcode() {
-            Opcode::Pause => Ok(MacControlRepr::Pause {
-                quanta: packet.pause_time(),
-            }),
+            Opcode::Pause => Ok(MacControlRepr::Pause { quanta: packet.pause_time() }),
             Opcode::PriorityFlowControl => Ok(MacControlRepr::PriorityFlowControl {
                 class_enable: packet.class_enable_vector(),
                 quanta: packet.pfc_times(),
@@ -200,10 +189,7 @@ impl MacControlRepr {
                 packet.set_opcode(Opcode::Pause);
                 packet.set_pause_time(quanta);
             }
-            MacControlRepr::PriorityFlowControl {
-                class_enable,
-                quanta,
-            } => {
+            MacControlRepr::PriorityFlowControl { class_enable, quanta } => {
                 packet.set_opcode(Opcode::PriorityFlowControl);
                 packet.set_class_enable_vector(class_enable);
                 packet.set_pfc_times(quanta);
@@ -217,13 +203,9 @@ impl MacControlRepr {
     pub fn quanta_for(&self, priority: u8) -> Option<u16> {
         match *self {
             MacControlRepr::Pause { quanta } => Some(quanta),
-            MacControlRepr::PriorityFlowControl {
-                class_enable,
-                quanta,
-            } => {
+            MacControlRepr::PriorityFlowControl { class_enable, quanta } => {
                 let priority = usize::from(priority);
-                (priority < PRIORITIES && class_enable & (1 << priority) != 0)
-                    .then(|| quanta[priority])
+                (priority < PRIORITIES && class_enable & (1 << priority) != 0).then(|| quanta[priority])
             }
         }
     }
@@ -234,17 +216,9 @@ impl MacControlRepr {
 /// asked. A speed of 0 is taken as 1 bit/s rather than dividing by zero.
 pub const fn quanta_to_nanos(quanta: u16, link_bits_per_second: u64) -> u64 {
     let bits = quanta as u128 * BITS_PER_QUANTUM as u128;
-    let speed = if link_bits_per_second == 0 {
-        1
-    } else {
-        link_bits_per_second as u128
-    };
+    let speed = if link_bits_per_second == 0 { 1 } else { link_bits_per_second as u128 };
     let nanos = (bits * 1_000_000_000).div_ceil(speed);
-    if nanos > u64::MAX as u128 {
-        u64::MAX
-    } else {
-        nanos as u64
-    }
+    if nanos > u64::MAX as u128 { u64::MAX } else { nanos as u64 }
 }
 
 /// The number of quanta that covers at least `nanos` nanoseconds on a link of
@@ -253,11 +227,7 @@ pub const fn quanta_to_nanos(quanta: u16, link_bits_per_second: u64) -> u64 {
 pub const fn nanos_to_quanta(nanos: u64, link_bits_per_second: u64) -> u16 {
     let bits = (nanos as u128 * link_bits_per_second as u128).div_ceil(1_000_000_000);
     let quanta = bits.div_ceil(BITS_PER_QUANTUM as u128);
-    if quanta > u16::MAX as u128 {
-        u16::MAX
-    } else {
-        quanta as u16
-    }
+    if quanta > u16::MAX as u128 { u16::MAX } else { quanta as u16 }
 }
 
 #[cfg(test)]
@@ -268,10 +238,7 @@ mod tests {
 
     fn hex(text: &str) -> Vec<u8> {
         let digits: Vec<u8> = text.bytes().filter(u8::is_ascii_hexdigit).collect();
-        digits
-            .chunks(2)
-            .map(|pair| u8::from_str_radix(core::str::from_utf8(pair).unwrap(), 16).unwrap())
-            .collect()
+        digits.chunks(2).map(|pair| u8::from_str_radix(core::str::from_utf8(pair).unwrap(), 16).unwrap()).collect()
     }
 
     // PAUSE frames an ASIX AX88772 USB NIC sent on its own, as captured and
@@ -293,17 +260,12 @@ mod tests {
 
     fn parse_frame(frame: &[u8]) -> (EthernetRepr, MacControlRepr) {
         let eth = EthernetFrame::new_checked(frame).unwrap();
-        let repr =
-            MacControlRepr::parse(&MacControlPacket::new_checked(eth.payload()).unwrap()).unwrap();
+        let repr = MacControlRepr::parse(&MacControlPacket::new_checked(eth.payload()).unwrap()).unwrap();
         (EthernetRepr::parse(&eth).unwrap(), repr)
     }
 
     fn emit_frame(src: EthernetAddress, repr: &MacControlRepr) -> Vec<u8> {
-        let eth = EthernetRepr {
-            dst_addr: DESTINATION,
-            src_addr: src,
-            ethertype: EtherType::MacControl,
-        };
+        let eth = EthernetRepr { dst_addr: DESTINATION, src_addr: src, ethertype: EtherType::MacControl };
         let mut frame = vec![0xaa; eth.buffer_len() + repr.buffer_len()];
         let mut view = EthernetFrame::new_unchecked(&mut frame[..]);
         eth.emit(&mut view);
@@ -333,17 +295,8 @@ mod tests {
         let frame = hex(PFC_XOFF_PRIORITY_3);
         assert_eq!(frame.len(), 60);
         let (eth, repr) = parse_frame(&frame);
-        assert_eq!(
-            eth.src_addr,
-            EthernetAddress([0x00, 0x11, 0x22, 0x33, 0x44, 0x01])
-        );
-        let MacControlRepr::PriorityFlowControl {
-            class_enable,
-            quanta,
-        } = repr
-        else {
-            panic!("{repr:?}")
-        };
+        assert_eq!(eth.src_addr, EthernetAddress([0x00, 0x11, 0x22, 0x33, 0x44, 0x01]));
+        let MacControlRepr::PriorityFlowControl { class_enable, quanta } = repr else { panic!("{repr:?}") };
         assert_eq!(class_enable, 0b0000_1000);
         assert_eq!(quanta, [0, 0, 0, 0xffff, 0, 0, 0, 0]);
         assert_eq!(repr.quanta_for(3), Some(0xffff));
@@ -357,13 +310,7 @@ mod tests {
         let mut frame = hex(PFC_XOFF_PRIORITY_3);
         frame[16] = 0xff;
         let (_, repr) = parse_frame(&frame);
-        assert!(matches!(
-            repr,
-            MacControlRepr::PriorityFlowControl {
-                class_enable: 0x08,
-                ..
-            }
-        ));
+        assert!(matches!(repr, MacControlRepr::PriorityFlowControl { class_enable: 0x08, .. }));
     }
 
     #[test]
@@ -379,10 +326,7 @@ mod tests {
     fn truncated_at_every_length() {
         let frame = hex(PFC_XOFF_PRIORITY_3);
         for len in 0..PARAMETERS_LEN {
-            assert_eq!(
-                MacControlPacket::new_checked(&frame[14..14 + len]).unwrap_err(),
-                Error::Truncated
-            );
+            assert_eq!(MacControlPacket::new_checked(&frame[14..14 + len]).unwrap_err(), Error::Truncated);
         }
         assert!(MacControlPacket::new_checked(&frame[14..14 + PARAMETERS_LEN]).is_ok());
     }
@@ -410,12 +354,8 @@ mod tests {
     fn any_repr() -> impl Strategy<Value = MacControlRepr> {
         prop_oneof![
             any::<u16>().prop_map(|quanta| MacControlRepr::Pause { quanta }),
-            (any::<u8>(), any::<[u16; PRIORITIES]>()).prop_map(|(class_enable, quanta)| {
-                MacControlRepr::PriorityFlowControl {
-                    class_enable,
-                    quanta,
-                }
-            }),
+            (any::<u8>(), any::<[u16; PRIORITIES]>())
+                .prop_map(|(class_enable, quanta)| { MacControlRepr::PriorityFlowControl { class_enable, quanta } }),
         ]
     }
 

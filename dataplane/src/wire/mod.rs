@@ -57,14 +57,14 @@ pub(crate) type Field = core::ops::Range<usize>;
 /// The bytes from an offset to the end of the buffer.
 pub(crate) type Rest = core::ops::RangeFrom<usize>;
 
-pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
-pub use vlan::{VlanId, VlanTag, VlanTagRepr};
 pub use arp::{ArpPacket, ArpRepr};
-pub use ipv4::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr};
-pub use udp::{PseudoHeader, UdpPacket, UdpRepr};
-pub use vxlan::{VXLAN_PORT, VxlanPacket, VxlanRepr};
-pub use mac_control::{MacControlPacket, MacControlRepr};
+pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
 pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
+pub use icmpv6::{Icmpv6Packet, Icmpv6Repr, NdOption};
+pub use ipv4::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr};
 pub use ipv6::{Ipv6Packet, Ipv6Repr, UpperLayer, walk_extension_headers};
 pub use lldp::{ChassisId, LldpPdu, LldpRepr, PortId};
-pub use icmpv6::{Icmpv6Packet, Icmpv6Repr, NdOption};
+pub use mac_control::{MacControlPacket, MacControlRepr};
+pub use udp::{PseudoHeader, UdpPacket, UdpRepr};
+pub use vlan::{VlanId, VlanTag, VlanTagRepr};
+pub use vxlan::{VXLAN_PORT, VxlanPacket, VxlanRepr};
