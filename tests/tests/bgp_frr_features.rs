@@ -345,3 +345,33 @@ fn stop_start_and_shutdown_send_cease() {
     assert!(stopped_at.elapsed() < Duration::from_secs(2), "down by NOTIFICATION, not by hold timer");
     assert!(frr.route("10.1.0.0/24").is_none());
 }
+
+/// FRR proposes hold time 0 (`timers 0 0`): the negotiated hold time is 0,
+/// so neither side sends periodic KEEPALIVEs and the session never expires
+/// (RFC 4271 §4.2, §4.4).
+#[test]
+fn hold_time_zero() {
+    if !frr_available("bgp_frr_features hold_time_zero") {
+        return;
+    }
+    let (ours_ns, frr_ns) = pair();
+    let mut config = frr_config(65002, 65001, true, &["10.2.0.0/24"]);
+    config.neighbors[0].timers = Some((0, 0));
+    let frr = Frr::start(&frr_ns, &config.render());
+    let ours = Speaker::start(&ours_ns, &ours_yaml(65001, 65002, ""));
+    ours.wait_established(FRR, WAIT);
+    wait_route(&ours, "10.2.0.0/24");
+    let n = neighbor(&ours);
+    assert_eq!(n["negotiated"]["hold_time"], 0, "{n:#}");
+    let keepalives = |n: &Value| n["counters"]["sent"]["keepalive"].as_u64().unwrap_or(0);
+    let before = keepalives(&n);
+    // Longer than our configured 9 s hold time would allow.
+    std::thread::sleep(Duration::from_secs(11));
+    let n = neighbor(&ours);
+    assert_eq!(n["state"], "Established", "{n:#}");
+    assert_eq!(n["counters"]["established_transitions"], 1, "{n:#}");
+    assert_eq!(keepalives(&n), before, "no periodic KEEPALIVE with hold time 0: {n:#}");
+    let f = frr.neighbor(OURS);
+    assert_eq!(f["bgpState"], "Established", "{f:#}");
+    assert_eq!(f["connectionsDropped"], 0, "{f:#}");
+}
