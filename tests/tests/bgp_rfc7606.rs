@@ -17,6 +17,8 @@ use std::os::fd::FromRawFd;
 use std::time::{Duration, Instant};
 
 use fabric_tests::bgp_speaker::Speaker;
+use fabric_tests::frr::Afi;
+use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, gobgp_available, path_attr};
 use fabric_tests::{Netns, require_root_and_tools, veth};
 
 const WAIT: Duration = Duration::from_secs(20);
@@ -213,12 +215,17 @@ fn expect_session_stays_up(stream: &mut TcpStream, duration: Duration) {
 }
 
 struct Lab {
-    _ours_ns: Netns,
+    ours_ns: Netns,
     peer_ns: Netns,
     speaker: Speaker,
 }
 
 fn lab() -> Lab {
+    lab_with("")
+}
+
+/// The lab with more neighbour lines (YAML list items) for the speaker.
+fn lab_with(extra_neighbors: &str) -> Lab {
     let ours_ns = Netns::new("b7o");
     let peer_ns = Netns::new("b7p");
     veth(&ours_ns, "eth1", &peer_ns, "eth1");
@@ -235,10 +242,11 @@ timers: {{ hold_time: 30, connect_retry: 1, idle_hold: 1 }}
 neighbors:
   - {{ address: {PEER_UPDATES}, remote_as: {AS_UPDATES}, families: [ipv4-unicast], passive: true }}
   - {{ address: {PEER_OPENS}, remote_as: {AS_OPENS}, families: [ipv4-unicast], passive: true }}
+{extra_neighbors}
 "#
         ),
     );
-    Lab { _ours_ns: ours_ns, peer_ns, speaker }
+    Lab { ours_ns, peer_ns, speaker }
 }
 
 /// Connects from `local` once the speaker accepts (it refuses connections
@@ -443,4 +451,40 @@ fn rfc4271_malformed_open_and_header_get_notifications() {
     lab.speaker.wait("9 NOTIFICATIONs counted", WAIT, |_| {
         lab.speaker.neighbor(&PEER_OPENS.to_string()).unwrap()["counters"]["sent"]["notification"].as_u64() >= Some(9)
     });
+}
+
+/// RFC 4271 §5 and §9.1.4: an unrecognised optional transitive attribute
+/// is passed on to other peers with the Partial bit set; an unrecognised
+/// optional non-transitive one is dropped. The raw peer sends both; GoBGP,
+/// on the far side of our speaker, shows what arrived.
+#[test]
+fn unknown_optional_attributes_passed_on_or_dropped() {
+    if !require_root_and_tools("bgp_rfc7606 unknown attributes", &["ip"]) || !gobgp_available("bgp_rfc7606") {
+        return;
+    }
+    let lab = lab_with("  - { address: 10.0.19.2, remote_as: 65005, families: [ipv4-unicast] }");
+    let gobgp_ns = Netns::new("b7g");
+    veth(&lab.ours_ns, "eth2", &gobgp_ns, "eth1");
+    lab.ours_ns.ip(&["addr", "add", "10.0.19.1/30", "dev", "eth2"]);
+    gobgp_ns.ip(&["addr", "add", "10.0.19.2/30", "dev", "eth1"]);
+    let mut g = GobgpNeighbor::new("10.0.19.1", 65001);
+    g.families = vec![Afi::Ipv4];
+    let gobgp = Gobgp::start(&gobgp_ns, &GobgpConfig::new(65005, "10.0.0.5").neighbor(g));
+    gobgp.wait_established("10.0.19.1", WAIT);
+
+    let mut s = establish(&lab);
+    let mut attrs = good_attrs();
+    attrs.push(attr(0xc0, 99, &[1, 2, 3, 4])); // optional transitive, unknown
+    attrs.push(attr(0x80, 98, &[5, 6])); // optional non-transitive, unknown
+    s.write_all(&update(&[], &attrs, &["10.61.0.0/24"])).unwrap();
+    wait_present(&lab, "10.61.0.0/24", true);
+    let paths = gobgp.wait_route("10.61.0.0/24", WAIT, |_| true);
+    let path = &paths[0];
+    let unknown = path_attr(path, 99).unwrap_or_else(|| panic!("attribute 99 passed on: {path}"));
+    // GoBGP shows it as {"flags":224,"type":99,"value":"AQIDBA=="}.
+    assert_eq!(unknown["flags"].as_u64().map(|f| f & 0xe0), Some(0xe0), "optional, transitive, partial: {unknown}");
+    assert_eq!(unknown["value"], "AQIDBA==", "value unchanged: {unknown}");
+    assert!(path_attr(path, 98).is_none(), "non-transitive attribute 98 dropped: {path}");
+    assert_eq!(path_attr(path, 2).unwrap()["as_paths"][0]["asns"], serde_json::json!([65001, AS_UPDATES]), "{path}");
+    expect_session_stays_up(&mut s, Duration::from_millis(500));
 }
