@@ -91,10 +91,26 @@ impl Speaker {
     }
 
     /// Sends control commands (`add P`, `del P`, `stop PEER`, `start PEER`).
+    ///
+    /// The speaker reads and deletes its one control file every interval, so
+    /// a file it has not read yet would be replaced and its commands lost:
+    /// wait (bounded) until the previous file is gone before writing.
+    #[track_caller]
     pub fn control(&self, lines: &[&str]) {
+        let control = self.dir.path().join("control");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while control.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "bgp-speaker in {} did not read its previous control file within 5 s; log tail:\n{}",
+                self.ns_name,
+                tail(&self.log(), 40)
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let tmp = self.dir.path().join("control.tmp");
         std::fs::write(&tmp, lines.join("\n")).expect("write control");
-        std::fs::rename(&tmp, self.dir.path().join("control")).expect("rename control");
+        std::fs::rename(&tmp, control).expect("rename control");
     }
 
     /// The summary entry of neighbour `addr`.
