@@ -24,6 +24,13 @@ use crate::sink::RouteSink;
 /// How long an outgoing TCP connect may take before it counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Frames and connection events queued for the speaker task, across all
+/// connections. When the speaker falls behind, readers wait for room and
+/// stop reading, so TCP flow control slows the peer instead of this queue
+/// growing without bound. Only readers and connect tasks send on it; the
+/// speaker task only receives, so it can never wait on itself.
+const IO_QUEUE_LEN: usize = 1024;
+
 enum Command {
     Summary(oneshot::Sender<Vec<PeerSummary>>),
     Routes(Family, Option<Nlri>, oneshot::Sender<Vec<RouteView>>),
@@ -133,7 +140,7 @@ struct Driver {
     speaker: Speaker,
     sink: Box<dyn RouteSink>,
     conns: HashMap<(PeerId, ConnId), mpsc::UnboundedSender<WriterMsg>>,
-    io_tx: mpsc::UnboundedSender<IoEvent>,
+    io_tx: mpsc::Sender<IoEvent>,
     start: Instant,
 }
 
@@ -153,7 +160,7 @@ impl Driver {
                         let result = tokio::time::timeout(CONNECT_TIMEOUT, connect(remote, local))
                             .await
                             .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")));
-                        let _ = io_tx.send(IoEvent::Connected { peer, conn, result });
+                        let _ = io_tx.send(IoEvent::Connected { peer, conn, result }).await;
                     });
                 }
                 Output::Send { peer, conn, bytes } => {
@@ -213,7 +220,7 @@ impl Driver {
                         Ok(Some(len)) => {
                             let bytes = buf[at..at + len].to_vec();
                             at += len;
-                            if io_tx.send(IoEvent::Frame { peer, conn, bytes }).is_err() {
+                            if io_tx.send(IoEvent::Frame { peer, conn, bytes }).await.is_err() {
                                 break 'read;
                             }
                         }
@@ -222,14 +229,14 @@ impl Driver {
                             // Let the speaker decode the header and send the
                             // matching NOTIFICATION; nothing after it can be framed.
                             let bytes = buf[at..at + HEADER_LEN].to_vec();
-                            let _ = io_tx.send(IoEvent::Frame { peer, conn, bytes });
+                            let _ = io_tx.send(IoEvent::Frame { peer, conn, bytes }).await;
                             break 'read;
                         }
                     }
                 }
                 buf.drain(..at);
             }
-            let _ = io_tx.send(IoEvent::Closed { peer, conn });
+            let _ = io_tx.send(IoEvent::Closed { peer, conn }).await;
         });
     }
 
@@ -289,7 +296,7 @@ async fn run(
     mut commands: mpsc::Receiver<Command>,
     sink: Box<dyn RouteSink>,
 ) {
-    let (io_tx, mut io_rx) = mpsc::unbounded_channel();
+    let (io_tx, mut io_rx) = mpsc::channel(IO_QUEUE_LEN);
     let mut d = Driver { speaker, sink, conns: HashMap::new(), io_tx, start: Instant::now() };
     let now = d.now();
     d.speaker.start(now);
