@@ -10,7 +10,7 @@
 //!                                          ▼
 //!                          decision (RFC 4271 §9.1, multipath) ► rib (Loc-RIB)
 //!                                          ▼
-//!           Output::Fib ──► sink::RouteSink (SaiRouteSink: route entries, next hops, ECMP groups)
+//!           Output::Fib ──► sink::RouteSink (QueueSink ─► ShimProgrammer: route entries, next hops, ECMP groups)
 //!           export (eBGP/iBGP rules, RFC 4456 reflection, export policy) ► Adj-RIB-Out
 //!                          ► packet::update::pack_* ──► Output::Send ──► tasks.rs ──► TCP
 //! ```

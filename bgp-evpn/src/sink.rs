@@ -1,16 +1,23 @@
 //! Where selected routes go: [`RouteSink`], with a table sink for `show ip
-//! route` and tests, and [`SaiRouteSink`], which programs route entries, next
-//! hops and next-hop groups through the SAI-like shim.
+//! route` and tests, and the shim's: [`QueueSink`] queues each change and a
+//! [`ShimProgrammer`] task applies them to the SAI-like shim (route entries,
+//! next hops, next-hop groups).
+//!
+//! The shim sits behind the forwarding thread's lock, so the speaker never
+//! takes it: the programmer applies what is queued in batches, one lock per
+//! batch, and resolves next hops against the switch's connected subnets (a
+//! handful) rather than scanning the shim's route entries.
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ipnetwork::IpNetwork;
 use sai_shim::{
-    Backend, NextHopAttr, NextHopGroupMemberAttr, ObjectId, ObjectType, PacketAction, RouteEntryAttr, RouteEntryKey,
-    Sai,
+    Backend, NextHopAttr, NextHopGroupMemberAttr, ObjectId, PacketAction, RouteEntryAttr, RouteEntryKey, Sai,
 };
+use tokio::sync::mpsc;
 
 use crate::packet::Nlri;
 
@@ -63,34 +70,85 @@ pub fn to_network(nlri: &Nlri) -> Option<IpNetwork> {
     }
 }
 
-/// Programs the shim: a next-hop object per BGP next hop (on the router
-/// interface whose connected subnet holds it), a next-hop group per distinct
-/// ECMP set, and a route entry per prefix. Objects are shared and
-/// reference-counted, and removed when the last route using them goes.
-pub struct SaiRouteSink<B: Backend> {
-    sai: Arc<Mutex<Sai<B>>>,
-    next_hops: HashMap<IpAddr, (ObjectId, usize)>,
-    groups: HashMap<Vec<IpAddr>, (ObjectId, Vec<ObjectId>, usize)>,
-    routes: HashMap<Nlri, Vec<IpAddr>>,
-    /// Changes the shim refused (unresolvable next hop, table full...).
-    pub errors: u64,
+/// At most this many route changes per hold of the shim's lock.
+const BATCH: usize = 512;
+
+/// One forwarding change, as queued by [`QueueSink`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    Install(Nlri, Vec<IpAddr>),
+    Remove(Nlri),
 }
 
-impl<B: Backend> SaiRouteSink<B> {
-    pub fn new(sai: Arc<Mutex<Sai<B>>>) -> Self {
-        SaiRouteSink { sai, next_hops: HashMap::new(), groups: HashMap::new(), routes: HashMap::new(), errors: 0 }
+/// The speaker's side of the shim: queues changes for [`ShimProgrammer::run`].
+pub struct QueueSink(pub mpsc::UnboundedSender<Change>);
+
+impl QueueSink {
+    /// A sink and the queue a [`ShimProgrammer`] reads.
+    pub fn new() -> (QueueSink, mpsc::UnboundedReceiver<Change>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (QueueSink(tx), rx)
+    }
+}
+
+impl RouteSink for QueueSink {
+    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
+        let _ = self.0.send(Change::Install(nlri, next_hops.to_vec()));
     }
 
-    /// The router interface of the longest connected route covering `ip`.
-    fn resolve_rif(sai: &Sai<B>, ip: IpAddr) -> Option<ObjectId> {
-        sai.store()
-            .route_entries()
-            .filter(|(k, e)| {
-                k.destination.contains(ip)
-                    && e.next_hop.and_then(|id| id.object_type()) == Some(ObjectType::RouterInterface)
-            })
-            .max_by_key(|(k, _)| k.destination.prefix())
-            .and_then(|(_, e)| e.next_hop)
+    fn remove(&mut self, nlri: Nlri) {
+        let _ = self.0.send(Change::Remove(nlri));
+    }
+}
+
+/// A next-hop group shared by every route with the same ECMP set.
+struct Group {
+    id: ObjectId,
+    /// Members with the next hop each holds.
+    members: Vec<(ObjectId, IpAddr)>,
+    routes: usize,
+}
+
+/// Programs BGP's routes into the shim: one next-hop object per next hop
+/// (on the router interface whose connected subnet holds it), one next-hop
+/// group per distinct ECMP set, one route entry per prefix; objects are
+/// shared, reference-counted and removed with their last route.
+pub struct ShimProgrammer<B: Backend> {
+    /// Connected subnets (with the switch's own address on each) and their
+    /// router interfaces, longest first.
+    subnets: Vec<(IpNetwork, ObjectId)>,
+    next_hops: HashMap<IpAddr, (ObjectId, usize)>,
+    groups: HashMap<Vec<IpAddr>, Group>,
+    routes: HashMap<Nlri, Vec<IpAddr>>,
+    /// Changes the shim refused or could not resolve (`show bgp summary`).
+    errors: Arc<AtomicU64>,
+    _backend: std::marker::PhantomData<fn(&mut Sai<B>)>,
+}
+
+impl<B: Backend> ShimProgrammer<B> {
+    /// `subnets`: each connected subnet as the switch's address with its
+    /// prefix length (`10.1.1.0/31`), and its router interface.
+    pub fn new(mut subnets: Vec<(IpNetwork, ObjectId)>) -> Self {
+        subnets.sort_by_key(|(net, _)| std::cmp::Reverse(net.prefix()));
+        ShimProgrammer {
+            subnets,
+            next_hops: HashMap::new(),
+            groups: HashMap::new(),
+            routes: HashMap::new(),
+            errors: Arc::new(AtomicU64::new(0)),
+            _backend: std::marker::PhantomData,
+        }
+    }
+
+    /// The count of changes the shim refused or could not resolve, shared.
+    pub fn errors(&self) -> Arc<AtomicU64> {
+        self.errors.clone()
+    }
+
+    /// The router interface to reach `ip` through; none for the switch's
+    /// own address.
+    fn resolve(&self, ip: IpAddr) -> Option<ObjectId> {
+        self.subnets.iter().find(|(net, _)| net.contains(ip) && net.ip() != ip).map(|(_, rif)| *rif)
     }
 
     fn acquire_hop(&mut self, sai: &mut Sai<B>, ip: IpAddr) -> Option<ObjectId> {
@@ -98,7 +156,7 @@ impl<B: Backend> SaiRouteSink<B> {
             *refs += 1;
             return Some(*id);
         }
-        let rif = Self::resolve_rif(sai, ip)?;
+        let rif = self.resolve(ip)?;
         let id = sai.create_next_hop(&[NextHopAttr::Ip(ip), NextHopAttr::RouterInterfaceId(rif)]).ok()?;
         self.next_hops.insert(ip, (id, 1));
         Some(id)
@@ -115,76 +173,74 @@ impl<B: Backend> SaiRouteSink<B> {
         }
     }
 
-    /// The object a route with these (resolvable) next hops points at.
+    /// The object a route through `hops` (resolvable, sorted) points at.
     fn acquire(&mut self, sai: &mut Sai<B>, hops: &[IpAddr]) -> Option<ObjectId> {
-        if hops.len() == 1 {
-            return self.acquire_hop(sai, hops[0]);
+        if let [one] = hops {
+            return self.acquire_hop(sai, *one);
         }
-        if let Some((id, _, refs)) = self.groups.get_mut(hops) {
-            *refs += 1;
-            return Some(*id);
+        if let Some(group) = self.groups.get_mut(hops) {
+            group.routes += 1;
+            return Some(group.id);
         }
         let group = sai.create_next_hop_group().ok()?;
         let mut members = Vec::new();
         for &ip in hops {
-            if let Some(nh) = self.acquire_hop(sai, ip)
-                && let Ok(m) = sai.create_next_hop_group_member(&[
+            if let Some(nh) = self.acquire_hop(sai, ip) {
+                match sai.create_next_hop_group_member(&[
                     NextHopGroupMemberAttr::NextHopGroupId(group),
                     NextHopGroupMemberAttr::NextHopId(nh),
-                ])
-            {
-                members.push(m);
+                ]) {
+                    Ok(member) => members.push((member, ip)),
+                    Err(_) => self.release_hop(sai, ip),
+                }
             }
         }
-        self.groups.insert(hops.to_vec(), (group, members, 1));
+        if members.is_empty() {
+            let _ = sai.remove(group);
+            return None;
+        }
+        self.groups.insert(hops.to_vec(), Group { id: group, members, routes: 1 });
         Some(group)
     }
 
     fn release(&mut self, sai: &mut Sai<B>, hops: &[IpAddr]) {
-        if hops.len() == 1 {
-            return self.release_hop(sai, hops[0]);
+        if let [one] = hops {
+            return self.release_hop(sai, *one);
         }
-        let Some((_, _, refs)) = self.groups.get_mut(hops) else { return };
-        *refs -= 1;
-        if *refs > 0 {
+        let Some(group) = self.groups.get_mut(hops) else { return };
+        group.routes -= 1;
+        if group.routes > 0 {
             return;
         }
-        if let Some((group, members, _)) = self.groups.remove(hops) {
-            for m in members {
-                let _ = sai.remove(m);
-            }
-            let _ = sai.remove(group);
-            for &ip in hops {
+        if let Some(group) = self.groups.remove(hops) {
+            for (member, ip) in group.members {
+                let _ = sai.remove(member);
                 self.release_hop(sai, ip);
             }
+            let _ = sai.remove(group.id);
         }
     }
 
-    fn key(sai: &Sai<B>, nlri: &Nlri) -> Option<RouteEntryKey> {
-        Some(RouteEntryKey { virtual_router: sai.default_virtual_router(), destination: to_network(nlri)? })
-    }
-}
-
-impl<B: Backend + Send + 'static> RouteSink for SaiRouteSink<B> {
-    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
-        let sai = self.sai.clone();
-        let Ok(mut sai) = sai.lock() else { return };
-        let mut hops: Vec<IpAddr> =
-            next_hops.iter().copied().filter(|ip| Self::resolve_rif(&sai, *ip).is_some()).collect();
+    pub fn install(&mut self, sai: &mut Sai<B>, nlri: Nlri, next_hops: &[IpAddr]) {
+        let mut hops: Vec<IpAddr> = next_hops.iter().copied().filter(|ip| self.resolve(*ip).is_some()).collect();
         hops.sort();
         hops.dedup();
         if hops.is_empty() {
-            self.errors += 1;
-            drop(sai);
-            return self.remove(nlri);
+            tracing::debug!(%nlri, ?next_hops, "no next hop in a connected subnet; not installed");
+            self.errors.fetch_add(1, Ordering::Relaxed);
+            return self.remove(sai, nlri);
         }
         if self.routes.get(&nlri) == Some(&hops) {
             return;
         }
-        let Some(key) = Self::key(&sai, &nlri) else { return };
-        let Some(target) = self.acquire(&mut sai, &hops) else {
-            self.errors += 1;
-            return;
+        let Some(destination) = to_network(&nlri) else { return };
+        let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination };
+        let Some(target) = self.acquire(sai, &hops) else {
+            // Forwarding through the old next hops would go where BGP no
+            // longer points: the route goes until a change that can be made.
+            tracing::debug!(%nlri, ?hops, "next hops not created; route removed");
+            self.errors.fetch_add(1, Ordering::Relaxed);
+            return self.remove(sai, nlri);
         };
         let result = if self.routes.contains_key(&nlri) {
             sai.set_route_entry_attribute(key, RouteEntryAttr::NextHopId(Some(target)))
@@ -194,24 +250,42 @@ impl<B: Backend + Send + 'static> RouteSink for SaiRouteSink<B> {
                 &[RouteEntryAttr::PacketAction(PacketAction::Forward), RouteEntryAttr::NextHopId(Some(target))],
             )
         };
-        if result.is_err() {
-            self.errors += 1;
-            self.release(&mut sai, &hops);
+        if let Err(error) = result {
+            // A connected, local or static route of the same prefix wins.
+            tracing::debug!(%nlri, %error, "route not installed");
+            self.errors.fetch_add(1, Ordering::Relaxed);
+            self.release(sai, &hops);
             return;
         }
         if let Some(old) = self.routes.insert(nlri, hops) {
-            self.release(&mut sai, &old);
+            self.release(sai, &old);
         }
     }
 
-    fn remove(&mut self, nlri: Nlri) {
+    pub fn remove(&mut self, sai: &mut Sai<B>, nlri: Nlri) {
         let Some(old) = self.routes.remove(&nlri) else { return };
-        let sai = self.sai.clone();
-        let Ok(mut sai) = sai.lock() else { return };
-        if let Some(key) = Self::key(&sai, &nlri) {
-            let _ = sai.remove_route_entry(key);
+        if let Some(destination) = to_network(&nlri) {
+            let _ = sai.remove_route_entry(RouteEntryKey { virtual_router: sai.default_virtual_router(), destination });
         }
-        self.release(&mut sai, &old);
+        self.release(sai, &old);
+    }
+
+    pub fn apply(&mut self, sai: &mut Sai<B>, change: Change) {
+        match change {
+            Change::Install(nlri, hops) => self.install(sai, nlri, &hops),
+            Change::Remove(nlri) => self.remove(sai, nlri),
+        }
+    }
+
+    /// Applies queued changes until every sender is gone, a batch per lock.
+    pub async fn run(mut self, sai: Arc<Mutex<Sai<B>>>, mut changes: mpsc::UnboundedReceiver<Change>) {
+        let mut batch = Vec::with_capacity(BATCH);
+        while changes.recv_many(&mut batch, BATCH).await > 0 {
+            let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
+            for change in batch.drain(..) {
+                self.apply(&mut shim, change);
+            }
+        }
     }
 }
 
@@ -219,19 +293,28 @@ impl<B: Backend + Send + 'static> RouteSink for SaiRouteSink<B> {
 mod tests {
     use dataplane::pipeline::SwitchConfig;
     use sai_shim::backend::soft::SoftBackend;
-    use sai_shim::{PortAttr, RouterInterfaceAttr, RouterInterfaceType};
+    use sai_shim::{ObjectType, PortAttr, RouterInterfaceAttr, RouterInterfaceType};
 
     use super::*;
+
+    type Shim = Sai<SoftBackend>;
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
     }
 
-    /// A switch with two routed ports on 10.1.0.0/30 and 10.2.0.0/30.
-    fn shim() -> Arc<Mutex<Sai<SoftBackend>>> {
+    fn nlri(s: &str) -> Nlri {
+        s.parse().unwrap()
+    }
+
+    /// A switch with routed ports at 10.1.0.1/30, 10.2.0.1/30 and
+    /// 10.3.0.1/30 (connected routes to their router interfaces), and a
+    /// programmer that knows those subnets.
+    fn shim() -> (Shim, ShimProgrammer<SoftBackend>) {
         let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &[]).unwrap();
         let vr = sai.default_virtual_router();
-        for (name, subnet) in [("eth1", "10.1.0.0/30"), ("eth2", "10.2.0.0/30")] {
+        let mut subnets = Vec::new();
+        for (name, address) in [("eth1", "10.1.0.1/30"), ("eth2", "10.2.0.1/30"), ("eth3", "10.3.0.1/30")] {
             let port = sai.create_port(&[PortAttr::Name(name.into()), PortAttr::AdminState(true)]).unwrap();
             let rif = sai
                 .create_router_interface(&[
@@ -239,61 +322,118 @@ mod tests {
                     RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
                 ])
                 .unwrap();
-            let key = RouteEntryKey { virtual_router: vr, destination: subnet.parse().unwrap() };
+            let address: IpNetwork = address.parse().unwrap();
+            let subnet = IpNetwork::new(address.network(), address.prefix()).unwrap();
+            let key = RouteEntryKey { virtual_router: vr, destination: subnet };
             sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(rif))]).unwrap();
+            subnets.push((address, rif));
         }
-        Arc::new(Mutex::new(sai))
+        (sai, ShimProgrammer::new(subnets))
     }
 
-    fn target(sai: &Arc<Mutex<Sai<SoftBackend>>>, prefix: &str) -> Option<ObjectId> {
-        let sai = sai.lock().unwrap();
+    fn target(sai: &Shim, prefix: &str) -> Option<ObjectId> {
         let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination: prefix.parse().unwrap() };
         sai.get_route_entry(key).ok().and_then(|r| r.next_hop)
     }
 
-    fn count(sai: &Arc<Mutex<Sai<SoftBackend>>>, t: ObjectType) -> usize {
-        sai.lock().unwrap().store().objects_of(t).count()
+    fn count(sai: &Shim, t: ObjectType) -> usize {
+        sai.store().objects_of(t).count()
+    }
+
+    fn errors(p: &ShimProgrammer<SoftBackend>) -> u64 {
+        p.errors().load(Ordering::Relaxed)
     }
 
     #[test]
     fn ecmp_groups_next_hops_and_routes_follow_the_rib() {
-        let sai = shim();
-        let mut sink = SaiRouteSink::new(sai.clone());
-        let a: Nlri = "10.255.0.2/32".parse().unwrap();
-        let b: Nlri = "10.255.0.3/32".parse().unwrap();
-        sink.install(a, &[ip("10.1.0.2"), ip("10.2.0.2")]);
+        let (mut sai, mut p) = shim();
+        p.install(&mut sai, nlri("10.255.0.2/32"), &[ip("10.1.0.2"), ip("10.2.0.2")]);
         let group = target(&sai, "10.255.0.2/32").unwrap();
         assert_eq!(group.object_type(), Some(ObjectType::NextHopGroup));
-        assert_eq!(sai.lock().unwrap().get_next_hop_group_members(group).unwrap().len(), 2);
+        assert_eq!(sai.get_next_hop_group_members(group).unwrap().len(), 2);
         // A second prefix with the same set shares the group.
-        sink.install(b, &[ip("10.2.0.2"), ip("10.1.0.2")]);
+        p.install(&mut sai, nlri("10.255.0.3/32"), &[ip("10.2.0.2"), ip("10.1.0.2")]);
         assert_eq!(target(&sai, "10.255.0.3/32"), Some(group));
         assert_eq!(count(&sai, ObjectType::NextHopGroup), 1);
         assert_eq!(count(&sai, ObjectType::NextHop), 2);
         // Shrinking to one path points the route at the next hop itself.
-        sink.install(a, &[ip("10.1.0.2")]);
+        p.install(&mut sai, nlri("10.255.0.2/32"), &[ip("10.1.0.2")]);
         let nh = target(&sai, "10.255.0.2/32").unwrap();
         assert_eq!(nh.object_type(), Some(ObjectType::NextHop));
-        assert_eq!(sai.lock().unwrap().get_next_hop(nh).unwrap().ip, ip("10.1.0.2"));
-        // Removing everything removes every object the sink created.
-        sink.remove(b);
+        assert_eq!(sai.get_next_hop(nh).unwrap().ip, ip("10.1.0.2"));
+        // Removing everything removes every object the programmer created.
+        p.remove(&mut sai, nlri("10.255.0.3/32"));
         assert_eq!(count(&sai, ObjectType::NextHopGroup), 0);
         assert_eq!(count(&sai, ObjectType::NextHopGroupMember), 0);
-        sink.remove(a);
+        p.remove(&mut sai, nlri("10.255.0.2/32"));
         assert_eq!(target(&sai, "10.255.0.2/32"), None);
         assert_eq!(count(&sai, ObjectType::NextHop), 0);
-        assert_eq!(sink.errors, 0);
+        assert_eq!(errors(&p), 0);
     }
 
     #[test]
-    fn unresolvable_next_hops_are_counted_not_installed() {
-        let sai = shim();
-        let mut sink = SaiRouteSink::new(sai.clone());
-        sink.install("10.9.0.0/16".parse().unwrap(), &[ip("192.0.2.1")]);
+    fn unresolvable_next_hops_and_our_own_address_are_counted_not_installed() {
+        let (mut sai, mut p) = shim();
+        p.install(&mut sai, nlri("10.9.0.0/16"), &[ip("192.0.2.1")]);
         assert_eq!(target(&sai, "10.9.0.0/16"), None);
-        assert_eq!(sink.errors, 1);
-        // One resolvable hop of two: installed through that one.
-        sink.install("10.9.0.0/16".parse().unwrap(), &[ip("192.0.2.1"), ip("10.2.0.2")]);
-        assert_eq!(target(&sai, "10.9.0.0/16").and_then(|t| t.object_type()), Some(ObjectType::NextHop));
+        assert_eq!(errors(&p), 1);
+        // The switch's own address on eth1 is no next hop.
+        p.install(&mut sai, nlri("10.9.0.0/16"), &[ip("10.1.0.1")]);
+        assert_eq!(target(&sai, "10.9.0.0/16"), None);
+        assert_eq!(count(&sai, ObjectType::NextHop), 0);
+        assert_eq!(errors(&p), 2);
+        // One resolvable hop of three: installed through that one.
+        p.install(&mut sai, nlri("10.9.0.0/16"), &[ip("192.0.2.1"), ip("10.1.0.1"), ip("10.2.0.2")]);
+        let nh = target(&sai, "10.9.0.0/16").unwrap();
+        assert_eq!(nh.object_type(), Some(ObjectType::NextHop));
+        assert_eq!(sai.get_next_hop(nh).unwrap().ip, ip("10.2.0.2"));
+    }
+
+    #[test]
+    fn a_route_whose_new_next_hops_cannot_be_made_is_removed_not_left_on_the_old_ones() {
+        let (mut sai, mut p) = shim();
+        // eth3's router interface goes away behind the programmer's back:
+        // next hops on it can no longer be created.
+        let vr = sai.default_virtual_router();
+        let key = RouteEntryKey { virtual_router: vr, destination: "10.3.0.0/30".parse().unwrap() };
+        let rif3 = sai.get_route_entry(key).unwrap().next_hop.unwrap();
+        sai.remove_route_entry(key).unwrap();
+        sai.remove(rif3).unwrap();
+
+        p.install(&mut sai, nlri("10.9.0.0/16"), &[ip("10.1.0.2")]);
+        assert!(target(&sai, "10.9.0.0/16").is_some());
+        p.install(&mut sai, nlri("10.9.0.0/16"), &[ip("10.3.0.2")]);
+        assert_eq!(target(&sai, "10.9.0.0/16"), None, "still forwarding through the withdrawn next hop");
+        assert_eq!(count(&sai, ObjectType::NextHop), 0);
+        assert_eq!(errors(&p), 1);
+        // The same for an ECMP set none of whose members can be made.
+        p.install(&mut sai, nlri("10.8.0.0/16"), &[ip("10.1.0.2"), ip("10.2.0.2")]);
+        p.install(&mut sai, nlri("10.8.0.0/16"), &[ip("10.3.0.2"), ip("10.3.0.3")]);
+        assert_eq!(target(&sai, "10.8.0.0/16"), None);
+        assert_eq!(count(&sai, ObjectType::NextHopGroup), 0);
+        assert_eq!(count(&sai, ObjectType::NextHop), 0);
+        assert_eq!(errors(&p), 2);
+        // Later changes that can be made install it again.
+        p.install(&mut sai, nlri("10.9.0.0/16"), &[ip("10.2.0.2")]);
+        assert!(target(&sai, "10.9.0.0/16").is_some());
+    }
+
+    #[tokio::test]
+    async fn queued_changes_reach_the_shim_in_batches() {
+        let (sai, p) = shim();
+        let sai = Arc::new(Mutex::new(sai));
+        let (mut sink, rx) = QueueSink::new();
+        let task = tokio::spawn(p.run(sai.clone(), rx));
+        for i in 0..1000u32 {
+            let prefix = format!("10.{}.{}.0/24", 100 + i / 256, i % 256);
+            sink.install(nlri(&prefix), &[ip("10.1.0.2"), ip("10.2.0.2")]);
+        }
+        sink.remove(nlri("10.100.0.0/24"));
+        drop(sink);
+        task.await.unwrap();
+        let sai = sai.lock().unwrap();
+        assert_eq!(target(&sai, "10.100.0.0/24"), None);
+        assert_eq!(target(&sai, "10.103.231.0/24").and_then(|t| t.object_type()), Some(ObjectType::NextHopGroup));
+        assert_eq!(count(&sai, ObjectType::NextHopGroup), 1);
     }
 }

@@ -3,235 +3,49 @@
 //! go into the shim (route entries, next hops, next-hop groups; out again on
 //! withdraw).
 //!
-//! config (`bgp:`) -> [`BgpSpeaker`] -> [`RouteSink`] -> channel -> [`ShimProgrammer`] -> shim -> pipeline
+//! config (`bgp:`) -> [`BgpSpeaker`] -> [`QueueSink`] -> channel -> [`ShimProgrammer`] -> shim -> pipeline
 //!
-//! The shim sits behind the forwarding thread's lock. bgp-evpn's own
-//! `SaiRouteSink` takes that lock once per route and finds each next hop's
-//! interface by scanning every route entry, which stalls forwarding on a
-//! large table; here the sink only queues the change, and a task applies
-//! what is queued in batches, one lock per batch, resolving next hops
-//! against the switch's connected subnets (a handful) instead.
+//! The shim sits behind the forwarding thread's lock: the sink only queues
+//! each change, and bgp-evpn's [`ShimProgrammer`] task applies what is queued
+//! in batches, one lock per batch, resolving next hops against the switch's
+//! connected subnets (given here from the config).
 
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 
-use bgp_evpn::events::{PeerSummary, RouteView};
-use bgp_evpn::packet::{Family, Nlri};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use bgp_evpn::sink::{TableSink, Tee, to_network};
+use bgp_evpn::events::{PeerSummary, RouteView};
+use bgp_evpn::packet::{Family, Nlri};
+use bgp_evpn::sink::{QueueSink, TableSink, Tee, to_network};
 use bgp_evpn::{BgpConfig, BgpSpeaker, RouteSink};
-use ipnetwork::IpNetwork;
 use mgmt_cli::api;
+use sai_shim::Sai;
 use sai_shim::backend::soft::SoftBackend;
-use sai_shim::{NextHopAttr, NextHopGroupMemberAttr, ObjectId, PacketAction, RouteEntryAttr, RouteEntryKey, Sai};
-use tokio::sync::mpsc;
 
 use crate::apply::Applied;
 use crate::config::{Config, L3Interface};
 
 type Shim = Sai<SoftBackend>;
 
-/// At most this many route changes per hold of the shim's lock.
-const BATCH: usize = 512;
+/// bgp-evpn's shim programmer on the daemon's shim.
+pub type ShimProgrammer = bgp_evpn::sink::ShimProgrammer<SoftBackend>;
 
-enum Change {
-    Install(Nlri, Vec<IpAddr>),
-    Remove(Nlri),
-}
-
-/// The speaker's side: queues changes for [`ShimProgrammer`].
-struct QueueSink(mpsc::UnboundedSender<Change>);
-
-impl RouteSink for QueueSink {
-    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
-        let _ = self.0.send(Change::Install(nlri, next_hops.to_vec()));
-    }
-
-    fn remove(&mut self, nlri: Nlri) {
-        let _ = self.0.send(Change::Remove(nlri));
-    }
-}
-
-/// A next-hop group shared by every route with the same ECMP set.
-struct Group {
-    id: ObjectId,
-    /// Members with the next hop each holds.
-    members: Vec<(ObjectId, IpAddr)>,
-    routes: usize,
-}
-
-/// Programs BGP's routes into the shim: one next-hop object per next hop
-/// (on the router interface whose connected subnet holds it), one next-hop
-/// group per distinct ECMP set, one route entry per prefix; objects are
-/// shared, reference-counted and removed with their last route.
-pub struct ShimProgrammer {
-    /// Connected subnets and their router interfaces, longest first.
-    subnets: Vec<(IpNetwork, ObjectId)>,
-    next_hops: HashMap<IpAddr, (ObjectId, usize)>,
-    groups: HashMap<Vec<IpAddr>, Group>,
-    routes: HashMap<Nlri, (Vec<IpAddr>, ObjectId)>,
-    /// Changes the shim refused or could not resolve (`show bgp summary`).
-    errors: Arc<AtomicU64>,
-}
-
-impl ShimProgrammer {
-    pub fn new(config: &Config, applied: &Applied) -> ShimProgrammer {
-        let mut subnets: Vec<(IpNetwork, ObjectId)> = config
-            .addresses()
-            .into_iter()
-            .filter_map(|(net, iface)| {
-                let rif = match iface? {
-                    L3Interface::Port(name) => applied.ports.get(&name)?.router_interface?,
-                    L3Interface::Vlan(id) => applied.vlans.get(&id)?.router_interface?,
-                };
-                Some((net, rif))
-            })
-            .collect();
-        subnets.sort_by_key(|(net, _)| std::cmp::Reverse(net.prefix()));
-        ShimProgrammer {
-            subnets,
-            next_hops: HashMap::new(),
-            groups: HashMap::new(),
-            routes: HashMap::new(),
-            errors: Arc::new(AtomicU64::new(0)),
-        }
-    }
-
-    fn resolve(&self, ip: IpAddr) -> Option<ObjectId> {
-        self.subnets.iter().find(|(net, _)| net.contains(ip) && net.ip() != ip).map(|(_, rif)| *rif)
-    }
-
-    fn acquire_hop(&mut self, sai: &mut Shim, ip: IpAddr) -> Option<ObjectId> {
-        if let Some((id, refs)) = self.next_hops.get_mut(&ip) {
-            *refs += 1;
-            return Some(*id);
-        }
-        let rif = self.resolve(ip)?;
-        let id = sai.create_next_hop(&[NextHopAttr::Ip(ip), NextHopAttr::RouterInterfaceId(rif)]).ok()?;
-        self.next_hops.insert(ip, (id, 1));
-        Some(id)
-    }
-
-    fn release_hop(&mut self, sai: &mut Shim, ip: IpAddr) {
-        if let Some((id, refs)) = self.next_hops.get_mut(&ip) {
-            *refs -= 1;
-            if *refs == 0 {
-                let id = *id;
-                self.next_hops.remove(&ip);
-                let _ = sai.remove(id);
-            }
-        }
-    }
-
-    /// The object a route through `hops` (resolvable, sorted) points at.
-    fn acquire(&mut self, sai: &mut Shim, hops: &[IpAddr]) -> Option<ObjectId> {
-        if let [one] = hops {
-            return self.acquire_hop(sai, *one);
-        }
-        if let Some(group) = self.groups.get_mut(hops) {
-            group.routes += 1;
-            return Some(group.id);
-        }
-        let group = sai.create_next_hop_group().ok()?;
-        let mut members = Vec::new();
-        for &ip in hops {
-            if let Some(nh) = self.acquire_hop(sai, ip) {
-                match sai.create_next_hop_group_member(&[
-                    NextHopGroupMemberAttr::NextHopGroupId(group),
-                    NextHopGroupMemberAttr::NextHopId(nh),
-                ]) {
-                    Ok(member) => members.push((member, ip)),
-                    Err(_) => self.release_hop(sai, ip),
-                }
-            }
-        }
-        self.groups.insert(hops.to_vec(), Group { id: group, members, routes: 1 });
-        Some(group)
-    }
-
-    fn release(&mut self, sai: &mut Shim, hops: &[IpAddr]) {
-        if let [one] = hops {
-            return self.release_hop(sai, *one);
-        }
-        let Some(group) = self.groups.get_mut(hops) else { return };
-        group.routes -= 1;
-        if group.routes > 0 {
-            return;
-        }
-        if let Some(group) = self.groups.remove(hops) {
-            for (member, ip) in group.members {
-                let _ = sai.remove(member);
-                self.release_hop(sai, ip);
-            }
-            let _ = sai.remove(group.id);
-        }
-    }
-
-    pub fn install(&mut self, sai: &mut Shim, nlri: Nlri, next_hops: &[IpAddr]) {
-        let mut hops: Vec<IpAddr> = next_hops.iter().copied().filter(|ip| self.resolve(*ip).is_some()).collect();
-        hops.sort();
-        hops.dedup();
-        if hops.is_empty() {
-            tracing::debug!(%nlri, ?next_hops, "no next hop in a connected subnet; not installed");
-            self.errors.fetch_add(1, Ordering::Relaxed);
-            return self.remove(sai, nlri);
-        }
-        if self.routes.get(&nlri).is_some_and(|(old, _)| *old == hops) {
-            return;
-        }
-        let Some(destination) = to_network(&nlri) else { return };
-        let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination };
-        let Some(target) = self.acquire(sai, &hops) else {
-            self.errors.fetch_add(1, Ordering::Relaxed);
-            return;
-        };
-        let result = if self.routes.contains_key(&nlri) {
-            sai.set_route_entry_attribute(key, RouteEntryAttr::NextHopId(Some(target)))
-        } else {
-            sai.create_route_entry(
-                key,
-                &[RouteEntryAttr::PacketAction(PacketAction::Forward), RouteEntryAttr::NextHopId(Some(target))],
-            )
-        };
-        if let Err(error) = result {
-            // A connected, local or static route of the same prefix wins.
-            tracing::debug!(%nlri, %error, "route not installed");
-            self.errors.fetch_add(1, Ordering::Relaxed);
-            self.release(sai, &hops);
-            return;
-        }
-        if let Some((old, _)) = self.routes.insert(nlri, (hops, target)) {
-            self.release(sai, &old);
-        }
-    }
-
-    pub fn remove(&mut self, sai: &mut Shim, nlri: Nlri) {
-        let Some((old, _)) = self.routes.remove(&nlri) else { return };
-        if let Some(destination) = to_network(&nlri) {
-            let _ = sai.remove_route_entry(RouteEntryKey { virtual_router: sai.default_virtual_router(), destination });
-        }
-        self.release(sai, &old);
-    }
-
-    fn apply(&mut self, sai: &mut Shim, change: Change) {
-        match change {
-            Change::Install(nlri, hops) => self.install(sai, nlri, &hops),
-            Change::Remove(nlri) => self.remove(sai, nlri),
-        }
-    }
-
-    /// Applies queued changes until the speaker is gone, a batch per lock.
-    async fn run(mut self, sai: Arc<Mutex<Shim>>, mut changes: mpsc::UnboundedReceiver<Change>) {
-        let mut batch = Vec::with_capacity(BATCH);
-        while changes.recv_many(&mut batch, BATCH).await > 0 {
-            let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
-            for change in batch.drain(..) {
-                self.apply(&mut shim, change);
-            }
-        }
-    }
+/// A programmer resolving next hops against the switch's connected subnets
+/// (each address with its router interface).
+pub fn programmer(config: &Config, applied: &Applied) -> ShimProgrammer {
+    let subnets = config
+        .addresses()
+        .into_iter()
+        .filter_map(|(net, iface)| {
+            let rif = match iface? {
+                L3Interface::Port(name) => applied.ports.get(&name)?.router_interface?,
+                L3Interface::Vlan(id) => applied.vlans.get(&id)?.router_interface?,
+            };
+            Some((net, rif))
+        })
+        .collect();
+    ShimProgrammer::new(subnets)
 }
 
 /// The running speaker as the management API sees it.
@@ -252,9 +66,9 @@ pub struct BgpView {
 /// Starts the speaker; its routes go into `sai` through a [`ShimProgrammer`].
 pub async fn start(config: BgpConfig, programmer: ShimProgrammer, sai: Arc<Mutex<Shim>>) -> Result<BgpView, String> {
     let installed = TableSink::default();
-    let (tx, rx) = mpsc::unbounded_channel();
-    let install_errors = programmer.errors.clone();
-    let sink: Box<dyn RouteSink> = Box::new(Tee(vec![Box::new(QueueSink(tx)), Box::new(installed.clone())]));
+    let (queue, rx) = QueueSink::new();
+    let install_errors = programmer.errors();
+    let sink: Box<dyn RouteSink> = Box::new(Tee(vec![Box::new(queue), Box::new(installed.clone())]));
     let speaker = BgpSpeaker::spawn(config.clone(), sink).await?;
     tokio::spawn(programmer.run(sai, rx));
     tracing::info!(
@@ -485,7 +299,8 @@ pub fn table(config: &BgpConfig, family: api::AddressFamily, routes: Vec<RouteVi
 
 #[cfg(test)]
 mod tests {
-    use sai_shim::ObjectType;
+    use bgp_evpn::sink::Change;
+    use sai_shim::{ObjectType, RouteEntryKey};
 
     use super::*;
 
@@ -501,7 +316,7 @@ ports:
     fn setup() -> (Shim, ShimProgrammer, Applied) {
         let config = Config::from_yaml(CONFIG).unwrap();
         let (sai, applied) = crate::daemon::build_shim(&config).unwrap();
-        let programmer = ShimProgrammer::new(&config, &applied);
+        let programmer = programmer(&config, &applied);
         (sai, programmer, applied)
     }
 
@@ -563,7 +378,7 @@ ports:
         p.apply(&mut sai, Change::Remove(nlri("192.168.2.0/24")));
         assert_eq!(target(&sai, &applied, "10.255.0.2/32"), None);
         assert_eq!((count(&sai, ObjectType::NextHop), sai.store().route_entries().count()), baseline);
-        assert_eq!(p.errors.load(Ordering::Relaxed), 0);
+        assert_eq!(p.errors().load(Ordering::Relaxed), 0);
     }
 
     #[test]
@@ -572,14 +387,14 @@ ports:
         // Off every connected subnet; our own address is no next hop either.
         p.apply(&mut sai, Change::Install(nlri("10.9.0.0/16"), vec![ip("172.16.0.1"), ip("10.1.1.0")]));
         assert_eq!(target(&sai, &applied, "10.9.0.0/16"), None);
-        assert_eq!(p.errors.load(Ordering::Relaxed), 1);
+        assert_eq!(p.errors().load(Ordering::Relaxed), 1);
         // One of two resolves: installed through that one.
         p.apply(&mut sai, Change::Install(nlri("10.9.0.0/16"), vec![ip("172.16.0.1"), ip("10.1.1.1")]));
         assert_eq!(target(&sai, &applied, "10.9.0.0/16").unwrap().1, ["10.1.1.1@eth1"]);
         // The connected route of eth3 stays connected; no objects leak.
         let hops_before = count(&sai, ObjectType::NextHop);
         p.apply(&mut sai, Change::Install(nlri("192.168.1.0/24"), vec![ip("10.1.2.1")]));
-        assert_eq!(p.errors.load(Ordering::Relaxed), 2);
+        assert_eq!(p.errors().load(Ordering::Relaxed), 2);
         let key = RouteEntryKey {
             virtual_router: sai.default_virtual_router(),
             destination: "192.168.1.0/24".parse().unwrap(),
@@ -590,26 +405,6 @@ ports:
         // Withdrawing what was never installed leaves the connected route.
         p.apply(&mut sai, Change::Remove(nlri("192.168.1.0/24")));
         assert!(sai.get_route_entry(key).is_ok());
-    }
-
-    #[tokio::test]
-    async fn queued_changes_reach_the_shim() {
-        let (sai, programmer, applied) = setup();
-        let sai = Arc::new(Mutex::new(sai));
-        let (tx, rx) = mpsc::unbounded_channel();
-        let task = tokio::spawn(programmer.run(sai.clone(), rx));
-        let mut sink = QueueSink(tx);
-        for i in 0..1000u32 {
-            let prefix = format!("10.{}.{}.0/24", 100 + i / 256, i % 256);
-            sink.install(nlri(&prefix), &[ip("10.1.1.1"), ip("10.1.2.1")]);
-        }
-        sink.remove(nlri("10.100.0.0/24"));
-        drop(sink);
-        task.await.unwrap();
-        let sai = sai.lock().unwrap();
-        assert_eq!(target(&sai, &applied, "10.100.0.0/24"), None);
-        assert_eq!(target(&sai, &applied, "10.103.231.0/24").unwrap().0, ObjectType::NextHopGroup);
-        assert_eq!(count(&sai, ObjectType::NextHopGroup), 1);
     }
 
     /// The management handlers on a live speaker (no peers; it originates
@@ -626,7 +421,7 @@ ports:
         let config = Config::from_yaml(&yaml).unwrap();
         let (sai, applied) = crate::daemon::build_shim(&config).unwrap();
         let sai = Arc::new(Mutex::new(sai));
-        let programmer = ShimProgrammer::new(&config, &applied);
+        let programmer = programmer(&config, &applied);
         let bgp = start(config.bgp.clone().unwrap(), programmer, sai.clone()).await.unwrap();
         let view = SwitchView {
             config: Arc::new(config.clone()),

@@ -182,7 +182,7 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
     // BGP last: its sessions run over the host interfaces made above.
     let bgp = match &config.bgp {
         Some(bgp) => {
-            let programmer = crate::bgp::ShimProgrammer::new(&config, &applied);
+            let programmer = crate::bgp::programmer(&config, &applied);
             Some(crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?)
         }
         None => None,

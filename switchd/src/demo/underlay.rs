@@ -38,7 +38,7 @@ impl DemoSpeaker {
         let speaker = Speaker::new(bgp).unwrap_or_else(|e| panic!("{}: BGP config: {e}", config.name));
         Some(DemoSpeaker {
             speaker,
-            programmer: ShimProgrammer::new(config, applied),
+            programmer: crate::bgp::programmer(config, applied),
             sai,
             addresses: config.addresses().iter().map(|(a, _)| a.ip()).collect(),
         })
