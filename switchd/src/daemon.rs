@@ -2,7 +2,8 @@
 //!
 //! 1. the shim with the soft backend, programmed by [`crate::apply`];
 //! 2. host interfaces (`sw-ethN`, `vlanN` TAPs with the switch's addresses)
-//!    and the front-panel ports' I/O, handed to the forwarding thread;
+//!    and the front-panel ports' I/O, handed to the forwarding thread; the
+//!    loopback addresses on the kernel's `lo`;
 //! 3. the LLDP agent, speaking through the ports' host interfaces: the
 //!    pipeline punts LLDP (a reserved group address) to `sw-ethN`, and what
 //!    the agent writes into `sw-ethN` leaves through `ethN` unchanged;
@@ -17,7 +18,7 @@
 //!
 //! It stops on SIGTERM or SIGINT: LLDP sends its shutdown LLDPDUs, the
 //! forwarding thread stops and drops its attachments (removing the TAPs),
-//! and the socket file is removed.
+//! the loopback addresses leave `lo`, and the socket file is removed.
 
 use std::io;
 use std::os::fd::AsRawFd;
@@ -160,6 +161,9 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
     let specs = host_interfaces(&mut sai, &config, &applied)?;
     let mut attachments = port_attachments(&sai, &config, &applied)?;
     attachments.extend(hostif::create_host_interfaces(&specs)?);
+    // After the TAPs, so a failure here leaves nothing behind either (the
+    // attachments are dropped on return).
+    let loopback = hostif::LoopbackAddresses::add(&config.loopback)?;
     let sai = Arc::new(Mutex::new(sai));
     let forwarding = Forwarding::start(sai.clone(), attachments).map_err(io_error("start the forwarding thread"))?;
     tracing::info!("forwarding thread running");
@@ -228,6 +232,7 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
         lldp.stop();
     }
     forwarding.stop();
+    drop(loopback);
     tracing::info!("stopped");
     Ok(())
 }
@@ -271,13 +276,19 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
         reasons.push("ports were added, removed, reordered or changed kind".to_owned());
     }
     let addresses = |c: &Config| {
-        let mut all: Vec<String> =
-            c.addresses().into_iter().filter_map(|(a, iface)| Some(format!("{}={a}", iface?))).collect();
+        let mut all: Vec<String> = c
+            .addresses()
+            .into_iter()
+            .map(|(a, iface)| match iface {
+                Some(iface) => format!("{iface}={a}"),
+                None => format!("{}={a}", hostif::LOOPBACK_INTERFACE),
+            })
+            .collect();
         all.sort();
         all
     };
     if addresses(running) != addresses(candidate) {
-        reasons.push("interface addresses changed (they live on the host interfaces)".to_owned());
+        reasons.push("interface addresses changed (they live on the host interfaces and lo)".to_owned());
     }
     let svis = |c: &Config| c.vlans.iter().filter(|v| !v.addresses.is_empty()).map(|v| v.id).collect::<Vec<_>>();
     if svis(running) != svis(candidate) {
@@ -434,6 +445,8 @@ mod tests {
         let more =
             Config::from_yaml(&BASE.replace("vlans:", "  - { name: eth3, mode: access, vlan: 10 }\nvlans:")).unwrap();
         assert!(restart_needed(&running, &more)[0].contains("ports"));
+        let loopback = Config::from_yaml(&format!("{BASE}loopback: [10.255.0.9/32]\n")).unwrap();
+        assert!(restart_needed(&running, &loopback)[0].contains("addresses"), "loopback addresses live on lo");
     }
 
     #[test]

@@ -30,6 +30,7 @@ use std::net::IpAddr;
 
 use dataplane::io::{Tap, TapConfig, if_index};
 use ipnetwork::IpNetwork;
+use rtnetlink::LinkUnspec;
 
 use crate::forwarding::Attachment;
 
@@ -113,11 +114,70 @@ fn write_sysctl(path: &str, value: &str) -> io::Result<()> {
     std::fs::write(path, value)
 }
 
-/// Adds `addresses` to each named interface through rtnetlink. Runs on a
-/// thread of its own with a current-thread runtime, so callers need not be
-/// (and may be) inside a tokio runtime.
+/// The kernel interface that carries the config's `loopback:` addresses.
+pub const LOOPBACK_INTERFACE: &str = "lo";
+
+/// The config's `loopback:` addresses on the kernel's `lo` in the switch's
+/// namespace, so sockets on the switch can bind to them (a BGP session
+/// sourced from the loopback, `ssh` to it). Removed when dropped, as the
+/// TAPs are.
+///
+/// A packet to a loopback address arrives on a port's or SVI's TAP (the
+/// pipeline punts it to the ingress router interface's host interface). The
+/// kernel accepts it there without any sysctl change: it takes any local
+/// address on any interface (weak host model), and `rp_filter`, strict or
+/// loose, only checks that the route back to the *sender* leaves through the
+/// TAP it came in on, which the TAP's connected subnet guarantees. The reply,
+/// sourced from the loopback address, follows that route out of the TAP and
+/// back into the pipeline. `accept_local` concerns packets whose *source* is
+/// a local address, which these are not. So neither is touched.
+#[derive(Debug)]
+pub struct LoopbackAddresses {
+    addresses: Vec<IpNetwork>,
+}
+
+impl LoopbackAddresses {
+    /// Brings `lo` up (an address on a down link is not local) and adds
+    /// `addresses` to it. On error, the addresses added so far are removed.
+    pub fn add(addresses: &[IpNetwork]) -> Result<LoopbackAddresses, HostIfError> {
+        // Built before adding, so a partial failure is undone by the drop.
+        let guard = LoopbackAddresses { addresses: addresses.to_vec() };
+        add_addresses(&[(LOOPBACK_INTERFACE, addresses)])?;
+        Ok(guard)
+    }
+}
+
+impl Drop for LoopbackAddresses {
+    fn drop(&mut self) {
+        if let Err(error) = remove_addresses(&[(LOOPBACK_INTERFACE, &self.addresses)]) {
+            tracing::warn!(%error, "cannot remove the loopback addresses");
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AddressChange {
+    /// Sets the link up and adds (or replaces) each address.
+    Add,
+    /// Removes each address; one already gone is not an error.
+    Remove,
+}
+
+/// Adds `addresses` to each named interface through rtnetlink, setting the
+/// interface up. Runs on a thread of its own with a current-thread runtime,
+/// so callers need not be (and may be) inside a tokio runtime.
 pub fn add_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfError> {
-    if interfaces.is_empty() {
+    change_addresses(interfaces, AddressChange::Add)
+}
+
+/// Removes `addresses` from each named interface through rtnetlink (as
+/// [`add_addresses`]). Tries them all; returns the first error.
+pub fn remove_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfError> {
+    change_addresses(interfaces, AddressChange::Remove)
+}
+
+fn change_addresses(interfaces: &[(&str, &[IpNetwork])], change: AddressChange) -> Result<(), HostIfError> {
+    if interfaces.iter().all(|(_, addresses)| addresses.is_empty()) {
         return Ok(());
     }
     let mut resolved = Vec::new();
@@ -132,16 +192,22 @@ pub fn add_addresses(interfaces: &[(&str, &[IpNetwork])]) -> Result<(), HostIfEr
                 let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|error| {
                     HostIfError { interface: String::new(), action: "start netlink runtime", error }
                 })?;
-                runtime.block_on(add_addresses_async(&resolved))
+                runtime.block_on(change_addresses_async(&resolved, change))
             })
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
 }
 
-async fn add_addresses_async(interfaces: &[(String, u32, Vec<IpNetwork>)]) -> Result<(), HostIfError> {
-    let netlink_error =
-        |name: &str, error: io::Error| HostIfError { interface: name.to_string(), action: "add address", error };
+async fn change_addresses_async(
+    interfaces: &[(String, u32, Vec<IpNetwork>)],
+    change: AddressChange,
+) -> Result<(), HostIfError> {
+    let netlink_error = |name: &str, action: &'static str, error: String| HostIfError {
+        interface: name.to_string(),
+        action,
+        error: io::Error::other(error),
+    };
     let (connection, handle, _) = rtnetlink::new_connection().map_err(|error| HostIfError {
         interface: String::new(),
         action: "open rtnetlink",
@@ -150,11 +216,37 @@ async fn add_addresses_async(interfaces: &[(String, u32, Vec<IpNetwork>)]) -> Re
     let task = tokio::spawn(connection);
     let mut result = Ok(());
     'all: for (name, index, addresses) in interfaces {
-        for address in addresses {
-            let ip: IpAddr = address.ip();
-            if let Err(error) = handle.address().add(*index, ip, address.prefix()).replace().execute().await {
-                result = Err(netlink_error(name, io::Error::other(format!("{address}: {error}"))));
-                break 'all;
+        match change {
+            AddressChange::Add => {
+                let up = LinkUnspec::new_with_index(*index).up().build();
+                if let Err(error) = handle.link().set(up).execute().await {
+                    result = Err(netlink_error(name, "set up", error.to_string()));
+                    break 'all;
+                }
+                for address in addresses {
+                    let ip: IpAddr = address.ip();
+                    if let Err(error) = handle.address().add(*index, ip, address.prefix()).replace().execute().await {
+                        result = Err(netlink_error(name, "add address", format!("{address}: {error}")));
+                        break 'all;
+                    }
+                }
+            }
+            AddressChange::Remove => {
+                for address in addresses {
+                    // The add request builds the same message `ip addr del`
+                    // sends: index, family, prefix length, IFA_LOCAL/ADDRESS.
+                    let mut request = handle.address().add(*index, address.ip(), address.prefix());
+                    let message = request.message_mut().clone();
+                    match handle.address().del(message).execute().await {
+                        Ok(()) => {}
+                        Err(rtnetlink::Error::NetlinkError(e)) if e.raw_code() == -libc::EADDRNOTAVAIL => {}
+                        Err(error) => {
+                            if result.is_ok() {
+                                result = Err(netlink_error(name, "remove address", format!("{address}: {error}")));
+                            }
+                        }
+                    }
+                }
             }
         }
     }
