@@ -15,7 +15,7 @@
 //! operator's names.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, Ipv4Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use dataplane::wire::EthernetAddress;
 use ipnetwork::IpNetwork;
@@ -139,6 +139,14 @@ pub fn switch_mac(name: &str) -> EthernetAddress {
     EthernetAddress([0x02, b[1], b[2], b[3], b[4], b[5]])
 }
 
+/// The IPv6 link-local address (RFC 4291 appendix A, modified EUI-64) the
+/// kernel gives a host interface TAP that carries `mac`: every router
+/// interface has the switch MAC, so it is one address for all of them.
+pub fn link_local_address(mac: EthernetAddress) -> Ipv6Addr {
+    let m = mac.0;
+    Ipv6Addr::from([0xfe, 0x80, 0, 0, 0, 0, 0, 0, m[0] ^ 0x02, m[1], m[2], 0xff, 0xfe, m[3], m[4], m[5]])
+}
+
 /// The switch attributes a config implies, for [`Sai::new`].
 pub fn switch_attributes(config: &Config) -> Vec<SwitchAttr> {
     vec![SwitchAttr::SrcMacAddress(switch_mac(&config.name))]
@@ -164,6 +172,13 @@ pub fn desired_routes(config: &Config) -> BTreeMap<IpNetwork, RouteSpec> {
                 routes.insert(subnet, RouteSpec::Connected(interface));
             }
         }
+    }
+    // The kernel behind the host interfaces speaks from its link-local
+    // address too (neighbour solicitations before it answers a TCP SYN to a
+    // loopback address, for one): what comes back to it must be ip2me.
+    if config.addresses().iter().any(|(_, interface)| interface.is_some()) {
+        let link_local = link_local_address(switch_mac(&config.name));
+        routes.insert(IpNetwork::new(IpAddr::V6(link_local), 128).expect("host prefix"), RouteSpec::Local);
     }
     for route in &config.routes {
         let mut hops = route.next_hops.clone();
@@ -643,6 +658,17 @@ routes:
         assert_eq!(sai.store().vni_of_vlan(vlan10), Some(10010));
         let bridge_port = applied.remote_vteps[&Ipv4Addr::new(10, 255, 0, 2)].1;
         assert_eq!(applied.bridge_port_name(bridge_port).unwrap(), "vtep 10.255.0.2");
+    }
+
+    #[test]
+    fn the_host_interfaces_link_local_address_is_local() {
+        // RFC 4291 appendix A: 02:00:5e:10:00:01 -> fe80::5eff:fe10:1 (U/L bit flipped).
+        let mac = EthernetAddress([0x02, 0x00, 0x5e, 0x10, 0x00, 0x01]);
+        assert_eq!(link_local_address(mac), "fe80::5eff:fe10:1".parse::<Ipv6Addr>().unwrap());
+        let config = Config::from_yaml(CONFIG).unwrap();
+        let routes = desired_routes(&config);
+        let link_local = IpNetwork::new(IpAddr::V6(link_local_address(switch_mac(&config.name))), 128).unwrap();
+        assert!(matches!(routes[&link_local], RouteSpec::Local));
     }
 
     #[test]

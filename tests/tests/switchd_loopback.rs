@@ -96,18 +96,17 @@ fn loopback_addresses_are_on_lo_and_reachable_through_the_dataplane() {
     // Listeners bound to the loopback addresses themselves: bind fails
     // unless the address is local in the kernel, and the connections work
     // only if the kernel accepts the punted SYN on the TAP and its replies
-    // go back out through the dataplane.
-    //
-    // IPv4 only: for IPv6 the kernel solicits the host's address from the
-    // TAP's link-local address (the loopback address is not on the TAP), and
-    // the pipeline has no route for that link-local address, so the host's
-    // advertisement never reaches the kernel (a known gap; see
-    // docs/switchd.md). Binding to the IPv6 loopback address works.
+    // go back out through the dataplane. For IPv6 the kernel first solicits
+    // the host from the TAP's link-local address (the loopback address is
+    // not on the TAP), so the host's advertisement to that link-local
+    // address must reach the kernel too.
     let v4 = echo_server(&sw, "10.255.0.1:7008", 2);
     tcp_round_trip(&ha, "10.255.0.1:7008");
     tcp_round_trip(&hb, "10.255.0.1:7008");
     v4.join().expect("IPv4 echo server");
-    sw.enter(|| TcpListener::bind("[2001:db8:ff::1]:7008").expect("bind the IPv6 loopback address"));
+    let v6 = echo_server(&sw, "[2001:db8:ff::1]:7009", 1);
+    tcp_round_trip(&ha, "[2001:db8:ff::1]:7009");
+    v6.join().expect("IPv6 echo server");
 
     // SIGTERM: a clean exit, and the addresses are gone from lo.
     let out = switchd.stop().expect("switchd exited");
