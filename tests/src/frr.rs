@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::netns::{Netns, ProcessGuard};
 use crate::switchd::TempDir;
+use crate::wait::poll_until;
 
 pub const BGPD: &str = "/usr/lib/frr/bgpd";
 pub const VTYSH: &str = "vtysh";
@@ -209,30 +210,21 @@ impl Frr {
     /// view; returns it.
     #[track_caller]
     pub fn wait_route(&self, prefix: &str, timeout: Duration, check: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let route = self.route(prefix);
-            if let Some(route) = &route
-                && check(route)
-            {
-                return route.clone();
-            }
-            if Instant::now() >= deadline {
-                panic!("FRR in {}: {prefix} not as expected within {timeout:?}; last seen: {route:#?}", self.ns_name);
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let mut last = None;
+        poll_until(timeout, Duration::from_millis(200), || {
+            last = self.route(prefix);
+            last.clone().filter(|route| check(route))
+        })
+        .unwrap_or_else(|| {
+            panic!("FRR in {}: {prefix} not as expected within {timeout:?}; last seen: {last:#?}", self.ns_name)
+        })
     }
 
     /// Waits until `prefix` is gone from FRR's table.
     #[track_caller]
     pub fn wait_no_route(&self, prefix: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.route(prefix).is_some() {
-            if Instant::now() >= deadline {
-                panic!("FRR in {}: {prefix} still present after {timeout:?}", self.ns_name);
-            }
-            std::thread::sleep(Duration::from_millis(200));
+        if poll_until(timeout, Duration::from_millis(200), || self.route(prefix).is_none().then_some(())).is_none() {
+            panic!("FRR in {}: {prefix} still present after {timeout:?}", self.ns_name);
         }
     }
 

@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::frr::{Afi, proc_status_kib, tail};
 use crate::netns::{Netns, ProcessGuard};
 use crate::switchd::TempDir;
+use crate::wait::poll_until;
 
 pub const GOBGPD: &str = "gobgpd";
 pub const GOBGP: &str = "gobgp";
@@ -247,29 +248,20 @@ impl Gobgp {
     /// paths; returns them.
     #[track_caller]
     pub fn wait_route(&self, prefix: &str, timeout: Duration, check: impl Fn(&Value) -> bool) -> Value {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let route = self.route(prefix);
-            if let Some(route) = &route
-                && check(route)
-            {
-                return route.clone();
-            }
-            if Instant::now() >= deadline {
-                panic!("GoBGP in {}: {prefix} not as expected within {timeout:?}; last seen: {route:#?}", self.ns_name);
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let mut last = None;
+        poll_until(timeout, Duration::from_millis(200), || {
+            last = self.route(prefix);
+            last.clone().filter(|route| check(route))
+        })
+        .unwrap_or_else(|| {
+            panic!("GoBGP in {}: {prefix} not as expected within {timeout:?}; last seen: {last:#?}", self.ns_name)
+        })
     }
 
     #[track_caller]
     pub fn wait_no_route(&self, prefix: &str, timeout: Duration) {
-        let deadline = Instant::now() + timeout;
-        while self.route(prefix).is_some() {
-            if Instant::now() >= deadline {
-                panic!("GoBGP in {}: {prefix} still present after {timeout:?}", self.ns_name);
-            }
-            std::thread::sleep(Duration::from_millis(200));
+        if poll_until(timeout, Duration::from_millis(200), || self.route(prefix).is_none().then_some(())).is_none() {
+            panic!("GoBGP in {}: {prefix} still present after {timeout:?}", self.ns_name);
         }
     }
 
