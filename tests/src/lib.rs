@@ -11,8 +11,10 @@ pub mod frr;
 pub mod gobgp;
 pub mod netns;
 pub mod switchd;
+pub mod tcp;
 pub mod wait;
 
 pub use netns::{Netns, ProcessGuard, require_root_and_tools, unique_name, veth};
 pub use switchd::{Switchd, TempDir, swcli_json, workspace_binary};
+pub use tcp::{echo_server, tcp_round_trip};
 pub use wait::poll_until;

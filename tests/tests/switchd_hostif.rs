@@ -3,11 +3,9 @@
 //! dataplane (punt to the TAP, kernel TCP, back through the pipeline). On
 //! SIGTERM the daemon removes its TAPs.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
+use fabric_tests::{Netns, Switchd, echo_server, require_root_and_tools, tcp_round_trip, veth};
 
 const CONFIG: &str = "
 name: hostsw
@@ -22,23 +20,6 @@ vlans:
   - id: 100
     addresses: [192.168.100.1/24]
 ";
-
-/// Connects from `client` to `addr`, sends a line, reads the echo back.
-fn tcp_round_trip(client: &Netns, addr: &str) -> String {
-    let addr = addr.to_string();
-    client.enter(move || {
-        let mut stream = TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let payload = vec![b'x'; 20_000]; // several segments, both ways
-        stream.write_all(&payload).unwrap();
-        stream.shutdown(std::net::Shutdown::Write).unwrap();
-        let mut back = Vec::new();
-        stream.read_to_end(&mut back).unwrap_or_else(|e| panic!("read from {addr}: {e}"));
-        assert_eq!(back.len(), payload.len(), "echo of {addr} complete");
-        format!("{} bytes", back.len())
-    })
-}
 
 #[test]
 fn switch_addresses_answer_ping_and_tcp_through_the_dataplane() {
@@ -74,16 +55,7 @@ fn switch_addresses_answer_ping_and_tcp_through_the_dataplane() {
     assert!(ha.ping_until("192.168.100.1", Duration::from_secs(5)), "SVI address from another subnet");
 
     // An echo server in the switch's namespace, reached through the dataplane.
-    let listener = sw.enter(|| TcpListener::bind("[::]:7007").expect("listen in the switch namespace"));
-    let server = std::thread::spawn(move || {
-        for _ in 0..3 {
-            let (mut conn, _) = listener.accept().expect("accept");
-            conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            let mut data = Vec::new();
-            conn.read_to_end(&mut data).expect("read");
-            conn.write_all(&data).expect("echo");
-        }
-    });
+    let server = echo_server(&sw, "[::]:7007", 3);
     tcp_round_trip(&ha, "10.1.0.1:7007");
     tcp_round_trip(&hb, "192.168.100.1:7007");
     tcp_round_trip(&ha, "[2001:db8:1::1]:7007");

@@ -4,11 +4,9 @@
 //! port's or SVI's TAP, kernel TCP, reply back through the pipeline). On
 //! SIGTERM the daemon removes them from `lo`.
 
-use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
-use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
+use fabric_tests::{Netns, Switchd, echo_server, require_root_and_tools, tcp_round_trip, veth};
 
 const CONFIG: &str = "
 name: loopsw
@@ -24,38 +22,6 @@ vlans:
   - id: 100
     addresses: [192.168.100.1/24]
 ";
-
-/// Connects from `client` to `addr`, sends a payload, reads the echo back.
-fn tcp_round_trip(client: &Netns, addr: &str) {
-    let addr = addr.to_string();
-    client.enter(move || {
-        let mut stream = TcpStream::connect_timeout(&addr.parse().unwrap(), Duration::from_secs(5))
-            .unwrap_or_else(|e| panic!("connect {addr}: {e}"));
-        stream.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-        let payload = vec![b'l'; 20_000]; // several segments, both ways
-        stream.write_all(&payload).unwrap();
-        stream.shutdown(std::net::Shutdown::Write).unwrap();
-        let mut back = Vec::new();
-        stream.read_to_end(&mut back).unwrap_or_else(|e| panic!("read from {addr}: {e}"));
-        assert_eq!(back.len(), payload.len(), "echo of {addr} complete");
-    })
-}
-
-/// An echo server bound to `addr` in `ns`, for `connections` connections.
-fn echo_server(ns: &Netns, addr: &str, connections: usize) -> std::thread::JoinHandle<()> {
-    let addr = addr.to_string();
-    let listener = ns
-        .enter(move || TcpListener::bind(&addr).unwrap_or_else(|e| panic!("bind {addr} in the switch namespace: {e}")));
-    std::thread::spawn(move || {
-        for _ in 0..connections {
-            let (mut conn, _) = listener.accept().expect("accept");
-            conn.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-            let mut data = Vec::new();
-            conn.read_to_end(&mut data).expect("read");
-            conn.write_all(&data).expect("echo");
-        }
-    })
-}
 
 #[test]
 fn loopback_addresses_are_on_lo_and_reachable_through_the_dataplane() {
