@@ -283,7 +283,8 @@ neighbors:
     let route = wait_route(&ours, "fd00:2::/48");
     if frr_sets_global_next_hop {
         assert_eq!(route["paths"][0]["next_hop"], "fd00:15::2", "{route:#}");
-        assert_eq!(ours.fib("fd00:2::/48"), Some(vec!["fd00:15::2".to_string()]));
+        let installed = Some(vec!["fd00:15::2".to_string()]);
+        ours.wait("fd00:2::/48 installed via fd00:15::2", WAIT, |_| ours.fib("fd00:2::/48") == installed);
     } else {
         assert_eq!(route["paths"][0]["next_hop"], "::ffff:10.0.15.2", "what FRR -Z sends: {route:#}");
         let fib = ours.fib("fd00:2::/48");
@@ -292,7 +293,9 @@ neighbors:
             "installed through the IPv4-mapped address, which never resolves: {fib:?}"
         );
     }
-    assert_eq!(ours.fib("10.2.0.0/24"), Some(vec![FRR.to_string()]));
+    // The IPv4 route may come in a later UPDATE than the IPv6 one waited for above.
+    let installed = Some(vec![FRR.to_string()]);
+    ours.wait("10.2.0.0/24 installed via FRR", WAIT, |_| ours.fib("10.2.0.0/24") == installed);
     let n = neighbor(&ours);
     assert_eq!(n["negotiated"]["families"].as_array().map(Vec::len), Some(2), "{n:#}");
 }
