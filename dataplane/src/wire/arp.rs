@@ -7,7 +7,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::{Error, EtherType, EthernetAddress, Field, Result};
+use super::{Error, EtherType, EthernetAddress, Field, Result, read_u16, write_u16};
 
 /// `ar$hrd` for Ethernet (RFC 826; IANA "Hardware Types").
 pub const HARDWARE_ETHERNET: u16 = 1;
@@ -109,18 +109,13 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
         self.buffer
     }
 
-    fn read_u16(&self, field: Field) -> u16 {
-        let data = &self.buffer.as_ref()[field];
-        u16::from_be_bytes([data[0], data[1]])
-    }
-
     pub fn hardware_type(&self) -> u16 {
-        self.read_u16(field::HTYPE)
+        read_u16(self.buffer.as_ref(), field::HTYPE)
     }
 
     /// The protocol type, an EtherType (0x0800 for IPv4).
     pub fn protocol_type(&self) -> EtherType {
-        EtherType::from(self.read_u16(field::PTYPE))
+        EtherType::from(read_u16(self.buffer.as_ref(), field::PTYPE))
     }
 
     pub fn hardware_len(&self) -> u8 {
@@ -132,7 +127,7 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
     }
 
     pub fn operation(&self) -> Operation {
-        Operation::from(self.read_u16(field::OPER))
+        Operation::from(read_u16(self.buffer.as_ref(), field::OPER))
     }
 
     pub fn sender_hardware_addr(&self) -> &[u8] {
@@ -153,16 +148,12 @@ impl<T: AsRef<[u8]>> ArpPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> ArpPacket<T> {
-    fn write_u16(&mut self, field: Field, value: u16) {
-        self.buffer.as_mut()[field].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_hardware_type(&mut self, value: u16) {
-        self.write_u16(field::HTYPE, value);
+        write_u16(self.buffer.as_mut(), field::HTYPE, value);
     }
 
     pub fn set_protocol_type(&mut self, value: EtherType) {
-        self.write_u16(field::PTYPE, value.into());
+        write_u16(self.buffer.as_mut(), field::PTYPE, value.into());
     }
 
     pub fn set_hardware_len(&mut self, value: u8) {
@@ -174,7 +165,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> ArpPacket<T> {
     }
 
     pub fn set_operation(&mut self, value: Operation) {
-        self.write_u16(field::OPER, value.into());
+        write_u16(self.buffer.as_mut(), field::OPER, value.into());
     }
 
     /// Writes the sender hardware address; `value` must be `hardware_len` long.

@@ -2,7 +2,7 @@
 //! sends (destination unreachable, time exceeded) with the packet that caused
 //! them.
 
-use super::{Error, Field, Rest, Result, checksum, ipv4};
+use super::{Error, Field, Rest, Result, checksum, ipv4, read_u16, write_u16};
 
 /// The message types this implementation reads and writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -194,11 +194,6 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
         self.buffer
     }
 
-    fn read_u16(&self, range: Field) -> u16 {
-        let data = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([data[0], data[1]])
-    }
-
     pub fn msg_type(&self) -> Icmpv4Message {
         Icmpv4Message::from(self.buffer.as_ref()[field::TYPE])
     }
@@ -208,19 +203,19 @@ impl<T: AsRef<[u8]>> Icmpv4Packet<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.read_u16(field::CHECKSUM)
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     pub fn echo_ident(&self) -> u16 {
-        self.read_u16(field::ECHO_IDENT)
+        read_u16(self.buffer.as_ref(), field::ECHO_IDENT)
     }
 
     pub fn echo_seq_no(&self) -> u16 {
-        self.read_u16(field::ECHO_SEQ_NO)
+        read_u16(self.buffer.as_ref(), field::ECHO_SEQ_NO)
     }
 
     pub fn next_hop_mtu(&self) -> u16 {
-        self.read_u16(field::NEXT_HOP_MTU)
+        read_u16(self.buffer.as_ref(), field::NEXT_HOP_MTU)
     }
 
     /// Whether the checksum over the whole message (RFC 792) is correct.
@@ -238,10 +233,6 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Icmpv4Packet<&'a T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
-    fn write_u16(&mut self, range: Field, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_msg_type(&mut self, value: Icmpv4Message) {
         self.buffer.as_mut()[field::TYPE] = value.into();
     }
@@ -251,19 +242,19 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv4Packet<T> {
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.write_u16(field::CHECKSUM, value);
+        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
     }
 
     pub fn set_echo_ident(&mut self, value: u16) {
-        self.write_u16(field::ECHO_IDENT, value);
+        write_u16(self.buffer.as_mut(), field::ECHO_IDENT, value);
     }
 
     pub fn set_echo_seq_no(&mut self, value: u16) {
-        self.write_u16(field::ECHO_SEQ_NO, value);
+        write_u16(self.buffer.as_mut(), field::ECHO_SEQ_NO, value);
     }
 
     pub fn set_next_hop_mtu(&mut self, value: u16) {
-        self.write_u16(field::NEXT_HOP_MTU, value);
+        write_u16(self.buffer.as_mut(), field::NEXT_HOP_MTU, value);
     }
 
     /// Computes and stores the checksum over the whole buffer, which must
@@ -372,14 +363,14 @@ impl<'a> Icmpv4Repr<'a> {
             Icmpv4Repr::DstUnreachable { reason, next_hop_mtu, invoking_packet } => {
                 packet.set_msg_type(Icmpv4Message::DstUnreachable);
                 packet.set_msg_code(reason.into());
-                packet.write_u16(field::UNUSED, 0);
+                write_u16(packet.buffer.as_mut(), field::UNUSED, 0);
                 packet.set_next_hop_mtu(next_hop_mtu);
                 invoking_packet
             }
             Icmpv4Repr::TimeExceeded { reason, invoking_packet } => {
                 packet.set_msg_type(Icmpv4Message::TimeExceeded);
                 packet.set_msg_code(reason.into());
-                packet.write_u16(field::UNUSED, 0);
+                write_u16(packet.buffer.as_mut(), field::UNUSED, 0);
                 packet.set_next_hop_mtu(0);
                 invoking_packet
             }

@@ -6,7 +6,7 @@
 
 use std::net::Ipv6Addr;
 
-use super::{Error, EthernetAddress, Field, IpProtocol, Result, checksum, ipv6};
+use super::{Error, EthernetAddress, Field, IpProtocol, Result, checksum, ipv6, read_u16, write_u16};
 
 /// The message types this module knows by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -220,11 +220,6 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
         self.buffer
     }
 
-    fn read_u16(&self, range: Field) -> u16 {
-        let data = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([data[0], data[1]])
-    }
-
     pub fn msg_type(&self) -> Icmpv6Message {
         Icmpv6Message::from(self.buffer.as_ref()[field::TYPE])
     }
@@ -234,15 +229,15 @@ impl<T: AsRef<[u8]>> Icmpv6Packet<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.read_u16(field::CHECKSUM)
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     pub fn echo_ident(&self) -> u16 {
-        self.read_u16(field::ECHO_IDENT)
+        read_u16(self.buffer.as_ref(), field::ECHO_IDENT)
     }
 
     pub fn echo_seq_no(&self) -> u16 {
-        self.read_u16(field::ECHO_SEQ_NO)
+        read_u16(self.buffer.as_ref(), field::ECHO_SEQ_NO)
     }
 
     /// The MTU of a Packet Too Big message.
@@ -303,10 +298,6 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Icmpv6Packet<&'a T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
-    fn write_u16(&mut self, range: Field, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_msg_type(&mut self, value: Icmpv6Message) {
         self.buffer.as_mut()[field::TYPE] = value.into();
     }
@@ -316,15 +307,15 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Icmpv6Packet<T> {
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.write_u16(field::CHECKSUM, value);
+        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
     }
 
     pub fn set_echo_ident(&mut self, value: u16) {
-        self.write_u16(field::ECHO_IDENT, value);
+        write_u16(self.buffer.as_mut(), field::ECHO_IDENT, value);
     }
 
     pub fn set_echo_seq_no(&mut self, value: u16) {
-        self.write_u16(field::ECHO_SEQ_NO, value);
+        write_u16(self.buffer.as_mut(), field::ECHO_SEQ_NO, value);
     }
 
     pub fn set_mtu(&mut self, value: u32) {

@@ -4,7 +4,7 @@
 
 use std::net::Ipv4Addr;
 
-use super::{Error, Field, Result, checksum};
+use super::{Error, Field, Result, checksum, read_u16, write_u16};
 
 /// The protocol numbers of the IPv4 `protocol` field and the IPv6 `next
 /// header` field (IANA "Assigned Internet Protocol Numbers"), which share one
@@ -175,11 +175,6 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         self.buffer
     }
 
-    fn read_u16(&self, range: Field) -> u16 {
-        let data = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([data[0], data[1]])
-    }
-
     pub fn version(&self) -> u8 {
         self.buffer.as_ref()[field::VER_IHL] >> 4
     }
@@ -200,30 +195,30 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Length of the whole packet, header included.
     pub fn total_len(&self) -> u16 {
-        self.read_u16(field::TOTAL_LEN)
+        read_u16(self.buffer.as_ref(), field::TOTAL_LEN)
     }
 
     pub fn ident(&self) -> u16 {
-        self.read_u16(field::IDENT)
+        read_u16(self.buffer.as_ref(), field::IDENT)
     }
 
     pub fn dont_frag(&self) -> bool {
-        self.read_u16(field::FLAGS_FRAG_OFFSET) & FLAG_DONT_FRAG != 0
+        read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & FLAG_DONT_FRAG != 0
     }
 
     pub fn more_frags(&self) -> bool {
-        self.read_u16(field::FLAGS_FRAG_OFFSET) & FLAG_MORE_FRAGS != 0
+        read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & FLAG_MORE_FRAGS != 0
     }
 
     /// Fragment offset in bytes (the field counts 8-byte units).
     pub fn frag_offset(&self) -> u16 {
-        (self.read_u16(field::FLAGS_FRAG_OFFSET) & FRAG_OFFSET_MASK) << 3
+        (read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & FRAG_OFFSET_MASK) << 3
     }
 
     /// Whether this packet is a fragment (first, middle or last) rather than a
     /// whole datagram: only the first fragment carries the transport header.
     pub fn is_fragment(&self) -> bool {
-        self.read_u16(field::FLAGS_FRAG_OFFSET) & (FLAG_MORE_FRAGS | FRAG_OFFSET_MASK) != 0
+        read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & (FLAG_MORE_FRAGS | FRAG_OFFSET_MASK) != 0
     }
 
     pub fn ttl(&self) -> u8 {
@@ -235,7 +230,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn checksum(&self) -> u16 {
-        self.read_u16(field::CHECKSUM)
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     pub fn src_addr(&self) -> Ipv4Addr {
@@ -269,10 +264,6 @@ impl<'a, T: AsRef<[u8]> + ?Sized> Ipv4Packet<&'a T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
-    fn write_u16(&mut self, range: Field, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_version(&mut self, value: u8) {
         let byte = &mut self.buffer.as_mut()[field::VER_IHL];
         *byte = (*byte & 0x0f) | (value << 4);
@@ -295,27 +286,27 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn set_total_len(&mut self, value: u16) {
-        self.write_u16(field::TOTAL_LEN, value);
+        write_u16(self.buffer.as_mut(), field::TOTAL_LEN, value);
     }
 
     pub fn set_ident(&mut self, value: u16) {
-        self.write_u16(field::IDENT, value);
+        write_u16(self.buffer.as_mut(), field::IDENT, value);
     }
 
     pub fn set_dont_frag(&mut self, value: bool) {
-        let word = self.read_u16(field::FLAGS_FRAG_OFFSET) & !FLAG_DONT_FRAG;
-        self.write_u16(field::FLAGS_FRAG_OFFSET, word | if value { FLAG_DONT_FRAG } else { 0 });
+        let word = read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & !FLAG_DONT_FRAG;
+        write_u16(self.buffer.as_mut(), field::FLAGS_FRAG_OFFSET, word | if value { FLAG_DONT_FRAG } else { 0 });
     }
 
     pub fn set_more_frags(&mut self, value: bool) {
-        let word = self.read_u16(field::FLAGS_FRAG_OFFSET) & !FLAG_MORE_FRAGS;
-        self.write_u16(field::FLAGS_FRAG_OFFSET, word | if value { FLAG_MORE_FRAGS } else { 0 });
+        let word = read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & !FLAG_MORE_FRAGS;
+        write_u16(self.buffer.as_mut(), field::FLAGS_FRAG_OFFSET, word | if value { FLAG_MORE_FRAGS } else { 0 });
     }
 
     /// Sets the fragment offset from a byte offset (rounded down to 8 bytes).
     pub fn set_frag_offset(&mut self, value: u16) {
-        let word = self.read_u16(field::FLAGS_FRAG_OFFSET) & !FRAG_OFFSET_MASK;
-        self.write_u16(field::FLAGS_FRAG_OFFSET, word | (value >> 3));
+        let word = read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & !FRAG_OFFSET_MASK;
+        write_u16(self.buffer.as_mut(), field::FLAGS_FRAG_OFFSET, word | (value >> 3));
     }
 
     pub fn set_ttl(&mut self, value: u8) {
@@ -327,7 +318,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.write_u16(field::CHECKSUM, value);
+        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
     }
 
     pub fn set_src_addr(&mut self, value: Ipv4Addr) {
@@ -355,9 +346,9 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
         if ttl <= 1 {
             return None;
         }
-        let old = self.read_u16(field::TTL_PROTOCOL);
+        let old = read_u16(self.buffer.as_ref(), field::TTL_PROTOCOL);
         let new = old - 0x0100;
-        self.write_u16(field::TTL_PROTOCOL, new);
+        write_u16(self.buffer.as_mut(), field::TTL_PROTOCOL, new);
         let value = checksum::update(self.checksum(), old, new);
         self.set_checksum(value);
         Some(ttl - 1)
@@ -447,7 +438,7 @@ impl Ipv4Repr {
         packet.set_ecn(self.ecn);
         packet.set_total_len(self.buffer_len() as u16);
         packet.set_ident(self.ident);
-        packet.write_u16(field::FLAGS_FRAG_OFFSET, 0);
+        write_u16(packet.buffer.as_mut(), field::FLAGS_FRAG_OFFSET, 0);
         packet.set_dont_frag(self.dont_frag);
         packet.set_more_frags(self.more_frags);
         packet.set_frag_offset(self.frag_offset);

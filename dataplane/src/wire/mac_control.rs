@@ -5,7 +5,7 @@
 //! 16-bit opcode, its parameters, and reserved zeros up to the minimum frame
 //! size. Pause times are in quanta of 512 bit times at the link's speed.
 
-use super::{Error, EthernetAddress, Field, Result};
+use super::{Error, EthernetAddress, Field, Result, read_u16, write_u16};
 
 /// The reserved multicast address PAUSE and PFC frames are sent to (802.3
 /// annex 31B.1); bridges never forward it.
@@ -97,24 +97,19 @@ impl<T: AsRef<[u8]>> MacControlPacket<T> {
         self.buffer
     }
 
-    fn read_u16(&self, field: Field) -> u16 {
-        let data = &self.buffer.as_ref()[field];
-        u16::from_be_bytes([data[0], data[1]])
-    }
-
     pub fn opcode(&self) -> Opcode {
-        Opcode::from(self.read_u16(field::OPCODE))
+        Opcode::from(read_u16(self.buffer.as_ref(), field::OPCODE))
     }
 
     /// PAUSE's `pause_time` in quanta; 0 resumes transmission at once.
     pub fn pause_time(&self) -> u16 {
-        self.read_u16(field::PAUSE_TIME)
+        read_u16(self.buffer.as_ref(), field::PAUSE_TIME)
     }
 
     /// PFC's `priority_enable_vector`: bit `n` set means `time[n]` is valid.
     /// The upper octet is reserved: sent as zero, ignored on receipt (802.3 annex 31D).
     pub fn class_enable_vector(&self) -> u8 {
-        self.read_u16(field::CLASS_ENABLE) as u8
+        read_u16(self.buffer.as_ref(), field::CLASS_ENABLE) as u8
     }
 
     /// PFC's `time[0]`..`time[7]` in quanta, indexed by priority.
@@ -125,21 +120,17 @@ impl<T: AsRef<[u8]>> MacControlPacket<T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> MacControlPacket<T> {
-    fn write_u16(&mut self, field: Field, value: u16) {
-        self.buffer.as_mut()[field].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_opcode(&mut self, value: Opcode) {
-        self.write_u16(field::OPCODE, value.into());
+        write_u16(self.buffer.as_mut(), field::OPCODE, value.into());
     }
 
     pub fn set_pause_time(&mut self, value: u16) {
-        self.write_u16(field::PAUSE_TIME, value);
+        write_u16(self.buffer.as_mut(), field::PAUSE_TIME, value);
     }
 
     /// Writes the class-enable vector with its reserved upper octet zero.
     pub fn set_class_enable_vector(&mut self, value: u8) {
-        self.write_u16(field::CLASS_ENABLE, u16::from(value));
+        write_u16(self.buffer.as_mut(), field::CLASS_ENABLE, u16::from(value));
     }
 
     pub fn set_pfc_times(&mut self, value: [u16; PRIORITIES]) {

@@ -57,6 +57,17 @@ pub(crate) type Field = core::ops::Range<usize>;
 /// The bytes from an offset to the end of the buffer.
 pub(crate) type Rest = core::ops::RangeFrom<usize>;
 
+/// A big-endian 16-bit field. Panics if `field` is out of bounds, which a
+/// view's `check_len` rules out for its own fields.
+pub(crate) fn read_u16(buffer: &[u8], field: Field) -> u16 {
+    let data = &buffer[field];
+    u16::from_be_bytes([data[0], data[1]])
+}
+
+pub(crate) fn write_u16(buffer: &mut [u8], field: Field, value: u16) {
+    buffer[field].copy_from_slice(&value.to_be_bytes());
+}
+
 pub use arp::{ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
 pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};

@@ -4,7 +4,7 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
-use super::{Error, Field, IpProtocol, Result, checksum};
+use super::{Error, Field, IpProtocol, Result, checksum, read_u16, write_u16};
 
 mod field {
     use super::Field;
@@ -81,27 +81,22 @@ impl<T: AsRef<[u8]>> UdpPacket<T> {
         self.buffer
     }
 
-    fn read_u16(&self, range: Field) -> u16 {
-        let data = &self.buffer.as_ref()[range];
-        u16::from_be_bytes([data[0], data[1]])
-    }
-
     pub fn src_port(&self) -> u16 {
-        self.read_u16(field::SRC_PORT)
+        read_u16(self.buffer.as_ref(), field::SRC_PORT)
     }
 
     pub fn dst_port(&self) -> u16 {
-        self.read_u16(field::DST_PORT)
+        read_u16(self.buffer.as_ref(), field::DST_PORT)
     }
 
     /// Length of the datagram, header included.
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> u16 {
-        self.read_u16(field::LENGTH)
+        read_u16(self.buffer.as_ref(), field::LENGTH)
     }
 
     pub fn checksum(&self) -> u16 {
-        self.read_u16(field::CHECKSUM)
+        read_u16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
     fn computed_checksum(&self, pseudo: &PseudoHeader) -> u16 {
@@ -128,24 +123,20 @@ impl<'a, T: AsRef<[u8]> + ?Sized> UdpPacket<&'a T> {
 }
 
 impl<T: AsRef<[u8]> + AsMut<[u8]>> UdpPacket<T> {
-    fn write_u16(&mut self, range: Field, value: u16) {
-        self.buffer.as_mut()[range].copy_from_slice(&value.to_be_bytes());
-    }
-
     pub fn set_src_port(&mut self, value: u16) {
-        self.write_u16(field::SRC_PORT, value);
+        write_u16(self.buffer.as_mut(), field::SRC_PORT, value);
     }
 
     pub fn set_dst_port(&mut self, value: u16) {
-        self.write_u16(field::DST_PORT, value);
+        write_u16(self.buffer.as_mut(), field::DST_PORT, value);
     }
 
     pub fn set_len(&mut self, value: u16) {
-        self.write_u16(field::LENGTH, value);
+        write_u16(self.buffer.as_mut(), field::LENGTH, value);
     }
 
     pub fn set_checksum(&mut self, value: u16) {
-        self.write_u16(field::CHECKSUM, value);
+        write_u16(self.buffer.as_mut(), field::CHECKSUM, value);
     }
 
     /// Computes and stores the checksum over the pseudo-header, header and
