@@ -1,0 +1,4 @@
+//! Traffic-management algorithms with no I/O. Time is an input (`u64`
+//! nanoseconds); nothing here reads a clock, opens a socket or allocates per
+//! packet once built. The node (`dataplane`) drives it in real time, the
+//! simulator in virtual time.
