@@ -28,7 +28,7 @@ mod vxlan;
 mod tests;
 
 pub use bridge::{FdbDest, FdbEntry, FdbKind};
-pub use counters::{DropCounters, DropReason, PortCounters};
+pub use counters::{DropCounters, DropReason, LinkLevelCounters, PortCounters};
 pub use events::Event;
 pub use neighbor::{NeighborEntry, NeighborState};
 pub use output::{Egress, Emitted, Output, PuntReason};
@@ -71,6 +71,10 @@ pub struct SwitchConfig {
     /// sends per second at most, in bursts of as many (RFC 1812 4.3.2.8,
     /// RFC 4443 2.4 (f)); 0 sends none.
     pub icmp_errors_per_second: u32,
+    /// Mixed into every ECMP member choice, so that switches of different
+    /// tiers (or simply different switches) spread the same flows
+    /// differently instead of polarising; 0 uses the flow hash as it is.
+    pub hash_seed: u64,
 }
 
 const SECOND: u64 = 1_000_000_000;
@@ -92,6 +96,7 @@ impl Default for SwitchConfig {
             neighbor_max_probes: 3,
             event_capacity: 64 * 1024,
             icmp_errors_per_second: 1000,
+            hash_seed: 0,
         }
     }
 }
@@ -131,6 +136,54 @@ pub enum Disposition {
     /// possibly with a copy to the host.
     Consumed,
     Dropped(DropReason),
+    /// A link-level frame taken off the port before the pipeline, for its
+    /// owner: counted, never forwarded or punted.
+    LinkLevel(LinkLevelFrame),
+}
+
+/// The kinds of link-level frames recognised at port ingress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkLevelFrame {
+    /// 802.3x PAUSE (MAC control opcode 0x0001).
+    Pause,
+    /// 802.1Qbb PFC (MAC control opcode 0x0101).
+    Pfc,
+    /// Another MAC control opcode: no owner acts on it.
+    MacControlOther,
+    /// An IB-like frame (EtherType 0x88B5), for the IB-like plane.
+    IbLike,
+}
+
+/// Recognises a link-level frame by its (untagged: MAC control and IB-like
+/// frames are never VLAN-tagged) EtherType and, for MAC control, opcode.
+#[inline]
+pub fn link_level_frame(frame: &[u8]) -> Option<LinkLevelFrame> {
+    use crate::wire::mac_control::Opcode;
+    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    match crate::wire::EtherType::from(ethertype) {
+        crate::wire::EtherType::MacControl => Some(match frame.get(14..16) {
+            Some(op) => match Opcode::from(u16::from_be_bytes([op[0], op[1]])) {
+                Opcode::Pause => LinkLevelFrame::Pause,
+                Opcode::PriorityFlowControl => LinkLevelFrame::Pfc,
+                Opcode::Unknown(_) => LinkLevelFrame::MacControlOther,
+            },
+            None => LinkLevelFrame::MacControlOther,
+        }),
+        crate::wire::EtherType::LocalExperimental => Some(LinkLevelFrame::IbLike),
+        _ => None,
+    }
+}
+
+/// A source of path quality for ECMP groups (dynamic load balancing): given
+/// a group's flow, it may pick another member than the static hash does.
+/// The traffic manager implements it from egress queue depths and
+/// utilisation; without one, the seeded static hash decides.
+pub trait PathQuality: Send {
+    /// The member index (`< members`) for a packet of flow `flow_hash` in
+    /// `group` at `now`; `static_index` is the seeded hash's choice. An
+    /// index out of range falls back to `static_index`.
+    fn choose(&mut self, now: u64, group: NextHopGroupId, flow_hash: u32, members: usize, static_index: usize)
+    -> usize;
 }
 
 /// The forwarding state of one switch and the pipeline that uses it.
@@ -155,6 +208,8 @@ pub struct Switch {
     icmp_limiter: icmp::RateLimiter,
     /// ARP/ND packets in which another node claimed one of our addresses.
     address_conflicts: u64,
+    /// Dynamic load balancing's member choice; `None` = static hash.
+    path_quality: Option<Box<dyn PathQuality>>,
 }
 
 impl Switch {
@@ -175,12 +230,18 @@ impl Switch {
             encap_depth: 0,
             icmp_limiter: icmp::RateLimiter::new(config.icmp_errors_per_second),
             address_conflicts: 0,
+            path_quality: None,
             config,
         }
     }
 
     pub fn config(&self) -> &SwitchConfig {
         &self.config
+    }
+
+    /// Installs (or with `None` removes) the ECMP path-quality hook.
+    pub fn set_path_quality(&mut self, quality: Option<Box<dyn PathQuality>>) {
+        self.path_quality = quality;
     }
 
     /// Events since the last drain, oldest first.
@@ -238,6 +299,16 @@ impl Switch {
         port.counters.count_rx(frame);
         if !port.is_up() {
             return self.drop(Some(ingress), DropReason::PortDown);
+        }
+        if let Some(kind) = link_level_frame(frame) {
+            let counters = &mut port.counters.link_level;
+            match kind {
+                LinkLevelFrame::Pause => counters.pause_rx += 1,
+                LinkLevelFrame::Pfc => counters.pfc_rx += 1,
+                LinkLevelFrame::MacControlOther => counters.mac_control_other_rx += 1,
+                LinkLevelFrame::IbLike => counters.ib_rx += 1,
+            }
+            return Disposition::LinkLevel(kind);
         }
         self.bridge_ingress(now, ingress, frame, out)
     }

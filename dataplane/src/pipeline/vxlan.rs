@@ -145,7 +145,7 @@ impl Switch {
         // The underlay's ECMP hashes the outer 5-tuple, in which only the
         // source port varies per flow; the inner flow hash it derives from
         // picks our own uplink the same way, without hashing twice.
-        let adjacency = self.select_next_hop(target, IpAddr::V4(remote), || hash)?;
+        let adjacency = self.select_next_hop(now, target, IpAddr::V4(remote), || hash)?;
         let inner_len = 12 + frame.body.len();
         let udp = UdpRepr { src_port, dst_port: vtep.udp_port, payload_len: vxlan::HEADER_LEN + inner_len };
         let ip = Ipv4Repr {

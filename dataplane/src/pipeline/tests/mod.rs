@@ -342,3 +342,27 @@ fn egress_drops_count_once_and_on_both_ports() {
     assert_eq!(switch.port_counters(2).unwrap().tx_drops, 1);
     assert!(out.is_empty());
 }
+
+#[test]
+fn link_level_frames_are_counted_per_opcode_and_never_punted_or_forwarded() {
+    use crate::wire::mac_control::{self, MacControlPacket, MacControlRepr};
+    let mut switch = l2_switch();
+    let mut out = Output::new();
+    let mut control = [0u8; mac_control::MIN_LEN];
+    MacControlRepr::PriorityFlowControl { class_enable: 0b0000_1000, quanta: [0, 0, 0, 0xffff, 0, 0, 0, 0] }
+        .emit(&mut MacControlPacket::new_unchecked(&mut control[..]));
+    let pfc = frame(mac_control::DESTINATION, mac(7), None, EtherType::MacControl, &control);
+    assert_eq!(switch.process(NOW, 2, &pfc, &mut out), Disposition::LinkLevel(LinkLevelFrame::Pfc));
+    MacControlRepr::Pause { quanta: 100 }.emit(&mut MacControlPacket::new_unchecked(&mut control[..]));
+    let pause = frame(mac_control::DESTINATION, mac(7), None, EtherType::MacControl, &control);
+    assert_eq!(switch.process(NOW, 2, &pause, &mut out), Disposition::LinkLevel(LinkLevelFrame::Pause));
+    let ib = frame(mac(9), mac(7), None, EtherType::LocalExperimental, PAYLOAD);
+    assert_eq!(switch.process(NOW, 2, &ib, &mut out), Disposition::LinkLevel(LinkLevelFrame::IbLike));
+    assert!(out.is_empty(), "link-level frames are neither forwarded nor punted");
+    let counters = switch.port_counters(2).unwrap();
+    assert_eq!(counters.link_level, LinkLevelCounters { pause_rx: 1, pfc_rx: 1, mac_control_other_rx: 0, ib_rx: 1 });
+    assert_eq!(counters.rx_packets, 3);
+    assert_eq!(counters.rx_drops, 0);
+    // Nothing was learned from them either.
+    assert!(switch.fdb_entries().next().is_none());
+}
