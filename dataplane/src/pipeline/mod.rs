@@ -31,7 +31,7 @@ pub use bridge::{FdbDest, FdbEntry, FdbKind};
 pub use counters::{DropCounters, DropReason, LinkLevelCounters, PortCounters};
 pub use events::Event;
 pub use neighbor::{NeighborEntry, NeighborState};
-pub use output::{Egress, Emitted, Output, PuntReason};
+pub use output::{Egress, Emitted, FrameMeta, FramePool, FrameRef, Output, PuntReason};
 pub use ports::PortConfig;
 pub use router::{NextHop, RifKind, RouteTarget, RouterInterface};
 pub use vxlan::VtepConfig;
@@ -210,6 +210,9 @@ pub struct Switch {
     address_conflicts: u64,
     /// Dynamic load balancing's member choice; `None` = static hash.
     path_quality: Option<Box<dyn PathQuality>>,
+    /// The flow hash the call in progress computed (ECMP, VXLAN), for the
+    /// descriptors of the frames it emits; 0 = none.
+    call_flow_hash: u32,
 }
 
 impl Switch {
@@ -231,6 +234,7 @@ impl Switch {
             icmp_limiter: icmp::RateLimiter::new(config.icmp_errors_per_second),
             address_conflicts: 0,
             path_quality: None,
+            call_flow_hash: 0,
             config,
         }
     }
@@ -278,6 +282,12 @@ impl Switch {
     /// Advances timers: ages FDB entries and walks the neighbour state
     /// machines, writing ARP requests and neighbour solicitations into `out`.
     pub fn poll(&mut self, now: u64, out: &mut Output) {
+        self.call_flow_hash = 0;
+        self.poll_timers(now, out);
+        out.finish(None, self.call_flow_hash);
+    }
+
+    fn poll_timers(&mut self, now: u64, out: &mut Output) {
         if now >= self.next_fdb_scan {
             self.age_fdb(now);
             // Scanning a big table on every poll would cost more than it
@@ -291,7 +301,15 @@ impl Switch {
     }
 
     /// Forwards one frame received on `ingress` at time `now`.
+    #[inline]
     pub fn process(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
+        self.call_flow_hash = 0;
+        let disposition = self.ingress(now, ingress, frame, out);
+        out.finish(Some(ingress), self.call_flow_hash);
+        disposition
+    }
+
+    fn ingress(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
         let Some(port) = self.ports.get_mut(usize::from(ingress)).and_then(Option::as_mut) else {
             self.drops.count(DropReason::UnknownPort);
             return Disposition::Dropped(DropReason::UnknownPort);
@@ -315,7 +333,12 @@ impl Switch {
 
     /// A frame the host (the kernel, through a host interface) sends out of
     /// `port`: no lookup (SAI hostif transmit).
-    pub fn send_from_host(&mut self, _now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+    pub fn send_from_host(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+        self.host_transmit(now, port, frame, out);
+        out.finish(None, 0);
+    }
+
+    fn host_transmit(&mut self, _now: u64, port: PortId, frame: &[u8], out: &mut Output) {
         match self.port(port) {
             Some(p) if p.is_up() => self.emit_port(port, frame.len(), out, |buf| buf.copy_from_slice(frame)),
             Some(_) => {
@@ -329,11 +352,28 @@ impl Switch {
     /// A frame the host sends through a router interface: out of the port of
     /// a routed port, or bridged in the SVI's VLAN as if from the CPU.
     pub fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output) {
+        self.call_flow_hash = 0;
         match self.router.rif(rif).map(|rif| rif.kind) {
-            Some(RifKind::Port(port)) => self.send_from_host(now, port, frame, out),
+            Some(RifKind::Port(port)) => self.host_transmit(now, port, frame, out),
             Some(RifKind::Vlan(vid)) => self.bridge_from_cpu(now, vid, frame, out),
             None => self.drops.count(DropReason::RouterInterfaceDown),
         }
+        out.finish(None, self.call_flow_hash);
+    }
+
+    /// Counts a frame that really left `port` (the port adapter took it):
+    /// the port's TX counters move here, not when the pipeline emits it, so
+    /// a frame a queue later drops is never counted as sent.
+    pub fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
+        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
+            port.counters.count_tx(frame);
+        }
+    }
+
+    /// Counts a frame emitted for `port` that never left it (dropped by its
+    /// queue or refused by the port adapter).
+    pub fn count_egress_drop(&mut self, port: PortId) {
+        self.count_tx_drop(port);
     }
 
     /// Counts a drop switch-wide and against the ingress port.
@@ -345,14 +385,12 @@ impl Switch {
         Disposition::Dropped(reason)
     }
 
-    /// Pushes a frame on a port's egress, counting it. `build` writes the
-    /// frame into a zeroed buffer of `len` bytes.
+    /// Pushes a frame on a port's egress (counted as sent when it leaves,
+    /// [`Switch::count_transmitted`]). `build` writes the frame into a
+    /// zeroed buffer of `len` bytes.
     fn emit_port(&mut self, port: PortId, len: usize, out: &mut Output, build: impl FnOnce(&mut [u8])) {
         let buf = out.push(Egress::Port(port), len);
         build(&mut buf[..len]);
-        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
-            port.counters.count_tx(&buf[..len]);
-        }
     }
 
     /// Counts a frame `port` could not send. The frame's drop itself (by

@@ -1060,6 +1060,7 @@ impl Switch {
                     return Err(DropReason::Blackhole);
                 }
                 let hash = seeded_hash(hash(), self.config.hash_seed);
+                self.call_flow_hash = hash;
                 // Multiply-shift maps the hash onto the members without a division.
                 let static_index = ((u64::from(hash) * members.len() as u64) >> 32) as usize;
                 let index = match self.path_quality.as_mut() {
@@ -1104,9 +1105,6 @@ impl Switch {
             buf[..12].copy_from_slice(&rewrite.macs);
             buf[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
             write(&mut buf[ethernet::HEADER_LEN..]);
-            if let Some(Some(port)) = self.ports.get_mut(usize::from(rewrite.port)) {
-                port.counters.count_tx(buf);
-            }
             return Ok(());
         }
         let rif = match self.router.rif(adjacency.rif) {

@@ -131,6 +131,7 @@ impl Switch {
             return Err(DropReason::Unsupported);
         }
         let (hash, dscp, ecn) = inner_flow(&frame);
+        self.call_flow_hash = hash;
         let src_port = vxlan::udp_source_port(hash);
         let target = match self.vxlan.route_cache.get(&remote) {
             Some(&target) => target,
