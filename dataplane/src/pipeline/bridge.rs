@@ -54,7 +54,8 @@ impl Bridge {
     pub(crate) fn new(config: &SwitchConfig) -> Bridge {
         let mut fdb = FxHashMap::default();
         fdb.reserve(config.fdb_capacity);
-        Bridge { vlans: (0..4096).map(|_| None).collect(), fdb, fdb_capacity: config.fdb_capacity }
+        let vlans = usize::from(config.max_vlan_id.min(VID_MAX)) + 1;
+        Bridge { vlans: (0..vlans).map(|_| None).collect(), fdb, fdb_capacity: config.fdb_capacity }
     }
 
     #[inline]
@@ -140,7 +141,9 @@ impl Switch {
         if vid == 0 || vid > VID_MAX {
             return Err(TableError::Invalid("VLAN id must be 1..=4094"));
         }
-        let slot = &mut self.bridge.vlans[usize::from(vid)];
+        let Some(slot) = self.bridge.vlans.get_mut(usize::from(vid)) else {
+            return Err(TableError::Invalid("VLAN id above the table's max_vlan_id"));
+        };
         if slot.is_none() {
             *slot = Some(Vlan { members: Vec::new(), rif: None, vni: None });
         }
@@ -154,7 +157,9 @@ impl Switch {
             return Err(TableError::InUse);
         }
         self.flush_fdb_inner(None, Some(vid), false, false);
-        self.bridge.vlans[usize::from(vid)] = None;
+        if let Some(slot) = self.bridge.vlans.get_mut(usize::from(vid)) {
+            *slot = None;
+        }
         Ok(())
     }
 

@@ -71,6 +71,12 @@ pub struct SwitchConfig {
     /// sends per second at most, in bursts of as many (RFC 1812 4.3.2.8,
     /// RFC 4443 2.4 (f)); 0 sends none.
     pub icmp_errors_per_second: u32,
+    /// VLAN ids up to this one can be created (the VLAN table is indexed by
+    /// id, one entry per id: 4094 for the full range).
+    pub max_vlan_id: VlanId,
+    /// The IPv4 table gets its DIR-24-8 index (32 MiB, fast lookups) once it
+    /// holds this many routes, and loses it below half of it; 0 = never.
+    pub dir24_min_routes: usize,
     /// Mixed into every ECMP member choice, so that switches of different
     /// tiers (or simply different switches) spread the same flows
     /// differently instead of polarising; 0 uses the flow hash as it is.
@@ -96,7 +102,30 @@ impl Default for SwitchConfig {
             neighbor_max_probes: 3,
             event_capacity: 64 * 1024,
             icmp_errors_per_second: 1000,
+            max_vlan_id: crate::wire::vlan::VID_MAX,
+            // Below this the trie walk is short and stays in cache, and a
+            // process running many small switches pays no 32 MiB each.
+            dir24_min_routes: 16 * 1024,
             hash_seed: 0,
+        }
+    }
+}
+
+impl SwitchConfig {
+    /// A profile for the simulator's thousands of switches: 16 ports and
+    /// router interfaces, VLANs 1..=63, 256 MACs, 1,024 routes, 64
+    /// neighbours, no DIR-24-8 index. Under 64 KiB when built.
+    pub fn small() -> SwitchConfig {
+        SwitchConfig {
+            max_ports: 16,
+            max_router_interfaces: 16,
+            fdb_capacity: 256,
+            route_capacity: 1024,
+            neighbor_capacity: 64,
+            event_capacity: 128,
+            max_vlan_id: 63,
+            dir24_min_routes: 0,
+            ..SwitchConfig::default()
         }
     }
 }
@@ -227,7 +256,8 @@ impl Switch {
             events: events::EventQueue::new(config.event_capacity),
             next_fdb_scan: 0,
             next_neighbor_scan: 0,
-            scratch: vec![Vec::with_capacity(16 * 1024), Vec::with_capacity(16 * 1024)],
+            // Grown to the largest frame routed into an SVI, then reused.
+            scratch: vec![Vec::new(), Vec::new()],
             // At most one request per neighbour per poll: never grows.
             neighbor_requests: Vec::with_capacity(config.neighbor_capacity),
             encap_depth: 0,

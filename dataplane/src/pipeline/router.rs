@@ -99,13 +99,14 @@ pub(crate) struct Router {
     pub(crate) rifs: Vec<Option<RouterInterface>>,
     pub(crate) v4: PrefixMap<(u32, u8), Route>,
     pub(crate) v6: PrefixMap<(u128, u8), Route>,
-    /// The IPv4 table as DIR-24-8, once it holds `DIR24_MIN_ROUTES` routes.
+    /// The IPv4 table as DIR-24-8, once it holds `SwitchConfig::dir24_min_routes` routes.
     fib4: Option<Dir24>,
     /// A slot beyond what a DIR-24-8 entry holds was needed: trie only.
     fib4_unusable: bool,
     v4_count: usize,
     route_count: usize,
     route_capacity: usize,
+    dir24_min_routes: usize,
     /// Next hops and groups by id: their slots in `hops` and `group_slots`,
     /// which routes carry so that the packet path indexes, never hashes.
     next_hops: FxHashMap<NextHopId, u32>,
@@ -150,6 +151,7 @@ impl Router {
             v4_count: 0,
             route_count: 0,
             route_capacity: config.route_capacity,
+            dir24_min_routes: config.dir24_min_routes,
             next_hops: FxHashMap::default(),
             hops: Vec::new(),
             free_hops: Vec::new(),
@@ -325,10 +327,10 @@ impl Router {
             };
             if !ok {
                 self.fib4_unusable = true;
-            } else if self.v4_count >= DIR24_MIN_ROUTES / 2 {
+            } else if self.v4_count >= self.dir24_min_routes / 2 {
                 self.fib4 = Some(fib);
             }
-        } else if self.v4_count >= DIR24_MIN_ROUTES && !self.fib4_unusable {
+        } else if self.dir24_min_routes > 0 && self.v4_count >= self.dir24_min_routes && !self.fib4_unusable {
             let mut fib = Dir24::new();
             for ((addr, len), &route) in self.v4.iter() {
                 let Some(entry) = Router::encode_fib4(route, len) else {
@@ -1305,11 +1307,6 @@ pub(crate) struct Route {
 }
 
 const NO_SLOT: u32 = u32::MAX;
-
-/// IPv4 routes from which the DIR-24-8 index is kept (dropped again below
-/// half as many): below this the trie walk is short and stays in cache, and
-/// a demo process running many small switches pays no 64 MiB each.
-pub(crate) const DIR24_MIN_ROUTES: usize = 16 * 1024;
 
 /// A next hop and its cached rewrite.
 pub(crate) struct Hop {

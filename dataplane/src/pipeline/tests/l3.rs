@@ -729,13 +729,13 @@ fn cached_next_hop_rewrites_follow_every_change() {
     assert_eq!(switch.neighbor(1, IpAddr::V4(v4("10.0.1.2"))).unwrap().state, NeighborState::Incomplete);
 }
 
-/// From `DIR24_MIN_ROUTES` IPv4 routes on, lookups go through the DIR-24-8
+/// From `SwitchConfig::dir24_min_routes` IPv4 routes on, lookups go through the DIR-24-8
 /// index; it must answer as a plain longest-prefix match over `routes()`
 /// through inserts, replacements and removals, and hand back to the trie
 /// when the table shrinks.
 #[test]
 fn large_ipv4_tables_match_the_longest_prefix_through_changes() {
-    use super::super::router::DIR24_MIN_ROUTES;
+    let dir24_min_routes = SwitchConfig::default().dir24_min_routes;
     let mut switch = l3_switch();
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
@@ -746,7 +746,7 @@ fn large_ipv4_tables_match_the_longest_prefix_through_changes() {
     };
     let targets = [RouteTarget::NextHop(1), RouteTarget::Group(1), RouteTarget::Drop, RouteTarget::Connected(1)];
     let mut installed = Vec::new();
-    while switch.route_count() < DIR24_MIN_ROUTES + 2000 {
+    while switch.route_count() < dir24_min_routes + 2000 {
         let r = next();
         // Addresses inside 20.0.0.0/10 so that prefixes nest.
         let addr = Ipv4Addr::from(0x1400_0000 | ((r >> 32) as u32 & 0x003f_ffff));
