@@ -466,6 +466,7 @@ pub struct Sai<B: Backend> {
     store: ObjectStore,
     backend: B,
     notifications: Vec<Notification>,
+    bus: crate::notification::NotificationBus,
 }
 
 impl<B: Backend> Sai<B> {
@@ -505,7 +506,7 @@ impl<B: Backend> Sai<B> {
         let vr = Object::VirtualRouter(VirtualRouter {});
         backend.create(&store, store.default_virtual_router, &vr)?;
         store.insert(store.default_virtual_router, vr);
-        Ok(Sai { store, backend, notifications: Vec::new() })
+        Ok(Sai { store, backend, notifications: Vec::new(), bus: Default::default() })
     }
 
     pub fn store(&self) -> &ObjectStore {
@@ -991,6 +992,25 @@ impl<B: Backend> Sai<B> {
     /// Control-plane dynamic FDB entries that aged out or moved are updated
     /// in the store on the way, so the store never names a forwarding state
     /// that no longer exists.
+    /// A subscriber to notifications: what [`Sai::publish_notifications`]
+    /// drains is sent to it over a channel of `capacity`.
+    pub fn subscribe(&mut self, name: &str, capacity: usize) -> crate::notification::Subscription {
+        self.bus.subscribe(name, capacity)
+    }
+
+    /// Drains the notifications (as [`Sai::drain_notifications`]) and
+    /// delivers them to every subscriber; returns them too.
+    pub fn publish_notifications(&mut self) -> Vec<Notification> {
+        let notifications = self.drain_notifications();
+        self.bus.publish(&notifications);
+        notifications
+    }
+
+    /// The subscribers and what each lost to a full channel.
+    pub fn subscribers(&self) -> Vec<crate::notification::SubscriberStats> {
+        self.bus.subscribers()
+    }
+
     pub fn drain_notifications(&mut self) -> Vec<Notification> {
         self.backend.drain_notifications(&self.store, &mut self.notifications);
         let notifications = std::mem::take(&mut self.notifications);

@@ -63,5 +63,7 @@ pub use api::{ObjectStore, Sai};
 pub use attributes::*;
 pub use backend::{Backend, FdbFlush, FdbFlushType, PortStats};
 pub use error::{EntryKey, SaiError, SaiResult};
-pub use notification::{FdbEvent, NeighborInfo, NeighborState, Notification};
+pub use notification::{
+    FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, SubscriberStats, Subscription,
+};
 pub use object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey};
