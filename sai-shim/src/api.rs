@@ -764,6 +764,26 @@ impl<B: Backend> Sai<B> {
         self.backend.fdb_entries(&self.store)
     }
 
+    /// The FDB with remote VTEPs and last-seen times, for display.
+    pub fn fdb_details(&self) -> Vec<crate::backend::FdbDetail> {
+        self.backend.fdb_details(&self.store)
+    }
+
+    /// Whether a port's link is up, as forwarding sees it.
+    pub fn port_oper_status(&self, port: ObjectId) -> bool {
+        self.backend.port_oper_status(port)
+    }
+
+    /// Forwarding's counters of a port, where the backend keeps them.
+    pub fn port_counters(&self, port: ObjectId) -> Option<crate::backend::PortCounters> {
+        self.backend.port_counters(port)
+    }
+
+    /// Switch-wide drops by reason, where the backend counts them.
+    pub fn drop_counters(&self) -> Option<crate::backend::DropCounters> {
+        self.backend.drop_counters()
+    }
+
     /// SAI's flush_fdb_entries: removes the matching entries, control-plane
     /// and learned alike (as the flush type says).
     pub fn flush_fdb_entries(&mut self, filter: FdbFlush) -> SaiResult<()> {

@@ -798,6 +798,41 @@ impl Backend for SoftBackend {
         entries
     }
 
+    fn fdb_details(&self, _store: &ObjectStore) -> Vec<super::FdbDetail> {
+        let mut entries: Vec<super::FdbDetail> = self
+            .switch
+            .fdb_entries()
+            .filter_map(|(vid, mac, entry)| {
+                let vlan = *self.vlan_of_vid.get(&vid)?;
+                let bridge_port = self.translate_dest(entry.dest)?;
+                let entry_type = match entry.kind {
+                    FdbKind::Static => FdbEntryType::Static,
+                    FdbKind::Dynamic => FdbEntryType::Dynamic,
+                };
+                let remote_vtep = match entry.dest {
+                    FdbDest::Tunnel(remote) => Some(remote),
+                    FdbDest::Port(_) => None,
+                };
+                Some(super::FdbDetail {
+                    key: FdbEntryKey { vlan, mac },
+                    entry: FdbEntry { entry_type, bridge_port },
+                    remote_vtep,
+                    last_seen_ns: (entry.kind == FdbKind::Dynamic).then_some(entry.last_seen),
+                })
+            })
+            .collect();
+        entries.sort_by_key(|detail| detail.key);
+        entries
+    }
+
+    fn port_counters(&self, port: ObjectId) -> Option<PortCounters> {
+        SoftBackend::port_counters(self, port).cloned()
+    }
+
+    fn drop_counters(&self) -> Option<DropCounters> {
+        Some(self.switch.drop_counters().clone())
+    }
+
     fn neighbor_entries(&self, _store: &ObjectStore) -> Vec<(NeighborEntryKey, NeighborInfo)> {
         let mut entries: Vec<(NeighborEntryKey, NeighborInfo)> = self
             .switch
