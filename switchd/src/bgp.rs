@@ -20,20 +20,21 @@ use bgp_evpn::packet::{Family, Nlri};
 use bgp_evpn::sink::{QueueSink, TableSink, Tee, to_network};
 use bgp_evpn::{BgpConfig, BgpSpeaker, RouteSink};
 use mgmt_cli::api;
-use sai_shim::Sai;
+use sai_shim::{Backend, Sai};
 use sai_shim::backend::soft::SoftBackend;
 
 use crate::apply::Applied;
 use crate::config::{Config, L3Interface};
 
+#[cfg(test)]
 type Shim = Sai<SoftBackend>;
 
 /// bgp-evpn's shim programmer on the daemon's shim.
-pub type ShimProgrammer = bgp_evpn::sink::ShimProgrammer<SoftBackend>;
+pub type ShimProgrammer<B = SoftBackend> = bgp_evpn::sink::ShimProgrammer<B>;
 
 /// A programmer resolving next hops against the switch's connected subnets
 /// (each address with its router interface).
-pub fn programmer(config: &Config, applied: &Applied) -> ShimProgrammer {
+pub fn programmer<B: Backend>(config: &Config, applied: &Applied) -> ShimProgrammer<B> {
     let subnets = config
         .addresses()
         .into_iter()
@@ -64,7 +65,11 @@ pub struct BgpView {
 }
 
 /// Starts the speaker; its routes go into `sai` through a [`ShimProgrammer`].
-pub async fn start(config: BgpConfig, programmer: ShimProgrammer, sai: Arc<Mutex<Shim>>) -> Result<BgpView, String> {
+pub async fn start<B: Backend + Send + 'static>(
+    config: BgpConfig,
+    programmer: ShimProgrammer<B>,
+    sai: Arc<Mutex<Sai<B>>>,
+) -> Result<BgpView, String> {
     let installed = TableSink::default();
     let (queue, rx) = QueueSink::new();
     let install_errors = programmer.errors();

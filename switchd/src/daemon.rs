@@ -1,16 +1,18 @@
 //! `switchd run`: composes the daemon from a validated config.
 //!
-//! 1. the shim with the soft backend, programmed by [`crate::apply`];
-//! 2. host interfaces (`sw-ethN`, `vlanN` TAPs with the switch's addresses)
-//!    and the front-panel ports' I/O, handed to the forwarding thread; the
+//! 1. the shim on a backend ([`crate::backend::DaemonBackend`]; the soft
+//!    backend by default), programmed by [`crate::apply`];
+//! 2. forwarding as the backend runs it: for the soft backend, host
+//!    interfaces (`sw-ethN`, `vlanN` TAPs with the switch's addresses) and
+//!    the front-panel ports' I/O, owned by the forwarding thread; then the
 //!    loopback addresses on the kernel's `lo`;
-//! 3. the LLDP agent, speaking through the ports' host interfaces: the
-//!    pipeline punts LLDP (a reserved group address) to `sw-ethN`, and what
-//!    the agent writes into `sw-ethN` leaves through `ethN` unchanged;
+//! 3. the LLDP agent, on the interfaces the backend names (for the soft
+//!    backend the ports' host interfaces: the pipeline punts LLDP to
+//!    `sw-ethN`, and what the agent writes there leaves through `ethN`);
 //! 4. the BGP speaker, when configured ([`crate::bgp`]): sessions over
 //!    kernel TCP through the host interfaces, routes into the shim;
 //! 5. the management server;
-//! 6. a housekeeping task that drains the shim's notifications.
+//! 6. a task that delivers the shim's notifications to its subscribers.
 //!
 //! SIGHUP re-reads the config file, validates it and reconciles the shim to
 //! it ([`apply::reconcile`]) when the changes can apply in place
@@ -28,16 +30,16 @@ use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use dataplane::io::{AfPacket, AfPacketConfig, FrameBatch, PortIo, Tap, TapConfig};
+use dataplane::io::{AfPacket, AfPacketConfig, FrameBatch, PortIo};
 use dataplane::pipeline::PortId;
-use dataplane::pipeline::SwitchConfig;
 use sai_shim::backend::soft::SoftBackend;
-use sai_shim::{HostInterfaceAttr, ObjectId, Sai};
+use sai_shim::{Backend, Sai};
 
 use crate::apply::{self, Applied};
-use crate::config::{Config, PortKind, PortMode};
-use crate::forwarding::{Attachment, Forwarding, monotonic_ns};
-use crate::hostif::{self, HostIfSpec};
+use crate::backend::{DaemonBackend, LldpPort};
+use crate::config::Config;
+use crate::forwarding::monotonic_ns;
+use crate::hostif;
 use crate::lldp::{AgentConfig, LldpAgent};
 use crate::mgmt::{self, SwitchView};
 
@@ -57,14 +59,19 @@ pub enum RunError {
     Bgp(String),
 }
 
-fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
+pub(crate) fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
     let what = what.into();
     move |source| RunError::Io { what, source }
 }
 
-/// Builds the shim and programs `config` into it (no I/O).
+/// Builds the shim with the soft backend and programs `config` into it (no I/O).
 pub fn build_shim(config: &Config) -> Result<(Shim, Applied), RunError> {
-    let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &apply::switch_attributes(config))?;
+    build_shim_with::<SoftBackend>(config)
+}
+
+/// Builds the shim with backend `B` and programs `config` into it.
+pub fn build_shim_with<B: DaemonBackend>(config: &Config) -> Result<(Sai<B>, Applied), RunError> {
+    let mut sai = Sai::new(B::for_config(config), &apply::switch_attributes(config))?;
     let applied = apply::apply(&mut sai, config)?;
     Ok((sai, applied))
 }
@@ -79,105 +86,33 @@ pub fn lldp_agent(config: &Config) -> LldpAgent {
     })
 }
 
-/// Creates the shim's host interface objects and the specs of their TAPs.
-fn host_interfaces(sai: &mut Shim, config: &Config, applied: &Applied) -> Result<Vec<HostIfSpec<ObjectId>>, RunError> {
-    let switch_mac = apply::switch_mac(&config.name).0;
-    let mut specs = Vec::new();
-    for port in &config.ports {
-        let objects = &applied.ports[&port.name];
-        let name = hostif::port_host_name(&port.name);
-        let host_if = sai
-            .create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(objects.port)])?;
-        let mac = match objects.router_interface {
-            Some(rif) => sai.get_router_interface(rif)?.src_mac_address.0,
-            None => switch_mac,
-        };
-        let addresses = match &port.mode {
-            PortMode::Routed { addresses } => addresses.clone(),
-            _ => Vec::new(),
-        };
-        specs.push(HostIfSpec {
-            name,
-            host_if,
-            mac,
-            mtu: u32::from(port.mtu),
-            addresses,
-            front_panel: (port.kind == PortKind::Afpacket).then(|| port.name.clone()),
-        });
-    }
-    for vlan in &config.vlans {
-        let Some(rif) = applied.vlans[&vlan.id].router_interface else { continue };
-        let name = hostif::vlan_host_name(vlan.id);
-        let host_if =
-            sai.create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(rif)])?;
-        let rif = sai.get_router_interface(rif)?;
-        specs.push(HostIfSpec {
-            name,
-            host_if,
-            mac: rif.src_mac_address.0,
-            mtu: u32::from(rif.mtu),
-            addresses: vlan.addresses.clone(),
-            front_panel: None,
-        });
-    }
-    Ok(specs)
-}
-
-fn port_attachments(sai: &Shim, config: &Config, applied: &Applied) -> Result<Vec<Attachment<ObjectId>>, RunError> {
-    let mut out = Vec::new();
-    for port in &config.ports {
-        let index = sai.backend().port_index(applied.ports[&port.name].port).expect("applied port has an index");
-        let io: Box<dyn PortIo> = match port.kind {
-            PortKind::Afpacket => Box::new(
-                AfPacket::with_config(&port.name, AfPacketConfig::for_mtu(u32::from(port.mtu)))
-                    .map_err(io_error(format!("open {} (AF_PACKET)", port.name)))?,
-            ),
-            PortKind::Tap => Box::new(
-                Tap::create(&TapConfig {
-                    name: port.name.clone(),
-                    mac: None,
-                    mtu: Some(u32::from(port.mtu)),
-                    up: true,
-                })
-                .map_err(io_error(format!("create TAP {}", port.name)))?,
-            ),
-        };
-        out.push(Attachment::Port { port: index, io });
-    }
-    Ok(out)
-}
-
 /// Runs the daemon until SIGTERM or SIGINT; SIGHUP re-reads `path`.
 pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
+    run_with::<SoftBackend>(config, path).await
+}
+
+/// [`run`] with the shim on backend `B`.
+pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result<(), RunError> {
     let config = Arc::new(config);
-    let (mut sai, mut applied) = build_shim(&config)?;
+    let (sai, mut applied) = build_shim_with::<B>(&config)?;
     tracing::info!(
         switch = %config.name,
+        backend = B::NAME,
         ports = config.ports.len(),
         vlans = config.vlans.len(),
         routes = applied.routes.len(),
         "config applied to the shim"
     );
-    let specs = host_interfaces(&mut sai, &config, &applied)?;
-    let mut attachments = port_attachments(&sai, &config, &applied)?;
-    attachments.extend(hostif::create_host_interfaces(&specs)?);
-    // After the TAPs, so a failure here leaves nothing behind either (the
-    // attachments are dropped on return).
-    let loopback = hostif::LoopbackAddresses::add(&config.loopback)?;
     let sai = Arc::new(Mutex::new(sai));
-    let forwarding = Forwarding::start(sai.clone(), attachments).map_err(io_error("start the forwarding thread"))?;
-    tracing::info!("forwarding thread running");
+    let forwarding = B::start_forwarding(&sai, &config, &applied)?;
+    tracing::info!("forwarding running");
+    // After forwarding, so a failure here leaves nothing behind either
+    // (what forwarding made is dropped on return).
+    let loopback = hostif::LoopbackAddresses::add(&config.loopback)?;
 
     let agent = Arc::new(Mutex::new(lldp_agent(&config)));
     let lldp = if config.lldp.enabled {
-        let mut ports = Vec::new();
-        {
-            let shim = sai.lock().unwrap_or_else(|e| e.into_inner());
-            for port in &config.ports {
-                let index = shim.backend().port_index(applied.ports[&port.name].port).expect("applied");
-                ports.push((index, port.name.clone(), port.description.clone()));
-            }
-        }
+        let ports = B::lldp_ports(&sai.lock().unwrap_or_else(|e| e.into_inner()), &config, &applied);
         Some(LldpIo::start(agent.clone(), ports).map_err(io_error("start LLDP"))?)
     } else {
         None
@@ -299,7 +234,7 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
 
 /// SIGHUP: validates the file and reconciles the shim to it; on any problem
 /// the running config stays (and, after a failed reconcile, is restored).
-fn reload(path: &Path, running: &Config, sai: &Mutex<Shim>, applied: &mut Applied) -> Option<Config> {
+fn reload<B: Backend>(path: &Path, running: &Config, sai: &Mutex<Sai<B>>, applied: &mut Applied) -> Option<Config> {
     let candidate = match Config::load(path) {
         Ok(candidate) => candidate,
         Err(errors) => {
@@ -334,7 +269,7 @@ pub const NOTIFICATION_INTERVAL: Duration = Duration::from_millis(50);
 /// Delivers the shim's notifications to its subscribers (bounded channels:
 /// `Sai::subscribe`; the BGP/EVPN speaker and others take them there), and
 /// logs them.
-async fn publish_notifications(sai: Arc<Mutex<Shim>>) {
+async fn publish_notifications<B: Backend>(sai: Arc<Mutex<Sai<B>>>) {
     let mut tick = tokio::time::interval(NOTIFICATION_INTERVAL);
     loop {
         tick.tick().await;
@@ -353,16 +288,15 @@ struct LldpIo {
 }
 
 impl LldpIo {
-    fn start(agent: Arc<Mutex<LldpAgent>>, ports: Vec<(PortId, String, Option<String>)>) -> io::Result<LldpIo> {
+    fn start(agent: Arc<Mutex<LldpAgent>>, ports: Vec<LldpPort>) -> io::Result<LldpIo> {
         let mut sockets: Vec<(PortId, AfPacket)> = Vec::new();
         {
             let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
-            for (port, name, description) in ports {
+            for port in ports {
                 let config = AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true };
-                let host_name = hostif::port_host_name(&name);
-                let socket = AfPacket::with_config(&host_name, config)?;
-                sockets.push((port, socket));
-                agent.add_port(port, name, description, monotonic_ns());
+                let socket = AfPacket::with_config(&port.interface, config)?;
+                sockets.push((port.id, socket));
+                agent.add_port(port.id, port.name, port.description, monotonic_ns());
             }
         }
         let stop = Arc::new(AtomicBool::new(false));

@@ -4,6 +4,7 @@
 //! and the in-memory demo fabric. `main.rs` is a thin command-line front.
 
 pub mod apply;
+pub mod backend;
 pub mod bgp;
 pub mod config;
 pub mod daemon;

@@ -1,0 +1,185 @@
+//! How each shim backend runs inside the daemon.
+//!
+//! The daemon is generic over the shim's backend: config apply, BGP, the
+//! management API and notifications only speak the shim. What differs is
+//! how frames move. The soft backend (this project's pipeline) needs the
+//! front-panel ports' I/O, host interfaces (TAPs the kernel's own traffic
+//! goes through) and the forwarding thread, so it creates and owns them; a
+//! backend whose forwarding is the kernel's owns none of that.
+
+
+use std::sync::{Arc, Mutex};
+
+use dataplane::io::{AfPacket, AfPacketConfig, PortIo, Tap, TapConfig};
+use dataplane::pipeline::{PortId, SwitchConfig};
+use sai_shim::backend::soft::SoftBackend;
+use sai_shim::{Backend, HostInterfaceAttr, ObjectId, Sai};
+
+use crate::apply::{self, Applied};
+use crate::config::{Config, PortKind, PortMode};
+use crate::daemon::{RunError, io_error};
+use crate::forwarding::{Attachment, Forwarding};
+use crate::hostif::{self, HostIfSpec};
+
+/// What the daemon needs from a backend beyond the shim API.
+pub trait DaemonBackend: Backend + Send + Sized + 'static {
+    /// The name `backend:` selects it by, and logs use.
+    const NAME: &'static str;
+
+    /// The backend for `config`, before anything is programmed (no I/O).
+    fn for_config(config: &Config) -> Self;
+
+    /// Starts moving frames for the programmed shim: whatever ports, host
+    /// interfaces and threads this backend needs, owned by what it returns
+    /// (dropped or stopped, they are gone).
+    fn start_forwarding(
+        sai: &Arc<Mutex<Sai<Self>>>,
+        config: &Config,
+        applied: &Applied,
+    ) -> Result<Box<dyn RunningForwarding>, RunError>;
+
+    /// The ports LLDP speaks on: the agent's port id, the port's name, its
+    /// description, and the Linux interface LLDP frames are read from and
+    /// written to.
+    fn lldp_ports(sai: &Sai<Self>, config: &Config, applied: &Applied) -> Vec<LldpPort>;
+}
+
+/// One port as LLDP sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LldpPort {
+    pub id: PortId,
+    pub name: String,
+    pub description: Option<String>,
+    /// Where LLDPDUs are read and written.
+    pub interface: String,
+}
+
+/// Forwarding as a backend runs it.
+pub trait RunningForwarding: Send {
+    /// Stops it and removes what it created (TAPs, threads).
+    fn stop(self: Box<Self>);
+}
+
+impl RunningForwarding for Forwarding<ObjectId> {
+    fn stop(self: Box<Self>) {
+        Forwarding::stop(*self);
+    }
+}
+
+/// The soft backend: the forwarding thread runs the node over AF_PACKET/TAP
+/// ports and the host interfaces' TAPs.
+impl DaemonBackend for SoftBackend {
+    const NAME: &'static str = "soft";
+
+    fn for_config(_config: &Config) -> SoftBackend {
+        SoftBackend::new(SwitchConfig::default())
+    }
+
+    fn start_forwarding(
+        sai: &Arc<Mutex<Sai<SoftBackend>>>,
+        config: &Config,
+        applied: &Applied,
+    ) -> Result<Box<dyn RunningForwarding>, RunError> {
+        let (specs, mut attachments) = {
+            let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
+            let specs = host_interfaces(&mut shim, config, applied)?;
+            (specs, port_attachments(&shim, config, applied)?)
+        };
+        attachments.extend(hostif::create_host_interfaces(&specs)?);
+        let forwarding =
+            Forwarding::start(sai.clone(), attachments).map_err(io_error("start the forwarding thread"))?;
+        Ok(Box::new(forwarding))
+    }
+
+    fn lldp_ports(sai: &Sai<SoftBackend>, config: &Config, applied: &Applied) -> Vec<LldpPort> {
+        config
+            .ports
+            .iter()
+            .map(|port| LldpPort {
+                id: sai.backend().port_index(applied.ports[&port.name].port).expect("applied port has an index"),
+                name: port.name.clone(),
+                description: port.description.clone(),
+                // The pipeline punts LLDP to the port's host interface, and
+                // what is written there leaves through the port unchanged.
+                interface: hostif::port_host_name(&port.name),
+            })
+            .collect()
+    }
+}
+
+/// Creates the shim's host interface objects and the specs of their TAPs.
+fn host_interfaces(
+    sai: &mut Sai<SoftBackend>,
+    config: &Config,
+    applied: &Applied,
+) -> Result<Vec<HostIfSpec<ObjectId>>, RunError> {
+    let switch_mac = apply::switch_mac(&config.name).0;
+    let mut specs = Vec::new();
+    for port in &config.ports {
+        let objects = &applied.ports[&port.name];
+        let name = hostif::port_host_name(&port.name);
+        let host_if = sai
+            .create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(objects.port)])?;
+        let mac = match objects.router_interface {
+            Some(rif) => sai.get_router_interface(rif)?.src_mac_address.0,
+            None => switch_mac,
+        };
+        let addresses = match &port.mode {
+            PortMode::Routed { addresses } => addresses.clone(),
+            _ => Vec::new(),
+        };
+        specs.push(HostIfSpec {
+            name,
+            host_if,
+            mac,
+            mtu: u32::from(port.mtu),
+            addresses,
+            front_panel: (port.kind == PortKind::Afpacket).then(|| port.name.clone()),
+        });
+    }
+    for vlan in &config.vlans {
+        let Some(rif) = applied.vlans[&vlan.id].router_interface else { continue };
+        let name = hostif::vlan_host_name(vlan.id);
+        let host_if =
+            sai.create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(rif)])?;
+        let rif = sai.get_router_interface(rif)?;
+        specs.push(HostIfSpec {
+            name,
+            host_if,
+            mac: rif.src_mac_address.0,
+            mtu: u32::from(rif.mtu),
+            addresses: vlan.addresses.clone(),
+            front_panel: None,
+        });
+    }
+    Ok(specs)
+}
+
+fn port_attachments(
+    sai: &Sai<SoftBackend>,
+    config: &Config,
+    applied: &Applied,
+) -> Result<Vec<Attachment<ObjectId>>, RunError> {
+    let mut out = Vec::new();
+    for port in &config.ports {
+        let index = sai.backend().port_index(applied.ports[&port.name].port).expect("applied port has an index");
+        let io: Box<dyn PortIo> = match port.kind {
+            PortKind::Afpacket => Box::new(
+                AfPacket::with_config(&port.name, AfPacketConfig::for_mtu(u32::from(port.mtu)))
+                    .map_err(io_error(format!("open {} (AF_PACKET)", port.name)))?,
+            ),
+            PortKind::Tap => Box::new(
+                Tap::create(&TapConfig {
+                    name: port.name.clone(),
+                    mac: None,
+                    mtu: Some(u32::from(port.mtu)),
+                    up: true,
+                })
+                .map_err(io_error(format!("create TAP {}", port.name)))?,
+            ),
+        };
+        out.push(Attachment::Port { port: index, io });
+    }
+    Ok(out)
+}
+
