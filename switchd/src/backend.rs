@@ -7,7 +7,6 @@
 //! goes through) and the forwarding thread, so it creates and owns them; a
 //! backend whose forwarding is the kernel's owns none of that.
 
-
 use std::sync::{Arc, Mutex};
 
 use dataplane::io::{AfPacket, AfPacketConfig, PortIo, Tap, TapConfig};
@@ -182,4 +181,3 @@ fn port_attachments(
     }
     Ok(out)
 }
-

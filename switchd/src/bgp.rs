@@ -20,8 +20,8 @@ use bgp_evpn::packet::{Family, Nlri};
 use bgp_evpn::sink::{QueueSink, TableSink, Tee, to_network};
 use bgp_evpn::{BgpConfig, BgpSpeaker, RouteSink};
 use mgmt_cli::api;
-use sai_shim::{Backend, Sai};
 use sai_shim::backend::soft::SoftBackend;
+use sai_shim::{Backend, Sai};
 
 use crate::apply::Applied;
 use crate::config::{Config, L3Interface};

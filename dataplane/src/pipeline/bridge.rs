@@ -484,7 +484,7 @@ impl Switch {
         } else {
             12
         };
-        let (buffer, _) = out.push_parts(Egress::Port(port), &[&header[..header_len], frame.body]);
+        let buffer = out.push_parts(Egress::Port(port), &[&header[..header_len], frame.body]);
         copies.0[usize::from(tagged)] = Some(buffer);
         Ok(())
     }

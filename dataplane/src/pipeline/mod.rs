@@ -183,6 +183,9 @@ pub enum LinkLevelFrame {
     IbLike,
 }
 
+const MAC_CONTROL: u16 = 0x8808;
+const IB_LIKE: u16 = 0x88b5;
+
 /// Recognises a link-level frame by its (untagged: MAC control and IB-like
 /// frames are never VLAN-tagged) EtherType and, for MAC control, opcode.
 #[inline]
@@ -348,7 +351,15 @@ impl Switch {
         if !port.is_up() {
             return self.drop(Some(ingress), DropReason::PortDown);
         }
-        if let Some(kind) = link_level_frame(frame) {
+        // One compare on the common path; the kind is worked out only for
+        // the rare link-level frame.
+        let ethertype = match frame.get(12..14) {
+            Some(&[high, low]) => u16::from_be_bytes([high, low]),
+            _ => 0,
+        };
+        if (ethertype == MAC_CONTROL || ethertype == IB_LIKE)
+            && let Some(kind) = link_level_frame(frame)
+        {
             let counters = &mut port.counters.link_level;
             match kind {
                 LinkLevelFrame::Pause => counters.pause_rx += 1,

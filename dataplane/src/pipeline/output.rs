@@ -40,7 +40,11 @@ pub enum Egress {
     Host { port: PortId, rif: Option<super::RifId>, reason: PuntReason },
 }
 
-/// The descriptor of an emitted frame, filled by the pipeline.
+/// The descriptor of an emitted frame. The pipeline records the ingress
+/// port and flow hash when it emits the frame; the header fields (offsets,
+/// priority, DSCP, ECN) are read from the frame's first bytes when the
+/// descriptor is taken ([`Output::iter`], [`Output::get`]), a few loads with
+/// no parse of the packet, so a switch that does not classify pays nothing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FrameMeta {
     /// The port the frame (or the frame it was made from) came in on; `None`
@@ -115,9 +119,14 @@ pub struct FrameRef(u32);
 #[derive(Debug, Clone)]
 pub struct FramePool {
     data: Vec<u8>,
-    lens: Vec<u32>,
-    refs: Vec<u16>,
+    slots: Vec<Slot>,
     free: Vec<u32>,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    len: u32,
+    refs: u32,
 }
 
 impl FramePool {
@@ -126,66 +135,71 @@ impl FramePool {
     pub const SLOT_SIZE: usize = 9344;
 
     pub fn with_slots(slots: usize) -> FramePool {
-        let mut pool = FramePool { data: Vec::new(), lens: Vec::new(), refs: Vec::new(), free: Vec::new() };
+        let mut pool = FramePool { data: Vec::new(), slots: Vec::new(), free: Vec::new() };
         pool.grow(slots);
         pool
     }
 
     fn grow(&mut self, slots: usize) {
-        let old = self.refs.len();
+        let old = self.slots.len();
         self.data.resize((old + slots) * Self::SLOT_SIZE, 0);
-        self.lens.resize(old + slots, 0);
-        self.refs.resize(old + slots, 0);
+        self.slots.resize(old + slots, Slot::default());
         // Lowest slots on top of the free stack: recently used slots are reused first.
         self.free.extend((old as u32..(old + slots) as u32).rev());
     }
 
     /// Slots in the pool, in use or free.
     pub fn capacity(&self) -> usize {
-        self.refs.len()
+        self.slots.len()
     }
 
     /// Slots holding a frame someone still refers to.
     pub fn in_use(&self) -> usize {
-        self.refs.len() - self.free.len()
+        self.slots.len() - self.free.len()
     }
 
     /// A new frame of `len` bytes with one reference; its bytes are stale.
+    #[inline]
     fn alloc(&mut self, len: usize) -> FrameRef {
         assert!(len <= Self::SLOT_SIZE, "frame of {len} bytes beyond a pool slot");
-        if self.free.is_empty() {
-            self.grow(self.capacity().max(16));
-        }
-        let slot = self.free.pop().expect("grown");
-        self.lens[slot as usize] = len as u32;
-        self.refs[slot as usize] = 1;
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.grow(self.capacity().max(16));
+                self.free.pop().expect("grown")
+            }
+        };
+        self.slots[slot as usize] = Slot { len: len as u32, refs: 1 };
         FrameRef(slot)
     }
 
     /// Another reference to `frame` (a flood sharing one buffer, a queue
     /// holding it).
     pub fn retain(&mut self, frame: FrameRef) {
-        self.refs[frame.0 as usize] += 1;
+        self.slots[frame.0 as usize].refs += 1;
     }
 
     /// Drops one reference; the slot is free again with the last.
+    #[inline]
     pub fn release(&mut self, frame: FrameRef) {
-        let refs = &mut self.refs[frame.0 as usize];
-        debug_assert!(*refs > 0, "release of a free slot");
-        *refs -= 1;
-        if *refs == 0 {
+        let slot = &mut self.slots[frame.0 as usize];
+        debug_assert!(slot.refs > 0, "release of a free slot");
+        slot.refs -= 1;
+        if slot.refs == 0 {
             self.free.push(frame.0);
         }
     }
 
+    #[inline]
     pub fn bytes(&self, frame: FrameRef) -> &[u8] {
         let start = frame.0 as usize * Self::SLOT_SIZE;
-        &self.data[start..start + self.lens[frame.0 as usize] as usize]
+        &self.data[start..start + self.slots[frame.0 as usize].len as usize]
     }
 
+    #[inline]
     fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
         let start = frame.0 as usize * Self::SLOT_SIZE;
-        &mut self.data[start..start + self.lens[frame.0 as usize] as usize]
+        &mut self.data[start..start + self.slots[frame.0 as usize].len as usize]
     }
 }
 
@@ -199,11 +213,12 @@ pub struct Emitted<'a> {
     pub buffer: FrameRef,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 struct Record {
     to: Egress,
     frame: FrameRef,
-    meta: FrameMeta,
+    ingress: Option<PortId>,
+    flow_hash: u32,
 }
 
 /// Frames emitted by `Switch::process`, `poll` and the host-send calls.
@@ -213,6 +228,9 @@ pub struct Output {
     records: Vec<Record>,
     /// Records up to here have their descriptors filled.
     described: usize,
+    /// Some frame has more than one reference (a shared flood copy, or one
+    /// retained by a queue): `clear` must count references down.
+    shared: bool,
 }
 
 impl Default for Output {
@@ -228,13 +246,22 @@ impl Output {
 
     /// An output with `frames` pool slots preallocated.
     pub fn with_capacity(frames: usize) -> Output {
-        Output { pool: FramePool::with_slots(frames), records: Vec::with_capacity(frames), described: 0 }
+        Output { pool: FramePool::with_slots(frames), records: Vec::with_capacity(frames), described: 0, shared: false }
     }
 
     /// Forgets every frame, releasing the buffers nobody retained.
+    #[inline]
     pub fn clear(&mut self) {
-        for record in self.records.drain(..) {
-            self.pool.release(record.frame);
+        if self.shared {
+            for record in self.records.drain(..) {
+                self.pool.release(record.frame);
+            }
+            self.shared = false;
+        } else {
+            // One reference each: every slot is free again (first emitted
+            // on top, so the next call reuses the same, warm, slots).
+            self.pool.free.extend(self.records.iter().rev().map(|record| record.frame.0));
+            self.records.clear();
         }
         self.described = 0;
     }
@@ -256,12 +283,17 @@ impl Output {
     }
 
     fn emitted<'a>(&'a self, record: &Record) -> Emitted<'a> {
-        Emitted { to: record.to, frame: self.pool.bytes(record.frame), meta: record.meta, buffer: record.frame }
+        let frame = self.pool.bytes(record.frame);
+        let mut meta = FrameMeta::describe(frame);
+        meta.ingress = record.ingress;
+        meta.flow_hash = record.flow_hash;
+        Emitted { to: record.to, frame, meta, buffer: record.frame }
     }
 
     /// Keeps `frame` alive past [`Output::clear`] (a queue holding it); give
     /// it back with [`Output::release`].
     pub fn retain(&mut self, frame: FrameRef) {
+        self.shared = true;
         self.pool.retain(frame);
     }
 
@@ -278,12 +310,9 @@ impl Output {
     /// computed `flow_hash` (or 0): fills the descriptors of what it emitted.
     #[inline]
     pub(crate) fn finish(&mut self, ingress: Option<PortId>, flow_hash: u32) {
-        for index in self.described..self.records.len() {
-            let record = &self.records[index];
-            let mut meta = FrameMeta::describe(self.pool.bytes(record.frame));
-            meta.ingress = ingress;
-            meta.flow_hash = flow_hash;
-            self.records[index].meta = meta;
+        for record in &mut self.records[self.described..] {
+            record.ingress = ingress;
+            record.flow_hash = flow_hash;
         }
         self.described = self.records.len();
     }
@@ -291,32 +320,34 @@ impl Output {
     /// Appends a zeroed frame of `len` bytes and returns it for writing.
     pub(crate) fn push(&mut self, to: Egress, len: usize) -> &mut [u8] {
         let frame = self.pool.alloc(len);
-        self.records.push(Record { to, frame, meta: FrameMeta::default() });
+        self.records.push(Record { to, frame, ingress: None, flow_hash: 0 });
         let buf = self.pool.bytes_mut(frame);
         buf.fill(0);
         buf
     }
 
     /// Appends a frame made of `parts`, without zeroing first, and returns
-    /// its buffer and bytes.
-    pub(crate) fn push_parts(&mut self, to: Egress, parts: &[&[u8]]) -> (FrameRef, &[u8]) {
+    /// its buffer.
+    #[inline]
+    pub(crate) fn push_parts(&mut self, to: Egress, parts: &[&[u8]]) -> FrameRef {
         let len = parts.iter().map(|part| part.len()).sum();
         let frame = self.pool.alloc(len);
-        self.records.push(Record { to, frame, meta: FrameMeta::default() });
-        let buf = self.pool.bytes_mut(frame);
-        let mut at = 0;
+        self.records.push(Record { to, frame, ingress: None, flow_hash: 0 });
+        let mut buf = self.pool.bytes_mut(frame);
         for part in parts {
-            buf[at..at + part.len()].copy_from_slice(part);
-            at += part.len();
+            let (head, rest) = buf.split_at_mut(part.len());
+            head.copy_from_slice(part);
+            buf = rest;
         }
-        (frame, self.pool.bytes(frame))
+        frame
     }
 
     /// Appends another reference to a frame already emitted in this call
     /// (an identical flood copy for another port).
     pub(crate) fn push_shared(&mut self, to: Egress, frame: FrameRef) -> &[u8] {
+        self.shared = true;
         self.pool.retain(frame);
-        self.records.push(Record { to, frame, meta: FrameMeta::default() });
+        self.records.push(Record { to, frame, ingress: None, flow_hash: 0 });
         self.pool.bytes(frame)
     }
 }
@@ -353,7 +384,7 @@ mod tests {
     #[test]
     fn retained_frames_outlive_clear_and_shared_copies_free_with_the_last_reference() {
         let mut out = Output::with_capacity(4);
-        let (frame, _) = out.push_parts(Egress::Port(1), &[b"abc", b"def"]);
+        let frame = out.push_parts(Egress::Port(1), &[b"abc", b"def"]);
         out.push_shared(Egress::Port(2), frame);
         out.finish(Some(3), 7);
         assert_eq!(out.pool().in_use(), 1, "two records, one buffer");
