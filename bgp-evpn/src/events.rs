@@ -430,6 +430,9 @@ impl Speaker {
             // RFC 4456 §8: our own reflected routes come back.
             || update.attrs.originator_id == Some(router_id)
             || update.attrs.cluster_list.contains(&cluster_id);
+        // RFC 4271 §5.1.3 / §6.3: a NEXT_HOP that is the receiving speaker's
+        // own address (this session's, or the router id) makes no route.
+        let own = [p.local_addr(), Some(IpAddr::V4(router_id))];
         let mut rejected = 0;
         // Attribute sets interned once per distinct next hop in this UPDATE
         // (at most two: NEXT_HOP and the MP_REACH_NLRI next hop).
@@ -438,7 +441,7 @@ impl Speaker {
             if !accepts(nlri.family(), p) {
                 continue;
             }
-            let feasible = !treat_as_withdraw && !looped && next_hop.is_some_and(|nh| !nh.is_unspecified());
+            let feasible = !treat_as_withdraw && !looped && next_hop.is_some_and(|nh| usable_next_hop(nh, own));
             let attrs = if feasible {
                 let hit = cache.iter().flatten().find(|(nh, _)| *nh == next_hop).map(|(_, a)| a.clone());
                 let shared = match hit {
@@ -803,3 +806,14 @@ pub struct RouteView {
 
 #[cfg(test)]
 mod tests;
+
+/// Whether a route may be installed through `next_hop`: RFC 4271 §6.3 and
+/// §5.1.3 rule out an unspecified or multicast (or limited broadcast)
+/// address and the receiving speaker's own (`own`).
+fn usable_next_hop(next_hop: IpAddr, own: [Option<IpAddr>; 2]) -> bool {
+    let special = match next_hop {
+        IpAddr::V4(v4) => v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast(),
+        IpAddr::V6(v6) => v6.is_unspecified() || v6.is_multicast(),
+    };
+    !special && !own.contains(&Some(next_hop))
+}

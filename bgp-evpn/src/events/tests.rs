@@ -406,6 +406,26 @@ fn replayed_update_installs_and_rfc7606_treat_as_withdraw_keeps_session_up() {
 }
 
 #[test]
+fn next_hop_that_is_multicast_broadcast_or_our_own_makes_no_route() {
+    let mut raw = Raw::new();
+    // GOOD's NEXT_HOP value sits in its last four bytes.
+    for bad_next_hop in [[224, 0, 0, 5], [255, 255, 255, 255], [10, 0, 0, 1], [0, 0, 0, 0]] {
+        let mut attrs = GOOD;
+        attrs[16..].copy_from_slice(&bad_next_hop);
+        raw.feed(&raw_update(&attrs, &[24, 10, 9, 9]));
+        assert_eq!(raw.fib.get(&n("10.9.9.0/24")), None, "next hop {bad_next_hop:?} installed");
+        assert_eq!(raw.state(), State::Established, "a bad next hop is no reason to reset");
+    }
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));
+    assert_eq!(raw.fib.get(&n("10.9.9.0/24")), Some(&vec![ip("10.0.0.2")]));
+    // A later UPDATE through our own address replaces the route, so it goes.
+    let mut own = GOOD;
+    own[16..].copy_from_slice(&[10, 0, 0, 1]);
+    raw.feed(&raw_update(&own, &[24, 10, 9, 9]));
+    assert_eq!(raw.fib.get(&n("10.9.9.0/24")), None);
+}
+
+#[test]
 fn afi_safi_disable_drops_the_family_for_the_session() {
     let mut raw = Raw::new();
     raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));

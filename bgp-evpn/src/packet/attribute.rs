@@ -415,8 +415,24 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                 [2] => attrs.origin = Origin::Incomplete,
                 _ => out.error(code, ErrorAction::TreatAsWithdraw, update_subcode::INVALID_ORIGIN, "bad ORIGIN"),
             },
-            // RFC 7606 §7.2: a malformed AS_PATH: "treat-as-withdraw".
+            // RFC 7606 §7.2: a malformed AS_PATH: "treat-as-withdraw". This
+            // speaker is in no confederation, so every peer is outside ours,
+            // and RFC 5065 §5 makes confederation segments from such a peer
+            // an error (§7.2 again: malformed).
             AS_PATH => match AsPath::decode(value, ctx.four_octet_as) {
+                Some(path)
+                    if path
+                        .segments
+                        .iter()
+                        .any(|s| matches!(s.kind, SegmentKind::ConfedSequence | SegmentKind::ConfedSet)) =>
+                {
+                    out.error(
+                        code,
+                        ErrorAction::TreatAsWithdraw,
+                        update_subcode::MALFORMED_AS_PATH,
+                        "AS_CONFED segment from a peer outside our confederation",
+                    )
+                }
                 Some(path) => attrs.as_path = path,
                 None => out.error(
                     code,
@@ -502,7 +518,14 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                         value.chunks_exact(4).map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])).collect();
                 }
             }
-            // RFC 7606 §7.9: length other than 4: "treat-as-withdraw".
+            // RFC 7606 §7.9: from an external peer "attribute discard",
+            // whatever its content; otherwise length other than 4: "treat-as-withdraw".
+            ORIGINATOR_ID if ctx.ebgp => out.error(
+                code,
+                ErrorAction::AttributeDiscard,
+                update_subcode::OPTIONAL_ATTRIBUTE,
+                "ORIGINATOR_ID from eBGP",
+            ),
             ORIGINATOR_ID => match u32_value(value) {
                 Some(v) => attrs.originator_id = Some(Ipv4Addr::from(v)),
                 None => out.error(
@@ -512,7 +535,14 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                     "bad ORIGINATOR_ID length",
                 ),
             },
-            // RFC 7606 §7.10: length not a non-zero multiple of 4: "treat-as-withdraw".
+            // RFC 7606 §7.10: from an external peer "attribute discard";
+            // otherwise length not a non-zero multiple of 4: "treat-as-withdraw".
+            CLUSTER_LIST if ctx.ebgp => out.error(
+                code,
+                ErrorAction::AttributeDiscard,
+                update_subcode::OPTIONAL_ATTRIBUTE,
+                "CLUSTER_LIST from eBGP",
+            ),
             CLUSTER_LIST => {
                 if value.is_empty() || value.len() % 4 != 0 {
                     out.error(

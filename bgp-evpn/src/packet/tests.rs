@@ -502,3 +502,45 @@ proptest! {
         prop_assert_eq!(decode_message(&bytes), Ok(Message::Update(update)));
     }
 }
+
+/// Conformance gap 1: RFC 5065 §5 with RFC 7606 §7.2 — AS_CONFED_SEQUENCE or
+/// AS_CONFED_SET from a peer outside our (absent) confederation makes the
+/// AS_PATH malformed: treat-as-withdraw, never a route.
+#[test]
+fn confederation_segments_from_outside_our_confederation_are_treat_as_withdraw() {
+    for kind in [3u8, 4] {
+        // AS_PATH: one confed segment of AS 65010, then AS_SEQUENCE 65001.
+        let as_path = [0x40, 2, 12, kind, 1, 0, 0, 0xfe, 0xf2, 2, 1, 0, 0, 0xfd, 0xe9];
+        let attrs = [&ORIGIN_IGP[..], &as_path, &NEXT_HOP_10_0_0_1].concat();
+        for ebgp in [true, false] {
+            let ctx = DecodeContext { ebgp, ..ctx() };
+            let u = decode_update_ctx(&update_bytes(&[], &attrs, &[8, 10]), &ctx);
+            assert_eq!(u.error_action(), Some(ErrorAction::TreatAsWithdraw), "segment type {kind}, ebgp {ebgp}");
+            assert!(u.attrs.as_path.segments.is_empty(), "the malformed path is not kept");
+        }
+    }
+}
+
+/// Conformance gap 2: RFC 7606 §7.9 and §7.10 — ORIGINATOR_ID and
+/// CLUSTER_LIST from an external peer are discarded, whatever their content
+/// or length; from an internal peer a bad length still withdraws.
+#[test]
+fn originator_id_and_cluster_list_from_ebgp_are_discarded_whatever_they_hold() {
+    let ebgp = DecodeContext { ebgp: true, ..ctx() };
+    let ibgp = DecodeContext { ebgp: false, ..ctx() };
+    let cases: [&[u8]; 4] = [
+        &[0x80, 9, 4, 10, 0, 0, 9],     // ORIGINATOR_ID, well formed
+        &[0x80, 9, 3, 10, 0, 0],        // ORIGINATOR_ID, bad length
+        &[0x80, 10, 4, 10, 9, 9, 9],    // CLUSTER_LIST, well formed
+        &[0x80, 10, 5, 10, 9, 9, 9, 9], // CLUSTER_LIST, bad length
+    ];
+    for (i, attribute) in cases.iter().enumerate() {
+        let bytes = update_bytes(&[], &[&base_attrs()[..], attribute].concat(), &[8, 10]);
+        let u = decode_update_ctx(&bytes, &ebgp);
+        assert_eq!(u.error_action(), Some(ErrorAction::AttributeDiscard), "case {i} from eBGP");
+        assert_eq!((u.attrs.originator_id, u.attrs.cluster_list.len()), (None, 0), "case {i}: not acted on");
+        assert_eq!(u.nlri, vec![v4("10.0.0.0/8")], "case {i}: the route stays");
+        let expected = if i % 2 == 0 { None } else { Some(ErrorAction::TreatAsWithdraw) };
+        assert_eq!(decode_update_ctx(&bytes, &ibgp).error_action(), expected, "case {i} from iBGP");
+    }
+}
