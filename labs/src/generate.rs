@@ -405,13 +405,9 @@ impl Clos {
         loopback: Ipv4Addr,
         p2p: &dyn Fn(usize, usize, bool) -> Ipv4Addr,
     ) -> String {
-        let mut conf = format!(
-            "frr defaults datacenter\nhostname {}\n!\ninterface lo\n ip address {loopback}/32\nexit\n",
-            self.leaf_names[leaf]
-        );
-        for spine in 0..self.spines {
-            let _ = write!(conf, "interface eth{}\n ip address {}/31\nexit\n", spine + 1, p2p(leaf, spine, false));
-        }
+        // Addresses are the node's exec lines (zebra reads them from the
+        // kernel); this file is bgpd's.
+        let mut conf = format!("frr defaults datacenter\nhostname {}\n", self.leaf_names[leaf]);
         let _ = write!(
             conf,
             "!\nrouter bgp {asn}\n bgp router-id {loopback}\n no bgp ebgp-requires-policy\n timers bgp 3 9\n"
@@ -428,28 +424,31 @@ impl Clos {
         conf
     }
 
-    /// The kernel VTEP of an FRR leaf: a VLAN-aware bridge with one VXLAN
-    /// device per VNI, flooding to the other leaves' loopbacks.
+    /// An FRR leaf's addresses and kernel VTEP: per VNI a bridge of the
+    /// host port and a VXLAN device flooding to the other leaves' loopbacks.
     fn frr_leaf_exec(&self, leaf: usize, loopback: Ipv4Addr) -> Vec<String> {
-        let mut exec = vec!["ip link add br0 type bridge vlan_filtering 1".to_owned(), "ip link set br0 up".to_owned()];
+        let mut exec = vec![format!("ip addr add {loopback}/32 dev lo")];
+        for spine in 0..self.spines {
+            let k = leaf * self.spines + spine;
+            let address = Ipv4Addr::new(10, 0, (k / 128) as u8, (2 * (k % 128)) as u8);
+            exec.push(format!("ip addr add {address}/31 dev eth{}", spine + 1));
+        }
         let others: Vec<Ipv4Addr> =
             (0..self.leaf_names.len()).filter(|&l| l != leaf).map(|l| self.loopback(self.leaf_switch(l))).collect();
-        for (vni, vlan) in [(10010u32, 10u16), (10020, 20)] {
-            let dev = format!("vx{vni}");
-            exec.push(format!("ip link add {dev} type vxlan id {vni} local {loopback} dstport 4789 nolearning"));
-            exec.push(format!("ip link set {dev} master br0"));
-            exec.push(format!("bridge vlan add dev {dev} vid {vlan} pvid untagged"));
-            exec.push(format!("ip link set {dev} up"));
+        // One plain bridge per VNI (VLAN-aware bridges are not in every
+        // kernel): host port eth(S+1) with VNI 10010, eth(S+2) with 10020.
+        for (i, vni) in [10010u32, 10020].into_iter().enumerate() {
+            let (bridge, vxlan, port) = (format!("br{vni}"), format!("vx{vni}"), format!("eth{}", self.spines + 1 + i));
+            exec.push(format!("ip link add {bridge} type bridge"));
+            exec.push(format!("ip link add {vxlan} type vxlan id {vni} local {loopback} dstport 4789 nolearning"));
             for vtep in &others {
-                exec.push(format!("bridge fdb append 00:00:00:00:00:00 dev {dev} dst {vtep}"));
+                exec.push(format!("bridge fdb append 00:00:00:00:00:00 dev {vxlan} dst {vtep}"));
             }
-        }
-        // Host ports: eth(S+1) in VLAN 10, eth(S+2) in VLAN 20.
-        for (i, vlan) in [10u16, 20].into_iter().enumerate() {
-            let port = format!("eth{}", self.spines + 1 + i);
-            exec.push(format!("ip link set {port} master br0"));
-            exec.push(format!("bridge vlan del dev {port} vid 1"));
-            exec.push(format!("bridge vlan add dev {port} vid {vlan} pvid untagged"));
+            for member in [&vxlan, &port] {
+                exec.push(format!("ip link set {member} master {bridge}"));
+                exec.push(format!("ip link set {member} up"));
+            }
+            exec.push(format!("ip link set {bridge} up"));
         }
         exec
     }

@@ -112,6 +112,15 @@ pub fn binary(name: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// A user's uid and primary gid.
+fn user_ids(name: &str) -> Option<(u32, u32)> {
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: getpwnam returns a pointer to static storage or null; read at once.
+    let entry = unsafe { libc::getpwnam(name.as_ptr()) };
+    // SAFETY: checked for null; fields are plain integers.
+    (!entry.is_null()).then(|| unsafe { ((*entry).pw_uid, (*entry).pw_gid) })
+}
+
 fn pid_alive(pid: u32) -> bool {
     // SAFETY: signal 0 only checks that the process exists.
     let alive = unsafe { libc::kill(pid as libc::pid_t, 0) } == 0;
@@ -340,9 +349,15 @@ impl Lab {
             Role::Frr => {
                 let vty = dir.join(&node.name);
                 std::fs::create_dir_all(&vty).map_err(|e| e.to_string())?;
+                // The daemons drop to FRR's user before writing pid files
+                // and sockets here.
+                if let Some((uid, gid)) = user_ids("frr") {
+                    std::os::unix::fs::chown(&vty, Some(uid), Some(gid))
+                        .map_err(|e| format!("chown {}: {e}", vty.display()))?;
+                }
                 let zserv = vty.join("zserv.api");
                 let mut zebra = Command::new("ip");
-                zebra.args(["netns", "exec", &node.namespace, ZEBRA, "-f", "/dev/null", "-u", "root", "-g", "root"]);
+                zebra.args(["netns", "exec", &node.namespace, ZEBRA, "-f", "/dev/null"]);
                 zebra.arg("-z").arg(&zserv).arg("--vty_socket").arg(&vty).arg("-i").arg(vty.join("zebra.pid"));
                 node.helper_pid = Some(spawn_detached(&mut zebra, &dir.join(format!("{}.zebra.log", node.name)))?);
                 let deadline = Instant::now() + Duration::from_secs(10);
@@ -350,7 +365,7 @@ impl Lab {
                     std::thread::sleep(Duration::from_millis(50));
                 }
                 let mut bgpd = Command::new("ip");
-                bgpd.args(["netns", "exec", &node.namespace, BGPD, "-u", "root", "-g", "root", "-f"]).arg(&config);
+                bgpd.args(["netns", "exec", &node.namespace, BGPD, "-f"]).arg(&config);
                 bgpd.arg("-z").arg(&zserv).arg("--vty_socket").arg(&vty).arg("-i").arg(vty.join("bgpd.pid"));
                 node.pid = Some(spawn_detached(&mut bgpd, &log)?);
             }

@@ -105,7 +105,7 @@ fn checked_in_files_match_the_generators() {
     let dir = repo_root().join("labs/topologies");
     for lab in [
         generate::incast("incast", 4).unwrap(),
-        generate::evpn_leaf_spine("evpn-leaf-spine", 4, false).unwrap(),
+        generate::evpn_leaf_spine("evpn-leaf-spine", 4, true).unwrap(),
         AiRail { servers: 4, rails: 2, spines: 2, servers_per_leaf: 2 }.generate("ai-rail").unwrap(),
     ] {
         for (relative, text) in &lab.files {

@@ -32,9 +32,9 @@ struct Cli {
 /// Which lab: its topology file, or the name of a deployed one.
 #[derive(Args, Clone)]
 struct Which {
-    #[arg(long, short = 't')]
+    #[arg(long, short = 't', global = true)]
     topo: Option<PathBuf>,
-    #[arg(long)]
+    #[arg(long, global = true)]
     name: Option<String>,
 }
 
