@@ -6,10 +6,11 @@
 //! 2. every BGP-speaking `switchd` has the IPv4 loopback of every
 //!    `switchd` in another AS installed (`swcli show ip route --json`);
 //! 3. every host pings every address of every other host it has a route to
-//!    (`ip route get`; hosts in different VNIs without a router between
-//!    them are not a pair).
+//!    (hosts in different VNIs without a router between them are not a
+//!    pair: the kernel refuses the echo with "network unreachable").
 
 use std::fmt;
+use std::net::Ipv4Addr;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::runner::{Lab, NodeState, binary, host_addresses, run_in};
+use crate::runner::{Lab, NodeState, binary, host_addresses};
 use crate::topology::Role;
 
 #[derive(Debug, Clone)]
@@ -26,16 +27,21 @@ pub struct Report {
     pub sessions: usize,
     pub routes: usize,
     pub pairs: usize,
+    /// When the sessions were up and the routes in, from the start.
+    pub sessions_at: Duration,
+    pub routes_at: Duration,
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "converged in {:.2} s: {} BGP sessions established, {} loopback routes installed, {} host pairs ping",
+            "converged in {:.2} s: {} BGP sessions established ({:.2} s), {} loopback routes installed ({:.2} s), {} host pairs ping",
             self.elapsed.as_secs_f64(),
             self.sessions,
+            self.sessions_at.as_secs_f64(),
             self.routes,
+            self.routes_at.as_secs_f64(),
             self.pairs
         )
     }
@@ -107,49 +113,35 @@ fn installed(node: &NodeState, wanted: &[String]) -> usize {
     wanted.iter().filter(|p| routes.iter().any(|r| r["prefix"] == p.as_str() && r["installed"] == true)).count()
 }
 
-/// Every (source namespace, destination address) the hosts should reach.
-fn ping_pairs(lab: &Lab) -> Vec<(String, String)> {
-    let hosts = host_addresses(lab);
-    let mut pairs = Vec::new();
-    for (src, ns, _) in &hosts {
-        for (dst, _, addresses) in &hosts {
-            if src == dst {
-                continue;
-            }
-            for address in addresses {
-                let address = address.to_string();
-                if run_in(ns, &["ip", "route", "get", &address]).is_ok() {
-                    pairs.push((ns.clone(), address));
-                }
-            }
-        }
-    }
-    pairs
-}
-
-fn ping(ns: &str, address: &str) -> bool {
-    run_in(ns, &["ping", "-c", "1", "-W", "1", "-q", address]).is_ok()
-}
-
-/// Pings every pair, on a few threads; returns the pairs that did not answer.
-fn ping_all(pairs: &[(String, String)]) -> Vec<(String, String)> {
+/// One ping round from every source (a few sources at a time, each on one
+/// raw socket, see [`crate::ping`]); returns the pairs with a route and
+/// the unanswered pairs per source.
+fn ping_round(sources: &[(String, Vec<Ipv4Addr>)]) -> (usize, Vec<(String, Vec<Ipv4Addr>)>) {
     let next = AtomicUsize::new(0);
+    let routed = AtomicUsize::new(0);
     let failed = std::sync::Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism().map(|n| n.get() * 8).unwrap_or(16).min(pairs.len().max(1));
+    let workers = std::thread::available_parallelism().map(|n| n.get() * 4).unwrap_or(8).min(sources.len().max(1));
     std::thread::scope(|scope| {
         for _ in 0..workers {
             scope.spawn(|| {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some((ns, address)) = pairs.get(i) else { break };
-                    if !ping(ns, address) {
-                        failed.lock().expect("lock").push((ns.clone(), address.clone()));
+                    let Some((ns, targets)) = sources.get(i) else { break };
+                    let unanswered = match crate::ping::ping_round(ns, targets, Duration::from_secs(1)) {
+                        Ok(round) => {
+                            routed.fetch_add(targets.len() - round.unroutable.len(), Ordering::Relaxed);
+                            round.unanswered
+                        }
+                        Err(_) => targets.clone(),
+                    };
+                    if !unanswered.is_empty() {
+                        failed.lock().expect("lock").push((ns.clone(), unanswered));
                     }
                 }
             });
         }
     });
-    failed.into_inner().expect("lock")
+    (routed.into_inner(), failed.into_inner().expect("lock"))
 }
 
 pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
@@ -181,6 +173,7 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         }
         std::thread::sleep(poll);
     }
+    let sessions_at = started.elapsed();
     // 2. Loopback routes on every BGP switchd.
     let switches: Vec<&NodeState> = lab.nodes.iter().filter(|n| n.role == Role::Switchd).collect();
     let bgp_switches: Vec<&NodeState> =
@@ -214,24 +207,36 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         }
         std::thread::sleep(poll);
     }
+    let routes_at = started.elapsed();
     // 3. All-pairs ping, retrying the pairs that failed.
-    let pairs = ping_pairs(lab);
-    let mut pending = pairs.clone();
+    let hosts = host_addresses(lab);
+    let mut pending: Vec<(String, Vec<Ipv4Addr>)> = hosts
+        .iter()
+        .map(|(src, ns, _)| {
+            let others = hosts.iter().filter(|(dst, _, _)| dst != src);
+            (ns.clone(), others.flat_map(|(_, _, addresses)| addresses.iter().copied()).collect())
+        })
+        .collect();
+    let mut pairs = None;
     loop {
-        pending = ping_all(&pending);
+        let (tried, failed) = ping_round(&pending);
+        pairs.get_or_insert(tried);
+        pending = failed;
         if pending.is_empty() {
             break;
         }
         if Instant::now() >= deadline {
-            let sample: Vec<String> = pending.iter().take(5).map(|(ns, a)| format!("{ns} -> {a}")).collect();
+            let count: usize = pending.iter().map(|(_, a)| a.len()).sum();
+            let sample: Vec<String> =
+                pending.iter().flat_map(|(ns, a)| a.iter().map(move |a| format!("{ns} -> {a}"))).take(5).collect();
             return Err(format!(
-                "not converged after {timeout:?}: {} of {} host pairs do not ping (e.g. {})",
-                pending.len(),
-                pairs.len(),
+                "not converged after {timeout:?}: {count} of {} host pairs do not ping (e.g. {})",
+                pairs.unwrap_or(0),
                 sample.join(", ")
             ));
         }
         std::thread::sleep(poll);
     }
-    Ok(Report { elapsed: started.elapsed(), sessions: established, routes, pairs: pairs.len() })
+    let pairs = pairs.unwrap_or(0);
+    Ok(Report { elapsed: started.elapsed(), sessions: established, routes, pairs, sessions_at, routes_at })
 }

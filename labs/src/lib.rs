@@ -4,5 +4,6 @@
 pub mod check;
 pub mod generate;
 pub mod netns;
+pub mod ping;
 pub mod runner;
 pub mod topology;

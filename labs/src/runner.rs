@@ -740,8 +740,33 @@ pub(crate) fn host_addresses(lab: &Lab) -> Vec<(String, String, Vec<Ipv4Addr>)> 
         .collect()
 }
 
-pub(crate) fn run_in(ns: &str, args: &[&str]) -> Result<String, String> {
-    let mut all = vec!["netns", "exec", ns];
-    all.extend_from_slice(args);
-    run("ip", &all)
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn graph_has_every_node_and_link_with_interface_names() {
+        let lab =
+            crate::generate::AiRail { servers: 2, rails: 2, spines: 1, servers_per_leaf: 2 }.generate("g").unwrap();
+        let dot = graph_dot(&lab.topology);
+        assert!(dot.starts_with("graph \"g\" {"));
+        for name in lab.topology.topology.nodes.keys() {
+            assert!(dot.contains(&format!("\"{name}\" [shape=")), "{name} missing:\n{dot}");
+        }
+        assert!(dot.contains("\"leaf-g1-r2\" -- \"spine1\" [taillabel=\"eth1\", headlabel=\"eth2\"]"), "{dot}");
+        assert_eq!(dot.matches(" -- ").count(), lab.topology.topology.links.len());
+    }
+
+    #[test]
+    fn switchd_config_gets_the_labs_socket_and_keeps_the_rest() {
+        let dir = tempfile::tempdir().unwrap();
+        let (source, runtime) = (dir.path().join("a.yaml"), dir.path().join("b.yaml"));
+        std::fs::write(&source, "name: sw\nmanagement: { socket: /elsewhere }\nports: []\n").unwrap();
+        write_switchd_config(&source, &runtime, Path::new("/run/labs/x/sw.sock")).unwrap();
+        let value: serde_yaml::Value = serde_yaml::from_str(&std::fs::read_to_string(&runtime).unwrap()).unwrap();
+        assert_eq!(value["management"]["socket"].as_str(), Some("/run/labs/x/sw.sock"));
+        assert_eq!(value["name"].as_str(), Some("sw"));
+        std::fs::write(&source, "- not a mapping\n").unwrap();
+        assert!(write_switchd_config(&source, &runtime, Path::new("/s")).unwrap_err().contains("not a YAML mapping"));
+    }
 }
