@@ -39,7 +39,7 @@ fn entrypoint_waits_for_ports(env: &[(&str, &str)]) {
     std::fs::write(
         &config,
         format!(
-            "name: sw\nmanagement: {{ socket: {} }}\nports:\n  - {{ name: eth1, mode: access, vlan: 10 }}\n  - {{ name: eth2, mode: access, vlan: 10 }}\n",
+            "name: sw\nmanagement: {{ socket: {} }}\nports:\n  - {{ name: eth1, mode: access, vlan: 10 }}\n  - {{ name: eth2, mode: access, vlan: 10 }}\nvlans:\n  - {{ id: 10 }}\n",
             socket.display()
         ),
     )
