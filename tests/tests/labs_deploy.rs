@@ -94,3 +94,23 @@ fn destroy_after_the_runner_was_killed_mid_deploy_leaves_nothing() {
     assert_clean(&lab.name, &pids);
     assert!(!state_dir(&lab.name).exists());
 }
+
+#[test]
+fn graph_renders_svg_with_graphviz() {
+    if !require_root_and_tools("graph_renders_svg_with_graphviz", &["dot"]) {
+        return;
+    }
+    let dir = fabric_tests::TempDir::new("graph");
+    let svg = dir.path().join("lab.svg");
+    let file = topology_file("evpn-leaf-spine");
+    labs_ok(&["graph", "-t", file.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("<svg"), "not an SVG");
+    // (SVG writes "-" as "&#45;", so hosts are matched by their VNI.)
+    for node in ["spine1", "leaf4", "vni10010", "vni10020"] {
+        assert!(text.contains(node), "{node} not drawn");
+    }
+    // Without -o: DOT on stdout.
+    let dot = labs_ok(&["graph", "-t", file.to_str().unwrap()]);
+    assert!(dot.starts_with("graph \"evpn-leaf-spine\""), "{dot}");
+}
