@@ -66,7 +66,7 @@ fn small_udp_frame(
 }
 
 fn run_batch(c: &mut Criterion, name: &str, mut switch: Switch, ingress: u16, frames: Vec<Vec<u8>>, expect_out: usize) {
-    let mut out = Output::with_capacity(BATCH * 256, BATCH * 2);
+    let mut out = Output::with_capacity(BATCH * 2);
     // Warm up the tables (learning, neighbour state) and check the path works.
     for frame in &frames {
         switch.process(NOW, ingress, frame, &mut out);

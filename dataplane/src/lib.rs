@@ -3,5 +3,6 @@
 //! forwarding decisions.
 
 pub mod io;
+pub mod node;
 pub mod pipeline;
 pub mod wire;

@@ -20,6 +20,8 @@ use dataplane::wire::{
 struct CountingAllocator;
 
 static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+/// Bytes allocated and not yet freed while counting was on.
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
 
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
@@ -31,19 +33,34 @@ fn count() {
     }
 }
 
+/// Live bytes, counted while counting is on (frees of memory allocated
+/// before are counted too, so only a difference over one closure means much).
+fn track(delta: isize) {
+    if COUNTING.with(Cell::get) {
+        if delta >= 0 {
+            LIVE_BYTES.fetch_add(delta as usize, Ordering::Relaxed);
+        } else {
+            LIVE_BYTES.fetch_sub((-delta) as usize, Ordering::Relaxed);
+        }
+    }
+}
+
 // SAFETY: forwards to the system allocator unchanged; only counts calls.
 unsafe impl GlobalAlloc for CountingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         count();
+        track(layout.size() as isize);
         unsafe { System.alloc(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        track(-(layout.size() as isize));
         unsafe { System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         count();
+        track(new_size as isize - layout.size() as isize);
         unsafe { System.realloc(ptr, layout, new_size) }
     }
 }
@@ -259,4 +276,69 @@ fn steady_state_allocates_nothing() {
         }
     });
     assert_eq!(allocations, 0, "poll allocated");
+}
+
+/// Bytes still allocated after `f` that were not before (on this thread).
+fn bytes_kept_by<T>(f: impl FnOnce() -> T) -> (T, usize) {
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    COUNTING.with(|counting| counting.set(true));
+    let value = f();
+    COUNTING.with(|counting| counting.set(false));
+    (value, LIVE_BYTES.load(Ordering::Relaxed).saturating_sub(before))
+}
+
+#[test]
+fn a_small_profile_switch_costs_at_most_64_kib() {
+    let (switch, bytes) = bytes_kept_by(|| Switch::new(SwitchConfig::small()));
+    assert!(bytes <= 64 * 1024, "a small-profile switch holds {bytes} bytes");
+    // The default profile, for comparison, is far bigger (its tables are preallocated).
+    let (default, default_bytes) = bytes_kept_by(|| Switch::new(SwitchConfig::default()));
+    assert!(default_bytes > 4 * bytes, "{default_bytes} vs {bytes}");
+    println!("small profile: {bytes} bytes; default: {default_bytes} bytes");
+    drop((switch, default));
+}
+
+/// Takes every frame; the node's steady state must not allocate either.
+struct Discard;
+
+impl dataplane::node::Ports<dataplane::node::HostIfTarget> for Discard {
+    fn transmit(&mut self, _port: u16, _frame: &[u8]) -> bool {
+        true
+    }
+    fn punt(
+        &mut self,
+        _host_if: Option<dataplane::node::HostIfTarget>,
+        _egress: dataplane::pipeline::Egress,
+        _frame: &[u8],
+    ) {
+    }
+}
+
+#[test]
+fn the_node_loop_allocates_nothing_once_warm() {
+    let mut switch = Switch::new(SwitchConfig { fdb_capacity: 1024, ..SwitchConfig::default() });
+    switch.create_vlan(10).unwrap();
+    for port in 0..4 {
+        switch.set_port(port, PortConfig { pvid: 10, ..PortConfig::default() }).unwrap();
+        switch.set_vlan_member(10, port, false).unwrap();
+    }
+    switch.set_fdb_entry(10, mac(2, 0), FdbDest::Port(1), FdbKind::Static, 0).unwrap();
+    let unicast = ethernet(mac(2, 0), mac(1, 0), EtherType::Unknown(0x88b6), &[0u8; 100]);
+    let flood = ethernet(EthernetAddress::BROADCAST, mac(1, 0), EtherType::Unknown(0x88b6), &[0u8; 100]);
+    let mut node = dataplane::node::Node::new();
+    let mut now = 1000 * SECOND;
+    for frame in [&unicast, &flood] {
+        node.receive(&mut switch, now, 0, frame, &mut Discard);
+    }
+    node.poll(&mut switch, now, &mut Discard);
+    let allocations = allocations_in(|| {
+        for _ in 0..1000 {
+            now += 1000;
+            node.receive(&mut switch, now, 0, &unicast, &mut Discard);
+            node.receive(&mut switch, now, 0, &flood, &mut Discard);
+            node.poll(&mut switch, now, &mut Discard);
+        }
+    });
+    assert_eq!(allocations, 0, "the node allocated");
+    assert_eq!(switch.port_counters(1).unwrap().tx_packets, 2002);
 }

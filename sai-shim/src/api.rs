@@ -466,6 +466,7 @@ pub struct Sai<B: Backend> {
     store: ObjectStore,
     backend: B,
     notifications: Vec<Notification>,
+    bus: crate::notification::NotificationBus,
 }
 
 impl<B: Backend> Sai<B> {
@@ -505,7 +506,7 @@ impl<B: Backend> Sai<B> {
         let vr = Object::VirtualRouter(VirtualRouter {});
         backend.create(&store, store.default_virtual_router, &vr)?;
         store.insert(store.default_virtual_router, vr);
-        Ok(Sai { store, backend, notifications: Vec::new() })
+        Ok(Sai { store, backend, notifications: Vec::new(), bus: Default::default() })
     }
 
     pub fn store(&self) -> &ObjectStore {
@@ -763,6 +764,26 @@ impl<B: Backend> Sai<B> {
         self.backend.fdb_entries(&self.store)
     }
 
+    /// The FDB with remote VTEPs and last-seen times, for display.
+    pub fn fdb_details(&self) -> Vec<crate::backend::FdbDetail> {
+        self.backend.fdb_details(&self.store)
+    }
+
+    /// Whether a port's link is up, as forwarding sees it.
+    pub fn port_oper_status(&self, port: ObjectId) -> bool {
+        self.backend.port_oper_status(port)
+    }
+
+    /// Forwarding's counters of a port, where the backend keeps them.
+    pub fn port_counters(&self, port: ObjectId) -> Option<crate::backend::PortCounters> {
+        self.backend.port_counters(port)
+    }
+
+    /// Switch-wide drops by reason, where the backend counts them.
+    pub fn drop_counters(&self) -> Option<crate::backend::DropCounters> {
+        self.backend.drop_counters()
+    }
+
     /// SAI's flush_fdb_entries: removes the matching entries, control-plane
     /// and learned alike (as the flush type says).
     pub fn flush_fdb_entries(&mut self, filter: FdbFlush) -> SaiResult<()> {
@@ -991,6 +1012,25 @@ impl<B: Backend> Sai<B> {
     /// Control-plane dynamic FDB entries that aged out or moved are updated
     /// in the store on the way, so the store never names a forwarding state
     /// that no longer exists.
+    /// A subscriber to notifications: what [`Sai::publish_notifications`]
+    /// drains is sent to it over a channel of `capacity`.
+    pub fn subscribe(&mut self, name: &str, capacity: usize) -> crate::notification::Subscription {
+        self.bus.subscribe(name, capacity)
+    }
+
+    /// Drains the notifications (as [`Sai::drain_notifications`]) and
+    /// delivers them to every subscriber; returns them too.
+    pub fn publish_notifications(&mut self) -> Vec<Notification> {
+        let notifications = self.drain_notifications();
+        self.bus.publish(&notifications);
+        notifications
+    }
+
+    /// The subscribers and what each lost to a full channel.
+    pub fn subscribers(&self) -> Vec<crate::notification::SubscriberStats> {
+        self.bus.subscribers()
+    }
+
     pub fn drain_notifications(&mut self) -> Vec<Notification> {
         self.backend.drain_notifications(&self.store, &mut self.notifications);
         let notifications = std::mem::take(&mut self.notifications);

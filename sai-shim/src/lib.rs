@@ -61,7 +61,9 @@ pub mod object;
 
 pub use api::{ObjectStore, Sai};
 pub use attributes::*;
-pub use backend::{Backend, FdbFlush, FdbFlushType, PortStats};
+pub use backend::{Backend, FdbDetail, FdbFlush, FdbFlushType, PortStats};
 pub use error::{EntryKey, SaiError, SaiResult};
-pub use notification::{FdbEvent, NeighborInfo, NeighborState, Notification};
+pub use notification::{
+    FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, SubscriberStats, Subscription,
+};
 pub use object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey};

@@ -70,3 +70,106 @@ pub struct NeighborInfo {
     pub state: NeighborState,
     pub is_static: bool,
 }
+
+/// Delivers notifications to their subscribers (the BGP/EVPN speaker, the
+/// management API, the subnet manager) over bounded channels. A subscriber
+/// that does not keep up loses notifications, counted, and never holds up
+/// the one publishing them (the forwarding side's owner).
+#[derive(Debug, Default)]
+pub struct NotificationBus {
+    subscribers: Vec<Subscriber>,
+}
+
+#[derive(Debug)]
+struct Subscriber {
+    name: String,
+    sender: std::sync::mpsc::SyncSender<Notification>,
+    lost: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// One subscriber's end: notifications in the order they happened.
+#[derive(Debug)]
+pub struct Subscription {
+    pub receiver: std::sync::mpsc::Receiver<Notification>,
+    lost: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Subscription {
+    /// Notifications dropped because this subscriber's channel was full.
+    pub fn lost(&self) -> u64 {
+        self.lost.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Everything delivered so far, without waiting.
+    pub fn drain(&self) -> Vec<Notification> {
+        self.receiver.try_iter().collect()
+    }
+}
+
+/// A subscriber as the bus sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubscriberStats {
+    pub name: String,
+    pub lost: u64,
+}
+
+impl NotificationBus {
+    /// A new subscriber whose channel holds `capacity` notifications.
+    pub fn subscribe(&mut self, name: impl Into<String>, capacity: usize) -> Subscription {
+        let (sender, receiver) = std::sync::mpsc::sync_channel(capacity);
+        let lost = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+        self.subscribers.push(Subscriber { name: name.into(), sender, lost: lost.clone() });
+        Subscription { receiver, lost }
+    }
+
+    /// Sends each notification to every subscriber; a full channel loses it
+    /// (counted), a dropped subscription is forgotten.
+    pub fn publish(&mut self, notifications: &[Notification]) {
+        use std::sync::mpsc::TrySendError;
+        self.subscribers.retain(|subscriber| {
+            for notification in notifications {
+                match subscriber.sender.try_send(notification.clone()) {
+                    Ok(()) => {}
+                    Err(TrySendError::Full(_)) => {
+                        subscriber.lost.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(TrySendError::Disconnected(_)) => return false,
+                }
+            }
+            true
+        });
+    }
+
+    pub fn subscribers(&self) -> Vec<SubscriberStats> {
+        self.subscribers
+            .iter()
+            .map(|s| SubscriberStats { name: s.name.clone(), lost: s.lost.load(std::sync::atomic::Ordering::Relaxed) })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(up: bool) -> Notification {
+        Notification::PortOperStatus { port: ObjectId::from_raw(7), up }
+    }
+
+    #[test]
+    fn every_subscriber_gets_every_notification_in_order_and_a_slow_one_loses_counted() {
+        let mut bus = NotificationBus::default();
+        let fast = bus.subscribe("bgp", 16);
+        let slow = bus.subscribe("slow", 1);
+        bus.publish(&[link(false), link(true)]);
+        assert_eq!(fast.drain(), vec![link(false), link(true)]);
+        assert_eq!(slow.drain(), vec![link(false)]);
+        assert_eq!((fast.lost(), slow.lost()), (0, 1));
+        assert_eq!(bus.subscribers()[1], SubscriberStats { name: "slow".into(), lost: 1 });
+        // A dropped subscription is forgotten; the others go on.
+        drop(slow);
+        bus.publish(&[link(false)]);
+        assert_eq!(bus.subscribers().len(), 1);
+        assert_eq!(fast.drain(), vec![link(false)]);
+    }
+}

@@ -314,3 +314,36 @@ fn flush_removes_learned_entries() {
     );
     let _ = s.vlan20;
 }
+
+#[test]
+fn subscribers_receive_learned_and_aged_macs_over_their_channels() {
+    let lab = Lab::with(SwitchConfig::default(), &[SwitchAttr::FdbAgingTime(10)]);
+    let mut s = bridged(lab);
+    let evpn = s.lab.sai.subscribe("evpn", 64);
+    let tiny = s.lab.sai.subscribe("tiny", 1);
+    s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(1), None));
+    s.lab.inject(s.ports[3], &l2(EthernetAddress::BROADCAST, mac(2), None));
+    let published = s.lab.sai.publish_notifications();
+    assert_eq!(published.len(), 2);
+    let learned = |m, bp| Notification::Fdb {
+        event: FdbEvent::Learned,
+        entry: FdbEntryKey { vlan: s.vlan10, mac: mac(m) },
+        bridge_port: Some(bp),
+    };
+    assert_eq!(evpn.drain(), vec![learned(1, s.bridge_ports[0]), learned(2, s.bridge_ports[3])]);
+    // A subscriber that cannot keep up loses what did not fit, counted.
+    assert_eq!(tiny.drain(), vec![learned(1, s.bridge_ports[0])]);
+    assert_eq!(tiny.lost(), 1);
+    s.lab.advance(11 * SECOND);
+    s.lab.poll();
+    s.lab.sai.publish_notifications();
+    let aged: Vec<FdbEvent> = evpn
+        .drain()
+        .into_iter()
+        .map(|n| match n {
+            Notification::Fdb { event, .. } => event,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(aged, vec![FdbEvent::Aged, FdbEvent::Aged]);
+}

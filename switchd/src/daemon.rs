@@ -203,7 +203,7 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
     let server = tokio::spawn(mgmt::serve(socket, view.clone()));
-    let housekeeping = tokio::spawn(drain_notifications(sai.clone()));
+    let housekeeping = tokio::spawn(publish_notifications(sai.clone()));
 
     let mut running = config;
     loop {
@@ -328,13 +328,17 @@ fn reload(path: &Path, running: &Config, sai: &Mutex<Shim>, applied: &mut Applie
     }
 }
 
-/// The shim queues notifications until someone drains them; the daemon has
-/// no control plane that consumes them yet, so it logs and discards them.
-async fn drain_notifications(sai: Arc<Mutex<Shim>>) {
-    let mut tick = tokio::time::interval(Duration::from_millis(500));
+/// How often the shim's queued notifications are delivered to subscribers.
+pub const NOTIFICATION_INTERVAL: Duration = Duration::from_millis(50);
+
+/// Delivers the shim's notifications to its subscribers (bounded channels:
+/// `Sai::subscribe`; the BGP/EVPN speaker and others take them there), and
+/// logs them.
+async fn publish_notifications(sai: Arc<Mutex<Shim>>) {
+    let mut tick = tokio::time::interval(NOTIFICATION_INTERVAL);
     loop {
         tick.tick().await;
-        let notifications = sai.lock().unwrap_or_else(|e| e.into_inner()).drain_notifications();
+        let notifications = sai.lock().unwrap_or_else(|e| e.into_inner()).publish_notifications();
         for notification in notifications {
             tracing::debug!(?notification, "shim notification");
         }

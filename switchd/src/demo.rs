@@ -29,7 +29,8 @@ use std::process::ExitCode;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use dataplane::pipeline::{Disposition, Egress, Output, PortId};
+use dataplane::node::{Node, Ports};
+use dataplane::pipeline::{Disposition, Egress, PortId};
 use dataplane::wire::arp::Operation;
 use dataplane::wire::{
     ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr,
@@ -82,12 +83,12 @@ const SEC: u64 = 1_000_000_000;
 const MAX_DELIVERIES: usize = 100_000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum Node {
+enum Place {
     Switch(usize),
     Host(usize),
 }
 
-type Endpoint = (Node, PortId);
+type Endpoint = (Place, PortId);
 
 struct Delivery {
     at: u64,
@@ -101,6 +102,8 @@ pub struct DemoSwitch {
     pub view: SwitchView,
     port_names: BTreeMap<PortId, String>,
     host_interfaces: BTreeMap<PortId, ObjectId>,
+    /// The same packet loop as the daemon's forwarding thread.
+    node: Node,
 }
 
 /// The whole fabric and its virtual clock.
@@ -110,7 +113,6 @@ pub struct Fabric {
     links: HashMap<Endpoint, Endpoint>,
     queue: VecDeque<Delivery>,
     clock: Arc<AtomicU64>,
-    out: Output,
     /// Lines describing each delivery while a trace is on.
     trace: Option<Vec<String>>,
     /// Frames punted to a switch's host side that no agent consumed.
@@ -165,7 +167,7 @@ impl Fabric {
                 bgp: None,
                 now: Arc::new(move || now.load(Ordering::Relaxed)),
             };
-            switches.push(DemoSwitch { name: name.into(), view, port_names, host_interfaces });
+            switches.push(DemoSwitch { name: name.into(), view, port_names, host_interfaces, node: Node::new() });
         }
         let mut fabric = Fabric {
             switches,
@@ -173,7 +175,6 @@ impl Fabric {
             links: HashMap::new(),
             queue: VecDeque::new(),
             clock,
-            out: Output::new(),
             trace: None,
             punted_to_host: 0,
             underlay,
@@ -197,7 +198,7 @@ impl Fabric {
             }
             fabric.hosts.push(host);
             let at = fabric.endpoint(switch, port);
-            fabric.connect(at, (Node::Host(i), 0));
+            fabric.connect(at, (Place::Host(i), 0));
         }
         fabric.converge_bgp();
         fabric
@@ -219,7 +220,7 @@ impl Fabric {
     fn endpoint(&self, switch: &str, port: &str) -> Endpoint {
         let (index, sw) = self.switches.iter().enumerate().find(|(_, s)| s.name == switch).expect("known switch");
         let port = sw.port_names.iter().find(|(_, name)| *name == port).map(|(index, _)| *index).expect("known port");
-        (Node::Switch(index), port)
+        (Place::Switch(index), port)
     }
 
     fn connect(&mut self, a: Endpoint, b: Endpoint) {
@@ -241,8 +242,8 @@ impl Fabric {
 
     fn endpoint_name(&self, (node, port): Endpoint) -> String {
         match node {
-            Node::Switch(i) => format!("{}:{}", self.switches[i].name, self.switches[i].port_names[&port]),
-            Node::Host(i) => self.hosts[i].name.clone(),
+            Place::Switch(i) => format!("{}:{}", self.switches[i].name, self.switches[i].port_names[&port]),
+            Place::Host(i) => self.hosts[i].name.clone(),
         }
     }
 
@@ -274,19 +275,18 @@ impl Fabric {
                 }
             }
             match delivery.to {
-                (Node::Host(i), _) => {
+                (Place::Host(i), _) => {
                     let mut replies = Vec::new();
                     self.hosts[i].receive(&delivery.frame, now, &mut replies);
                     for frame in replies {
-                        self.send((Node::Host(i), 0), frame);
+                        self.send((Place::Host(i), 0), frame);
                     }
                 }
-                (Node::Switch(i), port) => {
-                    let mut out = std::mem::take(&mut self.out);
-                    out.clear();
+                (Place::Switch(i), port) => {
+                    let (switch, mut links) = self.links_of(i, now);
                     let disposition = {
-                        let mut sai = self.switches[i].view.sai.lock().unwrap();
-                        sai.backend_mut().process_index(now, port, &delivery.frame, &mut out)
+                        let mut sai = switch.view.sai.lock().unwrap();
+                        switch.node.receive(&mut *sai, now, port, &delivery.frame, &mut links)
                     };
                     if let (Disposition::Dropped(reason), Some(trace)) = (disposition, self.trace.as_mut()) {
                         trace.push(format!(
@@ -294,31 +294,23 @@ impl Fabric {
                             "", self.switches[i].name
                         ));
                     }
-                    self.dispatch(i, &out);
-                    self.out = out;
                 }
             }
         }
     }
 
-    /// Sends what switch `i` emitted: out of its ports to the peers, or to
-    /// its host side (the LLDP agent).
-    fn dispatch(&mut self, i: usize, out: &Output) {
-        let now = self.now();
-        for emitted in out.iter() {
-            match emitted.to {
-                Egress::Port(port) => self.send((Node::Switch(i), port), emitted.frame.to_vec()),
-                Egress::Host { port, .. } => {
-                    let is_lldp =
-                        EthernetFrame::new_checked(emitted.frame).is_ok_and(|f| f.ethertype() == EtherType::Lldp);
-                    if is_lldp {
-                        let _ = self.switches[i].view.lldp.lock().unwrap().on_frame(port, emitted.frame, now);
-                    } else {
-                        self.punted_to_host += 1;
-                    }
-                }
-            }
-        }
+    /// Switch `i` and the fabric's links as its node writes to them.
+    fn links_of(&mut self, i: usize, now: u64) -> (&mut DemoSwitch, FabricLinks<'_>) {
+        let switch = &mut self.switches[i];
+        let links = FabricLinks {
+            switch: i,
+            now,
+            links: &self.links,
+            queue: &mut self.queue,
+            lldp: switch.view.lldp.clone(),
+            punted_to_host: &mut self.punted_to_host,
+        };
+        (switch, links)
     }
 
     /// Advances virtual time, running every switch's timers and LLDP agent.
@@ -329,22 +321,18 @@ impl Fabric {
             self.clock.store((self.now() + step).min(target), Ordering::Relaxed);
             let now = self.now();
             for i in 0..self.switches.len() {
-                let mut out = std::mem::take(&mut self.out);
-                out.clear();
                 let mut lldp_frames = Vec::new();
                 self.switches[i].view.lldp.lock().unwrap().poll(now, &mut lldp_frames);
-                {
-                    let mut sai = self.switches[i].view.sai.lock().unwrap();
-                    sai.backend_mut().poll(now, &mut out);
-                    for (port, frame) in &lldp_frames {
-                        let host_if = self.switches[i].host_interfaces[port];
-                        sai.backend_mut().host_send(now, host_if, frame, &mut out).expect("host interface exists");
-                    }
-                    // Nobody consumes them here; keep the queue from growing.
-                    sai.drain_notifications();
+                let (switch, mut links) = self.links_of(i, now);
+                let sai = switch.view.sai.clone();
+                let mut sai = sai.lock().unwrap();
+                switch.node.poll(&mut *sai, now, &mut links);
+                for (port, frame) in &lldp_frames {
+                    let host_if = switch.host_interfaces[port];
+                    switch.node.host_send(&mut *sai, now, host_if, frame, &mut links);
                 }
-                self.dispatch(i, &out);
-                self.out = out;
+                // Nobody consumes them here; keep the queue from growing.
+                sai.drain_notifications();
             }
             self.run_until_idle();
         }
@@ -368,7 +356,7 @@ impl Fabric {
                 IpAddr::V6(dst) => self.hosts[h].ping6(dst, ident, seq, &mut frames),
             }
             for frame in frames {
-                self.send((Node::Host(h), 0), frame);
+                self.send((Place::Host(h), 0), frame);
             }
             self.run_until_idle();
             let trace = self.trace.take().unwrap_or_default();
@@ -402,7 +390,7 @@ impl Fabric {
             let mut frames = Vec::new();
             self.hosts[h].send_udp(dst, port, 5001, b"flow", &mut frames);
             for frame in frames {
-                self.send((Node::Host(h), 0), frame);
+                self.send((Place::Host(h), 0), frame);
             }
             self.run_until_idle();
         }
@@ -411,6 +399,38 @@ impl Fabric {
     /// The rx packet counter of a switch port, from the management API.
     pub fn rx_packets(&self, switch: &str, port: &str) -> u64 {
         self.switch(switch).view.interfaces().iter().find(|i| i.name == port).map_or(0, |i| i.counters.rx_packets)
+    }
+}
+
+/// The fabric's links as one switch's node writes to them: a frame out of a
+/// port is delivered to the peer after the link delay; LLDP punted to the
+/// host side goes to the switch's LLDP agent.
+struct FabricLinks<'a> {
+    switch: usize,
+    now: u64,
+    links: &'a HashMap<Endpoint, Endpoint>,
+    queue: &'a mut VecDeque<Delivery>,
+    lldp: Arc<Mutex<crate::lldp::LldpAgent>>,
+    punted_to_host: &'a mut u64,
+}
+
+impl Ports<ObjectId> for FabricLinks<'_> {
+    fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
+        let from = (Place::Switch(self.switch), port);
+        if let Some(&to) = self.links.get(&from) {
+            self.queue.push_back(Delivery { at: self.now + LINK_DELAY_NS, from, to, frame: frame.to_vec() });
+        }
+        true
+    }
+
+    fn punt(&mut self, _host_if: Option<ObjectId>, egress: Egress, frame: &[u8]) {
+        let Egress::Host { port, .. } = egress else { return };
+        let is_lldp = EthernetFrame::new_checked(frame).is_ok_and(|f| f.ethertype() == EtherType::Lldp);
+        if is_lldp {
+            let _ = self.lldp.lock().unwrap().on_frame(port, frame, self.now);
+        } else {
+            *self.punted_to_host += 1;
+        }
     }
 }
 

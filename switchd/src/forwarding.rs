@@ -2,10 +2,10 @@
 //! adapters and the pipeline.
 //!
 //! ```text
-//!  ethN (AF_PACKET ring) --rx batch--> process(now, port, frame) --Output--> ethM tx ring
-//!                                                                  \------> sw-ethN / vlanV TAP (punt)
-//!  sw-ethN / vlanV TAP (kernel's own traffic) --> send_from_host[_on_rif] --> ethN
-//!  every POLL_INTERVAL: poll(now) (FDB aging, ARP/ND timers and probes)
+//!  ethN (AF_PACKET ring) --rx batch--> Node::receive(now, port, frame) --traffic manager--> ethM tx ring
+//!                                                                     \----------------> sw-ethN / vlanV TAP (punt)
+//!  sw-ethN / vlanV TAP (kernel's own traffic) --> Node::host_send --> ethN
+//!  every POLL_INTERVAL: Node::poll(now) (FDB aging, ARP/ND timers and probes)
 //! ```
 //!
 //! The thread waits on one epoll set holding every port, every host
@@ -13,8 +13,10 @@
 //! access (config apply, management queries) shares the dataplane through a
 //! `Mutex` that this thread takes once per wake-up and holds while it works
 //! through the ready batches, never per packet. Frames are copied from the
-//! rx rings into a [`FrameBatch`] and emitted into one reused [`Output`], so
-//! the steady state allocates nothing.
+//! rx rings into a [`FrameBatch`] and run through one [`Node`] (the
+//! dataplane crate's packet loop, shared with the demo and the simulator),
+//! whose pooled frames are written to the tx rings; the steady state
+//! allocates nothing.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -25,7 +27,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
-use dataplane::pipeline::{Egress, Output, PortId, RifId, RifKind};
+use dataplane::node::{Node, Ports};
+use dataplane::pipeline::{Egress, PortId};
 
 /// Frames read from one descriptor before moving to the next ready one.
 pub const RX_BATCH: usize = 64;
@@ -45,96 +48,9 @@ pub fn monotonic_ns() -> u64 {
     START.get_or_init(Instant::now).elapsed().as_nanos() as u64
 }
 
-/// What the forwarding loop needs from the pipeline: the packet path of the
-/// SAI soft backend. Host interfaces are named by `HostIf`: shim object ids
-/// for the daemon, [`HostIfTarget`] for a bare pipeline.
-pub trait Dataplane: Send + 'static {
-    type HostIf: Copy + Eq + std::fmt::Debug + Send + 'static;
-    /// A frame received on front-panel port `port`.
-    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output);
-    /// A frame the kernel sent through host interface `host_if` (SAI hostif
-    /// tx): out of its port with no lookup, or bridged in a router
-    /// interface's VLAN.
-    fn host_send(&mut self, now: u64, host_if: Self::HostIf, frame: &[u8], out: &mut Output);
-    /// The host interface a punted frame goes to (the router interface's if
-    /// it has one, else the port's).
-    fn punt_target(&self, egress: &Egress) -> Option<Self::HostIf>;
-    /// Timers: aging, neighbour state, probes.
-    fn poll(&mut self, now: u64, out: &mut Output);
-    /// The port adapter saw the link under `port` go up or down.
-    fn set_link_status(&mut self, port: PortId, up: bool);
-}
-
-/// What a host interface is bound to, for a bare pipeline.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HostIfTarget {
-    /// A front-panel port (routed or bridged): punts for the port, and the
-    /// kernel's frames leave through it.
-    Port(PortId),
-    /// A router interface on a VLAN: the kernel's frames are bridged in it.
-    VlanRif(RifId),
-}
-
-/// A bare pipeline: host interfaces are keyed by what they serve; a punt
-/// through a VLAN router interface goes to that interface's, any other to
-/// its port's.
-impl Dataplane for dataplane::pipeline::Switch {
-    type HostIf = HostIfTarget;
-    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
-        dataplane::pipeline::Switch::process(self, now, port, frame, out);
-    }
-    fn host_send(&mut self, now: u64, host_if: HostIfTarget, frame: &[u8], out: &mut Output) {
-        match host_if {
-            HostIfTarget::Port(port) => self.send_from_host(now, port, frame, out),
-            HostIfTarget::VlanRif(rif) => self.send_from_host_on_rif(now, rif, frame, out),
-        }
-    }
-    fn punt_target(&self, egress: &Egress) -> Option<HostIfTarget> {
-        match *egress {
-            Egress::Host { rif: Some(rif), .. }
-                if self.router_interface(rif).is_some_and(|r| matches!(r.kind, RifKind::Vlan(_))) =>
-            {
-                Some(HostIfTarget::VlanRif(rif))
-            }
-            Egress::Host { port, .. } => Some(HostIfTarget::Port(port)),
-            Egress::Port(_) => None,
-        }
-    }
-    fn poll(&mut self, now: u64, out: &mut Output) {
-        dataplane::pipeline::Switch::poll(self, now, out);
-    }
-    fn set_link_status(&mut self, port: PortId, up: bool) {
-        self.set_port_oper_status(port, up);
-    }
-}
-
-/// The daemon's dataplane: the shim with the soft backend; host interfaces
-/// are the shim's host interface objects.
-impl Dataplane for sai_shim::Sai<sai_shim::backend::soft::SoftBackend> {
-    type HostIf = sai_shim::ObjectId;
-    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
-        self.backend_mut().process_index(now, port, frame, out);
-    }
-    fn host_send(&mut self, now: u64, host_if: sai_shim::ObjectId, frame: &[u8], out: &mut Output) {
-        if let Err(error) = self.backend_mut().host_send(now, host_if, frame, out) {
-            tracing::debug!(%error, "host send refused");
-        }
-    }
-    fn punt_target(&self, egress: &Egress) -> Option<sai_shim::ObjectId> {
-        self.backend().punt_host_interface(egress)
-    }
-    fn poll(&mut self, now: u64, out: &mut Output) {
-        self.backend_mut().poll(now, out);
-    }
-    fn set_link_status(&mut self, port: PortId, up: bool) {
-        let backend = self.backend_mut();
-        if let Some(object) = backend.port_object(port)
-            && let Err(error) = backend.set_link_status(object, up)
-        {
-            tracing::warn!(port, %error, "cannot report link status");
-        }
-    }
-}
+/// What the forwarding loop drives: the node's view of a pipeline (a bare
+/// `Switch`, or the shim with its soft backend).
+pub use dataplane::node::{Forwarding as Dataplane, HostIfTarget};
 
 /// Something the forwarding loop reads from and writes to.
 pub enum Attachment<H> {
@@ -199,7 +115,7 @@ pub struct Forwarding<H> {
 impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     /// Starts the thread with `attachments`; `dataplane` stays shared with
     /// the control plane, which locks it between the loop's batches.
-    pub fn start<D: Dataplane<HostIf = H>>(
+    pub fn start<D: Dataplane<HostIf = H> + Send + 'static>(
         dataplane: Arc<Mutex<D>>,
         attachments: Vec<Attachment<H>>,
     ) -> io::Result<Forwarding<H>> {
@@ -234,7 +150,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             dirty: Vec::new(),
             links: Vec::new(),
             batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
-            out: Output::new(),
+            node: Node::new(),
             stats: stats.clone(),
             counters: counters.clone(),
         };
@@ -368,9 +284,52 @@ struct Loop<D: Dataplane> {
     /// The link state last reported to the dataplane, by PortId.
     links: Vec<Option<bool>>,
     batch: FrameBatch,
-    out: Output,
+    node: Node,
     stats: Arc<Mutex<Vec<DeviceStats>>>,
     counters: Arc<LoopCounters>,
+}
+
+/// The loop's devices as the node writes to them.
+struct Devices<'a, H> {
+    ports: &'a mut [Option<Box<dyn PortIo>>],
+    hosts: &'a mut [Option<(H, Tap)>],
+    dirty: &'a mut Vec<PortId>,
+    counters: &'a LoopCounters,
+}
+
+impl<H: Copy + Eq> Ports<H> for Devices<'_, H> {
+    fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
+        match self.ports.get_mut(usize::from(port)) {
+            Some(Some(io)) => {
+                if !self.dirty.contains(&port) {
+                    self.dirty.push(port);
+                }
+                if io.send(frame).is_err() {
+                    self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+                    return false;
+                }
+                true
+            }
+            _ => {
+                self.counters.egress_unattached.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+        }
+    }
+
+    fn punt(&mut self, host_if: Option<H>, _egress: Egress, frame: &[u8]) {
+        let tap = self.hosts.iter_mut().flatten().find(|(key, _)| Some(*key) == host_if).map(|(_, tap)| tap);
+        match tap {
+            Some(tap) => {
+                if tap.send(frame).is_err() {
+                    self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            None => {
+                self.counters.punt_unattached.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
 }
 
 impl<D: Dataplane> Loop<D> {
@@ -513,9 +472,13 @@ impl<D: Dataplane> Loop<D> {
             }
         }
         if now >= *next_poll {
-            self.out.clear();
-            dp.poll(now, &mut self.out);
-            self.dispatch(&dp);
+            let mut devices = Devices {
+                ports: &mut self.ports,
+                hosts: &mut self.hosts,
+                dirty: &mut self.dirty,
+                counters: &self.counters,
+            };
+            self.node.poll(&mut *dp, now, &mut devices);
             *next_poll = now + POLL_INTERVAL.as_nanos() as u64;
         }
         if Instant::now() >= *next_link {
@@ -535,12 +498,14 @@ impl<D: Dataplane> Loop<D> {
             self.counters.rx_errors.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(port, %error, "rx failed");
         }
-        for index in 0..self.batch.len() {
-            self.out.clear();
-            if let Some(frame) = self.batch.get(index) {
-                dp.process(now, port, frame, &mut self.out);
-            }
-            self.dispatch(dp);
+        let mut devices = Devices {
+            ports: &mut self.ports,
+            hosts: &mut self.hosts,
+            dirty: &mut self.dirty,
+            counters: &self.counters,
+        };
+        for frame in self.batch.iter() {
+            self.node.receive(dp, now, port, frame, &mut devices);
         }
     }
 
@@ -566,47 +531,14 @@ impl<D: Dataplane> Loop<D> {
             self.counters.rx_errors.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(tap = tap.name(), %error, "host rx failed");
         }
-        for index in 0..self.batch.len() {
-            self.out.clear();
-            if let Some(frame) = self.batch.get(index) {
-                dp.host_send(now, host_if, frame, &mut self.out);
-            }
-            self.dispatch(dp);
-        }
-    }
-
-    /// Sends every frame of `self.out` where it goes.
-    fn dispatch(&mut self, dp: &D) {
-        for emitted in self.out.iter() {
-            match emitted.to {
-                Egress::Port(port) => match self.ports.get_mut(usize::from(port)) {
-                    Some(Some(io)) => {
-                        if io.send(emitted.frame).is_err() {
-                            self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
-                        }
-                        if !self.dirty.contains(&port) {
-                            self.dirty.push(port);
-                        }
-                    }
-                    _ => {
-                        self.counters.egress_unattached.fetch_add(1, Ordering::Relaxed);
-                    }
-                },
-                egress @ Egress::Host { .. } => {
-                    let target = dp.punt_target(&egress);
-                    let tap = self.hosts.iter_mut().flatten().find(|(key, _)| Some(*key) == target).map(|(_, tap)| tap);
-                    match tap {
-                        Some(tap) => {
-                            if tap.send(emitted.frame).is_err() {
-                                self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
-                            }
-                        }
-                        None => {
-                            self.counters.punt_unattached.fetch_add(1, Ordering::Relaxed);
-                        }
-                    }
-                }
-            }
+        let mut devices = Devices {
+            ports: &mut self.ports,
+            hosts: &mut self.hosts,
+            dirty: &mut self.dirty,
+            counters: &self.counters,
+        };
+        for frame in self.batch.iter() {
+            self.node.host_send(dp, now, host_if, frame, &mut devices);
         }
     }
 

@@ -1,5 +1,5 @@
 //! The management server: answers [`mgmt_cli::Request`]s from the shim's
-//! and the pipeline's state.
+//! state, through its queries only (so any backend can be shown).
 //!
 //! [`SwitchView`] holds what the handlers read and has one handler per
 //! request; [`serve`] puts it behind a Unix socket (JSON, one message per
@@ -13,11 +13,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
-use dataplane::pipeline::{FdbDest, FdbKind, NeighborState, RifId};
 use mgmt_cli::api::{self, Reply, Request, Response};
 use mgmt_cli::codec;
 use sai_shim::backend::soft::SoftBackend;
-use sai_shim::{Object, Sai};
+use sai_shim::{Backend, FdbEntryType, NeighborState, Object, Sai};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
@@ -31,11 +30,10 @@ const NS_PER_SEC: u64 = 1_000_000_000;
 /// Everything the management API reads, shared with the forwarding thread
 /// and the LLDP agent through their mutexes (each locked briefly, never two
 /// at once).
-#[derive(Clone)]
-pub struct SwitchView {
+pub struct SwitchView<B: Backend = SoftBackend> {
     pub config: Arc<Config>,
     pub applied: Arc<Applied>,
-    pub sai: Arc<Mutex<Sai<SoftBackend>>>,
+    pub sai: Arc<Mutex<Sai<B>>>,
     pub lldp: Arc<Mutex<LldpAgent>>,
     /// The BGP speaker, when the config has a `bgp:` section.
     pub bgp: Option<BgpView>,
@@ -48,7 +46,20 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
-impl SwitchView {
+impl<B: Backend> Clone for SwitchView<B> {
+    fn clone(&self) -> Self {
+        SwitchView {
+            config: self.config.clone(),
+            applied: self.applied.clone(),
+            sai: self.sai.clone(),
+            lldp: self.lldp.clone(),
+            bgp: self.bgp.clone(),
+            now: self.now.clone(),
+        }
+    }
+}
+
+impl<B: Backend> SwitchView<B> {
     /// Answers one request.
     pub fn handle(&self, request: &Request) -> Response {
         let reply = match request {
@@ -78,13 +89,11 @@ impl SwitchView {
 
     pub fn interfaces(&self) -> Vec<api::Interface> {
         let sai = lock(&self.sai);
-        let backend = sai.backend();
         let mut out = Vec::new();
         for port in &self.config.ports {
             let objects = &self.applied.ports[&port.name];
-            let counters = backend.port_counters(objects.port).cloned().unwrap_or_default();
-            let oper_up =
-                backend.port_index(objects.port).and_then(|i| backend.pipeline().port_oper_status(i)).unwrap_or(false);
+            let counters = sai.port_counters(objects.port).unwrap_or_default();
+            let oper_up = sai.port_oper_status(objects.port);
             let addresses = match &port.mode {
                 PortMode::Routed { addresses } => addresses.iter().map(ToString::to_string).collect(),
                 _ => Vec::new(),
@@ -132,26 +141,32 @@ impl SwitchView {
     pub fn mac_table(&self) -> Vec<api::MacEntry> {
         let now = (self.now)();
         let sai = lock(&self.sai);
-        let backend = sai.backend();
-        let mut out: Vec<api::MacEntry> = backend
-            .pipeline()
-            .fdb_entries()
-            .map(|(vid, mac, entry)| {
-                let destination = match entry.dest {
-                    FdbDest::Port(index) => backend
-                        .port_object(index)
-                        .and_then(|port| self.applied.port_name(port))
-                        .map_or_else(|| format!("port {index}"), str::to_owned),
-                    FdbDest::Tunnel(remote) => format!("vtep {remote}"),
+        let store = sai.store();
+        let mut out: Vec<api::MacEntry> = sai
+            .fdb_details()
+            .into_iter()
+            .filter_map(|detail| {
+                let vlan = store.vlan(detail.key.vlan)?.vlan_id;
+                let destination = match detail.remote_vtep {
+                    Some(remote) => format!("vtep {remote}"),
+                    None => match store.bridge_port(detail.entry.bridge_port).map(|bp| bp.bridge_port_type) {
+                        Some(sai_shim::BridgePortType::Port(port)) => {
+                            self.applied.port_name(port).map_or_else(|| format!("port {port:?}"), str::to_owned)
+                        }
+                        _ => self
+                            .applied
+                            .bridge_port_name(detail.entry.bridge_port)
+                            .unwrap_or_else(|| format!("bridge port {:?}", detail.entry.bridge_port)),
+                    },
                 };
-                let dynamic = entry.kind == FdbKind::Dynamic;
-                api::MacEntry {
-                    vlan: vid,
-                    mac: mac.to_string(),
+                let dynamic = detail.entry.entry_type == FdbEntryType::Dynamic;
+                Some(api::MacEntry {
+                    vlan,
+                    mac: detail.key.mac.to_string(),
                     destination,
                     kind: if dynamic { "dynamic" } else { "static" }.into(),
-                    age_secs: dynamic.then(|| now.saturating_sub(entry.last_seen) / NS_PER_SEC),
-                }
+                    age_secs: detail.last_seen_ns.filter(|_| dynamic).map(|seen| now.saturating_sub(seen) / NS_PER_SEC),
+                })
             })
             .collect();
         out.sort_by(|a, b| (a.vlan, &a.mac).cmp(&(b.vlan, &b.mac)));
@@ -164,10 +179,8 @@ impl SwitchView {
         };
         let sai = lock(&self.sai);
         let mut macs: BTreeMap<std::net::Ipv4Addr, usize> = BTreeMap::new();
-        for (_, _, entry) in sai.backend().pipeline().fdb_entries() {
-            if let FdbDest::Tunnel(remote) = entry.dest {
-                *macs.entry(remote).or_default() += 1;
-            }
+        for remote in sai.fdb_details().into_iter().filter_map(|detail| detail.remote_vtep) {
+            *macs.entry(remote).or_default() += 1;
         }
         let mut remotes: BTreeMap<std::net::Ipv4Addr, Vec<u32>> = BTreeMap::new();
         for map in &vxlan.vnis {
@@ -197,28 +210,17 @@ impl SwitchView {
         }
     }
 
-    /// Pipeline router interface index -> the operator's name.
-    fn rif_names(&self, sai: &Sai<SoftBackend>) -> BTreeMap<RifId, String> {
-        let rifs = self.applied.ports.values().filter_map(|p| p.router_interface);
-        let svis = self.applied.vlans.values().filter_map(|v| v.router_interface);
-        rifs.chain(svis)
-            .filter_map(|rif| {
-                let index = sai.backend().router_interface_index(rif)?;
-                Some((index, self.applied.router_interface_name(rif)?))
-            })
-            .collect()
-    }
-
     pub fn neighbors(&self) -> Vec<api::Neighbor> {
         let sai = lock(&self.sai);
-        let names = self.rif_names(&sai);
         let mut out: Vec<api::Neighbor> = sai
-            .backend()
-            .pipeline()
-            .neighbors()
-            .map(|(rif, ip, entry)| api::Neighbor {
-                interface: names.get(&rif).cloned().unwrap_or_else(|| format!("rif {rif}")),
-                ip,
+            .neighbor_table()
+            .into_iter()
+            .map(|(key, entry)| api::Neighbor {
+                interface: self
+                    .applied
+                    .router_interface_name(key.router_interface)
+                    .unwrap_or_else(|| format!("rif {:?}", key.router_interface)),
+                ip: key.ip,
                 mac: entry.mac.map(|m| m.to_string()),
                 state: match entry.state {
                     NeighborState::Incomplete => "incomplete",
@@ -386,7 +388,6 @@ impl SwitchView {
     /// Non-zero drop counters: the switch's, then each port's.
     pub fn drops(&self) -> Vec<api::DropCount> {
         let sai = lock(&self.sai);
-        let backend = sai.backend();
         let rows = |interface: Option<String>, counters: &dataplane::pipeline::DropCounters| -> Vec<api::DropCount> {
             counters
                 .iter()
@@ -398,9 +399,9 @@ impl SwitchView {
                 })
                 .collect()
         };
-        let mut out = rows(None, backend.drop_counters());
+        let mut out = sai.drop_counters().map(|counters| rows(None, &counters)).unwrap_or_default();
         for port in &self.config.ports {
-            if let Some(counters) = backend.port_counters(self.applied.ports[&port.name].port) {
+            if let Some(counters) = sai.port_counters(self.applied.ports[&port.name].port) {
                 out.extend(rows(Some(port.name.clone()), &counters.drops));
             }
         }
@@ -475,7 +476,7 @@ pub fn bind(path: &Path) -> io::Result<MgmtSocket> {
 
 /// Serves connections until the task is dropped. `view` is replaced when
 /// the daemon reloads its config; each request reads the current one.
-pub async fn serve(socket: MgmtSocket, view: Arc<RwLock<SwitchView>>) {
+pub async fn serve<B: Backend + Send + 'static>(socket: MgmtSocket, view: Arc<RwLock<SwitchView<B>>>) {
     loop {
         match socket.listener.accept().await {
             Ok((stream, _)) => {
@@ -494,7 +495,10 @@ pub async fn serve(socket: MgmtSocket, view: Arc<RwLock<SwitchView>>) {
     }
 }
 
-async fn connection(stream: UnixStream, view: Arc<RwLock<SwitchView>>) -> io::Result<()> {
+async fn connection<B: Backend + Send + 'static>(
+    stream: UnixStream,
+    view: Arc<RwLock<SwitchView<B>>>,
+) -> io::Result<()> {
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read);
     let mut line = Vec::new();

@@ -201,11 +201,17 @@ struct Buggy(Switch);
 
 impl switchd::forwarding::Dataplane for Buggy {
     type HostIf = HostIfTarget;
-    fn process(&mut self, now: u64, port: u16, frame: &[u8], out: &mut dataplane::pipeline::Output) {
+    fn process(
+        &mut self,
+        now: u64,
+        port: u16,
+        frame: &[u8],
+        out: &mut dataplane::pipeline::Output,
+    ) -> dataplane::pipeline::Disposition {
         if frame.get(12..15) == Some(&[0x88, 0xb5, 0xee]) {
             panic!("planted pipeline bug");
         }
-        switchd::forwarding::Dataplane::process(&mut self.0, now, port, frame, out);
+        switchd::forwarding::Dataplane::process(&mut self.0, now, port, frame, out)
     }
     fn host_send(&mut self, now: u64, host_if: HostIfTarget, frame: &[u8], out: &mut dataplane::pipeline::Output) {
         self.0.host_send(now, host_if, frame, out);
@@ -218,6 +224,12 @@ impl switchd::forwarding::Dataplane for Buggy {
     }
     fn set_link_status(&mut self, port: u16, up: bool) {
         switchd::forwarding::Dataplane::set_link_status(&mut self.0, port, up);
+    }
+    fn count_transmitted(&mut self, port: u16, frame: &[u8]) {
+        self.0.count_transmitted(port, frame);
+    }
+    fn count_egress_drop(&mut self, port: u16) {
+        self.0.count_egress_drop(port);
     }
 }
 

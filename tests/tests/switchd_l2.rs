@@ -62,7 +62,7 @@ fn two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports() {
                 frame.extend([0x02, 0, 0, 0, 0x33, 0x03]);
                 frame.extend([0x81, 0x00]);
                 frame.extend(vid.to_be_bytes());
-                frame.extend([0x88, 0xb5, marker]);
+                frame.extend([0x88, 0xb6, marker]);
                 frame.resize(64, 0);
                 h3_port.send(&frame).unwrap();
             }
@@ -74,7 +74,7 @@ fn two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports() {
         batch.iter().filter(|f| f[6..12] == [0x02, 0, 0, 0, 0x33, 0x03]).map(<[u8]>::to_vec).collect::<Vec<_>>()
     });
     assert_eq!(seen_on_h1.len(), 1, "exactly the VLAN 10 frame reaches h1: {seen_on_h1:02x?}");
-    assert_eq!(&seen_on_h1[0][12..15], &[0x88, 0xb5, 0xa1], "untagged on the access port");
+    assert_eq!(&seen_on_h1[0][12..15], &[0x88, 0xb6, 0xa1], "untagged on the access port");
     // And back: a broadcast from h1 (access) leaves the trunk tagged VLAN 10.
     let seen_on_h3 = h3.enter(|| {
         let mut h3_port = AfPacket::open("eth0").unwrap();
@@ -82,7 +82,7 @@ fn two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports() {
             let mut h1_port = AfPacket::open("eth0").unwrap();
             let mut frame = vec![0xff; 6];
             frame.extend([0x02, 0, 0, 0, 0x11, 0x01]);
-            frame.extend([0x88, 0xb5, 0xb1]);
+            frame.extend([0x88, 0xb6, 0xb1]);
             frame.resize(60, 0);
             h1_port.send(&frame).unwrap();
             h1_port.flush().unwrap();
@@ -93,7 +93,7 @@ fn two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports() {
         batch.iter().filter(|f| f[6..12] == [0x02, 0, 0, 0, 0x11, 0x01]).map(<[u8]>::to_vec).collect::<Vec<_>>()
     });
     assert_eq!(seen_on_h3.len(), 1, "the broadcast reaches the trunk once: {seen_on_h3:02x?}");
-    assert_eq!(&seen_on_h3[0][12..19], &[0x81, 0x00, 0x00, 0x0a, 0x88, 0xb5, 0xb1], "tagged VLAN 10 on the trunk");
+    assert_eq!(&seen_on_h3[0][12..19], &[0x81, 0x00, 0x00, 0x0a, 0x88, 0xb6, 0xb1], "tagged VLAN 10 on the trunk");
 
     let mac1 = mac_of(&h1, "eth0");
     let mac2 = mac_of(&h2, "eth0");

@@ -6,7 +6,7 @@ use std::net::Ipv4Addr;
 use rustc_hash::FxHashMap;
 
 use super::events::Event;
-use super::output::{Output, PuntReason};
+use super::output::{FrameRef, Output, PuntReason};
 use super::router::L3Frame;
 use super::{Disposition, DropReason, Egress, PortId, RifId, Switch, SwitchConfig, TableError, Vni, fdb_key};
 use crate::wire::vlan::{L2Header, TAG_LEN, VID_MAX, VlanTag, VlanTagRepr};
@@ -54,7 +54,8 @@ impl Bridge {
     pub(crate) fn new(config: &SwitchConfig) -> Bridge {
         let mut fdb = FxHashMap::default();
         fdb.reserve(config.fdb_capacity);
-        Bridge { vlans: (0..4096).map(|_| None).collect(), fdb, fdb_capacity: config.fdb_capacity }
+        let vlans = usize::from(config.max_vlan_id.min(VID_MAX)) + 1;
+        Bridge { vlans: (0..vlans).map(|_| None).collect(), fdb, fdb_capacity: config.fdb_capacity }
     }
 
     #[inline]
@@ -140,7 +141,9 @@ impl Switch {
         if vid == 0 || vid > VID_MAX {
             return Err(TableError::Invalid("VLAN id must be 1..=4094"));
         }
-        let slot = &mut self.bridge.vlans[usize::from(vid)];
+        let Some(slot) = self.bridge.vlans.get_mut(usize::from(vid)) else {
+            return Err(TableError::Invalid("VLAN id above the table's max_vlan_id"));
+        };
         if slot.is_none() {
             *slot = Some(Vlan { members: Vec::new(), rif: None, vni: None });
         }
@@ -154,7 +157,9 @@ impl Switch {
             return Err(TableError::InUse);
         }
         self.flush_fdb_inner(None, Some(vid), false, false);
-        self.bridge.vlans[usize::from(vid)] = None;
+        if let Some(slot) = self.bridge.vlans.get_mut(usize::from(vid)) {
+            *slot = None;
+        }
         Ok(())
     }
 
@@ -440,11 +445,28 @@ impl Switch {
         frame: BridgedFrame<'_>,
         out: &mut Output,
     ) -> Result<(), DropReason> {
+        self.send_bridged_copy(port, vid, frame, out, &mut FloodCopies::default())
+    }
+
+    /// [`Switch::send_bridged`] for one of several copies of a frame: a copy
+    /// identical to one already emitted (same tagging) shares its buffer.
+    fn send_bridged_copy(
+        &mut self,
+        port: PortId,
+        vid: VlanId,
+        frame: BridgedFrame<'_>,
+        out: &mut Output,
+        copies: &mut FloodCopies,
+    ) -> Result<(), DropReason> {
         let tagged = self.egress_member(port, vid)?;
         let p = self.port(port).expect("egress_member checked");
         if frame.body.len().saturating_sub(2) > usize::from(p.config.mtu) {
             self.count_tx_drop(port);
             return Err(DropReason::MtuExceeded);
+        }
+        if let Some(shared) = copies.0[usize::from(tagged)] {
+            out.push_shared(Egress::Port(port), shared);
+            return Ok(());
         }
         // Assembled from parts: the frame is copied once, never zeroed first.
         let mut header = [0u8; 16];
@@ -462,10 +484,8 @@ impl Switch {
         } else {
             12
         };
-        let sent = out.push_parts(Egress::Port(port), &[&header[..header_len], frame.body]);
-        if let Some(Some(p)) = self.ports.get_mut(usize::from(port)) {
-            p.counters.count_tx(sent);
-        }
+        let (buffer, _) = out.push_parts(Egress::Port(port), &[&header[..header_len], frame.body]);
+        copies.0[usize::from(tagged)] = Some(buffer);
         Ok(())
     }
 
@@ -485,13 +505,14 @@ impl Switch {
         };
         let members = vlan.members.len();
         let vni = vlan.vni;
+        let mut copies = FloodCopies::default();
         for index in 0..members {
             let port = self.bridge.vlans[usize::from(vid)].as_ref().expect("exists").members[index];
             if source == BridgeSource::Port(port) || !self.port(port).is_some_and(|p| p.is_up()) {
                 continue;
             }
             // A member that cannot take the frame (MTU) is counted by send_bridged.
-            let _ = self.send_bridged(port, vid, frame, out);
+            let _ = self.send_bridged_copy(port, vid, frame, out, &mut copies);
         }
         if let Some(vni) = vni
             && !matches!(source, BridgeSource::Tunnel { .. })
@@ -520,3 +541,8 @@ fn split_key(key: u64) -> (VlanId, EthernetAddress) {
     let bytes = key.to_be_bytes();
     ((key >> 48) as VlanId, EthernetAddress([bytes[2], bytes[3], bytes[4], bytes[5], bytes[6], bytes[7]]))
 }
+
+/// The buffers of a flood's copies so far, untagged and tagged: every other
+/// member with the same tagging gets the same bytes.
+#[derive(Default)]
+struct FloodCopies([Option<FrameRef>; 2]);

@@ -181,6 +181,23 @@ pub struct PortCounters {
     pub tx_drops: u64,
     /// Drops of frames received on this port, by reason.
     pub drops: DropCounters,
+    /// Link-level frames received here and consumed before the pipeline.
+    pub link_level: LinkLevelCounters,
+}
+
+/// Link-level frames a port received: consumed at ingress by their owner
+/// (the traffic manager for MAC control, the IB-like plane for 0x88B5),
+/// never bridged, routed or punted.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct LinkLevelCounters {
+    /// 802.3x PAUSE frames.
+    pub pause_rx: u64,
+    /// 802.1Qbb priority flow control frames.
+    pub pfc_rx: u64,
+    /// MAC control frames with another opcode, or too short to carry one.
+    pub mac_control_other_rx: u64,
+    /// IB-like frames (EtherType 0x88B5).
+    pub ib_rx: u64,
 }
 
 impl PortCounters {

@@ -9,7 +9,7 @@
 //! and tells what a removed prefix uncovers). The top array is 64 MiB of
 //! address space, allocated zeroed so that the kernel only backs the pages
 //! routes touch, and only built once the table is big enough for the trie
-//! walk to cost more than that (`Router::DIR24_MIN_ROUTES`).
+//! walk to cost more than that (`SwitchConfig::dir24_min_routes`).
 //!
 //! An entry is a `u32`: bits 0-5 the prefix length, bits 6-8 the kind of
 //! target (0 = no route), bits 9-30 its operand (router interface, or slot

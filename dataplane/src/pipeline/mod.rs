@@ -28,10 +28,10 @@ mod vxlan;
 mod tests;
 
 pub use bridge::{FdbDest, FdbEntry, FdbKind};
-pub use counters::{DropCounters, DropReason, PortCounters};
+pub use counters::{DropCounters, DropReason, LinkLevelCounters, PortCounters};
 pub use events::Event;
 pub use neighbor::{NeighborEntry, NeighborState};
-pub use output::{Egress, Emitted, Output, PuntReason};
+pub use output::{Egress, Emitted, FrameMeta, FramePool, FrameRef, Output, PuntReason};
 pub use ports::PortConfig;
 pub use router::{NextHop, RifKind, RouteTarget, RouterInterface};
 pub use vxlan::VtepConfig;
@@ -71,6 +71,16 @@ pub struct SwitchConfig {
     /// sends per second at most, in bursts of as many (RFC 1812 4.3.2.8,
     /// RFC 4443 2.4 (f)); 0 sends none.
     pub icmp_errors_per_second: u32,
+    /// VLAN ids up to this one can be created (the VLAN table is indexed by
+    /// id, one entry per id: 4094 for the full range).
+    pub max_vlan_id: VlanId,
+    /// The IPv4 table gets its DIR-24-8 index (32 MiB, fast lookups) once it
+    /// holds this many routes, and loses it below half of it; 0 = never.
+    pub dir24_min_routes: usize,
+    /// Mixed into every ECMP member choice, so that switches of different
+    /// tiers (or simply different switches) spread the same flows
+    /// differently instead of polarising; 0 uses the flow hash as it is.
+    pub hash_seed: u64,
 }
 
 const SECOND: u64 = 1_000_000_000;
@@ -92,6 +102,30 @@ impl Default for SwitchConfig {
             neighbor_max_probes: 3,
             event_capacity: 64 * 1024,
             icmp_errors_per_second: 1000,
+            max_vlan_id: crate::wire::vlan::VID_MAX,
+            // Below this the trie walk is short and stays in cache, and a
+            // process running many small switches pays no 32 MiB each.
+            dir24_min_routes: 16 * 1024,
+            hash_seed: 0,
+        }
+    }
+}
+
+impl SwitchConfig {
+    /// A profile for the simulator's thousands of switches: 16 ports and
+    /// router interfaces, VLANs 1..=63, 256 MACs, 1,024 routes, 64
+    /// neighbours, no DIR-24-8 index. Under 64 KiB when built.
+    pub fn small() -> SwitchConfig {
+        SwitchConfig {
+            max_ports: 16,
+            max_router_interfaces: 16,
+            fdb_capacity: 256,
+            route_capacity: 1024,
+            neighbor_capacity: 64,
+            event_capacity: 128,
+            max_vlan_id: 63,
+            dir24_min_routes: 0,
+            ..SwitchConfig::default()
         }
     }
 }
@@ -131,6 +165,54 @@ pub enum Disposition {
     /// possibly with a copy to the host.
     Consumed,
     Dropped(DropReason),
+    /// A link-level frame taken off the port before the pipeline, for its
+    /// owner: counted, never forwarded or punted.
+    LinkLevel(LinkLevelFrame),
+}
+
+/// The kinds of link-level frames recognised at port ingress.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum LinkLevelFrame {
+    /// 802.3x PAUSE (MAC control opcode 0x0001).
+    Pause,
+    /// 802.1Qbb PFC (MAC control opcode 0x0101).
+    Pfc,
+    /// Another MAC control opcode: no owner acts on it.
+    MacControlOther,
+    /// An IB-like frame (EtherType 0x88B5), for the IB-like plane.
+    IbLike,
+}
+
+/// Recognises a link-level frame by its (untagged: MAC control and IB-like
+/// frames are never VLAN-tagged) EtherType and, for MAC control, opcode.
+#[inline]
+pub fn link_level_frame(frame: &[u8]) -> Option<LinkLevelFrame> {
+    use crate::wire::mac_control::Opcode;
+    let ethertype = u16::from_be_bytes([*frame.get(12)?, *frame.get(13)?]);
+    match crate::wire::EtherType::from(ethertype) {
+        crate::wire::EtherType::MacControl => Some(match frame.get(14..16) {
+            Some(op) => match Opcode::from(u16::from_be_bytes([op[0], op[1]])) {
+                Opcode::Pause => LinkLevelFrame::Pause,
+                Opcode::PriorityFlowControl => LinkLevelFrame::Pfc,
+                Opcode::Unknown(_) => LinkLevelFrame::MacControlOther,
+            },
+            None => LinkLevelFrame::MacControlOther,
+        }),
+        crate::wire::EtherType::LocalExperimental => Some(LinkLevelFrame::IbLike),
+        _ => None,
+    }
+}
+
+/// A source of path quality for ECMP groups (dynamic load balancing): given
+/// a group's flow, it may pick another member than the static hash does.
+/// The traffic manager implements it from egress queue depths and
+/// utilisation; without one, the seeded static hash decides.
+pub trait PathQuality: Send {
+    /// The member index (`< members`) for a packet of flow `flow_hash` in
+    /// `group` at `now`; `static_index` is the seeded hash's choice. An
+    /// index out of range falls back to `static_index`.
+    fn choose(&mut self, now: u64, group: NextHopGroupId, flow_hash: u32, members: usize, static_index: usize)
+    -> usize;
 }
 
 /// The forwarding state of one switch and the pipeline that uses it.
@@ -155,6 +237,11 @@ pub struct Switch {
     icmp_limiter: icmp::RateLimiter,
     /// ARP/ND packets in which another node claimed one of our addresses.
     address_conflicts: u64,
+    /// Dynamic load balancing's member choice; `None` = static hash.
+    path_quality: Option<Box<dyn PathQuality>>,
+    /// The flow hash the call in progress computed (ECMP, VXLAN), for the
+    /// descriptors of the frames it emits; 0 = none.
+    call_flow_hash: u32,
 }
 
 impl Switch {
@@ -169,18 +256,26 @@ impl Switch {
             events: events::EventQueue::new(config.event_capacity),
             next_fdb_scan: 0,
             next_neighbor_scan: 0,
-            scratch: vec![Vec::with_capacity(16 * 1024), Vec::with_capacity(16 * 1024)],
+            // Grown to the largest frame routed into an SVI, then reused.
+            scratch: vec![Vec::new(), Vec::new()],
             // At most one request per neighbour per poll: never grows.
             neighbor_requests: Vec::with_capacity(config.neighbor_capacity),
             encap_depth: 0,
             icmp_limiter: icmp::RateLimiter::new(config.icmp_errors_per_second),
             address_conflicts: 0,
+            path_quality: None,
+            call_flow_hash: 0,
             config,
         }
     }
 
     pub fn config(&self) -> &SwitchConfig {
         &self.config
+    }
+
+    /// Installs (or with `None` removes) the ECMP path-quality hook.
+    pub fn set_path_quality(&mut self, quality: Option<Box<dyn PathQuality>>) {
+        self.path_quality = quality;
     }
 
     /// Events since the last drain, oldest first.
@@ -217,6 +312,12 @@ impl Switch {
     /// Advances timers: ages FDB entries and walks the neighbour state
     /// machines, writing ARP requests and neighbour solicitations into `out`.
     pub fn poll(&mut self, now: u64, out: &mut Output) {
+        self.call_flow_hash = 0;
+        self.poll_timers(now, out);
+        out.finish(None, self.call_flow_hash);
+    }
+
+    fn poll_timers(&mut self, now: u64, out: &mut Output) {
         if now >= self.next_fdb_scan {
             self.age_fdb(now);
             // Scanning a big table on every poll would cost more than it
@@ -230,7 +331,15 @@ impl Switch {
     }
 
     /// Forwards one frame received on `ingress` at time `now`.
+    #[inline]
     pub fn process(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
+        self.call_flow_hash = 0;
+        let disposition = self.ingress(now, ingress, frame, out);
+        out.finish(Some(ingress), self.call_flow_hash);
+        disposition
+    }
+
+    fn ingress(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
         let Some(port) = self.ports.get_mut(usize::from(ingress)).and_then(Option::as_mut) else {
             self.drops.count(DropReason::UnknownPort);
             return Disposition::Dropped(DropReason::UnknownPort);
@@ -239,12 +348,27 @@ impl Switch {
         if !port.is_up() {
             return self.drop(Some(ingress), DropReason::PortDown);
         }
+        if let Some(kind) = link_level_frame(frame) {
+            let counters = &mut port.counters.link_level;
+            match kind {
+                LinkLevelFrame::Pause => counters.pause_rx += 1,
+                LinkLevelFrame::Pfc => counters.pfc_rx += 1,
+                LinkLevelFrame::MacControlOther => counters.mac_control_other_rx += 1,
+                LinkLevelFrame::IbLike => counters.ib_rx += 1,
+            }
+            return Disposition::LinkLevel(kind);
+        }
         self.bridge_ingress(now, ingress, frame, out)
     }
 
     /// A frame the host (the kernel, through a host interface) sends out of
     /// `port`: no lookup (SAI hostif transmit).
-    pub fn send_from_host(&mut self, _now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+    pub fn send_from_host(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) {
+        self.host_transmit(now, port, frame, out);
+        out.finish(None, 0);
+    }
+
+    fn host_transmit(&mut self, _now: u64, port: PortId, frame: &[u8], out: &mut Output) {
         match self.port(port) {
             Some(p) if p.is_up() => self.emit_port(port, frame.len(), out, |buf| buf.copy_from_slice(frame)),
             Some(_) => {
@@ -258,11 +382,28 @@ impl Switch {
     /// A frame the host sends through a router interface: out of the port of
     /// a routed port, or bridged in the SVI's VLAN as if from the CPU.
     pub fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output) {
+        self.call_flow_hash = 0;
         match self.router.rif(rif).map(|rif| rif.kind) {
-            Some(RifKind::Port(port)) => self.send_from_host(now, port, frame, out),
+            Some(RifKind::Port(port)) => self.host_transmit(now, port, frame, out),
             Some(RifKind::Vlan(vid)) => self.bridge_from_cpu(now, vid, frame, out),
             None => self.drops.count(DropReason::RouterInterfaceDown),
         }
+        out.finish(None, self.call_flow_hash);
+    }
+
+    /// Counts a frame that really left `port` (the port adapter took it):
+    /// the port's TX counters move here, not when the pipeline emits it, so
+    /// a frame a queue later drops is never counted as sent.
+    pub fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
+        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
+            port.counters.count_tx(frame);
+        }
+    }
+
+    /// Counts a frame emitted for `port` that never left it (dropped by its
+    /// queue or refused by the port adapter).
+    pub fn count_egress_drop(&mut self, port: PortId) {
+        self.count_tx_drop(port);
     }
 
     /// Counts a drop switch-wide and against the ingress port.
@@ -274,14 +415,12 @@ impl Switch {
         Disposition::Dropped(reason)
     }
 
-    /// Pushes a frame on a port's egress, counting it. `build` writes the
-    /// frame into a zeroed buffer of `len` bytes.
+    /// Pushes a frame on a port's egress (counted as sent when it leaves,
+    /// [`Switch::count_transmitted`]). `build` writes the frame into a
+    /// zeroed buffer of `len` bytes.
     fn emit_port(&mut self, port: PortId, len: usize, out: &mut Output, build: impl FnOnce(&mut [u8])) {
         let buf = out.push(Egress::Port(port), len);
         build(&mut buf[..len]);
-        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
-            port.counters.count_tx(&buf[..len]);
-        }
     }
 
     /// Counts a frame `port` could not send. The frame's drop itself (by

@@ -1,9 +1,15 @@
-//! What one call to the pipeline emits: frames and where they go.
+//! What one call to the pipeline emits: frames, their descriptors, and
+//! where they go.
 //!
-//! One `Output` is reused across calls; `clear` keeps both buffers'
-//! capacity, so the steady state allocates nothing.
+//! Frames live in the slots of a [`FramePool`]: fixed-size buffers,
+//! reference-counted, so a queue (the traffic manager) can hold a frame past
+//! the call that made it without copying it, and the identical copies of a
+//! flood share one buffer. Each emitted frame carries a [`FrameMeta`]: what a
+//! traffic manager needs to classify, queue and ECN-mark it without parsing
+//! it again. One `Output` is reused across calls; the pool grows only to its
+//! high-water mark, so the steady state allocates nothing.
 
-use core::ops::Range;
+use crate::wire::{Ecn, EtherType};
 
 use super::PortId;
 
@@ -34,24 +40,179 @@ pub enum Egress {
     Host { port: PortId, rif: Option<super::RifId>, reason: PuntReason },
 }
 
+/// The descriptor of an emitted frame, filled by the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FrameMeta {
+    /// The port the frame (or the frame it was made from) came in on; `None`
+    /// for frames the switch originates or the host sends.
+    pub ingress: Option<PortId>,
+    /// Length of the frame in bytes.
+    pub len: u16,
+    /// Offset of the IP header in the frame, 0 if the frame carries none.
+    pub l3_offset: u16,
+    /// The 802.1p priority of the frame's outer tag (0 if untagged).
+    pub pcp: u8,
+    /// DSCP of the IP header at `l3_offset` (for VXLAN: the outer header,
+    /// which RFC 6040 copies from the inner one on encapsulation).
+    pub dscp: u8,
+    /// The ECN field of that IP header: a queue may mark ECT packets CE.
+    pub ecn: Ecn,
+    /// The flow hash the pipeline computed for ECMP or the VXLAN source
+    /// port, 0 when it computed none.
+    pub flow_hash: u32,
+    /// Traffic class and ingress priority group, set by the traffic
+    /// manager's classification (0 until then).
+    pub tc: u8,
+    pub pg: u8,
+}
+
+impl FrameMeta {
+    /// Whether a queue may signal congestion by marking rather than dropping.
+    pub fn ecn_capable(&self) -> bool {
+        matches!(self.ecn, Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce)
+    }
+
+    /// Reads the descriptor's L2/L3 fields from the frame's headers.
+    fn describe(frame: &[u8]) -> FrameMeta {
+        let mut meta = FrameMeta { len: frame.len().min(usize::from(u16::MAX)) as u16, ..FrameMeta::default() };
+        let Some(&[t0, t1]) = frame.get(12..14) else { return meta };
+        let mut ethertype = u16::from_be_bytes([t0, t1]);
+        let mut offset = 14;
+        // Up to two tags (802.1Q, Q-in-Q); the outer one carries the priority.
+        for depth in 0..2 {
+            if ethertype != u16::from(EtherType::Vlan) && ethertype != u16::from(EtherType::QinQ) {
+                break;
+            }
+            let Some(&[tci, _, e0, e1]) = frame.get(offset..offset + 4) else { return meta };
+            if depth == 0 {
+                meta.pcp = tci >> 5;
+            }
+            ethertype = u16::from_be_bytes([e0, e1]);
+            offset += 4;
+        }
+        let traffic_class = if ethertype == u16::from(EtherType::Ipv4) {
+            frame.get(offset + 1).copied()
+        } else if ethertype == u16::from(EtherType::Ipv6) {
+            frame.get(offset..offset + 2).map(|tc| (tc[0] << 4) | (tc[1] >> 4))
+        } else {
+            None
+        };
+        if let Some(traffic_class) = traffic_class {
+            meta.l3_offset = offset as u16;
+            meta.dscp = traffic_class >> 2;
+            meta.ecn = Ecn::from_bits(traffic_class & 0b11);
+        }
+        meta
+    }
+}
+
+/// A frame in a [`FramePool`]: a slot index, valid while a reference is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FrameRef(u32);
+
+/// Fixed-size, reference-counted frame buffers, preallocated and grown only
+/// to the high-water mark.
+#[derive(Debug, Clone)]
+pub struct FramePool {
+    data: Vec<u8>,
+    lens: Vec<u32>,
+    refs: Vec<u16>,
+    free: Vec<u32>,
+}
+
+impl FramePool {
+    /// The largest frame a slot holds: a 9216-byte jumbo frame plus the
+    /// headers VXLAN encapsulation adds, rounded up.
+    pub const SLOT_SIZE: usize = 9344;
+
+    pub fn with_slots(slots: usize) -> FramePool {
+        let mut pool = FramePool { data: Vec::new(), lens: Vec::new(), refs: Vec::new(), free: Vec::new() };
+        pool.grow(slots);
+        pool
+    }
+
+    fn grow(&mut self, slots: usize) {
+        let old = self.refs.len();
+        self.data.resize((old + slots) * Self::SLOT_SIZE, 0);
+        self.lens.resize(old + slots, 0);
+        self.refs.resize(old + slots, 0);
+        // Lowest slots on top of the free stack: recently used slots are reused first.
+        self.free.extend((old as u32..(old + slots) as u32).rev());
+    }
+
+    /// Slots in the pool, in use or free.
+    pub fn capacity(&self) -> usize {
+        self.refs.len()
+    }
+
+    /// Slots holding a frame someone still refers to.
+    pub fn in_use(&self) -> usize {
+        self.refs.len() - self.free.len()
+    }
+
+    /// A new frame of `len` bytes with one reference; its bytes are stale.
+    fn alloc(&mut self, len: usize) -> FrameRef {
+        assert!(len <= Self::SLOT_SIZE, "frame of {len} bytes beyond a pool slot");
+        if self.free.is_empty() {
+            self.grow(self.capacity().max(16));
+        }
+        let slot = self.free.pop().expect("grown");
+        self.lens[slot as usize] = len as u32;
+        self.refs[slot as usize] = 1;
+        FrameRef(slot)
+    }
+
+    /// Another reference to `frame` (a flood sharing one buffer, a queue
+    /// holding it).
+    pub fn retain(&mut self, frame: FrameRef) {
+        self.refs[frame.0 as usize] += 1;
+    }
+
+    /// Drops one reference; the slot is free again with the last.
+    pub fn release(&mut self, frame: FrameRef) {
+        let refs = &mut self.refs[frame.0 as usize];
+        debug_assert!(*refs > 0, "release of a free slot");
+        *refs -= 1;
+        if *refs == 0 {
+            self.free.push(frame.0);
+        }
+    }
+
+    pub fn bytes(&self, frame: FrameRef) -> &[u8] {
+        let start = frame.0 as usize * Self::SLOT_SIZE;
+        &self.data[start..start + self.lens[frame.0 as usize] as usize]
+    }
+
+    fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
+        let start = frame.0 as usize * Self::SLOT_SIZE;
+        &mut self.data[start..start + self.lens[frame.0 as usize] as usize]
+    }
+}
+
 /// One emitted frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Emitted<'a> {
     pub to: Egress,
     pub frame: &'a [u8],
+    pub meta: FrameMeta,
+    /// The frame's buffer, for [`Output::retain`].
+    pub buffer: FrameRef,
 }
 
 #[derive(Debug, Clone)]
 struct Record {
     to: Egress,
-    range: Range<usize>,
+    frame: FrameRef,
+    meta: FrameMeta,
 }
 
 /// Frames emitted by `Switch::process`, `poll` and the host-send calls.
 #[derive(Debug, Clone)]
 pub struct Output {
-    data: Vec<u8>,
+    pool: FramePool,
     records: Vec<Record>,
+    /// Records up to here have their descriptors filled.
+    described: usize,
 }
 
 impl Default for Output {
@@ -62,17 +223,20 @@ impl Default for Output {
 
 impl Output {
     pub fn new() -> Output {
-        Output::with_capacity(64 * 1024, 256)
+        Output::with_capacity(256)
     }
 
-    pub fn with_capacity(bytes: usize, frames: usize) -> Output {
-        Output { data: Vec::with_capacity(bytes), records: Vec::with_capacity(frames) }
+    /// An output with `frames` pool slots preallocated.
+    pub fn with_capacity(frames: usize) -> Output {
+        Output { pool: FramePool::with_slots(frames), records: Vec::with_capacity(frames), described: 0 }
     }
 
-    /// Forgets every frame, keeping the buffers.
+    /// Forgets every frame, releasing the buffers nobody retained.
     pub fn clear(&mut self) {
-        self.data.clear();
-        self.records.clear();
+        for record in self.records.drain(..) {
+            self.pool.release(record.frame);
+        }
+        self.described = 0;
     }
 
     pub fn len(&self) -> usize {
@@ -84,28 +248,132 @@ impl Output {
     }
 
     pub fn get(&self, index: usize) -> Option<Emitted<'_>> {
-        self.records.get(index).map(|record| Emitted { to: record.to, frame: &self.data[record.range.clone()] })
+        self.records.get(index).map(|record| self.emitted(record))
     }
 
     pub fn iter(&self) -> impl Iterator<Item = Emitted<'_>> + '_ {
-        self.records.iter().map(|record| Emitted { to: record.to, frame: &self.data[record.range.clone()] })
+        self.records.iter().map(|record| self.emitted(record))
+    }
+
+    fn emitted<'a>(&'a self, record: &Record) -> Emitted<'a> {
+        Emitted { to: record.to, frame: self.pool.bytes(record.frame), meta: record.meta, buffer: record.frame }
+    }
+
+    /// Keeps `frame` alive past [`Output::clear`] (a queue holding it); give
+    /// it back with [`Output::release`].
+    pub fn retain(&mut self, frame: FrameRef) {
+        self.pool.retain(frame);
+    }
+
+    pub fn release(&mut self, frame: FrameRef) {
+        self.pool.release(frame);
+    }
+
+    /// The pool the frames live in (a retained frame's bytes).
+    pub fn pool(&self) -> &FramePool {
+        &self.pool
+    }
+
+    /// Ends a pipeline call that took a frame from `ingress` (or none) and
+    /// computed `flow_hash` (or 0): fills the descriptors of what it emitted.
+    #[inline]
+    pub(crate) fn finish(&mut self, ingress: Option<PortId>, flow_hash: u32) {
+        for index in self.described..self.records.len() {
+            let record = &self.records[index];
+            let mut meta = FrameMeta::describe(self.pool.bytes(record.frame));
+            meta.ingress = ingress;
+            meta.flow_hash = flow_hash;
+            self.records[index].meta = meta;
+        }
+        self.described = self.records.len();
     }
 
     /// Appends a zeroed frame of `len` bytes and returns it for writing.
     pub(crate) fn push(&mut self, to: Egress, len: usize) -> &mut [u8] {
-        let start = self.data.len();
-        self.data.resize(start + len, 0);
-        self.records.push(Record { to, range: start..start + len });
-        &mut self.data[start..]
+        let frame = self.pool.alloc(len);
+        self.records.push(Record { to, frame, meta: FrameMeta::default() });
+        let buf = self.pool.bytes_mut(frame);
+        buf.fill(0);
+        buf
     }
 
-    /// Appends a frame made of `parts`, without zeroing first, and returns it.
-    pub(crate) fn push_parts(&mut self, to: Egress, parts: &[&[u8]]) -> &[u8] {
-        let start = self.data.len();
+    /// Appends a frame made of `parts`, without zeroing first, and returns
+    /// its buffer and bytes.
+    pub(crate) fn push_parts(&mut self, to: Egress, parts: &[&[u8]]) -> (FrameRef, &[u8]) {
+        let len = parts.iter().map(|part| part.len()).sum();
+        let frame = self.pool.alloc(len);
+        self.records.push(Record { to, frame, meta: FrameMeta::default() });
+        let buf = self.pool.bytes_mut(frame);
+        let mut at = 0;
         for part in parts {
-            self.data.extend_from_slice(part);
+            buf[at..at + part.len()].copy_from_slice(part);
+            at += part.len();
         }
-        self.records.push(Record { to, range: start..self.data.len() });
-        &self.data[start..]
+        (frame, self.pool.bytes(frame))
+    }
+
+    /// Appends another reference to a frame already emitted in this call
+    /// (an identical flood copy for another port).
+    pub(crate) fn push_shared(&mut self, to: Egress, frame: FrameRef) -> &[u8] {
+        self.pool.retain(frame);
+        self.records.push(Record { to, frame, meta: FrameMeta::default() });
+        self.pool.bytes(frame)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn descriptors_read_tags_and_the_ip_traffic_class() {
+        // 802.1Q tag PCP 5, IPv4 with DSCP 26 (AF31) and ECT(0).
+        let mut frame = vec![0u8; 64];
+        frame[12..14].copy_from_slice(&[0x81, 0x00]);
+        frame[14] = 5 << 5;
+        frame[16..18].copy_from_slice(&[0x08, 0x00]);
+        frame[18] = 0x45;
+        frame[19] = (26 << 2) | 0b10;
+        let meta = FrameMeta::describe(&frame);
+        assert_eq!((meta.pcp, meta.l3_offset, meta.dscp, meta.ecn, meta.len), (5, 18, 26, Ecn::Ect0, 64));
+        assert!(meta.ecn_capable());
+        // IPv6, traffic class 0xbb = DSCP 46, ECN CE.
+        let mut v6 = vec![0u8; 60];
+        v6[12..14].copy_from_slice(&[0x86, 0xdd]);
+        v6[14] = 0x60 | 0x0b;
+        v6[15] = 0xb0;
+        let meta = FrameMeta::describe(&v6);
+        assert_eq!((meta.l3_offset, meta.dscp, meta.ecn), (14, 46, Ecn::Ce));
+        // Not IP: no L3 offset; a runt: only its length.
+        let meta = FrameMeta::describe(&[0u8; 20]);
+        assert_eq!((meta.l3_offset, meta.ecn_capable()), (0, false));
+        assert_eq!(FrameMeta::describe(&[1, 2, 3]).len, 3);
+    }
+
+    #[test]
+    fn retained_frames_outlive_clear_and_shared_copies_free_with_the_last_reference() {
+        let mut out = Output::with_capacity(4);
+        let (frame, _) = out.push_parts(Egress::Port(1), &[b"abc", b"def"]);
+        out.push_shared(Egress::Port(2), frame);
+        out.finish(Some(3), 7);
+        assert_eq!(out.pool().in_use(), 1, "two records, one buffer");
+        out.retain(frame);
+        out.clear();
+        assert_eq!(out.pool().bytes(frame), b"abcdef", "a queue's reference keeps the bytes");
+        out.release(frame);
+        assert_eq!(out.pool().in_use(), 0);
+    }
+
+    #[test]
+    fn the_pool_grows_to_its_high_water_mark_and_reuses_slots() {
+        let mut out = Output::with_capacity(2);
+        for _ in 0..3 {
+            for port in 0..40 {
+                out.push(Egress::Port(port), 60);
+            }
+            out.clear();
+        }
+        assert!(out.pool().capacity() >= 40);
+        assert_eq!(out.pool().in_use(), 0);
     }
 }

@@ -99,13 +99,14 @@ pub(crate) struct Router {
     pub(crate) rifs: Vec<Option<RouterInterface>>,
     pub(crate) v4: PrefixMap<(u32, u8), Route>,
     pub(crate) v6: PrefixMap<(u128, u8), Route>,
-    /// The IPv4 table as DIR-24-8, once it holds `DIR24_MIN_ROUTES` routes.
+    /// The IPv4 table as DIR-24-8, once it holds `SwitchConfig::dir24_min_routes` routes.
     fib4: Option<Dir24>,
     /// A slot beyond what a DIR-24-8 entry holds was needed: trie only.
     fib4_unusable: bool,
     v4_count: usize,
     route_count: usize,
     route_capacity: usize,
+    dir24_min_routes: usize,
     /// Next hops and groups by id: their slots in `hops` and `group_slots`,
     /// which routes carry so that the packet path indexes, never hashes.
     next_hops: FxHashMap<NextHopId, u32>,
@@ -150,6 +151,7 @@ impl Router {
             v4_count: 0,
             route_count: 0,
             route_capacity: config.route_capacity,
+            dir24_min_routes: config.dir24_min_routes,
             next_hops: FxHashMap::default(),
             hops: Vec::new(),
             free_hops: Vec::new(),
@@ -325,10 +327,10 @@ impl Router {
             };
             if !ok {
                 self.fib4_unusable = true;
-            } else if self.v4_count >= DIR24_MIN_ROUTES / 2 {
+            } else if self.v4_count >= self.dir24_min_routes / 2 {
                 self.fib4 = Some(fib);
             }
-        } else if self.v4_count >= DIR24_MIN_ROUTES && !self.fib4_unusable {
+        } else if self.dir24_min_routes > 0 && self.v4_count >= self.dir24_min_routes && !self.fib4_unusable {
             let mut fib = Dir24::new();
             for ((addr, len), &route) in self.v4.iter() {
                 let Some(entry) = Router::encode_fib4(route, len) else {
@@ -871,7 +873,7 @@ impl Switch {
             self.icmpv4_error(now, source, ip, Icmpv4Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
-        let adjacency = self.select_next_hop(route, IpAddr::V4(dst), || {
+        let adjacency = self.select_next_hop(now, route, IpAddr::V4(dst), || {
             let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
             flow_hash(u128::from(u32::from(src)), u128::from(u32::from(dst)), packet.protocol().into(), ports)
         })?;
@@ -971,7 +973,7 @@ impl Switch {
             self.icmpv6_error(now, source, ip, Icmpv6Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
-        let adjacency = self.select_next_hop(route, IpAddr::V6(dst), || {
+        let adjacency = self.select_next_hop(now, route, IpAddr::V6(dst), || {
             let (protocol, ports) = match packet.upper_layer() {
                 Ok(upper) if upper.fragment.is_none() => (
                     upper.protocol,
@@ -1039,11 +1041,14 @@ impl Switch {
     }
 
     /// The next hop `route` gives for `dst`; for an ECMP group, the member
-    /// `hash` picks (computed only then). Array indexing only: the route
-    /// carries its next hop's or group's slot.
+    /// the flow `hash` picks (computed only then), mixed with this switch's
+    /// seed so that the tiers of a Clos do not all hash alike, or the member
+    /// the path-quality hook (dynamic load balancing) prefers at `now`.
+    /// Array indexing only: the route carries its next hop's or group's slot.
     #[inline]
     pub(crate) fn select_next_hop(
-        &self,
+        &mut self,
+        now: u64,
         route: Route,
         dst: IpAddr,
         hash: impl FnOnce() -> u32,
@@ -1051,14 +1056,23 @@ impl Switch {
         let slot = match route.target {
             RouteTarget::Connected(rif) => return Ok(Adjacency { rif, next_hop: dst, slot: NO_SLOT }),
             RouteTarget::NextHop(_) => route.slot,
-            RouteTarget::Group(_) => {
+            RouteTarget::Group(id) => {
                 let members = &self.router.group_slots.get(route.slot as usize).ok_or(DropReason::NoRoute)?.members;
                 if members.is_empty() {
                     return Err(DropReason::Blackhole);
                 }
+                let hash = seeded_hash(hash(), self.config.hash_seed);
+                self.call_flow_hash = hash;
                 // Multiply-shift maps the hash onto the members without a division.
-                let index = (u64::from(hash()) * members.len() as u64) >> 32;
-                members[index as usize]
+                let static_index = ((u64::from(hash) * members.len() as u64) >> 32) as usize;
+                let index = match self.path_quality.as_mut() {
+                    Some(quality) => {
+                        let chosen = quality.choose(now, id, hash, members.len(), static_index);
+                        if chosen < members.len() { chosen } else { static_index }
+                    }
+                    None => static_index,
+                };
+                members[index]
             }
             RouteTarget::Drop => return Err(DropReason::Blackhole),
             RouteTarget::Local | RouteTarget::Punt => return Err(DropReason::NoRoute),
@@ -1093,9 +1107,6 @@ impl Switch {
             buf[..12].copy_from_slice(&rewrite.macs);
             buf[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
             write(&mut buf[ethernet::HEADER_LEN..]);
-            if let Some(Some(port)) = self.ports.get_mut(usize::from(rewrite.port)) {
-                port.counters.count_tx(buf);
-            }
             return Ok(());
         }
         let rif = match self.router.rif(adjacency.rif) {
@@ -1206,7 +1217,7 @@ impl Switch {
         write_payload: impl FnOnce(&mut [u8]),
     ) -> Result<(), DropReason> {
         let route = self.router.lookup_v4(dst).ok_or(DropReason::NoRoute)?;
-        let adjacency = self.select_next_hop(route, IpAddr::V4(dst), || {
+        let adjacency = self.select_next_hop(now, route, IpAddr::V4(dst), || {
             flow_hash(
                 u128::from(u32::from(src.unwrap_or(Ipv4Addr::UNSPECIFIED))),
                 u128::from(u32::from(dst)),
@@ -1248,7 +1259,7 @@ impl Switch {
         write_payload: impl FnOnce(&mut [u8], Ipv6Addr, Ipv6Addr),
     ) -> Result<(), DropReason> {
         let route = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;
-        let adjacency = self.select_next_hop(route, IpAddr::V6(dst), || {
+        let adjacency = self.select_next_hop(now, route, IpAddr::V6(dst), || {
             flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
         })?;
         let src = src.or_else(|| self.router.source_v6(adjacency.rif, dst)).ok_or(DropReason::NoRoute)?;
@@ -1296,11 +1307,6 @@ pub(crate) struct Route {
 }
 
 const NO_SLOT: u32 = u32::MAX;
-
-/// IPv4 routes from which the DIR-24-8 index is kept (dropped again below
-/// half as many): below this the trie walk is short and stays in cache, and
-/// a demo process running many small switches pays no 64 MiB each.
-pub(crate) const DIR24_MIN_ROUTES: usize = 16 * 1024;
 
 /// A next hop and its cached rewrite.
 pub(crate) struct Hop {
@@ -1353,6 +1359,18 @@ pub(crate) fn transport_ports(protocol: IpProtocol, l4: &[u8]) -> u32 {
         }
         _ => 0,
     }
+}
+
+/// A flow hash mixed with a per-switch seed (one multiply and xor-shift):
+/// with seed 0 the hash is used as it is.
+#[inline]
+pub(crate) fn seeded_hash(hash: u32, seed: u64) -> u32 {
+    if seed == 0 {
+        return hash;
+    }
+    let mut h = (u64::from(hash) ^ seed).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    h ^= h >> 29;
+    h as u32 ^ (h >> 32) as u32
 }
 
 /// The ECMP hash of a 5-tuple: the fields folded into 64 bits, then

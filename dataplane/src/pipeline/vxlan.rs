@@ -131,6 +131,7 @@ impl Switch {
             return Err(DropReason::Unsupported);
         }
         let (hash, dscp, ecn) = inner_flow(&frame);
+        self.call_flow_hash = hash;
         let src_port = vxlan::udp_source_port(hash);
         let target = match self.vxlan.route_cache.get(&remote) {
             Some(&target) => target,
@@ -145,7 +146,7 @@ impl Switch {
         // The underlay's ECMP hashes the outer 5-tuple, in which only the
         // source port varies per flow; the inner flow hash it derives from
         // picks our own uplink the same way, without hashing twice.
-        let adjacency = self.select_next_hop(target, IpAddr::V4(remote), || hash)?;
+        let adjacency = self.select_next_hop(now, target, IpAddr::V4(remote), || hash)?;
         let inner_len = 12 + frame.body.len();
         let udp = UdpRepr { src_port, dst_port: vtep.udp_port, payload_len: vxlan::HEADER_LEN + inner_len };
         let ip = Ipv4Repr {

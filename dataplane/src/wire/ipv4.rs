@@ -64,9 +64,10 @@ impl From<IpProtocol> for u8 {
 
 /// The two ECN bits of the IPv4 TOS octet / IPv6 traffic class (RFC 3168
 /// section 5).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Ecn {
     /// 00: the transport is not ECN-capable; congestion means a drop.
+    #[default]
     NotEct,
     /// 10: ECN-capable transport, ECT(0).
     Ect0,

@@ -18,6 +18,8 @@
 
 pub mod soft;
 
+pub use dataplane::pipeline::{DropCounters, PortCounters};
+
 use crate::api::ObjectStore;
 use crate::attributes::{FdbEntry, NeighborEntry, Object, RouteEntry};
 use crate::error::SaiResult;
@@ -41,6 +43,17 @@ pub enum FdbFlushType {
     Dynamic,
     Static,
     All,
+}
+
+/// One FDB entry as forwarding holds it, for display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FdbDetail {
+    pub key: FdbEntryKey,
+    pub entry: FdbEntry,
+    /// The VTEP behind which an overlay MAC is.
+    pub remote_vtep: Option<std::net::Ipv4Addr>,
+    /// When a learned MAC was last seen, on the backend's clock.
+    pub last_seen_ns: Option<u64>,
 }
 
 /// Per-port counters in SAI's terms (`SAI_PORT_STAT_IF_IN_OCTETS`...).
@@ -114,6 +127,27 @@ pub trait Backend {
     fn fdb_entries(&self, store: &ObjectStore) -> Vec<(FdbEntryKey, FdbEntry)>;
     /// The neighbour table as forwarding sees it: static and resolved entries.
     fn neighbor_entries(&self, store: &ObjectStore) -> Vec<(NeighborEntryKey, NeighborInfo)>;
+
+    /// The FDB with what a `show mac` needs beyond the entries: the remote
+    /// VTEP of an overlay MAC and when a learned MAC was last seen (on the
+    /// backend's clock), where the backend knows them.
+    fn fdb_details(&self, store: &ObjectStore) -> Vec<FdbDetail> {
+        self.fdb_entries(store)
+            .into_iter()
+            .map(|(key, entry)| FdbDetail { key, entry, remote_vtep: None, last_seen_ns: None })
+            .collect()
+    }
+
+    /// Forwarding's counters of a port, with drops by reason and link-level
+    /// frames, where the backend counts them.
+    fn port_counters(&self, _port: ObjectId) -> Option<PortCounters> {
+        None
+    }
+
+    /// Switch-wide drops by reason, where the backend counts them.
+    fn drop_counters(&self) -> Option<DropCounters> {
+        None
+    }
 
     /// Moves what happened in forwarding since the last call (learning,
     /// aging, link changes, neighbour resolution) into `out`, in order.

@@ -231,6 +231,16 @@ impl SoftBackend {
         self.switch.port_counters(self.port_index(port)?)
     }
 
+    /// A frame left pipeline port `port` (the port adapter took it).
+    pub fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
+        self.switch.count_transmitted(port, frame);
+    }
+
+    /// A frame for pipeline port `port` never left it.
+    pub fn count_egress_drop(&mut self, port: PortId) {
+        self.switch.count_egress_drop(port);
+    }
+
     pub fn drop_counters(&self) -> &DropCounters {
         self.switch.drop_counters()
     }
@@ -788,6 +798,41 @@ impl Backend for SoftBackend {
         entries
     }
 
+    fn fdb_details(&self, _store: &ObjectStore) -> Vec<super::FdbDetail> {
+        let mut entries: Vec<super::FdbDetail> = self
+            .switch
+            .fdb_entries()
+            .filter_map(|(vid, mac, entry)| {
+                let vlan = *self.vlan_of_vid.get(&vid)?;
+                let bridge_port = self.translate_dest(entry.dest)?;
+                let entry_type = match entry.kind {
+                    FdbKind::Static => FdbEntryType::Static,
+                    FdbKind::Dynamic => FdbEntryType::Dynamic,
+                };
+                let remote_vtep = match entry.dest {
+                    FdbDest::Tunnel(remote) => Some(remote),
+                    FdbDest::Port(_) => None,
+                };
+                Some(super::FdbDetail {
+                    key: FdbEntryKey { vlan, mac },
+                    entry: FdbEntry { entry_type, bridge_port },
+                    remote_vtep,
+                    last_seen_ns: (entry.kind == FdbKind::Dynamic).then_some(entry.last_seen),
+                })
+            })
+            .collect();
+        entries.sort_by_key(|detail| detail.key);
+        entries
+    }
+
+    fn port_counters(&self, port: ObjectId) -> Option<PortCounters> {
+        SoftBackend::port_counters(self, port).cloned()
+    }
+
+    fn drop_counters(&self) -> Option<DropCounters> {
+        Some(self.switch.drop_counters().clone())
+    }
+
     fn neighbor_entries(&self, _store: &ObjectStore) -> Vec<(NeighborEntryKey, NeighborInfo)> {
         let mut entries: Vec<(NeighborEntryKey, NeighborInfo)> = self
             .switch
@@ -814,5 +859,39 @@ impl Backend for SoftBackend {
     fn drain_notifications(&mut self, _store: &ObjectStore, out: &mut Vec<Notification>) {
         self.translate_events();
         out.append(&mut self.notifications);
+    }
+}
+
+/// The shim with the soft backend, as the node drives it: host interfaces
+/// are the shim's host interface objects.
+impl dataplane::node::Forwarding for crate::Sai<SoftBackend> {
+    type HostIf = ObjectId;
+    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) -> Disposition {
+        self.backend_mut().process_index(now, port, frame, out)
+    }
+    fn host_send(&mut self, now: u64, host_if: ObjectId, frame: &[u8], out: &mut Output) {
+        if let Err(error) = self.backend_mut().host_send(now, host_if, frame, out) {
+            tracing::debug!(%error, "host send refused");
+        }
+    }
+    fn punt_target(&self, egress: &Egress) -> Option<ObjectId> {
+        self.backend().punt_host_interface(egress)
+    }
+    fn poll(&mut self, now: u64, out: &mut Output) {
+        self.backend_mut().poll(now, out);
+    }
+    fn set_link_status(&mut self, port: PortId, up: bool) {
+        let backend = self.backend_mut();
+        if let Some(object) = backend.port_object(port)
+            && let Err(error) = backend.set_link_status(object, up)
+        {
+            tracing::warn!(port, %error, "cannot report link status");
+        }
+    }
+    fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
+        self.backend_mut().count_transmitted(port, frame);
+    }
+    fn count_egress_drop(&mut self, port: PortId) {
+        self.backend_mut().count_egress_drop(port);
     }
 }

@@ -121,8 +121,16 @@ impl Lab {
         self.drain_out()
     }
 
+    /// What the pipeline emitted; every frame for a port leaves it (and is
+    /// counted as sent), as the node does when the port takes it.
     fn drain_out(&mut self) -> Vec<(Egress, Vec<u8>)> {
-        self.out.iter().map(|e| (e.to, e.frame.to_vec())).collect()
+        let frames: Vec<(Egress, Vec<u8>)> = self.out.iter().map(|e| (e.to, e.frame.to_vec())).collect();
+        for (to, frame) in &frames {
+            if let Egress::Port(port) = to {
+                self.sai.backend_mut().count_transmitted(*port, frame);
+            }
+        }
+        frames
     }
 
     pub fn advance(&mut self, ns: u64) {

@@ -230,6 +230,61 @@ fn ecmp_spreads_flows_and_keeps_each_on_one_path() {
     assert!(per_port[0] > 60 && per_port[1] > 60, "both members carry flows: {per_port:?}");
 }
 
+/// The egress port each of 256 UDP flows takes through the ECMP group.
+fn ecmp_choices(switch: &mut Switch) -> Vec<PortId> {
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    let mut out = Output::new();
+    (0..256u16)
+        .map(|sport| {
+            out.clear();
+            let sent =
+                frame(R2, H2, None, EtherType::Ipv4, &udp_packet("192.168.100.2", "172.16.5.5", 20_000 + sport, 64));
+            assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Forwarded);
+            ports_of(&out)[0]
+        })
+        .collect()
+}
+
+#[test]
+fn switches_with_different_seeds_spread_the_same_flows_differently() {
+    let seeded = |seed| l3_switch_with(SwitchConfig { hash_seed: seed, ..SwitchConfig::default() });
+    let a = ecmp_choices(&mut seeded(0x1111));
+    let b = ecmp_choices(&mut seeded(0x2222));
+    // The same seed is deterministic.
+    assert_eq!(a, ecmp_choices(&mut seeded(0x1111)));
+    let differing = a.iter().zip(&b).filter(|(x, y)| x != y).count();
+    // Independent hashes disagree on about half of the flows; polarised ones on none.
+    assert!((64..=192).contains(&differing), "{differing} of 256 flows changed member");
+    for choices in [&a, &b] {
+        let on_zero = choices.iter().filter(|&&port| port == 0).count();
+        assert!((80..=176).contains(&on_zero), "both members carry flows: {on_zero} of 256 on port 0");
+    }
+}
+
+#[test]
+fn the_path_quality_hook_overrides_the_static_choice() {
+    /// Sends every flow to member 1 and records what it was asked.
+    struct AlwaysSecond(std::sync::Arc<std::sync::Mutex<Vec<(u64, NextHopGroupId, usize)>>>);
+    impl PathQuality for AlwaysSecond {
+        fn choose(&mut self, now: u64, group: NextHopGroupId, _hash: u32, members: usize, _static: usize) -> usize {
+            self.0.lock().unwrap().push((now, group, members));
+            1
+        }
+    }
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let mut switch = l3_switch();
+    switch.set_path_quality(Some(Box::new(AlwaysSecond(asked.clone()))));
+    let choices = ecmp_choices(&mut switch);
+    assert!(choices.iter().all(|&port| port == 1), "every flow on member 1 (port 1)");
+    let asked = asked.lock().unwrap();
+    assert_eq!(asked.len(), 256);
+    assert!(asked.iter().all(|&call| call == (NOW, 1, 2)));
+    // Removing the hook restores the static hash.
+    switch.set_path_quality(None);
+    assert!(ecmp_choices(&mut switch).contains(&0));
+}
+
 #[test]
 fn ttl_expiry_sends_time_exceeded_from_the_ingress_interface() {
     let mut switch = l3_switch();
@@ -674,13 +729,13 @@ fn cached_next_hop_rewrites_follow_every_change() {
     assert_eq!(switch.neighbor(1, IpAddr::V4(v4("10.0.1.2"))).unwrap().state, NeighborState::Incomplete);
 }
 
-/// From `DIR24_MIN_ROUTES` IPv4 routes on, lookups go through the DIR-24-8
+/// From `SwitchConfig::dir24_min_routes` IPv4 routes on, lookups go through the DIR-24-8
 /// index; it must answer as a plain longest-prefix match over `routes()`
 /// through inserts, replacements and removals, and hand back to the trie
 /// when the table shrinks.
 #[test]
 fn large_ipv4_tables_match_the_longest_prefix_through_changes() {
-    use super::super::router::DIR24_MIN_ROUTES;
+    let dir24_min_routes = SwitchConfig::default().dir24_min_routes;
     let mut switch = l3_switch();
     let mut state = 0x2545_f491_4f6c_dd1du64;
     let mut next = move || {
@@ -691,7 +746,7 @@ fn large_ipv4_tables_match_the_longest_prefix_through_changes() {
     };
     let targets = [RouteTarget::NextHop(1), RouteTarget::Group(1), RouteTarget::Drop, RouteTarget::Connected(1)];
     let mut installed = Vec::new();
-    while switch.route_count() < DIR24_MIN_ROUTES + 2000 {
+    while switch.route_count() < dir24_min_routes + 2000 {
         let r = next();
         // Addresses inside 20.0.0.0/10 so that prefixes nest.
         let addr = Ipv4Addr::from(0x1400_0000 | ((r >> 32) as u32 & 0x003f_ffff));

@@ -38,6 +38,16 @@ pub(crate) fn emitted(out: &Output) -> Vec<(Egress, Vec<u8>)> {
     out.iter().map(|emitted| (emitted.to, emitted.frame.to_vec())).collect()
 }
 
+/// Every port frame of `out` leaves its port, as the node does once the
+/// port adapter takes it: only then is it counted as sent.
+pub(crate) fn transmit(switch: &mut Switch, out: &Output) {
+    for emitted in out.iter() {
+        if let Egress::Port(port) = emitted.to {
+            switch.count_transmitted(port, emitted.frame);
+        }
+    }
+}
+
 pub(crate) fn ports_of(out: &Output) -> Vec<PortId> {
     let mut ports: Vec<PortId> = out
         .iter()
@@ -88,6 +98,7 @@ fn unknown_unicast_floods_in_vlan_with_egress_tagging_and_learns() {
     assert_eq!(events, vec![Event::FdbLearned { vid: 10, mac: mac(1), dest: FdbDest::Port(0) }]);
     let rx = switch.port_counters(0).unwrap();
     assert_eq!((rx.rx_packets, rx.rx_bytes, rx.rx_unicast), (1, sent.len() as u64, 1));
+    transmit(&mut switch, &out);
     let tx = switch.port_counters(3).unwrap();
     assert_eq!((tx.tx_packets, tx.tx_bytes), (1, sent.len() as u64 + 4));
 }
@@ -180,6 +191,7 @@ fn broadcast_and_multicast_flood_counted_by_kind() {
     let mut out = Output::new();
     let broadcast = frame(EthernetAddress::BROADCAST, mac(5), None, DATA, PAYLOAD);
     assert_eq!(switch.process(NOW, 4, &broadcast, &mut out), Disposition::Flooded);
+    transmit(&mut switch, &out);
     assert_eq!(
         emitted(&out),
         vec![(Egress::Port(3), frame(EthernetAddress::BROADCAST, mac(5), Some(20), DATA, PAYLOAD))]
@@ -188,6 +200,7 @@ fn broadcast_and_multicast_flood_counted_by_kind() {
     let multicast = EthernetAddress([0x01, 0x00, 0x5e, 0x01, 0x02, 0x03]);
     assert_eq!(switch.process(NOW, 1, &frame(multicast, mac(6), None, DATA, PAYLOAD), &mut out), Disposition::Flooded);
     assert_eq!(ports_of(&out), vec![0, 2, 3]);
+    transmit(&mut switch, &out);
     assert_eq!(switch.port_counters(4).unwrap().rx_broadcast, 1);
     assert_eq!(switch.port_counters(3).unwrap().tx_broadcast, 1);
     assert_eq!(switch.port_counters(3).unwrap().tx_multicast, 1);
@@ -341,4 +354,68 @@ fn egress_drops_count_once_and_on_both_ports() {
     assert_eq!(switch.drop_counters()[reason], 1);
     assert_eq!(switch.port_counters(2).unwrap().tx_drops, 1);
     assert!(out.is_empty());
+}
+
+#[test]
+fn link_level_frames_are_counted_per_opcode_and_never_punted_or_forwarded() {
+    use crate::wire::mac_control::{self, MacControlPacket, MacControlRepr};
+    let mut switch = l2_switch();
+    let mut out = Output::new();
+    let mut control = [0u8; mac_control::MIN_LEN];
+    MacControlRepr::PriorityFlowControl { class_enable: 0b0000_1000, quanta: [0, 0, 0, 0xffff, 0, 0, 0, 0] }
+        .emit(&mut MacControlPacket::new_unchecked(&mut control[..]));
+    let pfc = frame(mac_control::DESTINATION, mac(7), None, EtherType::MacControl, &control);
+    assert_eq!(switch.process(NOW, 2, &pfc, &mut out), Disposition::LinkLevel(LinkLevelFrame::Pfc));
+    MacControlRepr::Pause { quanta: 100 }.emit(&mut MacControlPacket::new_unchecked(&mut control[..]));
+    let pause = frame(mac_control::DESTINATION, mac(7), None, EtherType::MacControl, &control);
+    assert_eq!(switch.process(NOW, 2, &pause, &mut out), Disposition::LinkLevel(LinkLevelFrame::Pause));
+    let ib = frame(mac(9), mac(7), None, EtherType::LocalExperimental, PAYLOAD);
+    assert_eq!(switch.process(NOW, 2, &ib, &mut out), Disposition::LinkLevel(LinkLevelFrame::IbLike));
+    assert!(out.is_empty(), "link-level frames are neither forwarded nor punted");
+    let counters = switch.port_counters(2).unwrap();
+    assert_eq!(counters.link_level, LinkLevelCounters { pause_rx: 1, pfc_rx: 1, mac_control_other_rx: 0, ib_rx: 1 });
+    assert_eq!(counters.rx_packets, 3);
+    assert_eq!(counters.rx_drops, 0);
+    // Nothing was learned from them either.
+    assert!(switch.fdb_entries().next().is_none());
+}
+
+#[test]
+fn a_flood_shares_one_buffer_per_tagging_and_describes_every_copy() {
+    let mut switch = l2_switch();
+    let mut out = Output::new();
+    let sent = frame(EthernetAddress::BROADCAST, mac(1), None, DATA, PAYLOAD);
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Flooded);
+    assert_eq!(ports_of(&out), vec![1, 2, 3]);
+    // Access ports 1 and 2 get the same untagged bytes, trunk 3 a tagged copy.
+    assert_eq!(out.pool().in_use(), 2);
+    assert_eq!(out.get(0).unwrap().buffer, out.get(1).unwrap().buffer);
+    assert_ne!(out.get(0).unwrap().buffer, out.get(2).unwrap().buffer);
+    for emitted in out.iter() {
+        assert_eq!(emitted.meta.ingress, Some(0));
+        assert_eq!(usize::from(emitted.meta.len), emitted.frame.len());
+    }
+    out.clear();
+    assert_eq!(out.pool().in_use(), 0, "every copy released");
+}
+
+#[test]
+fn tx_counts_only_frames_that_leave_and_egress_drops_count_as_drops() {
+    let mut switch = l2_switch();
+    let mut out = Output::new();
+    let sent = frame(mac(9), mac(1), None, DATA, PAYLOAD);
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Flooded);
+    // Emitted is not sent: nothing counted yet.
+    assert_eq!(switch.port_counters(1).unwrap().tx_packets, 0);
+    // Port 1 takes its copy; port 2's queue drops it.
+    for emitted in out.iter() {
+        match emitted.to {
+            Egress::Port(2) => switch.count_egress_drop(2),
+            Egress::Port(port) => switch.count_transmitted(port, emitted.frame),
+            Egress::Host { .. } => {}
+        }
+    }
+    let (one, two) = (switch.port_counters(1).unwrap(), switch.port_counters(2).unwrap());
+    assert_eq!((one.tx_packets, one.tx_drops), (1, 0));
+    assert_eq!((two.tx_packets, two.tx_bytes, two.tx_drops), (0, 0, 1));
 }

@@ -1,0 +1,338 @@
+//! The node: one sans-IO packet loop around the pipeline, shared by
+//! `switchd`'s forwarding thread, the demo's in-memory fabric and the
+//! simulator.
+//!
+//! A [`Node`] is driven by `(now, event)`: a frame received on a port, a
+//! frame the host sends, a timer, a link going up or down. It runs the
+//! pipeline ([`Forwarding`]), takes link-level frames off to their owner,
+//! puts the frames for ports into the traffic manager ([`TrafficManager`]),
+//! hands punts to the host at once, and transmits from the traffic manager
+//! to [`Ports`] — where a frame is counted as sent only once the port took
+//! it. Time is an input; the node reads no clock and does no I/O.
+
+mod fifo;
+
+pub use fifo::{OutputQueues, OutputQueuesConfig};
+
+use crate::pipeline::{
+    Disposition, Egress, FrameMeta, FramePool, FrameRef, LinkLevelFrame, Output, PortId, RifId, RifKind, Switch,
+};
+
+/// What the node drives: the pipeline itself, or a wrapper around it (the
+/// shim's soft backend, whose host interfaces are shim objects).
+pub trait Forwarding {
+    /// How host interfaces (the kernel's side of ports and router
+    /// interfaces) are named.
+    type HostIf: Copy + Eq + core::fmt::Debug;
+    /// A frame received on front-panel port `port`.
+    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) -> Disposition;
+    /// A frame the host sent through `host_if` (SAI hostif transmit).
+    fn host_send(&mut self, now: u64, host_if: Self::HostIf, frame: &[u8], out: &mut Output);
+    /// The host interface a punted frame goes to.
+    fn punt_target(&self, egress: &Egress) -> Option<Self::HostIf>;
+    /// Timers: aging, neighbour state, probes.
+    fn poll(&mut self, now: u64, out: &mut Output);
+    /// The link under `port` went up or down.
+    fn set_link_status(&mut self, port: PortId, up: bool);
+    /// A frame left `port`: count it as sent.
+    fn count_transmitted(&mut self, port: PortId, frame: &[u8]);
+    /// A frame for `port` never left it (queue drop, port refused it).
+    fn count_egress_drop(&mut self, port: PortId);
+}
+
+/// What a host interface is bound to, for a bare pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostIfTarget {
+    /// A front-panel port: its punts, and the host's frames leave through it.
+    Port(PortId),
+    /// A router interface on a VLAN: the host's frames are bridged in it.
+    VlanRif(RifId),
+}
+
+/// A bare pipeline: a punt through a VLAN router interface goes to that
+/// interface's host interface, any other to its port's.
+impl Forwarding for Switch {
+    type HostIf = HostIfTarget;
+    fn process(&mut self, now: u64, port: PortId, frame: &[u8], out: &mut Output) -> Disposition {
+        Switch::process(self, now, port, frame, out)
+    }
+    fn host_send(&mut self, now: u64, host_if: HostIfTarget, frame: &[u8], out: &mut Output) {
+        match host_if {
+            HostIfTarget::Port(port) => self.send_from_host(now, port, frame, out),
+            HostIfTarget::VlanRif(rif) => self.send_from_host_on_rif(now, rif, frame, out),
+        }
+    }
+    fn punt_target(&self, egress: &Egress) -> Option<HostIfTarget> {
+        match *egress {
+            Egress::Host { rif: Some(rif), .. }
+                if self.router_interface(rif).is_some_and(|r| matches!(r.kind, RifKind::Vlan(_))) =>
+            {
+                Some(HostIfTarget::VlanRif(rif))
+            }
+            Egress::Host { port, .. } => Some(HostIfTarget::Port(port)),
+            Egress::Port(_) => None,
+        }
+    }
+    fn poll(&mut self, now: u64, out: &mut Output) {
+        Switch::poll(self, now, out);
+    }
+    fn set_link_status(&mut self, port: PortId, up: bool) {
+        self.set_port_oper_status(port, up);
+    }
+    fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
+        Switch::count_transmitted(self, port, frame);
+    }
+    fn count_egress_drop(&mut self, port: PortId) {
+        Switch::count_egress_drop(self, port);
+    }
+}
+
+/// Where a port's frames are written: AF_PACKET rings and TAPs in the
+/// daemon, links of an in-memory fabric in the demo and the simulator.
+pub trait Ports<H> {
+    /// Writes `frame` out of `port`; `false` if the port could not take it.
+    fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool;
+    /// Gives a punted frame to the host interface `host_if`, or to nobody
+    /// (`None`: no host interface serves it).
+    fn punt(&mut self, host_if: Option<H>, egress: Egress, frame: &[u8]);
+    /// A link-level frame received on `port` that no owner in the node
+    /// consumed (the IB-like plane runs outside the node for now).
+    fn link_level(&mut self, _port: PortId, _kind: LinkLevelFrame, _frame: &[u8]) {}
+}
+
+/// Why the traffic manager refused a frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TmDrop {
+    /// The egress queue (or the shared buffer) is full.
+    QueueFull,
+    /// The port is paused or shut for the frame's class and its queue is full.
+    NoBuffer,
+}
+
+/// The traffic manager's place in the node: it holds the frames for ports
+/// (by their pool buffer, never copied) and decides what each port sends
+/// next and when. The `qos` crate's traffic manager plugs in here; the
+/// default, [`OutputQueues`], is a bounded FIFO per port that sends at once.
+pub trait TrafficManager {
+    /// Accepts a frame for `port` (the node already holds a reference for
+    /// it), or refuses it: the node then releases and counts it as dropped.
+    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<(), TmDrop>;
+    /// The next frame `port` may send at `now`, if any.
+    fn dequeue(&mut self, now: u64, port: PortId) -> Option<FrameRef>;
+    /// Ports that have frames waiting (whether or not they may send now).
+    fn backlogged(&self, ports: &mut Vec<PortId>);
+    /// A link-level frame received on `port` (PAUSE/PFC): consumed here.
+    fn link_level(&mut self, now: u64, port: PortId, kind: LinkLevelFrame, frame: &[u8]);
+    /// When the traffic manager next needs [`Node::poll`] (a pause expiring,
+    /// a shaper refilling), if it has frames it could not send.
+    fn next_wakeup(&self) -> Option<u64>;
+}
+
+/// One input to the node.
+#[derive(Debug, Clone, Copy)]
+pub enum NodeEvent<'a, H> {
+    /// A frame received on a front-panel port.
+    Frame { port: PortId, frame: &'a [u8] },
+    /// A frame the host sent through a host interface.
+    HostFrame { host_if: H, frame: &'a [u8] },
+    /// The link under a port went up or down.
+    Link { port: PortId, up: bool },
+    /// Time passed: run due timers and transmit what may go now.
+    Timer,
+}
+
+/// The node's own counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeCounters {
+    /// Frames the traffic manager refused.
+    pub tm_drops: u64,
+    /// Frames a port adapter refused to take.
+    pub port_refused: u64,
+    /// Punted frames no host interface serves.
+    pub punts_unattached: u64,
+}
+
+/// The sans-IO node: the place around the pipeline where frames are
+/// queued, timed and transmitted.
+pub struct Node<T: TrafficManager = OutputQueues> {
+    tm: T,
+    out: Output,
+    backlog: Vec<PortId>,
+    next_poll: u64,
+    poll_interval: u64,
+    counters: NodeCounters,
+}
+
+impl Node<OutputQueues> {
+    /// A node that sends every frame at once (bounded FIFO per port), as a
+    /// switch without a traffic manager does.
+    pub fn new() -> Node<OutputQueues> {
+        Node::with_traffic_manager(OutputQueues::new(OutputQueuesConfig::default()))
+    }
+}
+
+impl Default for Node<OutputQueues> {
+    fn default() -> Self {
+        Node::new()
+    }
+}
+
+impl<T: TrafficManager> Node<T> {
+    /// How often the pipeline's timers run (aging, neighbour probes).
+    pub const POLL_INTERVAL_NS: u64 = 10_000_000;
+
+    pub fn with_traffic_manager(tm: T) -> Node<T> {
+        Node::with_output_capacity(tm, 256)
+    }
+
+    /// A node whose frame pool starts with `frames` slots (a simulated
+    /// switch with small queues needs far fewer than a daemon's).
+    pub fn with_output_capacity(tm: T, frames: usize) -> Node<T> {
+        Node {
+            tm,
+            out: Output::with_capacity(frames),
+            backlog: Vec::with_capacity(64),
+            next_poll: 0,
+            poll_interval: Self::POLL_INTERVAL_NS,
+            counters: NodeCounters::default(),
+        }
+    }
+
+    pub fn traffic_manager(&self) -> &T {
+        &self.tm
+    }
+
+    pub fn traffic_manager_mut(&mut self) -> &mut T {
+        &mut self.tm
+    }
+
+    pub fn counters(&self) -> NodeCounters {
+        self.counters
+    }
+
+    /// The pool the node's frames live in.
+    pub fn pool(&self) -> &FramePool {
+        self.out.pool()
+    }
+
+    /// When the node next needs a [`NodeEvent::Timer`].
+    pub fn next_wakeup(&self) -> u64 {
+        match self.tm.next_wakeup() {
+            Some(at) => at.min(self.next_poll),
+            None => self.next_poll,
+        }
+    }
+
+    /// Runs one event through the node.
+    pub fn handle<F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        event: NodeEvent<'_, F::HostIf>,
+        ports: &mut impl Ports<F::HostIf>,
+    ) -> Option<Disposition> {
+        match event {
+            NodeEvent::Frame { port, frame } => return Some(self.receive(forwarding, now, port, frame, ports)),
+            NodeEvent::HostFrame { host_if, frame } => self.host_send(forwarding, now, host_if, frame, ports),
+            NodeEvent::Link { port, up } => forwarding.set_link_status(port, up),
+            NodeEvent::Timer => self.poll(forwarding, now, ports),
+        }
+        None
+    }
+
+    /// A frame received on `port`.
+    pub fn receive<F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        port: PortId,
+        frame: &[u8],
+        ports: &mut impl Ports<F::HostIf>,
+    ) -> Disposition {
+        self.out.clear();
+        let disposition = forwarding.process(now, port, frame, &mut self.out);
+        if let Disposition::LinkLevel(kind) = disposition {
+            match kind {
+                LinkLevelFrame::Pause | LinkLevelFrame::Pfc => self.tm.link_level(now, port, kind, frame),
+                LinkLevelFrame::MacControlOther => {}
+                LinkLevelFrame::IbLike => ports.link_level(port, kind, frame),
+            }
+        }
+        self.dispatch(forwarding, now, ports);
+        disposition
+    }
+
+    /// A frame the host sent through `host_if`.
+    pub fn host_send<F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        host_if: F::HostIf,
+        frame: &[u8],
+        ports: &mut impl Ports<F::HostIf>,
+    ) {
+        self.out.clear();
+        forwarding.host_send(now, host_if, frame, &mut self.out);
+        self.dispatch(forwarding, now, ports);
+    }
+
+    /// Runs the pipeline's timers when due and sends what the traffic
+    /// manager now allows.
+    pub fn poll<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+        self.out.clear();
+        if now >= self.next_poll {
+            forwarding.poll(now, &mut self.out);
+            self.next_poll = now + self.poll_interval;
+        }
+        self.dispatch(forwarding, now, ports);
+    }
+
+    /// Punts go to the host at once; frames for ports into the traffic
+    /// manager, then out of every port that may send.
+    fn dispatch<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+        for index in 0..self.out.len() {
+            let emitted = self.out.get(index).expect("in range");
+            match emitted.to {
+                Egress::Port(port) => {
+                    let (buffer, meta) = (emitted.buffer, emitted.meta);
+                    self.out.retain(buffer);
+                    if self.tm.enqueue(now, port, buffer, &meta).is_err() {
+                        self.out.release(buffer);
+                        self.counters.tm_drops += 1;
+                        forwarding.count_egress_drop(port);
+                    }
+                }
+                egress @ Egress::Host { .. } => {
+                    let target = forwarding.punt_target(&egress);
+                    if target.is_none() {
+                        self.counters.punts_unattached += 1;
+                    }
+                    ports.punt(target, egress, emitted.frame);
+                }
+            }
+        }
+        self.out.clear();
+        self.transmit(forwarding, now, ports);
+    }
+
+    /// Sends from every backlogged port what the traffic manager releases.
+    fn transmit<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+        self.backlog.clear();
+        self.tm.backlogged(&mut self.backlog);
+        for &port in &self.backlog {
+            while let Some(frame) = self.tm.dequeue(now, port) {
+                let bytes = self.out.pool().bytes(frame);
+                if ports.transmit(port, bytes) {
+                    forwarding.count_transmitted(port, bytes);
+                } else {
+                    self.counters.port_refused += 1;
+                    forwarding.count_egress_drop(port);
+                }
+                self.out.release(frame);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
