@@ -1,5 +1,6 @@
 //! EVPN wire format against bytes laid out field by field from the RFCs'
-//! figures (RFC 7432 §7.1–7.4, RFC 9136 §3.1, RFC 4360, RFC 6514 §5).
+//! figures (RFC 7432 §7.1–7.4, RFC 9136 §3.1, RFC 4360, RFC 6514 §5) and
+//! against bytes GoBGP itself encoded (module `gobgp_captured`).
 
 use super::*;
 
@@ -315,5 +316,114 @@ proptest::proptest! {
             proptest::prop_assert_eq!(EvpnRoute::decode_all(&again, &mut decoded), Ok(0));
             proptest::prop_assert_eq!(decoded, out);
         }
+    }
+}
+
+/// Bytes GoBGP 3 wrote for its own EVPN routes, cut from an MRT TABLE_DUMPv2
+/// dump of its global RIB (`[[mrt-dump]] dump-type = "table"`) after:
+///
+/// ```text
+/// gobgp global rib -a evpn add macadv 00:11:22:33:44:55 10.0.0.1 etag 0 label 100,4000 \
+///     rd 1.1.1.1:100 rt 65000:100 encap vxlan router-mac 00:aa:bb:cc:dd:ee
+/// gobgp global rib -a evpn add multicast 10.255.0.1 etag 0 rd 1.1.1.1:100 rt 65000:100 \
+///     encap vxlan pmsi ingress-repl 100 10.255.0.1
+/// gobgp global rib -a evpn add prefix 192.168.10.0/24 etag 0 rd 1.1.1.1:100 rt 65000:4000 \
+///     encap vxlan label 4000 router-mac 00:aa:bb:cc:dd:ee
+/// ```
+mod gobgp_captured {
+    use super::*;
+
+    const TYPE2_NLRI: &[u8] = &[
+        0x02, 0x28, 0x00, 0x01, 0x01, 0x01, 0x01, 0x01, 0x00, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x30, 0x00, 0x11, 0x22, 0x33, 0x44, 0x55, 0x20, 0x0a, 0x00, 0x00, 0x01,
+        0x00, 0x00, 0x64, 0x00, 0x0f, 0xa0,
+    ];
+    /// The value of the type 2 route's EXTENDED_COMMUNITIES attribute.
+    const TYPE2_EXT_COMMUNITIES: &[u8] = &[
+        0x00, 0x02, 0xfd, 0xe8, 0x00, 0x00, 0x00, 0x64, 0x03, 0x0c, 0x00, 0x00, 0x00, 0x00, 0x00, 0x08, 0x06, 0x03,
+        0x00, 0xaa, 0xbb, 0xcc, 0xdd, 0xee,
+    ];
+    const TYPE3_NLRI: &[u8] = &[
+        0x03, 0x11, 0x00, 0x01, 0x01, 0x01, 0x01, 0x01, 0x00, 0x64, 0x00, 0x00, 0x00, 0x00, 0x20, 0x0a, 0xff, 0x00,
+        0x01,
+    ];
+    /// The value of the type 3 route's PMSI_TUNNEL attribute (flags 0xc0, code 22, length 9 before it).
+    const TYPE3_PMSI: &[u8] = &[0x00, 0x06, 0x00, 0x00, 0x64, 0x0a, 0xff, 0x00, 0x01];
+    const TYPE5_NLRI: &[u8] = &[
+        0x05, 0x22, 0x00, 0x01, 0x01, 0x01, 0x01, 0x01, 0x00, 0x64, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+        0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x18, 0xc0, 0xa8, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x0f, 0xa0,
+    ];
+
+    fn decode_one(bytes: &[u8]) -> EvpnRoute {
+        let mut out = Vec::new();
+        assert_eq!(EvpnRoute::decode_all(bytes, &mut out), Ok(0));
+        assert_eq!(out.len(), 1);
+        let mut again = Vec::new();
+        out[0].encode(&mut again);
+        assert_eq!(again, bytes, "our encoding of {} differs from GoBGP's", out[0]);
+        out.pop().unwrap()
+    }
+
+    #[test]
+    fn type2_from_gobgp() {
+        assert_eq!(
+            decode_one(TYPE2_NLRI),
+            EvpnRoute::MacIpAdvertisement {
+                rd: rd1(),
+                esi: Esi::ZERO,
+                ethernet_tag: 0,
+                mac: MacAddr(MAC),
+                ip: Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 1))),
+                label1: 100,
+                label2: Some(4000),
+            }
+        );
+        let communities: Vec<ExtCommunity> = TYPE2_EXT_COMMUNITIES
+            .chunks_exact(8)
+            .map(|c| ExtCommunity::from_u64(u64::from_be_bytes(c.try_into().unwrap())))
+            .collect();
+        assert_eq!(
+            communities,
+            [
+                ExtCommunity::RouteTargetAs2 { asn: 65000, number: 100 },
+                ExtCommunity::Encapsulation { tunnel_type: tunnel_type::VXLAN },
+                ExtCommunity::RouterMac(MacAddr([0x00, 0xaa, 0xbb, 0xcc, 0xdd, 0xee])),
+            ]
+        );
+    }
+
+    #[test]
+    fn type3_with_pmsi_from_gobgp() {
+        assert_eq!(
+            decode_one(TYPE3_NLRI),
+            EvpnRoute::InclusiveMulticast {
+                rd: rd1(),
+                ethernet_tag: 0,
+                originator: IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1))
+            }
+        );
+        let pmsi = PmsiTunnel::decode(TYPE3_PMSI).unwrap();
+        assert_eq!(
+            pmsi,
+            PmsiTunnel::IngressReplication { flags: 0, vni: 100, endpoint: IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1)) }
+        );
+        let mut again = Vec::new();
+        pmsi.encode(&mut again);
+        assert_eq!(again, TYPE3_PMSI);
+    }
+
+    #[test]
+    fn type5_from_gobgp() {
+        assert_eq!(
+            decode_one(TYPE5_NLRI),
+            EvpnRoute::IpPrefix {
+                rd: rd1(),
+                esi: Esi::ZERO,
+                ethernet_tag: 0,
+                prefix: "192.168.10.0/24".parse().unwrap(),
+                gateway: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                label: 4000,
+            }
+        );
     }
 }
