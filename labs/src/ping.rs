@@ -23,6 +23,8 @@ pub struct PingRound {
 
 static NEXT_IDENT: AtomicU16 = AtomicU16::new(1);
 const PAYLOAD: &[u8] = b"labs check echo";
+/// Between two echo requests of a round.
+const SEND_GAP: Duration = Duration::from_micros(100);
 
 /// Sends one echo request to each target from namespace `ns` and waits up
 /// to `wait` for the replies.
@@ -42,6 +44,18 @@ fn round(targets: &[Ipv4Addr], wait: Duration) -> Result<PingRound, String> {
     }
     // SAFETY: fd is a new socket nobody else owns.
     let socket = unsafe { OwnedFd::from_raw_fd(fd) };
+    // Every reply of a round may arrive before the first is read.
+    let rcvbuf: libc::c_int = 4 << 20;
+    // SAFETY: setsockopt with an int option on our socket.
+    unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&rcvbuf as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
     let ident = NEXT_IDENT.fetch_add(1, Ordering::Relaxed) ^ (std::process::id() as u16);
     let mut result = PingRound::default();
     let mut waiting = vec![false; targets.len()];
@@ -67,6 +81,8 @@ fn round(targets: &[Ipv4Addr], wait: Duration) -> Result<PingRound, String> {
                 std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
             )
         };
+        // Paced, so a round is not one burst into the switches' rings.
+        std::thread::sleep(SEND_GAP);
         if sent < 0 {
             let error = std::io::Error::last_os_error();
             match error.raw_os_error() {

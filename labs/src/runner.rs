@@ -57,6 +57,9 @@ pub struct NodeState {
     pub helper_pid: Option<u32>,
     /// Set by `labs fault kill`: the supervisor leaves the node down.
     pub stopped: bool,
+    /// Set by the supervisor when the node kept exiting; left down.
+    #[serde(default)]
+    pub failed: bool,
 }
 
 pub fn state_dir(lab: &str) -> PathBuf {
@@ -267,6 +270,7 @@ impl Lab {
                 pid: None,
                 helper_pid: None,
                 stopped: false,
+                failed: false,
             });
         }
         // Recorded before anything is made: destroy works from here on.
@@ -396,6 +400,7 @@ impl Lab {
         match (node.role, node.pid) {
             (Role::Host, _) => "running".into(),
             (_, Some(pid)) if pid_alive(pid) => format!("running ({pid})"),
+            _ if node.failed => "failed (see its log)".into(),
             _ if node.stopped => "killed".into(),
             _ => "exited".into(),
         }
@@ -517,6 +522,7 @@ impl Lab {
         }
         lab.stop_node(index);
         lab.nodes[index].stopped = false;
+        lab.nodes[index].failed = false;
         lab.start_node(index)?;
         lab.save()
     }
@@ -628,9 +634,17 @@ pub fn destroy(lab: &str) -> Result<String, String> {
     Ok(format!("{removed} namespaces removed, {killed} processes killed"))
 }
 
+/// A node restarted this often within [`RESTART_WINDOW`] is left down: it
+/// fails at start (a bad config, a missing binary), and restarting it
+/// forever would only fill its log.
+const MAX_RESTARTS: usize = 5;
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+
 /// The supervisor: every 500 ms, restarts a node whose program exited
-/// unless `labs fault kill` stopped it; exits when the lab is destroyed.
+/// unless `labs fault kill` stopped it (or it keeps failing, see
+/// [`MAX_RESTARTS`]); exits when the lab is destroyed.
 pub fn supervise(lab: &str) -> Result<(), String> {
+    let mut restarts: BTreeMap<String, Vec<Instant>> = BTreeMap::new();
     loop {
         std::thread::sleep(Duration::from_millis(500));
         reap_children();
@@ -647,12 +661,24 @@ pub fn supervise(lab: &str) -> Result<(), String> {
             }
             let down = [node.pid, node.helper_pid].into_iter().flatten().any(|p| !pid_alive(p));
             if down {
-                eprintln!("supervisor: {} exited; restarting", node.name);
+                let name = node.name.clone();
+                let recent = restarts.entry(name.clone()).or_default();
+                recent.retain(|t| t.elapsed() < RESTART_WINDOW);
                 state.stop_node(i);
-                if let Err(error) = state.start_node(i) {
-                    eprintln!("supervisor: cannot restart {}: {error}", state.nodes[i].name);
-                }
                 changed = true;
+                if recent.len() >= MAX_RESTARTS {
+                    eprintln!(
+                        "supervisor: {name} exited {MAX_RESTARTS} times within {RESTART_WINDOW:?}; leaving it down"
+                    );
+                    state.nodes[i].stopped = true;
+                    state.nodes[i].failed = true;
+                    continue;
+                }
+                recent.push(Instant::now());
+                eprintln!("supervisor: {name} exited; restarting");
+                if let Err(error) = state.start_node(i) {
+                    eprintln!("supervisor: cannot restart {name}: {error}");
+                }
             }
         }
         if changed {

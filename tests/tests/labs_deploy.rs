@@ -94,3 +94,55 @@ fn destroy_after_the_runner_was_killed_mid_deploy_leaves_nothing() {
     assert_clean(&lab.name, &pids);
     assert!(!state_dir(&lab.name).exists());
 }
+
+#[test]
+fn graph_renders_svg_with_graphviz() {
+    if !require_root_and_tools("graph_renders_svg_with_graphviz", &["dot"]) {
+        return;
+    }
+    let dir = fabric_tests::TempDir::new("graph");
+    let svg = dir.path().join("lab.svg");
+    let file = topology_file("evpn-leaf-spine");
+    labs_ok(&["graph", "-t", file.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("<svg"), "not an SVG");
+    // (SVG writes "-" as "&#45;", so hosts are matched by their VNI.)
+    for node in ["spine1", "leaf4", "vni10010", "vni10020"] {
+        assert!(text.contains(node), "{node} not drawn");
+    }
+    // Without -o: DOT on stdout.
+    let dot = labs_ok(&["graph", "-t", file.to_str().unwrap()]);
+    assert!(dot.starts_with("graph \"evpn-leaf-spine\""), "{dot}");
+}
+
+#[test]
+fn a_node_that_keeps_failing_is_left_down_and_shown_failed() {
+    if !require_root_and_tools("a_node_that_keeps_failing_is_left_down", &["ip"]) {
+        return;
+    }
+    // The config names eth2, which no link gives the node: switchd exits at
+    // start, every time.
+    let dir = fabric_tests::TempDir::new("fail");
+    std::fs::write(
+        dir.path().join("sw.yaml"),
+        "name: sw\nports:\n  - { name: eth2, mode: routed, addresses: [10.9.0.1/31] }\n",
+    )
+    .unwrap();
+    let name = fabric_tests::unique_name("fail-");
+    let topology = format!(
+        "name: {name}\ntopology:\n  nodes:\n    sw: {{ kind: linux, labels: {{ labs.role: switchd }}, binds: ['sw.yaml:/etc/switchd/config.yaml:ro'] }}\n    h: {{ kind: linux, labels: {{ labs.role: host }} }}\n  links:\n    - endpoints: ['sw:eth1', 'h:eth1']\n"
+    );
+    let file = dir.path().join("fail.clab.yml");
+    std::fs::write(&file, topology).unwrap();
+    labs_ok(&["deploy", "-t", file.to_str().unwrap()]);
+    let failed = fabric_tests::poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
+        let table = labs_ok(&["inspect", "--name", &name]);
+        table.lines().find(|l| l.starts_with(&format!("clab-{name}-sw")) && l.contains("failed")).map(str::to_owned)
+    });
+    let state = Lab::open(&name).unwrap();
+    let log = std::fs::read_to_string(state_dir(&name).join("supervisor.log")).unwrap_or_default();
+    labs_ok(&["destroy", "--name", &name]);
+    assert!(failed.is_some(), "sw not shown failed; supervisor log:\n{log}");
+    assert!(log.contains("leaving it down"), "{log}");
+    assert_clean(&name, &recorded_pids(&state));
+}

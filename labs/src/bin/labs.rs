@@ -9,6 +9,7 @@
 //! labs exec NODE [-t FILE | --name LAB] -- CMD...
 //! labs graph -t FILE [-o OUT.svg|.png|.dot]
 //! labs check [-t FILE | --name LAB] [--timeout SECS]
+//! labs ping NODE ADDR... [--name LAB]  # one echo each, from the node, as check does
 //! labs fault link-down|link-up NODE:ethN | netem NODE:ethN --delay MS --loss PCT | kill NODE | restart NODE
 //! labs destroy [-t FILE | --name LAB]
 //! ```
@@ -104,6 +105,13 @@ enum Command {
     Destroy {
         #[command(flatten)]
         which: Which,
+    },
+    /// Ping addresses from a node, one echo each on one raw socket (as `check` does).
+    Ping {
+        node: String,
+        #[command(flatten)]
+        which: Which,
+        addresses: Vec<std::net::Ipv4Addr>,
     },
     /// (internal) Watch a deployed lab's nodes and restart those that exit.
     Supervise { name: String },
@@ -263,6 +271,19 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let removed = runner::destroy(&name)?;
             println!("destroyed lab {name}: {removed}");
             Ok(ExitCode::SUCCESS)
+        }
+        Command::Ping { node, which, addresses } => {
+            let lab = Lab::open(&which.lab_name()?)?;
+            let round = labs::ping::ping_round(&lab.node(&node)?.namespace, &addresses, Duration::from_secs(1))?;
+            println!(
+                "{} answered; unanswered: {:?}; no route: {:?}",
+                round.answered, round.unanswered, round.unroutable
+            );
+            Ok(if round.unanswered.is_empty() && round.unroutable.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
         }
         Command::Supervise { name } => {
             runner::supervise(&name)?;
