@@ -230,6 +230,7 @@ impl Lab {
         let topology_path = std::fs::canonicalize(topology_path).map_err(|e| e.to_string())?;
         let folder = topology_path.parent().unwrap_or(Path::new("/"));
         let resolved = topology.resolve(folder).map_err(|e| format!("{}: {e}", topology_path.display()))?;
+        check_switch_ports(&topology, &resolved).map_err(|e| format!("{}: {e}", topology_path.display()))?;
         let dir = state_dir(&topology.name);
         if dir.join("state.json").exists() {
             return Err(format!(
@@ -531,6 +532,32 @@ impl Lab {
     pub fn check(&self, timeout: Duration) -> Result<crate::check::Report, String> {
         crate::check::converge(self, timeout)
     }
+}
+
+/// Every front-panel port a switch's config names must be cabled in the
+/// topology (a TAP port is the switch's own), or the switch could not start.
+fn check_switch_ports(topology: &Topology, nodes: &[crate::topology::ResolvedNode]) -> Result<(), String> {
+    let links = topology.links();
+    for node in nodes.iter().filter(|n| n.role == Role::Switchd) {
+        let Some(path) = &node.config else { continue };
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let config: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (i, port) in config["ports"].as_sequence().into_iter().flatten().enumerate() {
+            let (Some(name), kind) = (port["name"].as_str(), port["kind"].as_str()) else { continue };
+            if kind == Some("tap") {
+                continue;
+            }
+            let cabled = links.iter().any(|(a, b)| [a, b].iter().any(|e| e.node == node.name && e.interface == name));
+            if !cabled {
+                return Err(format!(
+                    "topology.nodes.{}: its config {} has ports[{i}] {name}, which no link gives it",
+                    node.name,
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// switchd's config with the management socket moved into the lab's folder
