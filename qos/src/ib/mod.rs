@@ -6,6 +6,9 @@
 
 pub mod arbiter;
 pub mod credit;
+pub mod lft;
+pub mod sl2vl;
+pub mod switch;
 
 /// Bytes in one flow-control block and one arbitration weight unit (IBA 7.9.2
 /// and 7.6.9.2).
