@@ -57,6 +57,9 @@ pub struct NodeState {
     pub helper_pid: Option<u32>,
     /// Set by `labs fault kill`: the supervisor leaves the node down.
     pub stopped: bool,
+    /// Set by the supervisor when the node kept exiting; left down.
+    #[serde(default)]
+    pub failed: bool,
 }
 
 pub fn state_dir(lab: &str) -> PathBuf {
@@ -227,6 +230,7 @@ impl Lab {
         let topology_path = std::fs::canonicalize(topology_path).map_err(|e| e.to_string())?;
         let folder = topology_path.parent().unwrap_or(Path::new("/"));
         let resolved = topology.resolve(folder).map_err(|e| format!("{}: {e}", topology_path.display()))?;
+        check_switch_ports(&topology, &resolved).map_err(|e| format!("{}: {e}", topology_path.display()))?;
         let dir = state_dir(&topology.name);
         if dir.join("state.json").exists() {
             return Err(format!(
@@ -267,6 +271,7 @@ impl Lab {
                 pid: None,
                 helper_pid: None,
                 stopped: false,
+                failed: false,
             });
         }
         // Recorded before anything is made: destroy works from here on.
@@ -396,6 +401,7 @@ impl Lab {
         match (node.role, node.pid) {
             (Role::Host, _) => "running".into(),
             (_, Some(pid)) if pid_alive(pid) => format!("running ({pid})"),
+            _ if node.failed => "failed (see its log)".into(),
             _ if node.stopped => "killed".into(),
             _ => "exited".into(),
         }
@@ -517,6 +523,7 @@ impl Lab {
         }
         lab.stop_node(index);
         lab.nodes[index].stopped = false;
+        lab.nodes[index].failed = false;
         lab.start_node(index)?;
         lab.save()
     }
@@ -525,6 +532,32 @@ impl Lab {
     pub fn check(&self, timeout: Duration) -> Result<crate::check::Report, String> {
         crate::check::converge(self, timeout)
     }
+}
+
+/// Every front-panel port a switch's config names must be cabled in the
+/// topology (a TAP port is the switch's own), or the switch could not start.
+fn check_switch_ports(topology: &Topology, nodes: &[crate::topology::ResolvedNode]) -> Result<(), String> {
+    let links = topology.links();
+    for node in nodes.iter().filter(|n| n.role == Role::Switchd) {
+        let Some(path) = &node.config else { continue };
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let config: serde_yaml::Value = serde_yaml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        for (i, port) in config["ports"].as_sequence().into_iter().flatten().enumerate() {
+            let (Some(name), kind) = (port["name"].as_str(), port["kind"].as_str()) else { continue };
+            if kind == Some("tap") {
+                continue;
+            }
+            let cabled = links.iter().any(|(a, b)| [a, b].iter().any(|e| e.node == node.name && e.interface == name));
+            if !cabled {
+                return Err(format!(
+                    "topology.nodes.{}: its config {} has ports[{i}] {name}, which no link gives it",
+                    node.name,
+                    path.display()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// switchd's config with the management socket moved into the lab's folder
@@ -628,9 +661,17 @@ pub fn destroy(lab: &str) -> Result<String, String> {
     Ok(format!("{removed} namespaces removed, {killed} processes killed"))
 }
 
+/// A node restarted this often within [`RESTART_WINDOW`] is left down: it
+/// fails at start (a bad config, a missing binary), and restarting it
+/// forever would only fill its log.
+const MAX_RESTARTS: usize = 5;
+const RESTART_WINDOW: Duration = Duration::from_secs(60);
+
 /// The supervisor: every 500 ms, restarts a node whose program exited
-/// unless `labs fault kill` stopped it; exits when the lab is destroyed.
+/// unless `labs fault kill` stopped it (or it keeps failing, see
+/// [`MAX_RESTARTS`]); exits when the lab is destroyed.
 pub fn supervise(lab: &str) -> Result<(), String> {
+    let mut restarts: BTreeMap<String, Vec<Instant>> = BTreeMap::new();
     loop {
         std::thread::sleep(Duration::from_millis(500));
         reap_children();
@@ -647,12 +688,24 @@ pub fn supervise(lab: &str) -> Result<(), String> {
             }
             let down = [node.pid, node.helper_pid].into_iter().flatten().any(|p| !pid_alive(p));
             if down {
-                eprintln!("supervisor: {} exited; restarting", node.name);
+                let name = node.name.clone();
+                let recent = restarts.entry(name.clone()).or_default();
+                recent.retain(|t| t.elapsed() < RESTART_WINDOW);
                 state.stop_node(i);
-                if let Err(error) = state.start_node(i) {
-                    eprintln!("supervisor: cannot restart {}: {error}", state.nodes[i].name);
-                }
                 changed = true;
+                if recent.len() >= MAX_RESTARTS {
+                    eprintln!(
+                        "supervisor: {name} exited {MAX_RESTARTS} times within {RESTART_WINDOW:?}; leaving it down"
+                    );
+                    state.nodes[i].stopped = true;
+                    state.nodes[i].failed = true;
+                    continue;
+                }
+                recent.push(Instant::now());
+                eprintln!("supervisor: {name} exited; restarting");
+                if let Err(error) = state.start_node(i) {
+                    eprintln!("supervisor: cannot restart {name}: {error}");
+                }
             }
         }
         if changed {

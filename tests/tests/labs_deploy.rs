@@ -8,7 +8,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fabric_tests::frr::frr_available;
-use fabric_tests::labs::{TestLab, assert_clean, labs_ok, recorded_pids, topology_file};
+use fabric_tests::labs::{TestLab, assert_clean, labs_cli, labs_ok, recorded_pids, topology_file};
 use fabric_tests::{require_root_and_tools, workspace_binary};
 use labs::runner::{Lab, state_dir};
 
@@ -113,4 +113,55 @@ fn graph_renders_svg_with_graphviz() {
     // Without -o: DOT on stdout.
     let dot = labs_ok(&["graph", "-t", file.to_str().unwrap()]);
     assert!(dot.starts_with("graph \"evpn-leaf-spine\""), "{dot}");
+}
+
+#[test]
+fn an_uncabled_switch_port_is_refused_and_a_node_that_keeps_failing_is_left_down() {
+    if !require_root_and_tools("a_node_that_keeps_failing_is_left_down", &["ip"]) {
+        return;
+    }
+    // A config naming a port no link gives the node is refused at deploy,
+    // naming both, before anything is made.
+    let dir = fabric_tests::TempDir::new("fail");
+    std::fs::write(
+        dir.path().join("sw.yaml"),
+        "name: sw\nports:\n  - { name: eth2, mode: routed, addresses: [10.9.0.1/31] }\n",
+    )
+    .unwrap();
+    let name = fabric_tests::unique_name("fail-");
+    let topology = format!(
+        "name: {name}\ntopology:\n  nodes:\n    sw: {{ kind: linux, labels: {{ labs.role: switchd }}, binds: ['sw.yaml:/etc/switchd/config.yaml:ro'] }}\n    h: {{ kind: linux, labels: {{ labs.role: host }} }}\n  links:\n    - endpoints: ['sw:eth1', 'h:eth1']\n"
+    );
+    let file = dir.path().join("fail.clab.yml");
+    std::fs::write(&file, &topology).unwrap();
+    let refused = labs_cli(&["deploy", "-t", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("topology.nodes.sw") && stderr.contains("ports[0] eth2"),
+        "{stderr}"
+    );
+    assert_clean(&name, &[]);
+    // A switch program that exits at once, every time (`LABS_SWITCHD` picks
+    // the binary): the supervisor gives up on it.
+    std::fs::write(
+        dir.path().join("sw.yaml"),
+        "name: sw\nports:\n  - { name: eth1, mode: routed, addresses: [10.9.0.1/31] }\n",
+    )
+    .unwrap();
+    let out = Command::new(workspace_binary("labs"))
+        .args(["deploy", "-t", file.to_str().unwrap()])
+        .env("LABS_SWITCHD", "/bin/false")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let failed = fabric_tests::poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
+        let table = labs_ok(&["inspect", "--name", &name]);
+        table.lines().find(|l| l.starts_with(&format!("clab-{name}-sw")) && l.contains("failed")).map(str::to_owned)
+    });
+    let state = Lab::open(&name).unwrap();
+    let log = std::fs::read_to_string(state_dir(&name).join("supervisor.log")).unwrap_or_default();
+    labs_ok(&["destroy", "--name", &name]);
+    assert!(failed.is_some(), "sw not shown failed; supervisor log:\n{log}");
+    assert!(log.contains("leaving it down"), "{log}");
+    assert_clean(&name, &recorded_pids(&state));
 }
