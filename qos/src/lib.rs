@@ -3,4 +3,5 @@
 //! packet once built. The node (`dataplane`) drives it in real time, the
 //! simulator in virtual time.
 
+pub mod endpoint;
 pub mod ib;
