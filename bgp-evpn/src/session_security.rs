@@ -127,6 +127,32 @@ fn set_int_opt(socket: &impl AsRawFd, level: libc::c_int, name: libc::c_int, val
     if rc != 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
+/// GTSM on the shared listening socket. An accepted socket gets its own
+/// neighbour's minimum only after `accept`, by which time the peer's first
+/// segments (its OPEN) may already sit in the receive queue unchecked; so
+/// the listener itself must drop SYNs that travelled too far. It serves every
+/// neighbour, so it enforces the loosest requirement among them: when every
+/// neighbour has GTSM, the largest hop count; when any has none, nothing
+/// (then a GTSM neighbour's check starts at `accept`, which RFC 5082 section
+/// 3 does not strictly satisfy: give all neighbours GTSM). Replies (SYN-ACK)
+/// go out with TTL 255 whenever any neighbour has GTSM, so a peer enforcing
+/// GTSM on its connect accepts them.
+pub fn set_listener_gtsm(socket: &impl AsRawFd, socket_is_v6: bool, hops: &[Option<u8>]) -> io::Result<()> {
+    if hops.iter().all(Option::is_none) {
+        return Ok(());
+    }
+    let loosest = if hops.iter().all(Option::is_some) { hops.iter().flatten().max().copied() } else { None };
+    let min_ttl = loosest.map_or(0, |h| 256 - libc::c_int::from(h.clamp(1, 254)));
+    // IPv4 options on an IPv6 socket apply to its IPv4-mapped traffic.
+    set_int_opt(socket, libc::IPPROTO_IP, libc::IP_TTL, 255)?;
+    set_int_opt(socket, libc::IPPROTO_IP, libc::IP_MINTTL, min_ttl)?;
+    if socket_is_v6 {
+        set_int_opt(socket, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, 255)?;
+        set_int_opt(socket, libc::IPPROTO_IPV6, libc::IPV6_MINHOPCOUNT, min_ttl)?;
+    }
+    Ok(())
+}
+
 /// RFC 5082 section 3: send with TTL (hop limit) 255 and accept only
 /// segments whose TTL shows at most `hops` hops travelled, i.e. TTL >=
 /// 256 - hops (`hops` 1 = directly connected). `peer` picks IPv4 or IPv6
@@ -203,11 +229,7 @@ mod tests {
         set_md5_key(&sock, true, IpAddr::V4(Ipv4Addr::LOCALHOST), None).unwrap();
     }
 
-    #[test]
-    fn gtsm_sets_ttl_255_and_min_ttl() {
-        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-        set_gtsm(&sock, "127.0.0.1:179".parse().unwrap(), 1).unwrap();
-        assert_eq!(sock.ttl().unwrap(), 255);
+    fn min_ttl(sock: &impl AsRawFd) -> libc::c_int {
         let mut v: libc::c_int = 0;
         let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
         // SAFETY: reading an int option into an int.
@@ -221,6 +243,28 @@ mod tests {
             )
         };
         assert_eq!(rc, 0);
-        assert_eq!(v, 255);
+        v
+    }
+
+    #[test]
+    fn listener_gtsm_enforces_the_loosest_neighbour() {
+        let all = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_listener_gtsm(&all, false, &[Some(1), Some(2)]).unwrap();
+        assert_eq!((min_ttl(&all), all.ttl().unwrap()), (254, 255));
+        let mixed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_listener_gtsm(&mixed, false, &[Some(1), None]).unwrap();
+        assert_eq!((min_ttl(&mixed), mixed.ttl().unwrap()), (0, 255));
+        let none = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        set_listener_gtsm(&none, false, &[None]).unwrap();
+        assert_eq!(min_ttl(&none), 0);
+        assert_ne!(none.ttl().unwrap(), 255);
+    }
+
+    #[test]
+    fn gtsm_sets_ttl_255_and_min_ttl() {
+        let sock = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        set_gtsm(&sock, "127.0.0.1:179".parse().unwrap(), 1).unwrap();
+        assert_eq!(sock.ttl().unwrap(), 255);
+        assert_eq!(min_ttl(&sock), 255);
     }
 }

@@ -142,6 +142,8 @@ fn bind_listener(addr: SocketAddr, neighbors: &[NeighborConfig]) -> Result<TcpLi
                 .map_err(|e| format!("bgp.neighbors[{i}].password: TCP MD5 key on the listener {addr}: {e}"))?;
         }
     }
+    let hops: Vec<Option<u8>> = neighbors.iter().map(|n| n.ttl_security_hops).collect();
+    session_security::set_listener_gtsm(&socket, addr.is_ipv6(), &hops).map_err(fail)?;
     socket.bind(addr).map_err(fail)?;
     socket.listen(128).map_err(fail)
 }
