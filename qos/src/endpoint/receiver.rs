@@ -139,6 +139,7 @@ impl Receiver {
         };
         let qp = &mut self.queue_pairs[index];
         let mut outcome = Outcome::default();
+        let before = qp.counters;
         let c = &mut qp.counters;
         c.packets += 1;
         qp.first_arrival_ns.get_or_insert(now_ns);
@@ -197,23 +198,20 @@ impl Receiver {
             c.delivered_packets += outcome.delivered_packets as u64;
             c.delivered_bytes += outcome.delivered_bytes;
         }
-        let snapshot = *c;
-        let before = self.totals;
-        self.totals = ReceiverCounters {
-            max_reorder_distance: before.max_reorder_distance.max(snapshot.max_reorder_distance),
-            ..before
-        };
+        // The totals move by what this QP's counters moved (O(1) per packet).
+        let after = *c;
         let t = &mut self.totals;
-        t.packets += 1;
-        t.ce_marked += u64::from(arrival.congestion_experienced);
-        t.cnps_sent += u64::from(outcome.cnp_for_qp.is_some());
-        t.delivered_packets += outcome.delivered_packets as u64;
-        t.delivered_bytes += outcome.delivered_bytes;
-        t.messages_completed += u64::from(outcome.message_completed);
-        t.out_of_order = self.queue_pairs.iter().map(|q| q.counters.out_of_order).sum();
-        t.reordered_delivered = self.queue_pairs.iter().map(|q| q.counters.reordered_delivered).sum();
-        t.duplicates = self.queue_pairs.iter().map(|q| q.counters.duplicates).sum();
-        t.beyond_window = self.queue_pairs.iter().map(|q| q.counters.beyond_window).sum();
+        t.packets += after.packets - before.packets;
+        t.delivered_bytes += after.delivered_bytes - before.delivered_bytes;
+        t.delivered_packets += after.delivered_packets - before.delivered_packets;
+        t.ce_marked += after.ce_marked - before.ce_marked;
+        t.cnps_sent += after.cnps_sent - before.cnps_sent;
+        t.out_of_order += after.out_of_order - before.out_of_order;
+        t.reordered_delivered += after.reordered_delivered - before.reordered_delivered;
+        t.duplicates += after.duplicates - before.duplicates;
+        t.beyond_window += after.beyond_window - before.beyond_window;
+        t.messages_completed += after.messages_completed - before.messages_completed;
+        t.max_reorder_distance = t.max_reorder_distance.max(after.max_reorder_distance);
         Ok(outcome)
     }
 }
@@ -284,6 +282,20 @@ mod tests {
         assert!(out.message_completed);
         assert_eq!(rx.flow_completion_ns(2), Some(3_000));
         assert_eq!(rx.counters().messages_completed, 1);
+    }
+
+    #[test]
+    fn messages_completed_in_one_drain_are_all_counted() {
+        let mut rx = Receiver::new(2, DEFAULT_CNP_INTERVAL_NS);
+        let only = |psn| Arrival { opcode: Opcode::SendOnly, ..data(3, psn, false) };
+        rx.on_arrival(only(1), 0).unwrap();
+        rx.on_arrival(only(2), 0).unwrap();
+        rx.on_arrival(data(4, 0, false), 0).unwrap();
+        assert_eq!(rx.on_arrival(only(0), 0).unwrap().delivered_packets, 3);
+        assert_eq!(rx.counters().messages_completed, 3);
+        assert_eq!(rx.qp_counters(3).unwrap().messages_completed, 3);
+        assert_eq!(rx.counters().packets, 4);
+        assert_eq!(rx.counters().delivered_packets, 4);
     }
 
     #[test]
