@@ -20,6 +20,7 @@ use crate::decision::MultipathConfig;
 use crate::neighbor::SessionConfig;
 use crate::packet::{Family, Nlri};
 use crate::policy::{Policy, PolicySet, PrefixList};
+use crate::session_security::Password;
 
 pub const BGP_PORT: u16 = 179;
 
@@ -126,6 +127,15 @@ pub struct NeighborConfig {
     pub extended_message: bool,
     #[serde(default)]
     pub shutdown: bool,
+    /// TCP MD5 signature key (RFC 2385), set in the kernel for this
+    /// neighbour's address on the listener and on our connections.
+    #[serde(default)]
+    pub password: Option<Password>,
+    /// GTSM (RFC 5082, "ttl-security hops N"): send with TTL 255 and accept
+    /// only segments that travelled at most this many hops (1 = directly
+    /// connected).
+    #[serde(default)]
+    pub ttl_security_hops: Option<u8>,
 }
 
 impl NeighborConfig {
@@ -150,6 +160,8 @@ impl NeighborConfig {
             allow_own_as: 0,
             extended_message: false,
             shutdown: false,
+            password: None,
+            ttl_security_hops: None,
         }
     }
 }
@@ -224,6 +236,12 @@ impl BgpConfig {
             }
             if n.families.is_empty() {
                 return Err(format!("{}: at least one address family", field("families")));
+            }
+            if let Some(p) = &n.password {
+                p.check().map_err(|e| format!("{}: {e}", field("password")))?;
+            }
+            if n.ttl_security_hops.is_some_and(|h| !(1..=254).contains(&h)) {
+                return Err(format!("{}: must be 1 to 254 (RFC 5082)", field("ttl_security_hops")));
             }
             if n.hold_time.is_some_and(|h| !hold_ok(h)) {
                 return Err(format!("{}: must be 0 or at least 3", field("hold_time")));
@@ -318,5 +336,21 @@ policies:
         assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("configured twice"));
         let bad = YAML.replace("remote_as: 65000", "remote_az: 65000");
         assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("remote_az"));
+    }
+
+    #[test]
+    fn session_protection_parsed_and_checked() {
+        let ok =
+            YAML.replace("import_policy: in", "import_policy: in\n    password: fabric-key\n    ttl_security_hops: 1");
+        let cfg = BgpConfig::from_yaml(&ok).unwrap();
+        assert_eq!(cfg.neighbors[0].password.as_ref().unwrap().as_bytes(), b"fabric-key");
+        assert_eq!(cfg.neighbors[0].ttl_security_hops, Some(1));
+        assert!(!format!("{cfg:?}").contains("fabric-key"), "the password must not show in Debug");
+        let long = ok.replace("fabric-key", &"k".repeat(81));
+        let err = BgpConfig::from_yaml(&long).unwrap_err();
+        assert!(err.starts_with("bgp.neighbors[0].password:"), "{err}");
+        assert!(!err.contains("kkkk"), "the error must not echo the password: {err}");
+        let bad = ok.replace("ttl_security_hops: 1", "ttl_security_hops: 0");
+        assert!(BgpConfig::from_yaml(&bad).unwrap_err().starts_with("bgp.neighbors[0].ttl_security_hops"));
     }
 }

@@ -36,6 +36,7 @@ pub mod neighbor;
 pub mod packet;
 pub mod policy;
 pub mod rib;
+pub mod session_security;
 pub mod sink;
 pub mod tasks;
 

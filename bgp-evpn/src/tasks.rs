@@ -13,12 +13,13 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::config::BgpConfig;
+use crate::config::{BgpConfig, NeighborConfig};
 use crate::events::{Output, PeerSummary, RouteView, Speaker};
 use crate::neighbor::ConnId;
 use crate::packet::message::{EXTENDED_MAX_LEN, HEADER_LEN, frame_len};
 use crate::packet::{Family, Nlri};
 use crate::rib::PeerId;
+use crate::session_security;
 use crate::sink::RouteSink;
 
 /// How long an outgoing TCP connect may take before it counts as failed.
@@ -67,7 +68,7 @@ impl BgpSpeaker {
     pub async fn spawn(config: BgpConfig, sink: Box<dyn RouteSink>) -> Result<BgpSpeaker, String> {
         let listener = if config.listen_port != 0 {
             let addr = SocketAddr::new(config.listen_address, config.listen_port);
-            Some(bind_listener(addr).map_err(|e| format!("bgp.listen: {addr}: {e}"))?)
+            Some(bind_listener(addr, &config.neighbors)?)
         } else {
             None
         };
@@ -129,11 +130,22 @@ impl Drop for BgpSpeaker {
     }
 }
 
-fn bind_listener(addr: SocketAddr) -> io::Result<TcpListener> {
-    let socket = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-    socket.set_reuseaddr(true)?;
-    socket.bind(addr)?;
-    socket.listen(128)
+/// Binds the listener with every neighbour's MD5 key on it (the kernel
+/// checks the SYN's signature before we ever see the connection).
+fn bind_listener(addr: SocketAddr, neighbors: &[NeighborConfig]) -> Result<TcpListener, String> {
+    let fail = |e: io::Error| format!("bgp.listen: {addr}: {e}");
+    let socket = if addr.is_ipv4() { TcpSocket::new_v4() } else { TcpSocket::new_v6() }.map_err(fail)?;
+    socket.set_reuseaddr(true).map_err(fail)?;
+    for (i, n) in neighbors.iter().enumerate() {
+        if let Some(password) = &n.password {
+            session_security::set_md5_key(&socket, addr.is_ipv6(), n.address, Some(password))
+                .map_err(|e| format!("bgp.neighbors[{i}].password: TCP MD5 key on the listener {addr}: {e}"))?;
+        }
+    }
+    let hops: Vec<Option<u8>> = neighbors.iter().map(|n| n.ttl_security_hops).collect();
+    session_security::set_listener_gtsm(&socket, addr.is_ipv6(), &hops).map_err(fail)?;
+    socket.bind(addr).map_err(fail)?;
+    socket.listen(128).map_err(fail)
 }
 
 struct Driver {
@@ -154,12 +166,22 @@ impl Driver {
         while let Some(out) = self.speaker.poll_output() {
             match out {
                 Output::Connect { peer, conn, remote } => {
-                    let local = self.speaker.peer(peer).and_then(|p| p.config.local_address);
+                    let Some(config) = self.speaker.peer(peer).map(|p| p.config.clone()) else { continue };
                     let io_tx = self.io_tx.clone();
                     tokio::spawn(async move {
-                        let result = tokio::time::timeout(CONNECT_TIMEOUT, connect(remote, local))
+                        let result = tokio::time::timeout(CONNECT_TIMEOUT, connect(remote, &config))
                             .await
-                            .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")));
+                            .unwrap_or_else(|_| {
+                                // A peer whose MD5 key differs (or who has none) drops
+                                // our SYNs in its kernel without an answer, so a
+                                // timeout is all we see; say so.
+                                let why = if config.password.is_some() {
+                                    "connect timed out (TCP MD5 is configured: a peer with another or no password drops the SYN silently)"
+                                } else {
+                                    "connect timed out"
+                                };
+                                Err(io::Error::new(io::ErrorKind::TimedOut, why))
+                            });
                         let _ = io_tx.send(IoEvent::Connected { peer, conn, result }).await;
                     });
                 }
@@ -249,7 +271,11 @@ impl Driver {
                 self.speaker.connected(now, peer, conn, unmap(local));
             }
             IoEvent::Connected { peer, conn, result: Err(e) } => {
-                tracing::debug!(peer, error = %e, "connect failed");
+                if e.kind() == io::ErrorKind::TimedOut {
+                    tracing::warn!(peer, error = %e, "connect failed");
+                } else {
+                    tracing::debug!(peer, error = %e, "connect failed");
+                }
                 self.speaker.closed(now, peer, conn);
             }
             IoEvent::Frame { peer, conn, bytes } => self.speaker.received(now, peer, conn, &bytes),
@@ -266,6 +292,12 @@ impl Driver {
             tracing::info!(%remote, "connection from an unconfigured address refused");
             return;
         };
+        if let Some(hops) = self.speaker.peer(peer).and_then(|p| p.config.ttl_security_hops)
+            && let Err(e) = session_security::set_gtsm(&stream, remote, hops)
+        {
+            tracing::warn!(%remote, error = %e, "GTSM could not be set; connection refused");
+            return;
+        }
         let local = stream.local_addr().map(|a| unmap(a.ip())).unwrap_or(IpAddr::from([0, 0, 0, 0]));
         let now = self.now();
         // The id is known only once the speaker accepted; outputs wait in its
@@ -282,10 +314,17 @@ fn unmap(ip: IpAddr) -> IpAddr {
     }
 }
 
-async fn connect(remote: SocketAddr, local: Option<IpAddr>) -> io::Result<TcpStream> {
+/// Connects to a neighbour with its session protection set before the SYN.
+async fn connect(remote: SocketAddr, config: &NeighborConfig) -> io::Result<TcpStream> {
     let socket = if remote.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-    if let Some(local) = local {
+    if let Some(local) = config.local_address {
         socket.bind(SocketAddr::new(local, 0))?;
+    }
+    if let Some(password) = &config.password {
+        session_security::set_md5_key(&socket, remote.is_ipv6(), remote.ip(), Some(password))?;
+    }
+    if let Some(hops) = config.ttl_security_hops {
+        session_security::set_gtsm(&socket, remote, hops)?;
     }
     socket.connect(remote).await
 }

@@ -1,2 +1,9 @@
 //! The lab layer: containerlab topologies and their runner, `fabric-host`
 //! (the lab host program) and the virtual-time simulator.
+
+pub mod check;
+pub mod generate;
+pub mod netns;
+pub mod ping;
+pub mod runner;
+pub mod topology;

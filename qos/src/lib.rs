@@ -2,3 +2,6 @@
 //! nanoseconds); nothing here reads a clock, opens a socket or allocates per
 //! packet once built. The node (`dataplane`) drives it in real time, the
 //! simulator in virtual time.
+
+pub mod endpoint;
+pub mod ib;

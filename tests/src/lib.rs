@@ -9,6 +9,7 @@
 pub mod bgp_speaker;
 pub mod frr;
 pub mod gobgp;
+pub mod labs;
 pub mod netns;
 pub mod switchd;
 pub mod tcp;

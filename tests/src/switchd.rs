@@ -15,7 +15,7 @@ fn profile_dir() -> PathBuf {
     deps.parent().expect("profile dir").to_path_buf()
 }
 
-/// The path of a workspace binary (`switchd`, `swcli`), built on first use
+/// The path of a workspace binary (`switchd`, `swcli`, `labs`), built on first use
 /// with the same cargo and profile as the running test, so
 /// `cargo test -p fabric-tests` alone works (cargo builds other packages'
 /// binaries only for `--workspace`).
@@ -26,7 +26,8 @@ pub fn workspace_binary(name: &str) -> PathBuf {
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
         let mut cmd = Command::new(cargo);
-        cmd.args(["build", "--bins", "-p", "switchd", "-p", "mgmt-cli", "--manifest-path"]).arg(&manifest);
+        cmd.args(["build", "--bins", "-p", "switchd", "-p", "mgmt-cli", "-p", "labs", "--manifest-path"])
+            .arg(&manifest);
         if dir.file_name().is_some_and(|n| n == "release") {
             cmd.arg("--release");
         }

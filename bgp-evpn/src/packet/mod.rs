@@ -4,6 +4,7 @@
 pub mod attribute;
 pub mod capability;
 pub mod error;
+pub mod evpn;
 pub mod message;
 pub mod nlri;
 pub mod notification;

@@ -10,6 +10,7 @@
 pub mod arp;
 pub mod checksum;
 pub mod ethernet;
+pub mod ib;
 pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
@@ -70,6 +71,7 @@ pub(crate) fn write_u16(buffer: &mut [u8], field: Field, value: u16) {
 
 pub use arp::{ArpPacket, ArpRepr};
 pub use ethernet::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr};
+pub use ib::{DataPacket, FlowControlPacket, FlowControlRepr, IbFrame, IbPacketRepr, LrhRepr};
 pub use icmpv4::{Icmpv4Packet, Icmpv4Repr};
 pub use icmpv6::{Icmpv6Packet, Icmpv6Repr, NdOption};
 pub use ipv4::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr};

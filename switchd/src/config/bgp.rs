@@ -13,6 +13,7 @@
 //!   neighbors:
 //!     - { interface: eth1, remote_as: external }   # the peer on eth1's /31 or /30
 //!     - { address: 10.1.2.0, remote_as: 65000, import_policy: from-spine }
+//!       # per neighbour also: password: KEY (TCP MD5, RFC 2385), ttl_security_hops: 1 (GTSM, RFC 5082)
 //!   prefix_lists:
 //!     loopbacks: [{ action: permit, prefix: 10.255.0.0/16, ge: 32 }]
 //!   policies:
@@ -26,6 +27,7 @@ use bgp_evpn::config::{BGP_PORT, MaxPrefix, NeighborConfig, Timers};
 use bgp_evpn::decision::MultipathConfig;
 use bgp_evpn::packet::{Family, Ipv4Prefix, Ipv6Prefix, Nlri};
 use bgp_evpn::policy::{Policy, PrefixList};
+use bgp_evpn::session_security::Password;
 use bgp_evpn::{BgpConfig, policy::PolicySet};
 use ipnetwork::IpNetwork;
 use serde::{Deserialize, Serialize};
@@ -142,6 +144,21 @@ pub struct NeighborFile {
     pub weight: u32,
     #[serde(default, skip_serializing_if = "is_false")]
     pub shutdown: bool,
+    /// TCP MD5 signature key (RFC 2385). `show running-config` prints
+    /// `<hidden>` in its place, never the key.
+    #[serde(default, skip_serializing_if = "Option::is_none", serialize_with = "hidden_password")]
+    pub password: Option<Password>,
+    /// GTSM (RFC 5082): accept only segments that travelled at most this
+    /// many hops (1 = directly connected); we send with TTL 255.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_security_hops: Option<u8>,
+}
+
+fn hidden_password<S: serde::Serializer>(p: &Option<Password>, s: S) -> Result<S::Ok, S::Error> {
+    match p {
+        Some(_) => s.serialize_str("<hidden>"),
+        None => s.serialize_none(),
+    }
 }
 
 fn default_port() -> u16 {
@@ -437,6 +454,16 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
         neighbor.weight = n.weight;
         neighbor.allow_own_as = n.allow_own_as;
         neighbor.shutdown = n.shutdown;
+        if let Some(password) = &n.password
+            && let Err(e) = password.check()
+        {
+            error(path("password"), e);
+        }
+        if n.ttl_security_hops.is_some_and(|h| !(1..=254).contains(&h)) {
+            error(path("ttl_security_hops"), "must be 1 to 254 (RFC 5082)".into());
+        }
+        neighbor.password = n.password.clone();
+        neighbor.ttl_security_hops = n.ttl_security_hops;
         neighbors.push(neighbor);
     }
 
@@ -521,6 +548,23 @@ bgp:
         assert!(yaml.contains("remote_as: external"), "{yaml}");
         let again = Config::from_yaml(&yaml).unwrap_or_else(|e| panic!("{e}\n{yaml}"));
         assert_eq!(again.bgp, config.bgp);
+    }
+
+    #[test]
+    fn session_protection_mapped_and_password_hidden_in_running_config() {
+        let text = LEAF.replace("interface: eth1,", "interface: eth1, password: Leaf-Key-9, ttl_security_hops: 1,");
+        let config = Config::from_yaml(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        let n = &config.bgp.as_ref().unwrap().neighbors[0];
+        assert_eq!(n.password.as_ref().map(|p| p.as_bytes().to_vec()), Some(b"Leaf-Key-9".to_vec()));
+        assert_eq!(n.ttl_security_hops, Some(1));
+        let yaml = config.to_yaml();
+        assert!(!yaml.contains("Leaf-Key-9"), "{yaml}");
+        assert!(yaml.contains("password: <hidden>"), "{yaml}");
+        assert!(!format!("{config:?}").contains("Leaf-Key-9"));
+        let e = refused(&LEAF.replace("interface: eth1,", "interface: eth1, ttl_security_hops: 0,"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[0].ttl_security_hops")), "{e:?}");
+        let e = refused(&LEAF.replace("interface: eth1,", &format!("interface: eth1, password: {},", "k".repeat(81))));
+        assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[0].password") && !e.contains("kkk")), "{e:?}");
     }
 
     #[test]

@@ -1,0 +1,293 @@
+//! `labs`: generate containerlab topologies and run them in network
+//! namespaces.
+//!
+//! ```text
+//! labs generate ai-rail --servers 16 --rails 8 --spines 4 [-o DIR]
+//! labs generate fattree --radix 8 [-o DIR]
+//! labs deploy -t FILE            # one namespace per node, clab-LAB-NODE
+//! labs inspect [-t FILE | --name LAB]
+//! labs exec NODE [-t FILE | --name LAB] -- CMD...
+//! labs graph -t FILE [-o OUT.svg|.png|.dot]
+//! labs check [-t FILE | --name LAB] [--timeout SECS]
+//! labs ping NODE ADDR... [--name LAB]  # one echo each, from the node, as check does
+//! labs fault link-down|link-up NODE:ethN | netem NODE:ethN --delay MS --loss PCT | kill NODE | restart NODE
+//! labs destroy [-t FILE | --name LAB]
+//! ```
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+use labs::generate::{self, AiRail};
+use labs::runner::{self, Lab};
+use labs::topology::Topology;
+
+#[derive(Parser)]
+#[command(name = "labs", version, about = "containerlab topologies in network namespaces")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// Which lab: its topology file, or the name of a deployed one.
+#[derive(Args, Clone)]
+struct Which {
+    #[arg(long, short = 't', global = true)]
+    topo: Option<PathBuf>,
+    #[arg(long, global = true)]
+    name: Option<String>,
+}
+
+impl Which {
+    fn lab_name(&self) -> Result<String, String> {
+        match (&self.topo, &self.name) {
+            (_, Some(name)) => Ok(name.clone()),
+            (Some(path), None) => Topology::load(path).map(|t| t.name).map_err(|e| e.to_string()),
+            (None, None) => runner::only_deployed_lab(),
+        }
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Write a generated lab (topology and node configs).
+    Generate {
+        #[command(subcommand)]
+        shape: Shape,
+        /// Output folder.
+        #[arg(long, short = 'o', default_value = ".", global = true)]
+        out: PathBuf,
+    },
+    /// Create the namespaces and links, start the nodes.
+    Deploy {
+        #[arg(long, short = 't')]
+        topo: PathBuf,
+    },
+    /// The nodes of a deployed lab and their state.
+    Inspect {
+        #[command(flatten)]
+        which: Which,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run a command in a node's namespace.
+    Exec {
+        node: String,
+        #[command(flatten)]
+        which: Which,
+        #[arg(last = true, required = true)]
+        command: Vec<String>,
+    },
+    /// The topology as Graphviz DOT (to stdout), or rendered by `dot`.
+    Graph {
+        #[arg(long, short = 't')]
+        topo: PathBuf,
+        /// `.dot`, `.svg` or `.png`; the latter two need Graphviz's `dot`.
+        #[arg(long, short = 'o')]
+        out: Option<PathBuf>,
+    },
+    /// Wait for convergence: BGP sessions up, routes installed, all-pairs ping.
+    Check {
+        #[command(flatten)]
+        which: Which,
+        #[arg(long, default_value_t = 120)]
+        timeout: u64,
+    },
+    /// Inject a fault.
+    Fault {
+        #[command(subcommand)]
+        fault: Fault,
+        #[command(flatten)]
+        which: Which,
+    },
+    /// Remove every namespace, link and process of a lab.
+    Destroy {
+        #[command(flatten)]
+        which: Which,
+    },
+    /// Ping addresses from a node, one echo each on one raw socket (as `check` does).
+    Ping {
+        node: String,
+        #[command(flatten)]
+        which: Which,
+        addresses: Vec<std::net::Ipv4Addr>,
+    },
+    /// (internal) Watch a deployed lab's nodes and restart those that exit.
+    Supervise { name: String },
+}
+
+#[derive(Subcommand)]
+enum Shape {
+    /// Rail-optimised two-tier fabric: server NIC r goes to its group's rail-r leaf.
+    AiRail {
+        #[arg(long, default_value_t = 16)]
+        servers: usize,
+        #[arg(long, default_value_t = 8)]
+        rails: usize,
+        #[arg(long, default_value_t = 4)]
+        spines: usize,
+        #[arg(long, default_value_t = 8)]
+        servers_per_leaf: usize,
+        #[arg(long, default_value = "ai-rail")]
+        name: String,
+    },
+    /// Two-level fat-tree of radix-K switches (K/2 spines, K leaves, K*K/2 hosts).
+    Fattree {
+        #[arg(long)]
+        radix: usize,
+        #[arg(long, default_value = "fattree")]
+        name: String,
+    },
+    /// One switch and N hosts.
+    Incast {
+        #[arg(long, default_value_t = 4)]
+        hosts: usize,
+        #[arg(long, default_value = "incast")]
+        name: String,
+    },
+    /// 2 spines, N leaves (the last one FRR unless --no-frr), hosts in two VNIs.
+    EvpnLeafSpine {
+        #[arg(long, default_value_t = 4)]
+        leaves: usize,
+        #[arg(long)]
+        no_frr: bool,
+        #[arg(long, default_value = "evpn-leaf-spine")]
+        name: String,
+    },
+}
+
+#[derive(Subcommand)]
+enum Fault {
+    /// Take a link down at one end (`ip link set down`).
+    LinkDown {
+        endpoint: String,
+    },
+    LinkUp {
+        endpoint: String,
+    },
+    /// Delay and/or loss on an interface (`tc qdisc netem`); 0 and 0 removes it.
+    Netem {
+        endpoint: String,
+        #[arg(long, default_value_t = 0.0)]
+        delay: f64,
+        #[arg(long, default_value_t = 0.0)]
+        loss: f64,
+    },
+    /// Kill a node's program (SIGKILL); the supervisor leaves it down.
+    Kill {
+        node: String,
+    },
+    /// Start a node's program again (killing it first if it runs).
+    Restart {
+        node: String,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("labs: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<ExitCode, String> {
+    match command {
+        Command::Generate { shape, out } => {
+            let generated = match shape {
+                Shape::AiRail { servers, rails, spines, servers_per_leaf, name } => {
+                    AiRail { servers, rails, spines, servers_per_leaf }.generate(&name)
+                }
+                Shape::Fattree { radix, name } => generate::fattree(&name, radix),
+                Shape::Incast { hosts, name } => generate::incast(&name, hosts),
+                Shape::EvpnLeafSpine { leaves, no_frr, name } => generate::evpn_leaf_spine(&name, leaves, !no_frr),
+            }
+            .map_err(|e| e.to_string())?;
+            let path = generated.write(&out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
+            let nodes = &generated.topology.topology.nodes;
+            println!(
+                "wrote {} ({} nodes, {} links, {} configs)",
+                path.display(),
+                nodes.len(),
+                generated.topology.topology.links.len(),
+                generated.files.len()
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Deploy { topo } => {
+            let lab = Lab::deploy(&topo)?;
+            print!("{}", lab.inspect_table());
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Inspect { which, json } => {
+            let lab = Lab::open(&which.lab_name()?)?;
+            if json {
+                println!("{}", lab.inspect_json());
+            } else {
+                print!("{}", lab.inspect_table());
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Exec { node, which, command } => {
+            let lab = Lab::open(&which.lab_name()?)?;
+            let status = lab.exec(&node, &command)?;
+            Ok(ExitCode::from(status.code().unwrap_or(1).clamp(0, 255) as u8))
+        }
+        Command::Graph { topo, out } => {
+            let topology = Topology::load(&topo).map_err(|e| e.to_string())?;
+            let dot = runner::graph_dot(&topology);
+            match out {
+                None => print!("{dot}"),
+                Some(path) => {
+                    runner::render_graph(&dot, &path)?;
+                    println!("wrote {}", path.display());
+                }
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check { which, timeout } => {
+            let lab = Lab::open(&which.lab_name()?)?;
+            let report = lab.check(Duration::from_secs(timeout))?;
+            println!("{report}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Fault { fault, which } => {
+            let lab = Lab::open(&which.lab_name()?)?;
+            match fault {
+                Fault::LinkDown { endpoint } => lab.link_set(&endpoint, false)?,
+                Fault::LinkUp { endpoint } => lab.link_set(&endpoint, true)?,
+                Fault::Netem { endpoint, delay, loss } => lab.netem(&endpoint, delay, loss)?,
+                Fault::Kill { node } => lab.kill(&node)?,
+                Fault::Restart { node } => lab.restart(&node)?,
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Destroy { which } => {
+            let name = which.lab_name()?;
+            let removed = runner::destroy(&name)?;
+            println!("destroyed lab {name}: {removed}");
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Ping { node, which, addresses } => {
+            let lab = Lab::open(&which.lab_name()?)?;
+            let round = labs::ping::ping_round(&lab.node(&node)?.namespace, &addresses, Duration::from_secs(1))?;
+            println!(
+                "{} answered; unanswered: {:?}; no route: {:?}",
+                round.answered, round.unanswered, round.unroutable
+            );
+            Ok(if round.unanswered.is_empty() && round.unroutable.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        Command::Supervise { name } => {
+            runner::supervise(&name)?;
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

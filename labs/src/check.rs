@@ -1,0 +1,242 @@
+//! `labs check`: waits until a deployed lab has converged and says how long
+//! it took. Converged means, in this order:
+//!
+//! 1. every BGP neighbour of every `switchd` (`swcli show bgp summary
+//!    --json`) and FRR node (`vtysh show bgp summary json`) is Established;
+//! 2. every BGP-speaking `switchd` has the IPv4 loopback of every
+//!    `switchd` in another AS installed (`swcli show ip route --json`);
+//! 3. every host pings every address of every other host it has a route to
+//!    (hosts in different VNIs without a router between them are not a
+//!    pair: the kernel refuses the echo with "network unreachable").
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::runner::{Lab, NodeState, binary, host_addresses};
+use crate::topology::Role;
+
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub elapsed: Duration,
+    pub sessions: usize,
+    pub routes: usize,
+    pub pairs: usize,
+    /// When the sessions were up and the routes in, from the start.
+    pub sessions_at: Duration,
+    pub routes_at: Duration,
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "converged in {:.2} s: {} BGP sessions established ({:.2} s), {} loopback routes installed ({:.2} s), {} host pairs ping",
+            self.elapsed.as_secs_f64(),
+            self.sessions,
+            self.sessions_at.as_secs_f64(),
+            self.routes,
+            self.routes_at.as_secs_f64(),
+            self.pairs
+        )
+    }
+}
+
+fn swcli(node: &NodeState, args: &[&str]) -> Option<Value> {
+    let socket = node.config.as_ref()?.with_extension("sock");
+    let out =
+        Command::new(binary("swcli")).arg("--socket").arg(&socket).args(args).stdin(Stdio::null()).output().ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+fn config_yaml(node: &NodeState) -> Option<serde_yaml::Value> {
+    serde_yaml::from_str(&std::fs::read_to_string(node.config.as_ref()?).ok()?).ok()
+}
+
+/// (established, configured) sessions of one node.
+fn sessions(lab: &Lab, node: &NodeState) -> (usize, usize) {
+    match node.role {
+        Role::Switchd => {
+            let configured =
+                config_yaml(node).and_then(|c| c["bgp"]["neighbors"].as_sequence().map(|s| s.len())).unwrap_or(0);
+            if configured == 0 {
+                return (0, 0);
+            }
+            let peers = swcli(node, &["show", "bgp", "summary", "--json"])
+                .and_then(|s| s["peers"].as_array().cloned())
+                .unwrap_or_default();
+            (peers.iter().filter(|p| p["state"] == "Established").count(), configured)
+        }
+        Role::Frr => {
+            let vty = crate::runner::state_dir(&lab.name).join(&node.name);
+            let out = Command::new("vtysh")
+                .arg("--vty_socket")
+                .arg(&vty)
+                .args(["-d", "bgpd", "-c", "show bgp summary json"])
+                .stdin(Stdio::null())
+                .output();
+            let summary: Value = out.ok().and_then(|o| serde_json::from_slice(&o.stdout).ok()).unwrap_or(Value::Null);
+            let peers = summary["ipv4Unicast"]["peers"].as_object().cloned().unwrap_or_default();
+            let configured = std::fs::read_to_string(node.config.as_deref().unwrap_or(Path::new("/dev/null")))
+                .map(|t| {
+                    t.lines().filter(|l| l.trim_start().starts_with("neighbor") && l.contains("remote-as")).count()
+                })
+                .unwrap_or(0);
+            (peers.values().filter(|p| p["state"] == "Established").count(), configured)
+        }
+        Role::Host => (0, 0),
+    }
+}
+
+fn loopbacks(node: &NodeState) -> Vec<String> {
+    config_yaml(node)
+        .and_then(|c| c["loopback"].as_sequence().cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .filter(|p| !p.contains(':'))
+        .collect()
+}
+
+/// How many of `wanted` prefixes the node has installed.
+fn installed(node: &NodeState, wanted: &[String]) -> usize {
+    let routes =
+        swcli(node, &["show", "ip", "route", "--json"]).and_then(|r| r.as_array().cloned()).unwrap_or_default();
+    wanted.iter().filter(|p| routes.iter().any(|r| r["prefix"] == p.as_str() && r["installed"] == true)).count()
+}
+
+/// One ping round from every source (a few sources at a time, each on one
+/// raw socket, see [`crate::ping`]); returns the pairs with a route and
+/// the unanswered pairs per source.
+fn ping_round(sources: &[(String, Vec<Ipv4Addr>)]) -> (usize, Vec<(String, Vec<Ipv4Addr>)>) {
+    let next = AtomicUsize::new(0);
+    let routed = AtomicUsize::new(0);
+    let failed = std::sync::Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map(|n| n.get() * 4).unwrap_or(8).min(sources.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some((ns, targets)) = sources.get(i) else { break };
+                    let unanswered = match crate::ping::ping_round(ns, targets, Duration::from_secs(1)) {
+                        Ok(round) => {
+                            routed.fetch_add(targets.len() - round.unroutable.len(), Ordering::Relaxed);
+                            round.unanswered
+                        }
+                        Err(_) => targets.clone(),
+                    };
+                    if !unanswered.is_empty() {
+                        failed.lock().expect("lock").push((ns.clone(), unanswered));
+                    }
+                }
+            });
+        }
+    });
+    (routed.into_inner(), failed.into_inner().expect("lock"))
+}
+
+pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
+    let started = Instant::now();
+    let deadline = started + timeout;
+    let poll = Duration::from_millis(200);
+    // 1. Sessions.
+    let speakers: Vec<&NodeState> = lab.nodes.iter().filter(|n| n.role != Role::Host).collect();
+    let mut established = 0;
+    loop {
+        let mut missing = Vec::new();
+        let mut total = 0;
+        for node in &speakers {
+            let (up, configured) = sessions(lab, node);
+            total += up;
+            if up < configured {
+                missing.push(format!("{} {up}/{configured}", node.name));
+            }
+        }
+        if missing.is_empty() {
+            established = established.max(total);
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "not converged after {timeout:?}: BGP sessions not established on {}",
+                missing.join(", ")
+            ));
+        }
+        std::thread::sleep(poll);
+    }
+    let sessions_at = started.elapsed();
+    // 2. Loopback routes on every BGP switchd.
+    let switches: Vec<&NodeState> = lab.nodes.iter().filter(|n| n.role == Role::Switchd).collect();
+    let bgp_switches: Vec<&NodeState> =
+        switches.iter().copied().filter(|n| config_yaml(n).is_some_and(|c| !c["bgp"].is_null())).collect();
+    let mut routes = 0;
+    loop {
+        let mut missing = Vec::new();
+        let mut total = 0;
+        for node in &bgp_switches {
+            // A speaker never takes paths through its own AS (RFC 4271
+            // 9.1.2), so switches sharing an AS (the spines) do not learn
+            // each other's loopbacks.
+            let asn = |n: &NodeState| config_yaml(n).and_then(|c| c["bgp"]["asn"].as_u64());
+            let wanted: Vec<String> = bgp_switches
+                .iter()
+                .filter(|other| other.name != node.name && asn(other) != asn(node))
+                .flat_map(|n| loopbacks(n))
+                .collect();
+            let have = installed(node, &wanted);
+            total += have;
+            if have < wanted.len() {
+                missing.push(format!("{} {have}/{}", node.name, wanted.len()));
+            }
+        }
+        if missing.is_empty() {
+            routes = routes.max(total);
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("not converged after {timeout:?}: loopback routes missing on {}", missing.join(", ")));
+        }
+        std::thread::sleep(poll);
+    }
+    let routes_at = started.elapsed();
+    // 3. All-pairs ping, retrying the pairs that failed.
+    let hosts = host_addresses(lab);
+    let mut pending: Vec<(String, Vec<Ipv4Addr>)> = hosts
+        .iter()
+        .map(|(src, ns, _)| {
+            let others = hosts.iter().filter(|(dst, _, _)| dst != src);
+            (ns.clone(), others.flat_map(|(_, _, addresses)| addresses.iter().copied()).collect())
+        })
+        .collect();
+    let mut pairs = None;
+    loop {
+        let (tried, failed) = ping_round(&pending);
+        pairs.get_or_insert(tried);
+        pending = failed;
+        if pending.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            let count: usize = pending.iter().map(|(_, a)| a.len()).sum();
+            let sample: Vec<String> =
+                pending.iter().flat_map(|(ns, a)| a.iter().map(move |a| format!("{ns} -> {a}"))).take(5).collect();
+            return Err(format!(
+                "not converged after {timeout:?}: {count} of {} host pairs do not ping (e.g. {})",
+                pairs.unwrap_or(0),
+                sample.join(", ")
+            ));
+        }
+        std::thread::sleep(poll);
+    }
+    let pairs = pairs.unwrap_or(0);
+    Ok(Report { elapsed: started.elapsed(), sessions: established, routes, pairs, sessions_at, routes_at })
+}

@@ -1,0 +1,167 @@
+//! The checked-in labs deploy with `labs deploy`, converge (`labs check`:
+//! BGP sessions, loopback routes, all-pairs ping), and `labs destroy`
+//! leaves no namespace, veth, state or process behind, also when the runner
+//! was killed half-way through a deploy.
+
+use std::os::unix::process::CommandExt as _;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fabric_tests::frr::frr_available;
+use fabric_tests::labs::{TestLab, assert_clean, labs_cli, labs_ok, recorded_pids, topology_file};
+use fabric_tests::{require_root_and_tools, workspace_binary};
+use labs::runner::{Lab, state_dir};
+
+/// Deploys, converges, checks inspect/exec, destroys and checks it is gone.
+fn deploy_check_destroy(topology: &str, tag: &str, want_pairs: usize) {
+    let lab = TestLab::deploy(&topology_file(topology), tag);
+    let state = lab.state();
+    let report = lab.cli(&["check", "--timeout", "90"]);
+    println!("{topology}: {report}");
+    assert!(report.contains(&format!("{want_pairs} host pairs ping")), "{report}");
+    // inspect names every node, each program running.
+    let table = lab.cli(&["inspect"]);
+    for node in &state.nodes {
+        let line = table.lines().find(|l| l.starts_with(&node.namespace)).unwrap_or_else(|| panic!("{table}"));
+        assert!(line.contains("running"), "{line}");
+    }
+    // exec runs in the node's namespace.
+    let host = state.nodes.iter().find(|n| n.role == labs::topology::Role::Host).unwrap();
+    let (ok, links) = lab.exec(&host.name, &["ip", "-o", "link", "show", "eth1"]);
+    assert!(ok && links.contains("eth1"), "{links}");
+    lab.destroy_and_check(&recorded_pids(&state));
+}
+
+#[test]
+fn incast_deploys_converges_and_destroys_clean() {
+    if !require_root_and_tools("incast_deploys_converges_and_destroys_clean", &["ip", "ping"]) {
+        return;
+    }
+    // 4 hosts on one switch: 12 ordered pairs.
+    deploy_check_destroy("incast", "inc", 12);
+}
+
+#[test]
+fn evpn_leaf_spine_with_an_frr_leaf_deploys_converges_and_destroys_clean() {
+    if !frr_available("evpn_leaf_spine_with_an_frr_leaf") || !require_root_and_tools("evpn", &["ip", "ping", "bridge"])
+    {
+        return;
+    }
+    // Two VNIs of 4 hosts each, one leaf FRR with a kernel VTEP: 2 x 4 x 3.
+    deploy_check_destroy("evpn-leaf-spine", "evp", 24);
+}
+
+#[test]
+fn ai_rail_deploys_converges_and_destroys_clean() {
+    if !require_root_and_tools("ai_rail_deploys_converges_and_destroys_clean", &["ip", "ping"]) {
+        return;
+    }
+    // 4 servers x 2 rails, pairs on the same rail: 2 x 4 x 3.
+    deploy_check_destroy("ai-rail", "air", 24);
+}
+
+#[test]
+fn destroy_after_the_runner_was_killed_mid_deploy_leaves_nothing() {
+    if !require_root_and_tools("destroy_after_the_runner_was_killed_mid_deploy", &["ip"]) {
+        return;
+    }
+    let lab = TestLab::prepare(&topology_file("ai-rail"), "kil");
+    let mut deploy = Command::new(workspace_binary("labs"));
+    deploy.args(["deploy", "-t", lab.file.to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::null());
+    // Its own process group, so the kill below reaches only it.
+    deploy.process_group(0);
+    let mut child = deploy.spawn().expect("spawn labs deploy");
+    // Killed as soon as the second namespace exists: state written, some of
+    // the lab made, the rest not.
+    let prefix = format!("clab-{}-", lab.name);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let made = std::fs::read_dir("/run/netns")
+            .map(|d| d.filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().starts_with(&prefix)).count())
+            .unwrap_or(0);
+        if made >= 2 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "deploy made no namespace");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    child.kill().expect("kill labs deploy");
+    child.wait().expect("reap");
+    let state = Lab::open(&lab.name).expect("the state file is written before anything is made");
+    assert!(state.deploy_secs.is_none(), "the deploy finished before it was killed; the test proves nothing");
+    let pids = recorded_pids(&state);
+    labs_ok(&["destroy", "--name", &lab.name]);
+    assert_clean(&lab.name, &pids);
+    assert!(!state_dir(&lab.name).exists());
+}
+
+#[test]
+fn graph_renders_svg_with_graphviz() {
+    if !require_root_and_tools("graph_renders_svg_with_graphviz", &["dot"]) {
+        return;
+    }
+    let dir = fabric_tests::TempDir::new("graph");
+    let svg = dir.path().join("lab.svg");
+    let file = topology_file("evpn-leaf-spine");
+    labs_ok(&["graph", "-t", file.to_str().unwrap(), "-o", svg.to_str().unwrap()]);
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.contains("<svg"), "not an SVG");
+    // (SVG writes "-" as "&#45;", so hosts are matched by their VNI.)
+    for node in ["spine1", "leaf4", "vni10010", "vni10020"] {
+        assert!(text.contains(node), "{node} not drawn");
+    }
+    // Without -o: DOT on stdout.
+    let dot = labs_ok(&["graph", "-t", file.to_str().unwrap()]);
+    assert!(dot.starts_with("graph \"evpn-leaf-spine\""), "{dot}");
+}
+
+#[test]
+fn an_uncabled_switch_port_is_refused_and_a_node_that_keeps_failing_is_left_down() {
+    if !require_root_and_tools("a_node_that_keeps_failing_is_left_down", &["ip"]) {
+        return;
+    }
+    // A config naming a port no link gives the node is refused at deploy,
+    // naming both, before anything is made.
+    let dir = fabric_tests::TempDir::new("fail");
+    std::fs::write(
+        dir.path().join("sw.yaml"),
+        "name: sw\nports:\n  - { name: eth2, mode: routed, addresses: [10.9.0.1/31] }\n",
+    )
+    .unwrap();
+    let name = fabric_tests::unique_name("fail-");
+    let topology = format!(
+        "name: {name}\ntopology:\n  nodes:\n    sw: {{ kind: linux, labels: {{ labs.role: switchd }}, binds: ['sw.yaml:/etc/switchd/config.yaml:ro'] }}\n    h: {{ kind: linux, labels: {{ labs.role: host }} }}\n  links:\n    - endpoints: ['sw:eth1', 'h:eth1']\n"
+    );
+    let file = dir.path().join("fail.clab.yml");
+    std::fs::write(&file, &topology).unwrap();
+    let refused = labs_cli(&["deploy", "-t", file.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && stderr.contains("topology.nodes.sw") && stderr.contains("ports[0] eth2"),
+        "{stderr}"
+    );
+    assert_clean(&name, &[]);
+    // A switch program that exits at once, every time (`LABS_SWITCHD` picks
+    // the binary): the supervisor gives up on it.
+    std::fs::write(
+        dir.path().join("sw.yaml"),
+        "name: sw\nports:\n  - { name: eth1, mode: routed, addresses: [10.9.0.1/31] }\n",
+    )
+    .unwrap();
+    let out = Command::new(workspace_binary("labs"))
+        .args(["deploy", "-t", file.to_str().unwrap()])
+        .env("LABS_SWITCHD", "/bin/false")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let failed = fabric_tests::poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
+        let table = labs_ok(&["inspect", "--name", &name]);
+        table.lines().find(|l| l.starts_with(&format!("clab-{name}-sw")) && l.contains("failed")).map(str::to_owned)
+    });
+    let state = Lab::open(&name).unwrap();
+    let log = std::fs::read_to_string(state_dir(&name).join("supervisor.log")).unwrap_or_default();
+    labs_ok(&["destroy", "--name", &name]);
+    assert!(failed.is_some(), "sw not shown failed; supervisor log:\n{log}");
+    assert!(log.contains("leaving it down"), "{log}");
+    assert_clean(&name, &recorded_pids(&state));
+}
