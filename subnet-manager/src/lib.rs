@@ -4,8 +4,10 @@
 //! routing engines, LFT programming, sweeps, failover) with its transports.
 
 pub mod agent;
+pub mod fabric;
 pub mod interop;
 pub mod lid;
 pub mod packet;
 pub mod routing;
+pub mod sm;
 pub mod topology;

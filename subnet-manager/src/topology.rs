@@ -53,6 +53,9 @@ pub struct Port {
     pub lid: u16,
     /// Operational VLs reported (PortInfo VLCap).
     pub vl_cap: u8,
+    /// The directed route to a CA through this port (a CA answers PortInfo
+    /// for the port an SMP enters by).
+    pub path: Vec<u8>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
