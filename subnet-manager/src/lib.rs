@@ -11,3 +11,4 @@ pub mod packet;
 pub mod routing;
 pub mod sm;
 pub mod topology;
+pub mod transport;

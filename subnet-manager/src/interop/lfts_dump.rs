@@ -3,10 +3,15 @@
 //!
 //! ```text
 //! Unicast lids [0x0-0x1c] of switch Lid 1 guid 0x0002c90300000001 (leaf-0):
+//!   Lid  Out   Destination
+//!        Port     Info
 //! 0x0001 000 : (Switch portguid 0x0002c90300000001: 'leaf-0')
 //! 0x0005 001 : (Channel Adapter portguid 0x0002c90310000001: 'host-0')
-//! 18 lids dumped
+//! 18 valid lids dumped
 //! ```
+//!
+//! This is also what infiniband-diags' `ibroute` prints for one switch, so
+//! `ibroute` output read back from a fabric diffs against it line by line.
 
 use std::fmt::Write as _;
 
@@ -26,6 +31,7 @@ pub fn write(topology: &Topology, lfts: &Lfts, lmc: u8) -> String {
             "Unicast lids [0x0-{top:#x}] of switch Lid {} guid {:#018x} ({}):",
             node.ports[0].lid, node.guid, node.description
         );
+        out.push_str("  Lid  Out   Destination\n       Port     Info \n");
         let mut dumped = 0;
         for (lid, &port) in table.iter().enumerate() {
             if port == crate::routing::NO_ROUTE {
@@ -45,7 +51,7 @@ pub fn write(topology: &Topology, lfts: &Lfts, lmc: u8) -> String {
             );
             dumped += 1;
         }
-        let _ = writeln!(out, "{dumped} lids dumped");
+        let _ = writeln!(out, "{dumped} valid lids dumped ");
     }
     out
 }
@@ -71,4 +77,30 @@ pub fn parse(text: &str) -> Vec<(u64, u16, u8)> {
         entries.push((guid, lid, port));
     }
     entries
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interop::generate::FatTree;
+    use crate::routing::{Engine, RoutingConfig, route};
+
+    #[test]
+    fn dump_reads_back_to_the_tables() {
+        let mut topology = FatTree::TwoLevel { leaves: 2, spines: 2, hosts_per_leaf: 2 }.build();
+        crate::lid::assign(&mut topology, 0, 0, &Default::default()).unwrap();
+        let lfts = route(&topology, &RoutingConfig { engines: vec![Engine::Ftree], ..Default::default() }).unwrap();
+        let text = write(&topology, &lfts, 0);
+        assert!(
+            text.contains("of switch Lid 5 guid 0x0002c90300000001 (leaf-0):\n  Lid  Out   Destination\n"),
+            "{text}"
+        );
+        assert!(text.contains("0x0001 001 : (Channel Adapter portguid 0x0002c90310000001: 'host-0')\n"), "{text}");
+        let entries = parse(&text);
+        assert_eq!(entries.len(), 4 * 8);
+        for (guid, lid, port) in entries {
+            let switch = topology.node_by_guid(guid).unwrap();
+            assert_eq!(lfts.port(switch, lid), Some(port));
+        }
+    }
 }

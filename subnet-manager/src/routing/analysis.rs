@@ -67,7 +67,9 @@ impl ChannelDependencies {
         let channels = Channels::new(graph);
         let neighbours = neighbour_of_port(graph);
         let mut by_lid = rustc_hash::FxHashMap::default();
-        for dest in &graph.dests {
+        // Switch LIDs carry VL15 management traffic only: no credits, no
+        // dependencies.
+        for dest in graph.dests.iter().filter(|d| d.is_ca()) {
             by_lid.insert(dest.lid, dependencies_of(graph, lfts, &channels, &neighbours, dest.lid));
         }
         ChannelDependencies { by_lid, channels: channels.len() }

@@ -97,12 +97,12 @@ pub fn route(graph: &SwitchGraph<'_>, weights: Option<Vec<u64>>) -> Lfts {
 pub fn route_layered(graph: &SwitchGraph<'_>, max_vls: u8) -> Result<Lfts, RoutingError> {
     let mut lfts = route(graph, None);
     let dependencies = ChannelDependencies::new(graph, &lfts);
-    if dependencies.acyclic_for(graph.dests.iter().map(|d| d.lid)) {
+    if dependencies.acyclic_for(graph.dests.iter().filter(|d| d.is_ca()).map(|d| d.lid)) {
         return Ok(lfts);
     }
     let mut layers: Vec<Vec<u16>> = Vec::new();
     let mut sl_of_lid = vec![0u8; usize::from(graph.max_lid) + 1];
-    for dest in &graph.dests {
+    for dest in graph.dests.iter().filter(|d| d.is_ca()) {
         let mut placed = false;
         for (vl, layer) in layers.iter_mut().enumerate() {
             layer.push(dest.lid);

@@ -7,7 +7,8 @@
 //! Per destination switch `t`: `down[x]` is the hop count from `x` to `t`
 //! going only down; switches with a down-only route use it (so a packet
 //! that came down keeps going down); the others go up to the neighbour
-//! with the cheapest continuation.
+//! with the cheapest continuation. Switch LIDs (VL15 management traffic
+//! only, which cannot deadlock) get plain shortest paths.
 
 use super::graph::{SwitchGraph, UNREACHABLE};
 use super::{Lfts, RoutingError, least_loaded};
@@ -72,6 +73,7 @@ pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
     let mut down = vec![UNREACHABLE; switches];
     let mut cost = vec![UNREACHABLE; switches];
     let mut queue: Vec<u32> = Vec::new();
+    let mut plain: Vec<u32> = Vec::new();
     let mut buckets: Vec<Vec<u32>> = Vec::new();
     let mut candidates: Vec<u8> = Vec::new();
     let mut start = vec![0usize; switches + 1];
@@ -150,7 +152,26 @@ pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
             }
         }
         start[switches] = candidates.len();
-        for dest in dests {
+        for dest in dests.iter().filter(|d| !d.is_ca()) {
+            // A switch's own LID carries only management traffic, on VL15,
+            // which has no credits and so no deadlock: plain shortest
+            // paths, even spine to spine (down and up again).
+            graph.distances_to(target, &mut plain, &mut queue);
+            for s in 0..switches {
+                let port = if s == target {
+                    0
+                } else if plain[s] == UNREACHABLE {
+                    continue;
+                } else {
+                    match graph.links[s].iter().find(|&&(_, n)| plain[n as usize] + 1 == plain[s]) {
+                        Some(&(port, _)) => port,
+                        None => continue,
+                    }
+                };
+                lfts.set(graph.nodes[s], dest.lid, port);
+            }
+        }
+        for dest in dests.iter().filter(|d| d.is_ca()) {
             for s in 0..switches {
                 let port = if s == target {
                     dest.port
@@ -159,7 +180,7 @@ pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
                     if ports.is_empty() {
                         continue;
                     }
-                    if dest.is_ca() { least_loaded(ports, &mut load[s], dest.order) } else { ports[0] }
+                    least_loaded(ports, &mut load[s], dest.order)
                 };
                 lfts.set(graph.nodes[s], dest.lid, port);
             }

@@ -55,6 +55,9 @@ pub struct RequesterCounters {
     pub unmatched_responses: u64,
 }
 
+/// The TID bits the requester owns.
+const TID_MASK: u64 = 0xffff_ffff;
+
 struct Outstanding<C> {
     context: C,
     request: SmpRepr,
@@ -81,7 +84,7 @@ impl<C> Requester<C> {
             window: window.max(1),
             timeout_ns,
             retries,
-            next_tid: first_tid,
+            next_tid: (first_tid & TID_MASK).max(1),
             queue: VecDeque::new(),
             outstanding: FxHashMap::default(),
             deadlines: VecDeque::new(),
@@ -113,7 +116,10 @@ impl<C> Requester<C> {
         }
         let (context, mut request, attempts) = self.queue.pop_front()?;
         let tid = self.next_tid;
-        self.next_tid = self.next_tid.wrapping_add(1);
+        self.next_tid = (self.next_tid + 1) & TID_MASK;
+        if self.next_tid == 0 {
+            self.next_tid = 1;
+        }
         request.transaction_id = tid;
         let dlid = match request.routing {
             SmpRouting::DirectedRoute { .. } => crate::packet::smp::PERMISSIVE_LID,
@@ -141,7 +147,9 @@ impl<C> Requester<C> {
             self.counters.unmatched_responses += 1;
             return None;
         }
-        let Some(outstanding) = self.outstanding.remove(&response.transaction_id) else {
+        // The kernel's MAD layer owns the upper 32 bits of the TID (it
+        // writes its agent's there); ours are the lower 32.
+        let Some(outstanding) = self.outstanding.remove(&(response.transaction_id & TID_MASK)) else {
             self.counters.unmatched_responses += 1;
             return None;
         };
@@ -268,5 +276,22 @@ mod tests {
         assert!(requester.on_response(&answer(&sent.bytes, MadStatus(MadStatus::BUSY))).is_none());
         let again = requester.poll_transmit(10).unwrap();
         assert!(requester.on_response(&answer(&again.bytes, MadStatus::OK)).unwrap().result.is_ok());
+    }
+}
+
+#[cfg(test)]
+mod tid_tests {
+    use super::*;
+    use crate::packet::{AttributeId, Method};
+
+    #[test]
+    fn the_kernels_upper_tid_bits_are_ignored() {
+        let mut requester = Requester::new(4, 1_000, 0, 1);
+        requester.submit(1u8, SmpRepr::directed(Method::Get, 0, AttributeId::NodeInfo, 0, &[], [0; 64]).unwrap());
+        let sent = requester.poll_transmit(0).unwrap();
+        let mut response = SmpRepr::parse_bytes(&sent.bytes).unwrap();
+        response.method = Method::GetResp;
+        response.transaction_id |= 0x0000_0007_0000_0000;
+        assert!(requester.on_response(&response.to_bytes()).is_some());
     }
 }
