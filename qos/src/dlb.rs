@@ -148,9 +148,29 @@ impl Utilisation {
 /// its queue plus its busy fraction of one window, in ns.
 #[inline]
 pub fn port_cost(depth_bytes: u32, speed_bps: u64, utilisation: &Utilisation, window_ns: u64) -> u32 {
-    let drain_ns = u128::from(depth_bytes) * 8_000_000_000 / u128::from(speed_bps.max(1));
-    let busy_ns = u128::from(utilisation.fraction()) * u128::from(window_ns) / 1024;
-    (drain_ns + busy_ns).min(u128::from(u32::MAX)) as u32
+    CostScale::new(speed_bps, window_ns).cost(depth_bytes, utilisation)
+}
+
+/// [`port_cost`] with the divisions done once per port.
+#[derive(Debug, Clone, Copy)]
+pub struct CostScale {
+    /// Drain ns per byte, 16.16 fixed point.
+    ns_per_byte_q16: u64,
+    window_ns: u64,
+}
+
+impl CostScale {
+    pub fn new(speed_bps: u64, window_ns: u64) -> CostScale {
+        let q16 = (8_000_000_000u128 << 16) / u128::from(speed_bps.max(1));
+        CostScale { ns_per_byte_q16: q16.min(u128::from(u32::MAX)) as u64, window_ns }
+    }
+
+    #[inline]
+    pub fn cost(&self, depth_bytes: u32, utilisation: &Utilisation) -> u32 {
+        let drain_ns = (u64::from(depth_bytes) * self.ns_per_byte_q16) >> 16;
+        let busy_ns = (u64::from(utilisation.fraction()) * self.window_ns) >> 10;
+        (drain_ns + busy_ns).min(u64::from(u32::MAX)) as u32
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default)]

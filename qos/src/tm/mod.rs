@@ -29,7 +29,7 @@ pub use config::{ConfigError, EcnSetting, PortConfig, QueueProfile, TmConfig};
 
 use crate::buffer::{BufferDrop, PgState, QueueState, SharedBuffer, cells};
 use crate::classify::{CLASSES, ClassKey, Classified, QosMaps};
-use crate::dlb::{LoadBoard, Utilisation, port_cost};
+use crate::dlb::{CostScale, LoadBoard, Utilisation};
 use crate::ecn::{EcnVerdict, SplitMix64, WredProfile, decide};
 use crate::pfc::{PfcCounters, PfcFrame, PfcReceiver, PfcSender, quanta_ns};
 use crate::scheduler::PortScheduler;
@@ -154,6 +154,7 @@ struct PortState {
     refresh_ns: u64,
     frames: u32,
     depth_bytes: u32,
+    cost_scale: CostScale,
     /// When the port may next send, after a `Wait` answer (0: now).
     wake: u64,
     utilisation: Utilisation,
@@ -243,6 +244,7 @@ impl<H: Copy> TrafficManager<H> {
                 refresh_ns: quanta_ns(config.pfc.quanta, port.speed_bps) / 2,
                 frames: 0,
                 depth_bytes: 0,
+                cost_scale: CostScale::new(port.speed_bps, u64::from(config.dlb.window_us) * 1000),
                 wake: 0,
                 utilisation: Utilisation::default(),
             })
@@ -539,7 +541,7 @@ impl<H: Copy> TrafficManager<H> {
     #[inline]
     fn publish_cost(&self, p: usize) {
         let state = &self.ports[p];
-        self.board.set(p as u16, port_cost(state.depth_bytes, state.speed_bps, &state.utilisation, self.window_ns));
+        self.board.set(p as u16, state.cost_scale.cost(state.depth_bytes, &state.utilisation));
     }
 
     fn count_drop(&mut self, queue: Option<usize>, bytes: u32, reason: DropReason) -> DropReason {
