@@ -78,9 +78,16 @@ impl Switch {
         // The error comes from the interface the packet arrived on (RFC 1812 4.3.2.4).
         let from = self.router.source_v4(source.rif(), origin);
         // Failing to send an error is not a second drop: the packet is counted once.
-        let _ = self.originate_v4(now, from, origin, IpProtocol::Icmp, repr.buffer_len(), out, |buf| {
-            repr.emit(&mut Icmpv4Packet::new_unchecked(buf))
-        });
+        let _ = self.originate_v4(
+            now,
+            self.router.rif_vrf(source.rif()),
+            from,
+            origin,
+            IpProtocol::Icmp,
+            repr.buffer_len(),
+            out,
+            |buf| repr.emit(&mut Icmpv4Packet::new_unchecked(buf)),
+        );
     }
 
     /// The IPv6 counterpart (RFC 4443 section 2.4 (e)): never about an ICMPv6
@@ -133,9 +140,16 @@ impl Switch {
             Icmpv6Error::PacketTooBig(mtu) => Icmpv6Repr::PacketTooBig { mtu, invoking_packet: quote },
         };
         let from = self.router.source_v6(source.rif(), origin);
-        let _ = self.originate_v6(now, from, origin, IpProtocol::Icmpv6, repr.buffer_len(), out, |buf, src, dst| {
-            repr.emit(&mut Icmpv6Packet::new_unchecked(buf), src, dst)
-        });
+        let _ = self.originate_v6(
+            now,
+            self.router.rif_vrf(source.rif()),
+            from,
+            origin,
+            IpProtocol::Icmpv6,
+            repr.buffer_len(),
+            out,
+            |buf, src, dst| repr.emit(&mut Icmpv6Packet::new_unchecked(buf), src, dst),
+        );
     }
 }
 

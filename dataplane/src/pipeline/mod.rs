@@ -15,13 +15,13 @@
 
 mod bridge;
 mod counters;
-mod dir24;
 mod events;
 mod icmp;
 mod neighbor;
 mod output;
 mod ports;
 mod router;
+mod tables;
 mod vxlan;
 
 #[cfg(test)]
@@ -33,25 +33,20 @@ pub use events::Event;
 pub use neighbor::{NeighborEntry, NeighborState};
 pub use output::{Egress, Emitted, FrameMeta, FramePool, FrameRef, Output, PuntReason};
 pub use ports::PortConfig;
-pub use router::{NextHop, RifKind, RouteTarget, RouterInterface};
+pub use router::{NextHop, RifKind, RouterInterface};
+pub use tables::fib::RouteTarget;
+pub use tables::{DEFAULT_VRF, NextHopGroupId, NextHopId, PortId, RifId, TableError, Vni, VrfId};
 pub use vxlan::VtepConfig;
 
 use crate::wire::{EthernetAddress, VlanId};
-
-/// Dense index of a front-panel port, `< SwitchConfig::max_ports`, chosen by the caller.
-pub type PortId = u16;
-/// Dense index of a router interface, `< SwitchConfig::max_router_interfaces`.
-pub type RifId = u16;
-pub type NextHopId = u32;
-pub type NextHopGroupId = u32;
-/// A 24-bit VXLAN network identifier.
-pub type Vni = u32;
 
 /// Table sizes and timers, fixed when the switch is created.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SwitchConfig {
     pub max_ports: u16,
     pub max_router_interfaces: u16,
+    /// VRF ids below this can be created (VRF 0, the default, always exists).
+    pub max_vrfs: u16,
     pub fdb_capacity: usize,
     pub route_capacity: usize,
     pub neighbor_capacity: usize,
@@ -90,6 +85,7 @@ impl Default for SwitchConfig {
         SwitchConfig {
             max_ports: 64,
             max_router_interfaces: 64,
+            max_vrfs: 1024,
             fdb_capacity: 64 * 1024,
             route_capacity: 256 * 1024,
             neighbor_capacity: 16 * 1024,
@@ -119,6 +115,7 @@ impl SwitchConfig {
         SwitchConfig {
             max_ports: 16,
             max_router_interfaces: 16,
+            max_vrfs: 4,
             fdb_capacity: 256,
             route_capacity: 1024,
             neighbor_capacity: 64,
@@ -129,28 +126,6 @@ impl SwitchConfig {
         }
     }
 }
-
-/// Why a table operation failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TableError {
-    Full,
-    NotFound,
-    InUse,
-    Invalid(&'static str),
-}
-
-impl core::fmt::Display for TableError {
-    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        match self {
-            TableError::Full => f.write_str("table full"),
-            TableError::NotFound => f.write_str("not found"),
-            TableError::InUse => f.write_str("in use"),
-            TableError::Invalid(why) => write!(f, "invalid: {why}"),
-        }
-    }
-}
-
-impl std::error::Error for TableError {}
 
 /// What became of one frame given to [`Switch::process`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -7,7 +7,8 @@ use rustc_hash::FxHashMap;
 
 use super::events::Event;
 use super::output::{Egress, Output, PuntReason};
-use super::router::{L3Frame, L3Source, RouteTarget, RouterInterface};
+use super::router::{L3Frame, L3Source, RouterInterface};
+use super::tables::fib::RouteTarget;
 use super::{Disposition, DropReason, RifId, Switch, SwitchConfig, TableError};
 use crate::wire::arp::{self, Operation};
 use crate::wire::icmpv6;
@@ -335,8 +336,9 @@ impl Switch {
         buf[ethernet::HEADER_LEN..].copy_from_slice(packet);
     }
 
-    fn is_local(&self, ip: IpAddr) -> bool {
-        self.router.lookup(ip) == Some(RouteTarget::Local)
+    /// Whether `ip` is one of the switch's addresses in `rif`'s VRF.
+    fn is_local(&self, rif: &RouterInterface, ip: IpAddr) -> bool {
+        self.router.lookup(rif.vrf, ip) == Some(RouteTarget::Local)
     }
 
     /// ARP (RFC 826): learn the sender, answer requests for the switch's
@@ -373,7 +375,7 @@ impl Switch {
             self.punt_neighbor_frame(source, frame, &frame.payload[..arp::PACKET_LEN], PuntReason::Arp, out);
             return Ok(Disposition::Punted);
         }
-        let for_us = self.is_local(IpAddr::V4(arp.target_protocol_addr));
+        let for_us = self.is_local(&rif, IpAddr::V4(arp.target_protocol_addr));
         // RFC 5227 probes (sender 0.0.0.0) teach nothing.
         if !sender.is_unspecified() {
             // RFC 826 "merge": update what we have; create only when the
@@ -416,7 +418,7 @@ impl Switch {
         let packet = Ipv6Packet::new_unchecked(ip);
         let src = packet.src_addr();
         let rif_id = source.rif();
-        let answered_here = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(IpAddr::V6(target_addr)));
+        let answered_here = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(&rif, IpAddr::V6(target_addr)));
         // As for ARP: what the pipeline answers is not copied, or the host's
         // kernel would send a second advertisement.
         if !answered_here {

@@ -1,17 +1,17 @@
-//! Layer 3: router interfaces (SVIs and routed ports), the IPv4 and IPv6
-//! route tables (longest-prefix match), next hops and ECMP groups, and the
+//! Layer 3: router interfaces (SVIs and routed ports) and their VRFs, the
+//! per-VRF route tables (`tables::fib`), next hops and ECMP groups, and the
 //! forwarding of IPv4 and IPv6 packets.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use ipnetwork::{IpNetwork, Ipv4Network, Ipv6Network};
-use prefix_trie::PrefixMap;
+use ipnetwork::IpNetwork;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bridge::{BridgeSource, BridgedFrame};
-use super::dir24::{self, Dir24};
 use super::icmp::{Icmpv4Error, Icmpv6Error};
 use super::output::{Output, PuntReason};
+use super::tables::fib::{Fib, NO_SLOT, Route, RouteTarget, SlotIds};
+use super::tables::{DEFAULT_VRF, VrfId};
 use super::{
     Disposition, DropReason, Egress, FdbDest, NextHopGroupId, NextHopId, PortId, RifId, Switch, SwitchConfig,
     TableError,
@@ -40,22 +40,8 @@ pub struct RouterInterface {
     /// Largest IP packet sent out of this interface.
     pub mtu: u16,
     pub admin_up: bool,
-}
-
-/// What a route points at.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RouteTarget {
-    /// An address of the switch ("ip2me"): answer ARP/NS and echo, punt the rest.
-    Local,
-    /// A directly attached subnet: the next hop is the destination itself.
-    Connected(RifId),
-    NextHop(NextHopId),
-    /// ECMP: the member is chosen by a hash of the 5-tuple.
-    Group(NextHopGroupId),
-    /// Blackhole.
-    Drop,
-    /// Trap to the host.
-    Punt,
+    /// The VRF whose table routes what arrives on this interface.
+    pub vrf: VrfId,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -97,16 +83,10 @@ impl L3Source {
 
 pub(crate) struct Router {
     pub(crate) rifs: Vec<Option<RouterInterface>>,
-    pub(crate) v4: PrefixMap<(u32, u8), Route>,
-    pub(crate) v6: PrefixMap<(u128, u8), Route>,
-    /// The IPv4 table as DIR-24-8, once it holds `SwitchConfig::dir24_min_routes` routes.
-    fib4: Option<Dir24>,
-    /// A slot beyond what a DIR-24-8 entry holds was needed: trie only.
-    fib4_unusable: bool,
-    v4_count: usize,
+    /// One table per VRF, indexed by its id; `None` where no VRF is.
+    fibs: Vec<Option<Fib>>,
     route_count: usize,
     route_capacity: usize,
-    dir24_min_routes: usize,
     /// Next hops and groups by id: their slots in `hops` and `group_slots`,
     /// which routes carry so that the packet path indexes, never hashes.
     next_hops: FxHashMap<NextHopId, u32>,
@@ -144,14 +124,9 @@ impl Router {
     pub(crate) fn new(config: &SwitchConfig) -> Router {
         Router {
             rifs: (0..config.max_router_interfaces).map(|_| None).collect(),
-            v4: PrefixMap::new(),
-            v6: PrefixMap::new(),
-            fib4: None,
-            fib4_unusable: false,
-            v4_count: 0,
+            fibs: std::iter::once(Some(Fib::new(config.dir24_min_routes))).collect(),
             route_count: 0,
             route_capacity: config.route_capacity,
-            dir24_min_routes: config.dir24_min_routes,
             next_hops: FxHashMap::default(),
             hops: Vec::new(),
             free_hops: Vec::new(),
@@ -259,101 +234,34 @@ impl Router {
         self.connected.iter().any(|&(net, r)| r == rif && net.contains(addr))
     }
 
+    /// The table of `vrf`, if that VRF exists.
     #[inline]
-    pub(crate) fn lookup_v4(&self, addr: Ipv4Addr) -> Option<Route> {
-        match &self.fib4 {
-            Some(fib) => self.decode_fib4(fib.lookup(u32::from(addr))),
-            None => self.v4.get_lpm(&(u32::from(addr), 32)).map(|(_, route)| *route),
-        }
+    pub(crate) fn fib(&self, vrf: VrfId) -> Option<&Fib> {
+        self.fibs.get(usize::from(vrf))?.as_ref()
     }
 
-    #[cfg(test)]
-    pub(crate) fn fib4_active(&self) -> bool {
-        self.fib4.is_some()
-    }
-
-    /// A DIR-24-8 entry for `route` of prefix length `len`; None if its
-    /// operand does not fit.
-    fn encode_fib4(route: Route, len: u8) -> Option<u32> {
-        let (kind, operand) = match route.target {
-            RouteTarget::Local => (1, 0),
-            RouteTarget::Connected(rif) => (2, u32::from(rif)),
-            RouteTarget::NextHop(_) => (3, route.slot),
-            RouteTarget::Group(_) => (4, route.slot),
-            RouteTarget::Drop => (5, 0),
-            RouteTarget::Punt => (6, 0),
-        };
-        (operand < dir24::OPERAND_LIMIT).then(|| dir24::entry(kind, operand, len))
+    fn fib_mut(&mut self, vrf: VrfId) -> Result<&mut Fib, TableError> {
+        self.fibs.get_mut(usize::from(vrf)).and_then(Option::as_mut).ok_or(TableError::Invalid("no such VRF"))
     }
 
     #[inline]
-    fn decode_fib4(&self, entry: u32) -> Option<Route> {
-        let (kind, operand) = dir24::target(entry);
-        let target = match kind {
-            0 => return None,
-            1 => RouteTarget::Local,
-            2 => RouteTarget::Connected(operand as RifId),
-            3 => RouteTarget::NextHop(self.hops[operand as usize].id),
-            4 => RouteTarget::Group(self.group_slots[operand as usize].id),
-            5 => RouteTarget::Drop,
-            _ => RouteTarget::Punt,
-        };
-        let slot = if matches!(kind, 3 | 4) { operand } else { NO_SLOT };
-        Some(Route { target, slot })
-    }
-
-    /// The entry of the longest route covering `addr/len` (0: none).
-    fn fib4_entry_covering(&self, addr: u32, len: u8) -> u32 {
-        self.v4.get_lpm(&(addr, len)).and_then(|((_, len), &route)| Router::encode_fib4(route, len)).unwrap_or(0)
-    }
-
-    /// Keeps the DIR-24-8 index in step with a change of `key` in the trie
-    /// (already applied), and builds or drops it as the table grows or shrinks.
-    fn fib4_update(&mut self, key: (u32, u8), new: Option<Route>, added: bool) {
-        if let Some(mut fib) = self.fib4.take() {
-            let ok = match new {
-                Some(route) => match Router::encode_fib4(route, key.1) {
-                    Some(entry) => {
-                        fib.insert(key.0, key.1, entry, added);
-                        true
-                    }
-                    None => false,
-                },
-                None => {
-                    let uncovered = self.fib4_entry_covering(key.0, key.1);
-                    fib.remove(key.0, key.1, uncovered, || self.fib4_entry_covering(key.0 & !0xff, 24));
-                    true
-                }
-            };
-            if !ok {
-                self.fib4_unusable = true;
-            } else if self.v4_count >= self.dir24_min_routes / 2 {
-                self.fib4 = Some(fib);
-            }
-        } else if self.dir24_min_routes > 0 && self.v4_count >= self.dir24_min_routes && !self.fib4_unusable {
-            let mut fib = Dir24::new();
-            for ((addr, len), &route) in self.v4.iter() {
-                let Some(entry) = Router::encode_fib4(route, len) else {
-                    self.fib4_unusable = true;
-                    return;
-                };
-                fib.insert(addr, len, entry, true);
-            }
-            self.fib4 = Some(fib);
-        }
+    pub(crate) fn lookup_v4(&self, vrf: VrfId, addr: Ipv4Addr) -> Option<Route> {
+        self.fib(vrf)?.lookup_v4(addr, self)
     }
 
     #[inline]
-    pub(crate) fn lookup_v6(&self, addr: Ipv6Addr) -> Option<Route> {
-        self.v6.get_lpm(&(u128::from(addr), 128)).map(|(_, route)| *route)
+    pub(crate) fn lookup_v6(&self, vrf: VrfId, addr: Ipv6Addr) -> Option<Route> {
+        self.fib(vrf)?.lookup_v6(addr)
     }
 
-    pub(crate) fn lookup(&self, addr: IpAddr) -> Option<RouteTarget> {
-        match addr {
-            IpAddr::V4(addr) => self.lookup_v4(addr),
-            IpAddr::V6(addr) => self.lookup_v6(addr),
-        }
-        .map(|route| route.target)
+    pub(crate) fn lookup(&self, vrf: VrfId, addr: IpAddr) -> Option<RouteTarget> {
+        self.fib(vrf)?.lookup(addr, self).map(|route| route.target)
+    }
+
+    /// The VRF of a router interface (the default one for an unknown id).
+    #[inline]
+    pub(crate) fn rif_vrf(&self, rif: RifId) -> VrfId {
+        self.rif(rif).map_or(DEFAULT_VRF, |rif| rif.vrf)
     }
 
     /// The route entry for a checked target: with the slot of its next hop or group.
@@ -437,18 +345,6 @@ impl Router {
     }
 }
 
-fn v4_key(net: Ipv4Network) -> (u32, u8) {
-    let len = net.prefix();
-    let mask = if len == 0 { 0 } else { u32::MAX << (32 - u32::from(len)) };
-    (u32::from(net.ip()) & mask, len)
-}
-
-fn v6_key(net: Ipv6Network) -> (u128, u8) {
-    let len = net.prefix();
-    let mask = if len == 0 { 0 } else { u128::MAX << (128 - u32::from(len)) };
-    (u128::from(net.ip()) & mask, len)
-}
-
 impl Switch {
     // ---- router interfaces ----
 
@@ -460,6 +356,9 @@ impl Switch {
         }
         if config.mac.is_multicast() {
             return Err(TableError::Invalid("router MAC must be unicast"));
+        }
+        if self.router.fib(config.vrf).is_none() {
+            return Err(TableError::Invalid("no such VRF"));
         }
         match config.kind {
             RifKind::Port(port) => {
@@ -524,35 +423,69 @@ impl Switch {
         self.router.rif(rif).copied()
     }
 
+    // ---- VRFs ----
+
+    /// Creates VRF `vrf` with an empty routing table.
+    pub fn create_vrf(&mut self, vrf: VrfId) -> Result<(), TableError> {
+        let index = usize::from(vrf);
+        if index >= usize::from(self.config.max_vrfs) {
+            return Err(TableError::Invalid("VRF id beyond max_vrfs"));
+        }
+        if self.router.fibs.get(index).is_some_and(Option::is_some) {
+            return Err(TableError::InUse);
+        }
+        if self.router.fibs.len() <= index {
+            self.router.fibs.resize_with(index + 1, || None);
+        }
+        self.router.fibs[index] = Some(Fib::new(self.config.dir24_min_routes));
+        Ok(())
+    }
+
+    /// Removes a VRF no router interface is in and no route is left in; the
+    /// default VRF stays.
+    pub fn remove_vrf(&mut self, vrf: VrfId) -> Result<(), TableError> {
+        if vrf == DEFAULT_VRF {
+            return Err(TableError::Invalid("the default VRF cannot be removed"));
+        }
+        let fib = self.router.fib(vrf).ok_or(TableError::NotFound)?;
+        if fib.len() > 0 || self.router.rifs.iter().flatten().any(|rif| rif.vrf == vrf) {
+            return Err(TableError::InUse);
+        }
+        self.router.fibs[usize::from(vrf)] = None;
+        Ok(())
+    }
+
+    pub fn vrf_exists(&self, vrf: VrfId) -> bool {
+        self.router.fib(vrf).is_some()
+    }
+
+    /// The VRFs that exist, the default first.
+    pub fn vrfs(&self) -> impl Iterator<Item = VrfId> + '_ {
+        self.router.fibs.iter().enumerate().filter(|(_, fib)| fib.is_some()).map(|(vrf, _)| vrf as VrfId)
+    }
+
     // ---- routes ----
 
-    /// Installs or replaces the route for `prefix` (host bits are ignored).
+    /// Installs or replaces the route for `prefix` (host bits are ignored)
+    /// in the default VRF.
     pub fn set_route(&mut self, prefix: IpNetwork, target: RouteTarget) -> Result<(), TableError> {
+        self.set_route_in(DEFAULT_VRF, prefix, target)
+    }
+
+    /// Installs or replaces the route for `prefix` in `vrf`. Its next hops
+    /// may be in another VRF (route leaking).
+    pub fn set_route_in(&mut self, vrf: VrfId, prefix: IpNetwork, target: RouteTarget) -> Result<(), TableError> {
         self.router.check_target(target)?;
-        self.vxlan.route_cache.clear();
-        let old = match prefix {
-            IpNetwork::V4(net) => self.router.v4.get(&v4_key(net)).map(|route| route.target),
-            IpNetwork::V6(net) => self.router.v6.get(&v6_key(net)).map(|route| route.target),
-        };
+        let old = self.router.fib(vrf).ok_or(TableError::Invalid("no such VRF"))?.get(prefix).map(|route| route.target);
         if old.is_none() && self.router.route_count >= self.router.route_capacity {
             return Err(TableError::Full);
         }
         if target == RouteTarget::Local && prefix.prefix() != prefix_max(prefix) {
             return Err(TableError::Invalid("a Local route is a host route (/32 or /128)"));
         }
+        self.vxlan.route_cache.clear();
         let route = self.router.route_for(target);
-        match prefix {
-            IpNetwork::V4(net) => {
-                self.router.v4.insert(v4_key(net), route);
-                if old.is_none() {
-                    self.router.v4_count += 1;
-                }
-                self.router.fib4_update(v4_key(net), Some(route), old.is_none());
-            }
-            IpNetwork::V6(net) => {
-                self.router.v6.insert(v6_key(net), route);
-            }
-        }
+        self.router.fib_mut(vrf)?.insert(prefix, route);
         if let Some(old) = old {
             self.router.reference(old, -1);
             self.forget_route_side_tables(prefix, old);
@@ -597,45 +530,46 @@ impl Switch {
     }
 
     pub fn remove_route(&mut self, prefix: IpNetwork) -> Result<(), TableError> {
+        self.remove_route_in(DEFAULT_VRF, prefix)
+    }
+
+    pub fn remove_route_in(&mut self, vrf: VrfId, prefix: IpNetwork) -> Result<(), TableError> {
+        let old = self.router.fib_mut(vrf)?.remove(prefix).ok_or(TableError::NotFound)?.target;
         self.vxlan.route_cache.clear();
-        let old = match prefix {
-            IpNetwork::V4(net) => {
-                let old = self.router.v4.remove(&v4_key(net)).ok_or(TableError::NotFound)?;
-                self.router.v4_count -= 1;
-                self.router.fib4_update(v4_key(net), None, false);
-                old
-            }
-            IpNetwork::V6(net) => self.router.v6.remove(&v6_key(net)).ok_or(TableError::NotFound)?,
-        }
-        .target;
         self.router.route_count -= 1;
         self.router.reference(old, -1);
         self.forget_route_side_tables(prefix, old);
         Ok(())
     }
 
+    /// The route for exactly `prefix` in the default VRF.
     pub fn route(&self, prefix: IpNetwork) -> Option<RouteTarget> {
-        match prefix {
-            IpNetwork::V4(net) => self.router.v4.get(&v4_key(net)).map(|route| route.target),
-            IpNetwork::V6(net) => self.router.v6.get(&v6_key(net)).map(|route| route.target),
-        }
+        self.route_in(DEFAULT_VRF, prefix)
     }
 
-    /// Longest-prefix match, as the pipeline does it.
+    pub fn route_in(&self, vrf: VrfId, prefix: IpNetwork) -> Option<RouteTarget> {
+        self.router.fib(vrf)?.get(prefix).map(|route| route.target)
+    }
+
+    /// Longest-prefix match in the default VRF, as the pipeline does it.
     pub fn lookup_route(&self, addr: IpAddr) -> Option<RouteTarget> {
-        self.router.lookup(addr)
+        self.router.lookup(DEFAULT_VRF, addr)
     }
 
+    pub fn lookup_route_in(&self, vrf: VrfId, addr: IpAddr) -> Option<RouteTarget> {
+        self.router.lookup(vrf, addr)
+    }
+
+    /// The routes of the default VRF.
     pub fn routes(&self) -> impl Iterator<Item = (IpNetwork, RouteTarget)> + '_ {
-        let v4 = self.router.v4.iter().map(|((addr, len), route)| {
-            (IpNetwork::V4(Ipv4Network::new(Ipv4Addr::from(addr), len).expect("valid length")), route.target)
-        });
-        let v6 = self.router.v6.iter().map(|((addr, len), route)| {
-            (IpNetwork::V6(Ipv6Network::new(Ipv6Addr::from(addr), len).expect("valid length")), route.target)
-        });
-        v4.chain(v6)
+        self.routes_in(DEFAULT_VRF)
     }
 
+    pub fn routes_in(&self, vrf: VrfId) -> impl Iterator<Item = (IpNetwork, RouteTarget)> + '_ {
+        self.router.fib(vrf).into_iter().flat_map(|fib| fib.iter().map(|(prefix, route)| (prefix, route.target)))
+    }
+
+    /// Routes in all VRFs together.
     pub fn route_count(&self) -> usize {
         self.router.route_count
     }
@@ -803,7 +737,7 @@ impl Switch {
         }
         match frame.ethertype {
             EtherType::Arp => self.arp_ingress(now, source, rif, frame, out),
-            EtherType::Ipv4 => self.ipv4_ingress(now, source, frame, out),
+            EtherType::Ipv4 => self.ipv4_ingress(now, source, rif.vrf, frame, out),
             EtherType::Ipv6 => self.ipv6_ingress(now, source, rif, frame, out),
             _ => Err(DropReason::UnknownEtherType),
         }
@@ -813,6 +747,7 @@ impl Switch {
         &mut self,
         now: u64,
         source: L3Source,
+        vrf: VrfId,
         frame: L3Frame<'_>,
         out: &mut Output,
     ) -> Result<Disposition, DropReason> {
@@ -841,7 +776,9 @@ impl Switch {
             self.punt_l3(source, frame, ip, PuntReason::LinkLocalMulticast, out);
             return Ok(Disposition::Punted);
         }
+        // The VTEP lives in the underlay: the default VRF.
         if let Some(vtep) = self.vxlan.config
+            && vrf == DEFAULT_VRF
             && dst == vtep.source_ip
             && packet.protocol() == IpProtocol::Udp
             && !packet.is_fragment()
@@ -851,7 +788,7 @@ impl Switch {
                 return self.vxlan_decap(now, source, src, packet.ecn(), udp.payload(), out);
             }
         }
-        let Some(route) = self.router.lookup_v4(dst) else {
+        let Some(route) = self.router.lookup_v4(vrf, dst) else {
             self.icmpv4_error(now, source, ip, Icmpv4Error::NetUnreachable, out);
             return Err(DropReason::NoRoute);
         };
@@ -910,6 +847,7 @@ impl Switch {
                 let reply = Icmpv4Repr::EchoReply { ident, seq_no, data };
                 self.originate_v4(
                     now,
+                    self.router.rif_vrf(source.rif()),
                     Some(packet.dst_addr()),
                     packet.src_addr(),
                     IpProtocol::Icmp,
@@ -952,7 +890,7 @@ impl Switch {
             }
             return self.ipv6_local(now, source, rif, frame, ip, out);
         }
-        let Some(route) = self.router.lookup_v6(dst) else {
+        let Some(route) = self.router.lookup_v6(rif.vrf, dst) else {
             self.icmpv6_error(now, source, ip, Icmpv6Error::NoRoute, out);
             return Err(DropReason::NoRoute);
         };
@@ -1027,7 +965,7 @@ impl Switch {
                 Ok(Icmpv6Repr::EchoRequest { ident, seq_no, data }) if !dst.is_multicast() => {
                     let reply = Icmpv6Repr::EchoReply { ident, seq_no, data };
                     let len = reply.buffer_len();
-                    self.originate_v6(now, Some(dst), src, IpProtocol::Icmpv6, len, out, |buf, from, to| {
+                    self.originate_v6(now, rif.vrf, Some(dst), src, IpProtocol::Icmpv6, len, out, |buf, from, to| {
                         reply.emit(&mut Icmpv6Packet::new_unchecked(buf), from, to)
                     })?;
                     return Ok(Disposition::Consumed);
@@ -1204,11 +1142,12 @@ impl Switch {
     }
 
     /// Sends an IPv4 packet the switch originates (ICMP): routed like any
-    /// other, from `src` or the outgoing interface's address.
+    /// other in `vrf`, from `src` or the outgoing interface's address.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn originate_v4(
         &mut self,
         now: u64,
+        vrf: VrfId,
         src: Option<Ipv4Addr>,
         dst: Ipv4Addr,
         protocol: IpProtocol,
@@ -1216,7 +1155,7 @@ impl Switch {
         out: &mut Output,
         write_payload: impl FnOnce(&mut [u8]),
     ) -> Result<(), DropReason> {
-        let route = self.router.lookup_v4(dst).ok_or(DropReason::NoRoute)?;
+        let route = self.router.lookup_v4(vrf, dst).ok_or(DropReason::NoRoute)?;
         let adjacency = self.select_next_hop(now, route, IpAddr::V4(dst), || {
             flow_hash(
                 u128::from(u32::from(src.unwrap_or(Ipv4Addr::UNSPECIFIED))),
@@ -1251,6 +1190,7 @@ impl Switch {
     pub(crate) fn originate_v6(
         &mut self,
         now: u64,
+        vrf: VrfId,
         src: Option<Ipv6Addr>,
         dst: Ipv6Addr,
         protocol: IpProtocol,
@@ -1258,7 +1198,7 @@ impl Switch {
         out: &mut Output,
         write_payload: impl FnOnce(&mut [u8], Ipv6Addr, Ipv6Addr),
     ) -> Result<(), DropReason> {
-        let route = self.router.lookup_v6(dst).ok_or(DropReason::NoRoute)?;
+        let route = self.router.lookup_v6(vrf, dst).ok_or(DropReason::NoRoute)?;
         let adjacency = self.select_next_hop(now, route, IpAddr::V6(dst), || {
             flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
         })?;
@@ -1298,21 +1238,21 @@ impl Switch {
     }
 }
 
-/// What the route table holds: the target as programmed, and the slot of
-/// its next hop or ECMP group (`NO_SLOT` for other targets).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Route {
-    pub(crate) target: RouteTarget,
-    slot: u32,
-}
-
-const NO_SLOT: u32 = u32::MAX;
-
 /// A next hop and its cached rewrite.
 pub(crate) struct Hop {
     id: NextHopId,
     pub(crate) next_hop: NextHop,
     rewrite: Rewrite,
+}
+
+impl SlotIds for Router {
+    fn next_hop_id(&self, slot: u32) -> NextHopId {
+        self.hops[slot as usize].id
+    }
+
+    fn group_id(&self, slot: u32) -> NextHopGroupId {
+        self.group_slots[slot as usize].id
+    }
 }
 
 impl Default for Hop {

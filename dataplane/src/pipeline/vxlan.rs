@@ -8,7 +8,9 @@ use rustc_hash::FxHashMap;
 
 use super::bridge::{BridgeSource, BridgedFrame};
 use super::output::Output;
-use super::router::{L3Source, Route, flow_hash, transport_ports};
+use super::router::{L3Source, flow_hash, transport_ports};
+use super::tables::DEFAULT_VRF;
+use super::tables::fib::Route;
 use super::{Disposition, DropReason, FdbDest, Switch, TableError, Vni};
 use crate::wire::vlan::L2Header;
 use crate::wire::vxlan::{self, VNI_MAX, VXLAN_PORT};
@@ -136,7 +138,7 @@ impl Switch {
         let target = match self.vxlan.route_cache.get(&remote) {
             Some(&target) => target,
             None => {
-                let target = self.router.lookup_v4(remote).ok_or(DropReason::NoRoute)?;
+                let target = self.router.lookup_v4(DEFAULT_VRF, remote).ok_or(DropReason::NoRoute)?;
                 if self.vxlan.route_cache.len() < ROUTE_CACHE_CAPACITY {
                     self.vxlan.route_cache.insert(remote, target);
                 }

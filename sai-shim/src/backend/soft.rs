@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use dataplane::pipeline::{
-    self, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output, PortConfig,
-    PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig, TableError, VtepConfig,
+    self, DEFAULT_VRF, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output,
+    PortConfig, PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig, TableError, VrfId, VtepConfig,
 };
 use dataplane::wire::{EthernetAddress, VlanId};
 
@@ -84,7 +84,9 @@ pub struct SoftBackend {
     /// The latest time the caller gave; stamps control-plane FDB entries.
     now: u64,
     cpu_port: Option<ObjectId>,
-    default_virtual_router: Option<ObjectId>,
+    /// Virtual routers as pipeline VRFs; the first (the switch's default
+    /// virtual router, created with the switch) is VRF 0.
+    vrfs: DenseIndex,
     ports: DenseIndex,
     rifs: DenseIndex,
     next_hops: DenseIndex,
@@ -121,10 +123,10 @@ impl SoftBackend {
             // size bounds them (with room to spare on tiny test tables).
             next_hops: DenseIndex::with_limit(config.route_capacity.max(4096)),
             groups: DenseIndex::with_limit(config.route_capacity.max(4096)),
+            vrfs: DenseIndex::with_limit(usize::from(config.max_vrfs)),
             config,
             now: 0,
             cpu_port: None,
-            default_virtual_router: None,
             vlans: HashMap::new(),
             vlan_of_vid: HashMap::new(),
             bridge_port_of_port: HashMap::new(),
@@ -309,6 +311,10 @@ impl SoftBackend {
         self.port_index(port).ok_or(SaiError::UnknownObject(port))
     }
 
+    fn vrf(&self, virtual_router: ObjectId) -> SaiResult<VrfId> {
+        self.vrfs.get(virtual_router).map(|vrf| vrf as VrfId).ok_or(SaiError::UnknownObject(virtual_router))
+    }
+
     fn rif(&self, rif: ObjectId) -> SaiResult<RifId> {
         self.router_interface_index(rif).ok_or(SaiError::UnknownObject(rif))
     }
@@ -390,7 +396,8 @@ impl SoftBackend {
             RouterInterfaceType::Port(port) => RifKind::Port(self.port(port)?),
             RouterInterfaceType::Vlan(vlan) => RifKind::Vlan(self.vid(vlan)?),
         };
-        Ok(pipeline::RouterInterface { kind, mac: rif.src_mac_address, mtu: rif.mtu, admin_up: rif.admin_state })
+        let vrf = self.vrf(rif.virtual_router)?;
+        Ok(pipeline::RouterInterface { kind, mac: rif.src_mac_address, mtu: rif.mtu, admin_up: rif.admin_state, vrf })
     }
 
     /// Reprograms a group with its members per the store, `extra` added and
@@ -480,10 +487,14 @@ impl Backend for SoftBackend {
                 }
             }
             Object::VirtualRouter(_) => {
-                if self.default_virtual_router.is_some() {
-                    return Err(SaiError::NotSupported("the soft backend has a single virtual router".into()));
+                let vrf = self.vrfs.allocate(id, "virtual router")? as VrfId;
+                // VRF 0 exists in every pipeline: it is the default virtual router.
+                if vrf != DEFAULT_VRF
+                    && let Err(e) = self.switch.create_vrf(vrf)
+                {
+                    self.vrfs.release(id);
+                    return Err(table_error(e, "virtual router", "-"));
                 }
-                self.default_virtual_router = Some(id);
             }
             Object::RouterInterface(rif) => {
                 let config = self.rif_config(rif)?;
@@ -591,7 +602,12 @@ impl Backend for SoftBackend {
 
     fn remove(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()> {
         match object {
-            Object::Switch(_) | Object::VirtualRouter(_) | Object::TunnelEndpoint(_) => {}
+            Object::Switch(_) | Object::TunnelEndpoint(_) => {}
+            Object::VirtualRouter(_) => {
+                let vrf = self.vrf(id)?;
+                self.switch.remove_vrf(vrf).map_err(|e| table_error(e, "virtual router", "-"))?;
+                self.vrfs.release(id);
+            }
             Object::Port(_) => {
                 self.switch.remove_port(self.port(id)?).map_err(|e| table_error(e, "port", "-"))?;
                 self.ports.release(id);
@@ -711,7 +727,9 @@ impl Backend for SoftBackend {
 
     fn create_route_entry(&mut self, store: &ObjectStore, key: &RouteEntryKey, entry: &RouteEntry) -> SaiResult<()> {
         let target = self.route_target(store, entry)?;
-        self.switch.set_route(key.destination, target).map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
+        self.switch
+            .set_route_in(self.vrf(key.virtual_router)?, key.destination, target)
+            .map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
     }
 
     fn set_route_entry(
@@ -725,7 +743,9 @@ impl Backend for SoftBackend {
     }
 
     fn remove_route_entry(&mut self, _store: &ObjectStore, key: &RouteEntryKey, _entry: &RouteEntry) -> SaiResult<()> {
-        self.switch.remove_route(key.destination).map_err(|e| table_error(e, "route entry", "-"))
+        self.switch
+            .remove_route_in(self.vrf(key.virtual_router)?, key.destination)
+            .map_err(|e| table_error(e, "route entry", "-"))
     }
 
     fn create_neighbor_entry(
