@@ -443,7 +443,8 @@ impl Backend for SoftBackend {
                     return Ok(());
                 }
                 let index = self.ports.allocate(id, "port")? as PortId;
-                if let Err(e) = self.switch.set_port(index, self.port_config(store, port, index)) {
+                let config = self.port_config(store, port, index);
+                if let Err(e) = self.switch.set_port(index, config) {
                     self.ports.release(id);
                     return Err(table_error(e, "port", "PORT_VLAN_ID"));
                 }
@@ -469,10 +470,12 @@ impl Backend for SoftBackend {
             Object::VlanMember(member) => {
                 let vid = self.vid(member.vlan)?;
                 match store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type) {
-                    Some(BridgePortType::Port(port)) => self
-                        .switch
-                        .set_vlan_member(vid, self.port(port)?, member.tagging_mode == TaggingMode::Tagged)
-                        .map_err(|e| table_error(e, "vlan member", "BRIDGE_PORT_ID"))?,
+                    Some(BridgePortType::Port(port)) => {
+                        let port = self.port(port)?;
+                        self.switch
+                            .set_vlan_member(vid, port, member.tagging_mode == TaggingMode::Tagged)
+                            .map_err(|e| table_error(e, "vlan member", "BRIDGE_PORT_ID"))?
+                    }
                     Some(BridgePortType::Tunnel(endpoint)) => {
                         let remote =
                             store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?.remote_ip;
@@ -558,9 +561,8 @@ impl Backend for SoftBackend {
             }
             (Object::Port(_), Object::Port(port)) => {
                 let index = self.port(id)?;
-                self.switch
-                    .set_port(index, self.port_config(store, port, index))
-                    .map_err(|e| table_error(e, "port", "PORT_VLAN_ID"))?;
+                let config = self.port_config(store, port, index);
+                self.switch.set_port(index, config).map_err(|e| table_error(e, "port", "PORT_VLAN_ID"))?;
             }
             (Object::BridgePort(_), Object::BridgePort(bridge_port)) => {
                 if let BridgePortType::Port(port) = bridge_port.bridge_port_type {
@@ -576,19 +578,17 @@ impl Backend for SoftBackend {
                 if let Some(BridgePortType::Port(port)) =
                     store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type)
                 {
+                    let (vid, port) = (self.vid(member.vlan)?, self.port(port)?);
                     self.switch
-                        .set_vlan_member(
-                            self.vid(member.vlan)?,
-                            self.port(port)?,
-                            member.tagging_mode == TaggingMode::Tagged,
-                        )
+                        .set_vlan_member(vid, port, member.tagging_mode == TaggingMode::Tagged)
                         .map_err(|e| table_error(e, "vlan member", "VLAN_TAGGING_MODE"))?;
                 }
             }
             (Object::RouterInterface(_), Object::RouterInterface(rif)) => {
                 let config = self.rif_config(rif)?;
+                let index = self.rif(id)?;
                 self.switch
-                    .set_router_interface(self.rif(id)?, config)
+                    .set_router_interface(index, config)
                     .map_err(|e| table_error(e, "router interface", "SRC_MAC_ADDRESS"))?;
             }
             (Object::Tunnel(_), Object::Tunnel(tunnel)) => {
@@ -609,7 +609,8 @@ impl Backend for SoftBackend {
                 self.vrfs.release(id);
             }
             Object::Port(_) => {
-                self.switch.remove_port(self.port(id)?).map_err(|e| table_error(e, "port", "-"))?;
+                let index = self.port(id)?;
+                self.switch.remove_port(index).map_err(|e| table_error(e, "port", "-"))?;
                 self.ports.release(id);
             }
             Object::Vlan(vlan) => {
@@ -657,9 +658,8 @@ impl Backend for SoftBackend {
                 }
             }
             Object::RouterInterface(_) => {
-                self.switch
-                    .remove_router_interface(self.rif(id)?)
-                    .map_err(|e| table_error(e, "router interface", "-"))?;
+                let index = self.rif(id)?;
+                self.switch.remove_router_interface(index).map_err(|e| table_error(e, "router interface", "-"))?;
                 self.rifs.release(id);
             }
             Object::NextHop(_) => {
@@ -678,7 +678,8 @@ impl Backend for SoftBackend {
                 self.tunnel = None;
             }
             Object::TunnelMapEntry(map) => {
-                self.switch.unmap_vlan(self.vid(map.vlan)?).map_err(|e| table_error(e, "tunnel map entry", "-"))?
+                let vid = self.vid(map.vlan)?;
+                self.switch.unmap_vlan(vid).map_err(|e| table_error(e, "tunnel map entry", "-"))?
             }
             Object::HostInterface(_) => {
                 if let Some(target) = self.host_interfaces.remove(&id) {
@@ -695,8 +696,9 @@ impl Backend for SoftBackend {
             FdbEntryType::Dynamic => FdbKind::Dynamic,
         };
         let dest = self.fdb_dest(store, entry.bridge_port)?;
+        let (vid, now) = (self.vid(key.vlan)?, self.now);
         self.switch
-            .set_fdb_entry(self.vid(key.vlan)?, key.mac, dest, kind, self.now)
+            .set_fdb_entry(vid, key.mac, dest, kind, now)
             .map_err(|e| table_error(e, "fdb entry", "BRIDGE_PORT_ID"))
     }
 
@@ -712,7 +714,8 @@ impl Backend for SoftBackend {
 
     fn remove_fdb_entry(&mut self, _store: &ObjectStore, key: &FdbEntryKey, _entry: &FdbEntry) -> SaiResult<()> {
         // An entry already gone (aged, flushed by a link going down) is removed.
-        let _ = self.switch.remove_fdb_entry(self.vid(key.vlan)?, key.mac);
+        let vid = self.vid(key.vlan)?;
+        let _ = self.switch.remove_fdb_entry(vid, key.mac);
         Ok(())
     }
 
@@ -727,9 +730,8 @@ impl Backend for SoftBackend {
 
     fn create_route_entry(&mut self, store: &ObjectStore, key: &RouteEntryKey, entry: &RouteEntry) -> SaiResult<()> {
         let target = self.route_target(store, entry)?;
-        self.switch
-            .set_route_in(self.vrf(key.virtual_router)?, key.destination, target)
-            .map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
+        let vrf = self.vrf(key.virtual_router)?;
+        self.switch.set_route_in(vrf, key.destination, target).map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
     }
 
     fn set_route_entry(
@@ -743,9 +745,8 @@ impl Backend for SoftBackend {
     }
 
     fn remove_route_entry(&mut self, _store: &ObjectStore, key: &RouteEntryKey, _entry: &RouteEntry) -> SaiResult<()> {
-        self.switch
-            .remove_route_in(self.vrf(key.virtual_router)?, key.destination)
-            .map_err(|e| table_error(e, "route entry", "-"))
+        let vrf = self.vrf(key.virtual_router)?;
+        self.switch.remove_route_in(vrf, key.destination).map_err(|e| table_error(e, "route entry", "-"))
     }
 
     fn create_neighbor_entry(
@@ -754,8 +755,9 @@ impl Backend for SoftBackend {
         key: &NeighborEntryKey,
         entry: &NeighborEntry,
     ) -> SaiResult<()> {
+        let rif = self.rif(key.router_interface)?;
         self.switch
-            .set_neighbor(self.rif(key.router_interface)?, key.ip, entry.dst_mac_address)
+            .set_neighbor(rif, key.ip, entry.dst_mac_address)
             .map_err(|e| table_error(e, "neighbor entry", "DST_MAC_ADDRESS"))
     }
 
@@ -775,7 +777,8 @@ impl Backend for SoftBackend {
         key: &NeighborEntryKey,
         _entry: &NeighborEntry,
     ) -> SaiResult<()> {
-        let _ = self.switch.remove_neighbor(self.rif(key.router_interface)?, key.ip);
+        let rif = self.rif(key.router_interface)?;
+        let _ = self.switch.remove_neighbor(rif, key.ip);
         Ok(())
     }
 
