@@ -68,6 +68,11 @@ impl FdbRecord {
                 NeighbourAttribute::Vlan(vid) => record.vid = Some(*vid),
                 NeighbourAttribute::Controller(master) => record.master = Some(*master),
                 NeighbourAttribute::Destination(NeighbourAddress::Inet(ip)) => record.dst = Some(*ip),
+                // In an AF_BRIDGE message the crate cannot tell the VTEP's
+                // family from the header, and leaves the bytes raw.
+                NeighbourAttribute::Destination(NeighbourAddress::Other(bytes)) if bytes.len() == 4 => {
+                    record.dst = Some(Ipv4Addr::new(bytes[0], bytes[1], bytes[2], bytes[3]));
+                }
                 _ => {}
             }
         }
@@ -134,7 +139,7 @@ impl KernelBackend {
             Some((port, netdev)) => {
                 let learning = store.bridge_port(member.bridge_port).is_none_or(|b| b.learning);
                 let port_state = store.port(port).ok_or(SaiError::UnknownObject(port))?;
-                let bridged = match member.tagging_mode {
+                match member.tagging_mode {
                     TaggingMode::Untagged => {
                         if port_state.port_vlan_id != vid {
                             return Err(SaiError::NotSupported(format!(
@@ -150,8 +155,10 @@ impl KernelBackend {
                             )));
                         }
                         self.enslave(log, &netdev, &bridge)?;
+                        if !learning {
+                            self.set_learning(log, &netdev, false)?;
+                        }
                         self.untagged_vlan.insert(port, vid);
-                        netdev
                     }
                     TaggingMode::Tagged => {
                         let mut message = LinkMessage::default();
@@ -168,13 +175,12 @@ impl KernelBackend {
                         message.header.change_mask |= LinkFlags::Up;
                         let device =
                             self.create_device(log, &format!("tagged vlan {vid} of {}", netdev.name), message)?;
-                        self.subinterfaces.insert((port, vid), device.clone());
+                        if !learning {
+                            self.set_learning(log, &device, false)?;
+                        }
                         self.bridge_port_of_ifindex.insert(device.ifindex, member.bridge_port);
-                        device
+                        self.subinterfaces.insert((port, vid), device);
                     }
-                };
-                if !learning {
-                    self.set_learning(log, &bridged, false)?;
                 }
                 Ok(())
             }
@@ -367,12 +373,22 @@ impl KernelBackend {
             let Some(vid) = self.vid_of_record(record) else { continue };
             let Some(&vlan) = self.vlan_of_vid.get(&vid) else { continue };
             let (bridge_port, remote_vtep) = if vxlan_ifindexes.contains(&record.ifindex) {
-                // The vxlan device's own entry for the MAC names the VTEP.
-                let Some(remote) = records
+                // The vxlan device's own entry for the MAC names the VTEP;
+                // a MAC the bridge learned behind a device that learns
+                // nothing is behind the VNI's only flood VTEP, if it has one.
+                let own = records
                     .iter()
                     .find(|r| r.ifindex == record.ifindex && r.mac == record.mac && r.dst.is_some())
-                    .and_then(|r| r.dst)
-                else {
+                    .and_then(|r| r.dst);
+                let flooded: Vec<Ipv4Addr> = records
+                    .iter()
+                    .filter(|r| r.ifindex == record.ifindex && r.mac == EthernetAddress::ZERO)
+                    .filter_map(|r| r.dst)
+                    .collect();
+                let Some(remote) = own.or(match flooded[..] {
+                    [only] => Some(only),
+                    _ => None,
+                }) else {
                     continue;
                 };
                 let Some(&bridge_port) = self.bridge_port_of_remote.get(&remote) else { continue };

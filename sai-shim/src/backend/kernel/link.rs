@@ -6,7 +6,7 @@ use netlink_packet_route::link::{
     InfoBridge, InfoData, InfoKind, InfoVxlan, LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
 };
 use netlink_packet_route::neighbour::{NeighbourAttribute, NeighbourMessage};
-use netlink_packet_route::route::{RouteMessage, RouteProtocol};
+use netlink_packet_route::route::{RouteAttribute, RouteMessage, RouteProtocol, RouteScope, RouteType};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::netlink::{Message, Request};
@@ -174,11 +174,17 @@ impl KernelBackend {
     // ------------------------------------------------------------ switch
 
     pub(super) fn create_switch(&mut self, _log: &mut UndoLog, switch: &Switch) -> SaiResult<()> {
-        // A switch routes: the namespace forwards IPv4 and IPv6.
-        for path in ["/proc/sys/net/ipv4/ip_forward", "/proc/sys/net/ipv6/conf/all/forwarding"] {
-            std::fs::write(path, "1").map_err(|error| {
-                SaiError::Backend(format!("kernel backend: cannot enable forwarding ({path}): {error}"))
-            })?;
+        // A switch routes: the namespace forwards IPv4 and IPv6, and hashes
+        // ECMP on the 5-tuple as the soft pipeline does (the kernel's
+        // default policy 0 hashes addresses only).
+        for (path, value) in [
+            ("/proc/sys/net/ipv4/ip_forward", "1"),
+            ("/proc/sys/net/ipv6/conf/all/forwarding", "1"),
+            ("/proc/sys/net/ipv4/fib_multipath_hash_policy", "1"),
+            ("/proc/sys/net/ipv6/fib_multipath_hash_policy", "1"),
+        ] {
+            std::fs::write(path, value)
+                .map_err(|error| SaiError::Backend(format!("kernel backend: cannot set {path} to {value}: {error}")))?;
         }
         self.remove_ours()?;
         self.switch = Some((switch.src_mac_address, switch.fdb_aging_time));
@@ -264,7 +270,19 @@ impl KernelBackend {
                 if let Message::Route(RouteNetlinkMessage::NewRoute(route)) = message
                     && route.header.protocol == RouteProtocol::Other(protocol)
                 {
-                    doomed.push(Request::route(RouteNetlinkMessage::DelRoute(route), 0));
+                    // The prefix, table and protocol name it; the dump's
+                    // nexthop details would be refused next to its nhid.
+                    let mut delete = RouteMessage::default();
+                    delete.header = route.header;
+                    delete.header.scope = RouteScope::NoWhere;
+                    delete.header.kind = RouteType::Unspec;
+                    delete.header.flags = Default::default();
+                    delete.attributes = route
+                        .attributes
+                        .into_iter()
+                        .filter(|a| matches!(a, RouteAttribute::Destination(_) | RouteAttribute::Table(_)))
+                        .collect();
+                    doomed.push(Request::route(RouteNetlinkMessage::DelRoute(delete), 0));
                 }
             }
             let mut query = NeighbourMessage::default();

@@ -245,12 +245,16 @@ impl KernelBackend {
         }
     }
 
-    /// Runs one backend call: on error its requests are undone.
+    /// Runs one backend call: on error its requests are undone. (Each call
+    /// records its objects only once every request succeeded; the blackhole
+    /// nexthop, made on the way to a group, is the one thing to forget.)
     fn atomically(&mut self, call: impl FnOnce(&mut Self, &mut UndoLog) -> SaiResult<()>) -> SaiResult<()> {
         let mut log = UndoLog::new();
+        let blackhole = self.blackhole_nexthop;
         let result = call(self, &mut log);
         if result.is_err() {
             self.roll_back(log);
+            self.blackhole_nexthop = blackhole;
         }
         result
     }
