@@ -8,8 +8,8 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use dataplane::pipeline::{
-    FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget, RouterInterface, Switch, SwitchConfig,
-    VtepConfig,
+    DEFAULT_VRF, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget, RouterInterface, Switch,
+    SwitchConfig, VtepConfig,
 };
 use dataplane::wire::{
     Ecn, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, PseudoHeader,
@@ -114,8 +114,13 @@ fn vtep_switch() -> Switch {
     switch.set_vlan_member(100, 0, false).unwrap();
     for (rif, port) in [(1u16, 1u16), (2, 2)] {
         switch.set_port(port, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
-        let config =
-            RouterInterface { kind: RifKind::Port(port), mac: mac(0xe, rif.into()), mtu: 9000, admin_up: true };
+        let config = RouterInterface {
+            kind: RifKind::Port(port),
+            mac: mac(0xe, rif.into()),
+            mtu: 9000,
+            admin_up: true,
+            vrf: DEFAULT_VRF,
+        };
         switch.set_router_interface(rif, config).unwrap();
         let local = Ipv4Addr::new(10, 0, rif as u8, 1);
         let peer = Ipv4Addr::new(10, 0, rif as u8, 2);
@@ -190,8 +195,13 @@ fn ipv4_lpm_ecmp(c: &mut Criterion) {
     // Ingress port 0, four routed uplinks 1..=4 with one next hop each.
     for port in 0..5u16 {
         switch.set_port(port, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
-        let config =
-            RouterInterface { kind: RifKind::Port(port), mac: mac(0xe, port.into()), mtu: 9000, admin_up: true };
+        let config = RouterInterface {
+            kind: RifKind::Port(port),
+            mac: mac(0xe, port.into()),
+            mtu: 9000,
+            admin_up: true,
+            vrf: DEFAULT_VRF,
+        };
         switch.set_router_interface(port, config).unwrap();
         let peer = Ipv4Addr::new(10, 0, port as u8, 2);
         switch.set_route(format!("10.0.{port}.1/32").parse().unwrap(), RouteTarget::Local).unwrap();

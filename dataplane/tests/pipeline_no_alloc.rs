@@ -8,8 +8,8 @@ use std::net::{IpAddr, Ipv4Addr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dataplane::pipeline::{
-    Disposition, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget, RouterInterface, Switch,
-    SwitchConfig, VtepConfig,
+    DEFAULT_VRF, Disposition, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget, RouterInterface,
+    Switch, SwitchConfig, VtepConfig,
 };
 use dataplane::wire::arp::Operation;
 use dataplane::wire::{
@@ -130,7 +130,13 @@ fn switch() -> Switch {
         Switch::new(SwitchConfig { fdb_capacity: 4096, neighbor_capacity: 1024, ..SwitchConfig::default() });
     for port in 0..2u16 {
         switch.set_port(port, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
-        let rif = RouterInterface { kind: RifKind::Port(port), mac: mac(0xe, port as u8), mtu: 1500, admin_up: true };
+        let rif = RouterInterface {
+            kind: RifKind::Port(port),
+            mac: mac(0xe, port as u8),
+            mtu: 1500,
+            admin_up: true,
+            vrf: DEFAULT_VRF,
+        };
         switch.set_router_interface(port, rif).unwrap();
         switch.set_route(format!("10.0.{port}.1/32").parse().unwrap(), RouteTarget::Local).unwrap();
         switch.set_route(format!("10.0.{port}.0/24").parse().unwrap(), RouteTarget::Connected(port)).unwrap();
@@ -146,7 +152,8 @@ fn switch() -> Switch {
         switch.set_port(port, PortConfig { pvid: 100, ..PortConfig::default() }).unwrap();
         switch.set_vlan_member(100, port, false).unwrap();
     }
-    let svi = RouterInterface { kind: RifKind::Vlan(100), mac: mac(0xe, 2), mtu: 1500, admin_up: true };
+    let svi =
+        RouterInterface { kind: RifKind::Vlan(100), mac: mac(0xe, 2), mtu: 1500, admin_up: true, vrf: DEFAULT_VRF };
     switch.set_router_interface(2, svi).unwrap();
     switch.set_route("192.168.100.1/32".parse().unwrap(), RouteTarget::Local).unwrap();
     switch.set_route("192.168.100.0/24".parse().unwrap(), RouteTarget::Connected(2)).unwrap();

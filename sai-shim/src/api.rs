@@ -816,7 +816,8 @@ impl<B: Backend> Sai<B> {
 
     // ------------------------------------------------------------ routing
 
-    /// Creates a VRF. The soft backend has a single routing table and refuses.
+    /// Creates a VRF: a virtual router with a routing table of its own,
+    /// which router interfaces and route entries name.
     pub fn create_virtual_router(&mut self) -> SaiResult<ObjectId> {
         self.create_object(Object::VirtualRouter(VirtualRouter {}))
     }

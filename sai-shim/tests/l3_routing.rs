@@ -675,3 +675,52 @@ fn an_unused_stale_neighbor_is_forgotten() {
         vec![Notification::NeighborExpired { router_interface: r.svi, ip: H1_V4.into() }]
     );
 }
+
+/// A routed port in a virtual router of its own: the same prefix routes
+/// differently there than in the default virtual router, and a virtual
+/// router in use cannot be removed.
+#[test]
+fn a_virtual_router_has_its_own_routes() {
+    let mut lab = Lab::with(SwitchConfig::default(), &[SwitchAttr::SrcMacAddress(ROUTER_MAC)]);
+    let (default_port, default_rif) = routed_port(&mut lab, "eth3");
+    let vrf = lab.sai.create_virtual_router().unwrap();
+    let vrf_port = lab.port("eth5");
+    let vrf_rif = lab
+        .sai
+        .create_router_interface(&[
+            RouterInterfaceAttr::VirtualRouterId(vrf),
+            RouterInterfaceAttr::Type(RouterInterfaceType::Port(vrf_port)),
+        ])
+        .unwrap();
+    let in_default = next_hop(&mut lab, default_rif, IpAddr::V4(R3_V4), R3_MAC);
+    let in_vrf = next_hop(&mut lab, vrf_rif, IpAddr::V4(R4_V4), R4_MAC);
+    route(&mut lab, "10.1.0.0/30", default_rif);
+    route(&mut lab, "172.16.0.0/16", in_default);
+    let vrf_route = |prefix: &str| RouteEntryKey { virtual_router: vrf, destination: net(prefix) };
+    lab.sai.create_route_entry(vrf_route("10.2.0.0/30"), &[RouteEntryAttr::NextHopId(Some(vrf_rif))]).unwrap();
+    lab.sai.create_route_entry(vrf_route("172.16.0.0/16"), &[RouteEntryAttr::NextHopId(Some(in_vrf))]).unwrap();
+
+    let packet = udp4(R4_V4, Ipv4Addr::new(172, 16, 1, 1), 1, 2, 64, b"x");
+    let sent = lab.inject(vrf_port, &eth(ROUTER_MAC, R4_MAC, None, EtherType::Ipv4, &packet));
+    assert_eq!(sent.disposition, Disposition::Forwarded);
+    let routed = udp4(R4_V4, Ipv4Addr::new(172, 16, 1, 1), 1, 2, 63, b"x");
+    assert_eq!(
+        by_port(&sent.frames),
+        vec![(lab.index(vrf_port), eth(R4_MAC, ROUTER_MAC, None, EtherType::Ipv4, &routed))]
+    );
+    let sent = lab.inject(default_port, &eth(ROUTER_MAC, R3_MAC, None, EtherType::Ipv4, &packet));
+    assert_eq!(sent.disposition, Disposition::Forwarded);
+    assert_eq!(by_port(&sent.frames)[0].0, lab.index(default_port));
+    // 10.1.0.0/30 is the default virtual router's: not reachable from eth5.
+    let other = udp4(R4_V4, R3_V4, 1, 2, 64, b"x");
+    let sent = lab.inject(vrf_port, &eth(ROUTER_MAC, R4_MAC, None, EtherType::Ipv4, &other));
+    assert_eq!(sent.disposition, Disposition::Dropped(DropReason::NoRoute));
+
+    assert!(lab.sai.remove(vrf).is_err(), "in use by its router interface and routes");
+    lab.sai.remove_route_entry(vrf_route("172.16.0.0/16")).unwrap();
+    lab.sai.remove_route_entry(vrf_route("10.2.0.0/30")).unwrap();
+    lab.sai.remove(in_vrf).unwrap();
+    lab.sai.remove_neighbor_entry(NeighborEntryKey { router_interface: vrf_rif, ip: IpAddr::V4(R4_V4) }).unwrap();
+    lab.sai.remove(vrf_rif).unwrap();
+    lab.sai.remove(vrf).unwrap();
+}

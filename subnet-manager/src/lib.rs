@@ -2,3 +2,5 @@
 //! chapters 13 and 14, byte for byte), the subnet management agent every
 //! switch and HCA-like endpoint runs, and the subnet manager (discovery, LIDs,
 //! routing engines, LFT programming, sweeps, failover) with its transports.
+
+pub mod packet;

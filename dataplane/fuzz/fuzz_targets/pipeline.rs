@@ -26,7 +26,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use dataplane::pipeline::{
     Disposition, Egress, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget,
-    RouterInterface, Switch, SwitchConfig, VtepConfig,
+    DEFAULT_VRF, RouterInterface, Switch, SwitchConfig, VtepConfig,
 };
 use dataplane::wire::{
     ArpPacket, ArpRepr, EtherType, EthernetAddress, Icmpv4Packet, Icmpv6Packet, IpProtocol,
@@ -77,8 +77,8 @@ fn build_switch() -> Switch {
     switch.set_vlan_member(20, 4, false).unwrap();
 
     let router_mac = ROUTER_MAC;
-    let svi = RouterInterface { kind: RifKind::Vlan(10), mac: router_mac, mtu: 1500, admin_up: true };
-    let routed = RouterInterface { kind: RifKind::Port(3), mac: router_mac, mtu: 9000, admin_up: true };
+    let svi = RouterInterface { kind: RifKind::Vlan(10), mac: router_mac, mtu: 1500, admin_up: true, vrf: DEFAULT_VRF };
+    let routed = RouterInterface { kind: RifKind::Port(3), mac: router_mac, mtu: 9000, admin_up: true, vrf: DEFAULT_VRF };
     switch.set_router_interface(0, svi).unwrap();
     switch.set_router_interface(1, routed).unwrap();
 

@@ -15,7 +15,7 @@ mod fifo;
 pub use fifo::{OutputQueues, OutputQueuesConfig};
 
 use crate::pipeline::{
-    Disposition, Egress, FrameMeta, FramePool, FrameRef, LinkLevelFrame, Output, PortId, RifId, RifKind, Switch,
+    Disposition, Egress, FrameMeta, FramePool, FrameRef, LinkLevelFrame, Output, PortId, RifId, RifKind, Switch, Tables,
 };
 
 /// What the node drives: the pipeline itself, or a wrapper around it (the
@@ -80,10 +80,10 @@ impl Forwarding for Switch {
         self.set_port_oper_status(port, up);
     }
     fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
-        Switch::count_transmitted(self, port, frame);
+        Tables::count_transmitted(self, port, frame);
     }
     fn count_egress_drop(&mut self, port: PortId) {
-        Switch::count_egress_drop(self, port);
+        Tables::count_egress_drop(self, port);
     }
 }
 

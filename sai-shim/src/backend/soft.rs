@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use std::net::Ipv4Addr;
 
 use dataplane::pipeline::{
-    self, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output, PortConfig,
-    PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig, TableError, VtepConfig,
+    self, DEFAULT_VRF, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output,
+    PortConfig, PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig, TableError, VrfId, VtepConfig,
 };
 use dataplane::wire::{EthernetAddress, VlanId};
 
@@ -84,7 +84,9 @@ pub struct SoftBackend {
     /// The latest time the caller gave; stamps control-plane FDB entries.
     now: u64,
     cpu_port: Option<ObjectId>,
-    default_virtual_router: Option<ObjectId>,
+    /// Virtual routers as pipeline VRFs; the first (the switch's default
+    /// virtual router, created with the switch) is VRF 0.
+    vrfs: DenseIndex,
     ports: DenseIndex,
     rifs: DenseIndex,
     next_hops: DenseIndex,
@@ -121,10 +123,10 @@ impl SoftBackend {
             // size bounds them (with room to spare on tiny test tables).
             next_hops: DenseIndex::with_limit(config.route_capacity.max(4096)),
             groups: DenseIndex::with_limit(config.route_capacity.max(4096)),
+            vrfs: DenseIndex::with_limit(usize::from(config.max_vrfs)),
             config,
             now: 0,
             cpu_port: None,
-            default_virtual_router: None,
             vlans: HashMap::new(),
             vlan_of_vid: HashMap::new(),
             bridge_port_of_port: HashMap::new(),
@@ -309,6 +311,10 @@ impl SoftBackend {
         self.port_index(port).ok_or(SaiError::UnknownObject(port))
     }
 
+    fn vrf(&self, virtual_router: ObjectId) -> SaiResult<VrfId> {
+        self.vrfs.get(virtual_router).map(|vrf| vrf as VrfId).ok_or(SaiError::UnknownObject(virtual_router))
+    }
+
     fn rif(&self, rif: ObjectId) -> SaiResult<RifId> {
         self.router_interface_index(rif).ok_or(SaiError::UnknownObject(rif))
     }
@@ -390,7 +396,8 @@ impl SoftBackend {
             RouterInterfaceType::Port(port) => RifKind::Port(self.port(port)?),
             RouterInterfaceType::Vlan(vlan) => RifKind::Vlan(self.vid(vlan)?),
         };
-        Ok(pipeline::RouterInterface { kind, mac: rif.src_mac_address, mtu: rif.mtu, admin_up: rif.admin_state })
+        let vrf = self.vrf(rif.virtual_router)?;
+        Ok(pipeline::RouterInterface { kind, mac: rif.src_mac_address, mtu: rif.mtu, admin_up: rif.admin_state, vrf })
     }
 
     /// Reprograms a group with its members per the store, `extra` added and
@@ -436,7 +443,8 @@ impl Backend for SoftBackend {
                     return Ok(());
                 }
                 let index = self.ports.allocate(id, "port")? as PortId;
-                if let Err(e) = self.switch.set_port(index, self.port_config(store, port, index)) {
+                let config = self.port_config(store, port, index);
+                if let Err(e) = self.switch.set_port(index, config) {
                     self.ports.release(id);
                     return Err(table_error(e, "port", "PORT_VLAN_ID"));
                 }
@@ -462,10 +470,12 @@ impl Backend for SoftBackend {
             Object::VlanMember(member) => {
                 let vid = self.vid(member.vlan)?;
                 match store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type) {
-                    Some(BridgePortType::Port(port)) => self
-                        .switch
-                        .set_vlan_member(vid, self.port(port)?, member.tagging_mode == TaggingMode::Tagged)
-                        .map_err(|e| table_error(e, "vlan member", "BRIDGE_PORT_ID"))?,
+                    Some(BridgePortType::Port(port)) => {
+                        let port = self.port(port)?;
+                        self.switch
+                            .set_vlan_member(vid, port, member.tagging_mode == TaggingMode::Tagged)
+                            .map_err(|e| table_error(e, "vlan member", "BRIDGE_PORT_ID"))?
+                    }
                     Some(BridgePortType::Tunnel(endpoint)) => {
                         let remote =
                             store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?.remote_ip;
@@ -480,10 +490,14 @@ impl Backend for SoftBackend {
                 }
             }
             Object::VirtualRouter(_) => {
-                if self.default_virtual_router.is_some() {
-                    return Err(SaiError::NotSupported("the soft backend has a single virtual router".into()));
+                let vrf = self.vrfs.allocate(id, "virtual router")? as VrfId;
+                // VRF 0 exists in every pipeline: it is the default virtual router.
+                if vrf != DEFAULT_VRF
+                    && let Err(e) = self.switch.create_vrf(vrf)
+                {
+                    self.vrfs.release(id);
+                    return Err(table_error(e, "virtual router", "-"));
                 }
-                self.default_virtual_router = Some(id);
             }
             Object::RouterInterface(rif) => {
                 let config = self.rif_config(rif)?;
@@ -547,9 +561,8 @@ impl Backend for SoftBackend {
             }
             (Object::Port(_), Object::Port(port)) => {
                 let index = self.port(id)?;
-                self.switch
-                    .set_port(index, self.port_config(store, port, index))
-                    .map_err(|e| table_error(e, "port", "PORT_VLAN_ID"))?;
+                let config = self.port_config(store, port, index);
+                self.switch.set_port(index, config).map_err(|e| table_error(e, "port", "PORT_VLAN_ID"))?;
             }
             (Object::BridgePort(_), Object::BridgePort(bridge_port)) => {
                 if let BridgePortType::Port(port) = bridge_port.bridge_port_type {
@@ -565,19 +578,17 @@ impl Backend for SoftBackend {
                 if let Some(BridgePortType::Port(port)) =
                     store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type)
                 {
+                    let (vid, port) = (self.vid(member.vlan)?, self.port(port)?);
                     self.switch
-                        .set_vlan_member(
-                            self.vid(member.vlan)?,
-                            self.port(port)?,
-                            member.tagging_mode == TaggingMode::Tagged,
-                        )
+                        .set_vlan_member(vid, port, member.tagging_mode == TaggingMode::Tagged)
                         .map_err(|e| table_error(e, "vlan member", "VLAN_TAGGING_MODE"))?;
                 }
             }
             (Object::RouterInterface(_), Object::RouterInterface(rif)) => {
                 let config = self.rif_config(rif)?;
+                let index = self.rif(id)?;
                 self.switch
-                    .set_router_interface(self.rif(id)?, config)
+                    .set_router_interface(index, config)
                     .map_err(|e| table_error(e, "router interface", "SRC_MAC_ADDRESS"))?;
             }
             (Object::Tunnel(_), Object::Tunnel(tunnel)) => {
@@ -591,9 +602,15 @@ impl Backend for SoftBackend {
 
     fn remove(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()> {
         match object {
-            Object::Switch(_) | Object::VirtualRouter(_) | Object::TunnelEndpoint(_) => {}
+            Object::Switch(_) | Object::TunnelEndpoint(_) => {}
+            Object::VirtualRouter(_) => {
+                let vrf = self.vrf(id)?;
+                self.switch.remove_vrf(vrf).map_err(|e| table_error(e, "virtual router", "-"))?;
+                self.vrfs.release(id);
+            }
             Object::Port(_) => {
-                self.switch.remove_port(self.port(id)?).map_err(|e| table_error(e, "port", "-"))?;
+                let index = self.port(id)?;
+                self.switch.remove_port(index).map_err(|e| table_error(e, "port", "-"))?;
                 self.ports.release(id);
             }
             Object::Vlan(vlan) => {
@@ -641,9 +658,8 @@ impl Backend for SoftBackend {
                 }
             }
             Object::RouterInterface(_) => {
-                self.switch
-                    .remove_router_interface(self.rif(id)?)
-                    .map_err(|e| table_error(e, "router interface", "-"))?;
+                let index = self.rif(id)?;
+                self.switch.remove_router_interface(index).map_err(|e| table_error(e, "router interface", "-"))?;
                 self.rifs.release(id);
             }
             Object::NextHop(_) => {
@@ -662,7 +678,8 @@ impl Backend for SoftBackend {
                 self.tunnel = None;
             }
             Object::TunnelMapEntry(map) => {
-                self.switch.unmap_vlan(self.vid(map.vlan)?).map_err(|e| table_error(e, "tunnel map entry", "-"))?
+                let vid = self.vid(map.vlan)?;
+                self.switch.unmap_vlan(vid).map_err(|e| table_error(e, "tunnel map entry", "-"))?
             }
             Object::HostInterface(_) => {
                 if let Some(target) = self.host_interfaces.remove(&id) {
@@ -679,8 +696,9 @@ impl Backend for SoftBackend {
             FdbEntryType::Dynamic => FdbKind::Dynamic,
         };
         let dest = self.fdb_dest(store, entry.bridge_port)?;
+        let (vid, now) = (self.vid(key.vlan)?, self.now);
         self.switch
-            .set_fdb_entry(self.vid(key.vlan)?, key.mac, dest, kind, self.now)
+            .set_fdb_entry(vid, key.mac, dest, kind, now)
             .map_err(|e| table_error(e, "fdb entry", "BRIDGE_PORT_ID"))
     }
 
@@ -696,7 +714,8 @@ impl Backend for SoftBackend {
 
     fn remove_fdb_entry(&mut self, _store: &ObjectStore, key: &FdbEntryKey, _entry: &FdbEntry) -> SaiResult<()> {
         // An entry already gone (aged, flushed by a link going down) is removed.
-        let _ = self.switch.remove_fdb_entry(self.vid(key.vlan)?, key.mac);
+        let vid = self.vid(key.vlan)?;
+        let _ = self.switch.remove_fdb_entry(vid, key.mac);
         Ok(())
     }
 
@@ -711,7 +730,8 @@ impl Backend for SoftBackend {
 
     fn create_route_entry(&mut self, store: &ObjectStore, key: &RouteEntryKey, entry: &RouteEntry) -> SaiResult<()> {
         let target = self.route_target(store, entry)?;
-        self.switch.set_route(key.destination, target).map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
+        let vrf = self.vrf(key.virtual_router)?;
+        self.switch.set_route_in(vrf, key.destination, target).map_err(|e| table_error(e, "route entry", "NEXT_HOP_ID"))
     }
 
     fn set_route_entry(
@@ -725,7 +745,8 @@ impl Backend for SoftBackend {
     }
 
     fn remove_route_entry(&mut self, _store: &ObjectStore, key: &RouteEntryKey, _entry: &RouteEntry) -> SaiResult<()> {
-        self.switch.remove_route(key.destination).map_err(|e| table_error(e, "route entry", "-"))
+        let vrf = self.vrf(key.virtual_router)?;
+        self.switch.remove_route_in(vrf, key.destination).map_err(|e| table_error(e, "route entry", "-"))
     }
 
     fn create_neighbor_entry(
@@ -734,8 +755,9 @@ impl Backend for SoftBackend {
         key: &NeighborEntryKey,
         entry: &NeighborEntry,
     ) -> SaiResult<()> {
+        let rif = self.rif(key.router_interface)?;
         self.switch
-            .set_neighbor(self.rif(key.router_interface)?, key.ip, entry.dst_mac_address)
+            .set_neighbor(rif, key.ip, entry.dst_mac_address)
             .map_err(|e| table_error(e, "neighbor entry", "DST_MAC_ADDRESS"))
     }
 
@@ -755,7 +777,8 @@ impl Backend for SoftBackend {
         key: &NeighborEntryKey,
         _entry: &NeighborEntry,
     ) -> SaiResult<()> {
-        let _ = self.switch.remove_neighbor(self.rif(key.router_interface)?, key.ip);
+        let rif = self.rif(key.router_interface)?;
+        let _ = self.switch.remove_neighbor(rif, key.ip);
         Ok(())
     }
 

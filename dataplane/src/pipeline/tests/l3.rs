@@ -43,7 +43,10 @@ pub(crate) fn l3_switch_with(config: SwitchConfig) -> Switch {
     for (rif, port, mac) in [(0, 0, R0), (1, 1, R1)] {
         switch.set_port(port, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
         switch
-            .set_router_interface(rif, RouterInterface { kind: RifKind::Port(port), mac, mtu: 1500, admin_up: true })
+            .set_router_interface(
+                rif,
+                RouterInterface { kind: RifKind::Port(port), mac, mtu: 1500, admin_up: true, vrf: DEFAULT_VRF },
+            )
             .unwrap();
     }
     switch.create_vlan(100).unwrap();
@@ -52,7 +55,10 @@ pub(crate) fn l3_switch_with(config: SwitchConfig) -> Switch {
     switch.set_vlan_member(100, 2, false).unwrap();
     switch.set_vlan_member(100, 3, true).unwrap();
     switch
-        .set_router_interface(2, RouterInterface { kind: RifKind::Vlan(100), mac: R2, mtu: 1500, admin_up: true })
+        .set_router_interface(
+            2,
+            RouterInterface { kind: RifKind::Vlan(100), mac: R2, mtu: 1500, admin_up: true, vrf: DEFAULT_VRF },
+        )
         .unwrap();
     for (local, subnet, rif) in [
         ("10.0.0.1/32", "10.0.0.0/24", 0),
@@ -283,6 +289,100 @@ fn the_path_quality_hook_overrides_the_static_choice() {
     // Removing the hook restores the static hash.
     switch.set_path_quality(None);
     assert!(ecmp_choices(&mut switch).contains(&0));
+}
+
+/// `l3_switch` plus VRF 7 on routed port 4 (RIF 4), with the same
+/// 10.0.0.0/24 subnet as RIF 0 in the default VRF, its own address
+/// 10.0.0.1 there too, and 172.16.0.0/16 through 10.0.0.2 on RIF 4.
+fn two_vrf_switch() -> Switch {
+    const VRF: VrfId = 7;
+    let mut switch = l3_switch();
+    switch.create_vrf(VRF).unwrap();
+    switch.set_port(4, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
+    let rif = RouterInterface { kind: RifKind::Port(4), mac: R1, mtu: 1500, admin_up: true, vrf: VRF };
+    switch.set_router_interface(4, rif).unwrap();
+    switch.set_route_in(VRF, net("10.0.0.1/32"), RouteTarget::Local).unwrap();
+    switch.set_route_in(VRF, net("10.0.0.0/24"), RouteTarget::Connected(4)).unwrap();
+    switch.set_next_hop(9, NextHop { rif: 4, ip: IpAddr::V4(v4("10.0.0.2")) }).unwrap();
+    switch.set_route_in(VRF, net("172.16.0.0/16"), RouteTarget::NextHop(9)).unwrap();
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    switch.set_neighbor(4, IpAddr::V4(v4("10.0.0.2")), H2).unwrap();
+    switch
+}
+
+#[test]
+fn each_vrf_routes_in_its_own_table() {
+    let mut switch = two_vrf_switch();
+    let mut out = Output::new();
+    // The same destination: VRF 7's next hop from port 4, the default VRF's group from port 0.
+    let ip = udp_packet("10.0.0.2", "172.16.5.5", 1000, 64);
+    assert_eq!(switch.process(NOW, 4, &frame(R1, H2, None, EtherType::Ipv4, &ip), &mut out), Disposition::Forwarded);
+    assert_eq!(emitted(&out), vec![(Egress::Port(4), frame(H2, R1, None, EtherType::Ipv4, &routed(&ip)))]);
+    out.clear();
+    assert_eq!(switch.process(NOW, 0, &frame(R0, H0, None, EtherType::Ipv4, &ip), &mut out), Disposition::Forwarded);
+    assert!(matches!(ports_of(&out)[..], [0] | [1]));
+    // 10.0.1.0/24 is only in the default VRF: from VRF 7 there is no route.
+    out.clear();
+    let ip = udp_packet("10.0.0.2", "10.0.1.2", 1000, 64);
+    assert_eq!(
+        switch.process(NOW, 4, &frame(R1, H2, None, EtherType::Ipv4, &ip), &mut out),
+        Disposition::Dropped(DropReason::NoRoute)
+    );
+    // Only the ICMP net unreachable leaves, back into VRF 7.
+    assert_eq!(ports_of(&out), vec![4]);
+    assert_eq!(switch.lookup_route_in(7, IpAddr::V4(v4("10.0.1.2"))), None);
+    assert_eq!(switch.lookup_route(IpAddr::V4(v4("10.0.1.2"))), Some(RouteTarget::Connected(1)));
+    assert_eq!(switch.routes_in(7).count(), 3);
+    assert_eq!(switch.vrfs().collect::<Vec<_>>(), vec![DEFAULT_VRF, 7]);
+}
+
+#[test]
+fn the_switch_answers_in_the_vrf_the_request_came_from() {
+    let mut switch = two_vrf_switch();
+    let mut out = Output::new();
+    let echo = Icmpv4Repr::EchoRequest { ident: 7, seq_no: 3, data: b"vrf" };
+    let mut message = vec![0; echo.buffer_len()];
+    echo.emit(&mut Icmpv4Packet::new_unchecked(&mut message[..]));
+    let ip = ipv4(v4("10.0.0.2"), v4("10.0.0.1"), IpProtocol::Icmp, 64, &message);
+    // In the default VRF 10.0.0.2 is behind port 0 (H0); in VRF 7, behind port 4 (H2).
+    assert_eq!(switch.process(NOW, 4, &frame(R1, H2, None, EtherType::Ipv4, &ip), &mut out), Disposition::Consumed);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, Egress::Port(4));
+    let reply = EthernetFrame::new_checked(&got[0].1[..]).unwrap();
+    assert_eq!((reply.dst_addr(), reply.src_addr()), (H2, R1));
+    // ARP for the address is answered on RIF 4 too: it is local in VRF 7.
+    out.clear();
+    let request = arp(Operation::Request, H2, "10.0.0.2", EthernetAddress::ZERO, "10.0.0.1");
+    switch.process(NOW, 4, &frame(EthernetAddress::BROADCAST, H2, None, EtherType::Arp, &request), &mut out);
+    assert_eq!(ports_of(&out), vec![4]);
+}
+
+#[test]
+fn vrfs_are_created_and_removed_with_their_references_checked() {
+    let mut switch = two_vrf_switch();
+    assert_eq!(switch.create_vrf(7), Err(TableError::InUse));
+    assert!(matches!(switch.create_vrf(SwitchConfig::default().max_vrfs), Err(TableError::Invalid(_))));
+    assert!(matches!(switch.remove_vrf(DEFAULT_VRF), Err(TableError::Invalid(_))));
+    assert_eq!(switch.remove_vrf(8), Err(TableError::NotFound));
+    let rif = RouterInterface { kind: RifKind::Port(5), mac: R0, mtu: 1500, admin_up: true, vrf: 8 };
+    switch.set_port(5, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
+    assert!(matches!(switch.set_router_interface(5, rif), Err(TableError::Invalid(_))));
+    assert!(matches!(switch.set_route_in(8, net("10.0.0.0/8"), RouteTarget::Drop), Err(TableError::Invalid(_))));
+    // In use while it has routes or router interfaces.
+    assert_eq!(switch.remove_vrf(7), Err(TableError::InUse));
+    for prefix in ["10.0.0.1/32", "10.0.0.0/24", "172.16.0.0/16"] {
+        switch.remove_route_in(7, net(prefix)).unwrap();
+    }
+    assert_eq!(switch.remove_vrf(7), Err(TableError::InUse));
+    switch.remove_neighbor(4, IpAddr::V4(v4("10.0.0.2"))).unwrap();
+    switch.remove_next_hop(9).unwrap();
+    switch.remove_router_interface(4).unwrap();
+    switch.remove_vrf(7).unwrap();
+    assert!(!switch.vrf_exists(7));
+    // The default VRF kept its 10.0.0.1 through all of it.
+    assert_eq!(switch.lookup_route(IpAddr::V4(v4("10.0.0.1"))), Some(RouteTarget::Local));
 }
 
 #[test]
@@ -703,7 +803,7 @@ fn cached_next_hop_rewrites_follow_every_change() {
     switch.set_port_oper_status(0, true);
     assert_eq!(send(&mut switch, NOW), via(0, H1, R0));
     // The interface's MAC and MTU change.
-    let rif = RouterInterface { kind: RifKind::Port(0), mac: R2, mtu: 1500, admin_up: true };
+    let rif = RouterInterface { kind: RifKind::Port(0), mac: R2, mtu: 1500, admin_up: true, vrf: DEFAULT_VRF };
     switch.set_router_interface(0, rif).unwrap();
     assert_eq!(send(&mut switch, NOW), via(0, H1, R2));
     switch.set_router_interface(0, RouterInterface { mtu: 30, ..rif }).unwrap();
@@ -769,7 +869,7 @@ fn large_ipv4_tables_match_the_longest_prefix_through_changes() {
             assert_eq!(switch.lookup_route(IpAddr::V4(addr)), expected(switch, addr), "{addr}");
         }
     };
-    assert!(switch.router.fib4_active());
+    assert!(switch.router.fib(DEFAULT_VRF).unwrap().dir24_active());
     probe(&switch, 200);
     // Replace some, remove many (longer and shorter ones alike).
     for (index, prefix) in installed.iter().enumerate() {
@@ -784,7 +884,7 @@ fn large_ipv4_tables_match_the_longest_prefix_through_changes() {
     for prefix in &installed {
         let _ = switch.remove_route(*prefix);
     }
-    assert!(!switch.router.fib4_active());
+    assert!(!switch.router.fib(DEFAULT_VRF).unwrap().dir24_active());
     probe(&switch, 50);
     assert_eq!(switch.lookup_route(IpAddr::V4(v4("172.16.1.1"))), Some(RouteTarget::Group(1)));
 }

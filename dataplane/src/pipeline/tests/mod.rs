@@ -5,7 +5,7 @@ use super::*;
 
 mod l3;
 mod vxlan;
-use crate::wire::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanTag, VlanTagRepr};
+use crate::wire::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanId, VlanTag, VlanTagRepr};
 
 pub(crate) const SECOND: u64 = 1_000_000_000;
 pub(crate) const NOW: u64 = 1_000 * SECOND;

@@ -237,7 +237,10 @@ fn the_underlay_can_run_over_an_svi() {
     switch.set_port(4, PortConfig { pvid: 200, ..PortConfig::default() }).unwrap();
     switch.set_vlan_member(200, 4, false).unwrap();
     switch
-        .set_router_interface(3, RouterInterface { kind: RifKind::Vlan(200), mac: r3, mtu: 1500, admin_up: true })
+        .set_router_interface(
+            3,
+            RouterInterface { kind: RifKind::Vlan(200), mac: r3, mtu: 1500, admin_up: true, vrf: DEFAULT_VRF },
+        )
         .unwrap();
     switch.set_route("10.0.2.1/32".parse().unwrap(), RouteTarget::Local).unwrap();
     switch.set_route("10.0.2.0/24".parse().unwrap(), RouteTarget::Connected(3)).unwrap();

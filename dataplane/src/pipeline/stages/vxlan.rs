@@ -1,117 +1,25 @@
-//! The VXLAN tunnel endpoint (RFC 7348): VLAN-to-VNI map, encapsulation
-//! toward remote VTEPs routed through the underlay, decapsulation, and
-//! per-VNI flood lists for head-end replication.
+//! VXLAN encapsulation and decapsulation (RFC 7348), and flooding to the
+//! remote VTEPs of a VNI.
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use rustc_hash::FxHashMap;
-
 use super::bridge::{BridgeSource, BridgedFrame};
-use super::output::Output;
-use super::router::{L3Source, Route, flow_hash, transport_ports};
-use super::{Disposition, DropReason, FdbDest, Switch, TableError, Vni};
+use super::context::Stages;
+use super::router::{L3Source, flow_hash, transport_ports};
+use crate::pipeline::counters::DropReason;
+use crate::pipeline::disposition::Disposition;
+use crate::pipeline::output::Output;
+use crate::pipeline::tables::bridge::FdbDest;
+use crate::pipeline::tables::tunnel::ROUTE_CACHE_CAPACITY;
+use crate::pipeline::tables::{DEFAULT_VRF, Vni};
 use crate::wire::vlan::L2Header;
-use crate::wire::vxlan::{self, VNI_MAX, VXLAN_PORT};
+use crate::wire::vxlan::{self};
 use crate::wire::{
     Ecn, EtherType, EthernetAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, UdpPacket, UdpRepr, VlanId,
     VxlanPacket, VxlanRepr, ipv4, udp,
 };
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct VtepConfig {
-    /// The local VTEP address: outer source, and what decapsulation answers to.
-    pub source_ip: Ipv4Addr,
-    /// UDP destination port of outer packets (4789).
-    pub udp_port: u16,
-}
-
-impl Default for VtepConfig {
-    fn default() -> Self {
-        VtepConfig { source_ip: Ipv4Addr::UNSPECIFIED, udp_port: VXLAN_PORT }
-    }
-}
-
-#[derive(Default)]
-pub(crate) struct Vtep {
-    pub(crate) config: Option<VtepConfig>,
-    pub(crate) vni_to_vlan: FxHashMap<Vni, VlanId>,
-    pub(crate) flood: FxHashMap<Vni, Vec<Ipv4Addr>>,
-    /// The underlay route to each remote VTEP in use: a hash lookup instead
-    /// of a walk of the (possibly large) route table per encapsulated frame.
-    /// Cleared whenever a route changes; bounded by `ROUTE_CACHE_CAPACITY`.
-    pub(crate) route_cache: FxHashMap<Ipv4Addr, Route>,
-}
-
-const ROUTE_CACHE_CAPACITY: usize = 4096;
-
-impl Switch {
-    /// Configures (or, with `None`, removes) the local VTEP.
-    pub fn set_vtep(&mut self, config: Option<VtepConfig>) {
-        self.vxlan.config = config;
-    }
-
-    pub fn vtep(&self) -> Option<VtepConfig> {
-        self.vxlan.config
-    }
-
-    /// Maps a VLAN to a VNI (one to one).
-    pub fn map_vlan_to_vni(&mut self, vid: VlanId, vni: Vni) -> Result<(), TableError> {
-        if vni > VNI_MAX {
-            return Err(TableError::Invalid("VNI is 24 bits"));
-        }
-        if self.bridge.vlan(vid).is_none() {
-            return Err(TableError::Invalid("no such VLAN"));
-        }
-        if self.vxlan.vni_to_vlan.get(&vni).is_some_and(|&other| other != vid) {
-            return Err(TableError::InUse);
-        }
-        let vlan = self.bridge.vlan_mut(vid).expect("checked");
-        if let Some(old) = vlan.vni.replace(vni) {
-            self.vxlan.vni_to_vlan.remove(&old);
-        }
-        self.vxlan.vni_to_vlan.insert(vni, vid);
-        Ok(())
-    }
-
-    pub fn unmap_vlan(&mut self, vid: VlanId) -> Result<(), TableError> {
-        let vni = self.bridge.vlan_mut(vid).and_then(|vlan| vlan.vni.take()).ok_or(TableError::NotFound)?;
-        self.vxlan.vni_to_vlan.remove(&vni);
-        Ok(())
-    }
-
-    pub fn vlan_vni(&self, vid: VlanId) -> Option<Vni> {
-        self.bridge.vlan(vid).and_then(|vlan| vlan.vni)
-    }
-
-    /// Adds a remote VTEP to the VNI's flood list (head-end replication).
-    pub fn add_flood_vtep(&mut self, vni: Vni, remote: Ipv4Addr) -> Result<(), TableError> {
-        if vni > VNI_MAX {
-            return Err(TableError::Invalid("VNI is 24 bits"));
-        }
-        let list = self.vxlan.flood.entry(vni).or_default();
-        if !list.contains(&remote) {
-            list.push(remote);
-        }
-        Ok(())
-    }
-
-    pub fn remove_flood_vtep(&mut self, vni: Vni, remote: Ipv4Addr) -> Result<(), TableError> {
-        let list = self.vxlan.flood.get_mut(&vni).ok_or(TableError::NotFound)?;
-        let before = list.len();
-        list.retain(|&vtep| vtep != remote);
-        if list.len() == before {
-            return Err(TableError::NotFound);
-        }
-        if list.is_empty() {
-            self.vxlan.flood.remove(&vni);
-        }
-        Ok(())
-    }
-
-    pub fn flood_vteps(&self, vni: Vni) -> &[Ipv4Addr] {
-        self.vxlan.flood.get(&vni).map(Vec::as_slice).unwrap_or_default()
-    }
-
+impl Stages<'_> {
     /// Encapsulates a frame of `vid` toward `remote` (RFC 7348 section 5):
     /// the inner frame untagged, the outer IPv4 routed through the underlay
     /// like any packet, so ECMP applies; the outer UDP source port comes
@@ -124,21 +32,21 @@ impl Switch {
         frame: BridgedFrame<'_>,
         out: &mut Output,
     ) -> Result<(), DropReason> {
-        let vtep = self.vxlan.config.ok_or(DropReason::VxlanUnknownVni)?;
-        let vni = self.bridge.vlan(vid).and_then(|vlan| vlan.vni).ok_or(DropReason::VxlanUnknownVni)?;
-        if self.encap_depth > 0 {
+        let vtep = self.tables.vxlan.config.ok_or(DropReason::VxlanUnknownVni)?;
+        let vni = self.tables.bridge.vlan(vid).and_then(|vlan| vlan.vni).ok_or(DropReason::VxlanUnknownVni)?;
+        if self.state.encap_depth > 0 {
             // The underlay path to a VTEP leads into a tunnel again: a loop.
             return Err(DropReason::Unsupported);
         }
         let (hash, dscp, ecn) = inner_flow(&frame);
-        self.call_flow_hash = hash;
+        self.state.call_flow_hash = hash;
         let src_port = vxlan::udp_source_port(hash);
-        let target = match self.vxlan.route_cache.get(&remote) {
+        let target = match self.tables.vxlan.route_cache.get(&remote) {
             Some(&target) => target,
             None => {
-                let target = self.router.lookup_v4(remote).ok_or(DropReason::NoRoute)?;
-                if self.vxlan.route_cache.len() < ROUTE_CACHE_CAPACITY {
-                    self.vxlan.route_cache.insert(remote, target);
+                let target = self.tables.router.lookup_v4(DEFAULT_VRF, remote).ok_or(DropReason::NoRoute)?;
+                if self.tables.vxlan.route_cache.len() < ROUTE_CACHE_CAPACITY {
+                    self.tables.vxlan.route_cache.insert(remote, target);
                 }
                 target
             }
@@ -164,7 +72,7 @@ impl Switch {
             more_frags: false,
             frag_offset: 0,
         };
-        self.encap_depth += 1;
+        self.state.encap_depth += 1;
         let result = self.send_ip(now, adjacency, EtherType::Ipv4, ip.buffer_len(), out, |buf| {
             ip.emit(&mut Ipv4Packet::new_unchecked(&mut *buf));
             let at = ipv4::HEADER_LEN;
@@ -174,7 +82,7 @@ impl Switch {
             VxlanRepr { vni }.emit(&mut VxlanPacket::new_unchecked(&mut buf[at..]));
             frame.write(&mut buf[at + vxlan::HEADER_LEN..], None);
         });
-        self.encap_depth -= 1;
+        self.state.encap_depth -= 1;
         result
     }
 
@@ -192,7 +100,7 @@ impl Switch {
     ) -> Result<Disposition, DropReason> {
         let packet = VxlanPacket::new_checked(udp_payload).map_err(|_| DropReason::Malformed)?;
         let vni = VxlanRepr::parse(&packet).map_err(|_| DropReason::Malformed)?.vni;
-        let vid = *self.vxlan.vni_to_vlan.get(&vni).ok_or(DropReason::VxlanUnknownVni)?;
+        let vid = *self.tables.vxlan.vni_to_vlan.get(&vni).ok_or(DropReason::VxlanUnknownVni)?;
         let inner = packet.payload();
         let l2 = L2Header::parse(inner).map_err(|_| DropReason::Malformed)?;
         if l2.src_addr.is_multicast() || l2.src_addr == EthernetAddress::ZERO {
@@ -213,7 +121,7 @@ impl Switch {
             Some(inner_ecn) => decapsulated_ecn(outer_ecn, inner_ecn).ok_or(DropReason::EcnCeOnNotEct)?,
             None => None,
         };
-        self.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
+        self.tables.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
         let source = BridgeSource::Tunnel { remote, port };
         // An inner VLAN tag is discarded (RFC 7348 section 6.1): the VNI says the VLAN.
         let pcp = l2.outer.map_or(0, |tag| tag.pcp);
@@ -224,7 +132,7 @@ impl Switch {
         };
         // The inner header changes (rarely: the underlay marked congestion):
         // the body is rewritten in a scratch buffer.
-        let mut scratch = self.scratch.pop().unwrap_or_default();
+        let mut scratch = self.state.scratch.pop().unwrap_or_default();
         scratch.clear();
         scratch.extend_from_slice(&inner[body_start..]);
         let l3 = &mut scratch[2..];
@@ -234,15 +142,15 @@ impl Switch {
         }
         let frame = BridgedFrame { dst: l2.dst_addr, src: l2.src_addr, pcp, body: &scratch };
         let disposition = self.bridge_forward(now, source, vid, frame, out);
-        self.scratch.push(scratch);
+        self.state.scratch.push(scratch);
         Ok(disposition)
     }
 
     /// Head-end replication of a flooded frame to the VNI's remote VTEPs.
     pub(crate) fn vxlan_flood(&mut self, now: u64, vid: VlanId, vni: Vni, frame: BridgedFrame<'_>, out: &mut Output) {
-        let count = self.vxlan.flood.get(&vni).map_or(0, Vec::len);
+        let count = self.tables.vxlan.flood.get(&vni).map_or(0, Vec::len);
         for index in 0..count {
-            let remote = self.vxlan.flood[&vni][index];
+            let remote = self.tables.vxlan.flood[&vni][index];
             let _ = self.vxlan_encap(now, vid, remote, frame, out);
         }
     }

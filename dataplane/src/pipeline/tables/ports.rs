@@ -1,6 +1,9 @@
 //! Front-panel ports: configuration, state, VLAN membership bitmaps.
 
-use super::{DropReason, PortCounters, PortId, RifId, Switch, TableError};
+use super::bridge::FdbDest;
+
+use super::{PortId, RifId, TableError, Tables};
+use crate::pipeline::counters::{DropReason, PortCounters};
 use crate::wire::VlanId;
 
 /// The configuration of one port.
@@ -70,7 +73,7 @@ impl Port {
     }
 }
 
-impl Switch {
+impl Tables {
     /// Creates a port or updates its configuration (keeping memberships and counters).
     pub fn set_port(&mut self, port: PortId, config: PortConfig) -> Result<(), TableError> {
         let slot = self.ports.get_mut(usize::from(port)).ok_or(TableError::Invalid("port id beyond max_ports"))?;
@@ -100,7 +103,7 @@ impl Switch {
         if !existing.member.is_empty() || existing.rif.is_some() {
             return Err(TableError::InUse);
         }
-        if self.bridge.fdb.values().any(|entry| entry.dest == super::FdbDest::Port(port)) {
+        if self.bridge.fdb.values().any(|entry| entry.dest == FdbDest::Port(port)) {
             self.flush_fdb(Some(port), None, false);
         }
         self.ports[usize::from(port)] = None;
@@ -144,5 +147,31 @@ impl Switch {
         };
         self.count_tx_drop(port);
         Err(reason)
+    }
+}
+
+impl Tables {
+    /// Counts a frame that really left `port` (the port adapter took it):
+    /// the port's TX counters move here, not when the pipeline emits it, so
+    /// a frame a queue later drops is never counted as sent.
+    pub fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
+        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
+            port.counters.count_tx(frame);
+        }
+    }
+
+    /// Counts a frame emitted for `port` that never left it (dropped by its
+    /// queue or refused by the port adapter).
+    pub fn count_egress_drop(&mut self, port: PortId) {
+        self.count_tx_drop(port);
+    }
+
+    /// Counts a frame `port` could not send. The frame's drop itself (by
+    /// reason) is counted once by whoever gives up on the frame: a flood
+    /// that skips one member still forwarded the frame.
+    pub(crate) fn count_tx_drop(&mut self, port: PortId) {
+        if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
+            port.counters.tx_drops += 1;
+        }
     }
 }

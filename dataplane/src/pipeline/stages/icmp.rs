@@ -1,9 +1,10 @@
 //! ICMP errors the router originates (RFC 792 and RFC 1812 section 4.3 for
 //! IPv4, RFC 4443 for IPv6). Echo replies are answered in `router`.
 
-use super::Switch;
-use super::output::Output;
+use super::context::Stages;
+
 use super::router::L3Source;
+use crate::pipeline::output::Output;
 use crate::wire::icmpv4::{self, DstUnreachable, Icmpv4Message, TimeExceeded};
 use crate::wire::icmpv6::DstUnreachable as Icmpv6Unreachable;
 use crate::wire::icmpv6::{self, Icmpv6Message};
@@ -25,7 +26,7 @@ pub(crate) enum Icmpv6Error {
     PacketTooBig(u32),
 }
 
-impl Switch {
+impl Stages<'_> {
     /// Sends `error` about `invoking` (a whole IPv4 packet, already
     /// validated) back to its source, unless RFC 1812 section 4.3.2.7
     /// forbids it: about an ICMP error, a non-initial fragment, or a packet
@@ -56,7 +57,7 @@ impl Switch {
                 return;
             }
         }
-        if !self.icmp_limiter.allow(now) {
+        if !self.state.icmp_limiter.allow(now) {
             return;
         }
         let quote = icmpv4::error_quote(invoking);
@@ -76,11 +77,18 @@ impl Switch {
             },
         };
         // The error comes from the interface the packet arrived on (RFC 1812 4.3.2.4).
-        let from = self.router.source_v4(source.rif(), origin);
+        let from = self.tables.router.source_v4(source.rif(), origin);
         // Failing to send an error is not a second drop: the packet is counted once.
-        let _ = self.originate_v4(now, from, origin, IpProtocol::Icmp, repr.buffer_len(), out, |buf| {
-            repr.emit(&mut Icmpv4Packet::new_unchecked(buf))
-        });
+        let _ = self.originate_v4(
+            now,
+            self.tables.router.rif_vrf(source.rif()),
+            from,
+            origin,
+            IpProtocol::Icmp,
+            repr.buffer_len(),
+            out,
+            |buf| repr.emit(&mut Icmpv4Packet::new_unchecked(buf)),
+        );
     }
 
     /// The IPv6 counterpart (RFC 4443 section 2.4 (e)): never about an ICMPv6
@@ -119,7 +127,7 @@ impl Switch {
                 return;
             }
         }
-        if !self.icmp_limiter.allow(now) {
+        if !self.state.icmp_limiter.allow(now) {
             return;
         }
         let quote = icmpv6::error_quote(invoking);
@@ -132,10 +140,17 @@ impl Switch {
             }
             Icmpv6Error::PacketTooBig(mtu) => Icmpv6Repr::PacketTooBig { mtu, invoking_packet: quote },
         };
-        let from = self.router.source_v6(source.rif(), origin);
-        let _ = self.originate_v6(now, from, origin, IpProtocol::Icmpv6, repr.buffer_len(), out, |buf, src, dst| {
-            repr.emit(&mut Icmpv6Packet::new_unchecked(buf), src, dst)
-        });
+        let from = self.tables.router.source_v6(source.rif(), origin);
+        let _ = self.originate_v6(
+            now,
+            self.tables.router.rif_vrf(source.rif()),
+            from,
+            origin,
+            IpProtocol::Icmpv6,
+            repr.buffer_len(),
+            out,
+            |buf, src, dst| repr.emit(&mut Icmpv6Packet::new_unchecked(buf), src, dst),
+        );
     }
 }
 

@@ -1,105 +1,26 @@
-//! The neighbour cache (ARP for IPv4, RFC 826; neighbour discovery for IPv6,
-//! RFC 4861) and its state machine, driven by `Switch::poll`.
+//! ARP (RFC 826) and neighbour discovery (RFC 4861): resolution, learning
+//! from what arrives, and the neighbour state machine, driven by `Switch::poll`.
 
 use std::net::{IpAddr, Ipv6Addr};
 
-use rustc_hash::FxHashMap;
-
-use super::events::Event;
-use super::output::{Egress, Output, PuntReason};
-use super::router::{L3Frame, L3Source, RouteTarget, RouterInterface};
-use super::{Disposition, DropReason, RifId, Switch, SwitchConfig, TableError};
+use super::context::Stages;
+use super::router::{L3Frame, L3Source};
+use crate::pipeline::counters::DropReason;
+use crate::pipeline::disposition::Disposition;
+use crate::pipeline::events::Event;
+use crate::pipeline::output::{Egress, Output, PuntReason};
+use crate::pipeline::tables::RifId;
+use crate::pipeline::tables::fib::RouteTarget;
+use crate::pipeline::tables::neighbors::{Neighbor, NeighborEntry, NeighborState, Request};
+use crate::pipeline::tables::router::RouterInterface;
 use crate::wire::arp::{self, Operation};
-use crate::wire::icmpv6;
+use crate::wire::icmpv6::{self};
 use crate::wire::{
     ArpPacket, ArpRepr, Ecn, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, Icmpv6Packet, Icmpv6Repr,
     IpProtocol, Ipv6Packet, Ipv6Repr, ethernet, ipv6,
 };
 
-/// RFC 4861 section 7.3.2, less DELAY (a Stale entry in use is probed at once).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum NeighborState {
-    /// Resolution in progress: requests sent, no answer yet.
-    Incomplete,
-    /// Confirmed within the reachable time.
-    Reachable,
-    /// Not confirmed lately; still used.
-    Stale,
-    /// Stale and in use: unicast requests are being sent to confirm it.
-    Probe,
-    /// Resolution failed; packets to it are dropped until it is retried.
-    Failed,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct NeighborEntry {
-    pub mac: Option<EthernetAddress>,
-    pub state: NeighborState,
-    /// Time of the last state change or confirmation.
-    pub updated: u64,
-    /// Installed by the control plane: never aged or probed.
-    pub is_static: bool,
-}
-
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Neighbor {
-    pub(crate) entry: NeighborEntry,
-    /// Requests sent in the current Incomplete or Probe round.
-    pub(crate) probes: u8,
-    /// When the next request is due (Incomplete/Probe).
-    pub(crate) next_probe: u64,
-}
-
-pub(crate) struct NeighborTable {
-    pub(crate) entries: FxHashMap<(RifId, IpAddr), Neighbor>,
-    capacity: usize,
-}
-
-impl NeighborTable {
-    pub(crate) fn new(config: &SwitchConfig) -> NeighborTable {
-        let mut entries = FxHashMap::default();
-        entries.reserve(config.neighbor_capacity);
-        NeighborTable { entries, capacity: config.neighbor_capacity }
-    }
-
-    pub(crate) fn remove_rif(&mut self, rif: RifId) {
-        self.entries.retain(|&(r, _), _| r != rif);
-    }
-
-    pub(crate) fn is_full(&self) -> bool {
-        self.entries.len() >= self.capacity
-    }
-}
-
-impl Switch {
-    /// Installs a static neighbour.
-    pub fn set_neighbor(&mut self, rif: RifId, ip: IpAddr, mac: EthernetAddress) -> Result<(), TableError> {
-        if self.router.rif(rif).is_none() {
-            return Err(TableError::Invalid("no such router interface"));
-        }
-        let key = (rif, ip);
-        if !self.neighbors.entries.contains_key(&key) && self.neighbors.is_full() {
-            return Err(TableError::Full);
-        }
-        let entry = NeighborEntry { mac: Some(mac), state: NeighborState::Reachable, updated: 0, is_static: true };
-        self.neighbors.entries.insert(key, Neighbor { entry, probes: 0, next_probe: 0 });
-        self.router.invalidate_rewrites();
-        Ok(())
-    }
-
-    pub fn remove_neighbor(&mut self, rif: RifId, ip: IpAddr) -> Result<(), TableError> {
-        self.router.invalidate_rewrites();
-        self.neighbors.entries.remove(&(rif, ip)).map(|_| ()).ok_or(TableError::NotFound)
-    }
-
-    pub fn neighbors(&self) -> impl Iterator<Item = (RifId, IpAddr, NeighborEntry)> + '_ {
-        self.neighbors.entries.iter().map(|(&(rif, ip), neighbor)| (rif, ip, neighbor.entry))
-    }
-
-    pub fn neighbor(&self, rif: RifId, ip: IpAddr) -> Option<NeighborEntry> {
-        self.neighbors.entries.get(&(rif, ip)).map(|neighbor| neighbor.entry)
-    }
-
+impl Stages<'_> {
     /// The MAC of neighbour `ip` behind `rif` if it is usable. A miss
     /// creates an Incomplete entry and sends the first request; a Stale
     /// entry in use goes to Probe (RFC 4861 7.3.3, without DELAY).
@@ -111,12 +32,12 @@ impl Switch {
         ip: IpAddr,
         out: &mut Output,
     ) -> Option<EthernetAddress> {
-        let retrans = self.config.neighbor_retrans_ns;
-        match self.neighbors.entries.get_mut(&(rif, ip)) {
+        let retrans = self.tables.config.neighbor_retrans_ns;
+        match self.tables.neighbors.entries.get_mut(&(rif, ip)) {
             Some(neighbor) => match neighbor.entry.state {
                 NeighborState::Reachable | NeighborState::Probe => neighbor.entry.mac,
                 NeighborState::Stale => {
-                    self.router.invalidate_rewrites();
+                    self.tables.router.invalidate_rewrites();
                     neighbor.entry.state = NeighborState::Probe;
                     neighbor.entry.updated = now;
                     neighbor.probes = 0;
@@ -128,7 +49,7 @@ impl Switch {
                     // A failed neighbour is retried, but no more often than
                     // once per retransmission interval.
                     if now >= neighbor.next_probe {
-                        self.router.invalidate_rewrites();
+                        self.tables.router.invalidate_rewrites();
                         neighbor.entry.state = NeighborState::Incomplete;
                         neighbor.entry.updated = now;
                         neighbor.probes = 1;
@@ -139,14 +60,14 @@ impl Switch {
                 }
             },
             None => {
-                if self.neighbors.is_full() {
+                if self.tables.neighbors.is_full() {
                     return None;
                 }
                 let entry =
                     NeighborEntry { mac: None, state: NeighborState::Incomplete, updated: now, is_static: false };
                 let next_probe = now.saturating_add(retrans);
-                self.neighbors.entries.insert((rif, ip), Neighbor { entry, probes: 1, next_probe });
-                self.router.invalidate_rewrites();
+                self.tables.neighbors.entries.insert((rif, ip), Neighbor { entry, probes: 1, next_probe });
+                self.tables.router.invalidate_rewrites();
                 self.send_neighbor_request(now, Request { rif, ip, unicast: None }, out);
                 None
             }
@@ -166,14 +87,14 @@ impl Switch {
         confirmed: bool,
         create: bool,
     ) {
-        if !is_neighbor_address(ip) || self.router.is_own(ip) {
+        if !is_neighbor_address(ip) || self.tables.router.is_own(ip) {
             return;
         }
         let key = (rif, ip);
-        let room = !self.neighbors.is_full();
+        let room = !self.tables.neighbors.is_full();
         // Learning runs at the rate of ARP/ND packets, not of traffic.
-        self.router.invalidate_rewrites();
-        let resolved = match self.neighbors.entries.get_mut(&key) {
+        self.tables.router.invalidate_rewrites();
+        let resolved = match self.tables.neighbors.entries.get_mut(&key) {
             Some(neighbor) if neighbor.entry.is_static => false,
             Some(neighbor) => {
                 let changed = neighbor.entry.mac != Some(mac);
@@ -191,13 +112,13 @@ impl Switch {
             None if create && room => {
                 let state = if confirmed { NeighborState::Reachable } else { NeighborState::Stale };
                 let entry = NeighborEntry { mac: Some(mac), state, updated: now, is_static: false };
-                self.neighbors.entries.insert(key, Neighbor { entry, probes: 0, next_probe: 0 });
+                self.tables.neighbors.entries.insert(key, Neighbor { entry, probes: 0, next_probe: 0 });
                 true
             }
             None => false,
         };
         if resolved {
-            self.events.push(Event::NeighborResolved { rif, ip, mac });
+            self.tables.events.push(Event::NeighborResolved { rif, ip, mac });
         }
     }
 
@@ -206,12 +127,12 @@ impl Switch {
     /// Stale entries that stayed unused (after the stale time) and Failed
     /// ones (after the reachable time).
     pub(crate) fn neighbor_timers(&mut self, now: u64, out: &mut Output) {
-        let config = &self.config;
-        let requests = &mut self.neighbor_requests;
-        let events = &mut self.events;
+        let config = &self.tables.config;
+        let requests = &mut self.state.neighbor_requests;
+        let events = &mut self.tables.events;
         let mut changed = false;
         requests.clear();
-        self.neighbors.entries.retain(|&(rif, ip), neighbor| {
+        self.tables.neighbors.entries.retain(|&(rif, ip), neighbor| {
             let entry = &mut neighbor.entry;
             if entry.is_static {
                 return true;
@@ -254,10 +175,10 @@ impl Switch {
             }
         });
         if changed {
-            self.router.invalidate_rewrites();
+            self.tables.router.invalidate_rewrites();
         }
-        for index in 0..self.neighbor_requests.len() {
-            let request = self.neighbor_requests[index];
+        for index in 0..self.state.neighbor_requests.len() {
+            let request = self.state.neighbor_requests[index];
             self.send_neighbor_request(now, request, out);
         }
     }
@@ -265,10 +186,10 @@ impl Switch {
     /// Sends an ARP request or a neighbour solicitation: broadcast (to the
     /// solicited-node group) to resolve, unicast to the known MAC to probe.
     pub(crate) fn send_neighbor_request(&mut self, now: u64, request: Request, out: &mut Output) {
-        let Some(rif) = self.router.rif(request.rif).copied() else { return };
+        let Some(rif) = self.tables.router.rif(request.rif).copied() else { return };
         match request.ip {
             IpAddr::V4(target) => {
-                let Some(sender) = self.router.source_v4(request.rif, target) else { return };
+                let Some(sender) = self.tables.router.source_v4(request.rif, target) else { return };
                 let arp = ArpRepr {
                     operation: Operation::Request,
                     sender_hardware_addr: rif.mac,
@@ -282,7 +203,7 @@ impl Switch {
                 });
             }
             IpAddr::V6(target) => {
-                let Some(src) = self.router.source_v6(request.rif, target) else { return };
+                let Some(src) = self.tables.router.source_v6(request.rif, target) else { return };
                 let dst_ip = if request.unicast.is_some() { target } else { solicited_node(target) };
                 let dst = request.unicast.unwrap_or_else(|| ipv6_multicast_mac(dst_ip));
                 let solicit = Icmpv6Repr::NeighborSolicit { target_addr: target, source_lladdr: Some(rif.mac) };
@@ -335,8 +256,9 @@ impl Switch {
         buf[ethernet::HEADER_LEN..].copy_from_slice(packet);
     }
 
-    fn is_local(&self, ip: IpAddr) -> bool {
-        self.router.lookup(ip) == Some(RouteTarget::Local)
+    /// Whether `ip` is one of the switch's addresses in `rif`'s VRF.
+    fn is_local(&self, rif: &RouterInterface, ip: IpAddr) -> bool {
+        self.tables.router.lookup(rif.vrf, ip) == Some(RouteTarget::Local)
     }
 
     /// ARP (RFC 826): learn the sender, answer requests for the switch's
@@ -361,19 +283,19 @@ impl Switch {
         if sender.is_multicast()
             || sender.is_broadcast()
             || sender.is_loopback()
-            || self.router.is_subnet_broadcast(Some(rif_id), sender)
+            || self.tables.router.is_subnet_broadcast(Some(rif_id), sender)
         {
             return Err(DropReason::MartianSource);
         }
-        if self.router.is_own_v4(sender) {
+        if self.tables.router.is_own_v4(sender) {
             // Someone else claims our address: a conflict (RFC 5227 section
             // 2.4), never a binding to learn or a request to answer. The
             // host gets it to log, as a router would.
-            self.address_conflicts += 1;
+            self.state.address_conflicts += 1;
             self.punt_neighbor_frame(source, frame, &frame.payload[..arp::PACKET_LEN], PuntReason::Arp, out);
             return Ok(Disposition::Punted);
         }
-        let for_us = self.is_local(IpAddr::V4(arp.target_protocol_addr));
+        let for_us = self.is_local(&rif, IpAddr::V4(arp.target_protocol_addr));
         // RFC 5227 probes (sender 0.0.0.0) teach nothing.
         if !sender.is_unspecified() {
             // RFC 826 "merge": update what we have; create only when the
@@ -381,7 +303,7 @@ impl Switch {
             // sender is on one of the interface's subnets (an entry for an
             // off-subnet next hop we resolve ourselves is still updated).
             let confirmed = arp.operation == Operation::Reply && for_us;
-            let create = for_us && self.router.on_link(rif_id, IpAddr::V4(sender));
+            let create = for_us && self.tables.router.on_link(rif_id, IpAddr::V4(sender));
             self.neighbor_learn(now, rif_id, IpAddr::V4(sender), arp.sender_hardware_addr, confirmed, create);
         }
         if arp.operation == Operation::Request && for_us && !arp.is_gratuitous() {
@@ -416,7 +338,7 @@ impl Switch {
         let packet = Ipv6Packet::new_unchecked(ip);
         let src = packet.src_addr();
         let rif_id = source.rif();
-        let answered_here = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(IpAddr::V6(target_addr)));
+        let answered_here = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(&rif, IpAddr::V6(target_addr)));
         // As for ARP: what the pipeline answers is not copied, or the host's
         // kernel would send a second advertisement.
         if !answered_here {
@@ -428,7 +350,7 @@ impl Switch {
                 if let Some(lladdr) = source_lladdr
                     && !src.is_unspecified()
                 {
-                    let create = for_us && self.router.on_link(rif_id, IpAddr::V6(src));
+                    let create = for_us && self.tables.router.on_link(rif_id, IpAddr::V6(src));
                     self.neighbor_learn(now, rif_id, IpAddr::V6(src), lladdr, false, create);
                 }
                 if !for_us {
@@ -452,23 +374,23 @@ impl Switch {
                 Ok(Disposition::Consumed)
             }
             Icmpv6Repr::NeighborAdvert { solicited_flag, target_addr, target_lladdr, .. } => {
-                if self.router.is_own_v6(target_addr) {
+                if self.tables.router.is_own_v6(target_addr) {
                     // Another node advertises our address: a duplicate
                     // (RFC 4862 5.4.4), for the host to log, never learned.
-                    self.address_conflicts += 1;
+                    self.state.address_conflicts += 1;
                     return Ok(Disposition::Punted);
                 }
                 if let Some(lladdr) = target_lladdr {
                     self.neighbor_learn(now, rif_id, IpAddr::V6(target_addr), lladdr, solicited_flag, false);
                 } else if solicited_flag {
                     // Confirms the address we already have (RFC 4861 7.2.5).
-                    if let Some(neighbor) = self.neighbors.entries.get_mut(&(rif_id, IpAddr::V6(target_addr)))
+                    if let Some(neighbor) = self.tables.neighbors.entries.get_mut(&(rif_id, IpAddr::V6(target_addr)))
                         && neighbor.entry.mac.is_some()
                         && !neighbor.entry.is_static
                     {
                         neighbor.entry.state = NeighborState::Reachable;
                         neighbor.entry.updated = now;
-                        self.router.invalidate_rewrites();
+                        self.tables.router.invalidate_rewrites();
                     }
                 }
                 Ok(Disposition::Punted)
@@ -485,14 +407,6 @@ fn is_neighbor_address(ip: IpAddr) -> bool {
         IpAddr::V4(ip) => !(ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() || ip.is_loopback()),
         IpAddr::V6(ip) => !(ip.is_unspecified() || ip.is_multicast() || ip.is_loopback()),
     }
-}
-
-/// A request `poll` sends: to resolve (`unicast: None`) or probe.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Request {
-    pub(crate) rif: RifId,
-    pub(crate) ip: IpAddr,
-    pub(crate) unicast: Option<EthernetAddress>,
 }
 
 /// The solicited-node multicast address of `addr` (RFC 4291 2.7.1).

@@ -1,0 +1,15 @@
+//! The hook through which dynamic load balancing chooses ECMP members.
+
+use super::tables::NextHopGroupId;
+
+/// A source of path quality for ECMP groups (dynamic load balancing): given
+/// a group's flow, it may pick another member than the static hash does.
+/// The traffic manager implements it from egress queue depths and
+/// utilisation; without one, the seeded static hash decides.
+pub trait PathQuality: Send {
+    /// The member index (`< members`) for a packet of flow `flow_hash` in
+    /// `group` at `now`; `static_index` is the seeded hash's choice. An
+    /// index out of range falls back to `static_index`.
+    fn choose(&mut self, now: u64, group: NextHopGroupId, flow_hash: u32, members: usize, static_index: usize)
+    -> usize;
+}

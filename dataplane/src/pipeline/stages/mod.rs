@@ -1,0 +1,17 @@
+//! The stage code: what runs per frame (and per timer tick) over the tables.
+//! Each stage is a set of methods on [`Stages`] (the tables and the
+//! forwarding state borrowed for one call), in the order a frame meets them:
+//! `ingress` (port, link-level frames), `bridge` (802.1Q classification,
+//! learning, FDB lookup, flooding, egress tagging), `router` (LPM in the
+//! ingress VRF, ECMP, TTL, MTU), `neighbor` (ARP/ND), `icmp` (errors),
+//! `vxlan` (encapsulation, decapsulation, head-end replication).
+
+mod bridge;
+mod context;
+mod icmp;
+mod ingress;
+mod neighbor;
+mod router;
+mod vxlan;
+
+pub(crate) use context::{ForwardingState, Stages};
