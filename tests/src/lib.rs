@@ -9,6 +9,7 @@
 pub mod bgp_speaker;
 pub mod frr;
 pub mod gobgp;
+pub mod ibsim;
 pub mod labs;
 pub mod netns;
 pub mod switchd;
