@@ -74,9 +74,9 @@ enum Command {
         /// Give up after this many seconds.
         #[arg(long, default_value_t = 600)]
         limit_s: u64,
-        /// Leave SL-to-VL and VL arbitration tables alone.
+        /// Program SL-to-VL and VL arbitration tables (like OpenSM's --qos).
         #[arg(long)]
-        no_qos: bool,
+        qos: bool,
     },
     /// Print a generated fat tree in ibsim's topology format.
     GenFattree { preset: String },
@@ -172,14 +172,14 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             );
             Ok(if up { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
-        Command::Run { routing, guid2lid, lfts_dump, window, timeout_ms, retries, priority, once, limit_s, no_qos } => {
+        Command::Run { routing, guid2lid, lfts_dump, window, timeout_ms, retries, priority, once, limit_s, qos } => {
             let config = SmConfig {
                 routing: routing.config()?,
                 window,
                 timeout_ns: timeout_ms * 1_000_000,
                 retries,
                 priority: priority.min(15),
-                program_qos: !no_qos,
+                program_qos: qos,
                 ..SmConfig::default()
             };
             let lmc = config.routing.lmc;

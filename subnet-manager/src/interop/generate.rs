@@ -48,12 +48,13 @@ impl FatTree {
                 cores_per_group: 5,
                 hosts_per_leaf: 20,
             },
+            // 47,376 nodes: near the 49,151 unicast LIDs of a subnet (IBA 4.1.3).
             "50k" => FatTree::ThreeLevel {
                 pods: 64,
                 leaves_per_pod: 36,
                 aggs_per_pod: 18,
                 cores_per_group: 8,
-                hosts_per_leaf: 20,
+                hosts_per_leaf: 19,
             },
             _ => return None,
         })

@@ -47,8 +47,10 @@ pub struct SmConfig {
     pub priority: u8,
     /// PortInfo SubnetTimeOut given to every port.
     pub subnet_timeout: u8,
-    /// Program SL-to-VL and VL arbitration tables (on by default; a fabric
-    /// whose agents refuse them only logs the failures).
+    /// Program SL-to-VL and VL arbitration tables (off by default, like
+    /// OpenSM without `--qos`: on a switch that is one SMP per (input,
+    /// output) port pair; agents that refuse them only cause log lines).
+    /// dfsssp's VL layers need it.
     pub program_qos: bool,
     /// Polls of a silent master before a standby takes over.
     pub master_poll_retries: u8,
@@ -64,7 +66,7 @@ impl Default for SmConfig {
             light_sweep_interval_ns: 10_000_000_000,
             priority: 0,
             subnet_timeout: 18,
-            program_qos: true,
+            program_qos: false,
             master_poll_retries: 3,
         }
     }

@@ -66,7 +66,7 @@ fn lmc_gives_each_ca_port_aligned_lids_and_all_are_routed() {
 fn three_level_fat_tree_with_qos_tables() {
     let shape =
         FatTree::ThreeLevel { pods: 2, leaves_per_pod: 2, aggs_per_pod: 2, cores_per_group: 2, hosts_per_leaf: 2 };
-    let (fabric, _, events, _) = bring_up(shape, config(Engine::Ftree, 0));
+    let (fabric, _, events, _) = bring_up(shape, SmConfig { program_qos: true, ..config(Engine::Ftree, 0) });
     assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
     assert_eq!(fabric.check_all_pairs(), Ok(8 * 7));
     // SL-to-VL set on a leaf: SL i -> VL i mod 8 (4 = VL0-7 operational).
