@@ -148,6 +148,9 @@ impl Fabric {
         let mut events = Vec::new();
         let mut responses = Vec::new();
         loop {
+            if let Some(control) = self.agents[node].sm_control.take() {
+                sm.handle_sm_control(*now, control);
+            }
             self.agents[node].sm_info = Some(sm.sm_info());
             let mut sent = 0u64;
             while let Some(out) = sm.poll_transmit(*now) {
@@ -167,7 +170,10 @@ impl Fabric {
             while let Some(event) = sm.poll_event() {
                 finished |= matches!(
                     event,
-                    SmEvent::FabricUp { .. } | SmEvent::BecameStandby { .. } | SmEvent::RoutingFailed(_)
+                    SmEvent::FabricUp { .. }
+                        | SmEvent::BecameStandby { .. }
+                        | SmEvent::HandedOver { .. }
+                        | SmEvent::RoutingFailed(_)
                 );
                 events.push(event);
             }

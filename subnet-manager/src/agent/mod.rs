@@ -18,8 +18,8 @@ pub use dr::{Disposition, DrError};
 
 use crate::packet::attributes::{
     AttributeId, LftBlock, LftBlockRepr, NodeDescription, NodeInfo, NodeInfoRepr, PortInfo, PortInfoRepr,
-    PortPhysState, PortState, SlToVlRepr, SlToVlTable, SmInfo, SmInfoRepr, SwitchInfo, SwitchInfoRepr, VlArbEntry,
-    VlArbRepr, VlArbTable,
+    PortPhysState, PortState, SlToVlRepr, SlToVlTable, SmInfo, SmInfoControl, SmInfoRepr, SwitchInfo, SwitchInfoRepr,
+    VlArbEntry, VlArbRepr, VlArbTable,
 };
 use crate::packet::mad::InvalidField;
 use crate::packet::smp::DATA_LEN;
@@ -60,6 +60,8 @@ pub struct Agent {
     pub vl_arb: Vec<[[VlArbEntry; 32]; 4]>,
     /// Present when an SM runs on this node (answered on its port).
     pub sm_info: Option<SmInfoRepr>,
+    /// An SMInfo Set's control for the SM on this node, until it takes it.
+    pub sm_control: Option<SmInfoControl>,
     pub counters: AgentCounters,
     /// A misbehaving agent for tests: answers every SMP with this status.
     pub forced_status: Option<MadStatus>,
@@ -137,6 +139,7 @@ impl Agent {
             sl2vl: vec![[0u8; 16]; if switch { ports_len * ports_len } else { 1 }],
             vl_arb: vec![[[VlArbEntry::default(); 32]; 4]; ports_len],
             sm_info: None,
+            sm_control: None,
             counters: AgentCounters::default(),
             forced_status: None,
         }
@@ -294,9 +297,15 @@ impl Agent {
             AttributeId::SmInfo => {
                 let info = self.sm_info.as_mut().ok_or(unsupported)?;
                 if set {
-                    // Handover and the rest are the SM's to act on; the agent
-                    // keeps what the SM last published.
+                    // The control (IBA 14.4.1, table 160: handover,
+                    // acknowledge, disable, standby, discover) is the SM's
+                    // to act on; the agent hands it over and answers with
+                    // what the SM last published.
                     let _ = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).map_err(|_| invalid)?;
+                    match SmInfoControl::from(modifier) {
+                        SmInfoControl::Unknown(_) => return Err(invalid),
+                        control => self.sm_control = Some(control),
+                    }
                 }
                 *data = [0; DATA_LEN];
                 info.emit(&mut SmInfo::new_unchecked(&mut data[..]));

@@ -22,8 +22,9 @@ pub use requester::{Completion, OutgoingSmp, Requester, RequesterCounters, SmpFa
 use crate::lid::{self, LidMap};
 use crate::packet::attributes::{
     AttributeId, LftBlock, LftBlockRepr, NodeDescription, NodeDescriptionRepr, NodeInfo, NodeInfoRepr, Notice,
-    NoticeRepr, PortInfo, PortInfoRepr, PortPhysState, PortState, SlToVlRepr, SlToVlTable, SmInfo, SmInfoRepr, SmState,
-    SwitchInfo, SwitchInfoRepr, VlArbBlock, VlArbEntry, VlArbRepr, VlArbTable, sl2vl_modifier, vl_arb_modifier,
+    NoticeRepr, PortInfo, PortInfoRepr, PortPhysState, PortState, SlToVlRepr, SlToVlTable, SmInfo, SmInfoControl,
+    SmInfoRepr, SmState, SwitchInfo, SwitchInfoRepr, VlArbBlock, VlArbEntry, VlArbRepr, VlArbTable, sl2vl_modifier,
+    vl_arb_modifier,
 };
 
 use crate::packet::smp::{DATA_LEN, MAX_HOPS, SmpRouting};
@@ -139,19 +140,55 @@ pub enum SmEvent {
         master_guid: u64,
     },
     BecameMaster,
+    /// Mastership handed to a standby of higher priority (IBA 14.4.2).
+    HandedOver {
+        to_guid: u64,
+    },
 }
 
 #[derive(Debug, Clone)]
 enum Context {
-    NodeInfo { path: Vec<u8>, parent: Option<PortRef> },
-    NodeDescription { node: usize },
-    SwitchInfo { node: usize },
-    PortInfo { node: usize, port: u8 },
-    SmInfo { path: Vec<u8> },
-    SetPortInfo { node: usize, port: u8 },
-    SetSwitchInfo { node: usize },
-    SetLft { guid: u64, block: u16 },
-    SetQos { key: QosKey },
+    NodeInfo {
+        path: Vec<u8>,
+        parent: Option<PortRef>,
+    },
+    NodeDescription {
+        node: usize,
+    },
+    SwitchInfo {
+        node: usize,
+    },
+    PortInfo {
+        node: usize,
+        port: u8,
+    },
+    SmInfo {
+        path: Vec<u8>,
+    },
+    /// A light sweep's look at another SM.
+    PeerSmInfo {
+        path: Vec<u8>,
+    },
+    /// SMInfo Set(Handover) to a standby of higher priority.
+    Handover {
+        guid: u64,
+        priority: u8,
+        path: Vec<u8>,
+    },
+    SetPortInfo {
+        node: usize,
+        port: u8,
+    },
+    SetSwitchInfo {
+        node: usize,
+    },
+    SetLft {
+        guid: u64,
+        block: u16,
+    },
+    SetQos {
+        key: QosKey,
+    },
     LightSwitchInfo,
     PollMaster,
 }
@@ -206,6 +243,8 @@ pub struct SubnetManager {
     /// A master SM found during discovery: (guid, priority, path).
     master: Option<(u64, u8, Vec<u8>)>,
     master_misses: u8,
+    /// Other SMs' ports (IsSM) found by the last heavy sweep.
+    peers: Vec<Vec<u8>>,
     sets_this_sweep: (usize, usize),
     pub counters: SmCounters,
 }
@@ -243,6 +282,7 @@ impl SubnetManager {
             act_count: 0,
             master: None,
             master_misses: 0,
+            peers: Vec::new(),
             sets_this_sweep: (0, 0),
             counters: SmCounters::default(),
         }
@@ -318,6 +358,17 @@ impl SubnetManager {
     pub fn link_changed(&mut self, now: u64) {
         self.note_change(now);
         self.advance(now);
+    }
+
+    /// An SMInfo Set reached the agent of our node (IBA 14.4.1): a
+    /// handover makes a standby master (and it acknowledges by sweeping);
+    /// the others are not acted on.
+    pub fn handle_sm_control(&mut self, now: u64, control: SmInfoControl) {
+        if control == SmInfoControl::Handover && self.phase == Phase::Standby {
+            self.master = None;
+            self.events.push_back(SmEvent::BecameMaster);
+            self.begin_heavy_sweep(now);
+        }
     }
 
     pub fn poll_event(&mut self) -> Option<SmEvent> {
@@ -416,6 +467,7 @@ impl SubnetManager {
         self.switch_info.clear();
         self.probed.clear();
         self.master = None;
+        self.peers.clear();
         self.sets_this_sweep = (0, 0);
         self.events.push_back(SmEvent::SweepStarted { heavy: true, sweep: self.sweep });
         self.submit(
@@ -447,6 +499,10 @@ impl SubnetManager {
                         &path,
                         [0; DATA_LEN],
                     );
+                }
+                for path in self.peers.clone() {
+                    let context = Context::PeerSmInfo { path: path.clone() };
+                    self.submit(context, Method::Get, AttributeId::SmInfo, 0, &path, [0; DATA_LEN]);
                 }
             }
             Phase::Standby => {
@@ -509,11 +565,35 @@ impl SubnetManager {
             Context::PortInfo { node, port } => self.on_port_info(node, port, &data),
             Context::SmInfo { path } => {
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
+                // IBA 14.4.2: a discovering SM that finds a master goes to
+                // standby, whatever the priorities; a master of lower
+                // priority hands over later.
+                if info.guid != self.sm_port_guid && info.sm_state == SmState::Master {
+                    self.master = Some((info.guid, info.priority, path.clone()));
+                }
+                self.peers.push(path);
+            }
+            Context::PeerSmInfo { path } => {
+                let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
                 let theirs = (info.priority, core::cmp::Reverse(info.guid));
                 let ours = (self.config.priority, core::cmp::Reverse(self.sm_port_guid));
-                if info.guid != self.sm_port_guid && info.sm_state == SmState::Master && theirs > ours {
-                    self.master = Some((info.guid, info.priority, path));
+                if self.phase == Phase::Master && info.sm_state == SmState::Standby && theirs > ours {
+                    self.submit(
+                        Context::Handover { guid: info.guid, priority: info.priority, path: path.clone() },
+                        Method::Set,
+                        AttributeId::SmInfo,
+                        SmInfoControl::Handover.into(),
+                        &path,
+                        data,
+                    );
                 }
+            }
+            Context::Handover { guid, priority, path } => {
+                self.events.push_back(SmEvent::HandedOver { to_guid: guid });
+                self.master = Some((guid, priority, path));
+                self.master_misses = 0;
+                self.phase = Phase::Standby;
+                self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
             }
             Context::SetPortInfo { node, port } => {
                 let info = PortInfoRepr::parse(&PortInfo::new_unchecked(&data[..])).expect("64 bytes");
@@ -993,7 +1073,8 @@ fn context_name(context: &Context) -> &'static str {
         Context::NodeDescription { .. } => "NodeDescription",
         Context::SwitchInfo { .. } | Context::LightSwitchInfo => "SwitchInfo",
         Context::PortInfo { .. } => "PortInfo",
-        Context::SmInfo { .. } | Context::PollMaster => "SMInfo",
+        Context::SmInfo { .. } | Context::PollMaster | Context::PeerSmInfo { .. } => "SMInfo",
+        Context::Handover { .. } => "SMInfo Set(Handover)",
         Context::SetPortInfo { .. } => "PortInfo Set",
         Context::SetSwitchInfo { .. } => "SwitchInfo Set",
         Context::SetLft { .. } => "LinearForwardingTable Set",

@@ -239,3 +239,36 @@ fn a_sweep_that_finds_nothing_is_tried_again() {
     assert!(second.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{second:?}");
     assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
 }
+
+#[test]
+fn a_master_hands_over_to_a_standby_of_higher_priority() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let old_node = node(&fabric, "host-0");
+    let new_node = node(&fabric, "host-1");
+    let mut old = SubnetManager::new(SmConfig { priority: 1, ..config(Engine::Ftree, 0) }, LidMap::default());
+    let mut new = SubnetManager::new(SmConfig { priority: 12, ..config(Engine::Ftree, 0) }, LidMap::default());
+    fabric.host_sm(old_node, 1, &old);
+    fabric.host_sm(new_node, 1, &new);
+    let mut now = 0;
+    old.start(now);
+    let events = fabric.run(&mut old, old_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })));
+    // The newcomer finds a master: standby, though its priority is higher.
+    new.start(now);
+    let events = fabric.run(&mut new, new_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
+    // The master's light sweep polls the SM ports its heavy sweep found,
+    // sees a standby of higher priority and hands over.
+    now = old.next_timer().unwrap();
+    old.handle_timer(now);
+    let events = fabric.run(&mut old, old_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::HandedOver { .. })), "{events:?}");
+    assert_eq!(old.phase(), Phase::Standby);
+    // The new master takes the control from its agent and sweeps.
+    let events = fabric.run(&mut new, new_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::BecameMaster)), "{events:?}");
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    assert_eq!(fabric.sm_state(new_node), Some(SmState::Master));
+    assert_eq!(fabric.sm_state(old_node), Some(SmState::Standby));
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
+}
