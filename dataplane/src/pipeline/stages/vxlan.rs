@@ -104,7 +104,7 @@ impl Stages<'_> {
         let vni = VxlanRepr::parse(&packet).map_err(|_| DropReason::Malformed)?.vni;
         let vid = *self.tables.vxlan.vni_to_vlan.get(&vni).ok_or(DropReason::VxlanUnknownVni)?;
         let inner = packet.payload();
-        let l2 = L2Header::parse(inner).map_err(|_| DropReason::Malformed)?;
+        let l2 = L2Header::parse_customer(inner).map_err(|_| DropReason::Malformed)?;
         if l2.src_addr.is_multicast() || l2.src_addr == EthernetAddress::ZERO {
             return Err(DropReason::SourceMacInvalid);
         }
