@@ -54,6 +54,9 @@ pub struct BgpConfig {
     pub prefix_lists: HashMap<String, PrefixList>,
     #[serde(default)]
     pub policies: HashMap<String, Policy>,
+    /// EVPN MAC-VRFs and IP-VRFs; neighbours need `l2vpn-evpn` in their families.
+    #[serde(default)]
+    pub evpn: Option<crate::evpn::EvpnConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -200,6 +203,7 @@ impl BgpConfig {
             neighbors: Vec::new(),
             prefix_lists: HashMap::new(),
             policies: HashMap::new(),
+            evpn: None,
         }
     }
 
@@ -225,6 +229,9 @@ impl BgpConfig {
             return Err("bgp.timers.hold_time: must be 0 or at least 3 (RFC 4271 §4.2)".into());
         }
         self.policy_set().check().map_err(|e| format!("bgp.{e}"))?;
+        if let Some(evpn) = &self.evpn {
+            evpn.validate(self.router_id)?;
+        }
         let mut seen = HashSet::new();
         for (i, n) in self.neighbors.iter().enumerate() {
             let field = |f: &str| format!("bgp.neighbors[{i}].{f}");
@@ -278,7 +285,7 @@ impl BgpConfig {
     }
 }
 
-mod nlri_list {
+pub(crate) mod nlri_list {
     use serde::{Deserialize, Deserializer, Serializer};
 
     use crate::packet::Nlri;

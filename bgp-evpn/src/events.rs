@@ -14,6 +14,7 @@ use crate::config::{BgpConfig, NeighborConfig};
 use crate::decision::PeerKind;
 use crate::neighbor::{Action, ConnId, Counters, Event, NANOS_PER_SEC, Neighbor, PeerRestart, State};
 use crate::packet::error::{ErrorAction, cease_subcode};
+use crate::packet::evpn::{EvpnPathData, ExtCommunity, PmsiTunnel};
 use crate::packet::update::{encode_end_of_rib, pack_announce, pack_withdraw};
 use crate::packet::{DecodeContext, Family, Message, MessageType, Nlri, Notification, Origin, PathAttrs, Update};
 use crate::policy::{Outcome, PolicySet};
@@ -283,6 +284,26 @@ impl Speaker {
         }
     }
 
+    /// Originates a route with `attrs` (an EVPN route in its whole form:
+    /// its non-key fields go with the path). Without a next hop, routes
+    /// leave with ours (for EVPN: our VTEP).
+    pub fn originate(&mut self, whole: Nlri, mut attrs: PathAttrs) {
+        let (nlri, evpn) = whole.split();
+        attrs.evpn = evpn;
+        let attrs = self.rib.intern(attrs);
+        if self.rib.set_in(LOCAL_PEER, nlri, Some(attrs)) {
+            self.settle(vec![nlri]);
+        }
+    }
+
+    /// Stops originating `nlri` (key or whole form).
+    pub fn withdraw_originated(&mut self, nlri: Nlri) {
+        let nlri = nlri.split().0;
+        if self.rib.set_in(LOCAL_PEER, nlri, None) {
+            self.settle(vec![nlri]);
+        }
+    }
+
     pub fn remove_network(&mut self, nlri: Nlri) {
         if self.rib.set_in(LOCAL_PEER, nlri, None) {
             self.settle(vec![nlri]);
@@ -391,7 +412,7 @@ impl Speaker {
         }
         if !p.stale.is_empty() {
             for n in update.withdrawn_routes().chain(update.announced().map(|(n, _)| n)) {
-                p.stale.remove(&n);
+                p.stale.remove(&n.split().0);
             }
         }
         let mut treat_as_withdraw = false;
@@ -434,7 +455,7 @@ impl Speaker {
         let accepts = |f: Family, p: &Peer| negotiated.contains(&f) && !p.disabled.contains(&f);
 
         let mut dirty = Vec::new();
-        for nlri in update.withdrawn_routes() {
+        for nlri in update.withdrawn_routes().map(|n| n.split().0) {
             if accepts(nlri.family(), p) && self.rib.set_in(peer, nlri, None) {
                 dirty.push(nlri);
             }
@@ -455,16 +476,19 @@ impl Speaker {
         // own address (this session's, or the router id) makes no route.
         let own = [p.local_addr(), Some(IpAddr::V4(router_id))];
         let mut rejected = 0;
-        // Attribute sets interned once per distinct next hop in this UPDATE
-        // (at most two: NEXT_HOP and the MP_REACH_NLRI next hop).
-        let mut cache: [Option<(Option<IpAddr>, Arc<PathAttrs>)>; 2] = [None, None];
-        for (nlri, next_hop) in update.announced() {
+        // Attribute sets interned once per distinct next hop (at most two:
+        // NEXT_HOP and the MP_REACH_NLRI next hop) and EVPN non-key fields
+        // (one per VNI, typically) in this UPDATE.
+        type CacheKey = (Option<IpAddr>, Option<EvpnPathData>);
+        let mut cache: Vec<(CacheKey, Arc<PathAttrs>)> = Vec::new();
+        for (whole, next_hop) in update.announced() {
+            let (nlri, evpn) = whole.split();
             if !accepts(nlri.family(), p) {
                 continue;
             }
             let feasible = !treat_as_withdraw && !looped && next_hop.is_some_and(|nh| usable_next_hop(nh, own));
             let attrs = if feasible {
-                let hit = cache.iter().flatten().find(|(nh, _)| *nh == next_hop).map(|(_, a)| a.clone());
+                let hit = cache.iter().find(|(k, _)| *k == (next_hop, evpn)).map(|(_, a)| a.clone());
                 let shared = match hit {
                     Some(a) => a,
                     None => {
@@ -476,9 +500,9 @@ impl Speaker {
                         {
                             a.link_local_next_hop = r.link_local_next_hop;
                         }
+                        a.evpn = evpn;
                         let a = self.rib.intern(a);
-                        let slot = if cache[0].is_none() { 0 } else { 1 };
-                        cache[slot] = Some((next_hop, a.clone()));
+                        cache.push(((next_hop, evpn), a.clone()));
                         a
                     }
                 };
@@ -555,7 +579,7 @@ impl Speaker {
     }
 
     fn apply_change(&mut self, change: &LocChange, batch: &mut Batch) {
-        if let Some(next_hops) = &change.fib {
+        if let Some(next_hops) = change.fib.as_ref().filter(|_| change.nlri.family() != Family::L2vpnEvpn) {
             self.outputs.push_back(Output::Fib { nlri: change.nlri, next_hops: next_hops.clone() });
         }
         if !change.best_changed {
@@ -607,7 +631,15 @@ impl Speaker {
             return None;
         }
         let mut a = (*route.attrs).clone();
+        // RFC 7432 §7 / RFC 8365 §5.1.3: an EVPN route's next hop is the
+        // VTEP that encapsulates for it, not a BGP neighbour: it passes
+        // through reflectors and eBGP spines unchanged (FRR's behaviour for
+        // l2vpn evpn); only our own routes carry our VTEP address.
+        let keeps_next_hop = nlri.family() == Family::L2vpnEvpn && a.next_hop.is_some();
         let next_hop_self = |a: &mut PathAttrs| {
+            if keeps_next_hop {
+                return;
+            }
             a.next_hop = self.self_next_hop(peer, nlri.family());
             a.link_local_next_hop = None;
         };
@@ -662,6 +694,11 @@ impl Speaker {
                 (None, Some(IpAddr::V4(a))) => Some(IpAddr::V6(a.to_ipv6_mapped())),
                 (None, None) => None,
             },
+            // Our VTEP: the configured one, else the router id (a loopback
+            // in EVPN fabrics, as FRR's default source of the VXLAN device).
+            Family::L2vpnEvpn => {
+                Some(self.config.evpn.as_ref().map_or(IpAddr::V4(self.config.router_id), |e| e.vtep_ip))
+            }
         }
     }
 
@@ -747,7 +784,7 @@ impl Speaker {
     pub fn routes(&self, family: Family, prefix: Option<&Nlri>) -> Vec<RouteView> {
         let entries: Vec<(Nlri, &LocEntry)> = match prefix {
             Some(p) => self.rib.loc(p).map(|e| (*p, e)).into_iter().filter(|(n, _)| n.family() == family).collect(),
-            None => self.rib.loc_iter().filter(|(n, _)| n.family() == family).collect(),
+            None => self.rib.loc.iter_of(family).collect(),
         };
         let mut out: Vec<RouteView> = entries
             .into_iter()
@@ -773,6 +810,28 @@ impl Speaker {
                                 .iter()
                                 .map(|c| format!("{}:{}", c >> 16, c & 0xffff))
                                 .collect(),
+                            ext_communities: r
+                                .attrs
+                                .ext_communities
+                                .iter()
+                                .map(|&c| ExtCommunity::from_u64(c).to_string())
+                                .collect(),
+                            originator_id: r.attrs.originator_id,
+                            cluster_list: r.attrs.cluster_list.clone(),
+                            evpn: r.attrs.evpn.map(|d| EvpnPathView {
+                                label1: d.label1,
+                                label2: d.label2,
+                                esi: d.esi.to_string(),
+                                gateway: d.gateway,
+                            }),
+                            pmsi_tunnel: r.attrs.pmsi_tunnel.as_ref().map(|t| match t {
+                                PmsiTunnel::IngressReplication { vni, endpoint, .. } => {
+                                    format!("ingress-replication vni {vni} endpoint {endpoint}")
+                                }
+                                PmsiTunnel::Other { tunnel_type, label, .. } => {
+                                    format!("tunnel type {tunnel_type} label {label}")
+                                }
+                            }),
                         }
                     })
                     .collect();
@@ -816,6 +875,23 @@ pub struct PathView {
     pub med: Option<u32>,
     pub local_pref: Option<u32>,
     pub communities: Vec<String>,
+    /// Typed where known, as FRR prints them (`RT:65000:100`, `ET:8`, `Rmac:...`).
+    pub ext_communities: Vec<String>,
+    pub originator_id: Option<Ipv4Addr>,
+    pub cluster_list: Vec<Ipv4Addr>,
+    /// EVPN NLRI fields outside the key: the VNIs (labels), ESI, gateway.
+    pub evpn: Option<EvpnPathView>,
+    pub pmsi_tunnel: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EvpnPathView {
+    /// The L2VNI (type 2), the L3VNI (type 5) or type 1's label.
+    pub label1: u32,
+    /// Type 2's L3VNI (symmetric IRB).
+    pub label2: Option<u32>,
+    pub esi: String,
+    pub gateway: Option<IpAddr>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -32,6 +32,7 @@
 pub mod config;
 pub mod decision;
 pub mod events;
+pub mod evpn;
 pub mod neighbor;
 pub mod packet;
 pub mod policy;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::decision::{self, Candidate, LOCAL_WEIGHT, MultipathConfig, PeerKind};
+use crate::packet::evpn::EvpnRoute;
 use crate::packet::{Family, Ipv4Prefix, Ipv6Prefix, Nlri, PathAttrs};
 
 /// Index of a peer in the RIB; [`LOCAL_PEER`] originates our own routes.
@@ -107,11 +108,13 @@ pub struct LocChange {
 pub struct NlriMap<V> {
     v4: FxHashMap<Ipv4Prefix, V>,
     v6: FxHashMap<Ipv6Prefix, V>,
+    /// EVPN routes in key form ([`EvpnRoute::key`]).
+    evpn: FxHashMap<EvpnRoute, V>,
 }
 
 impl<V> Default for NlriMap<V> {
     fn default() -> Self {
-        NlriMap { v4: FxHashMap::default(), v6: FxHashMap::default() }
+        NlriMap { v4: FxHashMap::default(), v6: FxHashMap::default(), evpn: FxHashMap::default() }
     }
 }
 
@@ -120,6 +123,7 @@ impl<V> NlriMap<V> {
         match nlri {
             Nlri::Ipv4(p) => self.v4.get(p),
             Nlri::Ipv6(p) => self.v6.get(p),
+            Nlri::Evpn(r) => self.evpn.get(r),
         }
     }
 
@@ -127,6 +131,7 @@ impl<V> NlriMap<V> {
         match nlri {
             Nlri::Ipv4(p) => self.v4.insert(p, value),
             Nlri::Ipv6(p) => self.v6.insert(p, value),
+            Nlri::Evpn(r) => self.evpn.insert(r, value),
         }
     }
 
@@ -134,6 +139,7 @@ impl<V> NlriMap<V> {
         match nlri {
             Nlri::Ipv4(p) => self.v4.remove(p),
             Nlri::Ipv6(p) => self.v6.remove(p),
+            Nlri::Evpn(r) => self.evpn.remove(r),
         }
     }
 
@@ -142,7 +148,16 @@ impl<V> NlriMap<V> {
     }
 
     pub fn len(&self) -> usize {
-        self.v4.len() + self.v6.len()
+        self.v4.len() + self.v6.len() + self.evpn.len()
+    }
+
+    /// Entries of one family.
+    pub fn len_of(&self, family: Family) -> usize {
+        match family {
+            Family::Ipv4Unicast => self.v4.len(),
+            Family::Ipv6Unicast => self.v6.len(),
+            Family::L2vpnEvpn => self.evpn.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -151,7 +166,17 @@ impl<V> NlriMap<V> {
 
     pub fn iter(&self) -> impl Iterator<Item = (Nlri, &V)> {
         let v4 = self.v4.iter().map(|(p, v)| (Nlri::Ipv4(*p), v));
-        v4.chain(self.v6.iter().map(|(p, v)| (Nlri::Ipv6(*p), v)))
+        let v6 = self.v6.iter().map(|(p, v)| (Nlri::Ipv6(*p), v));
+        v4.chain(v6).chain(self.evpn.iter().map(|(r, v)| (Nlri::Evpn(*r), v)))
+    }
+
+    /// Entries of one family.
+    pub fn iter_of(&self, family: Family) -> Box<dyn Iterator<Item = (Nlri, &V)> + '_> {
+        match family {
+            Family::Ipv4Unicast => Box::new(self.v4.iter().map(|(p, v)| (Nlri::Ipv4(*p), v))),
+            Family::Ipv6Unicast => Box::new(self.v6.iter().map(|(p, v)| (Nlri::Ipv6(*p), v))),
+            Family::L2vpnEvpn => Box::new(self.evpn.iter().map(|(r, v)| (Nlri::Evpn(*r), v))),
+        }
     }
 
     pub fn keys(&self) -> impl Iterator<Item = Nlri> + '_ {
@@ -164,6 +189,7 @@ impl<V> NlriMap<V> {
             None => self.keys().collect(),
             Some(Family::Ipv4Unicast) => self.v4.keys().map(|p| Nlri::Ipv4(*p)).collect(),
             Some(Family::Ipv6Unicast) => self.v6.keys().map(|p| Nlri::Ipv6(*p)).collect(),
+            Some(Family::L2vpnEvpn) => self.evpn.keys().map(|r| Nlri::Evpn(*r)).collect(),
         }
     }
 
@@ -175,6 +201,9 @@ impl<V> NlriMap<V> {
         if family.is_none_or(|f| f == Family::Ipv6Unicast) {
             self.v6 = FxHashMap::default();
         }
+        if family.is_none_or(|f| f == Family::L2vpnEvpn) {
+            self.evpn = FxHashMap::default();
+        }
     }
 }
 
@@ -185,7 +214,7 @@ pub struct Rib {
     pub peers: Vec<PeerInfo>,
     adj_in: Vec<RouteMap>,
     adj_out: Vec<RouteMap>,
-    loc: NlriMap<LocEntry>,
+    pub(crate) loc: NlriMap<LocEntry>,
     interner: FxHashSet<Arc<PathAttrs>>,
     pub multipath: MultipathConfig,
 }

@@ -67,6 +67,7 @@ pub fn to_network(nlri: &Nlri) -> Option<IpNetwork> {
     match nlri {
         Nlri::Ipv4(p) => IpNetwork::new(IpAddr::V4(p.addr()), p.len()).ok(),
         Nlri::Ipv6(p) => IpNetwork::new(IpAddr::V6(p.addr()), p.len()).ok(),
+        Nlri::Evpn(_) => None,
     }
 }
 

@@ -3,5 +3,15 @@
 //! packet once built. The node (`dataplane`) drives it in real time, the
 //! simulator in virtual time.
 
+pub mod buffer;
+pub mod classify;
+pub mod dlb;
+pub mod ecn;
 pub mod endpoint;
 pub mod ib;
+pub mod pfc;
+pub mod scheduler;
+pub mod shaper;
+pub mod tm;
+pub mod voq;
+pub mod watchdog;

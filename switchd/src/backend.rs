@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use dataplane::io::{AfPacket, AfPacketConfig, PortIo, Tap, TapConfig};
 use dataplane::pipeline::{PortId, SwitchConfig};
+use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
 use sai_shim::backend::soft::SoftBackend;
 use sai_shim::{Backend, HostInterfaceAttr, ObjectId, Sai};
 
@@ -25,8 +26,12 @@ pub trait DaemonBackend: Backend + Send + Sized + 'static {
     /// The name `backend:` selects it by, and logs use.
     const NAME: &'static str;
 
-    /// The backend for `config`, before anything is programmed (no I/O).
-    fn for_config(config: &Config) -> Self;
+    /// Whether the backend puts the config's loopback addresses on `lo`
+    /// itself (the daemon does otherwise).
+    const OWNS_LOOPBACK: bool = false;
+
+    /// The backend for `config`, before anything is programmed.
+    fn for_config(config: &Config) -> Result<Self, RunError>;
 
     /// Starts moving frames for the programmed shim: whatever ports, host
     /// interfaces and threads this backend needs, owned by what it returns
@@ -70,8 +75,8 @@ impl RunningForwarding for Forwarding<ObjectId> {
 impl DaemonBackend for SoftBackend {
     const NAME: &'static str = "soft";
 
-    fn for_config(_config: &Config) -> SoftBackend {
-        SoftBackend::new(SwitchConfig::default())
+    fn for_config(_config: &Config) -> Result<SoftBackend, RunError> {
+        Ok(SoftBackend::new(SwitchConfig::default()))
     }
 
     fn start_forwarding(
@@ -103,6 +108,77 @@ impl DaemonBackend for SoftBackend {
                 interface: hostif::port_host_name(&port.name),
             })
             .collect()
+    }
+}
+
+/// The kernel backend: the kernel forwards between the ports themselves,
+/// so there is no forwarding thread and no host interface; what the daemon
+/// adds is the switch's addresses on its interfaces (routed ports, SVIs,
+/// `lo`), marked as ours so a restart removes stale ones.
+impl DaemonBackend for KernelBackend {
+    const NAME: &'static str = "kernel";
+    const OWNS_LOOPBACK: bool = true;
+
+    fn for_config(_config: &Config) -> Result<KernelBackend, RunError> {
+        KernelBackend::new(KernelConfig::default()).map_err(io_error("open rtnetlink sockets"))
+    }
+
+    fn start_forwarding(
+        sai: &Arc<Mutex<Sai<KernelBackend>>>,
+        config: &Config,
+        applied: &Applied,
+    ) -> Result<Box<dyn RunningForwarding>, RunError> {
+        let shim = sai.lock().unwrap_or_else(|e| e.into_inner());
+        let mut wanted = Vec::new();
+        for port in &config.ports {
+            if let PortMode::Routed { addresses } = &port.mode {
+                wanted.extend(addresses.iter().map(|a| (port.name.clone(), *a)));
+            }
+        }
+        for vlan in &config.vlans {
+            let Some(rif) = applied.vlans[&vlan.id].router_interface else { continue };
+            let netdev = shim.backend().router_interface_netdev(rif).expect("applied SVI has a netdev").to_owned();
+            wanted.extend(vlan.addresses.iter().map(|a| (netdev.clone(), *a)));
+        }
+        wanted.extend(config.loopback.iter().map(|a| (hostif::LOOPBACK_INTERFACE.to_owned(), *a)));
+        shim.backend().sync_addresses(&wanted)?;
+        tracing::info!(addresses = wanted.len(), "kernel backend: the kernel forwards; addresses in place");
+        drop(shim);
+        Ok(Box::new(KernelForwarding { sai: sai.clone() }))
+    }
+
+    fn lldp_ports(_sai: &Sai<KernelBackend>, config: &Config, _applied: &Applied) -> Vec<LldpPort> {
+        config
+            .ports
+            .iter()
+            .map(|port| LldpPort {
+                id: port.number,
+                name: port.name.clone(),
+                description: port.description.clone(),
+                // The bridge never forwards LLDP (a link-local group); the
+                // agent reads and writes the port itself.
+                interface: port.name.clone(),
+            })
+            .collect()
+    }
+}
+
+/// The kernel forwarding on behalf of a running daemon: stopping removes
+/// what the switch put in the kernel (a stopped switch forwards nothing),
+/// leaving everything that is not ours.
+struct KernelForwarding {
+    sai: Arc<Mutex<Sai<KernelBackend>>>,
+}
+
+impl RunningForwarding for KernelForwarding {
+    fn stop(self: Box<Self>) {
+        let mut shim = self.sai.lock().unwrap_or_else(|e| e.into_inner());
+        if let Err(error) = shim.backend().remove_addresses() {
+            tracing::warn!(%error, "kernel backend: cannot remove the switch's addresses");
+        }
+        if let Err(error) = shim.backend_mut().remove_all_of_ours() {
+            tracing::warn!(%error, "kernel backend: cannot remove what the switch installed");
+        }
     }
 }
 

@@ -11,12 +11,14 @@ use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 
-pub use file::{AdminState, ConfigFile, LogLevel, PortKind};
+pub use file::{AdminState, BackendKind, ConfigFile, LogLevel, PortKind};
 
 /// A validated configuration.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub name: String,
+    /// The dataplane the shim programs.
+    pub backend: BackendKind,
     pub log_level: Option<LogLevel>,
     pub socket: PathBuf,
     pub lldp: Lldp,

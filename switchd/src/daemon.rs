@@ -71,7 +71,7 @@ pub fn build_shim(config: &Config) -> Result<(Shim, Applied), RunError> {
 
 /// Builds the shim with backend `B` and programs `config` into it.
 pub fn build_shim_with<B: DaemonBackend>(config: &Config) -> Result<(Sai<B>, Applied), RunError> {
-    let mut sai = Sai::new(B::for_config(config), &apply::switch_attributes(config))?;
+    let mut sai = Sai::new(B::for_config(config)?, &apply::switch_attributes(config))?;
     let applied = apply::apply(&mut sai, config)?;
     Ok((sai, applied))
 }
@@ -88,7 +88,10 @@ pub fn lldp_agent(config: &Config) -> LldpAgent {
 
 /// Runs the daemon until SIGTERM or SIGINT; SIGHUP re-reads `path`.
 pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
-    run_with::<SoftBackend>(config, path).await
+    match config.backend {
+        crate::config::BackendKind::Soft => run_with::<SoftBackend>(config, path).await,
+        crate::config::BackendKind::Kernel => run_with::<sai_shim::backend::kernel::KernelBackend>(config, path).await,
+    }
 }
 
 /// [`run`] with the shim on backend `B`.
@@ -108,7 +111,7 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     tracing::info!("forwarding running");
     // After forwarding, so a failure here leaves nothing behind either
     // (what forwarding made is dropped on return).
-    let loopback = hostif::LoopbackAddresses::add(&config.loopback)?;
+    let loopback = if B::OWNS_LOOPBACK { None } else { Some(hostif::LoopbackAddresses::add(&config.loopback)?) };
 
     let agent = Arc::new(Mutex::new(lldp_agent(&config)));
     let lldp = if config.lldp.enabled {

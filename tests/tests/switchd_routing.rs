@@ -39,6 +39,22 @@ fn kernel_counter(ns: &Netns, ifname: &str, counter: &str) -> u64 {
 
 #[test]
 fn routes_between_subnets_and_spreads_flows_over_ecmp_next_hops() {
+    routes_between_subnets_and_spreads_flows(Backend::Soft);
+}
+
+#[test]
+fn the_kernel_backend_routes_between_subnets_and_spreads_flows_over_ecmp_next_hops() {
+    routes_between_subnets_and_spreads_flows(Backend::Kernel);
+}
+
+/// One test body for both backends.
+#[derive(Debug, Clone, Copy)]
+enum Backend {
+    Soft,
+    Kernel,
+}
+
+fn routes_between_subnets_and_spreads_flows(backend: Backend) {
     if !require_root_and_tools("switchd_routing", &["ip", "ping"]) {
         return;
     }
@@ -78,7 +94,7 @@ fn routes_between_subnets_and_spreads_flows_over_ecmp_next_hops() {
         far.sysctl(&format!("net.ipv4.conf.{key}.rp_filter"), "0");
     }
 
-    let switchd = Switchd::start(&sw, CONFIG);
+    let switchd = Switchd::start(&sw, &format!("backend: {}\n{CONFIG}", format!("{backend:?}").to_lowercase()));
 
     // Connected subnets, across the switch.
     assert!(ha.ping_until("10.4.0.2", Duration::from_secs(10)), "ha -> hb");

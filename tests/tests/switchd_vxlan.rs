@@ -38,6 +38,16 @@ vxlan:
 
 #[test]
 fn switchd_and_a_kernel_vtep_carry_a_vni_between_hosts() {
+    carry_a_vni_between_hosts("soft");
+}
+
+#[test]
+fn switchd_on_the_kernel_backend_and_a_kernel_vtep_carry_a_vni_between_hosts() {
+    carry_a_vni_between_hosts("kernel");
+}
+
+/// One test body for both backends (`backend:` in the config).
+fn carry_a_vni_between_hosts(backend: &str) {
     if !require_root_and_tools("switchd_vxlan", &["ip", "bridge", "ping", "tshark", "tcpdump"]) {
         return;
     }
@@ -68,7 +78,7 @@ fn switchd_and_a_kernel_vtep_carry_a_vni_between_hosts() {
         kv.ip(&["link", "set", dev, "up"]);
     }
 
-    let switchd = Switchd::start(&sw, CONFIG);
+    let switchd = Switchd::start(&sw, &format!("backend: {backend}\n{CONFIG}"));
 
     // Capture the underlay on the kernel VTEP's side.
     let dir = TempDir::new("vxlan");

@@ -630,3 +630,5 @@ fn transit_packs_many_prefixes_per_update() {
     assert_eq!(path.as_path, "65002 65001");
     assert_eq!(path.next_hop, Some(ip("10.0.0.2")));
 }
+
+mod evpn;

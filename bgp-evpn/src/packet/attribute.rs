@@ -5,7 +5,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use super::DecodeContext;
 use super::error::{AttributeError, DecodeError, ErrorAction, update_subcode};
-use super::nlri::{AfiSafi, Nlri};
+use super::evpn::{EvpnPathData, PmsiTunnel};
+use super::nlri::{AfiSafi, Family, Nlri};
 
 pub mod flag {
     pub const OPTIONAL: u8 = 0x80;
@@ -30,6 +31,8 @@ pub mod type_code {
     pub const EXTENDED_COMMUNITIES: u8 = 16;
     pub const AS4_PATH: u8 = 17;
     pub const AS4_AGGREGATOR: u8 = 18;
+    /// RFC 6514 §5 (EVPN type 3 routes, RFC 7432 §11.2).
+    pub const PMSI_TUNNEL: u8 = super::super::evpn::PMSI_TUNNEL_TYPE_CODE;
     pub const LARGE_COMMUNITIES: u8 = 32;
 }
 
@@ -40,9 +43,8 @@ fn expected_flags(code: u8) -> Option<u8> {
     Some(match code {
         ORIGIN | AS_PATH | NEXT_HOP | LOCAL_PREF | ATOMIC_AGGREGATE => TRANSITIVE,
         MULTI_EXIT_DISC | ORIGINATOR_ID | CLUSTER_LIST | MP_REACH_NLRI | MP_UNREACH_NLRI => OPTIONAL,
-        AGGREGATOR | COMMUNITIES | EXTENDED_COMMUNITIES | AS4_PATH | AS4_AGGREGATOR | LARGE_COMMUNITIES => {
-            OPTIONAL | TRANSITIVE
-        }
+        AGGREGATOR | COMMUNITIES | EXTENDED_COMMUNITIES | AS4_PATH | AS4_AGGREGATOR | PMSI_TUNNEL
+        | LARGE_COMMUNITIES => OPTIONAL | TRANSITIVE,
         _ => return None,
     })
 }
@@ -286,6 +288,13 @@ pub struct PathAttrs {
     pub cluster_list: Vec<Ipv4Addr>,
     pub ext_communities: Vec<u64>,
     pub large_communities: Vec<LargeCommunity>,
+    /// PMSI_TUNNEL (RFC 6514 §5): where an EVPN type 3 route's BUM traffic goes.
+    pub pmsi_tunnel: Option<PmsiTunnel>,
+    /// Not an attribute on the wire: the fields of an EVPN NLRI outside its
+    /// key (labels, ESI, gateway), kept with the path (see
+    /// [`EvpnPathData`]). Routes of one VNI share them, so they still share
+    /// one interned attribute set.
+    pub evpn: Option<EvpnPathData>,
     pub unknown: Vec<RawAttribute>,
 }
 
@@ -556,6 +565,18 @@ pub fn decode_attributes(mut buf: &[u8], ctx: &DecodeContext) -> Result<DecodedA
                 }
             }
             MP_REACH_NLRI | MP_UNREACH_NLRI => decode_mp(code, value, &mut out)?,
+            // RFC 7606 has no section for PMSI_TUNNEL; by its §2 rule an
+            // attribute that decides where traffic goes cannot be discarded
+            // without changing forwarding: a malformed one is "treat-as-withdraw".
+            PMSI_TUNNEL => match PmsiTunnel::decode(value) {
+                Ok(tunnel) => attrs.pmsi_tunnel = Some(tunnel),
+                Err(_) => out.error(
+                    code,
+                    ErrorAction::TreatAsWithdraw,
+                    update_subcode::OPTIONAL_ATTRIBUTE,
+                    "malformed PMSI_TUNNEL",
+                ),
+            },
             // RFC 7606 §7.14: length not a non-zero multiple of 8: "treat-as-withdraw".
             EXTENDED_COMMUNITIES => {
                 if value.is_empty() || value.len() % 8 != 0 {
@@ -684,6 +705,12 @@ fn decode_mp(code: u8, value: &[u8], out: &mut DecodedAttrs) -> Result<(), Decod
             }
         };
         let (next_hop, link_local) = match nh.len() {
+            // RFC 7432 §7 / RFC 8365 §5.1.3: an EVPN next hop is one VTEP
+            // address, IPv4 or IPv6; a link-local second half means nothing.
+            32 if family == Family::L2vpnEvpn => {
+                out.error(code, disable, update_subcode::OPTIONAL_ATTRIBUTE, "bad EVPN next hop length");
+                return Ok(());
+            }
             4 => (IpAddr::V4(Ipv4Addr::new(nh[0], nh[1], nh[2], nh[3])), None),
             16 => (IpAddr::V6(ipv6(&nh[..16])), None),
             32 => (IpAddr::V6(ipv6(&nh[..16])), Some(ipv6(&nh[16..]))),
@@ -798,6 +825,11 @@ impl PathAttrs {
             let mut v = Vec::new();
             self.as_path.encode(true, &mut v);
             encode_attribute(OPTIONAL | TRANSITIVE, AS4_PATH, &v, out);
+        }
+        if let Some(tunnel) = &self.pmsi_tunnel {
+            let mut v = Vec::with_capacity(21);
+            tunnel.encode(&mut v);
+            encode_attribute(OPTIONAL | TRANSITIVE, PMSI_TUNNEL, &v, out);
         }
         if !self.large_communities.is_empty() {
             let v: Vec<u8> = self

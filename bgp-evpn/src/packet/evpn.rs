@@ -156,8 +156,24 @@ impl fmt::Display for Esi {
     }
 }
 
+/// The fields of an EVPN NLRI that are not part of the route's key and are
+/// "to be treated as route attributes" (RFC 7432 §7.1, §7.2; RFC 9136 §3.1):
+/// they travel with the path, so a re-announcement with a new label replaces
+/// the route and a withdrawal need not repeat them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub struct EvpnPathData {
+    /// ESI of types 2 and 5 (the ESI is part of type 1's key).
+    pub esi: Esi,
+    /// Type 1's label, type 2's label 1 (the L2VNI), type 5's label (the L3VNI).
+    pub label1: u32,
+    /// Type 2's label 2 (the L3VNI of symmetric IRB).
+    pub label2: Option<u32>,
+    /// Type 5's gateway IP address.
+    pub gateway: Option<IpAddr>,
+}
+
 /// One EVPN route (the value of one NLRI).
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum EvpnRoute {
     /// Type 1, RFC 7432 §7.1 (multihoming: decoded, shown and reflected only).
     EthernetAutoDiscovery { rd: RouteDistinguisher, esi: Esi, ethernet_tag: u32, label: u32 },
@@ -230,6 +246,88 @@ impl EvpnRoute {
             | EvpnRoute::InclusiveMulticast { rd, .. }
             | EvpnRoute::EthernetSegment { rd, .. }
             | EvpnRoute::IpPrefix { rd, .. } => *rd,
+        }
+    }
+
+    /// The route's key (non-key fields zeroed) and the fields that are not
+    /// part of it.
+    pub fn split(self) -> (EvpnRoute, EvpnPathData) {
+        match self {
+            EvpnRoute::EthernetAutoDiscovery { rd, esi, ethernet_tag, label } => (
+                EvpnRoute::EthernetAutoDiscovery { rd, esi, ethernet_tag, label: 0 },
+                EvpnPathData { label1: label, ..Default::default() },
+            ),
+            EvpnRoute::MacIpAdvertisement { rd, esi, ethernet_tag, mac, ip, label1, label2 } => (
+                EvpnRoute::MacIpAdvertisement { rd, esi: Esi::ZERO, ethernet_tag, mac, ip, label1: 0, label2: None },
+                EvpnPathData { esi, label1, label2, gateway: None },
+            ),
+            EvpnRoute::IpPrefix { rd, esi, ethernet_tag, prefix, gateway, label } => {
+                let unset = match prefix {
+                    IpNetwork::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+                    IpNetwork::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
+                };
+                (
+                    EvpnRoute::IpPrefix { rd, esi: Esi::ZERO, ethernet_tag, prefix, gateway: unset, label: 0 },
+                    EvpnPathData { esi, label1: label, label2: None, gateway: Some(gateway) },
+                )
+            }
+            EvpnRoute::InclusiveMulticast { .. } | EvpnRoute::EthernetSegment { .. } => (self, EvpnPathData::default()),
+        }
+    }
+
+    /// The key form of the route (see [`EvpnRoute::split`]).
+    pub fn key(self) -> EvpnRoute {
+        self.split().0
+    }
+
+    /// The whole route from its key and the path's non-key fields.
+    pub fn with_data(self, data: &EvpnPathData) -> EvpnRoute {
+        match self {
+            EvpnRoute::EthernetAutoDiscovery { rd, esi, ethernet_tag, .. } => {
+                EvpnRoute::EthernetAutoDiscovery { rd, esi, ethernet_tag, label: data.label1 }
+            }
+            EvpnRoute::MacIpAdvertisement { rd, ethernet_tag, mac, ip, .. } => EvpnRoute::MacIpAdvertisement {
+                rd,
+                esi: data.esi,
+                ethernet_tag,
+                mac,
+                ip,
+                label1: data.label1,
+                label2: data.label2,
+            },
+            EvpnRoute::IpPrefix { rd, ethernet_tag, prefix, gateway, .. } => EvpnRoute::IpPrefix {
+                rd,
+                esi: data.esi,
+                ethernet_tag,
+                prefix,
+                gateway: data.gateway.unwrap_or(gateway),
+                label: data.label1,
+            },
+            other => other,
+        }
+    }
+
+    /// Octets of this route as one NLRI (type and length included).
+    pub fn encoded_len(&self) -> usize {
+        let ip_len = |ip: IpAddr| if ip.is_ipv4() { 4 } else { 16 };
+        2 + match self {
+            EvpnRoute::EthernetAutoDiscovery { .. } => RD_LEN + ESI_LEN + TAG_LEN + LABEL_LEN,
+            EvpnRoute::MacIpAdvertisement { ip, label2, .. } => {
+                RD_LEN
+                    + ESI_LEN
+                    + TAG_LEN
+                    + 1
+                    + 6
+                    + 1
+                    + ip.map_or(0, ip_len)
+                    + LABEL_LEN
+                    + if label2.is_some() { LABEL_LEN } else { 0 }
+            }
+            EvpnRoute::InclusiveMulticast { originator, .. } => RD_LEN + TAG_LEN + 1 + ip_len(*originator),
+            EvpnRoute::EthernetSegment { originator, .. } => RD_LEN + ESI_LEN + 1 + ip_len(*originator),
+            EvpnRoute::IpPrefix { prefix, .. } => {
+                RD_LEN + ESI_LEN + TAG_LEN + 1 + 2 * if prefix.is_ipv4() { 4 } else { 16 } + LABEL_LEN
+            }
         }
     }
 
@@ -643,7 +741,7 @@ pub mod pmsi_tunnel_type {
 /// type(1) label(3) tunnel identifier. For ingress replication the
 /// identifier is the unicast address of the replicating VTEP (RFC 7432
 /// §11.2) and the label is the VNI (RFC 8365 §5.1.3).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum PmsiTunnel {
     IngressReplication {
         flags: u8,

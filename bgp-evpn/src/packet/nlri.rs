@@ -9,6 +9,8 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use serde::{Deserialize, Serialize};
 
+use super::evpn::{EvpnError, EvpnPathData, EvpnRoute};
+
 /// An (AFI, SAFI) pair as carried on the wire (RFC 4760 §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct AfiSafi {
@@ -19,13 +21,14 @@ pub struct AfiSafi {
 impl AfiSafi {
     pub const IPV4_UNICAST: AfiSafi = AfiSafi { afi: 1, safi: 1 };
     pub const IPV6_UNICAST: AfiSafi = AfiSafi { afi: 2, safi: 1 };
-    /// The next issue's family; listed so capabilities can already name it.
+    /// RFC 7432 §7: L2VPN (RFC 4761) AFI, EVPN SAFI.
     pub const L2VPN_EVPN: AfiSafi = AfiSafi { afi: 25, safi: 70 };
 
     pub fn family(self) -> Option<Family> {
         match self {
             AfiSafi::IPV4_UNICAST => Some(Family::Ipv4Unicast),
             AfiSafi::IPV6_UNICAST => Some(Family::Ipv6Unicast),
+            AfiSafi::L2VPN_EVPN => Some(Family::L2vpnEvpn),
             _ => None,
         }
     }
@@ -46,15 +49,17 @@ impl fmt::Display for AfiSafi {
 pub enum Family {
     Ipv4Unicast,
     Ipv6Unicast,
+    L2vpnEvpn,
 }
 
 impl Family {
-    pub const ALL: [Family; 2] = [Family::Ipv4Unicast, Family::Ipv6Unicast];
+    pub const ALL: [Family; 3] = [Family::Ipv4Unicast, Family::Ipv6Unicast, Family::L2vpnEvpn];
 
     pub fn afi_safi(self) -> AfiSafi {
         match self {
             Family::Ipv4Unicast => AfiSafi::IPV4_UNICAST,
             Family::Ipv6Unicast => AfiSafi::IPV6_UNICAST,
+            Family::L2vpnEvpn => AfiSafi::L2VPN_EVPN,
         }
     }
 }
@@ -64,6 +69,7 @@ impl fmt::Display for Family {
         f.write_str(match self {
             Family::Ipv4Unicast => "ipv4-unicast",
             Family::Ipv6Unicast => "ipv6-unicast",
+            Family::L2vpnEvpn => "l2vpn-evpn",
         })
     }
 }
@@ -74,6 +80,8 @@ impl fmt::Display for Family {
 pub enum NlriError {
     PrefixTooLong,
     Truncated,
+    /// An EVPN route that does not fit its type's layout.
+    Evpn(EvpnError),
 }
 
 macro_rules! prefix_type {
@@ -166,6 +174,20 @@ macro_rules! prefix_type {
 prefix_type!(Ipv4Prefix, Ipv4Addr, 32, 4);
 prefix_type!(Ipv6Prefix, Ipv6Addr, 128, 16);
 
+/// Reads `<length, prefix>` pairs until `buf` is used up.
+fn decode_prefixes(
+    mut buf: &[u8],
+    out: &mut Vec<Nlri>,
+    decode: impl Fn(&[u8]) -> Result<(Nlri, usize), NlriError>,
+) -> Result<(), NlriError> {
+    while !buf.is_empty() {
+        let (nlri, used) = decode(buf)?;
+        out.push(nlri);
+        buf = &buf[used..];
+    }
+    Ok(())
+}
+
 fn mask_octets(octets: &mut [u8], len: u8) {
     let len = len as usize;
     for (i, octet) in octets.iter_mut().enumerate() {
@@ -179,10 +201,17 @@ fn mask_octets(octets: &mut [u8], len: u8) {
 }
 
 /// One route's key: a family plus what identifies the route inside it.
+///
+/// An EVPN route in the RIBs is its key form ([`EvpnRoute::key`]: the
+/// fields RFC 7432 §7 and RFC 9136 §3.1 exclude from the key zeroed); the
+/// excluded fields (labels, ESI, gateway) travel with the path in
+/// [`super::PathAttrs::evpn`]. As decoded from or encoded to an UPDATE it
+/// is the whole route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Nlri {
     Ipv4(Ipv4Prefix),
     Ipv6(Ipv6Prefix),
+    Evpn(EvpnRoute),
 }
 
 impl Nlri {
@@ -190,6 +219,7 @@ impl Nlri {
         match self {
             Nlri::Ipv4(_) => Family::Ipv4Unicast,
             Nlri::Ipv6(_) => Family::Ipv6Unicast,
+            Nlri::Evpn(_) => Family::L2vpnEvpn,
         }
     }
 
@@ -197,6 +227,7 @@ impl Nlri {
         match self {
             Nlri::Ipv4(p) => p.encoded_len(),
             Nlri::Ipv6(p) => p.encoded_len(),
+            Nlri::Evpn(r) => r.encoded_len(),
         }
     }
 
@@ -204,20 +235,42 @@ impl Nlri {
         match self {
             Nlri::Ipv4(p) => p.encode(out),
             Nlri::Ipv6(p) => p.encode(out),
+            Nlri::Evpn(r) => r.encode(out),
         }
     }
 
-    /// Reads every NLRI of `family` in `buf`, appending to `out`.
-    pub fn decode_all(family: Family, mut buf: &[u8], out: &mut Vec<Nlri>) -> Result<(), NlriError> {
-        while !buf.is_empty() {
-            let (nlri, used) = match family {
-                Family::Ipv4Unicast => Ipv4Prefix::decode(buf).map(|(p, n)| (Nlri::Ipv4(p), n))?,
-                Family::Ipv6Unicast => Ipv6Prefix::decode(buf).map(|(p, n)| (Nlri::Ipv6(p), n))?,
-            };
-            out.push(nlri);
-            buf = &buf[used..];
+    /// Reads every NLRI of `family` in `buf`, appending to `out`. EVPN
+    /// routes of a type this speaker does not know are skipped (RFC 7432 §7).
+    pub fn decode_all(family: Family, buf: &[u8], out: &mut Vec<Nlri>) -> Result<(), NlriError> {
+        match family {
+            Family::Ipv4Unicast => {
+                decode_prefixes(buf, out, |b| Ipv4Prefix::decode(b).map(|(p, n)| (Nlri::Ipv4(p), n)))
+            }
+            Family::Ipv6Unicast => {
+                decode_prefixes(buf, out, |b| Ipv6Prefix::decode(b).map(|(p, n)| (Nlri::Ipv6(p), n)))
+            }
+            Family::L2vpnEvpn => {
+                let mut routes = Vec::new();
+                EvpnRoute::decode_all(buf, &mut routes).map_err(NlriError::Evpn)?;
+                out.extend(routes.into_iter().map(Nlri::Evpn));
+                Ok(())
+            }
         }
-        Ok(())
+    }
+
+    /// The route's key and, for EVPN types 1, 2 and 5, its non-key fields
+    /// (see [`EvpnRoute::split`]). IP prefixes are their own keys.
+    pub fn split(self) -> (Nlri, Option<EvpnPathData>) {
+        match self {
+            Nlri::Evpn(r @ (EvpnRoute::InclusiveMulticast { .. } | EvpnRoute::EthernetSegment { .. })) => {
+                (Nlri::Evpn(r), None)
+            }
+            Nlri::Evpn(r) => {
+                let (key, data) = r.split();
+                (Nlri::Evpn(key), Some(data))
+            }
+            ip => (ip, None),
+        }
     }
 
     pub fn contains_addr(&self, addr: IpAddr) -> bool {
@@ -234,6 +287,7 @@ impl fmt::Display for Nlri {
         match self {
             Nlri::Ipv4(p) => write!(f, "{p}"),
             Nlri::Ipv6(p) => write!(f, "{p}"),
+            Nlri::Evpn(r) => write!(f, "{r}"),
         }
     }
 }

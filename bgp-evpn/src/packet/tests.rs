@@ -196,6 +196,12 @@ fn update_round_trip_every_attribute() {
         cluster_list: vec![Ipv4Addr::new(3, 3, 3, 3)],
         ext_communities: vec![0x0002_fde9_0000_0064],
         large_communities: vec![LargeCommunity { global_admin: 65001, local_1: 1, local_2: 2 }],
+        pmsi_tunnel: Some(super::evpn::PmsiTunnel::IngressReplication {
+            flags: 0,
+            vni: 100,
+            endpoint: IpAddr::V4(Ipv4Addr::new(192, 0, 2, 1)),
+        }),
+        evpn: None,
         unknown: vec![RawAttribute {
             flags: flag::OPTIONAL | flag::TRANSITIVE | flag::PARTIAL,
             type_code: 99,

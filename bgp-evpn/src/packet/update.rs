@@ -215,6 +215,22 @@ pub fn pack_announce(
     if routes.is_empty() {
         return 0;
     }
+    // EVPN routes are keys in the RIBs; the NLRI carries their non-key
+    // fields (labels, ESI, gateway) from the path they are announced with.
+    let whole: Vec<Nlri>;
+    let routes = match (family, &attrs.evpn) {
+        (Family::L2vpnEvpn, Some(data)) => {
+            whole = routes
+                .iter()
+                .map(|n| match n {
+                    Nlri::Evpn(r) => Nlri::Evpn(r.with_data(data)),
+                    other => *other,
+                })
+                .collect();
+            &whole[..]
+        }
+        _ => routes,
+    };
     let classic = family == Family::Ipv4Unicast && matches!(attrs.next_hop, Some(IpAddr::V4(_)));
     let mut attr_bytes = Vec::with_capacity(64);
     attrs.encode(ctx, classic, &mut attr_bytes);

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::{TmDrop, TrafficManager};
+use super::{Admit, TmDrop, TrafficManager};
 use crate::pipeline::{FrameMeta, FrameRef, LinkLevelFrame, PortId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl OutputQueues {
 }
 
 impl TrafficManager for OutputQueues {
-    fn enqueue(&mut self, _now: u64, port: PortId, frame: FrameRef, _meta: &FrameMeta) -> Result<(), TmDrop> {
+    fn enqueue(&mut self, _now: u64, port: PortId, frame: FrameRef, _meta: &FrameMeta) -> Result<Admit, TmDrop> {
         let index = usize::from(port);
         if self.queues.len() <= index {
             self.queues.resize_with(index + 1, VecDeque::new);
@@ -59,7 +59,7 @@ impl TrafficManager for OutputQueues {
             self.backlogged.push(port);
         }
         queue.push_back(frame);
-        Ok(())
+        Ok(Admit::default())
     }
 
     fn dequeue(&mut self, _now: u64, port: PortId) -> Option<FrameRef> {

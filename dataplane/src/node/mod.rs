@@ -11,8 +11,10 @@
 //! it. Time is an input; the node reads no clock and does no I/O.
 
 mod fifo;
+mod qos_tm;
 
 pub use fifo::{OutputQueues, OutputQueuesConfig};
+pub use qos_tm::{DlbPathQuality, QosTrafficManager};
 
 use crate::pipeline::{
     Disposition, Egress, FrameMeta, FramePool, FrameRef, LinkLevelFrame, Output, PortId, RifId, RifKind, Switch, Tables,
@@ -105,8 +107,23 @@ pub trait Ports<H> {
 pub enum TmDrop {
     /// The egress queue (or the shared buffer) is full.
     QueueFull,
-    /// The port is paused or shut for the frame's class and its queue is full.
+    /// The ingress priority group has no buffer left (lossy share used up,
+    /// or a lossless headroom overflowed).
     NoBuffer,
+    /// WRED chose the frame and it is not ECN-capable.
+    Wred,
+    /// The queue is in a PFC storm and the watchdog drops its frames.
+    PfcWatchdog,
+    /// The egress port is not known to the traffic manager.
+    UnknownPort,
+}
+
+/// What the traffic manager decided for a frame it took.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Admit {
+    /// Congestion: the node sets CE in the frame's IP header (the frame
+    /// is ECN-capable).
+    pub mark_ce: bool,
 }
 
 /// The traffic manager's place in the node: it holds the frames for ports
@@ -116,7 +133,7 @@ pub enum TmDrop {
 pub trait TrafficManager {
     /// Accepts a frame for `port` (the node already holds a reference for
     /// it), or refuses it: the node then releases and counts it as dropped.
-    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<(), TmDrop>;
+    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<Admit, TmDrop>;
     /// The next frame `port` may send at `now`, if any.
     fn dequeue(&mut self, now: u64, port: PortId) -> Option<FrameRef>;
     /// Ports that have frames waiting (whether or not they may send now).
@@ -126,6 +143,18 @@ pub trait TrafficManager {
     /// When the traffic manager next needs [`Node::poll`] (a pause expiring,
     /// a shaper refilling), if it has frames it could not send.
     fn next_wakeup(&self) -> Option<u64>;
+    /// Timers (PFC refreshes, the watchdog), run at every [`Node::poll`].
+    fn poll(&mut self, _now: u64) {}
+    /// A frame the traffic manager gave up (a queue the PFC watchdog
+    /// empties) and its port: the node releases it and counts it as dropped.
+    fn take_discarded(&mut self) -> Option<(PortId, FrameRef)> {
+        None
+    }
+    /// A link-level frame the traffic manager sends (PFC), written into
+    /// `buf` (at least 64 bytes): its port and length. Sent ahead of data.
+    fn next_link_frame(&mut self, _now: u64, _buf: &mut [u8]) -> Option<(PortId, usize)> {
+        None
+    }
 }
 
 /// One input to the node.
@@ -150,6 +179,13 @@ pub struct NodeCounters {
     pub port_refused: u64,
     /// Punted frames no host interface serves.
     pub punts_unattached: u64,
+    /// Frames the traffic manager asked to mark that got CE.
+    pub ce_marked: u64,
+    /// Frames it asked to mark that could not be: a flood copy sharing its
+    /// buffer with other ports, or no IP header where the descriptor said.
+    pub ce_unmarkable: u64,
+    /// Link-level frames (PFC) the traffic manager sent.
+    pub link_frames_sent: u64,
 }
 
 /// The sans-IO node: the place around the pipeline where frames are
@@ -161,6 +197,7 @@ pub struct Node<T: TrafficManager = OutputQueues> {
     next_poll: u64,
     poll_interval: u64,
     counters: NodeCounters,
+    link_frame: [u8; 64],
 }
 
 impl Node<OutputQueues> {
@@ -195,6 +232,7 @@ impl<T: TrafficManager> Node<T> {
             next_poll: 0,
             poll_interval: Self::POLL_INTERVAL_NS,
             counters: NodeCounters::default(),
+            link_frame: [0; 64],
         }
     }
 
@@ -284,6 +322,7 @@ impl<T: TrafficManager> Node<T> {
             forwarding.poll(now, &mut self.out);
             self.next_poll = now + self.poll_interval;
         }
+        self.tm.poll(now);
         self.dispatch(forwarding, now, ports);
     }
 
@@ -296,10 +335,23 @@ impl<T: TrafficManager> Node<T> {
                 Egress::Port(port) => {
                     let (buffer, meta) = (emitted.buffer, emitted.meta);
                     self.out.retain(buffer);
-                    if self.tm.enqueue(now, port, buffer, &meta).is_err() {
-                        self.out.release(buffer);
-                        self.counters.tm_drops += 1;
-                        forwarding.count_egress_drop(port);
+                    match self.tm.enqueue(now, port, buffer, &meta) {
+                        Ok(Admit { mark_ce: true }) => {
+                            // The output's reference and the queue's: any more
+                            // and the buffer is a flood copy other ports send too.
+                            let pool = self.out.pool_mut();
+                            if pool.refs(buffer) <= 2 && set_ce(pool.bytes_mut(buffer), meta.l3_offset) {
+                                self.counters.ce_marked += 1;
+                            } else {
+                                self.counters.ce_unmarkable += 1;
+                            }
+                        }
+                        Ok(_) => {}
+                        Err(_) => {
+                            self.out.release(buffer);
+                            self.counters.tm_drops += 1;
+                            forwarding.count_egress_drop(port);
+                        }
                     }
                 }
                 egress @ Egress::Host { .. } => {
@@ -317,6 +369,18 @@ impl<T: TrafficManager> Node<T> {
 
     /// Sends from every backlogged port what the traffic manager releases.
     fn transmit<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+        while let Some((port, len)) = self.tm.next_link_frame(now, &mut self.link_frame) {
+            if ports.transmit(port, &self.link_frame[..len.min(self.link_frame.len())]) {
+                self.counters.link_frames_sent += 1;
+            } else {
+                self.counters.port_refused += 1;
+            }
+        }
+        while let Some((port, frame)) = self.tm.take_discarded() {
+            self.out.release(frame);
+            self.counters.tm_drops += 1;
+            forwarding.count_egress_drop(port);
+        }
         self.backlog.clear();
         self.tm.backlogged(&mut self.backlog);
         for &port in &self.backlog {
@@ -331,6 +395,37 @@ impl<T: TrafficManager> Node<T> {
                 self.out.release(frame);
             }
         }
+    }
+}
+
+/// Sets CE in the IPv4 or IPv6 header at `l3_offset` of `frame` if it is
+/// ECN-capable (the IPv4 checksum patched incrementally, RFC 1624).
+/// `false` when no such header is there.
+fn set_ce(frame: &mut [u8], l3_offset: u16) -> bool {
+    use crate::wire::{Ecn, Ipv4Packet, Ipv6Packet};
+    let offset = usize::from(l3_offset);
+    if offset == 0 {
+        return false;
+    }
+    let Some(ip) = frame.get_mut(offset..) else { return false };
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => match Ipv4Packet::new_checked(ip) {
+            Ok(mut packet) if matches!(packet.ecn(), Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce) => {
+                if packet.ecn() != Ecn::Ce {
+                    packet.set_ecn_incremental(Ecn::Ce);
+                }
+                true
+            }
+            _ => false,
+        },
+        Some(6) => match Ipv6Packet::new_checked(ip) {
+            Ok(mut packet) if matches!(packet.ecn(), Ecn::Ect0 | Ecn::Ect1 | Ecn::Ce) => {
+                packet.set_ecn(Ecn::Ce);
+                true
+            }
+            _ => false,
+        },
+        _ => false,
     }
 }
 

@@ -73,12 +73,12 @@ fn a_full_egress_queue_drops_and_counts_it_as_a_drop() {
     /// Holds frames and never sends them: a port paused forever.
     struct Stuck(Vec<FrameRef>, usize);
     impl TrafficManager for Stuck {
-        fn enqueue(&mut self, _: u64, _: PortId, frame: FrameRef, _: &FrameMeta) -> Result<(), TmDrop> {
+        fn enqueue(&mut self, _: u64, _: PortId, frame: FrameRef, _: &FrameMeta) -> Result<Admit, TmDrop> {
             if self.0.len() >= self.1 {
                 return Err(TmDrop::QueueFull);
             }
             self.0.push(frame);
-            Ok(())
+            Ok(Admit::default())
         }
         fn dequeue(&mut self, _: u64, _: PortId) -> Option<FrameRef> {
             None
@@ -148,4 +148,217 @@ fn timers_run_at_the_poll_interval() {
         node.receive(&mut switch, NOW, 1, &frame(mac(2), mac(1), DATA, &[0; 50]), &mut ports),
         Disposition::Dropped(crate::pipeline::DropReason::PortDown)
     );
+}
+
+// The `qos` traffic manager in the node's slot.
+
+mod with_qos {
+    use super::*;
+    use crate::wire::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr};
+    use qos::ecn::{NonEct, WredProfile};
+    use qos::tm::{EcnSetting, PortConfig as TmPort, TmConfig};
+    use std::net::{Ipv4Addr, Ipv6Addr};
+
+    const GIG: u64 = 1_000_000_000;
+
+    /// Three 1 Gb/s ports (RoCE profile: DSCP 26 -> TC 3, lossless with PFC).
+    fn config() -> TmConfig {
+        let mut config = TmConfig::roce((0..3).map(|_| TmPort { mtu: 1500, ..TmPort::new(GIG) }).collect());
+        config.pool.size_bytes = 1 << 20;
+        config
+    }
+
+    fn ipv4(dscp: u8, ecn: Ecn, payload: usize) -> Vec<u8> {
+        let repr = Ipv4Repr {
+            src_addr: Ipv4Addr::new(10, 0, 0, 1),
+            dst_addr: Ipv4Addr::new(10, 0, 0, 2),
+            protocol: IpProtocol::Udp,
+            payload_len: payload,
+            ttl: 64,
+            dscp,
+            ecn,
+            ident: 1,
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+        };
+        let mut ip = vec![0u8; 20 + payload];
+        repr.emit(&mut Ipv4Packet::new_unchecked(&mut ip[..]));
+        frame(mac(2), mac(1), EtherType::Ipv4, &ip)
+    }
+
+    fn node_and_switch(config: &TmConfig) -> (Node<QosTrafficManager>, Switch) {
+        let mut switch = switch();
+        switch
+            .set_fdb_entry(10, mac(2), crate::pipeline::FdbDest::Port(1), crate::pipeline::FdbKind::Static, NOW)
+            .unwrap();
+        let mut node = Node::with_traffic_manager(QosTrafficManager::new(config).unwrap());
+        // The pipeline's first timer run, so that the next is 10 ms away.
+        node.handle(&mut switch, NOW, NodeEvent::Timer, &mut Recorder::default());
+        (node, switch)
+    }
+
+    #[test]
+    fn ports_send_at_their_line_rate() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        let data = ipv4(0, Ecn::NotEct, 1000);
+        for _ in 0..3 {
+            node.receive(&mut switch, NOW, 0, &data, &mut ports);
+        }
+        assert_eq!(ports.sent.len(), 1, "one frame on the wire, two queued");
+        // (1034 + 24) bytes at 1 Gb/s: 8464 ns.
+        let wire_ns = (data.len() as u64 + 24) * 8;
+        assert_eq!(node.next_wakeup(), NOW + wire_ns);
+        node.handle(&mut switch, NOW + wire_ns, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 2);
+        node.handle(&mut switch, NOW + 2 * wire_ns, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 3);
+        assert_eq!(switch.port_counters(1).unwrap().tx_packets, 3);
+        assert_eq!(node.pool().in_use(), 0);
+    }
+
+    #[test]
+    fn a_received_pfc_frame_pauses_the_lossless_queue_only() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        let mut control = [0u8; mac_control::MIN_LEN];
+        // 1000 quanta at 1 Gb/s: 512 us.
+        MacControlRepr::PriorityFlowControl { class_enable: 0b1000, quanta: [0, 0, 0, 1000, 0, 0, 0, 0] }
+            .emit(&mut MacControlPacket::new_unchecked(&mut control[..]));
+        let pfc = frame(mac_control::DESTINATION, mac(2), EtherType::MacControl, &control);
+        node.receive(&mut switch, NOW, 1, &pfc, &mut ports);
+        assert_eq!(node.traffic_manager().tm().pfc_counters(1).rx_frames[3], 1);
+        node.receive(&mut switch, NOW, 0, &ipv4(26, Ecn::Ect0, 100), &mut ports);
+        assert!(ports.sent.is_empty(), "DSCP 26 is TC 3: paused");
+        node.receive(&mut switch, NOW, 0, &ipv4(0, Ecn::NotEct, 100), &mut ports);
+        assert_eq!(ports.sent.len(), 1, "TC 0 is not paused");
+        // First the wire is busy with that frame ((134 + 24 bytes) x 8 ns) ...
+        assert_eq!(node.next_wakeup(), NOW + 1264);
+        node.handle(&mut switch, NOW + 1264, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 1);
+        // ... then the pause is what holds the TC 3 frame.
+        assert_eq!(node.next_wakeup(), NOW + 512_000);
+        node.handle(&mut switch, NOW + 512_000, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 2);
+        assert_eq!(node.traffic_manager().tm().pfc_paused_ns(NOW + 600_000, 1, 3), 512_000);
+    }
+
+    #[test]
+    fn a_congested_ingress_sends_pfc_frames_that_parse() {
+        let mut config = config();
+        config.ports[1].speed_bps = 10_000_000; // the egress drains slowly
+        let (mut node, mut switch) = node_and_switch(&config);
+        node.traffic_manager_mut().set_port_mac(0, mac(0xa0));
+        let mut ports = Recorder::default();
+        let data = ipv4(26, Ecn::NotEct, 1400);
+        let mut sent_pfc = None;
+        for i in 0..400 {
+            node.receive(&mut switch, NOW + i, 0, &data, &mut ports);
+            if let Some((port, bytes)) = ports.sent.iter().find(|(_, f)| f[12..14] == [0x88, 0x08]) {
+                sent_pfc = Some((*port, bytes.clone()));
+                break;
+            }
+        }
+        let (port, bytes) = sent_pfc.expect("a PFC frame");
+        assert_eq!(port, 0, "sent to the ingress port's peer");
+        assert_eq!(bytes.len(), 60);
+        let ethernet = EthernetFrame::new_checked(&bytes[..]).unwrap();
+        assert_eq!(ethernet.dst_addr(), mac_control::DESTINATION);
+        assert_eq!(ethernet.src_addr(), mac(0xa0));
+        let repr = MacControlRepr::parse(&MacControlPacket::new_checked(&bytes[14..]).unwrap()).unwrap();
+        assert_eq!(
+            repr,
+            MacControlRepr::PriorityFlowControl { class_enable: 0b1000, quanta: [0, 0, 0, 0xffff, 0, 0, 0, 0] }
+        );
+        assert_eq!(node.counters().link_frames_sent, 1);
+        assert_eq!(node.counters().tm_drops, 0, "lossless: nothing dropped");
+    }
+
+    fn marking_config() -> TmConfig {
+        let mut config = config();
+        config.ports[1].speed_bps = 10_000_000;
+        // Queue 0 (TC 0): mark everything above 2000 queued bytes.
+        let profile =
+            WredProfile { kmin_bytes: 1000, kmax_bytes: 2000, pmax_percent: 100, ecn: true, non_ect: NonEct::Pass };
+        config.queues[0].ecn = EcnSetting::Profile(profile);
+        config
+    }
+
+    #[test]
+    fn ce_is_written_into_ipv4_with_its_checksum() {
+        let (mut node, mut switch) = node_and_switch(&marking_config());
+        let mut ports = Recorder::default();
+        for i in 0..6 {
+            node.receive(&mut switch, NOW + i, 0, &ipv4(0, Ecn::Ect0, 1000), &mut ports);
+        }
+        assert!(node.counters().ce_marked >= 3, "{:?}", node.counters());
+        // Let the port drain and look at what left.
+        for step in 1..10 {
+            node.handle(&mut switch, NOW + step * 1_000_000, NodeEvent::Timer, &mut ports);
+        }
+        assert_eq!(ports.sent.len(), 6);
+        let ecns: Vec<Ecn> = ports
+            .sent
+            .iter()
+            .map(|(_, f)| {
+                let packet = Ipv4Packet::new_checked(&f[14..]).unwrap();
+                assert!(packet.verify_checksum(), "checksum patched");
+                packet.ecn()
+            })
+            .collect();
+        assert_eq!(ecns[0], Ecn::Ect0, "an empty queue marks nothing");
+        assert_eq!(ecns[5], Ecn::Ce);
+        assert_eq!(ecns.iter().filter(|&&e| e == Ecn::Ce).count() as u64, node.counters().ce_marked);
+        // Not ECN-capable: never marked, and passed (the profile says so).
+        let before = node.counters().ce_marked;
+        for i in 0..4 {
+            node.receive(&mut switch, NOW + 20_000_000 + i, 0, &ipv4(0, Ecn::NotEct, 1000), &mut ports);
+        }
+        assert_eq!(node.counters().ce_marked, before);
+        assert_eq!(node.counters().tm_drops, 0);
+    }
+
+    #[test]
+    fn ce_is_written_into_ipv6() {
+        let (mut node, mut switch) = node_and_switch(&marking_config());
+        let mut ports = Recorder::default();
+        let repr = Ipv6Repr {
+            src_addr: Ipv6Addr::LOCALHOST,
+            dst_addr: Ipv6Addr::LOCALHOST,
+            next_header: IpProtocol::Udp,
+            payload_len: 1000,
+            hop_limit: 64,
+            dscp: 0,
+            ecn: Ecn::Ect0,
+            flow_label: 0,
+        };
+        let mut ip = vec![0u8; 40 + 1000];
+        repr.emit(&mut Ipv6Packet::new_unchecked(&mut ip[..]));
+        let data = frame(mac(2), mac(1), EtherType::Ipv6, &ip);
+        for i in 0..6 {
+            node.receive(&mut switch, NOW + i, 0, &data, &mut ports);
+        }
+        for step in 1..10 {
+            node.handle(&mut switch, NOW + step * 1_000_000, NodeEvent::Timer, &mut ports);
+        }
+        let last = Ipv6Packet::new_checked(&ports.sent[5].1[14..]).unwrap();
+        assert_eq!(last.ecn(), Ecn::Ce);
+        assert_eq!(Ipv6Packet::new_checked(&ports.sent[0].1[14..]).unwrap().ecn(), Ecn::Ect0);
+    }
+
+    #[test]
+    fn a_malformed_pfc_frame_is_counted_not_obeyed() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        let short = frame(mac_control::DESTINATION, mac(2), EtherType::MacControl, &[0x01, 0x01, 0, 8]);
+        node.receive(&mut switch, NOW, 1, &short, &mut ports);
+        node.receive(&mut switch, NOW, 0, &ipv4(26, Ecn::Ect0, 100), &mut ports);
+        assert_eq!(ports.sent.len(), 1, "nothing paused");
+        assert!(
+            node.traffic_manager().counters().malformed_link_frames
+                + switch.port_counters(1).unwrap().link_level.pfc_rx
+                >= 1
+        );
+    }
 }

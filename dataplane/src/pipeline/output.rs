@@ -114,6 +114,12 @@ impl FrameMeta {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FrameRef(u32);
 
+impl FrameRef {
+    /// A handle to no frame: what a queue's unused storage holds. Using it
+    /// with a pool panics.
+    pub const DANGLING: FrameRef = FrameRef(u32::MAX);
+}
+
 /// Fixed-size, reference-counted frame buffers, preallocated and grown only
 /// to the high-water mark.
 #[derive(Debug, Clone)]
@@ -196,8 +202,15 @@ impl FramePool {
         &self.data[start..start + self.slots[frame.0 as usize].len as usize]
     }
 
+    /// References held on `frame`.
+    pub fn refs(&self, frame: FrameRef) -> u32 {
+        self.slots[frame.0 as usize].refs
+    }
+
+    /// The frame's bytes for writing: the caller must know nobody else
+    /// reads this buffer (see [`refs`](Self::refs)).
     #[inline]
-    fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
+    pub(crate) fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
         let start = frame.0 as usize * Self::SLOT_SIZE;
         &mut self.data[start..start + self.slots[frame.0 as usize].len as usize]
     }
@@ -302,6 +315,10 @@ impl Output {
     }
 
     /// The pool the frames live in (a retained frame's bytes).
+    pub(crate) fn pool_mut(&mut self) -> &mut FramePool {
+        &mut self.pool
+    }
+
     pub fn pool(&self) -> &FramePool {
         &self.pool
     }

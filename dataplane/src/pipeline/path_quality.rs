@@ -1,6 +1,6 @@
 //! The hook through which dynamic load balancing chooses ECMP members.
 
-use super::tables::NextHopGroupId;
+use super::tables::{NextHopGroupId, PortId};
 
 /// A source of path quality for ECMP groups (dynamic load balancing): given
 /// a group's flow, it may pick another member than the static hash does.
@@ -9,7 +9,16 @@ use super::tables::NextHopGroupId;
 pub trait PathQuality: Send {
     /// The member index (`< members`) for a packet of flow `flow_hash` in
     /// `group` at `now`; `static_index` is the seeded hash's choice. An
-    /// index out of range falls back to `static_index`.
-    fn choose(&mut self, now: u64, group: NextHopGroupId, flow_hash: u32, members: usize, static_index: usize)
-    -> usize;
+    /// index out of range falls back to `static_index`. `member_port(i)` is
+    /// the egress port member i's packets leave by, when the pipeline knows
+    /// it (a routed port, or a resolved neighbour on an SVI).
+    fn choose(
+        &mut self,
+        now: u64,
+        group: NextHopGroupId,
+        flow_hash: u32,
+        members: usize,
+        static_index: usize,
+        member_port: &dyn Fn(usize) -> Option<PortId>,
+    ) -> usize;
 }

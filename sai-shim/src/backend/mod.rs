@@ -16,6 +16,8 @@
 //! returns an error must leave the backend as it was: the store then keeps its
 //! old state too.
 
+#[cfg(target_os = "linux")]
+pub mod kernel;
 pub mod soft;
 
 pub use dataplane::pipeline::{DropCounters, PortCounters};

@@ -283,13 +283,11 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     };
     for (name, list) in &bgp.prefix_lists {
         for (j, entry) in list.0.iter().enumerate() {
-            let max = match entry.prefix {
-                Nlri::Ipv4(_) => 32,
-                Nlri::Ipv6(_) => 128,
-            };
-            let base = match entry.prefix {
-                Nlri::Ipv4(p) => p.len(),
-                Nlri::Ipv6(p) => p.len(),
+            let (base, max) = match entry.prefix {
+                Nlri::Ipv4(p) => (p.len(), 32),
+                Nlri::Ipv6(p) => (p.len(), 128),
+                // Prefix lists hold IP prefixes only (parsed from text).
+                Nlri::Evpn(_) => continue,
             };
             for (field, bound) in [("ge", entry.ge), ("le", entry.le)] {
                 if let Some(b) = bound

@@ -50,6 +50,10 @@ use std::path::PathBuf;
 #[serde(deny_unknown_fields)]
 pub struct ConfigFile {
     pub name: String,
+    /// Which dataplane forwards: this project's pipeline (`soft`, the
+    /// default) or the Linux kernel (`kernel`).
+    #[serde(default, skip_serializing_if = "BackendKind::is_soft")]
+    pub backend: BackendKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_level: Option<LogLevel>,
     #[serde(default)]
@@ -69,6 +73,29 @@ pub struct ConfigFile {
     /// The BGP speaker (see `config/bgp.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bgp: Option<super::bgp::BgpFile>,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// This project's pipeline over AF_PACKET/TAP ports, with host interfaces.
+    #[default]
+    Soft,
+    /// The kernel's bridges, vxlan devices and FIB, programmed over rtnetlink.
+    Kernel,
+}
+
+impl BackendKind {
+    pub fn is_soft(&self) -> bool {
+        *self == BackendKind::Soft
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BackendKind::Soft => "soft",
+            BackendKind::Kernel => "kernel",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

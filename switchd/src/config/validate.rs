@@ -35,8 +35,10 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     let ports = check_ports(&mut v, &file, &declared_vlans);
     check_loopback(&mut v, &file.loopback);
 
+    check_backend(&mut v, &file);
     let config_so_far = Config {
         name: file.name.clone(),
+        backend: file.backend,
         log_level: file.log_level,
         socket,
         lldp,
@@ -57,6 +59,22 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
     Ok(Config { vxlan, routes, bgp, ..config_so_far })
+}
+
+/// What a backend cannot do is refused here, naming the backend, rather
+/// than failing (or being ignored) when it is applied.
+fn check_backend(v: &mut Validator, file: &ConfigFile) {
+    if file.backend != BackendKind::Kernel {
+        return;
+    }
+    for (i, port) in file.ports.iter().enumerate() {
+        if port.kind == PortKind::Tap {
+            v.error(
+                format!("ports[{i}].kind"),
+                "backend kernel: the kernel forwards between existing netdevs; TAP ports are the soft backend's",
+            );
+        }
+    }
 }
 
 fn check_name(v: &mut Validator, name: &str) {

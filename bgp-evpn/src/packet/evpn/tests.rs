@@ -17,7 +17,7 @@ fn round_trip(route: &EvpnRoute, golden: &[u8]) {
     assert_eq!(out, golden, "encoding of {route}");
     let mut decoded = Vec::new();
     assert_eq!(EvpnRoute::decode_all(golden, &mut decoded), Ok(0));
-    assert_eq!(decoded, vec![route.clone()]);
+    assert_eq!(decoded, vec![*route]);
 }
 
 #[test]
@@ -303,14 +303,21 @@ fn route_distinguishers_of_all_three_types() {
 }
 
 proptest::proptest! {
-    /// Whatever decodes re-encodes to the same bytes; nothing panics.
+    /// Whatever decodes re-encodes to the same bytes (of the length
+    /// `encoded_len` says) and splits into key and non-key fields that join
+    /// back into the route; nothing panics.
     #[test]
     fn arbitrary_bytes_never_panic_and_round_trip(buf in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..200)) {
         let mut out = Vec::new();
         if let Ok(0) = EvpnRoute::decode_all(&buf, &mut out) {
             let mut again = Vec::new();
             for r in &out {
+                let at = again.len();
                 r.encode(&mut again);
+                proptest::prop_assert_eq!(again.len() - at, r.encoded_len());
+                let (key, data) = r.split();
+                proptest::prop_assert_eq!(key.key(), key);
+                proptest::prop_assert_eq!(key.with_data(&data), *r);
             }
             let mut decoded = Vec::new();
             proptest::prop_assert_eq!(EvpnRoute::decode_all(&again, &mut decoded), Ok(0));
@@ -425,5 +432,172 @@ mod gobgp_captured {
                 label: 4000,
             }
         );
+    }
+}
+
+/// Whole UPDATEs of family L2VPN EVPN: MP_REACH_NLRI / MP_UNREACH_NLRI
+/// with EVPN NLRI (RFC 4760 §3-4, RFC 7432 §7), and RFC 7606 for them.
+mod update {
+    use super::*;
+    use crate::packet::attribute::{flag, type_code};
+    use crate::packet::update::{pack_announce, pack_withdraw};
+    use crate::packet::{AfiSafi, DecodeContext, ErrorAction, Family, Message, Nlri, PathAttrs, Update};
+
+    fn ctx() -> DecodeContext {
+        DecodeContext { four_octet_as: true, extended_message: false, ebgp: false }
+    }
+
+    /// Type 2 of VNI 100 for 00:11:22:33:44:55 with RD 1.1.1.1:100, as in
+    /// `type2_mac_ip_with_l3vni` but without IP.
+    fn type2_bytes() -> Vec<u8> {
+        let mut v = vec![2, 33];
+        v.extend_from_slice(&RD1);
+        v.extend_from_slice(&[0; 14]);
+        v.push(48);
+        v.extend_from_slice(&MAC);
+        v.extend_from_slice(&[0, 0, 0, 100]);
+        v
+    }
+
+    /// An UPDATE laid out field by field: MP_REACH_NLRI (AFI 25, SAFI 70,
+    /// next hop 10.255.0.1) with `nlri`, ORIGIN IGP, empty AS_PATH,
+    /// LOCAL_PREF 100, EXTENDED_COMMUNITIES RT:65000:100 + ET:8, and
+    /// `extra` attributes.
+    fn update_bytes(nlri: &[u8], next_hop: &[u8], extra: &[u8]) -> Vec<u8> {
+        let mp_len = 3 + 1 + next_hop.len() + 1 + nlri.len();
+        let mut attrs = vec![flag::OPTIONAL | flag::EXTENDED_LENGTH, type_code::MP_REACH_NLRI];
+        attrs.extend_from_slice(&(mp_len as u16).to_be_bytes());
+        if mp_len <= 255 {
+            // The one-octet length form, as encoders use when it fits.
+            attrs = vec![flag::OPTIONAL, type_code::MP_REACH_NLRI, mp_len as u8];
+        }
+        attrs.extend_from_slice(&[0, 25, 70, next_hop.len() as u8]);
+        attrs.extend_from_slice(next_hop);
+        attrs.push(0);
+        attrs.extend_from_slice(nlri);
+        attrs.extend_from_slice(&[0x40, 1, 1, 0, 0x40, 2, 0, 0x40, 5, 4, 0, 0, 0, 100]);
+        attrs.extend_from_slice(&[0xc0, 16, 16, 0x00, 0x02, 0xfd, 0xe8, 0, 0, 0, 100]);
+        attrs.extend_from_slice(&[0x03, 0x0c, 0, 0, 0, 0, 0, 8]);
+        attrs.extend_from_slice(extra);
+        let mut body = vec![0, 0];
+        body.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+        body.extend_from_slice(&attrs);
+        let mut msg = vec![0xff; 16];
+        msg.extend_from_slice(&((19 + body.len()) as u16).to_be_bytes());
+        msg.push(2);
+        msg.extend_from_slice(&body);
+        msg
+    }
+
+    fn decode(bytes: &[u8]) -> Update {
+        match Message::decode(bytes, &ctx()) {
+            Ok(Message::Update(u)) => u,
+            other => panic!("not an UPDATE: {other:?}"),
+        }
+    }
+
+    const PMSI: [u8; 12] = [0xc0, 22, 9, 0, 6, 0, 0x00, 0x64, 10, 255, 0, 1];
+
+    #[test]
+    fn mp_reach_with_type_2_and_type_3_decodes_and_packs_back_to_the_same_bytes() {
+        let mut nlri = type2_bytes();
+        let mut type3 = vec![3, 17];
+        type3.extend_from_slice(&RD1);
+        type3.extend_from_slice(&[0, 0, 0, 0, 32, 10, 255, 0, 1]);
+        nlri.extend_from_slice(&type3);
+        let bytes = update_bytes(&nlri, &[10, 255, 0, 1], &PMSI);
+        let u = decode(&bytes);
+        assert!(u.errors.is_empty(), "{:?}", u.errors);
+        let reach = u.mp_reach.as_ref().unwrap();
+        assert_eq!(reach.afi_safi, AfiSafi::L2VPN_EVPN);
+        assert_eq!(reach.next_hop, IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1)));
+        assert_eq!(reach.nlri.len(), 2);
+        let Nlri::Evpn(EvpnRoute::MacIpAdvertisement { label1: 100, mac: MacAddr(MAC), .. }) = reach.nlri[0] else {
+            panic!("{:?}", reach.nlri[0]);
+        };
+        assert_eq!(
+            u.attrs.pmsi_tunnel,
+            Some(PmsiTunnel::IngressReplication {
+                flags: 0,
+                vni: 100,
+                endpoint: IpAddr::V4(Ipv4Addr::new(10, 255, 0, 1))
+            })
+        );
+        let typed: Vec<ExtCommunity> = u.attrs.ext_communities.iter().map(|&c| ExtCommunity::from_u64(c)).collect();
+        assert_eq!(
+            typed,
+            vec![
+                ExtCommunity::RouteTargetAs2 { asn: 65000, number: 100 },
+                ExtCommunity::Encapsulation { tunnel_type: tunnel_type::VXLAN }
+            ]
+        );
+        // Packed from the RIB's form: keys plus the path's non-key fields.
+        let (key, data) = reach.nlri[0].split();
+        let attrs = PathAttrs { next_hop: Some(reach.next_hop), evpn: data, ..u.attrs.clone() };
+        let mut out = Vec::new();
+        let (key3, _) = reach.nlri[1].split();
+        // Type 3 carries no non-key fields, so both pack under one attribute set.
+        assert_eq!(pack_announce(&attrs, Family::L2vpnEvpn, &[key, key3], &ctx(), 4096, &mut out), 1);
+        assert_eq!(out, bytes);
+    }
+
+    #[test]
+    fn withdrawals_carry_the_key_with_zero_labels() {
+        let route = EvpnRoute::decode_value(2, &type2_bytes()[2..]).unwrap().unwrap();
+        let mut out = Vec::new();
+        pack_withdraw(Family::L2vpnEvpn, &[Nlri::Evpn(route.key())], 4096, &mut out);
+        let u = decode(&out);
+        let un = u.mp_unreach.unwrap();
+        assert_eq!(un.afi_safi, AfiSafi::L2VPN_EVPN);
+        let Nlri::Evpn(EvpnRoute::MacIpAdvertisement { label1, .. }) = un.withdrawn[0] else { panic!() };
+        assert_eq!(label1, 0);
+        assert_eq!(un.withdrawn[0].split().0, Nlri::Evpn(route.key()));
+        // An empty MP_UNREACH of the family is its End-of-RIB (RFC 4724 §2).
+        let mut eor = Vec::new();
+        crate::packet::update::encode_end_of_rib(Family::L2vpnEvpn, &mut eor);
+        assert_eq!(decode(&eor).end_of_rib(), Some(AfiSafi::L2VPN_EVPN));
+    }
+
+    #[test]
+    fn rfc7606_malformed_evpn_nlri_disables_the_family_and_bad_pmsi_withdraws() {
+        // A type 2 whose length byte claims one octet more than its layout.
+        let mut bad = type2_bytes();
+        bad[1] = 34;
+        bad.push(0);
+        let u = decode(&update_bytes(&bad, &[10, 255, 0, 1], &[]));
+        assert_eq!(u.error_action(), Some(ErrorAction::AfiSafiDisable(AfiSafi::L2VPN_EVPN)));
+        assert!(u.mp_reach.is_none());
+        // An NLRI running past the attribute.
+        let mut cut = type2_bytes();
+        cut.truncate(20);
+        let u = decode(&update_bytes(&cut, &[10, 255, 0, 1], &[]));
+        assert_eq!(u.error_action(), Some(ErrorAction::AfiSafiDisable(AfiSafi::L2VPN_EVPN)));
+        // A 32-octet next hop means nothing for EVPN.
+        let u = decode(&update_bytes(&type2_bytes(), &[0xfe; 32], &[]));
+        assert_eq!(u.error_action(), Some(ErrorAction::AfiSafiDisable(AfiSafi::L2VPN_EVPN)));
+        // A PMSI tunnel attribute too short for its fixed part: treat-as-withdraw.
+        let u = decode(&update_bytes(&type2_bytes(), &[10, 255, 0, 1], &[0xc0, 22, 3, 0, 6, 0]));
+        assert_eq!(u.error_action(), Some(ErrorAction::TreatAsWithdraw));
+        assert_eq!(u.errors[0].type_code, type_code::PMSI_TUNNEL);
+        // Ingress replication whose endpoint is neither 4 nor 16 octets.
+        let u = decode(&update_bytes(&type2_bytes(), &[10, 255, 0, 1], &[0xc0, 22, 7, 0, 6, 0, 0, 100, 10, 0]));
+        assert_eq!(u.error_action(), Some(ErrorAction::TreatAsWithdraw));
+        // Extended communities of a length not a multiple of 8 (RFC 7606 §7.14).
+        let mut bytes = update_bytes(&type2_bytes(), &[10, 255, 0, 1], &[]);
+        let ext_at = bytes.windows(3).position(|w| w == [0xc0, 16, 16]).unwrap();
+        bytes[ext_at + 2] = 15;
+        bytes.remove(ext_at + 3);
+        let len = u16::from_be_bytes([bytes[16], bytes[17]]) - 1;
+        bytes[16..18].copy_from_slice(&len.to_be_bytes());
+        let attr_len = u16::from_be_bytes([bytes[21], bytes[22]]) - 1;
+        assert_eq!(attr_len as usize, bytes.len() - 23, "total path attribute length at 21..23");
+        bytes[21..23].copy_from_slice(&attr_len.to_be_bytes());
+        assert_eq!(decode(&bytes).error_action(), Some(ErrorAction::TreatAsWithdraw));
+        // An unknown route type is skipped and the rest of the NLRI kept.
+        let mut nlri = vec![9, 2, 0xaa, 0xbb];
+        nlri.extend_from_slice(&type2_bytes());
+        let u = decode(&update_bytes(&nlri, &[10, 255, 0, 1], &[]));
+        assert!(u.errors.is_empty());
+        assert_eq!(u.mp_reach.unwrap().nlri.len(), 1);
     }
 }

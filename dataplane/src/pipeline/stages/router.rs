@@ -381,7 +381,18 @@ impl Stages<'_> {
                 let static_index = ((u64::from(hash) * members.len() as u64) >> 32) as usize;
                 let index = match self.state.path_quality.as_mut() {
                     Some(quality) => {
-                        let chosen = quality.choose(now, id, hash, members.len(), static_index);
+                        let router = &self.tables.router;
+                        let member_port = |i: usize| -> Option<PortId> {
+                            let hop = router.hops.get(*members.get(i)? as usize)?;
+                            if hop.rewrite.generation == router.generation {
+                                return Some(hop.rewrite.port);
+                            }
+                            match router.rif(hop.next_hop.rif)?.kind {
+                                RifKind::Port(port) => Some(port),
+                                RifKind::Vlan(_) => None,
+                            }
+                        };
+                        let chosen = quality.choose(now, id, hash, members.len(), static_index, &member_port);
                         if chosen < members.len() { chosen } else { static_index }
                     }
                     None => static_index,

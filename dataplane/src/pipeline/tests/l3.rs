@@ -269,11 +269,43 @@ fn switches_with_different_seeds_spread_the_same_flows_differently() {
 }
 
 #[test]
+fn dlb_from_the_traffic_manager_steers_new_flows_off_a_loaded_member() {
+    use crate::node::{QosTrafficManager, TrafficManager};
+    use qos::dlb::{DlbConfig, DlbMode};
+    use qos::tm::{PortConfig as TmPort, TmConfig};
+    let config = TmConfig { ports: (0..4).map(|_| TmPort::new(1_000_000_000)).collect(), ..TmConfig::default() };
+    let mut tm = QosTrafficManager::new(&config).unwrap();
+    // 100 frames wait on port 0 (member 0): its drain time is its cost.
+    let meta = FrameMeta { ingress: Some(2), len: 1000, ..FrameMeta::default() };
+    for _ in 0..100 {
+        tm.enqueue(NOW, 0, FrameRef::DANGLING, &meta).unwrap();
+    }
+    let mut switch = l3_switch();
+    switch.set_path_quality(Some(Box::new(tm.dlb(DlbConfig { mode: DlbMode::Flowlet, ..DlbConfig::default() }))));
+    let choices = ecmp_choices(&mut switch);
+    assert!(choices.iter().all(|&port| port == 1), "every new flowlet on the idle member (port 1)");
+    // Static mode keeps the seeded hash: both members carry flows.
+    switch.set_path_quality(Some(Box::new(tm.dlb(DlbConfig::default()))));
+    let choices = ecmp_choices(&mut switch);
+    assert!(choices.contains(&0) && choices.contains(&1));
+}
+
+#[test]
 fn the_path_quality_hook_overrides_the_static_choice() {
     /// Sends every flow to member 1 and records what it was asked.
     struct AlwaysSecond(std::sync::Arc<std::sync::Mutex<Vec<(u64, NextHopGroupId, usize)>>>);
     impl PathQuality for AlwaysSecond {
-        fn choose(&mut self, now: u64, group: NextHopGroupId, _hash: u32, members: usize, _static: usize) -> usize {
+        fn choose(
+            &mut self,
+            now: u64,
+            group: NextHopGroupId,
+            _hash: u32,
+            members: usize,
+            _static: usize,
+            member_port: &dyn Fn(usize) -> Option<PortId>,
+        ) -> usize {
+            // The members of the test's group leave by ports 0 and 1.
+            assert_eq!((member_port(0), member_port(1), member_port(2)), (Some(0), Some(1), None));
             self.0.lock().unwrap().push((now, group, members));
             1
         }

@@ -1,0 +1,452 @@
+//! `switchd` with `backend: kernel`: the Linux kernel forwards, programmed
+//! through the shim over rtnetlink.
+//!
+//! - What the shim installed is what `ip -j route`, `ip -j nexthop`,
+//!   `bridge -j fdb` and `ip -j -d link` show, read back and compared.
+//! - Hosts ping across a VLAN (the kernel bridge), between subnets (the
+//!   kernel FIB, an ECMP route through a nexthop group) and over VXLAN to a
+//!   kernel VTEP.
+//! - SIGKILL and a restart with a changed config reconcile: stale objects of
+//!   ours go, foreign ones (added by the test) stay, traffic comes back.
+//! - A kernel refusal (a duplicate route, a nexthop id taken) comes back as
+//!   the shim's typed error with nothing left half-done.
+//!
+//! ```text
+//!  [h1 192.168.10.1] -- eth1 [sw] eth3 10.0.1.1/24 -- 10.0.1.2 [r1 + kernel VTEP vx0 192.168.10.3]
+//!  [h2 192.168.10.2] -- eth2      eth4 10.0.2.1/24 -- 10.0.2.2 [r2]
+//!    VLAN 10, SVI 192.168.10.254 = nos-vlan10, VNI 10010 flooded to 10.0.1.2
+//! ```
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
+use serde_json::Value;
+
+/// Our routing protocol number (the backend's default).
+const PROTOCOL: &str = "196";
+
+const CONFIG: &str = "
+name: ksw
+backend: kernel
+loopback: [10.255.0.1/32]
+ports:
+  - { name: eth1, mode: access, vlan: 10 }
+  - { name: eth2, mode: access, vlan: 10 }
+  - { name: eth3, mode: routed, addresses: [10.0.1.1/24] }
+  - { name: eth4, mode: routed, addresses: [10.0.2.1/24] }
+vlans:
+  - { id: 10, addresses: [192.168.10.254/24] }
+vxlan:
+  source: 10.255.0.1
+  vnis: [{ vni: 10010, vlan: 10, flood: [10.0.1.2] }]
+routes:
+  - { prefix: 10.99.0.0/16, next_hops: [10.0.1.2, 10.0.2.2] }
+  - { prefix: 10.98.0.0/16, next_hops: [10.0.1.2] }
+";
+
+/// After the restart: 10.98/16 gone, 10.97/16 new, the ECMP route down to
+/// one next hop (its group goes), eth2 moved to a new VLAN 20.
+const CHANGED: &str = "
+name: ksw
+backend: kernel
+loopback: [10.255.0.1/32]
+ports:
+  - { name: eth1, mode: access, vlan: 10 }
+  - { name: eth2, mode: access, vlan: 20 }
+  - { name: eth3, mode: routed, addresses: [10.0.1.1/24] }
+  - { name: eth4, mode: routed, addresses: [10.0.2.1/24] }
+vlans:
+  - { id: 10, addresses: [192.168.10.254/24] }
+  - { id: 20 }
+vxlan:
+  source: 10.255.0.1
+  vnis: [{ vni: 10010, vlan: 10, flood: [10.0.1.2] }]
+routes:
+  - { prefix: 10.99.0.0/16, next_hops: [10.0.2.2] }
+  - { prefix: 10.97.0.0/16, next_hops: [10.0.2.2] }
+";
+
+struct Topology {
+    sw: Netns,
+    h1: Netns,
+    h2: Netns,
+    r1: Netns,
+    r2: Netns,
+}
+
+fn topology() -> Topology {
+    let t = Topology {
+        sw: Netns::new("ks"),
+        h1: Netns::new("kh1"),
+        h2: Netns::new("kh2"),
+        r1: Netns::new("kr1"),
+        r2: Netns::new("kr2"),
+    };
+    veth(&t.h1, "eth0", &t.sw, "eth1");
+    veth(&t.h2, "eth0", &t.sw, "eth2");
+    veth(&t.r1, "eth0", &t.sw, "eth3");
+    veth(&t.r2, "eth0", &t.sw, "eth4");
+    t.h1.host_setup("eth0", "192.168.10.1/24", Some("192.168.10.254"));
+    t.h2.host_setup("eth0", "192.168.10.2/24", Some("192.168.10.254"));
+    t.r1.host_setup("eth0", "10.0.1.2/24", Some("10.0.1.1"));
+    t.r2.host_setup("eth0", "10.0.2.2/24", Some("10.0.2.1"));
+    // r1 is also a kernel VTEP for VNI 10010, with a host address on it.
+    t.r1.ip(&[
+        "link",
+        "add",
+        "vx0",
+        "type",
+        "vxlan",
+        "id",
+        "10010",
+        "local",
+        "10.0.1.2",
+        "dstport",
+        "4789",
+        "nolearning",
+    ]);
+    t.r1.exec(&["bridge", "fdb", "append", "00:00:00:00:00:00", "dev", "vx0", "dst", "10.255.0.1"]);
+    t.r1.ip(&["link", "set", "vx0", "mtu", "1450"]);
+    t.r1.ip(&["addr", "add", "192.168.10.3/24", "dev", "vx0"]);
+    t.r1.ip(&["link", "set", "vx0", "up"]);
+    t
+}
+
+fn json(ns: &Netns, argv: &[&str]) -> Vec<Value> {
+    let text = ns.exec(argv);
+    match serde_json::from_str(&text) {
+        Ok(Value::Array(rows)) => rows,
+        other => panic!("{argv:?}: not a JSON array ({other:?}): {text}"),
+    }
+}
+
+fn link<'a>(links: &'a [Value], name: &str) -> &'a Value {
+    links.iter().find(|l| l["ifname"] == name).unwrap_or_else(|| panic!("no link {name}"))
+}
+
+/// Our routes, by destination.
+fn our_routes(sw: &Netns) -> Vec<Value> {
+    json(sw, &["ip", "-j", "route", "show", "proto", PROTOCOL])
+}
+
+fn destinations(routes: &[Value]) -> BTreeSet<String> {
+    routes.iter().map(|r| r["dst"].as_str().expect("dst").to_string()).collect()
+}
+
+fn gateways_of(nexthops: &[Value], id: u64) -> BTreeSet<String> {
+    let nexthop = nexthops.iter().find(|n| n["id"] == id).unwrap_or_else(|| panic!("no nexthop {id}: {nexthops:?}"));
+    match nexthop["group"].as_array() {
+        Some(members) => members.iter().flat_map(|m| gateways_of(nexthops, m["id"].as_u64().expect("id"))).collect(),
+        None => [nexthop["gateway"].as_str().expect("gateway").to_string()].into(),
+    }
+}
+
+#[test]
+fn the_kernel_holds_what_the_shim_installed_and_forwards() {
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge", "ping"]) {
+        return;
+    }
+    let t = topology();
+    let switchd = Switchd::start(&t.sw, CONFIG);
+
+    // ---- read back: routes (connected as scope link, static by nhid)
+    let routes = our_routes(&t.sw);
+    assert_eq!(
+        destinations(&routes),
+        ["10.0.1.0/24", "10.0.2.0/24", "10.98.0.0/16", "10.99.0.0/16", "192.168.10.0/24"].map(String::from).into(),
+        "{routes:#?}"
+    );
+    let connected = routes.iter().find(|r| r["dst"] == "192.168.10.0/24").unwrap();
+    assert_eq!((connected["dev"].as_str(), connected["scope"].as_str()), (Some("nos-vlan10"), Some("link")));
+    let nexthops = json(&t.sw, &["ip", "-j", "nexthop"]);
+    let route = |dst: &str| routes.iter().find(|r| r["dst"] == dst).unwrap().clone();
+    let single = route("10.98.0.0/16")["nhid"].as_u64().expect("10.98/16 by nhid");
+    let group = route("10.99.0.0/16")["nhid"].as_u64().expect("10.99/16 by nhid");
+    assert_eq!(gateways_of(&nexthops, single), ["10.0.1.2".to_string()].into());
+    assert_eq!(gateways_of(&nexthops, group), ["10.0.1.2".to_string(), "10.0.2.2".to_string()].into());
+    // The group shares the single route's nexthop object.
+    let members: Vec<u64> = nexthops.iter().find(|n| n["id"] == group).unwrap()["group"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["id"].as_u64().unwrap())
+        .collect();
+    assert!(members.contains(&single), "group {members:?} reuses nexthop {single}");
+
+    // ---- read back: devices
+    let links = json(&t.sw, &["ip", "-j", "-d", "link"]);
+    for port in ["eth1", "eth2"] {
+        assert_eq!(link(&links, port)["master"], "nos-vlan10", "{port} in VLAN 10's bridge");
+    }
+    let bridge = link(&links, "nos-vlan10");
+    assert_eq!(bridge["linkinfo"]["info_kind"], "bridge");
+    let vxlan = link(&links, "nos-vx10010");
+    assert_eq!(vxlan["master"], "nos-vlan10");
+    let data = &vxlan["linkinfo"]["info_data"];
+    assert_eq!(
+        (data["id"].as_u64(), data["local"].as_str(), data["port"].as_u64()),
+        (Some(10010), Some("10.255.0.1"), Some(4789))
+    );
+    assert_eq!(data["learning"], false, "nolearning: {data}");
+    // A routed port and the SVI carry the router interfaces' MAC.
+    assert_eq!(link(&links, "eth3")["address"], bridge["address"]);
+    assert_eq!(link(&links, "eth3")["master"], Value::Null);
+
+    // ---- read back: the VNI's flood list
+    let fdb = json(&t.sw, &["bridge", "-j", "fdb", "show", "dev", "nos-vx10010"]);
+    assert!(
+        fdb.iter().any(|e| e["mac"] == "00:00:00:00:00:00" && e["dst"] == "10.0.1.2"),
+        "head-end replication entry: {fdb:#?}"
+    );
+
+    // ---- forwarding
+    assert!(t.h1.ping_until("192.168.10.2", Duration::from_secs(10)), "h1 -> h2 in VLAN 10");
+    assert!(t.h1.ping("192.168.10.254", 2), "h1 -> its gateway, the SVI");
+    assert!(t.h1.ping("10.0.2.2", 2), "h1 -> r2, routed");
+    assert!(t.h1.ping("10.255.0.1", 2), "h1 -> the switch's loopback");
+    assert!(t.h1.ping_until("192.168.10.3", Duration::from_secs(10)), "h1 -> r1's VTEP over VXLAN");
+
+    // ---- the management API over the kernel: MACs where the bridges learned
+    // them, counters from the kernel's link statistics.
+    let h1_mac = t.h1.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_string();
+    let macs = switchd.show_rows("mac");
+    let h1_row = macs.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(&h1_mac)));
+    assert!(h1_row.is_some_and(|m| m["destination"] == "eth1"), "h1 learned on eth1: {macs:#?}");
+    assert!(switchd.counter("eth1", "rx_packets") >= 5, "{}", switchd.counters("eth1"));
+}
+
+#[test]
+fn a_restart_after_sigkill_reconciles_ours_and_leaves_foreign_objects() {
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge", "ping"]) {
+        return;
+    }
+    let t = topology();
+    let mut first = Switchd::start(&t.sw, CONFIG);
+    assert!(t.h1.ping_until("10.0.2.2", Duration::from_secs(10)), "h1 -> r2 before the kill");
+    // SAFETY: kill has no memory preconditions.
+    assert_eq!(unsafe { libc::kill(first.process.id() as i32, libc::SIGKILL) }, 0);
+    let _ = first.process.wait_timeout(Duration::from_secs(5));
+
+    // What the killed daemon left is still there...
+    assert!(destinations(&our_routes(&t.sw)).contains("10.98.0.0/16"));
+    // ...and the test adds objects of its own.
+    t.sw.ip(&["route", "add", "10.77.0.0/16", "via", "10.0.1.2"]);
+    t.sw.ip(&["nexthop", "add", "id", "7", "via", "10.0.2.2", "dev", "eth4"]);
+    t.sw.ip(&["route", "add", "10.76.0.0/16", "nhid", "7"]);
+    t.sw.ip(&["link", "add", "foreign0", "type", "bridge"]);
+    t.sw.ip(&["addr", "add", "10.200.0.1/24", "dev", "foreign0"]);
+
+    let _second = Switchd::start(&t.sw, CHANGED);
+
+    let routes = our_routes(&t.sw);
+    let expected: BTreeSet<String> =
+        ["10.0.1.0/24", "10.0.2.0/24", "10.97.0.0/16", "10.99.0.0/16", "192.168.10.0/24"].map(String::from).into();
+    assert_eq!(destinations(&routes), expected, "stale 10.98/16 removed: {routes:#?}");
+    let nexthops = json(&t.sw, &["ip", "-j", "nexthop"]);
+    let ours: Vec<&Value> = nexthops.iter().filter(|n| n["id"] != 7).collect();
+    assert!(
+        ours.iter().all(|n| n["group"].is_null() || n["group"].as_array().is_some_and(|g| g.len() == 1)),
+        "the ECMP group is gone: {nexthops:#?}"
+    );
+    // Foreign objects untouched.
+    let all_routes = json(&t.sw, &["ip", "-j", "route"]);
+    assert!(all_routes.iter().any(|r| r["dst"] == "10.77.0.0/16" && r["gateway"] == "10.0.1.2"), "{all_routes:#?}");
+    assert!(all_routes.iter().any(|r| r["dst"] == "10.76.0.0/16" && r["nhid"] == 7), "{all_routes:#?}");
+    assert!(nexthops.iter().any(|n| n["id"] == 7 && n["gateway"] == "10.0.2.2"), "{nexthops:#?}");
+    let links = json(&t.sw, &["ip", "-j", "-d", "link"]);
+    let foreign = link(&links, "foreign0");
+    assert_eq!(foreign["linkinfo"]["info_kind"], "bridge");
+    let addresses = json(&t.sw, &["ip", "-j", "addr", "show", "dev", "foreign0"]);
+    assert!(addresses[0]["addr_info"].as_array().unwrap().iter().any(|a| a["local"] == "10.200.0.1"));
+    // The changed config is in place.
+    assert_eq!(link(&links, "eth2")["master"], "nos-vlan20");
+    assert_eq!(link(&links, "eth1")["master"], "nos-vlan10");
+    // Traffic is back.
+    assert!(t.h1.ping_until("10.0.2.2", Duration::from_secs(10)), "h1 -> r2 after the restart");
+    assert!(!t.h1.ping("192.168.10.2", 1), "h2 left VLAN 10");
+}
+
+#[test]
+fn kernel_refusals_are_typed_errors_and_leave_nothing_half_done() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip"]) {
+        return;
+    }
+    let sw = Netns::new("ke");
+    let peer = Netns::new("kep");
+    veth(&peer, "eth0", &sw, "eth3");
+    let config = KernelConfig::default();
+    let base = config.nexthop_id_base;
+    let (duplicate, taken_id, nexthops_after) = sw.enter(move || {
+        let backend = KernelBackend::new(config).expect("netlink sockets");
+        let mut sai = Sai::new(backend, &[]).expect("switch object");
+        // The management interface and a netdev that does not exist.
+        let eth0 = sai.create_port(&[PortAttr::Name("eth0".into())]);
+        assert!(matches!(eth0, Err(SaiError::InvalidAttribute { attribute: "NAME", .. })), "{eth0:?}");
+        let missing = sai.create_port(&[PortAttr::Name("eth9".into())]);
+        assert!(
+            matches!(&missing, Err(SaiError::InvalidAttribute { reason, .. }) if reason.contains("eth9")),
+            "{missing:?}"
+        );
+
+        let port = sai.create_port(&[PortAttr::Name("eth3".into()), PortAttr::AdminState(true)]).expect("eth3");
+        let vr = sai.default_virtual_router();
+        let rif = sai
+            .create_router_interface(&[
+                RouterInterfaceAttr::VirtualRouterId(vr),
+                RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
+            ])
+            .expect("router interface");
+        let hop = sai
+            .create_next_hop(&[NextHopAttr::Ip("10.0.1.2".parse().unwrap()), NextHopAttr::RouterInterfaceId(rif)])
+            .expect("next hop");
+
+        // A foreign route holds the prefix: the kernel says EEXIST.
+        let status =
+            std::process::Command::new("ip").args(["route", "add", "10.66.0.0/16", "dev", "eth3"]).status().unwrap();
+        assert!(status.success());
+        let key = RouteEntryKey { virtual_router: vr, destination: "10.66.0.0/16".parse().unwrap() };
+        let duplicate = sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(hop))]);
+        assert!(sai.get_route_entry(key).is_err(), "a refused route is not in the store");
+
+        // A group takes two nexthop objects (the blackhole member, then the
+        // group); the second id is taken by a foreign nexthop, so the first
+        // is undone.
+        let status = std::process::Command::new("ip")
+            .args(["nexthop", "add", "id", &(base + 2).to_string(), "via", "10.0.1.9", "dev", "eth3", "onlink"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let taken_id = sai.create_next_hop_group();
+        let out = std::process::Command::new("ip").args(["-j", "nexthop"]).output().unwrap();
+        (duplicate, taken_id, String::from_utf8_lossy(&out.stdout).into_owned())
+    });
+    assert!(
+        matches!(&duplicate, Err(SaiError::AlreadyExists(what)) if what.contains("10.66.0.0/16")),
+        "a duplicate route is the shim's AlreadyExists: {duplicate:?}"
+    );
+    assert!(matches!(&taken_id, Err(SaiError::AlreadyExists(_))), "{taken_id:?}");
+    let nexthops: Vec<Value> = serde_json::from_str(&nexthops_after).unwrap();
+    let ids: BTreeSet<u64> = nexthops.iter().map(|n| n["id"].as_u64().unwrap()).collect();
+    assert_eq!(
+        ids,
+        [u64::from(base), u64::from(base) + 2].into(),
+        "the blackhole made on the way was undone: {nexthops:#?}"
+    );
+    // The foreign route is as the test made it.
+    let routes = json(&sw, &["ip", "-j", "route", "show", "10.66.0.0/16"]);
+    assert_eq!(routes.len(), 1);
+    assert!(routes[0]["nhid"].is_null(), "{routes:?}");
+}
+
+/// One leaf on each backend, hosts in one VNI across them.
+#[test]
+fn a_kernel_leaf_and_a_soft_leaf_carry_a_vni_between_hosts() {
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge", "ping"]) {
+        return;
+    }
+    let leaf = |name: &str, backend: &str, own: &str, peer: &str, link: &str, peer_link: &str| {
+        format!(
+            "
+name: {name}
+backend: {backend}
+loopback: [{own}/32]
+ports:
+  - {{ name: eth1, mode: access, vlan: 10 }}
+  - {{ name: eth2, mode: routed, addresses: [{link}/30] }}
+vlans:
+  - {{ id: 10 }}
+vxlan:
+  source: {own}
+  vnis: [{{ vni: 10010, vlan: 10, flood: [{peer}] }}]
+routes:
+  - {{ prefix: {peer}/32, next_hops: [{peer_link}] }}
+"
+        )
+    };
+    let l1 = Netns::new("kl1");
+    let l2 = Netns::new("kl2");
+    let h1 = Netns::new("kx1");
+    let h2 = Netns::new("kx2");
+    veth(&h1, "eth0", &l1, "eth1");
+    veth(&h2, "eth0", &l2, "eth1");
+    veth(&l1, "eth2", &l2, "eth2");
+    // The soft leaf reads frames whole: no checksum or segmentation
+    // offloads on what the kernel leaf sends it.
+    l1.disable_offloads("eth2");
+    h1.host_setup("eth0", "192.168.10.1/24", None);
+    h2.host_setup("eth0", "192.168.10.2/24", None);
+    for h in [&h1, &h2] {
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    let _kernel = Switchd::start(&l1, &leaf("kleaf", "kernel", "10.255.0.1", "10.255.0.2", "10.0.12.1", "10.0.12.2"));
+    let _soft = Switchd::start(&l2, &leaf("sleaf", "soft", "10.255.0.2", "10.255.0.1", "10.0.12.2", "10.0.12.1"));
+    assert!(h1.ping_until("192.168.10.2", Duration::from_secs(15)), "h1 -> h2 across the mixed fabric");
+    assert!(h1.ping("192.168.10.2", 3), "every reply");
+    assert!(h2.ping("192.168.10.1", 3), "and back");
+}
+
+/// MACs the kernel bridge learns and link changes come back as the same shim
+/// notifications the soft backend sends.
+#[test]
+fn kernel_learning_and_link_state_are_shim_notifications() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip", "ping"]) {
+        return;
+    }
+    let sw = Netns::new("kn");
+    let h1 = Netns::new("kn1");
+    veth(&h1, "eth0", &sw, "eth1");
+    h1.host_setup("eth0", "192.168.10.1/24", None);
+    let h1_mac = h1.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_string();
+    let h1_name = h1.name().to_string();
+    let (learned, went_down, aged) = sw.enter(move || {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let port = sai
+            .create_port(&[PortAttr::Name("eth1".into()), PortAttr::AdminState(true), PortAttr::PortVlanId(10)])
+            .unwrap();
+        let bridge_port = sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))]).unwrap();
+        sai.create_vlan_member(&[VlanMemberAttr::VlanId(vlan), VlanMemberAttr::BridgePortId(bridge_port)]).unwrap();
+        let h1 = |args: &[&str]| {
+            std::process::Command::new("ip").args(["netns", "exec", &h1_name]).args(args).output().unwrap()
+        };
+        let wait_for = |sai: &mut Sai<KernelBackend>, what: &dyn Fn(&Notification) -> bool| {
+            let deadline = std::time::Instant::now() + Duration::from_secs(10);
+            while std::time::Instant::now() < deadline {
+                if let Some(found) = sai.drain_notifications().into_iter().find(|n| what(n)) {
+                    return Some(found);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            None
+        };
+        // Anything h1 sends (an ARP request) teaches the bridge its MAC.
+        h1(&["ping", "-c", "1", "-W", "1", "192.168.10.9"]);
+        let mac = h1_mac.parse().unwrap();
+        let learned = wait_for(
+            &mut sai,
+            &|n| matches!(n, Notification::Fdb { event: FdbEvent::Learned, entry, .. } if entry.mac == mac),
+        );
+        let learned_ok = matches!(
+            learned,
+            Some(Notification::Fdb { entry: FdbEntryKey { vlan: v, .. }, bridge_port: Some(b), .. })
+                if v == vlan && b == bridge_port
+        );
+        // The peer goes down: eth1 loses its carrier, the bridge forgets h1.
+        h1(&["ip", "link", "set", "eth0", "down"]);
+        let down = wait_for(&mut sai, &|n| matches!(n, Notification::PortOperStatus { up: false, .. }));
+        let went_down = matches!(down, Some(Notification::PortOperStatus { port: p, up: false }) if p == port)
+            && !sai.port_oper_status(port);
+        let aged = sai.backend().fdb_details(sai.store()).iter().all(|d| d.key.mac != mac);
+        (learned_ok.then_some(()).ok_or(learned), went_down, aged)
+    });
+    assert!(learned.is_ok(), "h1's MAC learned on its bridge port in VLAN 10: {learned:?}");
+    assert!(went_down, "link down reported for eth1");
+    assert!(aged, "the bridge forgot h1 with the link");
+}
