@@ -3,4 +3,12 @@
 //! switch and HCA-like endpoint runs, and the subnet manager (discovery, LIDs,
 //! routing engines, LFT programming, sweeps, failover) with its transports.
 
+pub mod agent;
+pub mod fabric;
+pub mod interop;
+pub mod lid;
 pub mod packet;
+pub mod routing;
+pub mod sm;
+pub mod topology;
+pub mod transport;

@@ -1,0 +1,344 @@
+//! A subnet management agent (SMA): the state every switch and channel
+//! adapter exposes to the SM through SMPs (IBA vol. 1 section 14.2.4 and
+//! the attributes of 14.2.5), and the directed-route hop handling of
+//! section 14.2.2 (the rules Linux's `smi.c` implements as C14-9 and
+//! C14-13).
+//!
+//! Sans-IO: [`Agent::receive`] takes the 256 bytes that arrived on a port
+//! and says what to do with them ([`Disposition`]); the in-process fabric
+//! (`crate::fabric`) moves them between agents. It answers Get and Set of
+//! NodeInfo, NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable,
+//! SLtoVLMappingTable, VLArbitrationTable and SMInfo, with the status IBA
+//! prescribes for anything else (bad version, unsupported method,
+//! unsupported method/attribute, invalid value).
+
+mod dr;
+
+pub use dr::{Disposition, DrError};
+
+use crate::packet::attributes::{
+    AttributeId, LftBlock, LftBlockRepr, NodeDescription, NodeInfo, NodeInfoRepr, PortInfo, PortInfoRepr,
+    PortPhysState, PortState, SlToVlRepr, SlToVlTable, SmInfo, SmInfoRepr, SwitchInfo, SwitchInfoRepr, VlArbEntry,
+    VlArbRepr, VlArbTable,
+};
+use crate::packet::mad::InvalidField;
+use crate::packet::smp::DATA_LEN;
+use crate::packet::{MadStatus, Method, SmpRepr};
+use crate::topology::{Node, NodeKind};
+
+/// Linear forwarding table capacity of the agents we simulate (LIDs
+/// 0..=0xBFFF, the whole unicast range).
+pub const LINEAR_FDB_CAP: u16 = 0xc000;
+
+/// Switch-only state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SwitchTables {
+    pub info: SwitchInfoRepr,
+    /// Output port per LID; 0xff (no route) until set.
+    pub lft: Vec<u8>,
+}
+
+/// Counters of what the agent did with SMPs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct AgentCounters {
+    pub answered: u64,
+    pub bad_status: u64,
+    pub discarded: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Agent {
+    pub node_info: NodeInfoRepr,
+    pub description: String,
+    /// PortInfo per port, index = port number (a CA's entry 0 unused).
+    pub ports: Vec<PortInfoRepr>,
+    pub switch: Option<SwitchTables>,
+    /// SL-to-VL tables: per (input port, output port) on a switch, one on
+    /// a CA.
+    pub sl2vl: Vec<[u8; 16]>,
+    /// VL arbitration blocks 1..=4 per port.
+    pub vl_arb: Vec<[[VlArbEntry; 32]; 4]>,
+    /// Present when an SM runs on this node (answered on its port).
+    pub sm_info: Option<SmInfoRepr>,
+    pub counters: AgentCounters,
+    /// A misbehaving agent for tests: answers every SMP with this status.
+    pub forced_status: Option<MadStatus>,
+}
+
+impl Agent {
+    /// An agent for `node` as the fabric cabled it: cabled ports are
+    /// physically up in state Init, the others down.
+    pub fn new(node: &Node) -> Agent {
+        let switch = node.kind == NodeKind::Switch;
+        let ports_len = usize::from(node.num_ports) + 1;
+        let ports = (0..ports_len)
+            .map(|port| {
+                let cabled = port != 0 && node.ports[port].remote.is_some();
+                let (state, phys) = if switch && port == 0 {
+                    (PortState::Active, PortPhysState::LinkUp)
+                } else if cabled {
+                    (PortState::Init, PortPhysState::LinkUp)
+                } else {
+                    (PortState::Down, PortPhysState::Polling)
+                };
+                PortInfoRepr {
+                    local_port_num: port as u8,
+                    link_width_enabled: 2,
+                    link_width_supported: 2,
+                    link_width_active: 2,
+                    link_speed_supported: 4,
+                    link_speed_enabled: 4,
+                    link_speed_active: 4,
+                    port_state: state.into(),
+                    port_phys_state: phys.into(),
+                    link_down_default_state: 2,
+                    neighbor_mtu: 5,
+                    mtu_cap: 5,
+                    vl_cap: 4,
+                    operational_vls: 4,
+                    vl_high_limit: 0,
+                    vl_arbitration_high_cap: 32,
+                    vl_arbitration_low_cap: 32,
+                    // IsSM (bit 1) is set by whoever runs an SM here.
+                    capability_mask: 0,
+                    subnet_timeout: 18,
+                    ..PortInfoRepr::default()
+                }
+            })
+            .collect();
+        let port_guid = if switch { node.guid } else { node.ports.get(1).map_or(node.guid, |p| p.guid) };
+        Agent {
+            node_info: NodeInfoRepr {
+                base_version: 1,
+                class_version: 1,
+                node_type: node.kind.node_type(),
+                num_ports: node.num_ports,
+                system_image_guid: node.guid,
+                node_guid: node.guid,
+                port_guid,
+                partition_cap: 8,
+                device_id: 0x1003,
+                revision: 1,
+                local_port_num: 0,
+                vendor_id: 0x0002c9,
+            },
+            description: node.description.clone(),
+            ports,
+            switch: switch.then(|| SwitchTables {
+                info: SwitchInfoRepr {
+                    linear_fdb_cap: LINEAR_FDB_CAP,
+                    multicast_fdb_cap: 0,
+                    life_time_value: 18,
+                    enhanced_port0: true,
+                    ..SwitchInfoRepr::default()
+                },
+                lft: Vec::new(),
+            }),
+            sl2vl: vec![[0u8; 16]; if switch { ports_len * ports_len } else { 1 }],
+            vl_arb: vec![[[VlArbEntry::default(); 32]; 4]; ports_len],
+            sm_info: None,
+            counters: AgentCounters::default(),
+            forced_status: None,
+        }
+    }
+
+    pub fn is_switch(&self) -> bool {
+        self.switch.is_some()
+    }
+
+    pub fn num_ports(&self) -> u8 {
+        self.node_info.num_ports
+    }
+
+    /// The port GUID of `port` as NodeInfo reports it when an SMP enters
+    /// there.
+    fn port_guid(&self, port: u8, guids: &[u64]) -> u64 {
+        if self.is_switch() { self.node_info.node_guid } else { guids.get(usize::from(port)).copied().unwrap_or(0) }
+    }
+
+    /// The LFT entry for `lid` (switches), if set.
+    pub fn lft_port(&self, lid: u16) -> Option<u8> {
+        let tables = self.switch.as_ref()?;
+        tables.lft.get(usize::from(lid)).copied().filter(|&p| p != 0xff)
+    }
+
+    /// Processes an SMP addressed to this agent (the end of its directed
+    /// route or its LID) that entered on `in_port`; turns `smp` into the
+    /// response. `port_guids` are this node's port GUIDs by port number.
+    pub fn process(&mut self, in_port: u8, port_guids: &[u64], smp: &mut SmpRepr) {
+        let status = match self.forced_status {
+            Some(status) => Err(status),
+            None => self.answer(in_port, port_guids, smp),
+        };
+        smp.method = Method::GetResp;
+        match status {
+            Ok(()) => {
+                smp.status = MadStatus::OK;
+                self.counters.answered += 1;
+            }
+            Err(status) => {
+                smp.status = status;
+                self.counters.bad_status += 1;
+            }
+        }
+    }
+
+    fn answer(&mut self, in_port: u8, port_guids: &[u64], smp: &mut SmpRepr) -> Result<(), MadStatus> {
+        let set = match smp.method {
+            Method::Get => false,
+            Method::Set => true,
+            _ => return Err(MadStatus::invalid(InvalidField::MethodUnsupported)),
+        };
+        let invalid = MadStatus::invalid(InvalidField::InvalidValue);
+        let unsupported = MadStatus::invalid(InvalidField::MethodAttributeUnsupported);
+        let modifier = smp.attribute_modifier;
+        let data = &mut smp.data;
+        match smp.attribute_id {
+            AttributeId::NodeInfo if !set => {
+                let mut info = self.node_info;
+                info.local_port_num = in_port;
+                info.port_guid = self.port_guid(in_port, port_guids);
+                *data = [0; DATA_LEN];
+                info.emit(&mut NodeInfo::new_unchecked(&mut data[..]));
+            }
+            AttributeId::NodeDescription if !set => {
+                NodeDescription::new_unchecked(&mut data[..]).set_text(&self.description);
+            }
+            AttributeId::PortInfo => {
+                // A CA answers for the port the SMP came in on (IBA
+                // 14.2.5.6: the modifier is ignored on CAs).
+                let port = if self.is_switch() { modifier as usize } else { usize::from(in_port) };
+                if modifier > 0xff || port >= self.ports.len() {
+                    return Err(invalid);
+                }
+                if set {
+                    let wanted = PortInfoRepr::parse(&PortInfo::new_unchecked(&data[..])).map_err(|_| invalid)?;
+                    self.set_port_info(port, &wanted)?;
+                }
+                *data = [0; DATA_LEN];
+                self.ports[port].emit(&mut PortInfo::new_unchecked(&mut data[..]));
+            }
+            AttributeId::SwitchInfo => {
+                let tables = self.switch.as_mut().ok_or(unsupported)?;
+                if set {
+                    let wanted = SwitchInfoRepr::parse(&SwitchInfo::new_unchecked(&data[..])).map_err(|_| invalid)?;
+                    if wanted.linear_fdb_top >= tables.info.linear_fdb_cap {
+                        return Err(invalid);
+                    }
+                    tables.info.linear_fdb_top = wanted.linear_fdb_top;
+                    tables.info.life_time_value = wanted.life_time_value;
+                    // PortStateChange is cleared by writing 1 (14.2.5.4).
+                    if wanted.port_state_change {
+                        tables.info.port_state_change = false;
+                    }
+                }
+                *data = [0; DATA_LEN];
+                tables.info.emit(&mut SwitchInfo::new_unchecked(&mut data[..]));
+            }
+            AttributeId::LinearForwardingTable => {
+                let tables = self.switch.as_mut().ok_or(unsupported)?;
+                let block = modifier as usize;
+                let first = block * 64;
+                if first >= usize::from(tables.info.linear_fdb_cap) {
+                    return Err(invalid);
+                }
+                if set {
+                    let repr = LftBlockRepr::parse(&LftBlock::new_unchecked(&data[..])).map_err(|_| invalid)?;
+                    if tables.lft.len() < first + 64 {
+                        tables.lft.resize(first + 64, 0xff);
+                    }
+                    tables.lft[first..first + 64].copy_from_slice(&repr.ports);
+                }
+                *data = [0; DATA_LEN];
+                let mut ports = [0xffu8; 64];
+                if let Some(stored) = tables.lft.get(first..first + 64) {
+                    ports.copy_from_slice(stored);
+                }
+                LftBlockRepr { ports }.emit(&mut LftBlock::new_unchecked(&mut data[..]));
+            }
+            AttributeId::SlToVlMappingTable => {
+                let ports = self.ports.len();
+                let index = match &self.switch {
+                    Some(_) => {
+                        let (input, output) = (((modifier >> 8) & 0xff) as usize, (modifier & 0xff) as usize);
+                        if input >= ports || output >= ports {
+                            return Err(invalid);
+                        }
+                        input * ports + output
+                    }
+                    None => 0,
+                };
+                let table = &mut self.sl2vl[index];
+                if set {
+                    let repr = SlToVlRepr::parse(&SlToVlTable::new_unchecked(&data[..])).map_err(|_| invalid)?;
+                    *table = repr.vls;
+                }
+                let repr = SlToVlRepr { vls: *table };
+                *data = [0; DATA_LEN];
+                repr.emit(&mut SlToVlTable::new_unchecked(&mut data[..]));
+            }
+            AttributeId::VlArbitrationTable => {
+                let block = (modifier >> 16) as usize;
+                let port = if self.is_switch() { (modifier & 0xffff) as usize } else { usize::from(in_port) };
+                if !(1..=4).contains(&block) || port >= self.ports.len() {
+                    return Err(invalid);
+                }
+                if set {
+                    let repr = VlArbRepr::parse(&VlArbTable::new_unchecked(&data[..])).map_err(|_| invalid)?;
+                    self.vl_arb[port][block - 1] = repr.entries;
+                }
+                let repr = VlArbRepr { entries: self.vl_arb[port][block - 1] };
+                *data = [0; DATA_LEN];
+                repr.emit(&mut VlArbTable::new_unchecked(&mut data[..]));
+            }
+            AttributeId::SmInfo => {
+                let info = self.sm_info.as_mut().ok_or(unsupported)?;
+                if set {
+                    // Handover and the rest are the SM's to act on; the agent
+                    // keeps what the SM last published.
+                    let _ = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).map_err(|_| invalid)?;
+                }
+                *data = [0; DATA_LEN];
+                info.emit(&mut SmInfo::new_unchecked(&mut data[..]));
+            }
+            _ => return Err(unsupported),
+        }
+        Ok(())
+    }
+
+    /// PortInfo Set (IBA 14.2.5.6 and the port state machine of 7.2):
+    /// LID, LMC and master SM LID where they apply, and the state moves the
+    /// SM may ask for: Down, Init -> Armed, Armed -> Active. Anything else
+    /// is refused whole with "invalid value".
+    fn set_port_info(&mut self, port: usize, wanted: &PortInfoRepr) -> Result<(), MadStatus> {
+        let invalid = MadStatus::invalid(InvalidField::InvalidValue);
+        let current = self.ports[port].state();
+        let next = match PortState::from(wanted.port_state) {
+            PortState::NoChange => current,
+            PortState::Down => PortState::Down,
+            PortState::Armed if matches!(current, PortState::Init | PortState::Armed) => PortState::Armed,
+            PortState::Active if matches!(current, PortState::Armed | PortState::Active) => PortState::Active,
+            PortState::Active | PortState::Armed if self.is_switch() && port == 0 => current,
+            _ => return Err(invalid),
+        };
+        let entry = &mut self.ports[port];
+        let carries_lid = self.switch.is_none() || port == 0;
+        if carries_lid {
+            if wanted.lid >= 0xc000 {
+                return Err(invalid);
+            }
+            entry.lid = wanted.lid;
+            entry.lmc = wanted.lmc & 0x7;
+            entry.master_sm_lid = wanted.master_sm_lid;
+            entry.subnet_timeout = wanted.subnet_timeout;
+        }
+        if wanted.operational_vls != 0 {
+            entry.operational_vls = wanted.operational_vls.min(entry.vl_cap);
+        }
+        entry.port_state = next.into();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

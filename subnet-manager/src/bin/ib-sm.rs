@@ -1,0 +1,225 @@
+//! `ib-sm`: the subnet manager as a program.
+//!
+//! * `ib-sm run`: the SM over libibumad (real HCAs, or ibsim through
+//!   umad2sim: `LD_PRELOAD=.../libumad2sim.so ib-sm run --once`);
+//! * `ib-sm gen-fattree 650|1500|4100|10k|50k`: a fat tree in ibsim's
+//!   format;
+//! * `ib-sm inprocess NETFILE`: brings a topology up with simulated agents
+//!   in process and prints the time each phase took;
+//! * `ib-sm route NETFILE`: routes a topology offline and prints its
+//!   balance.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+use subnet_manager::fabric::Fabric;
+use subnet_manager::interop::generate::FatTree;
+use subnet_manager::interop::{ibnet, lfts_dump};
+use subnet_manager::lid::{self, LidMap};
+use subnet_manager::routing::{self, Engine, RoutingConfig};
+use subnet_manager::sm::{SmConfig, SmEvent, SubnetManager};
+use subnet_manager::topology::Topology;
+use subnet_manager::transport::{drive, umad::UmadTransport};
+
+#[derive(Parser)]
+#[command(about = "InfiniBand subnet manager")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct RoutingArgs {
+    /// Routing engines in fallback order (OpenSM names).
+    #[arg(long, default_value = "ftree,updn,minhop")]
+    engine: String,
+    #[arg(long, default_value_t = 0)]
+    lmc: u8,
+}
+
+impl RoutingArgs {
+    fn config(&self) -> Result<RoutingConfig, String> {
+        if self.lmc > 7 {
+            return Err(format!("--lmc {}: at most 7", self.lmc));
+        }
+        Ok(RoutingConfig { engines: Engine::parse_list(&self.engine)?, lmc: self.lmc, ..RoutingConfig::default() })
+    }
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the SM over libibumad.
+    Run {
+        #[command(flatten)]
+        routing: RoutingArgs,
+        /// GUID-to-LID map, read at start and written atomically on change.
+        #[arg(long)]
+        guid2lid: Option<PathBuf>,
+        /// Write the LFTs in opensm-lfts.dump format once the fabric is up.
+        #[arg(long)]
+        lfts_dump: Option<PathBuf>,
+        #[arg(long, default_value_t = 32)]
+        window: usize,
+        #[arg(long, default_value_t = 200)]
+        timeout_ms: u64,
+        #[arg(long, default_value_t = 3)]
+        retries: u8,
+        #[arg(long, default_value_t = 0)]
+        priority: u8,
+        /// Exit once the fabric is up (like `opensm -o`).
+        #[arg(long)]
+        once: bool,
+        /// Give up after this many seconds.
+        #[arg(long, default_value_t = 600)]
+        limit_s: u64,
+        /// Leave SL-to-VL and VL arbitration tables alone.
+        #[arg(long)]
+        no_qos: bool,
+    },
+    /// Print a generated fat tree in ibsim's topology format.
+    GenFattree { preset: String },
+    /// Bring a topology up in process with simulated agents.
+    Inprocess {
+        /// ibnetdiscover/ibsim file, or a gen-fattree preset name.
+        topology: String,
+        #[command(flatten)]
+        routing: RoutingArgs,
+        #[arg(long, default_value_t = 64)]
+        window: usize,
+    },
+    /// Route a topology offline and print the balance.
+    Route {
+        topology: String,
+        #[command(flatten)]
+        routing: RoutingArgs,
+        #[arg(long)]
+        lfts_dump: Option<PathBuf>,
+    },
+}
+
+fn load_topology(spec: &str) -> Result<Topology, String> {
+    if let Some(shape) = FatTree::preset(spec) {
+        return Ok(shape.build());
+    }
+    let text = std::fs::read_to_string(spec).map_err(|e| format!("{spec}: {e}"))?;
+    ibnet::parse(&text).map_err(|e| format!("{spec}: {e}"))
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("ib-sm: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command {
+        Command::GenFattree { preset } => {
+            let shape = FatTree::preset(&preset)
+                .ok_or_else(|| format!("unknown preset {preset:?} (650, 1500, 4100, 10k, 50k)"))?;
+            print!("{}", ibnet::write(&shape.build()));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Route { topology, routing, lfts_dump } => {
+            let config = routing.config()?;
+            let mut topology = load_topology(&topology)?;
+            lid::assign(&mut topology, config.lmc, 0, &LidMap::default()).map_err(|e| e.to_string())?;
+            let started = Instant::now();
+            let lfts = routing::route(&topology, &config).map_err(|refused| format!("{refused:?}"))?;
+            let took = started.elapsed();
+            let balance = routing::analyze(&topology, &lfts, config.lmc);
+            println!(
+                "engine {} routed {} switches, {} CAs in {:.3} s; routes per switch port max {} min {}, worst up/down spread {}, edge forwarding index {}, unreachable pairs {}, deadlock free per VL {:?}",
+                lfts.engine.map_or("-", Engine::name),
+                topology.switch_count(),
+                topology.ca_count(),
+                took.as_secs_f64(),
+                balance.max_routes_per_port,
+                balance.min_routes_per_port,
+                balance.worst_spread,
+                balance.edge_forwarding_index,
+                balance.unreachable_pairs,
+                balance.acyclic_per_vl,
+            );
+            if let Some(path) = lfts_dump {
+                std::fs::write(&path, lfts_dump::write(&topology, &lfts, config.lmc)).map_err(|e| e.to_string())?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Inprocess { topology, routing, window } => {
+            let config = SmConfig { routing: routing.config()?, window, ..SmConfig::default() };
+            let topology = load_topology(&topology)?;
+            let host = topology.cas().next().ok_or("the topology has no CA for the SM")?;
+            let (switches, cas) = (topology.switch_count(), topology.ca_count());
+            let mut fabric = Fabric::new(topology);
+            let mut sm = SubnetManager::new(config, LidMap::default());
+            let started = Instant::now();
+            let mut now = 0;
+            sm.start(now);
+            let events = fabric.run(&mut sm, host, 1, &mut now, 3_600_000_000_000, 0);
+            let took = started.elapsed();
+            let up = events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. }));
+            println!(
+                "in-process fabric of {switches} switches and {cas} CAs: {} in {:.3} s wall ({} SMPs carried)",
+                if up { "discovered, routed, programmed and up" } else { "NOT up" },
+                took.as_secs_f64(),
+                fabric.counters.carried
+            );
+            Ok(if up { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Run { routing, guid2lid, lfts_dump, window, timeout_ms, retries, priority, once, limit_s, no_qos } => {
+            let config = SmConfig {
+                routing: routing.config()?,
+                window,
+                timeout_ns: timeout_ms * 1_000_000,
+                retries,
+                priority: priority.min(15),
+                program_qos: !no_qos,
+                ..SmConfig::default()
+            };
+            let lmc = config.routing.lmc;
+            let lids = match &guid2lid {
+                Some(path) => LidMap::load(path).map_err(|e| e.to_string())?,
+                None => LidMap::default(),
+            };
+            let mut transport = UmadTransport::open(None, 0).map_err(|e| format!("umad: {e}"))?;
+            transport.send_timeout_ms = timeout_ms as i32;
+            let mut sm = SubnetManager::new(config, lids);
+            let started = Instant::now();
+            let events = drive(
+                &mut sm,
+                &mut transport,
+                Duration::from_secs(limit_s),
+                |event| once && matches!(event, SmEvent::FabricUp { .. }),
+                |now, event| eprintln!("{:>10.3} ms {event:?}", now as f64 / 1e6),
+            )
+            .map_err(|e| format!("umad: {e}"))?;
+            let up = events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. }));
+            if let Some(path) = guid2lid
+                && sm.take_lids_changed()
+            {
+                let switches = sm.topology().nodes.iter().filter(|n| n.is_switch()).map(|n| n.guid).collect();
+                sm.lid_map().store(&path, lmc, &switches).map_err(|e| e.to_string())?;
+            }
+            if let Some(path) = lfts_dump {
+                std::fs::write(&path, lfts_dump::write(sm.topology(), sm.lfts(), lmc)).map_err(|e| e.to_string())?;
+            }
+            println!(
+                "fabric {} after {:.3} s: {} switches, {} CAs, {} SMPs sent, {} retried, {} failed",
+                if up { "up" } else { "NOT up" },
+                started.elapsed().as_secs_f64(),
+                sm.topology().switch_count(),
+                sm.topology().ca_count(),
+                sm.requester_counters().sent,
+                sm.requester_counters().retried,
+                sm.counters.failed_smps,
+            );
+            Ok(if up { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+    }
+}

@@ -1,0 +1,241 @@
+use super::*;
+use crate::fabric::Fabric;
+use crate::interop::generate::FatTree;
+use crate::routing::analyze;
+
+const SHAPE: FatTree = FatTree::TwoLevel { leaves: 6, spines: 4, hosts_per_leaf: 5 };
+const MS: u64 = 1_000_000;
+
+fn config(engine: Engine, lmc: u8) -> SmConfig {
+    SmConfig {
+        routing: RoutingConfig { engines: vec![engine], lmc, ..RoutingConfig::default() },
+        timeout_ns: 50 * MS,
+        light_sweep_interval_ns: 1_000 * MS,
+        ..SmConfig::default()
+    }
+}
+
+fn node(fabric: &Fabric, name: &str) -> usize {
+    fabric.topology.nodes.iter().position(|n| n.description == name).unwrap()
+}
+
+/// Brings `shape` up with an SM on host-0; returns the fabric, the SM and
+/// the events.
+fn bring_up(shape: FatTree, config: SmConfig) -> (Fabric, SubnetManager, Vec<SmEvent>, u64) {
+    let mut fabric = Fabric::new(shape.build());
+    let mut sm = SubnetManager::new(config, LidMap::default());
+    let host = node(&fabric, "host-0");
+    fabric.host_sm(host, 1, &sm);
+    let mut now = 0;
+    sm.start(now);
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    (fabric, sm, events, now)
+}
+
+#[test]
+fn brings_a_fat_tree_up_and_every_pair_walks_the_agents_lfts() {
+    for engine in [Engine::Ftree, Engine::Minhop, Engine::Updn, Engine::Dfsssp] {
+        let (fabric, sm, events, _) = bring_up(SHAPE, config(engine, 0));
+        assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{engine:?}: {events:?}");
+        assert!(events.iter().any(|e| matches!(e, SmEvent::Discovered { switches: 10, cas: 30, .. })));
+        assert_eq!(sm.phase(), Phase::Master);
+        assert_eq!(fabric.check_all_pairs(), Ok(30 * 29), "{engine:?}");
+        // The SM's own port got the first LID.
+        assert_eq!(sm.sm_lid(), 1);
+        assert_eq!(fabric.agents[node(&fabric, "host-0")].ports[1].lid, 1);
+        let balance = analyze(sm.topology(), sm.lfts(), 0);
+        assert_eq!(balance.unreachable_pairs, 0);
+        if engine == Engine::Ftree {
+            assert!(balance.worst_spread <= 1);
+        }
+    }
+}
+
+#[test]
+fn lmc_gives_each_ca_port_aligned_lids_and_all_are_routed() {
+    let (fabric, _, events, _) = bring_up(SHAPE, config(Engine::Ftree, 2));
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })));
+    for (_, lid, lmc) in fabric.ca_lids() {
+        assert_eq!(lmc, 2);
+        assert_eq!(lid % 4, 0);
+    }
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29 * 4));
+}
+
+#[test]
+fn three_level_fat_tree_with_qos_tables() {
+    let shape =
+        FatTree::ThreeLevel { pods: 2, leaves_per_pod: 2, aggs_per_pod: 2, cores_per_group: 2, hosts_per_leaf: 2 };
+    let (fabric, _, events, _) = bring_up(shape, config(Engine::Ftree, 0));
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    assert_eq!(fabric.check_all_pairs(), Ok(8 * 7));
+    // SL-to-VL set on a leaf: SL i -> VL i mod 8 (4 = VL0-7 operational).
+    let leaf = node(&fabric, "leaf-0");
+    let ports = fabric.agents[leaf].ports.len();
+    let table = fabric.agents[leaf].sl2vl[ports + 3];
+    assert_eq!(table, [0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(fabric.agents[leaf].vl_arb[3][0][7].weight, 32);
+}
+
+#[test]
+fn unanswered_and_dropped_smps_are_retried_reported_never_fatal() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let mut sm = SubnetManager::new(config(Engine::Ftree, 0), LidMap::default());
+    let host = node(&fabric, "host-0");
+    let dead = node(&fabric, "host-29");
+    fabric.unresponsive.insert(dead);
+    // The first SMP (the SM's own NodeInfo) is lost 3 times: the 4th try
+    // (retries = 3) gets through.
+    fabric.drop_next = 3;
+    let mut now = 0;
+    sm.start(now);
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    let failed: Vec<_> = events.iter().filter(|e| matches!(e, SmEvent::SmpFailed { .. })).collect();
+    assert_eq!(failed.len(), 1, "the dead host's NodeInfo only: {failed:?}");
+    assert!(matches!(
+        failed[0],
+        SmEvent::SmpFailed { what: "NodeInfo", failure: SmpFailure::Timeout { attempts: 4 }, .. }
+    ));
+    assert!(sm.requester_counters().retried >= 3 + 3, "{:?}", sm.requester_counters());
+    assert!(events.iter().any(|e| matches!(e, SmEvent::Discovered { cas: 29, .. })));
+    fabric.unresponsive.clear();
+    // The other 29 hosts reach each other.
+    let lids = fabric.ca_lids();
+    assert_eq!(lids.len(), 29);
+}
+
+#[test]
+fn a_switch_answering_bad_status_is_skipped_and_logged() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let leaf = node(&fabric, "leaf-5");
+    fabric.agents[leaf].forced_status = Some(crate::packet::MadStatus(0x001c));
+    let mut sm = SubnetManager::new(config(Engine::Minhop, 0), LidMap::default());
+    let host = node(&fabric, "host-0");
+    let mut now = 0;
+    sm.start(now);
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    assert!(events.iter().any(|e| matches!(
+        e,
+        SmEvent::SmpFailed { failure: SmpFailure::BadStatus(crate::packet::MadStatus(0x001c)), .. }
+    )));
+    // Behind leaf-5 nothing was found: 25 hosts, 9 switches.
+    assert!(events.iter().any(|e| matches!(e, SmEvent::Discovered { switches: 9, cas: 25, .. })), "{events:?}");
+    fabric.agents[leaf].forced_status = None;
+}
+
+#[test]
+fn a_failed_link_is_routed_around_rewriting_only_changed_blocks() {
+    let (mut fabric, mut sm, _, mut now) = bring_up(SHAPE, config(Engine::Ftree, 0));
+    let leaf = node(&fabric, "leaf-2");
+    let spine_port = 5 + 1; // leaf-2's first up port
+    let trap = fabric.link_down(PortRef { node: leaf, port: spine_port }, sm.sm_lid()).expect("a trap");
+    now += 10 * MS;
+    let failed_at = now;
+    sm.handle_mad(now, &trap);
+    let host = node(&fabric, "host-0");
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::Trap { number: 128, .. })), "{events:?}");
+    let reroute = events.iter().find_map(|e| match e {
+        SmEvent::FabricUp { reroute_ns, .. } => *reroute_ns,
+        _ => None,
+    });
+    let reroute = reroute.expect("reroute time reported");
+    assert!(reroute > 0 && reroute <= now - failed_at);
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29), "no destination left unreachable");
+    let blocks = events.iter().find_map(|e| match e {
+        SmEvent::Programmed { lft_blocks, .. } => Some(*lft_blocks),
+        _ => None,
+    });
+    // 10 switches x 1 block (40 LIDs): only some changed.
+    assert!(blocks.unwrap() < 10, "{blocks:?}");
+    assert!(blocks.unwrap() > 0);
+    // A light sweep with nothing changed sends no Set at all.
+    let before = sm.counters.lft_blocks_set;
+    let next = sm.next_timer().unwrap();
+    now = next;
+    sm.handle_timer(now);
+    let _ = fabric.run(&mut sm, host, 1, &mut now, 100 * MS, 1_000);
+    assert_eq!(sm.counters.lft_blocks_set, before);
+    assert_eq!(sm.counters.light_sweeps, 1);
+}
+
+#[test]
+fn lids_persist_across_a_restart() {
+    let (fabric, sm, _, _) = bring_up(SHAPE, config(Engine::Ftree, 0));
+    let map = sm.lid_map().clone();
+    let before: Vec<_> = fabric.ca_lids();
+    // A new SM process on another host, given the persisted map.
+    let mut fabric2 = Fabric::new(SHAPE.build());
+    let mut sm2 = SubnetManager::new(config(Engine::Ftree, 0), map.clone());
+    let host = node(&fabric2, "host-7");
+    let mut now = 0;
+    sm2.start(now);
+    fabric2.run(&mut sm2, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert_eq!(fabric2.ca_lids(), before);
+    assert_eq!(sm2.lid_map(), &map);
+    assert!(!sm2.take_lids_changed());
+}
+
+#[test]
+fn standby_polls_the_master_and_takes_over_when_it_dies() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let master_node = node(&fabric, "host-0");
+    let standby_node = node(&fabric, "host-1");
+    let mut master = SubnetManager::new(SmConfig { priority: 10, ..config(Engine::Ftree, 0) }, LidMap::default());
+    let mut standby = SubnetManager::new(SmConfig { priority: 1, ..config(Engine::Ftree, 0) }, LidMap::default());
+    fabric.host_sm(master_node, 1, &master);
+    fabric.host_sm(standby_node, 1, &standby);
+    let mut now = 0;
+    master.start(now);
+    let events = fabric.run(&mut master, master_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })));
+    standby.start(now);
+    let events = fabric.run(&mut standby, standby_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
+    assert_eq!(standby.phase(), Phase::Standby);
+    assert_eq!(fabric.sm_state(standby_node), Some(SmState::Standby));
+    // Polls answered: still standby after a few intervals.
+    for _ in 0..3 {
+        now = standby.next_timer().unwrap();
+        standby.handle_timer(now);
+        fabric.run(&mut standby, standby_node, 1, &mut now, 10 * MS, 1_000);
+    }
+    assert_eq!(standby.phase(), Phase::Standby);
+    // The master's host dies (its link goes down); the standby's polls go
+    // unanswered and it takes over.
+    let sm_lid = master.sm_lid();
+    fabric.link_down(PortRef { node: master_node, port: 1 }, sm_lid);
+    let mut took_over = Vec::new();
+    for _ in 0..10 {
+        let Some(at) = standby.next_timer() else { break };
+        now = at;
+        standby.handle_timer(now);
+        took_over.extend(fabric.run(&mut standby, standby_node, 1, &mut now, 60_000 * MS, 1_000));
+        if took_over.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })) {
+            break;
+        }
+    }
+    assert!(took_over.iter().any(|e| matches!(e, SmEvent::BecameMaster)), "{took_over:?}");
+    assert!(took_over.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })));
+    assert_eq!(standby.phase(), Phase::Master);
+    assert_eq!(fabric.sm_state(standby_node), Some(SmState::Master));
+}
+
+#[test]
+fn a_sweep_that_finds_nothing_is_tried_again() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let mut sm = SubnetManager::new(config(Engine::Ftree, 0), LidMap::default());
+    let host = node(&fabric, "host-0");
+    fabric.drop_next = 4;
+    let mut now = 0;
+    sm.start(now);
+    let first = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(first.iter().any(|e| matches!(e, SmEvent::RoutingFailed(_))), "{first:?}");
+    now = sm.next_timer().expect("a retry is scheduled");
+    sm.handle_timer(now);
+    let second = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(second.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{second:?}");
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
+}
