@@ -16,7 +16,7 @@ use crate::neighbor::{Action, ConnId, Counters, Event, NANOS_PER_SEC, Neighbor, 
 use crate::packet::error::{ErrorAction, cease_subcode};
 use crate::packet::evpn::{EvpnPathData, ExtCommunity, PmsiTunnel};
 use crate::packet::update::{encode_end_of_rib, pack_announce, pack_withdraw};
-use crate::packet::{DecodeContext, Family, Message, Nlri, Notification, Origin, PathAttrs, Update};
+use crate::packet::{DecodeContext, Family, Message, MessageType, Nlri, Notification, Origin, PathAttrs, Update};
 use crate::policy::{Outcome, PolicySet};
 use crate::rib::{LOCAL_PEER, LocChange, LocEntry, PeerId, PeerInfo, Rib, Route};
 
@@ -89,8 +89,10 @@ impl Peer {
     fn ctx(&self) -> DecodeContext {
         match self.fsm.negotiated() {
             Some(n) => n.decode_context(),
-            // Before Established only OPEN, KEEPALIVE and NOTIFICATION are valid.
-            None => DecodeContext { four_octet_as: true, extended_message: true, ebgp: false },
+            // Before the OPENs are exchanged no Extended Message capability is
+            // negotiated: anything over 4096 octets is a header error (RFC 4271
+            // §6.1, RFC 8654 §4), whatever its type.
+            None => DecodeContext { four_octet_as: true, extended_message: false, ebgp: false },
         }
     }
 
@@ -243,6 +245,12 @@ impl Speaker {
         let Some(p) = self.peers.get(peer).and_then(Option::as_ref) else { return };
         let event = match Message::decode(frame, &p.ctx()) {
             Ok(msg) => Event::Message(conn, msg),
+            // RFC 4271 §6.4: a NOTIFICATION with errors gets none back; the
+            // connection just closes.
+            Err(e) if frame.get(18) == Some(&(MessageType::Notification as u8)) => {
+                tracing::warn!(peer = %p.config.address, error = %e, "malformed NOTIFICATION");
+                Event::MalformedNotification(conn)
+            }
             Err(e) => {
                 tracing::warn!(peer = %p.config.address, error = %e, "bad message");
                 Event::DecodeError(conn, e)
@@ -411,23 +419,36 @@ impl Speaker {
         for e in &update.errors {
             tracing::warn!(peer = %p.config.address, type_code = e.type_code, reason = e.reason, action = ?e.action, "RFC 7606");
         }
-        match update.error_action() {
-            Some(ErrorAction::TreatAsWithdraw) => {
-                p.errors.treat_as_withdraw += 1;
-                treat_as_withdraw = true;
+        // RFC 7606 §3: the strongest action wins, but an AFI/SAFI disable only
+        // covers its family: an error that makes the rest of the UPDATE
+        // treat-as-withdraw still applies to the NLRI outside that family,
+        // which must never be installed with attributes the peer did not send.
+        let has = |wanted: fn(&ErrorAction) -> bool| update.errors.iter().any(|e| wanted(&e.action));
+        if has(|a| *a == ErrorAction::TreatAsWithdraw) {
+            p.errors.treat_as_withdraw += 1;
+            treat_as_withdraw = true;
+        }
+        let disabled: Vec<_> = update
+            .errors
+            .iter()
+            .filter_map(|e| match e.action {
+                ErrorAction::AfiSafiDisable(af) => af.family(),
+                _ => None,
+            })
+            .collect();
+        if !disabled.is_empty() {
+            p.errors.afi_safi_disable += 1;
+        }
+        if update.error_action() == Some(ErrorAction::AttributeDiscard) {
+            p.errors.attribute_discard += 1;
+        }
+        for f in disabled {
+            let Some(p) = self.peers[peer].as_mut() else { return };
+            if !p.disabled.contains(&f) {
+                p.disabled.push(f);
+                let gone = self.rib.clear_in(peer, Some(f));
+                self.settle(gone);
             }
-            Some(ErrorAction::AfiSafiDisable(af)) => {
-                p.errors.afi_safi_disable += 1;
-                if let Some(f) = af.family()
-                    && !p.disabled.contains(&f)
-                {
-                    p.disabled.push(f);
-                    let gone = self.rib.clear_in(peer, Some(f));
-                    self.settle(gone);
-                }
-            }
-            Some(ErrorAction::AttributeDiscard) => p.errors.attribute_discard += 1,
-            None => {}
         }
         let Some(p) = self.peers[peer].as_mut() else { return };
         let negotiated: Vec<Family> = p.fsm.negotiated().map(|n| n.families.clone()).unwrap_or_default();

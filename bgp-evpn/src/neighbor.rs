@@ -137,6 +137,8 @@ pub enum Event {
     Message(ConnId, Message),
     /// A message on `ConnId` could not be decoded.
     DecodeError(ConnId, DecodeError),
+    /// A NOTIFICATION that does not decode: the session ends, unanswered.
+    MalformedNotification(ConnId),
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -336,6 +338,15 @@ impl Neighbor {
                 } else if Some(c) == self.conn {
                     self.counters.received.count(&msg);
                     self.on_message(now, msg);
+                }
+            }
+            Event::MalformedNotification(c) => {
+                self.counters.decode_errors += 1;
+                if Some(c) == self.collision {
+                    self.close(c);
+                    self.collision = None;
+                } else if Some(c) == self.conn {
+                    self.drop_session(now, "received a malformed NOTIFICATION");
                 }
             }
             Event::DecodeError(c, err) => {
@@ -629,9 +640,14 @@ impl Neighbor {
                 self.restart_hold(now);
                 self.actions.push_back(Action::UpdateReceived(Box::new(update)));
             }
-            (State::Established, Message::RouteRefresh(RouteRefresh { afi_safi, .. })) => {
+            (State::Established, Message::RouteRefresh(RouteRefresh { afi_safi, subtype })) => {
                 self.restart_hold(now);
-                self.actions.push_back(Action::RouteRefreshRequested(afi_safi));
+                // RFC 7313 §5: only subtype 0 asks for the routes again; the
+                // BoRR/EoRR markers (1, 2) of a refresh we did not ask for and
+                // unknown subtypes are ignored.
+                if subtype == 0 {
+                    self.actions.push_back(Action::RouteRefreshRequested(afi_safi));
+                }
             }
             (state, _) => {
                 // RFC 6608: an unexpected message is an FSM error.

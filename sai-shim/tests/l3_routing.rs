@@ -292,8 +292,8 @@ fn echo_request_to_an_own_address_is_answered() {
     assert_eq!(result.disposition, Disposition::Consumed);
     let reply = icmp4(&Icmpv4Repr::EchoReply { ident: 0x77, seq_no: 3, data });
     let mut reply_ip = ipv4(SVI_V4, H1_V4, IpProtocol::Icmp, 64, &reply);
-    // The pipeline originates with ident 0 and DF clear.
-    set_ident_and_df(&mut reply_ip, 0, false);
+    // The pipeline originates with DF clear and IDs from a counter (RFC 6864 4.1): the first is 1.
+    set_ident_and_df(&mut reply_ip, 1, false);
     assert_eq!(
         result.frames,
         vec![(Egress::Port(r.index(0)), eth(H1_MAC, ROUTER_MAC, None, EtherType::Ipv4, &reply_ip))]

@@ -126,13 +126,17 @@ fn flooding_replicates_to_local_ports_and_every_remote_vtep() {
     let port = source_port(encapsulated[0]);
     assert!(port >= 49152, "RFC 7348: source port in the dynamic range, got {port}");
     let mut remotes = Vec::new();
-    for frame in encapsulated {
+    for &frame in &encapsulated {
         let remote = outer_dst(frame);
         remotes.push(remote);
-        assert_eq!(frame, vxlan(SPINE_MAC, ROUTER_MAC, LOCAL_VTEP, remote, port, 64, VNI, &inner).as_slice());
+        assert_eq!(
+            frame,
+            with_ident_of(vxlan(SPINE_MAC, ROUTER_MAC, LOCAL_VTEP, remote, port, 64, VNI, &inner), frame)
+        );
     }
     remotes.sort();
     assert_eq!(remotes, vec![VTEP2, VTEP3]);
+    assert_ne!(encapsulated[0][18..20], encapsulated[1][18..20], "each copy has its own IPv4 ID");
     let stats = o.lab.sai.get_port_stats(o.underlay).unwrap();
     assert_eq!(stats.out_ucast_pkts, 2);
 }
@@ -176,7 +180,8 @@ fn remote_macs_are_unicast_to_their_vtep() {
     assert_eq!(result.disposition, Disposition::Forwarded);
     assert_eq!(result.frames.len(), 1, "{result:?}");
     let frame = result.on_port(i9)[0];
-    assert_eq!(frame, vxlan(SPINE_MAC, ROUTER_MAC, LOCAL_VTEP, VTEP3, source_port(frame), 64, VNI, &inner).as_slice());
+    let expected = vxlan(SPINE_MAC, ROUTER_MAC, LOCAL_VTEP, VTEP3, source_port(frame), 64, VNI, &inner);
+    assert_eq!(frame, with_ident_of(expected, frame));
     // The FDB shows it behind the remote VTEP's bridge port.
     assert!(
         o.lab
@@ -211,7 +216,8 @@ fn decapsulation_learns_the_remote_mac_and_bridges_the_inner_frame() {
     let result = o.lab.inject(o.access[0], &answer);
     assert_eq!(result.frames.len(), 1);
     let frame = result.on_port(i9)[0];
-    assert_eq!(frame, vxlan(SPINE_MAC, ROUTER_MAC, LOCAL_VTEP, VTEP2, source_port(frame), 64, VNI, &answer).as_slice());
+    let expected = vxlan(SPINE_MAC, ROUTER_MAC, LOCAL_VTEP, VTEP2, source_port(frame), 64, VNI, &answer);
+    assert_eq!(frame, with_ident_of(expected, frame));
     // The host moves behind another VTEP: a move.
     let packet = vxlan(ROUTER_MAC, SPINE_MAC, VTEP3, LOCAL_VTEP, 50000, 63, VNI, &inner);
     o.lab.inject(o.underlay, &packet);
@@ -321,7 +327,7 @@ fn underlay_ecmp_spreads_tunnelled_flows_over_both_spines() {
         let frame = frames[0];
         assert_eq!(
             frame,
-            vxlan(spine_mac, ROUTER_MAC, LOCAL_VTEP, VTEP2, source_port(frame), 64, VNI, &inner).as_slice()
+            with_ident_of(vxlan(spine_mac, ROUTER_MAC, LOCAL_VTEP, VTEP2, source_port(frame), 64, VNI, &inner), frame)
         );
         per_spine[spine] += 1;
     }

@@ -440,6 +440,23 @@ fn afi_safi_disable_drops_the_family_for_the_session() {
 }
 
 #[test]
+fn an_afi_safi_disable_does_not_install_the_other_nlri_with_invented_attributes() {
+    let mut raw = Raw::new();
+    raw.feed(&raw_update(&GOOD, &[24, 10, 9, 9]));
+    assert!(raw.fib.contains_key(&n("10.9.9.0/24")));
+    // One UPDATE: an IPv6 MP_REACH_NLRI with a 5-byte next hop (AFI/SAFI
+    // disable for IPv6) and ORIGIN 7 (treat-as-withdraw) for its IPv4 NLRI.
+    let mp_v6 = [0x80, 14, 10, 0, 2, 1, 5, 1, 2, 3, 4, 5, 0];
+    let mut bad_origin = GOOD;
+    bad_origin[3] = 7;
+    raw.feed(&raw_update(&[&mp_v6[..], &bad_origin].concat(), &[24, 10, 9, 9]));
+    assert_eq!(raw.fib.get(&n("10.9.9.0/24")), None, "the IPv4 NLRI is treated as withdrawn");
+    assert_eq!(raw.state(), State::Established);
+    let summary = &raw.sp.summary(0)[0];
+    assert_eq!((summary.errors.treat_as_withdraw, summary.errors.afi_safi_disable), (1, 1));
+}
+
+#[test]
 fn established_peer_gets_table_and_end_of_rib() {
     let mut raw = Raw::new();
     let sent: Vec<&Message> = raw.sent.iter().filter(|m| matches!(m, Message::Update(_))).collect();
@@ -459,6 +476,61 @@ fn established_peer_gets_table_and_end_of_rib() {
     let before = raw.sent.len();
     raw.feed(&rr.to_bytes(&DecodeContext::default()));
     assert!(raw.sent[before..].iter().any(|m| matches!(m, Message::Update(u) if u.nlri == vec![n("10.100.0.0/16")])));
+}
+
+#[test]
+fn route_refresh_of_an_unknown_subtype_is_ignored() {
+    let mut raw = Raw::new();
+    raw.sp.add_network(n("10.100.0.0/16"));
+    raw.drain();
+    for subtype in [1, 2, 7, 255] {
+        let rr = Message::RouteRefresh(crate::packet::RouteRefresh {
+            afi_safi: crate::packet::AfiSafi::IPV4_UNICAST,
+            subtype,
+        });
+        let before = raw.sent.len();
+        raw.feed(&rr.to_bytes(&DecodeContext::default()));
+        assert_eq!(raw.sent.len(), before, "subtype {subtype}: RFC 7313 §5 says ignore");
+        assert_eq!(raw.state(), State::Established);
+    }
+}
+
+#[test]
+fn a_malformed_notification_closes_the_session_without_one_in_reply() {
+    let mut raw = Raw::new();
+    // A NOTIFICATION of 20 octets: the error code, no subcode (21 is the minimum).
+    let mut bad = vec![0xff; 16];
+    bad.extend_from_slice(&[0, 20, 3, 6]);
+    let before = raw.sent.len();
+    raw.feed(&bad);
+    assert_ne!(raw.state(), State::Established);
+    assert!(raw.closed);
+    assert!(
+        !raw.sent[before..].iter().any(|m| matches!(m, Message::Notification(_))),
+        "RFC 4271 §6.4: no NOTIFICATION answers a malformed one"
+    );
+}
+
+#[test]
+fn a_long_update_before_extended_messages_are_negotiated_is_a_length_error() {
+    let mut cfg = speaker(65001, "10.0.0.1", &[("10.0.0.2", 65002)]);
+    cfg.neighbors[0].passive = true;
+    let mut sp = Speaker::new(cfg).unwrap();
+    sp.start(0);
+    let peer = sp.peer_by_addr(ip("10.0.0.2")).unwrap();
+    let mut raw = Raw { sp, peer, conn: 0, sent: Vec::new(), fib: HashMap::new(), closed: false, now: 0 };
+    raw.conn = raw.sp.accepted(0, peer, ip("10.0.0.1"));
+    raw.drain();
+    assert_eq!(raw.state(), State::OpenSent);
+    // 1,250 /24s: an UPDATE of 5,037 octets, over 4096.
+    let nlri: Vec<u8> = (0..1250u32).flat_map(|i| [24, 10, (i >> 8) as u8, i as u8]).collect();
+    raw.feed(&raw_update(&GOOD, &nlri));
+    assert!(raw.closed);
+    assert!(
+        matches!(raw.sent.last(), Some(Message::Notification(Notification { code: 1, subcode: 2, .. }))),
+        "header error, bad message length: {:?}",
+        raw.sent.last()
+    );
 }
 
 fn graceful_restart(restart_time: u16, forwarding: bool) -> Capability {

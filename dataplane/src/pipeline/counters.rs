@@ -63,10 +63,13 @@ pub enum DropReason {
     /// around an inner packet that is not ECN-capable: RFC 6040 section 4.2
     /// drops it, since its transport would never learn of the congestion.
     EcnCeOnNotEct,
+    /// A decapsulated VXLAN frame that carries a VLAN tag of its own: the
+    /// VNI gives the VLAN, and RFC 7348 section 6.1 discards such frames.
+    VxlanInnerVlanTag,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 24] = [
+    pub const ALL: [DropReason; 25] = [
         DropReason::Malformed,
         DropReason::BadChecksum,
         DropReason::UnknownPort,
@@ -91,6 +94,7 @@ impl DropReason {
         DropReason::MartianSource,
         DropReason::DirectedBroadcast,
         DropReason::EcnCeOnNotEct,
+        DropReason::VxlanInnerVlanTag,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -124,6 +128,7 @@ impl DropReason {
             DropReason::MartianSource => "martian_source",
             DropReason::DirectedBroadcast => "directed_broadcast",
             DropReason::EcnCeOnNotEct => "ecn_ce_on_not_ect",
+            DropReason::VxlanInnerVlanTag => "vxlan_inner_vlan_tag",
         }
     }
 }

@@ -168,6 +168,28 @@ impl L2Header {
         }
         if header.ethertype.is_vlan_tpid() { Err(Error::Unsupported) } else { Ok(header) }
     }
+
+    /// Walks the header as a customer-VLAN bridge port sees it (IEEE 802.1Q
+    /// table 9-1): only a C-tag (TPID 0x8100) is a tag, and only one; an
+    /// S-tag (0x88a8) or a second C-tag is payload, carried unchanged.
+    pub fn parse_customer(frame: &[u8]) -> Result<L2Header> {
+        let eth = EthernetFrame::new_checked(frame)?;
+        let mut header = L2Header {
+            dst_addr: eth.dst_addr(),
+            src_addr: eth.src_addr(),
+            outer: None,
+            inner: None,
+            ethertype: eth.ethertype(),
+            payload_offset: ethernet::HEADER_LEN,
+        };
+        if header.ethertype == EtherType::Vlan {
+            let tag = VlanTagRepr::parse(&VlanTag::new_checked(&frame[header.payload_offset..])?)?;
+            header.ethertype = tag.ethertype;
+            header.payload_offset += TAG_LEN;
+            header.outer = Some(tag);
+        }
+        Ok(header)
+    }
 }
 
 #[cfg(test)]

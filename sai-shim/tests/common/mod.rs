@@ -236,12 +236,23 @@ pub fn vxlan(
     datagram[8..].copy_from_slice(&udp_payload);
     udp.emit_header(&mut UdpPacket::new_unchecked(&mut datagram[..]));
     let mut packet = ipv4(src_ip, dst_ip, IpProtocol::Udp, ttl, &datagram);
-    // As a VTEP originates it: no fragment id, DF clear.
+    // As a VTEP originates it: DF clear (see `with_ident_of` for the ID).
     let mut header = Ipv4Packet::new_unchecked(&mut packet[..]);
     header.set_ident(0);
     header.set_dont_frag(false);
     header.fill_checksum();
     eth(outer_dst, outer_src, None, EtherType::Ipv4, &packet)
+}
+
+/// `expected` (an Ethernet + IPv4 frame) with the IPv4 ID `actual` carries:
+/// the switch numbers what it originates from a counter (RFC 6864 4.1).
+pub fn with_ident_of(expected: Vec<u8>, actual: &[u8]) -> Vec<u8> {
+    let mut expected = expected;
+    let ident = Ipv4Packet::new_checked(&actual[14..]).expect("IPv4").ident();
+    let mut header = Ipv4Packet::new_unchecked(&mut expected[14..]);
+    header.set_ident(ident);
+    header.fill_checksum();
+    expected
 }
 
 /// An IPv6 packet (fixed header and payload).

@@ -83,7 +83,7 @@ impl Stages<'_> {
 
     /// Stage 2: classification, learning, and bridging or routing.
     pub(crate) fn bridge_ingress(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
-        let Ok(l2) = L2Header::parse(frame) else {
+        let Ok(l2) = L2Header::parse_customer(frame) else {
             return self.drop(Some(ingress), DropReason::Malformed);
         };
         if l2.src_addr.is_multicast() || l2.src_addr == EthernetAddress::ZERO {
@@ -104,7 +104,7 @@ impl Stages<'_> {
         let port = self.tables.port(ingress).expect("caller checked");
         if let Some(rif) = port.rif {
             // A routed port takes untagged (or priority-tagged) frames only.
-            if l2.outer.is_some_and(|tag| tag.vid != 0) || l2.inner.is_some() {
+            if l2.outer.is_some_and(|tag| tag.vid != 0) {
                 return self.drop(Some(ingress), DropReason::IngressVlanFilter);
             }
             let l3 = super::router::L3Frame {
@@ -283,7 +283,7 @@ impl Stages<'_> {
     /// A frame the host sends from an SVI: bridged in the VLAN as if it came
     /// from a port that is in no FDB entry.
     pub(crate) fn bridge_from_cpu(&mut self, now: u64, vid: VlanId, frame: &[u8], out: &mut Output) {
-        let Ok(l2) = L2Header::parse(frame) else {
+        let Ok(l2) = L2Header::parse_customer(frame) else {
             self.state.drops.count(DropReason::Malformed);
             return;
         };

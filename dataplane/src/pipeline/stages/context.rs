@@ -32,6 +32,8 @@ pub(crate) struct ForwardingState {
     /// The flow hash the call in progress computed (ECMP, VXLAN), for the
     /// descriptors of the frames it emits; 0 = none.
     pub(crate) call_flow_hash: u32,
+    /// The IPv4 ID of the last datagram the switch originated.
+    pub(crate) ip_id: u16,
 }
 
 impl ForwardingState {
@@ -49,6 +51,7 @@ impl ForwardingState {
             address_conflicts: 0,
             path_quality: None,
             call_flow_hash: 0,
+            ip_id: 0,
         }
     }
 }
@@ -62,6 +65,15 @@ pub(crate) struct Stages<'a> {
 }
 
 impl Stages<'_> {
+    /// An IPv4 ID for a datagram the switch originates: a counter, so that
+    /// IDs do not repeat within the lifetime of a datagram at the rates the
+    /// switch originates (RFC 6864 section 4.1).
+    #[inline]
+    pub(crate) fn next_ip_id(&mut self) -> u16 {
+        self.state.ip_id = self.state.ip_id.wrapping_add(1);
+        self.state.ip_id
+    }
+
     /// Counts a drop switch-wide and against the ingress port.
     pub(crate) fn drop(&mut self, ingress: Option<PortId>, reason: DropReason) -> Disposition {
         self.state.drops.count(reason);

@@ -131,7 +131,8 @@ impl Stages<'_> {
         let ip = &frame.payload[..total_len];
         let (src, dst) = (packet.src_addr(), packet.dst_addr());
         // RFC 1812 section 5.3.7: no group, loopback or own source address
-        // arrives from outside (0.0.0.0 does: DHCP clients).
+        // arrives from outside (0.0.0.0/8 does, from DHCP clients, but only
+        // to be punted: it is never forwarded, below).
         if src.is_multicast() || src.is_broadcast() || src.is_loopback() || self.tables.router.is_own_v4(src) {
             return Err(DropReason::MartianSource);
         }
@@ -174,6 +175,11 @@ impl Stages<'_> {
                 return Err(DropReason::DirectedBroadcast);
             }
             RouteTarget::Connected(_) | RouteTarget::NextHop(_) | RouteTarget::Group(_) => {}
+        }
+        // RFC 1812 section 5.3.7: "this host on this network" is no source
+        // to forward from.
+        if src.octets()[0] == 0 {
+            return Err(DropReason::MartianSource);
         }
         if packet.ttl() <= 1 {
             self.icmpv4_error(now, source, ip, Icmpv4Error::TimeExceeded, out);
@@ -554,7 +560,8 @@ impl Stages<'_> {
             ttl: 64,
             dscp: 0,
             ecn: Ecn::NotEct,
-            ident: 0,
+            // RFC 6864 section 4.1: DF is clear, so the ID must not repeat soon.
+            ident: self.next_ip_id(),
             dont_frag: false,
             more_frags: false,
             frag_offset: 0,

@@ -67,7 +67,9 @@ impl Stages<'_> {
             // and ECN (RFC 6040 normal mode).
             dscp,
             ecn,
-            ident: 0,
+            // RFC 6864 section 4.1: a datagram that may be fragmented
+            // needs an ID that does not repeat soon.
+            ident: self.next_ip_id(),
             dont_frag: false,
             more_frags: false,
             frag_offset: 0,
@@ -102,9 +104,12 @@ impl Stages<'_> {
         let vni = VxlanRepr::parse(&packet).map_err(|_| DropReason::Malformed)?.vni;
         let vid = *self.tables.vxlan.vni_to_vlan.get(&vni).ok_or(DropReason::VxlanUnknownVni)?;
         let inner = packet.payload();
-        let l2 = L2Header::parse(inner).map_err(|_| DropReason::Malformed)?;
+        let l2 = L2Header::parse_customer(inner).map_err(|_| DropReason::Malformed)?;
         if l2.src_addr.is_multicast() || l2.src_addr == EthernetAddress::ZERO {
             return Err(DropReason::SourceMacInvalid);
+        }
+        if l2.outer.is_some() {
+            return Err(DropReason::VxlanInnerVlanTag);
         }
         let port = source.ingress_port().ok_or(DropReason::Unsupported)?;
         let inner_l3 = &inner[l2.payload_offset..];
@@ -123,8 +128,7 @@ impl Stages<'_> {
         };
         self.tables.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
         let source = BridgeSource::Tunnel { remote, port };
-        // An inner VLAN tag is discarded (RFC 7348 section 6.1): the VNI says the VLAN.
-        let pcp = l2.outer.map_or(0, |tag| tag.pcp);
+        let pcp = 0;
         let body_start = l2.payload_offset - 2;
         let Some(ecn) = ecn else {
             let frame = BridgedFrame { dst: l2.dst_addr, src: l2.src_addr, pcp, body: &inner[body_start..] };

@@ -418,6 +418,51 @@ fn vrfs_are_created_and_removed_with_their_references_checked() {
 }
 
 #[test]
+fn sources_in_this_network_are_punted_but_never_forwarded() {
+    let mut switch = l3_switch();
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    let mut out = Output::new();
+    // RFC 1812 5.3.7: 0.0.0.0/8 is no source to forward from.
+    for src in ["0.0.0.0", "0.1.2.3"] {
+        out.clear();
+        let ip = udp_packet(src, "10.0.0.2", 68, 64);
+        assert_eq!(
+            switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv4, &ip), &mut out),
+            Disposition::Dropped(DropReason::MartianSource),
+            "from {src}"
+        );
+        assert!(ports_of(&out).is_empty());
+    }
+    // A DHCP client's broadcast still reaches the host.
+    out.clear();
+    let discover = udp_packet("0.0.0.0", "255.255.255.255", 68, 64);
+    let sent = frame(EthernetAddress::BROADCAST, H1, None, EtherType::Ipv4, &discover);
+    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Punted);
+}
+
+#[test]
+fn datagrams_the_switch_originates_get_ids_that_do_not_repeat() {
+    let mut switch = l3_switch();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    let mut out = Output::new();
+    let echo = Icmpv4Repr::EchoRequest { ident: 7, seq_no: 3, data: b"id" };
+    let mut message = vec![0; echo.buffer_len()];
+    echo.emit(&mut Icmpv4Packet::new_unchecked(&mut message[..]));
+    let ping = ipv4(v4("10.0.1.2"), v4("10.0.1.1"), IpProtocol::Icmp, 64, &message);
+    let expiring = udp_packet("10.0.1.2", "172.16.0.9", 5, 1);
+    let mut ids = Vec::new();
+    for ip in [&ping, &expiring, &ping] {
+        out.clear();
+        switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv4, ip), &mut out);
+        let got = emitted(&out);
+        let reply = Ipv4Packet::new_checked(&got[0].1[14..]).unwrap();
+        assert!(!reply.dont_frag());
+        ids.push(reply.ident());
+    }
+    assert_eq!(ids, vec![1, 2, 3], "RFC 6864 4.1: DF clear, so no ID repeats");
+}
+
+#[test]
 fn ttl_expiry_sends_time_exceeded_from_the_ingress_interface() {
     let mut switch = l3_switch();
     switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
@@ -431,9 +476,9 @@ fn ttl_expiry_sends_time_exceeded_from_the_ingress_interface() {
     let mut message = vec![0; icmp.buffer_len()];
     icmp.emit(&mut Icmpv4Packet::new_unchecked(&mut message[..]));
     let mut expected_ip = ipv4(v4("10.0.1.1"), v4("10.0.1.2"), IpProtocol::Icmp, 64, &message);
-    // Our packets carry ident 0 and no DF.
+    // Our packets carry no DF, and IDs from a counter (RFC 6864 4.1): the first is 1.
     let repr = Ipv4Repr {
-        ident: 0,
+        ident: 1,
         dont_frag: false,
         ..Ipv4Repr::parse(&Ipv4Packet::new_checked(&expected_ip[..]).unwrap()).unwrap()
     };

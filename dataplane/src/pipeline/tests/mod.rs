@@ -120,6 +120,25 @@ fn known_unicast_goes_to_one_port_and_loses_its_tag_on_access() {
 }
 
 #[test]
+fn s_tagged_frames_are_relayed_unchanged_in_the_port_vlan() {
+    let mut switch = l2_switch();
+    let mut out = Output::new();
+    // 802.1ad S-tag (TPID 0x88a8, VID 20) around an untagged payload.
+    let mut s_tag = vec![0x00, 20];
+    s_tag.extend_from_slice(&u16::from(DATA).to_be_bytes());
+    s_tag.extend_from_slice(PAYLOAD);
+    let sent = frame(mac(2), mac(1), None, EtherType::QinQ, &s_tag);
+    // IEEE 802.1Q table 9-1: on a C-VLAN port only 0x8100 is a tag, so this
+    // frame is untagged, in the port's VLAN 10, not in VLAN 20.
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Flooded);
+    let got = emitted(&out);
+    assert_eq!(got[0], (Egress::Port(1), sent.clone()), "relayed byte for byte");
+    assert_eq!(got[2], (Egress::Port(3), frame(mac(2), mac(1), Some(10), EtherType::QinQ, &s_tag)));
+    assert!(ports_of(&out).iter().all(|&port| port != 4), "never into VLAN 20");
+    assert_eq!(switch.fdb_entry(10, mac(1)).map(|entry| entry.dest), Some(FdbDest::Port(0)));
+}
+
+#[test]
 fn priority_tag_keeps_pcp_and_uses_pvid() {
     let mut switch = l2_switch();
     let mut out = Output::new();

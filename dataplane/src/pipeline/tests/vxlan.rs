@@ -27,6 +27,10 @@ fn vtep_switch() -> Switch {
 
 /// The VXLAN packet (outer IPv4 on) carrying `inner`.
 fn vxlan_ip(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, vni: Vni, inner: &[u8]) -> Vec<u8> {
+    vxlan_ip_with_id(src, dst, src_port, 0, vni, inner)
+}
+
+fn vxlan_ip_with_id(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, ident: u16, vni: Vni, inner: &[u8]) -> Vec<u8> {
     let udp = UdpRepr { src_port, dst_port: VXLAN_PORT, payload_len: vxlan::HEADER_LEN + inner.len() };
     let ip = Ipv4Repr {
         src_addr: src,
@@ -36,7 +40,7 @@ fn vxlan_ip(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, vni: Vni, inner: &[u8])
         ttl: 64,
         dscp: 0,
         ecn: Ecn::NotEct,
-        ident: 0,
+        ident,
         dont_frag: false,
         more_frags: false,
         frag_offset: 0,
@@ -52,6 +56,10 @@ fn vxlan_ip(src: Ipv4Addr, dst: Ipv4Addr, src_port: u16, vni: Vni, inner: &[u8])
 fn outer_source_port(frame: &[u8]) -> u16 {
     let ip = Ipv4Packet::new_checked(&frame[14..]).unwrap();
     UdpPacket::new_checked(ip.payload()).unwrap().src_port()
+}
+
+fn outer_ident(frame: &[u8]) -> u16 {
+    Ipv4Packet::new_checked(&frame[14..]).unwrap().ident()
 }
 
 fn outer_dst(frame: &[u8]) -> Ipv4Addr {
@@ -73,9 +81,14 @@ fn flood_replicates_to_local_members_and_every_remote_vtep() {
     assert_eq!(*to, Egress::Port(1));
     let sport = outer_source_port(bytes);
     assert!(sport >= 49152, "RFC 7348: dynamic port range");
-    let expected = frame(H1, R1, None, EtherType::Ipv4, &vxlan_ip(v4("1.1.1.1"), v4("3.3.3.3"), sport, VNI, &inner));
-    assert_eq!(*bytes, expected);
+    let ident = outer_ident(bytes);
+    let outer = vxlan_ip_with_id(v4("1.1.1.1"), v4("3.3.3.3"), sport, ident, VNI, &inner);
+    assert_eq!(*bytes, frame(H1, R1, None, EtherType::Ipv4, &outer));
     assert!(tunnels.iter().any(|(_, bytes)| outer_dst(bytes) == v4("2.2.2.2")));
+    // RFC 6864 4.1: outer headers may be fragmented, so their IDs differ.
+    let mut ids: Vec<u16> = tunnels.iter().map(|(_, bytes)| outer_ident(bytes)).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 2, "{ids:?}");
 }
 
 #[test]
@@ -139,6 +152,19 @@ fn decapsulation_learns_the_remote_vtep_and_bridges_with_split_horizon() {
     let reply = frame(mac(20), H2, None, EtherType::Ipv4, &udp_packet("192.168.100.2", "192.168.100.20", 5, 64));
     assert_eq!(switch.process(NOW, 2, &reply, &mut out), Disposition::Forwarded);
     assert_eq!(outer_dst(&emitted(&out)[0].1), v4("2.2.2.2"));
+}
+
+#[test]
+fn a_decapsulated_frame_with_its_own_vlan_tag_is_discarded() {
+    let mut switch = vtep_switch();
+    let mut out = Output::new();
+    // RFC 7348 section 6.1: the VNI says the VLAN; an inner tag is not relayed untagged.
+    let tagged = frame(H2, mac(20), Some(100), EtherType::Ipv4, &udp_packet("192.168.100.20", "192.168.100.2", 5, 64));
+    let outer = frame(R0, H0, None, EtherType::Ipv4, &vxlan_ip(v4("2.2.2.2"), v4("1.1.1.1"), 50000, VNI, &tagged));
+    assert_eq!(switch.process(NOW, 0, &outer, &mut out), Disposition::Dropped(DropReason::VxlanInnerVlanTag));
+    assert!(out.is_empty());
+    assert_eq!(switch.fdb_entry(100, mac(20)), None, "nothing learned from it");
+    assert_eq!(switch.drop_counters()[DropReason::VxlanInnerVlanTag], 1);
 }
 
 #[test]
@@ -263,9 +289,7 @@ fn the_underlay_can_run_over_an_svi() {
     let got = emitted(&out);
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].0, Egress::Port(4));
-    let sport = outer_source_port(&got[0].1);
-    assert_eq!(
-        got[0].1,
-        frame(peer, r3, None, EtherType::Ipv4, &vxlan_ip(v4("1.1.1.1"), v4("4.4.4.4"), sport, VNI, &reply))
-    );
+    let (sport, ident) = (outer_source_port(&got[0].1), outer_ident(&got[0].1));
+    let outer = vxlan_ip_with_id(v4("1.1.1.1"), v4("4.4.4.4"), sport, ident, VNI, &reply);
+    assert_eq!(got[0].1, frame(peer, r3, None, EtherType::Ipv4, &outer));
 }
