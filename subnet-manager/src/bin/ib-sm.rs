@@ -20,7 +20,7 @@ use subnet_manager::interop::{ibnet, lfts_dump};
 use subnet_manager::lid::{self, LidMap};
 use subnet_manager::routing::{self, Engine, RoutingConfig};
 use subnet_manager::sm::{SmConfig, SmEvent, SubnetManager};
-use subnet_manager::topology::Topology;
+use subnet_manager::topology::{PortRef, Topology};
 use subnet_manager::transport::{drive, umad::UmadTransport};
 
 #[derive(Parser)]
@@ -88,6 +88,10 @@ enum Command {
         routing: RoutingArgs,
         #[arg(long, default_value_t = 64)]
         window: usize,
+        /// Once up, take down the first switch-to-switch link of the first
+        /// switch, hand its trap to the SM and time the reroute.
+        #[arg(long)]
+        fail_link: bool,
     },
     /// Route a topology offline and print the balance.
     Route {
@@ -151,7 +155,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Inprocess { topology, routing, window } => {
+        Command::Inprocess { topology, routing, window, fail_link } => {
             let config = SmConfig { routing: routing.config()?, window, ..SmConfig::default() };
             let topology = load_topology(&topology)?;
             let host = topology.cas().next().ok_or("the topology has no CA for the SM")?;
@@ -170,7 +174,42 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 took.as_secs_f64(),
                 fabric.counters.carried
             );
-            Ok(if up { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+            if !up {
+                return Ok(ExitCode::FAILURE);
+            }
+            if fail_link {
+                let topology = &fabric.topology;
+                let link = topology.switches().find_map(|s| {
+                    (1..=topology.nodes[s].num_ports).find_map(|port| {
+                        let remote = topology.nodes[s].ports[usize::from(port)].remote?;
+                        topology.nodes[remote.node].is_switch().then_some(PortRef { node: s, port })
+                    })
+                });
+                let link = link.ok_or("no switch-to-switch link to fail")?;
+                let name = format!("{} port {}", topology.nodes[link.node].description, link.port);
+                let blocks_before = sm.counters.lft_blocks_set;
+                let trap = fabric.link_down(link, sm.sm_lid()).ok_or("no trap from the switch")?;
+                let started = Instant::now();
+                sm.handle_mad(now, &trap);
+                let events = fabric.run(&mut sm, host, 1, &mut now, 3_600_000_000_000, 0);
+                let took = started.elapsed();
+                let rerouted = events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. }));
+                let pairs = fabric.check_all_pairs();
+                println!(
+                    "link {name} down: {} in {:.3} s wall from the trap to new LFTs ({} LFT blocks rewritten); every HCA pair: {}",
+                    if rerouted { "rerouted" } else { "NOT rerouted" },
+                    took.as_secs_f64(),
+                    sm.counters.lft_blocks_set - blocks_before,
+                    match &pairs {
+                        Ok(count) => format!("{count} reachable"),
+                        Err(first) => format!("FAILED: {first}"),
+                    }
+                );
+                if !rerouted || pairs.is_err() {
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+            Ok(ExitCode::SUCCESS)
         }
         Command::Run { routing, guid2lid, lfts_dump, window, timeout_ms, retries, priority, once, limit_s, qos } => {
             let config = SmConfig {
