@@ -149,6 +149,23 @@ impl Agent {
         self.switch.is_some()
     }
 
+    /// An agent for a node whose cabling is not known in advance (a real
+    /// link's far end): ports 1..=`ports` physically up, in state Init.
+    pub fn standalone(guid: u64, kind: NodeKind, ports: u8, description: &str) -> (Agent, Vec<u64>) {
+        let mut node = Node::new(guid, kind, ports, description);
+        let guids: Vec<u64> =
+            (0..=u64::from(ports)).map(|p| if kind == NodeKind::Switch { guid } else { guid + p }).collect();
+        for (port, entry) in node.ports.iter_mut().enumerate() {
+            entry.guid = guids[port];
+        }
+        let mut agent = Agent::new(&node);
+        for info in agent.ports.iter_mut().skip(1) {
+            info.port_state = PortState::Init.into();
+            info.port_phys_state = PortPhysState::LinkUp.into();
+        }
+        (agent, guids)
+    }
+
     pub fn num_ports(&self) -> u8 {
         self.node_info.num_ports
     }

@@ -14,13 +14,16 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use clap::{Parser, Subcommand};
+use subnet_manager::agent::Agent;
 use subnet_manager::fabric::Fabric;
 use subnet_manager::interop::generate::FatTree;
 use subnet_manager::interop::{ibnet, lfts_dump};
 use subnet_manager::lid::{self, LidMap};
+use subnet_manager::packet::AttributeId;
 use subnet_manager::routing::{self, Engine, RoutingConfig};
 use subnet_manager::sm::{SmConfig, SmEvent, SubnetManager};
-use subnet_manager::topology::{PortRef, Topology};
+use subnet_manager::topology::{NodeKind, PortRef, Topology};
+use subnet_manager::transport::inband::{InBandTransport, serve_agent};
 use subnet_manager::transport::{drive, umad::UmadTransport};
 
 #[derive(Parser)]
@@ -78,6 +81,34 @@ enum Command {
         #[arg(long)]
         qos: bool,
     },
+    /// The SM in band: over 0x88B5 frames on these interfaces (port 1, 2,
+    /// ...), its node a CA (one interface) or a switch (several).
+    RunInband {
+        #[command(flatten)]
+        routing: RoutingArgs,
+        #[arg(long = "iface", required = true)]
+        interfaces: Vec<String>,
+        /// Node GUID of the SM's node.
+        #[arg(long, value_parser = parse_guid)]
+        guid: u64,
+        #[arg(long)]
+        once: bool,
+        #[arg(long, default_value_t = 60)]
+        limit_s: u64,
+    },
+    /// A management agent (SMA) in band on these interfaces, until killed;
+    /// prints a line for every Set it answers.
+    Agent {
+        #[arg(long = "iface", required = true)]
+        interfaces: Vec<String>,
+        #[arg(long, value_parser = parse_guid)]
+        guid: u64,
+        /// A switch (forwards directed routes, holds an LFT); else a CA.
+        #[arg(long)]
+        switch: bool,
+        #[arg(long, default_value = "agent")]
+        name: String,
+    },
     /// Print a generated fat tree in ibsim's topology format.
     GenFattree { preset: String },
     /// Bring a topology up in process with simulated agents.
@@ -103,6 +134,10 @@ enum Command {
     },
 }
 
+fn parse_guid(text: &str) -> Result<u64, String> {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16).map_err(|_| format!("bad GUID {text:?}"))
+}
+
 fn load_topology(spec: &str) -> Result<Topology, String> {
     if let Some(shape) = FatTree::preset(spec) {
         return Ok(shape.build());
@@ -123,6 +158,62 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command {
+        Command::RunInband { routing, interfaces, guid, once, limit_s } => {
+            let config = SmConfig { routing: routing.config()?, timeout_ns: 100_000_000, ..SmConfig::default() };
+            let kind = if interfaces.len() > 1 { NodeKind::Switch } else { NodeKind::Ca };
+            let (agent, guids) = Agent::standalone(guid, kind, interfaces.len() as u8, "ib-sm");
+            let mut transport = InBandTransport::new(agent, guids, &interfaces).map_err(|e| format!("in band: {e}"))?;
+            let mut sm = SubnetManager::new(config, LidMap::default());
+            let started = Instant::now();
+            let events = drive(
+                &mut sm,
+                &mut transport,
+                Duration::from_secs(limit_s),
+                |event| once && matches!(event, SmEvent::FabricUp { .. }),
+                |now, event| eprintln!("{:>10.3} ms {event:?}", now as f64 / 1e6),
+            )
+            .map_err(|e| format!("in band: {e}"))?;
+            let up = events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. }));
+            println!(
+                "fabric {} after {:.3} s: {} switches, {} CAs, {} SMPs sent, {} retried, {} failed",
+                if up { "up" } else { "NOT up" },
+                started.elapsed().as_secs_f64(),
+                sm.topology().switch_count(),
+                sm.topology().ca_count(),
+                sm.requester_counters().sent,
+                sm.requester_counters().retried,
+                sm.counters.failed_smps,
+            );
+            Ok(if up { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+        }
+        Command::Agent { interfaces, guid, switch, name } => {
+            let kind = if switch { NodeKind::Switch } else { NodeKind::Ca };
+            let (mut agent, guids) = Agent::standalone(guid, kind, interfaces.len() as u8, &name);
+            serve_agent(
+                &mut agent,
+                &guids,
+                &interfaces,
+                || false,
+                |agent, smp| {
+                    let what = match smp.attribute_id {
+                        AttributeId::PortInfo => {
+                            let port = if agent.is_switch() { smp.attribute_modifier as usize } else { 1 };
+                            let info = &agent.ports[port.min(agent.ports.len() - 1)];
+                            format!("PortInfo port {port} state {:?} lid {}", info.state(), info.lid)
+                        }
+                        AttributeId::LinearForwardingTable => {
+                            let block = smp.attribute_modifier as usize;
+                            let table = agent.switch.as_ref().map(|t| &t.lft[block * 64..(block + 1) * 64]);
+                            format!("LFT block {block} {:?}", table.unwrap_or(&[]))
+                        }
+                        other => format!("{other:?}"),
+                    };
+                    println!("{name} set {what}");
+                },
+            )
+            .map_err(|e| format!("agent: {e}"))?;
+            Ok(ExitCode::SUCCESS)
+        }
         Command::GenFattree { preset } => {
             let shape = FatTree::preset(&preset)
                 .ok_or_else(|| format!("unknown preset {preset:?} (650, 1500, 4100, 10k, 50k)"))?;

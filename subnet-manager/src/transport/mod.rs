@@ -3,12 +3,13 @@
 //! * [`umad`]: libibumad (loaded at run time, so nothing links against it
 //!   at build time): real InfiniBand HCAs, and ibsim's simulated fabrics
 //!   through umad2sim (`LD_PRELOAD=libumad2sim.so`);
-//! * in-band over this project's IB-like links (VL15 inside 0x88B5 frames):
-//!   the same [`SmpTransport`], once the IB-like plane's node hands VL15
-//!   payloads to its owner (planned);
+//! * [`inband`]: over this project's IB-like links (VL15 inside 0x88B5
+//!   frames) on AF_PACKET sockets, with [`inband::serve_agent`] running an
+//!   agent on the other nodes (until the IB-like plane's node runs its own);
 //! * the in-process fabric of simulated agents (`crate::fabric`) is driven
 //!   directly, in virtual time.
 
+pub mod inband;
 pub mod umad;
 
 use std::time::{Duration, Instant};
