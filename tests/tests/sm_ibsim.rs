@@ -60,7 +60,8 @@ fn discover(sim: &Ibsim) -> Topology {
 
 /// Every switch's LFT as `ibroute <switch lid>` prints it.
 fn read_lfts(sim: &Ibsim, topology: &Topology) -> (Lfts, String) {
-    let max_lid = topology.nodes.iter().flat_map(|n| n.ports.iter().map(|p| p.lid)).max().unwrap();
+    // Room for the 2^LMC LIDs above the highest base LID.
+    let max_lid = topology.nodes.iter().flat_map(|n| n.ports.iter().map(|p| p.lid)).max().unwrap() + 127;
     let mut lfts = Lfts::new(topology, max_lid);
     let mut text = String::new();
     for switch in topology.switches() {
@@ -84,8 +85,8 @@ fn entries(dump: &str) -> BTreeMap<u64, Vec<(u16, u8)>> {
     map
 }
 
-fn check_every_pair(topology: &Topology, lfts: &Lfts, who: &str) -> u32 {
-    let balance = analyze(topology, lfts, 0);
+fn check_every_pair(topology: &Topology, lfts: &Lfts, lmc: u8, who: &str) -> u32 {
+    let balance = analyze(topology, lfts, lmc);
     assert_eq!(balance.unreachable_pairs, 0, "{who}: HCA pairs without a route");
     assert_eq!(balance.looping_destinations, 0, "{who}: routing loops");
     balance.worst_spread
@@ -96,6 +97,18 @@ fn our_sm_brings_up_an_ibsim_fat_tree_that_real_tools_read_back() {
     if !ibsim::available() {
         return;
     }
+    bring_up_and_read_back("ftree", 0);
+}
+
+#[test]
+fn with_lmc_2_every_ca_port_has_four_lids_and_each_is_routed() {
+    if !ibsim::available() {
+        return;
+    }
+    bring_up_and_read_back("updn", 2);
+}
+
+fn bring_up_and_read_back(engine: &str, lmc: u8) {
     let generated = SHAPE.build();
     let net = ibnet::write(&generated);
     let sim = Ibsim::start(&net);
@@ -103,7 +116,7 @@ fn our_sm_brings_up_an_ibsim_fat_tree_that_real_tools_read_back() {
     let guid2lid = sim.dir.path().join("guid2lid");
     let output = sim
         .command(ibsim::sm_binary())
-        .args(["run", "--once", "--engine", "ftree", "--limit-s", "60", "--lfts-dump"])
+        .args(["run", "--once", "--engine", engine, "--lmc", &lmc.to_string(), "--limit-s", "60", "--lfts-dump"])
         .arg(&dump_path)
         .arg("--guid2lid")
         .arg(&guid2lid)
@@ -133,8 +146,10 @@ fn our_sm_brings_up_an_ibsim_fat_tree_that_real_tools_read_back() {
     let map = subnet_manager::lid::LidMap::load(&guid2lid).unwrap();
     assert_eq!(map.by_guid.values().copied().collect::<std::collections::BTreeSet<_>>(), lids);
 
-    // smpquery, LID routed through our LFTs: every CA port Active, its LID
-    // and our SM's LID (1: the SM's own port comes first) in place.
+    // smpquery, LID routed through our LFTs: every CA port Active, its LID,
+    // LMC and our SM's LID (the SM's own port comes first: the lowest LID
+    // aligned to 2^LMC) in place.
+    let sm_lid = (1u16 << lmc).to_string();
     for node in seen.nodes.iter().filter(|n| !n.is_switch()) {
         let lid = node.ports[1].lid.to_string();
         let info = sim.run("smpquery", &["portinfo", &lid, "1"]);
@@ -145,15 +160,16 @@ fn our_sm_brings_up_an_ibsim_fat_tree_that_real_tools_read_back() {
         };
         assert_eq!(field("LinkState:").as_deref(), Some("Active"), "{}: {info}", node.description);
         assert_eq!(field("Lid:"), Some(lid.clone()));
-        assert_eq!(field("SMLid:").as_deref(), Some("1"));
+        assert_eq!(field("SMLid:"), Some(sm_lid.clone()));
+        assert_eq!(field("LMC:"), Some(lmc.to_string()));
     }
 
     // ibroute: what the switches hold is what we dumped.
     let (lfts, ibroute_text) = read_lfts(&sim, &seen);
     let ours = std::fs::read_to_string(&dump_path).unwrap();
     assert_eq!(entries(&ibroute_text), entries(&ours), "ibroute vs our opensm-lfts.dump");
-    let spread = check_every_pair(&seen, &lfts, "ours (ftree)");
-    assert!(spread <= 1, "our ftree: routes per port differ by {spread} on some switch");
+    let spread = check_every_pair(&seen, &lfts, lmc, engine);
+    assert!(spread <= 1, "our {engine}: routes per port differ by {spread} on some switch");
 }
 
 #[test]
@@ -181,7 +197,7 @@ fn opensm_routes_the_same_fabric_with_ftree_minhop_and_updn() {
         assert!(output.status.success(), "opensm -R {engine}: {}", String::from_utf8_lossy(&output.stdout));
         let seen = discover(&sim);
         let (lfts, _) = read_lfts(&sim, &seen);
-        spreads.push((engine, check_every_pair(&seen, &lfts, engine)));
+        spreads.push((engine, check_every_pair(&seen, &lfts, 0, engine)));
     }
     // OpenSM's ftree is balanced on a symmetric fat tree too.
     assert!(spreads[0].1 <= 1, "{spreads:?}");
