@@ -197,6 +197,27 @@ enum Context {
 /// attribute modifier, SL2VL or VLArb).
 type QosKey = (u64, u32, bool);
 
+/// What `swcli show ib sm` shows: state, priority, sweeps, the last sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SmStatus {
+    pub phase: Phase,
+    pub sm_state: SmState,
+    pub priority: u8,
+    pub port_guid: u64,
+    pub lid: u16,
+    pub heavy_sweeps: u64,
+    pub light_sweeps: u64,
+    /// When the last heavy sweep started and, once the fabric came up,
+    /// how long it took (ns, the SM's clock).
+    pub last_sweep_started_ns: u64,
+    pub last_sweep_took_ns: Option<u64>,
+    pub switches: usize,
+    pub cas: usize,
+    pub engine: Option<Engine>,
+    pub counters: SmCounters,
+    pub smps: RequesterCounters,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SmCounters {
     pub heavy_sweeps: u64,
@@ -246,6 +267,7 @@ pub struct SubnetManager {
     /// Other SMs' ports (IsSM) found by the last heavy sweep.
     peers: Vec<Vec<u8>>,
     sets_this_sweep: (usize, usize),
+    last_sweep_took: Option<u64>,
     pub counters: SmCounters,
 }
 
@@ -284,6 +306,7 @@ impl SubnetManager {
             master_misses: 0,
             peers: Vec::new(),
             sets_this_sweep: (0, 0),
+            last_sweep_took: None,
             counters: SmCounters::default(),
         }
     }
@@ -345,6 +368,25 @@ impl SubnetManager {
             act_count: self.act_count,
             priority: self.config.priority,
             sm_state: state,
+        }
+    }
+
+    pub fn status(&self) -> SmStatus {
+        SmStatus {
+            phase: self.phase,
+            sm_state: self.sm_info().sm_state,
+            priority: self.config.priority,
+            port_guid: self.sm_port_guid,
+            lid: self.sm_lid,
+            heavy_sweeps: self.counters.heavy_sweeps,
+            light_sweeps: self.counters.light_sweeps,
+            last_sweep_started_ns: self.sweep_started,
+            last_sweep_took_ns: self.last_sweep_took,
+            switches: self.topology.switch_count(),
+            cas: self.topology.ca_count(),
+            engine: self.lfts.engine,
+            counters: self.counters,
+            smps: self.requester.counters,
         }
     }
 
@@ -812,6 +854,7 @@ impl SubnetManager {
                 Phase::Activating => {
                     self.phase = Phase::Master;
                     let reroute_ns = self.change_detected_at.take().map(|at| now - at);
+                    self.last_sweep_took = Some(now - self.sweep_started);
                     self.events.push_back(SmEvent::FabricUp {
                         sweep: self.sweep,
                         took_ns: now - self.sweep_started,

@@ -42,6 +42,11 @@ fn brings_a_fat_tree_up_and_every_pair_walks_the_agents_lfts() {
         assert_eq!(fabric.check_all_pairs(), Ok(30 * 29), "{engine:?}");
         // The SM's own port got the first LID.
         assert_eq!(sm.sm_lid(), 1);
+        let status = sm.status();
+        assert_eq!((status.sm_state, status.lid, status.switches, status.cas), (SmState::Master, 1, 10, 30));
+        assert_eq!(status.engine, Some(engine));
+        assert_eq!(status.heavy_sweeps, 1);
+        assert!(status.last_sweep_took_ns.is_some_and(|t| t > 0));
         assert_eq!(fabric.agents[node(&fabric, "host-0")].ports[1].lid, 1);
         let balance = analyze(sm.topology(), sm.lfts(), 0);
         assert_eq!(balance.unreachable_pairs, 0);
