@@ -31,6 +31,8 @@ pub fn available() -> bool {
 
 pub struct Ibsim {
     child: Child,
+    /// ibsim's console (when started with one).
+    console: Option<std::process::ChildStdin>,
     socket: String,
     pub dir: TempDir,
 }
@@ -39,22 +41,41 @@ impl Ibsim {
     /// Starts ibsim on `net` (its topology format) and waits until a
     /// client can query the SM's node.
     pub fn start(net: &str) -> Ibsim {
+        Ibsim::launch(net, false)
+    }
+
+    /// Started with its console on a pipe, for [`Ibsim::console`].
+    pub fn start_with_console(net: &str) -> Ibsim {
+        Ibsim::launch(net, true)
+    }
+
+    /// One ibsim console command (`Unlink "leaf-0"[4]`, `Error ...`).
+    pub fn console(&mut self, command: &str) {
+        use std::io::Write;
+        let console = self.console.as_mut().expect("started with a console");
+        writeln!(console, "{command}").expect("write to ibsim's console");
+        console.flush().expect("flush ibsim's console");
+    }
+
+    fn launch(net: &str, with_console: bool) -> Ibsim {
         let dir = TempDir::new("ibsim");
         let net_path = dir.path().join("net");
         std::fs::write(&net_path, net).expect("write ibsim net file");
         let socket = crate::unique_name("ibsim");
         let log = std::fs::File::create(dir.path().join("ibsim.log")).expect("ibsim log");
-        let child = Command::new("ibsim")
-            .args(["-s", "-n", "-N", "8192", "-S", "1024", "-P", "40000"])
+        let mut child = Command::new("ibsim")
+            .args(["-s", "-N", "8192", "-S", "1024", "-P", "40000"])
+            .args(if with_console { &[][..] } else { &["-n"][..] })
             .arg(&net_path)
             .env("IBSIM_SOCKNAME", &socket)
             .current_dir(dir.path())
-            .stdin(Stdio::null())
+            .stdin(if with_console { Stdio::piped() } else { Stdio::null() })
             .stdout(log.try_clone().expect("log"))
             .stderr(log)
             .spawn()
             .expect("spawn ibsim");
-        let ibsim = Ibsim { child, socket, dir };
+        let console = child.stdin.take();
+        let ibsim = Ibsim { child, console, socket, dir };
         let started = Instant::now();
         loop {
             let output = ibsim.command("smpquery").args(["-D", "nodeinfo", "0"]).output().expect("run smpquery");
@@ -94,6 +115,7 @@ impl Ibsim {
 
 impl Drop for Ibsim {
     fn drop(&mut self) {
+        self.console = None;
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

@@ -9,6 +9,9 @@
 //!   switch's LFT, which equals our `opensm-lfts.dump` line for line;
 //! * every HCA pair is reachable walking the LFTs ibroute read, and our
 //!   ftree's routes per switch port differ by at most one;
+//! * a cable unlinked in ibsim's console is noticed by a light sweep
+//!   (PortStateChange) and routed around: every HCA pair still reachable,
+//!   the reroute time reported;
 //! * OpenSM (`opensm -o -R ftree`, `minhop`, `updn`) brings the same
 //!   fabric up from scratch: its LFTs route every destination too.
 //!
@@ -201,4 +204,43 @@ fn opensm_routes_the_same_fabric_with_ftree_minhop_and_updn() {
     }
     // OpenSM's ftree is balanced on a symmetric fat tree too.
     assert!(spreads[0].1 <= 1, "{spreads:?}");
+}
+
+#[test]
+fn a_cable_pulled_in_ibsim_is_routed_around() {
+    if !ibsim::available() {
+        return;
+    }
+    let mut sim = Ibsim::start_with_console(&ibnet::write(&SHAPE.build()));
+    let dump_path = sim.dir.path().join("ours-lfts.dump");
+    let log_path = sim.dir.path().join("ib-sm.log");
+    let mut command = sim.command(ibsim::sm_binary());
+    command
+        .args(["run", "--until-sweep", "2", "--sweep-interval-ms", "200", "--engine", "ftree,updn", "--limit-s", "30"])
+        .arg("--lfts-dump")
+        .arg(&dump_path)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::fs::File::create(&log_path).unwrap());
+    let mut sm = fabric_tests::ProcessGuard::spawn("ib-sm", command);
+    let log = || std::fs::read_to_string(&log_path).unwrap_or_default();
+    let started = std::time::Instant::now();
+    while !log().contains("FabricUp { sweep: 1") {
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "never up: {}", log());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // leaf-0's first up-link (ports 1-3 hosts, 4-6 spines).
+    sim.console(r#"Unlink "leaf-0"[4]"#);
+    let output = sm.wait_timeout(std::time::Duration::from_secs(25)).expect("ib-sm exits after the reroute");
+    let log = log();
+    assert!(output.status.success(), "{}\n{log}", String::from_utf8_lossy(&output.stdout));
+    assert!(log.contains("ChangeDetected"), "{log}");
+    let reroute = log.lines().find(|l| l.contains("FabricUp { sweep: 2")).expect("second sweep up");
+    assert!(reroute.contains("reroute_ns: Some("), "{reroute}");
+
+    let seen = discover(&sim);
+    let leaf = seen.nodes.iter().position(|n| n.description == "leaf-0").unwrap();
+    assert!(seen.nodes[leaf].ports[4].remote.is_none(), "the cable is gone");
+    let (lfts, ibroute_text) = read_lfts(&sim, &seen);
+    assert_eq!(entries(&ibroute_text), entries(&std::fs::read_to_string(&dump_path).unwrap()));
+    check_every_pair(&seen, &lfts, 0, "after the reroute");
 }

@@ -80,6 +80,13 @@ enum Command {
         /// Program SL-to-VL and VL arbitration tables (like OpenSM's --qos).
         #[arg(long)]
         qos: bool,
+        /// Light sweep interval (OpenSM's -s, in ms here).
+        #[arg(long, default_value_t = 10_000)]
+        sweep_interval_ms: u64,
+        /// Exit once the fabric is up after this many heavy sweeps (2: the
+        /// first change routed around).
+        #[arg(long)]
+        until_sweep: Option<u64>,
     },
     /// The SM in band: over 0x88B5 frames on these interfaces (port 1, 2,
     /// ...), its node a CA (one interface) or a switch (several).
@@ -302,7 +309,20 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Run { routing, guid2lid, lfts_dump, window, timeout_ms, retries, priority, once, limit_s, qos } => {
+        Command::Run {
+            routing,
+            guid2lid,
+            lfts_dump,
+            window,
+            timeout_ms,
+            retries,
+            priority,
+            once,
+            limit_s,
+            qos,
+            sweep_interval_ms,
+            until_sweep,
+        } => {
             let config = SmConfig {
                 routing: routing.config()?,
                 window,
@@ -310,6 +330,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 retries,
                 priority: priority.min(15),
                 program_qos: qos,
+                light_sweep_interval_ns: sweep_interval_ms * 1_000_000,
                 ..SmConfig::default()
             };
             let lmc = config.routing.lmc;
@@ -325,7 +346,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 &mut sm,
                 &mut transport,
                 Duration::from_secs(limit_s),
-                |event| once && matches!(event, SmEvent::FabricUp { .. }),
+                |event| match event {
+                    SmEvent::FabricUp { sweep, .. } => once || until_sweep.is_some_and(|n| *sweep >= n),
+                    _ => false,
+                },
                 |now, event| eprintln!("{:>10.3} ms {event:?}", now as f64 / 1e6),
             )
             .map_err(|e| format!("umad: {e}"))?;

@@ -103,3 +103,20 @@ fn dfsssp_layers_a_ring_where_shortest_paths_deadlock() {
         route(&topology, &RoutingConfig { engines: vec![Engine::Dfsssp], max_vls: 1, ..RoutingConfig::default() });
     assert!(matches!(refused.unwrap_err()[0].1, RoutingError::TooManyLayers { .. }));
 }
+
+#[test]
+fn a_spine_cut_off_from_a_leaf_still_answers_the_sm_and_stays_deadlock_free() {
+    let mut topology = TWO_LEVEL.build();
+    let leaf = topology.nodes.iter().position(|n| n.description == "leaf-0").unwrap();
+    topology.disconnect(crate::topology::PortRef { node: leaf, port: 6 }); // to spine-0
+    lid::assign(&mut topology, 0, 0, &Default::default()).unwrap();
+    for engine in [Engine::Ftree, Engine::Updn] {
+        let lfts = route(&topology, &RoutingConfig { engines: vec![engine], ..RoutingConfig::default() }).unwrap();
+        let spine = topology.nodes.iter().position(|n| n.description == "spine-0").unwrap();
+        let host0_lid = topology.nodes[0].ports[1].lid;
+        assert!(lfts.port(spine, host0_lid).is_some(), "{engine:?}: spine-0 can answer host-0");
+        let balance = analyze(&topology, &lfts, 0);
+        assert_eq!(balance.unreachable_pairs, 0);
+        assert!(balance.deadlock_free(), "{engine:?}");
+    }
+}

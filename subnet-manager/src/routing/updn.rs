@@ -8,7 +8,9 @@
 //! going only down; switches with a down-only route use it (so a packet
 //! that came down keeps going down); the others go up to the neighbour
 //! with the cheapest continuation. Switch LIDs (VL15 management traffic
-//! only, which cannot deadlock) get plain shortest paths.
+//! only, which cannot deadlock) get plain shortest paths, and so do the
+//! entries of switches with no legal route to a CA (no CA's route crosses
+//! them; their own SMP answers still reach the SM).
 
 use super::graph::{SwitchGraph, UNREACHABLE};
 use super::{Lfts, RoutingError, least_loaded};
@@ -152,19 +154,25 @@ pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
             }
         }
         start[switches] = candidates.len();
+        graph.distances_to(target, &mut plain, &mut queue);
+        // The first port one plain hop closer, for the entries up*/down*
+        // leaves empty.
+        let plain_next = |s: usize| -> Option<u8> {
+            if plain[s] == UNREACHABLE {
+                return None;
+            }
+            graph.links[s].iter().find(|&&(_, n)| plain[n as usize] + 1 == plain[s]).map(|&(port, _)| port)
+        };
         for dest in dests.iter().filter(|d| !d.is_ca()) {
             // A switch's own LID carries only management traffic, on VL15,
             // which has no credits and so no deadlock: plain shortest
             // paths, even spine to spine (down and up again).
-            graph.distances_to(target, &mut plain, &mut queue);
             for s in 0..switches {
                 let port = if s == target {
                     0
-                } else if plain[s] == UNREACHABLE {
-                    continue;
                 } else {
-                    match graph.links[s].iter().find(|&&(_, n)| plain[n as usize] + 1 == plain[s]) {
-                        Some(&(port, _)) => port,
+                    match plain_next(s) {
+                        Some(port) => port,
                         None => continue,
                     }
                 };
@@ -178,9 +186,19 @@ pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
                 } else {
                     let ports = &candidates[start[s]..start[s + 1]];
                     if ports.is_empty() {
-                        continue;
+                        // No legal up*/down* route from here (a root cut
+                        // off from the destination's leaf but for a down-up
+                        // detour). No CA's route passes here, so only this
+                        // switch's own management traffic (VL15, no credits)
+                        // uses the entry: the plain shortest path, which
+                        // keeps SMP answers to the SM's LID flowing.
+                        match plain_next(s) {
+                            Some(port) => port,
+                            None => continue,
+                        }
+                    } else {
+                        least_loaded(ports, &mut load[s], dest.order)
                     }
-                    least_loaded(ports, &mut load[s], dest.order)
                 };
                 lfts.set(graph.nodes[s], dest.lid, port);
             }

@@ -467,6 +467,11 @@ impl SubnetManager {
         }
         self.heavy_pending = true;
         self.change_detected_at.get_or_insert(now);
+        // A master sweeps at once, whatever light-sweep SMPs are still out
+        // (a switch behind the failed link answers nothing any more).
+        if self.phase == Phase::Master {
+            self.begin_heavy_sweep(now);
+        }
     }
 
     fn handle_trap(&mut self, now: u64, smp: &SmpRepr) {
@@ -524,7 +529,10 @@ impl SubnetManager {
 
     fn light_sweep(&mut self, now: u64) {
         match self.phase {
-            Phase::Master if self.sweep_failed => {
+            // A change seen while SMPs were still out (a switch behind the
+            // failed link timing out) must not wait for an idle moment that
+            // the next light sweeps would keep away.
+            Phase::Master if self.sweep_failed || self.heavy_pending => {
                 self.begin_heavy_sweep(now);
             }
             Phase::Master => {
@@ -570,7 +578,9 @@ impl SubnetManager {
                 self.counters.failed_smps += 1;
                 let what = context_name(&completion.context);
                 match completion.context {
-                    Context::LightSwitchInfo => self.note_change(now),
+                    // A light sweep's SMP answered after a heavy sweep began
+                    // is stale: that sweep sees the fabric as it is now.
+                    Context::LightSwitchInfo if self.phase == Phase::Master => self.note_change(now),
                     Context::PollMaster => {
                         self.master_misses += 1;
                         if self.master_misses > self.config.master_poll_retries {
@@ -660,7 +670,7 @@ impl SubnetManager {
             }
             Context::LightSwitchInfo => {
                 let info = SwitchInfoRepr::parse(&SwitchInfo::new_unchecked(&data[..])).expect("64 bytes");
-                if info.port_state_change {
+                if info.port_state_change && self.phase == Phase::Master {
                     self.note_change(now);
                 }
             }

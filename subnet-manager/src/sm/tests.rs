@@ -277,3 +277,34 @@ fn a_master_hands_over_to_a_standby_of_higher_priority() {
     assert_eq!(fabric.sm_state(old_node), Some(SmState::Standby));
     assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
 }
+
+#[test]
+fn a_change_seen_by_a_light_sweep_brings_a_heavy_sweep_even_with_smps_still_out() {
+    // Light sweeps (100 ms) come faster than an unanswered SMP gives up
+    // (4 x 50 ms), as with OpenSM's defaults on a large fabric.
+    let config = SmConfig { light_sweep_interval_ns: 100 * MS, ..config(Engine::Updn, 0) };
+    let (mut fabric, mut sm, _, mut now) = bring_up(SHAPE, config);
+    let host = node(&fabric, "host-0");
+    // A link goes down, no trap reaches the SM; a switch behind a dead
+    // node keeps timing out on every light sweep.
+    let leaf = node(&fabric, "leaf-3");
+    fabric.link_down(PortRef { node: leaf, port: 6 }, sm.sm_lid());
+    fabric.unresponsive.insert(node(&fabric, "leaf-5"));
+    let mut events = Vec::new();
+    for _ in 0..20 {
+        let Some(at) = sm.next_timer() else { break };
+        now = at;
+        sm.handle_timer(now);
+        events.extend(fabric.run(&mut sm, host, 1, &mut now, 90 * MS, 1_000));
+        if events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })) {
+            break;
+        }
+    }
+    assert!(events.iter().any(|e| matches!(e, SmEvent::ChangeDetected)), "{events:?}");
+    let reroute = events.iter().find_map(|e| match e {
+        SmEvent::FabricUp { reroute_ns, .. } => *reroute_ns,
+        _ => None,
+    });
+    assert!(reroute.is_some(), "{events:?}");
+    assert_eq!(sm.counters.heavy_sweeps, 2);
+}
