@@ -283,7 +283,7 @@ fn a_change_seen_by_a_light_sweep_brings_a_heavy_sweep_even_with_smps_still_out(
     // Light sweeps (100 ms) come faster than an unanswered SMP gives up
     // (4 x 50 ms), as with OpenSM's defaults on a large fabric.
     let config = SmConfig { light_sweep_interval_ns: 100 * MS, ..config(Engine::Updn, 0) };
-    let (mut fabric, mut sm, _, mut now) = bring_up(SHAPE, config);
+    let (mut fabric, mut sm, _, _) = bring_up(SHAPE, config);
     let host = node(&fabric, "host-0");
     // A link goes down, no trap reaches the SM; a switch behind a dead
     // node keeps timing out on every light sweep.
@@ -292,8 +292,7 @@ fn a_change_seen_by_a_light_sweep_brings_a_heavy_sweep_even_with_smps_still_out(
     fabric.unresponsive.insert(node(&fabric, "leaf-5"));
     let mut events = Vec::new();
     for _ in 0..20 {
-        let Some(at) = sm.next_timer() else { break };
-        now = at;
+        let Some(mut now) = sm.next_timer() else { break };
         sm.handle_timer(now);
         events.extend(fabric.run(&mut sm, host, 1, &mut now, 90 * MS, 1_000));
         if events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })) {
