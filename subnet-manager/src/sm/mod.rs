@@ -503,6 +503,9 @@ impl SubnetManager {
     }
 
     fn begin_heavy_sweep(&mut self, now: u64) {
+        // Light-sweep SMPs still out are superseded; those on a path through
+        // a failed link would hold the window through all their retries.
+        self.requester.cancel(|context| matches!(context, Context::LightSwitchInfo | Context::PeerSmInfo { .. }));
         self.sweep += 1;
         self.counters.heavy_sweeps += 1;
         self.heavy_pending = false;

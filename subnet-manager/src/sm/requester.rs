@@ -193,6 +193,16 @@ impl<C> Requester<C> {
         }
     }
 
+    /// Drops every queued and outstanding request whose context `matches`,
+    /// freeing its window slot; a late answer to one counts as unmatched.
+    /// Returns how many were dropped.
+    pub fn cancel(&mut self, mut matches: impl FnMut(&C) -> bool) -> usize {
+        let before = self.queue.len() + self.outstanding.len();
+        self.queue.retain(|(context, _, _)| !matches(context));
+        self.outstanding.retain(|_, o| !matches(&o.context));
+        before - self.queue.len() - self.outstanding.len()
+    }
+
     /// When [`Requester::on_timer`] next has something to do.
     pub fn next_deadline(&self) -> Option<u64> {
         self.deadlines
@@ -276,6 +286,30 @@ mod tests {
         assert!(requester.on_response(&answer(&sent.bytes, MadStatus(MadStatus::BUSY))).is_none());
         let again = requester.poll_transmit(10).unwrap();
         assert!(requester.on_response(&answer(&again.bytes, MadStatus::OK)).unwrap().result.is_ok());
+    }
+}
+
+#[cfg(test)]
+mod cancel_tests {
+    use super::*;
+    use crate::packet::{AttributeId, Method};
+
+    #[test]
+    fn cancelled_requests_free_the_window() {
+        let mut requester = Requester::new(1, 1_000, 3, 1);
+        let smp = SmpRepr::directed(Method::Get, 0, AttributeId::SwitchInfo, 0, &[1], [0; 64]).unwrap();
+        requester.submit("light", smp);
+        requester.submit("light", smp);
+        requester.submit("heavy", smp);
+        let stale = requester.poll_transmit(0).unwrap();
+        assert!(requester.poll_transmit(0).is_none(), "window of 1 full");
+        assert_eq!(requester.cancel(|c| *c == "light"), 2);
+        let next = requester.poll_transmit(0).unwrap();
+        assert_ne!(next.bytes, stale.bytes, "the heavy request, with its own TID");
+        let mut late = SmpRepr::parse_bytes(&stale.bytes).unwrap();
+        late.method = Method::GetResp;
+        assert!(requester.on_response(&late.to_bytes()).is_none());
+        assert_eq!(requester.counters.unmatched_responses, 1);
     }
 }
 
