@@ -61,6 +61,11 @@ impl Agent {
             return self.discard(DrError::HopCountTooLarge);
         }
         let (count, pointer) = (*hop_count, *hop_pointer);
+        // Nothing arrives on a port the node lacks; port 0 only for the
+        // node's own SM (a request for this node, hop count 0).
+        if in_port > num_ports || (in_port == 0 && count != 0) {
+            return self.discard(DrError::NoSuchPort(in_port));
+        }
         if !*returning {
             if count != 0 && pointer == 0 {
                 return self.discard(DrError::NotStepped);

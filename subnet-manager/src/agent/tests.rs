@@ -127,3 +127,16 @@ fn lft_blocks_set_and_read_back() {
     switch.process(0, &[], &mut smp);
     assert_eq!(smp.status, MadStatus::invalid(InvalidField::InvalidValue));
 }
+
+#[test]
+fn an_smp_on_a_port_the_node_lacks_is_discarded() {
+    // Found by the `agent` fuzz target: a response must leave by a real port.
+    let (_, mut switch, mut ca) = switch_and_ca();
+    let mut smp = get(AttributeId::NodeInfo, 0, &[1]);
+    if let SmpRouting::DirectedRoute { hop_pointer, .. } = &mut smp.routing {
+        *hop_pointer = 1;
+    }
+    let mut other = smp;
+    assert_eq!(switch.receive(9, &[], &mut smp), Disposition::Discard(DrError::NoSuchPort(9)));
+    assert_eq!(ca.receive(0, &[0, 0x21], &mut other), Disposition::Discard(DrError::NoSuchPort(0)));
+}
