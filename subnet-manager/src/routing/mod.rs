@@ -135,6 +135,8 @@ pub struct Lfts {
     pub sl_of_lid: Vec<u8>,
     /// The engine that produced these tables.
     pub engine: Option<Engine>,
+    /// Engines before it in the list that declined the fabric, and why.
+    pub refused: Vec<(Engine, RoutingError)>,
 }
 
 impl Lfts {
@@ -143,7 +145,7 @@ impl Lfts {
     pub fn new(topology: &Topology, max_lid: u16) -> Lfts {
         let tables =
             topology.nodes.iter().map(|n| n.is_switch().then(|| vec![NO_ROUTE; usize::from(max_lid) + 1])).collect();
-        Lfts { tables, sl_of_lid: Vec::new(), engine: None }
+        Lfts { tables, sl_of_lid: Vec::new(), engine: None, refused: Vec::new() }
     }
 
     pub fn table(&self, node: usize) -> Option<&[u8]> {
@@ -181,6 +183,7 @@ pub fn route(topology: &Topology, config: &RoutingConfig) -> Result<Lfts, Vec<(E
         match result {
             Ok(mut lfts) => {
                 lfts.engine = Some(engine);
+                lfts.refused = refused;
                 return Ok(lfts);
             }
             Err(error) => refused.push((engine, error)),

@@ -63,6 +63,7 @@ fn ftree_declines_what_is_not_a_fat_tree_and_the_fallback_routes() {
     let config = RoutingConfig { engines: vec![Engine::Ftree, Engine::Updn], ..RoutingConfig::default() };
     let lfts = route(&topology, &config).unwrap();
     assert_eq!(lfts.engine, Some(Engine::Updn));
+    assert!(matches!(lfts.refused[..], [(Engine::Ftree, RoutingError::NotAFatTree(_))]));
     let balance = analyze(&topology, &lfts, 0);
     assert_eq!(balance.unreachable_pairs, 0);
     assert!(balance.deadlock_free(), "up*/down* on a ring");

@@ -114,8 +114,10 @@ pub enum SmEvent {
     LidsAssigned {
         changed: bool,
     },
+    /// Routed by `engine`; the engines before it that declined, and why.
     Routed {
         engine: Engine,
+        refused: Vec<(Engine, RoutingError)>,
     },
     RoutingFailed(Vec<(Engine, RoutingError)>),
     /// LFT blocks and other Sets sent this sweep.
@@ -906,8 +908,9 @@ impl SubnetManager {
         match routing::route(&self.topology, &self.config.routing) {
             Ok(lfts) => {
                 let engine = lfts.engine.unwrap_or(Engine::Minhop);
+                let refused = lfts.refused.clone();
                 self.lfts = lfts;
-                self.events.push_back(SmEvent::Routed { engine });
+                self.events.push_back(SmEvent::Routed { engine, refused });
                 true
             }
             Err(refused) => {
