@@ -2,11 +2,12 @@
 //! fat tree: every CA on a leaf switch (level 0), every switch link joining
 //! adjacent levels; otherwise the engine declines and the next one in the
 //! list routes. Routes go up to the lowest common level and down;
-//! destinations are taken leaf by leaf and port by port, and each up-going
-//! hop takes the up port with the fewest routes, ties broken by the
-//! destination's index modulo the tied ports (d-mod-k), which spreads a
-//! leaf's destinations over all its up ports evenly: on a symmetric fat
-//! tree every switch's up ports differ by at most one route.
+//! destinations are numbered leaf by leaf, port by port. A leaf sends the
+//! destinations that are not its own up round robin by their index among
+//! those (d-mod-k), so its up ports differ by at most one route and, when a
+//! leaf has as many up ports as hosts, a shift permutation (host i to host
+//! i + s) crosses every up and down link once; higher switches take the up
+//! port with the fewest routes, ties broken by the destination's index.
 
 use super::graph::{SwitchGraph, UNREACHABLE};
 use super::{Lfts, RoutingError, updn};
@@ -39,5 +40,5 @@ pub fn route(graph: &SwitchGraph<'_>) -> Result<Lfts, RoutingError> {
     }
     // Ranks for up*/down*: the top level is rank 0.
     let rank: Vec<u32> = level.iter().map(|&l| top - l).collect();
-    Ok(updn::route_ranked(graph, &rank))
+    Ok(updn::route_ranked(graph, &rank, true))
 }

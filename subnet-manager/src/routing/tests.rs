@@ -121,3 +121,38 @@ fn a_spine_cut_off_from_a_leaf_still_answers_the_sm_and_stays_deadlock_free() {
         assert!(balance.deadlock_free(), "{engine:?}");
     }
 }
+
+/// For every shift s, host i sends to host (i + s) mod N; counts the most
+/// flows any switch-to-switch channel carries.
+fn worst_shift_contention(topology: &Topology, lfts: &Lfts) -> usize {
+    let hosts: Vec<usize> = topology.cas().collect();
+    let n = hosts.len();
+    let mut worst = 0;
+    for shift in 1..n {
+        let mut load: rustc_hash::FxHashMap<(usize, u8), usize> = Default::default();
+        for (i, &src) in hosts.iter().enumerate() {
+            let dst = hosts[(i + shift) % n];
+            let lid = topology.nodes[dst].ports[1].lid;
+            let mut at = topology.nodes[src].ports[1].remote.unwrap().node;
+            for _ in 0..8 {
+                let port = lfts.port(at, lid).unwrap();
+                let next = topology.nodes[at].ports[usize::from(port)].remote.unwrap();
+                if next.node == dst {
+                    break;
+                }
+                *load.entry((at, port)).or_default() += 1;
+                at = next.node;
+            }
+        }
+        worst = worst.max(load.values().copied().max().unwrap_or(0));
+    }
+    worst
+}
+
+#[test]
+fn ftree_shift_permutations_are_contention_free_on_a_two_level_fat_tree() {
+    // As many spines as hosts per leaf: full bisection.
+    let shape = FatTree::TwoLevel { leaves: 6, spines: 4, hosts_per_leaf: 4 };
+    let (topology, lfts, _) = routed(shape, Engine::Ftree, 0);
+    assert_eq!(worst_shift_contention(&topology, &lfts), 1);
+}

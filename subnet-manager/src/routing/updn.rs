@@ -29,7 +29,7 @@ pub fn route(graph: &SwitchGraph<'_>, roots: &[u64]) -> Result<Lfts, RoutingErro
             .collect::<Result<Vec<_>, _>>()?
     };
     let rank = ranks_from(graph, &roots);
-    Ok(route_ranked(graph, &rank))
+    Ok(route_ranked(graph, &rank, false))
 }
 
 /// The switches farthest from the CAs' switches.
@@ -64,8 +64,13 @@ pub fn ranks_from(graph: &SwitchGraph<'_>, roots: &[usize]) -> Vec<u32> {
     rank
 }
 
-/// Routes with the given ranks (lower is closer to the roots).
-pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
+/// Routes with the given ranks (lower is closer to the roots). With
+/// `leaf_round_robin` (ftree), a switch with CAs sends the destinations
+/// that are not its own up round robin by their index among those remote
+/// destinations (d-mod-k): its up ports differ by at most one route, and
+/// on a fat tree with as many spines as hosts per leaf a shift
+/// permutation uses every up and down link once.
+pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32], leaf_round_robin: bool) -> Lfts {
     let switches = graph.switch_count();
     let guid: Vec<u64> = (0..switches).map(|s| graph.guid(s)).collect();
     // s -> n is an up hop.
@@ -79,6 +84,14 @@ pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
     let mut buckets: Vec<Vec<u32>> = Vec::new();
     let mut candidates: Vec<u8> = Vec::new();
     let mut start = vec![0usize; switches + 1];
+    // (first order, count) of each switch's own CA destinations: contiguous,
+    // as SwitchGraph numbers them switch by switch.
+    let own_block: Vec<(usize, usize)> = (0..switches)
+        .map(|s| {
+            let cas: Vec<usize> = graph.dests_at(s).iter().filter(|d| d.is_ca()).map(|d| d.order).collect();
+            (cas.first().copied().unwrap_or(0), cas.len())
+        })
+        .collect();
     for target in 0..switches {
         let dests = graph.dests_at(target);
         if dests.is_empty() {
@@ -181,6 +194,17 @@ pub fn route_ranked(graph: &SwitchGraph<'_>, rank: &[u32]) -> Lfts {
         }
         for dest in dests.iter().filter(|d| d.is_ca()) {
             for s in 0..switches {
+                if leaf_round_robin && s != target {
+                    let own = &own_block[s];
+                    let ports = &candidates[start[s]..start[s + 1]];
+                    if own.1 > 0 && !ports.is_empty() {
+                        let remote_index = if dest.order < own.0 { dest.order } else { dest.order - own.1 };
+                        let port = ports[remote_index % ports.len()];
+                        load[s][usize::from(port)] += 1;
+                        lfts.set(graph.nodes[s], dest.lid, port);
+                        continue;
+                    }
+                }
                 let port = if s == target {
                     dest.port
                 } else {
