@@ -17,10 +17,16 @@ use subnet_manager::lid::{self, LidMap};
 use subnet_manager::routing::{self, Engine, RoutingConfig};
 use subnet_manager::sm::{SmConfig, SmEvent, SubnetManager};
 
+/// `cargo test --all-targets` runs each benchmark once, unoptimised: the
+/// small preset only, then (cargo bench passes `--bench`).
+fn presets(all: &'static [&'static str]) -> &'static [&'static str] {
+    if std::env::args().any(|a| a == "--bench") { all } else { &all[..1] }
+}
+
 fn engines(c: &mut Criterion) {
     let mut group = c.benchmark_group("route");
     group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(5));
-    for preset in ["650", "4100", "10k", "50k"] {
+    for &preset in presets(&["650", "4100", "10k", "50k"]) {
         let mut topology = FatTree::preset(preset).expect("preset").build();
         lid::assign(&mut topology, 0, 0, &LidMap::default()).expect("LIDs");
         for engine in [Engine::Minhop, Engine::Updn, Engine::Ftree, Engine::Sssp] {
@@ -41,7 +47,7 @@ fn engines(c: &mut Criterion) {
 fn bring_up(c: &mut Criterion) {
     let mut group = c.benchmark_group("bring_up_in_process");
     group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(10));
-    for preset in ["650", "4100", "10k"] {
+    for &preset in presets(&["650", "4100", "10k"]) {
         let topology = FatTree::preset(preset).expect("preset").build();
         let host = topology.cas().next().expect("a host");
         group.bench_function(BenchmarkId::new("ftree", preset), |b| {
