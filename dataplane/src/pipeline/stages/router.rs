@@ -189,12 +189,14 @@ impl Stages<'_> {
             let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
             flow_hash(u128::from(u32::from(src)), u128::from(u32::from(dst)), packet.protocol().into(), ports)
         })?;
-        let mtu = self.tables.router.rif(adjacency.rif).map_or(0, |rif| usize::from(rif.mtu));
+        let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
-            // No fragmentation in the fast path; RFC 1191 tells DF senders.
-            if packet.dont_frag() {
-                self.icmpv4_error(now, source, ip, Icmpv4Error::FragRequired(mtu as u16), out);
+            if !packet.dont_frag() {
+                self.send_fragments(now, adjacency, ip, mtu, out)?;
+                return Ok(Disposition::Forwarded);
             }
+            // RFC 1191: the sender learns the MTU of the path.
+            self.icmpv4_error(now, source, ip, Icmpv4Error::FragRequired(mtu as u16), out);
             return Err(DropReason::MtuExceeded);
         }
         self.send_ip(now, adjacency, EtherType::Ipv4, total_len, out, |buf| {
@@ -297,7 +299,7 @@ impl Stages<'_> {
             };
             flow_hash(u128::from(src), u128::from(dst), protocol.into(), ports ^ packet.flow_label())
         })?;
-        let mtu = self.tables.router.rif(adjacency.rif).map_or(0, |rif| usize::from(rif.mtu));
+        let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
             self.icmpv6_error(now, source, ip, Icmpv6Error::PacketTooBig(mtu as u32), out);
             return Err(DropReason::MtuExceeded);
@@ -438,7 +440,7 @@ impl Stages<'_> {
             Some(rif) if rif.admin_up => *rif,
             _ => return Err(DropReason::RouterInterfaceDown),
         };
-        if ip_len > usize::from(rif.mtu) {
+        if ip_len > usize::from(self.tables.router.rif_mtu(adjacency.rif)) {
             return Err(DropReason::MtuExceeded);
         }
         let mac = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out).ok_or(DropReason::NeighborMiss)?;
@@ -471,7 +473,8 @@ impl Stages<'_> {
         macs[..6].copy_from_slice(&mac.0);
         macs[6..].copy_from_slice(&rif.mac.0);
         let generation = self.tables.router.generation;
-        self.tables.router.hops[adjacency.slot as usize].rewrite = Rewrite { generation, port, mtu: rif.mtu, macs };
+        self.tables.router.hops[adjacency.slot as usize].rewrite =
+            Rewrite { generation, port, mtu: self.tables.router.rif_mtu(adjacency.rif), macs };
     }
 
     /// Sends a frame with `rif`'s MAC as source: directly out of a routed
@@ -632,7 +635,7 @@ impl Stages<'_> {
 pub(crate) struct Adjacency {
     pub(crate) rif: RifId,
     pub(crate) next_hop: IpAddr,
-    slot: u32,
+    pub(crate) slot: u32,
 }
 
 /// The source and destination ports of a TCP or UDP header (0 for other

@@ -78,6 +78,10 @@ pub(crate) struct Router {
     router_macs: Vec<EthernetAddress>,
     /// Connected subnets, to pick the source address on an interface.
     pub(crate) connected: Vec<(IpNetwork, RifId)>,
+    /// Per router interface, the largest IP packet that can leave by it:
+    /// its own MTU, capped by its port's, or for an SVI by the smallest of
+    /// its VLAN's member ports (`Tables::refresh_rif_mtus`).
+    effective_mtus: Vec<u16>,
 }
 
 impl Router {
@@ -104,7 +108,14 @@ impl Router {
             own_filter: [0; 4],
             router_macs: Vec::new(),
             connected: Vec::new(),
+            effective_mtus: vec![0; usize::from(config.max_router_interfaces)],
         }
+    }
+
+    /// The largest IP packet `rif` sends (0 for no such interface).
+    #[inline]
+    pub(crate) fn rif_mtu(&self, rif: RifId) -> u16 {
+        self.effective_mtus.get(usize::from(rif)).copied().unwrap_or(0)
     }
 
     #[inline]
@@ -346,8 +357,29 @@ impl Tables {
         }
         self.router.rifs[usize::from(rif)] = Some(config);
         self.router.refresh_router_macs();
-        self.router.invalidate_rewrites();
+        self.refresh_rif_mtus();
         Ok(())
+    }
+
+    /// Recomputes every router interface's effective MTU (RFC 1191 needs
+    /// the MTU the packet meets, not the one configured on the interface):
+    /// after any change to router interfaces, port MTUs or VLAN membership.
+    pub(crate) fn refresh_rif_mtus(&mut self) {
+        for index in 0..self.router.rifs.len() {
+            let effective = self.router.rifs[index].map_or(0, |rif| {
+                let port_mtu = |port: PortId| self.port(port).map(|p| p.config.mtu);
+                let ports_mtu = match rif.kind {
+                    RifKind::Port(port) => port_mtu(port),
+                    RifKind::Vlan(vid) => self
+                        .bridge
+                        .vlan(vid)
+                        .and_then(|vlan| vlan.members.iter().filter_map(|&member| port_mtu(member)).min()),
+                };
+                ports_mtu.map_or(rif.mtu, |mtu| mtu.min(rif.mtu))
+            });
+            self.router.effective_mtus[index] = effective;
+        }
+        self.router.invalidate_rewrites();
     }
 
     fn unbind_rif(&mut self, kind: RifKind) {
@@ -374,7 +406,7 @@ impl Tables {
         self.unbind_rif(config.kind);
         self.router.rifs[usize::from(rif)] = None;
         self.router.refresh_router_macs();
-        self.router.invalidate_rewrites();
+        self.refresh_rif_mtus();
         self.neighbors.remove_rif(rif);
         Ok(())
     }

@@ -26,7 +26,7 @@ pub(crate) fn v6(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
 
-fn net(s: &str) -> ipnetwork::IpNetwork {
+pub(crate) fn net(s: &str) -> ipnetwork::IpNetwork {
     s.parse().unwrap()
 }
 
@@ -113,7 +113,7 @@ pub(crate) fn udp_packet(src: &str, dst: &str, sport: u16, ttl: u8) -> Vec<u8> {
     ipv4(src, dst, IpProtocol::Udp, ttl, &udp(src, dst, sport, 9000, b"payload!"))
 }
 
-fn arp(operation: Operation, sha: EthernetAddress, spa: &str, tha: EthernetAddress, tpa: &str) -> Vec<u8> {
+pub(crate) fn arp(operation: Operation, sha: EthernetAddress, spa: &str, tha: EthernetAddress, tpa: &str) -> Vec<u8> {
     let repr = ArpRepr {
         operation,
         sender_hardware_addr: sha,
@@ -136,11 +136,11 @@ pub(crate) fn routed(ip: &[u8]) -> Vec<u8> {
     expected
 }
 
-fn host_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
+pub(crate) fn host_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
     emitted(out).into_iter().filter(|(to, _)| matches!(to, Egress::Host { .. })).collect()
 }
 
-fn port_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
+pub(crate) fn port_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
     emitted(out).into_iter().filter(|(to, _)| matches!(to, Egress::Port(_))).collect()
 }
 
@@ -643,7 +643,7 @@ fn neighbor_state_machine_runs_on_poll() {
     assert!(entry.is_static && entry.state == NeighborState::Reachable);
 }
 
-fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, icmp: &Icmpv6Repr<'_>) -> Vec<u8> {
+pub(crate) fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, icmp: &Icmpv6Repr<'_>) -> Vec<u8> {
     let repr = Ipv6Repr {
         src_addr: src,
         dst_addr: dst,

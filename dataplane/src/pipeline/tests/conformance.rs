@@ -1,0 +1,125 @@
+//! Regression tests for the dataplane conformance gaps of issue 16: each
+//! drives the switch as an outside host would and checks what the RFC asks.
+
+use std::net::IpAddr;
+
+use super::l3::*;
+use super::*;
+use crate::wire::icmpv4::{DstUnreachable, Icmpv4Message};
+use crate::wire::{Icmpv4Packet, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv6Packet};
+
+/// `ip` with DF cleared and `options` added to its header (checksum redone).
+fn without_df_with_options(ip: &[u8], options: &[u8]) -> Vec<u8> {
+    assert_eq!(options.len() % 4, 0);
+    let mut packet = ip[..20].to_vec();
+    packet.extend_from_slice(options);
+    packet.extend_from_slice(&ip[20..]);
+    let mut view = Ipv4Packet::new_unchecked(&mut packet[..]);
+    view.set_header_len(20 + options.len());
+    view.set_total_len((ip.len() + options.len()) as u16);
+    view.set_dont_frag(false);
+    view.fill_checksum();
+    packet
+}
+
+/// The IPv4 packets of the frames `out` sent out of `port`.
+fn ipv4_out_of(out: &Output, port: PortId) -> Vec<Vec<u8>> {
+    port_frames(out).into_iter().filter(|(to, _)| *to == Egress::Port(port)).map(|(_, f)| f[14..].to_vec()).collect()
+}
+
+#[test]
+fn gap_8_ipv4_without_df_larger_than_the_mtu_is_fragmented() {
+    let mut switch = l3_switch();
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    let rif = switch.router_interface(0).unwrap();
+    switch.set_router_interface(0, RouterInterface { mtu: 600, ..rif }).unwrap();
+    let data: Vec<u8> = (0..1500u32).map(|i| i as u8).collect();
+    // Record Route (not copied), NOP, Router Alert (copied: RFC 2113).
+    let options = [7, 3, 4, 1, 0x94, 4, 0, 0];
+    let ip = without_df_with_options(&ipv4(v4("10.0.1.2"), v4("10.0.0.2"), IpProtocol::Udp, 9, &data), &options);
+    let mut out = Output::new();
+    let sent = frame(R1, H1, None, EtherType::Ipv4, &ip);
+    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Forwarded);
+    let fragments = ipv4_out_of(&out, 0);
+    assert_eq!(fragments.len(), 3, "1500 octets in 600-octet fragments");
+    let mut reassembled = Vec::new();
+    for (index, bytes) in fragments.iter().enumerate() {
+        let fragment = Ipv4Packet::new_checked(&bytes[..]).unwrap();
+        assert!(bytes.len() <= 600 && fragment.verify_checksum());
+        assert_eq!((fragment.ident(), fragment.ttl(), fragment.dont_frag()), (0x1234, 8, false));
+        assert_eq!(fragment.more_frags(), index < 2);
+        assert_eq!(usize::from(fragment.frag_offset()), reassembled.len(), "offsets follow on");
+        assert_eq!(fragment.frag_offset() % 8, 0);
+        let expected_options: &[u8] = if index == 0 { &options } else { &[0x94, 4, 0, 0] };
+        assert_eq!(fragment.options(), expected_options, "fragment {index}");
+        reassembled.extend_from_slice(fragment.payload());
+    }
+    assert_eq!(reassembled, &ip[28..], "the datagram's data, in order");
+    // A fragment is fragmented further from its own offset, MF kept on the last piece.
+    let mut middle = ipv4(v4("10.0.1.2"), v4("10.0.0.2"), IpProtocol::Udp, 9, &data[..800]);
+    let mut view = Ipv4Packet::new_unchecked(&mut middle[..]);
+    view.set_dont_frag(false);
+    view.set_more_frags(true);
+    view.set_frag_offset(2000);
+    view.fill_checksum();
+    out.clear();
+    assert_eq!(
+        switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv4, &middle), &mut out),
+        Disposition::Forwarded
+    );
+    let pieces = ipv4_out_of(&out, 0);
+    let offsets: Vec<(u16, bool)> = pieces
+        .iter()
+        .map(|bytes| {
+            let packet = Ipv4Packet::new_unchecked(&bytes[..]);
+            (packet.frag_offset(), packet.more_frags())
+        })
+        .collect();
+    assert_eq!(offsets, vec![(2000, true), (2576, true)]);
+}
+
+#[test]
+fn gap_16_the_mtu_of_an_svi_or_routed_port_is_capped_by_its_ports() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    switch.set_neighbor(2, IpAddr::V4(v4("192.168.100.5")), H2).unwrap();
+    switch.set_fdb_entry(100, H2, FdbDest::Port(2), FdbKind::Static, NOW).unwrap();
+    // Port 3, a trunk in the SVI's VLAN, carries jumbo frames no more.
+    switch.set_port(3, PortConfig { pvid: 0, mtu: 1280, ..PortConfig::default() }).unwrap();
+    let big = ipv4(v4("10.0.1.2"), v4("192.168.100.5"), IpProtocol::Udp, 9, &[0; 1380]);
+    let sent = frame(R1, H1, None, EtherType::Ipv4, &big);
+    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Dropped(DropReason::MtuExceeded));
+    let replies = ipv4_out_of(&out, 1);
+    let icmp_packet = Ipv4Packet::new_checked(&replies[0][..]).unwrap();
+    let icmp = Icmpv4Packet::new_checked(icmp_packet.payload()).unwrap();
+    assert_eq!(
+        (icmp.msg_type(), icmp.msg_code(), icmp.next_hop_mtu()),
+        (Icmpv4Message::DstUnreachable, u8::from(DstUnreachable::FragRequired), 1280),
+        "frag-needed with the member port's MTU (RFC 1191)"
+    );
+    // The port leaves the VLAN: the SVI's own 1500 holds again.
+    switch.remove_vlan_member(100, 3).unwrap();
+    out.clear();
+    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Forwarded);
+    assert_eq!(ports_of(&out), vec![2]);
+    // A routed port's MTU caps its interface's, for IPv6 too.
+    switch.set_port(1, PortConfig { pvid: 0, mtu: 1400, ..PortConfig::default() }).unwrap();
+    switch.set_neighbor(0, IpAddr::V6(v6("2001:db8::2")), H0).unwrap();
+    switch.set_neighbor(1, IpAddr::V6(v6("2001:db8:1::2")), H1).unwrap();
+    let echo = Icmpv6Repr::EchoRequest { ident: 1, seq_no: 1, data: &[0; 1400] };
+    let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:ff::9"), 30, &echo);
+    out.clear();
+    let v6_sent = frame(R0, H0, None, EtherType::Ipv6, &ip);
+    assert_eq!(switch.process(NOW, 0, &v6_sent, &mut out), Disposition::Dropped(DropReason::MtuExceeded));
+    let replies = port_frames(&out);
+    let packet = Ipv6Packet::new_checked(&replies[0].1[14..]).unwrap();
+    let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!(
+        Icmpv6Repr::parse(&icmp, packet.src_addr(), packet.dst_addr()).map(|repr| match repr {
+            Icmpv6Repr::PacketTooBig { mtu, .. } => mtu,
+            _ => 0,
+        }),
+        Ok(1400)
+    );
+}
