@@ -3,9 +3,10 @@
 //! duty, RFC 791 section 3.2 says how.
 
 use super::context::Stages;
-use super::router::Adjacency;
+use super::router::{Adjacency, Sent};
 use crate::pipeline::counters::DropReason;
 use crate::pipeline::output::Output;
+use crate::pipeline::tables::RifId;
 use crate::wire::{EtherType, Ipv4Packet, ipv4};
 
 /// Fragment data is counted in 8-octet units (RFC 791 "fragment offset").
@@ -21,11 +22,12 @@ impl Stages<'_> {
     pub(crate) fn send_fragments(
         &mut self,
         now: u64,
+        ingress: RifId,
         adjacency: Adjacency,
         ip: &[u8],
         mtu: usize,
         out: &mut Output,
-    ) -> Result<(), DropReason> {
+    ) -> Result<Sent, DropReason> {
         let packet = Ipv4Packet::new_unchecked(ip);
         let header_len = packet.header_len();
         let mut later_options = [0u8; 40];
@@ -38,6 +40,7 @@ impl Stages<'_> {
             return Err(DropReason::Malformed);
         }
         let mut sent = 0;
+        let mut held = false;
         while sent < data.len() {
             let this_header_len = if sent == 0 { header_len } else { ipv4::HEADER_LEN + later_options_len };
             let room = mtu.saturating_sub(this_header_len) / FRAGMENT_UNIT * FRAGMENT_UNIT;
@@ -47,7 +50,7 @@ impl Stages<'_> {
             let chunk = room.min(data.len() - sent);
             let last = sent + chunk == data.len();
             let len = this_header_len + chunk;
-            self.send_ip(now, adjacency, EtherType::Ipv4, len, out, |buf| {
+            let fate = self.send_ip(now, Some(ingress), adjacency, EtherType::Ipv4, len, out, |buf| {
                 buf[..ipv4::HEADER_LEN].copy_from_slice(&ip[..ipv4::HEADER_LEN]);
                 if sent == 0 {
                     buf[ipv4::HEADER_LEN..header_len].copy_from_slice(packet.options());
@@ -63,8 +66,9 @@ impl Stages<'_> {
                 fragment.set_ttl(packet.ttl() - 1);
                 fragment.fill_checksum();
             })?;
+            held |= fate == Sent::Held;
             sent += chunk;
         }
-        Ok(())
+        Ok(if held { Sent::Held } else { Sent::Now })
     }
 }

@@ -159,7 +159,7 @@ impl Stages<'_> {
             }
         }
         let Some(route) = self.tables.router.lookup_v4(vrf, dst) else {
-            self.icmpv4_error(now, source, ip, Icmpv4Error::NetUnreachable, out);
+            self.icmpv4_error(now, source.rif(), ip, Icmpv4Error::NetUnreachable, out);
             return Err(DropReason::NoRoute);
         };
         match route.target {
@@ -182,7 +182,7 @@ impl Stages<'_> {
             return Err(DropReason::MartianSource);
         }
         if packet.ttl() <= 1 {
-            self.icmpv4_error(now, source, ip, Icmpv4Error::TimeExceeded, out);
+            self.icmpv4_error(now, source.rif(), ip, Icmpv4Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
         let adjacency = self.select_next_hop(now, route, IpAddr::V4(dst), || {
@@ -192,19 +192,18 @@ impl Stages<'_> {
         let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
             if !packet.dont_frag() {
-                self.send_fragments(now, adjacency, ip, mtu, out)?;
-                return Ok(Disposition::Forwarded);
+                return self.send_fragments(now, source.rif(), adjacency, ip, mtu, out).map(Sent::disposition);
             }
             // RFC 1191: the sender learns the MTU of the path.
-            self.icmpv4_error(now, source, ip, Icmpv4Error::FragRequired(mtu as u16), out);
+            self.icmpv4_error(now, source.rif(), ip, Icmpv4Error::FragRequired(mtu as u16), out);
             return Err(DropReason::MtuExceeded);
         }
-        self.send_ip(now, adjacency, EtherType::Ipv4, total_len, out, |buf| {
+        let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv4, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             // RFC 1812 section 5.3.1, with the RFC 1624 checksum update.
             Ipv4Packet::new_unchecked(buf).decrement_ttl_incremental();
         })?;
-        Ok(Disposition::Forwarded)
+        Ok(sent.disposition())
     }
 
     /// An IPv4 packet to one of the switch's addresses: echo is answered
@@ -268,7 +267,7 @@ impl Stages<'_> {
             return self.ipv6_local(now, source, rif, frame, ip, out);
         }
         let Some(route) = self.tables.router.lookup_v6(rif.vrf, dst) else {
-            self.icmpv6_error(now, source, ip, Icmpv6Error::NoRoute, out);
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::NoRoute, out);
             return Err(DropReason::NoRoute);
         };
         match route.target {
@@ -285,7 +284,7 @@ impl Stages<'_> {
             return Err(DropReason::NoRoute);
         }
         if packet.hop_limit() <= 1 {
-            self.icmpv6_error(now, source, ip, Icmpv6Error::TimeExceeded, out);
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
         let adjacency = self.select_next_hop(now, route, IpAddr::V6(dst), || {
@@ -301,14 +300,14 @@ impl Stages<'_> {
         })?;
         let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
-            self.icmpv6_error(now, source, ip, Icmpv6Error::PacketTooBig(mtu as u32), out);
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::PacketTooBig(mtu as u32), out);
             return Err(DropReason::MtuExceeded);
         }
-        self.send_ip(now, adjacency, EtherType::Ipv6, total_len, out, |buf| {
+        let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv6, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             Ipv6Packet::new_unchecked(buf).decrement_hop_limit();
         })?;
-        Ok(Disposition::Forwarded)
+        Ok(sent.disposition())
     }
 
     /// An IPv6 packet to the switch or to a multicast group: neighbour
@@ -409,18 +408,21 @@ impl Stages<'_> {
     }
 
     /// Sends an IP packet of `ip_len` bytes (written by `write`) to a
-    /// neighbour: MTU, resolution (a miss starts it and drops the packet),
-    /// then out of the router interface.
+    /// neighbour: MTU, resolution (a miss starts it and holds the packet
+    /// until it ends; `ingress` is the interface the packet came in by, for
+    /// the error if it fails), then out of the router interface.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send_ip(
         &mut self,
         now: u64,
+        ingress: Option<RifId>,
         adjacency: Adjacency,
         ethertype: EtherType,
         ip_len: usize,
         out: &mut Output,
         write: impl FnOnce(&mut [u8]),
-    ) -> Result<(), DropReason> {
+    ) -> Result<Sent, DropReason> {
         // The fast path: a next hop on a routed port with a usable
         // neighbour has its rewrite cached; one index, no lookups.
         if let Some(hop) = self.tables.router.hops.get(adjacency.slot as usize)
@@ -434,7 +436,7 @@ impl Stages<'_> {
             buf[..12].copy_from_slice(&rewrite.macs);
             buf[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
             write(&mut buf[ethernet::HEADER_LEN..]);
-            return Ok(());
+            return Ok(Sent::Now);
         }
         let rif = match self.tables.router.rif(adjacency.rif) {
             Some(rif) if rif.admin_up => *rif,
@@ -443,10 +445,12 @@ impl Stages<'_> {
         if ip_len > usize::from(self.tables.router.rif_mtu(adjacency.rif)) {
             return Err(DropReason::MtuExceeded);
         }
-        let mac = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out).ok_or(DropReason::NeighborMiss)?;
+        let Some(mac) = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out) else {
+            return self.hold_for_neighbor(now, ingress, adjacency, ethertype, ip_len, out, write);
+        };
         self.rif_send_frame(now, adjacency.rif, mac, ethertype, ip_len, out, write)?;
         self.cache_rewrite(adjacency, rif, mac);
-        Ok(())
+        Ok(Sent::Now)
     }
 
     /// Caches the rewrite of a next hop that was just sent to, if the next
@@ -569,10 +573,11 @@ impl Stages<'_> {
             more_frags: false,
             frag_offset: 0,
         };
-        self.send_ip(now, adjacency, EtherType::Ipv4, repr.buffer_len(), out, |buf| {
+        self.send_ip(now, None, adjacency, EtherType::Ipv4, repr.buffer_len(), out, |buf| {
             repr.emit(&mut Ipv4Packet::new_unchecked(&mut *buf));
             write_payload(&mut buf[ipv4::HEADER_LEN..]);
         })
+        .map(drop)
     }
 
     /// Sends an IPv6 packet the switch originates; `write_payload` gets the
@@ -604,10 +609,11 @@ impl Stages<'_> {
             ecn: Ecn::NotEct,
             flow_label: 0,
         };
-        self.send_ip(now, adjacency, EtherType::Ipv6, repr.buffer_len(), out, |buf| {
+        self.send_ip(now, None, adjacency, EtherType::Ipv6, repr.buffer_len(), out, |buf| {
             repr.emit(&mut Ipv6Packet::new_unchecked(&mut *buf));
             write_payload(&mut buf[ipv6::HEADER_LEN..], src, dst);
         })
+        .map(drop)
     }
 
     /// Gives an L3 packet to the host, untagged, as the kernel's interface
@@ -626,6 +632,24 @@ impl Stages<'_> {
         let header = EthernetRepr { dst_addr: frame.dst, src_addr: frame.src, ethertype: frame.ethertype };
         header.emit(&mut EthernetFrame::new_unchecked(&mut *buf));
         buf[ethernet::HEADER_LEN..].copy_from_slice(ip);
+    }
+}
+
+/// What became of a packet given to `send_ip`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Out of the router interface.
+    Now,
+    /// Held until its next hop's address is resolved.
+    Held,
+}
+
+impl Sent {
+    pub(crate) fn disposition(self) -> Disposition {
+        match self {
+            Sent::Now => Disposition::Forwarded,
+            Sent::Held => Disposition::Held,
+        }
     }
 }
 

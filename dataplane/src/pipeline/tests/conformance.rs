@@ -5,6 +5,7 @@ use std::net::IpAddr;
 
 use super::l3::*;
 use super::*;
+use crate::wire::arp::Operation;
 use crate::wire::icmpv4::{DstUnreachable, Icmpv4Message};
 use crate::wire::{Icmpv4Packet, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv6Packet};
 
@@ -122,4 +123,79 @@ fn gap_16_the_mtu_of_an_svi_or_routed_port_is_capped_by_its_ports() {
         }),
         Ok(1400)
     );
+}
+
+#[test]
+fn gap_11_packets_to_an_unresolved_neighbour_wait_for_it_within_bounds() {
+    let mut switch = l3_switch_with(SwitchConfig { neighbor_hold_capacity: 4, ..SwitchConfig::default() });
+    let mut out = Output::new();
+    let packets: Vec<Vec<u8>> = (0..4).map(|sport| udp_packet("10.0.1.2", "10.0.0.2", 1000 + sport, 64)).collect();
+    let send = |switch: &mut Switch, out: &mut Output, ip: &[u8]| {
+        switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv4, ip), out)
+    };
+    // Three wait for 10.0.0.2 (RFC 4861 7.2.2 asks for at least one); the
+    // fourth is over that neighbour's share.
+    for ip in &packets[..3] {
+        assert_eq!(send(&mut switch, &mut out, ip), Disposition::Held);
+    }
+    assert_eq!(send(&mut switch, &mut out, &packets[3]), Disposition::Dropped(DropReason::NeighborMiss));
+    // The table holds four in all: another neighbour gets the one left.
+    let other = udp_packet("10.0.1.2", "10.0.0.3", 7, 64);
+    assert_eq!(send(&mut switch, &mut out, &other), Disposition::Held);
+    let one_more = udp_packet("10.0.1.2", "10.0.0.4", 7, 64);
+    assert_eq!(send(&mut switch, &mut out, &one_more), Disposition::Dropped(DropReason::NeighborMiss));
+    // The ARP reply sends the three, oldest first, and nothing for 10.0.0.3.
+    out.clear();
+    let reply = frame(R0, H0, None, EtherType::Arp, &arp(Operation::Reply, H0, "10.0.0.2", R0, "10.0.0.1"));
+    switch.process(NOW + 1, 0, &reply, &mut out);
+    let expected: Vec<(Egress, Vec<u8>)> =
+        packets[..3].iter().map(|ip| (Egress::Port(0), frame(H0, R0, None, EtherType::Ipv4, &routed(ip)))).collect();
+    assert_eq!(port_frames(&out), expected);
+    // Their slots are free again.
+    assert_eq!(send(&mut switch, &mut out, &one_more), Disposition::Held);
+}
+
+#[test]
+fn gap_12_failed_resolution_answers_each_held_packet_with_unreachable() {
+    let config = SwitchConfig::default();
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    switch.set_neighbor(1, IpAddr::V6(v6("2001:db8:1::2")), H1).unwrap();
+    let ip = udp_packet("10.0.1.2", "10.0.0.5", 1, 9);
+    assert_eq!(switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv4, &ip), &mut out), Disposition::Held);
+    let echo = Icmpv6Repr::EchoRequest { ident: 1, seq_no: 1, data: b"anyone?" };
+    let ip6 = ipv6(v6("2001:db8:1::2"), v6("2001:db8::5"), 64, &echo);
+    assert_eq!(switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv6, &ip6), &mut out), Disposition::Held);
+    // Nobody answers the requests.
+    let mut t = NOW;
+    let mut errors = Vec::new();
+    while errors.len() < 2 {
+        t += config.neighbor_retrans_ns / 4;
+        assert!(t < NOW + 10 * SECOND, "resolution never gave up");
+        out.clear();
+        switch.poll(t, &mut out);
+        errors.extend(port_frames(&out).into_iter().filter(|(to, _)| *to == Egress::Port(1)));
+    }
+    assert_eq!(switch.neighbor(0, IpAddr::V4(v4("10.0.0.5"))).unwrap().state, NeighborState::Failed);
+    // RFC 1812 4.3.3.1: host unreachable, from the interface the packet came in by.
+    let (_, v4_error) = errors.iter().find(|(_, f)| f[12..14] == [0x08, 0x00]).unwrap();
+    let packet = Ipv4Packet::new_checked(&v4_error[14..]).unwrap();
+    assert_eq!((packet.src_addr(), packet.dst_addr()), (v4("10.0.1.1"), v4("10.0.1.2")));
+    let icmp = Icmpv4Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!((icmp.msg_type(), icmp.msg_code()), (Icmpv4Message::DstUnreachable, 1));
+    assert_eq!(&icmp.data()[16..20], &v4("10.0.0.5").octets(), "the held packet is quoted");
+    // RFC 4443 3.1: address unreachable, code 3.
+    let (_, v6_error) = errors.iter().find(|(_, f)| f[12..14] == [0x86, 0xdd]).unwrap();
+    let packet = Ipv6Packet::new_checked(&v6_error[14..]).unwrap();
+    assert_eq!((packet.src_addr(), packet.dst_addr()), (v6("2001:db8:1::1"), v6("2001:db8:1::2")));
+    let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!((icmp.msg_type(), icmp.msg_code()), (crate::wire::icmpv6::Icmpv6Message::DstUnreachable, 3));
+    assert!(icmp.verify_checksum(packet.src_addr(), packet.dst_addr()));
+    assert_eq!(switch.drop_counters()[DropReason::NeighborMiss], 2, "the held packets count as dropped now");
+    // While the failure holds off new requests, a packet is refused at once, with the error.
+    out.clear();
+    let disposition = switch.process(t, 1, &frame(R1, H1, None, EtherType::Ipv4, &ip), &mut out);
+    assert_eq!(disposition, Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(port_frames(&out).len(), 1, "the unreachable, and no request");
 }
