@@ -28,6 +28,9 @@ pub(crate) enum Icmpv6Error {
     PacketTooBig(u32),
     /// The next hop's address could not be resolved (RFC 4443 3.1, code 3).
     AddressUnreachable,
+    /// A link-local source toward a destination off its link (RFC 4443
+    /// 3.1, code 2).
+    BeyondScope,
 }
 
 impl Stages<'_> {
@@ -148,6 +151,9 @@ impl Stages<'_> {
                 Icmpv6Repr::DstUnreachable { reason: Icmpv6Unreachable::NoRoute, invoking_packet: quote }
             }
             Icmpv6Error::PacketTooBig(mtu) => Icmpv6Repr::PacketTooBig { mtu, invoking_packet: quote },
+            Icmpv6Error::BeyondScope => {
+                Icmpv6Repr::DstUnreachable { reason: Icmpv6Unreachable::BeyondScope, invoking_packet: quote }
+            }
             Icmpv6Error::AddressUnreachable => {
                 Icmpv6Repr::DstUnreachable { reason: Icmpv6Unreachable::AddrUnreachable, invoking_packet: quote }
             }
@@ -155,7 +161,7 @@ impl Stages<'_> {
         let from = self.tables.router.source_v6(ingress, origin);
         let _ = self.originate_v6(
             now,
-            self.tables.router.rif_vrf(ingress),
+            ingress,
             from,
             origin,
             IpProtocol::Icmpv6,

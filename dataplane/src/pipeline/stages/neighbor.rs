@@ -438,7 +438,9 @@ impl Stages<'_> {
         let packet = Ipv6Packet::new_unchecked(ip);
         let src = packet.src_addr();
         let rif_id = source.rif();
-        let answered_here = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(&rif, IpAddr::V6(target_addr)));
+        let anycast = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.tables.router.is_subnet_router_anycast(rif.vrf, target_addr));
+        let answered_here = anycast
+            || matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(&rif, IpAddr::V6(target_addr)));
         // As for ARP: what the pipeline answers is not copied, or the host's
         // kernel would send a second advertisement.
         if !answered_here {
@@ -466,7 +468,9 @@ impl Stages<'_> {
                 let advert = Icmpv6Repr::NeighborAdvert {
                     router_flag: true,
                     solicited_flag: solicited,
-                    override_flag: true,
+                    // RFC 4861 7.2.7: an anycast answer must not override
+                    // another router's for the same address.
+                    override_flag: !anycast,
                     target_addr,
                     target_lladdr: Some(rif.mac),
                 };

@@ -277,10 +277,21 @@ impl Stages<'_> {
                 return Ok(Disposition::Punted);
             }
             RouteTarget::Drop => return Err(DropReason::Blackhole),
+            // RFC 4291 2.6.1: every router answers the Subnet-Router
+            // anycast address of the prefixes of its interfaces.
+            RouteTarget::Connected(_) if self.tables.router.is_subnet_router_anycast(rif.vrf, dst) => {
+                return self.ipv6_local(now, source, rif, frame, ip, out);
+            }
             RouteTarget::Connected(_) | RouteTarget::NextHop(_) | RouteTarget::Group(_) => {}
         }
-        if dst.is_unicast_link_local() || src.is_unicast_link_local() {
+        if dst.is_unicast_link_local() {
             // RFC 4291 section 2.5.6: link-local packets are never forwarded.
+            return Err(DropReason::NoRoute);
+        }
+        if src.is_unicast_link_local() {
+            // RFC 4443 3.1: the destination is beyond the scope of the
+            // source address; the error goes back on the source's link.
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::BeyondScope, out);
             return Err(DropReason::NoRoute);
         }
         if packet.hop_limit() <= 1 {
@@ -341,7 +352,8 @@ impl Stages<'_> {
                 Ok(Icmpv6Repr::EchoRequest { ident, seq_no, data }) if !dst.is_multicast() => {
                     let reply = Icmpv6Repr::EchoReply { ident, seq_no, data };
                     let len = reply.buffer_len();
-                    self.originate_v6(now, rif.vrf, Some(dst), src, IpProtocol::Icmpv6, len, out, |buf, from, to| {
+                    let ingress = source.rif();
+                    self.originate_v6(now, ingress, Some(dst), src, IpProtocol::Icmpv6, len, out, |buf, from, to| {
                         reply.emit(&mut Icmpv6Packet::new_unchecked(buf), from, to)
                     })?;
                     return Ok(Disposition::Consumed);
@@ -580,13 +592,16 @@ impl Stages<'_> {
         .map(drop)
     }
 
-    /// Sends an IPv6 packet the switch originates; `write_payload` gets the
-    /// payload buffer and the source and destination (for its checksum).
+    /// Sends an IPv6 packet the switch originates in answer to one that
+    /// came in by `ingress`: routed in its VRF, or to a link-local
+    /// destination straight back on its link (the address's zone, RFC 4007
+    /// section 6: no route names it). `write_payload` gets the payload
+    /// buffer and the source and destination (for its checksum).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn originate_v6(
         &mut self,
         now: u64,
-        vrf: VrfId,
+        ingress: RifId,
         src: Option<Ipv6Addr>,
         dst: Ipv6Addr,
         protocol: IpProtocol,
@@ -594,10 +609,15 @@ impl Stages<'_> {
         out: &mut Output,
         write_payload: impl FnOnce(&mut [u8], Ipv6Addr, Ipv6Addr),
     ) -> Result<(), DropReason> {
-        let route = self.tables.router.lookup_v6(vrf, dst).ok_or(DropReason::NoRoute)?;
-        let adjacency = self.select_next_hop(now, route, IpAddr::V6(dst), || {
-            flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
-        })?;
+        let adjacency = if dst.is_unicast_link_local() {
+            Adjacency { rif: ingress, next_hop: IpAddr::V6(dst), slot: NO_SLOT }
+        } else {
+            let vrf = self.tables.router.rif_vrf(ingress);
+            let route = self.tables.router.lookup_v6(vrf, dst).ok_or(DropReason::NoRoute)?;
+            self.select_next_hop(now, route, IpAddr::V6(dst), || {
+                flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
+            })?
+        };
         let src = src.or_else(|| self.tables.router.source_v6(adjacency.rif, dst)).ok_or(DropReason::NoRoute)?;
         let repr = Ipv6Repr {
             src_addr: src,

@@ -205,6 +205,23 @@ impl Router {
         self.connected.iter().any(|&(net, r)| r == rif && net.contains(addr))
     }
 
+    /// Whether `addr` is the Subnet-Router anycast address (the prefix
+    /// with a zero interface identifier, RFC 4291 2.6.1) of a prefix
+    /// connected on an interface in `vrf`; /127 has none (RFC 6164 section 6).
+    #[inline]
+    pub(crate) fn is_subnet_router_anycast(&self, vrf: VrfId, addr: Ipv6Addr) -> bool {
+        // Cheap first: the address ends in zero bits for any prefix up to /112.
+        if u128::from(addr) & 0xffff != 0 {
+            return false;
+        }
+        self.connected.iter().any(|&(net, rif)| match net {
+            IpNetwork::V6(net) => {
+                net.prefix() < 127 && net.network() == addr && self.rif(rif).is_some_and(|rif| rif.vrf == vrf)
+            }
+            IpNetwork::V4(_) => false,
+        })
+    }
+
     /// The table of `vrf`, if that VRF exists.
     #[inline]
     pub(crate) fn fib(&self, vrf: VrfId) -> Option<&Fib> {
@@ -310,6 +327,11 @@ impl Router {
             .filter(link_local)
             .find(|addr| on_rif(addr, true))
             .or_else(|| self.local_v6.iter().filter(link_local).find(|addr| on_rif(addr, false)))
+            // The switch's link-local addresses need no fe80::/64 route to
+            // be on every link.
+            .or_else(|| {
+                self.local_v6.iter().find(|addr| toward.is_unicast_link_local() && addr.is_unicast_link_local())
+            })
             .or_else(|| self.local_v6.iter().find(|addr| on_rif(addr, false)))
             .or(self.local_v6.first())
             .copied()

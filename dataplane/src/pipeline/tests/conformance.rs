@@ -1,12 +1,13 @@
 //! Regression tests for the dataplane conformance gaps of issue 16: each
 //! drives the switch as an outside host would and checks what the RFC asks.
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use super::l3::*;
 use super::*;
 use crate::wire::arp::Operation;
 use crate::wire::icmpv4::{DstUnreachable, Icmpv4Message};
+use crate::wire::icmpv6::Icmpv6Message;
 use crate::wire::{Icmpv4Packet, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv6Packet};
 
 /// `ip` with DF cleared and `options` added to its header (checksum redone).
@@ -190,7 +191,7 @@ fn gap_12_failed_resolution_answers_each_held_packet_with_unreachable() {
     let packet = Ipv6Packet::new_checked(&v6_error[14..]).unwrap();
     assert_eq!((packet.src_addr(), packet.dst_addr()), (v6("2001:db8:1::1"), v6("2001:db8:1::2")));
     let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
-    assert_eq!((icmp.msg_type(), icmp.msg_code()), (crate::wire::icmpv6::Icmpv6Message::DstUnreachable, 3));
+    assert_eq!((icmp.msg_type(), icmp.msg_code()), (Icmpv6Message::DstUnreachable, 3));
     assert!(icmp.verify_checksum(packet.src_addr(), packet.dst_addr()));
     assert_eq!(switch.drop_counters()[DropReason::NeighborMiss], 2, "the held packets count as dropped now");
     // While the failure holds off new requests, a packet is refused at once, with the error.
@@ -198,4 +199,84 @@ fn gap_12_failed_resolution_answers_each_held_packet_with_unreachable() {
     let disposition = switch.process(t, 1, &frame(R1, H1, None, EtherType::Ipv4, &ip), &mut out);
     assert_eq!(disposition, Disposition::Dropped(DropReason::NeighborMiss));
     assert_eq!(port_frames(&out).len(), 1, "the unreachable, and no request");
+}
+
+/// The ICMPv6 message of an IPv6 frame: (source, destination, type, code).
+fn icmpv6_of(frame: &[u8]) -> (Ipv6Addr, Ipv6Addr, Icmpv6Message, u8) {
+    let packet = Ipv6Packet::new_checked(&frame[14..]).unwrap();
+    let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
+    assert!(icmp.verify_checksum(packet.src_addr(), packet.dst_addr()));
+    (packet.src_addr(), packet.dst_addr(), icmp.msg_type(), icmp.msg_code())
+}
+
+#[test]
+fn gap_10_the_subnet_router_anycast_address_is_answered() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    switch.set_neighbor(1, IpAddr::V6(v6("2001:db8:1::2")), H1).unwrap();
+    // From another subnet, routed: an echo to 2001:db8:: (RIF 0's prefix).
+    let echo = Icmpv6Repr::EchoRequest { ident: 7, seq_no: 1, data: b"anycast" };
+    let ping = ipv6(v6("2001:db8:1::2"), v6("2001:db8::"), 64, &echo);
+    assert_eq!(switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv6, &ping), &mut out), Disposition::Consumed);
+    let replies = port_frames(&out);
+    assert_eq!(replies.len(), 1, "no solicitation for it, no forwarding");
+    assert_eq!(
+        icmpv6_of(&replies[0].1),
+        (v6("2001:db8::"), v6("2001:db8:1::2"), Icmpv6Message::EchoReply, 0),
+        "answered from the anycast address itself (RFC 4291 2.6)"
+    );
+    // On its link, a host first solicits it: a router answers, without
+    // the override flag (RFC 4861 7.2.7).
+    out.clear();
+    let solicit = Icmpv6Repr::NeighborSolicit { target_addr: v6("2001:db8::"), source_lladdr: Some(H0) };
+    let ns = ipv6(v6("2001:db8::2"), v6("ff02::1:ff00:0"), 255, &solicit);
+    let group = EthernetAddress([0x33, 0x33, 0xff, 0, 0, 0]);
+    assert_eq!(switch.process(NOW, 0, &frame(group, H0, None, EtherType::Ipv6, &ns), &mut out), Disposition::Consumed);
+    let advert = Icmpv6Repr::NeighborAdvert {
+        router_flag: true,
+        solicited_flag: true,
+        override_flag: false,
+        target_addr: v6("2001:db8::"),
+        target_lladdr: Some(R0),
+    };
+    let expected = frame(H0, R0, None, EtherType::Ipv6, &ipv6(v6("2001:db8::"), v6("2001:db8::2"), 255, &advert));
+    assert_eq!(port_frames(&out), vec![(Egress::Port(0), expected)]);
+    // Any other address of the prefix is a host's, still forwarded.
+    out.clear();
+    let to_host = ipv6(v6("2001:db8:1::2"), v6("2001:db8::100"), 64, &echo);
+    assert_eq!(switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv6, &to_host), &mut out), Disposition::Held);
+}
+
+#[test]
+fn gap_15_link_local_sources_are_answered_on_their_link() {
+    let mut switch = l3_switch();
+    // No fe80::/64 route at all: the link-local zone is the interface.
+    switch.remove_route(net("fe80::/64")).unwrap();
+    let mut out = Output::new();
+    switch.set_neighbor(0, IpAddr::V6(v6("fe80::2")), H0).unwrap();
+    switch.set_neighbor(1, IpAddr::V6(v6("fe80::2")), H1).unwrap();
+    // An echo from a neighbour's link-local address to the switch's.
+    let echo = Icmpv6Repr::EchoRequest { ident: 3, seq_no: 9, data: b"ll" };
+    for (port, host, router) in [(0, H0, R0), (1, H1, R1)] {
+        out.clear();
+        let ping = ipv6(v6("fe80::2"), v6("fe80::1"), 64, &echo);
+        let disposition = switch.process(NOW, port, &frame(router, host, None, EtherType::Ipv6, &ping), &mut out);
+        assert_eq!(disposition, Disposition::Consumed);
+        let replies = port_frames(&out);
+        assert_eq!(replies.len(), 1);
+        assert_eq!(replies[0].0, Egress::Port(port), "back on the link it came from");
+        assert_eq!(&replies[0].1[..6], host.as_bytes());
+        assert_eq!(icmpv6_of(&replies[0].1), (v6("fe80::1"), v6("fe80::2"), Icmpv6Message::EchoReply, 0));
+    }
+    // A link-local source toward a global destination: beyond scope, code 2.
+    out.clear();
+    let off_link = ipv6(v6("fe80::2"), v6("2001:db8:ff::9"), 64, &echo);
+    assert_eq!(
+        switch.process(NOW, 0, &frame(R0, H0, None, EtherType::Ipv6, &off_link), &mut out),
+        Disposition::Dropped(DropReason::NoRoute)
+    );
+    let errors = port_frames(&out);
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].0, Egress::Port(0));
+    assert_eq!(icmpv6_of(&errors[0].1), (v6("fe80::1"), v6("fe80::2"), Icmpv6Message::DstUnreachable, 2));
 }
