@@ -79,6 +79,7 @@ impl Stages<'_> {
     /// `confirmed` (a solicited reply) makes the entry Reachable; otherwise
     /// a new or changed address is Stale (RFC 4861 7.2.3, 7.2.5). Only with
     /// `create` is a missing entry made.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn neighbor_learn(
         &mut self,
         now: u64,
