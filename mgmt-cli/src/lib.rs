@@ -18,6 +18,7 @@
 //!    subcommand in `swcli` (`src/bin/swcli.rs`) that maps to the request.
 
 pub mod api;
+pub mod candidate;
 pub mod client;
 pub mod codec;
 pub mod render;
