@@ -22,6 +22,7 @@ pub mod candidate;
 pub mod client;
 pub mod codec;
 pub mod render;
+pub mod shell;
 pub mod table;
 
 pub use api::{Reply, Request, Response};
