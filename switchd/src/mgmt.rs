@@ -319,12 +319,8 @@ impl<B: Backend> SwitchView<B> {
         // Ask the speaker before taking the shim's lock: its sink takes it too.
         let bgp_installed = self.bgp.as_ref().map(|b| b.installed.0.lock().unwrap_or_else(|e| e.into_inner()).clone());
         let distances = self.bgp.as_ref().map(|b| b.distances(crate::bgp::family(family))).unwrap_or_default();
-        let bgp_routes: BTreeMap<ipnetwork::IpNetwork, Vec<IpAddr>> = bgp_installed
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(nlri, hops)| Some((bgp_evpn::sink::to_network(&nlri)?, hops)))
-            .filter(|(net, _)| net.is_ipv6() == want_v6)
-            .collect();
+        let bgp_routes: BTreeMap<ipnetwork::IpNetwork, Vec<IpAddr>> =
+            bgp_installed.unwrap_or_default().ip_routes().filter(|(net, _)| net.is_ipv6() == want_v6).collect();
         let sai = lock(&self.sai);
         let store = sai.store();
         let static_prefixes: Vec<_> = self.config.routes.iter().map(|r| r.prefix).collect();

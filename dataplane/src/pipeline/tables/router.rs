@@ -214,6 +214,7 @@ impl Router {
         self.fib(vrf)?.lookup_v6(addr)
     }
 
+    #[inline]
     pub(crate) fn lookup(&self, vrf: VrfId, addr: IpAddr) -> Option<RouteTarget> {
         self.fib(vrf)?.lookup(addr, self).map(|route| route.target)
     }
