@@ -228,7 +228,7 @@ impl<Q: EventQueue> Simulation<Q> {
                 self.frames.put_back(slot, frame);
                 if let Some((qp, count)) = received.completed {
                     for _ in 0..count {
-                        if let Some(message) = self.connections[qp as usize].in_flight.pop_front() {
+                        if let Some((message, _)) = self.connections[qp as usize].in_flight.pop_front() {
                             self.complete(message);
                         }
                     }

@@ -35,6 +35,16 @@ pub fn frame_len(payload: u32) -> usize {
     HEADERS_LEN + payload as usize + bth::ICRC_LEN
 }
 
+/// The message a QP is sending.
+#[derive(Debug, Clone, Copy)]
+struct Current {
+    message: u32,
+    bytes: u64,
+    /// Bytes still to send.
+    remaining: u64,
+    first_psn: u32,
+}
+
 /// A queue pair: messages from one host to one other, in order.
 pub struct Connection {
     pub src: u32,
@@ -45,9 +55,11 @@ pub struct Connection {
     /// Messages released and waiting for the QP.
     pending: VecDeque<u32>,
     /// The message being sent, and its bytes still to send.
-    current: Option<(u32, u64, bool)>,
-    /// Messages fully sent, not yet fully received (in order).
-    pub in_flight: VecDeque<u32>,
+    current: Option<Current>,
+    /// Messages fully sent, not yet fully received (in order), with their first PSN.
+    pub in_flight: VecDeque<(u32, u32)>,
+    /// PSNs the receiver asked for again (NAK), sent ahead of new data.
+    retransmit: VecDeque<u32>,
     pacer: Pacer,
     dcqcn: Option<ReactionPoint>,
     /// In the host's active list.
@@ -91,6 +103,7 @@ impl Connection {
             pending: VecDeque::new(),
             current: None,
             in_flight: VecDeque::new(),
+            retransmit: VecDeque::new(),
             pacer: Pacer::new(spec.link_bps, DATA_PRIORITY, spec.link_bps, 0),
             dcqcn: spec.dcqcn.then(|| ReactionPoint::new(Params::default(), spec.link_bps, 0)),
             active: false,
@@ -104,6 +117,38 @@ impl Connection {
 
     pub fn cnps(&self) -> u64 {
         self.dcqcn.as_ref().map_or(0, ReactionPoint::cnps)
+    }
+}
+
+/// RC Acknowledge (IBA Table 38): here a NAK asking for one PSN again.
+const NAK_OPCODE: u8 = 0x11;
+
+fn opcode_for(first: bool, last: bool) -> Opcode {
+    match (first, last) {
+        (true, true) => Opcode::SendOnly,
+        (true, false) => Opcode::SendFirst,
+        (false, false) => Opcode::SendMiddle,
+        (false, true) => Opcode::SendLast,
+    }
+}
+
+impl Connection {
+    /// The payload length and opcode packet `psn` had, if its message is
+    /// not yet delivered whole.
+    fn packet_of(&self, psn: u32, mtu: u64, message_bytes: &dyn Fn(u32) -> u64) -> Option<(u32, Opcode)> {
+        let sent = self.in_flight.iter().map(|&(m, first)| (m, message_bytes(m), first));
+        let current = self.current.iter().map(|c| (c.message, c.bytes, c.first_psn));
+        for (_, bytes, first_psn) in sent.chain(current) {
+            let bytes = bytes.max(1);
+            let packets = bytes.div_ceil(mtu);
+            let index = u64::from(psn.wrapping_sub(first_psn) & (bth::PSN_MODULUS - 1));
+            if index < packets {
+                let last = index == packets - 1;
+                let payload = if last { bytes - (packets - 1) * mtu } else { mtu };
+                return Some((payload as u32, opcode_for(index == 0, last)));
+            }
+        }
+        None
     }
 }
 
@@ -143,6 +188,9 @@ pub struct NicCounters {
     pub data_frames_sent: u64,
     pub cnps_sent: u64,
     pub cnps_received: u64,
+    /// NAKs for packets beyond the receiver's reorder window, sent and received.
+    pub naks_sent: u64,
+    pub naks_received: u64,
     pub pfc_frames_received: u64,
     /// Frames that did not parse as anything this NIC takes.
     pub malformed: u64,
@@ -161,6 +209,8 @@ pub struct Host {
     cursor: usize,
     /// CNPs to send: (destination IP, the sender's QP).
     cnps: VecDeque<(Ipv4Addr, u32)>,
+    /// NAKs to send: (destination IP, the sender's QP, the PSN wanted again).
+    naks: VecDeque<(Ipv4Addr, u32, u32)>,
     pub receiver: Receiver,
     /// When the host asked to be woken (`u64::MAX`: not asked).
     pub wake_at: u64,
@@ -201,6 +251,7 @@ impl Host {
             active: Vec::new(),
             cursor: 0,
             cnps: VecDeque::new(),
+            naks: VecDeque::new(),
             receiver: Receiver::new(receive_qps, DEFAULT_CNP_INTERVAL_NS),
             wake_at: u64::MAX,
             counters: NicCounters::default(),
@@ -221,7 +272,7 @@ impl Host {
     pub fn release(&mut self, connections: &mut [Connection], id: u32, message: u32, bytes: u64) {
         let connection = &mut connections[id as usize];
         if connection.current.is_none() {
-            connection.current = Some((message, bytes.max(1), true));
+            connection.current = Some(Current { message, bytes, remaining: bytes.max(1), first_psn: connection.psn });
         } else {
             connection.pending.push_back(message);
         }
@@ -247,6 +298,9 @@ impl Host {
         if let Some((dst, qp)) = self.cnps.pop_front() {
             return Ok(self.send_cnp(now, dst, qp, arena));
         }
+        if let Some((dst, qp, psn)) = self.naks.pop_front() {
+            return Ok(self.send_nak(now, dst, qp, psn, arena));
+        }
         if self.active.is_empty() {
             return Err(u64::MAX);
         }
@@ -271,14 +325,18 @@ impl Host {
             }
             self.cursor = index + 1;
             let sent = self.send_data(now, connection, message_bytes, arena);
-            if connection.current.is_none() {
+            if connection.current.is_none() && connection.retransmit.is_empty() {
                 connection.active = false;
                 self.active.swap_remove(index);
                 if self.cursor > self.active.len() {
                     self.cursor = 0;
                 }
             }
-            return Ok(sent);
+            match sent {
+                Some(sent) => return Ok(sent),
+                // Only stale repeat requests: the list changed, look again.
+                None => return self.send(now, connections, message_bytes, arena),
+            }
         }
         Err(earliest)
     }
@@ -289,15 +347,36 @@ impl Host {
         connection: &mut Connection,
         message_bytes: &dyn Fn(u32) -> u64,
         arena: &mut super::link::FrameArena,
-    ) -> Sent {
-        let (message, remaining, first) = connection.current.expect("active connections have a message");
-        let payload = remaining.min(u64::from(self.mtu)) as u32;
-        let last = u64::from(payload) == remaining;
-        let opcode = match (first, last) {
-            (true, true) => Opcode::SendOnly,
-            (true, false) => Opcode::SendFirst,
-            (false, false) => Opcode::SendMiddle,
-            (false, true) => Opcode::SendLast,
+    ) -> Option<Sent> {
+        let mtu = u64::from(self.mtu);
+        let mut repeat = None;
+        while let Some(psn) = connection.retransmit.pop_front() {
+            // A PSN of a message delivered whole since needs no repeat.
+            if let Some((payload, opcode)) = connection.packet_of(psn, mtu, message_bytes) {
+                repeat = Some((psn, payload, opcode));
+                break;
+            }
+        }
+        let (psn, payload, opcode) = match repeat {
+            Some(packet) => packet,
+            None => {
+                let current = connection.current.as_mut()?;
+                let payload = current.remaining.min(mtu) as u32;
+                let first = current.remaining == current.bytes.max(1);
+                let last = u64::from(payload) == current.remaining;
+                current.remaining -= u64::from(payload);
+                let psn = connection.psn;
+                connection.psn = (connection.psn + 1) & (bth::PSN_MODULUS - 1);
+                if last {
+                    connection.in_flight.push_back((current.message, current.first_psn));
+                    let next_psn = connection.psn;
+                    connection.current = connection.pending.pop_front().map(|next| {
+                        let bytes = message_bytes(next);
+                        Current { message: next, bytes, remaining: bytes.max(1), first_psn: next_psn }
+                    });
+                }
+                (psn, payload, opcode_for(first, last))
+            }
         };
         let len = frame_len(payload);
         let (slot, frame) = arena.alloc_len(len);
@@ -311,8 +390,7 @@ impl Host {
         UdpPacket::new_unchecked(&mut frame[UDP_OFFSET..]).set_len(udp_len);
         let mut bth = bth::Packet::new_unchecked(&mut frame[BTH_OFFSET..]);
         bth.set_opcode(opcode);
-        bth.set_psn(connection.psn);
-        connection.psn = (connection.psn + 1) & (bth::PSN_MODULUS - 1);
+        bth.set_psn(psn);
         self.line.send(now, len as u32);
         let wire_bytes = len as u64 + 4;
         connection.pacer.on_sent(wire_bytes, now);
@@ -322,13 +400,18 @@ impl Host {
             connection.pacer.set_rate_bps(dcqcn.rate_bps());
         }
         self.counters.data_frames_sent += 1;
-        if last {
-            connection.in_flight.push_back(message);
-            connection.current = connection.pending.pop_front().map(|next| (next, message_bytes(next).max(1), true));
-        } else {
-            connection.current = Some((message, remaining - u64::from(payload), false));
-        }
-        Sent { slot, len }
+        Some(Sent { slot, len })
+    }
+
+    fn send_nak(&mut self, now: u64, dst: Ipv4Addr, qp: u32, psn: u32, arena: &mut super::link::FrameArena) -> Sent {
+        let sent = self.send_cnp(now, dst, qp, arena);
+        let frame = arena.get_mut(sent.slot);
+        let mut bth = bth::Packet::new_unchecked(&mut frame[BTH_OFFSET..]);
+        bth.set_opcode(Opcode::Other(NAK_OPCODE));
+        bth.set_psn(psn);
+        self.counters.cnps_sent -= 1;
+        self.counters.naks_sent += 1;
+        sent
     }
 
     fn send_cnp(&mut self, now: u64, dst: Ipv4Addr, qp: u32, arena: &mut super::link::FrameArena) -> Sent {
@@ -377,6 +460,18 @@ impl Host {
                     self.counters.malformed += 1;
                     return out;
                 };
+                if bth.opcode == Opcode::Other(NAK_OPCODE) {
+                    self.counters.naks_received += 1;
+                    if let Some(connection) = connections.get_mut(bth.dest_qp as usize) {
+                        connection.retransmit.push_back(bth.psn);
+                        if !connection.active {
+                            connection.active = true;
+                            self.active.push(bth.dest_qp);
+                        }
+                        out.wake = true;
+                    }
+                    return out;
+                }
                 if bth.opcode == Opcode::Cnp {
                     self.counters.cnps_received += 1;
                     if let Some(dcqcn) = connections.get_mut(bth.dest_qp as usize).and_then(|c| c.dcqcn.as_mut()) {
@@ -386,7 +481,7 @@ impl Host {
                     }
                     return out;
                 }
-                let before = self.receiver.counters().messages_completed;
+                let before = self.receiver.counters();
                 let arrival = Arrival {
                     qp: bth.dest_qp,
                     psn: bth.psn,
@@ -400,7 +495,14 @@ impl Host {
                             self.cnps.push_back((src_of(qp), qp));
                             out.wake = true;
                         }
-                        let completed = self.receiver.counters().messages_completed - before;
+                        let after = self.receiver.counters();
+                        if after.beyond_window > before.beyond_window {
+                            // Beyond the reorder window: lost to the receiver.
+                            // Ask for it again (selective repeat, as IRN does).
+                            self.naks.push_back((src_of(bth.dest_qp), bth.dest_qp, bth.psn));
+                            out.wake = true;
+                        }
+                        let completed = after.messages_completed - before.messages_completed;
                         if completed > 0 {
                             out.completed = Some((bth.dest_qp, completed));
                         }

@@ -81,6 +81,11 @@ impl FrameArena {
         &self.slots[slot as usize]
     }
 
+    #[inline]
+    pub fn get_mut(&mut self, slot: u32) -> &mut [u8] {
+        &mut self.slots[slot as usize]
+    }
+
     /// Takes the slot's buffer out (to hand it to a node while the arena is
     /// borrowed elsewhere); give it back with [`FrameArena::put_back`].
     #[inline]

@@ -11,6 +11,8 @@
 //! - [`experiment`]: what a run varies (LB, PFC, ECN, links);
 //! - [`engine`]: the event loop; [`stats`], [`output`]: what it measures and writes.
 
+pub mod cli;
+pub mod compare;
 pub mod engine;
 pub mod experiment;
 pub mod fabric;
@@ -39,6 +41,8 @@ pub struct Speed {
     pub wall_s: f64,
     pub events_per_s: f64,
     pub simulated_ns: u64,
+    /// Messages received whole, as a fraction of all.
+    pub done_fraction: f64,
 }
 
 /// A finished run: the report, and the simulation for files and plots.
@@ -95,12 +99,18 @@ fn run_with<Q: EventQueue + 'static>(
                 wall_s,
                 events_per_s: sim.events as f64 / wall_s,
                 simulated_ns: sim.now,
+                done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
             });
         }
     });
     let wall_s = start.elapsed().as_secs_f64();
-    let speed =
-        Speed { events: sim.events, wall_s, events_per_s: sim.events as f64 / wall_s.max(1e-9), simulated_ns: sim.now };
+    let speed = Speed {
+        events: sim.events,
+        wall_s,
+        events_per_s: sim.events as f64 / wall_s.max(1e-9),
+        simulated_ns: sim.now,
+        done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+    };
     let report = Report::new(&sim, name, spec);
     let for_writer = report.clone();
     let writer = Box::new(move |dir: &std::path::Path| output::write(&sim, &for_writer, dir));

@@ -67,6 +67,12 @@ pub struct Report {
     pub host_paused_ns_total: u64,
     /// Sampled port queue depths (bytes), over all wired switch ports.
     pub queue_depth_bytes: Percentiles,
+    /// Packets received ahead of their PSN (held for reordering), the
+    /// largest distance ahead, and those beyond the 256-PSN window (lost:
+    /// the endpoint has no retransmission, their message never completes).
+    pub out_of_order: u64,
+    pub max_reorder_distance: u32,
+    pub beyond_reorder_window: u64,
     pub events: u64,
     pub frames_in_flight_peak: usize,
 }
@@ -167,6 +173,14 @@ impl Report {
                 p99: f64::from(depth.percentile(0.99)),
                 max: f64::from(depth.max()),
             },
+            out_of_order: sim.hosts.iter().map(|h| h.receiver.counters().out_of_order).sum(),
+            max_reorder_distance: sim
+                .hosts
+                .iter()
+                .map(|h| h.receiver.counters().max_reorder_distance)
+                .max()
+                .unwrap_or(0),
+            beyond_reorder_window: sim.hosts.iter().map(|h| h.receiver.counters().beyond_window).sum(),
             events: sim.events,
             frames_in_flight_peak: sim.frames_allocated(),
         }
