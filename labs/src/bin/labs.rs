@@ -118,7 +118,7 @@ enum Command {
     /// (internal) Watch a deployed lab's nodes and restart those that exit.
     Supervise { name: String },
     /// Run a fabric in the simulator (virtual time, the switches' own code).
-    Sim(labs::sim::cli::SimCommand),
+    Sim(Box<labs::sim::cli::SimCommand>),
 }
 
 #[derive(Subcommand)]
@@ -294,7 +294,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Sim(command) => {
-            labs::sim::cli::main(command)?;
+            labs::sim::cli::main(*command)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -111,10 +111,10 @@ mod tests {
 
     #[test]
     fn a_frame_arrives_after_its_wire_time_and_the_propagation_delay() {
-        // 100 Gb/s: 1226 bytes + 24 of overhead = 10,000 bits = 100 ns.
-        let wire = Wire::new(100_000_000_000, 500);
-        assert_eq!(wire.serialisation_ns(1226), 100);
-        assert_eq!(wire.arrival(1_000, 1226), 1_600);
+        // 1 Gb/s: 1500 bytes + 24 of overhead = 12,192 bits = 12.192 us.
+        let wire = Wire::new(1_000_000_000, 500);
+        assert_eq!(wire.serialisation_ns(1500), 12_192);
+        assert_eq!(wire.arrival(1_000, 1500), 13_692);
     }
 
     #[test]

@@ -45,11 +45,14 @@ pub struct Speed {
     pub done_fraction: f64,
 }
 
+/// Writes a finished run's files into a folder.
+type Writer = dyn Fn(&std::path::Path) -> std::io::Result<()>;
+
 /// A finished run: the report, and the simulation for files and plots.
 pub struct Run {
     pub report: Report,
     pub speed: Speed,
-    writer: Box<dyn Fn(&std::path::Path) -> std::io::Result<()>>,
+    writer: Box<Writer>,
 }
 
 impl Run {

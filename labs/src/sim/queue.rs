@@ -154,7 +154,7 @@ impl WheelQueue {
                 continue;
             }
             std::mem::swap(&mut self.current, &mut self.slots[index]);
-            self.current.sort_unstable_by(|a, b| (b.at, b.seq).cmp(&(a.at, a.seq)));
+            self.current.sort_unstable_by_key(|e| Reverse((e.at, e.seq)));
         }
     }
 }

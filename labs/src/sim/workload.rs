@@ -67,7 +67,8 @@ impl Workload {
         })
     }
 
-    fn collective(&mut self, name: String) -> u32 {
+    /// Names a new collective; its id for [`Workload::message`].
+    pub fn collective(&mut self, name: String) -> u32 {
         self.collectives.push(name);
         (self.collectives.len() - 1) as u32
     }
