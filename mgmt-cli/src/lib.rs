@@ -20,6 +20,7 @@
 pub mod api;
 pub mod client;
 pub mod codec;
+pub mod ib;
 pub mod render;
 pub mod table;
 

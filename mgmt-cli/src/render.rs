@@ -24,6 +24,10 @@ impl Render for Reply {
             Reply::BgpNeighbors(v) => v.render(),
             Reply::BgpRoutes(v) => v.render(),
             Reply::IpRoutes(v) => v.render(),
+            Reply::IbPorts(v) => v.render(),
+            Reply::IbLft(v) => v.render(),
+            Reply::IbSm(v) => v.render(),
+            Reply::IbTopology(v) => v.render(),
         }
     }
 }

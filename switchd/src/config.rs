@@ -4,6 +4,7 @@
 
 pub mod bgp;
 pub mod file;
+pub mod ib;
 mod validate;
 
 use ipnetwork::IpNetwork;
@@ -32,6 +33,8 @@ pub struct Config {
     pub routes: Vec<StaticRoute>,
     /// The BGP speaker's configuration, resolved against the interfaces.
     pub bgp: Option<bgp_evpn::BgpConfig>,
+    /// The IB-like plane, when a port is in `mode: ib`.
+    pub ib: Option<ib::IbConfig>,
     /// The file as written, for `show running-config`.
     pub source: ConfigFile,
 }
@@ -70,6 +73,9 @@ pub enum PortMode {
     Routed {
         addresses: Vec<IpNetwork>,
     },
+    /// The IB-like plane's: no VLAN, no address; its 0x88B5 frames go to
+    /// the IB-like switch engine.
+    Ib(ib::IbPort),
 }
 
 impl PortMode {
@@ -78,7 +84,7 @@ impl PortMode {
         match self {
             PortMode::Access { vlan } => Some(*vlan),
             PortMode::Trunk { native, .. } => *native,
-            PortMode::Routed { .. } => None,
+            PortMode::Routed { .. } | PortMode::Ib(_) => None,
         }
     }
 
@@ -89,7 +95,7 @@ impl PortMode {
             PortMode::Trunk { vlans, native } => {
                 native.iter().map(|&v| (v, false)).chain(vlans.iter().map(|&v| (v, true))).collect()
             }
-            PortMode::Routed { .. } => Vec::new(),
+            PortMode::Routed { .. } | PortMode::Ib(_) => Vec::new(),
         }
     }
 }
@@ -107,6 +113,7 @@ impl fmt::Display for PortMode {
                 Ok(())
             }
             PortMode::Routed { .. } => f.write_str("routed"),
+            PortMode::Ib(port) => write!(f, "ib {} VLs mtu {}", port.data_vls, port.mtu),
         }
     }
 }

@@ -57,6 +57,8 @@ pub enum RunError {
     Io { what: String, source: io::Error },
     #[error("BGP: {0}")]
     Bgp(String),
+    #[error("{0}")]
+    Ib(String),
 }
 
 pub(crate) fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
@@ -106,8 +108,12 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         routes = applied.routes.len(),
         "config applied to the shim"
     );
+    let ib = {
+        let shim = sai.backend();
+        B::ib_runtime(shim, &config, &applied)?
+    };
     let sai = Arc::new(Mutex::new(sai));
-    let forwarding = B::start_forwarding(&sai, &config, &applied)?;
+    let forwarding = B::start_forwarding(&sai, &config, &applied, ib.clone())?;
     tracing::info!("forwarding running");
     // After forwarding, so a failure here leaves nothing behind either
     // (what forwarding made is dropped on return).
@@ -137,6 +143,7 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         lldp: agent,
         bgp: bgp.clone(),
         now: Arc::new(monotonic_ns),
+        ib: ib.clone(),
     }));
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");

@@ -2,6 +2,7 @@
 //!
 //! `swcli [--socket PATH] [--json] show interfaces|mac|vxlan|neighbors|routes|lldp|running-config|drops`
 //! `swcli show bgp summary|neighbors [ADDR]|ipv4 unicast [PREFIX]|ipv6 unicast [PREFIX]`, `swcli show ip|ipv6 route`
+//! `swcli show ib port|lft [SWITCH]|sm|topology`
 
 use clap::{Parser, Subcommand};
 use mgmt_cli::api::AddressFamily;
@@ -68,6 +69,24 @@ enum Show {
         #[command(subcommand)]
         what: ShowRib,
     },
+    /// The IB-like plane: ports, LFTs, the embedded subnet manager.
+    Ib {
+        #[command(subcommand)]
+        what: ShowIb,
+    },
+}
+
+#[derive(Subcommand, Clone)]
+enum ShowIb {
+    /// Ports in IB-like mode: state, credits per VL, PortCounters.
+    #[command(alias = "ports", alias = "counters")]
+    Port,
+    /// A linear forwarding table: this switch's, or another's (name or GUID) from the embedded SM.
+    Lft { switch: Option<String> },
+    /// The embedded subnet manager: state, priority, sweeps.
+    Sm,
+    /// The fabric the embedded subnet manager discovered.
+    Topology,
 }
 
 #[derive(Subcommand, Clone)]
@@ -120,6 +139,10 @@ impl Show {
             Show::Bgp { what: ShowBgp::Ipv6 { safi } } => routes(AddressFamily::Ipv6, safi),
             Show::Ip { what: ShowRib::Route } => Request::ShowIpRoute { family: AddressFamily::Ipv4 },
             Show::Ipv6 { what: ShowRib::Route } => Request::ShowIpRoute { family: AddressFamily::Ipv6 },
+            Show::Ib { what: ShowIb::Port } => Request::ShowIbPorts,
+            Show::Ib { what: ShowIb::Lft { switch } } => Request::ShowIbLft { switch },
+            Show::Ib { what: ShowIb::Sm } => Request::ShowIbSm,
+            Show::Ib { what: ShowIb::Topology } => Request::ShowIbTopology,
         }
     }
 }

@@ -275,7 +275,7 @@ impl HcaPlane {
             SmpRouting::LidRouted => Disposition::Forward { port: PORT },
         };
         match disposition {
-            Disposition::ToLocalSm => self.for_sm.push(smp.to_bytes()),
+            Disposition::ToLocalSm => self.for_sm_push(smp.to_bytes()),
             Disposition::Forward { .. } | Disposition::Respond { .. } => {
                 tx(&inband::encode_frame(&smp.to_bytes(), dlid, self.lid(), self.config.mac));
             }
@@ -296,7 +296,7 @@ impl HcaPlane {
                     let dlid = if bytes[1] == 0x81 { PERMISSIVE_LID } else { slid };
                     tx(&inband::encode_frame(&bytes, dlid, lid, self.config.mac));
                 }
-                Some((Disposition::ToLocalSm, bytes)) => self.for_sm.push(bytes),
+                Some((Disposition::ToLocalSm, bytes)) => self.for_sm_push(bytes),
                 _ => self.counters.bad_smps += 1,
             }
             return;
@@ -307,7 +307,7 @@ impl HcaPlane {
             if matches!(smp.routing, SmpRouting::LidRouted)
                 || self.agent.receive(PORT, &guids, &mut smp) == Disposition::ToLocalSm
             {
-                self.for_sm.push(smp.to_bytes());
+                self.for_sm_push(smp.to_bytes());
             }
             return;
         }
@@ -322,6 +322,14 @@ impl HcaPlane {
         if let Disposition::Respond { .. } = disposition {
             // The LID may have just been set by this very SMP.
             tx(&inband::encode_frame(&smp.to_bytes(), response_dlid, self.lid(), self.config.mac));
+        }
+    }
+
+    /// Keeps a MAD for an SM here; bounded, as nobody may be taking them
+    /// (the answers to a tool's SMPs sent from this port's wire, say).
+    fn for_sm_push(&mut self, mad: [u8; MAD_LEN]) {
+        if self.for_sm.len() < 256 {
+            self.for_sm.push(mad);
         }
     }
 
