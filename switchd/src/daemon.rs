@@ -303,7 +303,8 @@ impl LldpIo {
         {
             let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
             for port in ports {
-                let config = AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true };
+                let config =
+                    AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true, mtu: 1500 };
                 let socket = AfPacket::with_config(&port.interface, config)?;
                 sockets.push((port.id, socket));
                 agent.add_port(port.id, port.name, port.description, monotonic_ns());
