@@ -344,6 +344,8 @@ fn save_killed_at_any_point_leaves_the_old_or_the_new_startup_file() {
         )
     };
     let (mut saved_new, mut kept_old) = (0, 0);
+    // How long a whole `swcli save` takes here, so the kills spread over it.
+    let mut save_time = Duration::ZERO;
     for round in 0..12 {
         let mut cmd = ns.command(workspace_binary("switchd").to_str().expect("utf-8"));
         cmd.args(["run", "--config"]).arg(&path).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
@@ -356,8 +358,21 @@ fn save_killed_at_any_point_leaves_the_old_or_the_new_startup_file() {
         let description = format!("round-{round}");
         let (ok, text) = swcli(&[], &format!("configure\nset ports eth1 description {description}\ncommit\n"));
         assert!(ok, "{text}");
-        // Save, and SIGKILL the daemon at a random moment around it.
-        let delay = Duration::from_micros(random.next(30_000));
+        if round == 0 {
+            // The first round calibrates: a save left to finish.
+            let started = Instant::now();
+            let (ok, text) = swcli(&["save"], "");
+            assert!(ok, "{text}");
+            save_time = started.elapsed();
+            eprintln!("a save takes {save_time:?}");
+            assert!(std::fs::read_to_string(&path).expect("read").contains(&description));
+            drop(daemon);
+            let _ = std::fs::remove_file(&socket);
+            continue;
+        }
+        // Save, and SIGKILL the daemon at a random moment within 1.5 saves.
+        let bound = (save_time.as_micros() as u64 * 3 / 2).max(1);
+        let delay = Duration::from_micros(random.next(bound));
         let save = Command::new(workspace_binary("swcli"))
             .arg("--socket")
             .arg(&socket)
@@ -386,6 +401,7 @@ fn save_killed_at_any_point_leaves_the_old_or_the_new_startup_file() {
         let _ = std::fs::remove_file(&socket);
     }
     eprintln!("{saved_new} rounds saved the new file, {kept_old} kept the old");
+    assert_eq!(saved_new + kept_old, 11);
 }
 
 #[test]
