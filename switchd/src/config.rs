@@ -35,6 +35,8 @@ pub struct Config {
     pub bgp: Option<bgp_evpn::BgpConfig>,
     /// The IB-like plane, when a port is in `mode: ib`.
     pub ib: Option<ib::IbConfig>,
+    /// Where the Prometheus endpoint listens, when enabled.
+    pub metrics: Option<std::net::SocketAddr>,
     /// The file as written, for `show running-config`.
     pub source: ConfigFile,
 }
