@@ -14,4 +14,5 @@ pub mod demo;
 pub mod forwarding;
 pub mod hostif;
 pub mod lldp;
+pub mod metrics;
 pub mod mgmt;

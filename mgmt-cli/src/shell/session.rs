@@ -201,6 +201,17 @@ impl Session {
                 let reply = self.request(&request)?;
                 if json { json_payload(&reply) } else { reply.render() }
             }
+            Action::ShowInterface(name) => {
+                let Reply::Interfaces(mut all) = self.request(&Request::ShowInterfaces)? else {
+                    return Err(ClientError::Server("unexpected answer to show interfaces".into()));
+                };
+                all.retain(|i| i.name == name);
+                if all.is_empty() {
+                    return Ok(usage(format!("no interface {name}")));
+                }
+                let reply = Reply::Interfaces(all);
+                if json { json_payload(&reply) } else { reply.render() }
+            }
             Action::Help => help_text(self.mode),
             Action::Configure => {
                 self.candidate = Some(self.copy_running()?);
