@@ -9,6 +9,7 @@ pub mod bgp;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+pub mod evpn;
 pub mod forwarding;
 pub mod hostif;
 pub mod lldp;

@@ -2,6 +2,8 @@
 //!
 //! `swcli [--socket PATH] [--json] show interfaces|mac|vxlan|neighbors|routes|lldp|running-config|drops`
 //! `swcli show bgp summary|neighbors [ADDR]|ipv4 unicast [PREFIX]|ipv6 unicast [PREFIX]`, `swcli show ip|ipv6 route`
+//! `swcli show bgp l2vpn evpn [route [type N]]`, `swcli show evpn vni [VNI]|mac vni VNI|all|arp-cache vni VNI|all`,
+//! `swcli show vrf`
 
 use clap::{Parser, Subcommand};
 use mgmt_cli::api::AddressFamily;
@@ -68,6 +70,45 @@ enum Show {
         #[command(subcommand)]
         what: ShowRib,
     },
+    /// EVPN: VNIs, MACs, ARP/ND suppression entries.
+    Evpn {
+        #[command(subcommand)]
+        what: ShowEvpn,
+    },
+    /// IP-VRFs and the routes EVPN put in them.
+    Vrf,
+}
+
+#[derive(Subcommand, Clone)]
+enum ShowEvpn {
+    /// MAC-VRFs and L3VNIs: RD, RTs, MAC and ARP counts, remote VTEPs.
+    Vni { vni: Option<u32> },
+    /// `mac vni VNI|all`: local and remote MACs with MAC mobility state.
+    Mac {
+        #[command(subcommand)]
+        vni: VniSelector,
+    },
+    /// `arp-cache vni VNI|all`: ARP/ND bindings, local and from MAC+IP routes.
+    ArpCache {
+        #[command(subcommand)]
+        vni: VniSelector,
+    },
+}
+
+#[derive(Subcommand, Clone)]
+enum VniSelector {
+    /// A VNI, or `all`.
+    Vni { which: String },
+}
+
+impl VniSelector {
+    fn vni(&self) -> Result<Option<u32>, String> {
+        let VniSelector::Vni { which } = self;
+        match which.as_str() {
+            "all" => Ok(None),
+            n => n.parse().map(Some).map_err(|_| format!("{n:?}: expected a VNI or `all`")),
+        }
+    }
 }
 
 #[derive(Subcommand, Clone)]
@@ -87,6 +128,35 @@ enum ShowBgp {
         #[command(subcommand)]
         safi: Safi,
     },
+    /// `l2vpn evpn [route [type N]]`: the EVPN table.
+    L2vpn {
+        #[command(subcommand)]
+        safi: EvpnSafi,
+    },
+}
+
+#[derive(Subcommand, Clone)]
+enum EvpnSafi {
+    Evpn {
+        /// `route`, `route type N` (1-5, or macip, multicast, es, prefix, ead).
+        words: Vec<String>,
+    },
+}
+
+fn evpn_route_type(words: &[String]) -> Result<Option<u8>, String> {
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    match words[..] {
+        [] | ["route"] => Ok(None),
+        ["route", "type", t] => match t {
+            "1" | "ead" => Ok(Some(1)),
+            "2" | "macip" => Ok(Some(2)),
+            "3" | "multicast" => Ok(Some(3)),
+            "4" | "es" => Ok(Some(4)),
+            "5" | "prefix" => Ok(Some(5)),
+            _ => Err(format!("{t:?}: route type is 1-5, ead, macip, multicast, es or prefix")),
+        },
+        _ => Err(format!("{:?}: expected `route [type N]`", words.join(" "))),
+    }
 }
 
 #[derive(Subcommand, Clone)]
@@ -103,9 +173,9 @@ enum ShowRib {
 }
 
 impl Show {
-    fn request(self) -> Request {
+    fn request(self) -> Result<Request, String> {
         let routes = |family, Safi::Unicast { prefix }| Request::ShowBgpRoutes { family, prefix };
-        match self {
+        Ok(match self {
             Show::Interfaces => Request::ShowInterfaces,
             Show::Mac => Request::ShowMac,
             Show::Vxlan => Request::ShowVxlan,
@@ -120,7 +190,14 @@ impl Show {
             Show::Bgp { what: ShowBgp::Ipv6 { safi } } => routes(AddressFamily::Ipv6, safi),
             Show::Ip { what: ShowRib::Route } => Request::ShowIpRoute { family: AddressFamily::Ipv4 },
             Show::Ipv6 { what: ShowRib::Route } => Request::ShowIpRoute { family: AddressFamily::Ipv6 },
-        }
+            Show::Bgp { what: ShowBgp::L2vpn { safi: EvpnSafi::Evpn { words } } } => {
+                Request::ShowBgpEvpn { route_type: evpn_route_type(&words)? }
+            }
+            Show::Evpn { what: ShowEvpn::Vni { vni } } => Request::ShowEvpnVni { vni },
+            Show::Evpn { what: ShowEvpn::Mac { vni } } => Request::ShowEvpnMac { vni: vni.vni()? },
+            Show::Evpn { what: ShowEvpn::ArpCache { vni } } => Request::ShowEvpnArpCache { vni: vni.vni()? },
+            Show::Vrf => Request::ShowVrf,
+        })
     }
 }
 
@@ -132,6 +209,13 @@ fn main() -> ExitCode {
         .unwrap_or_else(|| mgmt_cli::discover_socket(std::path::Path::new(mgmt_cli::SOCKET_DIR)));
     let request = match cli.command {
         Command::Show { what } => what.request(),
+    };
+    let request = match request {
+        Ok(request) => request,
+        Err(error) => {
+            eprintln!("swcli: {error}");
+            return ExitCode::FAILURE;
+        }
     };
     let reply = Client::connect(&socket).and_then(|mut client| client.request(&request));
     match reply {
