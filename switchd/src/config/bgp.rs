@@ -554,6 +554,26 @@ bgp:
     }
 
     #[test]
+    fn evpn_is_checked_against_the_vxlan_section() {
+        let evpn = "\n  evpn: { vtep_ip: 10.255.0.1, vnis: [{ vni: 10010 }] }\n";
+        let with_vxlan =
+            |vxlan: &str| LEAF.replacen("bgp:\n", &format!("vxlan: {vxlan}\nbgp:\n"), 1).trim_end().to_owned() + evpn;
+        let ok = with_vxlan("{ source: 10.255.0.1, vnis: [{ vni: 10010, vlan: 10 }] }");
+        let config = Config::from_yaml(&ok).unwrap();
+        assert_eq!(config.bgp.unwrap().evpn.unwrap().vnis[0].vni, 10010);
+        let e = refused(&(LEAF.trim_end().to_owned() + evpn));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn: needs the vxlan section")), "{e:?}");
+        let e = refused(&with_vxlan("{ source: 10.255.0.1, vnis: [{ vni: 10020, vlan: 10 }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vnis[0].vni: VNI 10010 is mapped to no VLAN")), "{e:?}");
+        let e = refused(&with_vxlan("{ source: 10.255.0.1, vnis: [{ vni: 10010, vlan: 10, flood: [10.9.9.9] }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vnis[0].vni: VNI 10010 has a static flood list")), "{e:?}");
+        let e = refused(&with_vxlan("{ source: 192.168.1.1, vnis: [{ vni: 10010, vlan: 10 }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vtep_ip: must be vxlan.source")), "{e:?}");
+        let e = refused(&ok.replace("vni: 10010 }] }", "vni: 0 }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vnis[0].vni: must be 1 to")), "{e:?}");
+    }
+
+    #[test]
     fn leaf_section_maps_to_the_speaker_config() {
         let config = Config::from_yaml(LEAF).unwrap();
         let bgp = config.bgp.unwrap();
