@@ -18,9 +18,11 @@
 //!    subcommand in `swcli` (`src/bin/swcli.rs`) that maps to the request.
 
 pub mod api;
+pub mod candidate;
 pub mod client;
 pub mod codec;
 pub mod render;
+pub mod shell;
 pub mod table;
 
 pub use api::{Reply, Request, Response};
