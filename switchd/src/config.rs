@@ -32,6 +32,8 @@ pub struct Config {
     pub routes: Vec<StaticRoute>,
     /// The BGP speaker's configuration, resolved against the interfaces.
     pub bgp: Option<bgp_evpn::BgpConfig>,
+    /// Where the Prometheus endpoint listens, when enabled.
+    pub metrics: Option<std::net::SocketAddr>,
     /// The file as written, for `show running-config`.
     pub source: ConfigFile,
 }

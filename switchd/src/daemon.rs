@@ -153,6 +153,15 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     tracing::info!(socket = %config.socket.display(), "management API listening");
     let service: Arc<dyn ConfigService> = configurator.clone();
     let server = tokio::spawn(mgmt::serve(socket, view.clone(), Some(service)));
+    let metrics = match config.metrics {
+        Some(listen) => {
+            let server = crate::metrics::MetricsServer::start(listen, crate::metrics::registry(view.clone()))
+                .map_err(io_error(format!("metrics endpoint on {listen}")))?;
+            tracing::info!(%listen, "metrics endpoint listening");
+            Some(server)
+        }
+        None => None,
+    };
     let housekeeping = tokio::spawn(publish_notifications(sai.clone()));
     let confirmations = tokio::spawn(expire_confirmed_commits(configurator.clone()));
 
@@ -174,6 +183,9 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     server.abort();
     housekeeping.abort();
     confirmations.abort();
+    if let Some(metrics) = metrics {
+        metrics.stop();
+    }
     let _ = server.await;
     drop(view);
     if let Some(bgp) = bgp {
@@ -219,6 +231,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     }
     if running.lldp != candidate.lldp {
         reasons.push("the LLDP settings changed".to_owned());
+    }
+    if running.metrics != candidate.metrics {
+        reasons.push("the metrics endpoint changed".to_owned());
     }
     if running.bgp != candidate.bgp {
         reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
@@ -295,7 +310,8 @@ impl LldpIo {
         {
             let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
             for port in ports {
-                let config = AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true };
+                let config =
+                    AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true, mtu: 1500 };
                 let socket = AfPacket::with_config(&port.interface, config)?;
                 sockets.push((port.id, socket));
                 agent.add_port(port.id, port.name, port.description, monotonic_ns());

@@ -15,4 +15,5 @@ pub mod evpn;
 pub mod forwarding;
 pub mod hostif;
 pub mod lldp;
+pub mod metrics;
 pub mod mgmt;

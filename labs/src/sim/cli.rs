@@ -120,6 +120,9 @@ pub struct SimArgs {
     /// No progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// No PNG/SVG plots (they need DejaVu Sans, Debian's fonts-dejavu-core).
+    #[arg(long)]
+    pub no_plots: bool,
 }
 
 /// `64MiB`, `16M`, `1GiB`, `4KiB`, `4096`.
@@ -257,6 +260,9 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     run.write(out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
     let speed = serde_json::to_string_pretty(&run.speed).expect("serialises");
     std::fs::write(out.join("speed.json"), speed + "\n").map_err(|e| format!("writing speed.json: {e}"))?;
+    if !args.no_plots {
+        run.write_plots(out)?;
+    }
     Ok(run)
 }
 
@@ -321,6 +327,13 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 runs.push((name, run));
             }
             super::compare::write(&runs, &args.out)?;
+            if !args.no_plots {
+                let mut data: Vec<super::plot::PlotData> = Vec::new();
+                for (name, run) in &runs {
+                    data.push(super::plot::PlotData { name: name.clone(), ..run.plot_data.clone() });
+                }
+                super::plot::write_compare(&data.iter().collect::<Vec<_>>(), &args.out)?;
+            }
             println!("wrote {}", args.out.display());
             Ok(())
         }

@@ -21,6 +21,8 @@ pub enum Mode {
 pub enum Action {
     /// One request whose reply is shown (every operational `show`).
     Request(Request),
+    /// `show interfaces NAME`: one row of `show interfaces`.
+    ShowInterface(String),
     Configure,
     ShowCandidate,
     Compare,
@@ -144,6 +146,9 @@ fn vni_or_all(text: &str) -> Result<Option<u32>, String> {
 const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show interfaces", "ports and VLAN interfaces: state, addresses, counters", ANY, |_| {
         request(Request::ShowInterfaces)
+    }),
+    ("show interfaces <interface>", "one interface: state, addresses, counters", ANY, |args| {
+        Ok(Action::ShowInterface(args[0].clone()))
     }),
     ("show mac", "the MAC address table", ANY, |_| request(Request::ShowMac)),
     ("show vxlan", "VTEP, VNI mappings, flood lists, remote VTEPs", ANY, |_| request(Request::ShowVxlan)),
@@ -498,6 +503,7 @@ mod tests {
             Ok(Action::Request(Request::ShowIpRoute { family: AddressFamily::Ipv6 }))
         );
         assert!(parse("show bgp neighbors nope", Operational).unwrap_err().contains("not an IP address"));
+        assert_eq!(parse("sh int eth1", Operational), Ok(Action::ShowInterface("eth1".into())));
     }
 
     #[test]

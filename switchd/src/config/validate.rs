@@ -48,6 +48,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         vxlan: None,
         routes: Vec::new(),
         bgp: None,
+        metrics: file.metrics.as_ref().map(|m| m.listen),
         source: file.clone(),
     };
     check_overlaps(&mut v, &file, &config_so_far);
