@@ -115,6 +115,16 @@ impl<B: Backend> SwitchView<B> {
                     .map(|ib| crate::ib::lock(ib).show_topology())
                     .unwrap_or(mgmt_cli::ib::IbTopology { nodes: Vec::new() }),
             ),
+            Request::ShowBgpEvpn { .. }
+            | Request::ShowEvpnVni { .. }
+            | Request::ShowEvpnMac { .. }
+            | Request::ShowEvpnArpCache { .. }
+            | Request::ShowVrf => match &self.bgp {
+                Some(bgp) if bgp.config.evpn.is_some() || matches!(request, Request::ShowBgpEvpn { .. }) => {
+                    crate::evpn::show(bgp, request)
+                }
+                _ => return Response::Error { message: "EVPN is not configured (bgp.evpn)".into() },
+            },
             Request::ShowCommitHistory
             | Request::ShowCommit { .. }
             | Request::Validate { .. }
