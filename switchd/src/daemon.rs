@@ -128,7 +128,14 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     let bgp = match &config.bgp {
         Some(bgp) => {
             let programmer = crate::bgp::programmer(&config, &applied);
-            Some(crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?)
+            let view = crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?;
+            if bgp.evpn.is_some() {
+                // MACs and neighbours learned here become EVPN routes.
+                let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("evpn", 65536);
+                let feed = crate::evpn::LocalFeed::new(&config, &applied);
+                tokio::spawn(crate::evpn::run_feed(subscription, feed, view.speaker.clone()));
+            }
+            Some(view)
         }
         None => None,
     };

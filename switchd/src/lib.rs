@@ -11,6 +11,7 @@ pub mod commit;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+pub mod evpn;
 pub mod forwarding;
 pub mod hostif;
 pub mod lldp;

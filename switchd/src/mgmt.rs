@@ -88,6 +88,16 @@ impl<B: Backend> SwitchView<B> {
                 None => return Response::Error { message: "BGP is not configured".into() },
             },
             Request::ShowIpRoute { family } => Reply::IpRoutes(self.ip_routes(*family)),
+            Request::ShowBgpEvpn { .. }
+            | Request::ShowEvpnVni { .. }
+            | Request::ShowEvpnMac { .. }
+            | Request::ShowEvpnArpCache { .. }
+            | Request::ShowVrf => match &self.bgp {
+                Some(bgp) if bgp.config.evpn.is_some() || matches!(request, Request::ShowBgpEvpn { .. }) => {
+                    crate::evpn::show(bgp, request)
+                }
+                _ => return Response::Error { message: "EVPN is not configured (bgp.evpn)".into() },
+            },
             Request::ShowCommitHistory
             | Request::ShowCommit { .. }
             | Request::Validate { .. }

@@ -54,12 +54,14 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     check_overlaps(&mut v, &file, &config_so_far);
     let vxlan = file.vxlan.as_ref().map(|x| check_vxlan(&mut v, x, &config_so_far, &declared_vlans));
     let routes = check_routes(&mut v, &file.routes, &config_so_far);
+    // BGP's EVPN part is checked against the VXLAN section.
+    let config_so_far = Config { vxlan, ..config_so_far };
     let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
 
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { vxlan, routes, bgp, ..config_so_far })
+    Ok(Config { routes, bgp, ..config_so_far })
 }
 
 /// What a backend cannot do is refused here, naming the backend, rather
