@@ -62,6 +62,8 @@ pub mod object;
 pub use api::{ObjectStore, Sai};
 pub use attributes::*;
 pub use backend::{Backend, FdbDetail, FdbFlush, FdbFlushType, PortStats};
+/// MAC addresses in FDB and neighbour keys are the dataplane's.
+pub use dataplane::wire::EthernetAddress;
 pub use error::{EntryKey, SaiError, SaiResult};
 pub use notification::{
     FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, SubscriberStats, Subscription,
