@@ -209,6 +209,10 @@ pub struct PortFile {
     /// Routed mode: the port's addresses with prefix length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<IpNetwork>>,
+    /// Routed mode: ICMP redirects for packets that leave by the port they
+    /// came in on (RFC 1812 5.2.7.2); on unless `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

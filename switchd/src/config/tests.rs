@@ -290,3 +290,16 @@ fn route_to_an_own_address_is_refused() {
         "address of this switch",
     );
 }
+
+#[test]
+fn redirects_are_a_routed_port_setting() {
+    let off = good_with("    addresses: [10.0.2.1/24]", "    addresses: [10.0.2.1/24]\n    redirects: false");
+    let config = Config::from_yaml(&off).unwrap();
+    assert!(!config.ports[3].redirects);
+    assert!(config.ports[2].redirects, "on unless turned off");
+    assert_refused(
+        &good_with("    vlan: 10\n", "    vlan: 10\n    redirects: false\n"),
+        "ports[0].redirects",
+        "routed",
+    );
+}
