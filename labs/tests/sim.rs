@@ -186,3 +186,14 @@ fn plots_are_written_as_png_and_svg() {
     let svg = std::fs::read_to_string(dir.path().join("queues.svg")).unwrap();
     assert!(svg.contains("sw1:eth4"));
 }
+
+#[test]
+fn a_lossy_incast_drops_and_recovers_by_retransmission() {
+    let experiment = Experiment { pfc: false, sample_ns: 0, ..Experiment::default() };
+    let run = sim::run("lossy", star(8), experiment, spec(Kind::Incast, 2 << 20), None, None).unwrap();
+    let report = &run.report;
+    assert!(report.finished, "every message arrives in the end");
+    assert!(report.drops["egress-limit"] > 0, "7:1 into a lossy queue: tail drops");
+    assert_eq!(report.pfc_frames_sent, 0);
+    assert!(report.timeouts > 0, "lost tails come back after the retransmission timeout");
+}

@@ -36,6 +36,18 @@ pub enum Request {
     ShowIpRoute {
         family: AddressFamily,
     },
+    /// `show ib port`: the ports in IB-like mode, their state, credits and
+    /// PortCounters.
+    ShowIbPorts,
+    /// `show ib lft [SWITCH]`: this switch's LFT, or (from the embedded
+    /// SM) another switch's by name or GUID.
+    ShowIbLft {
+        switch: Option<String>,
+    },
+    /// `show ib sm`: the embedded subnet manager.
+    ShowIbSm,
+    /// `show ib topology`: the fabric the embedded SM discovered.
+    ShowIbTopology,
     /// `show bgp l2vpn evpn [route [type N]]`: the EVPN Loc-RIB, every path.
     ShowBgpEvpn {
         route_type: Option<u8>,
@@ -144,6 +156,10 @@ pub enum Reply {
     BgpNeighbors(Vec<BgpNeighbor>),
     BgpRoutes(BgpRoutes),
     IpRoutes(Vec<IpRoute>),
+    IbPorts(Vec<crate::ib::IbPort>),
+    IbLft(crate::ib::IbLft),
+    IbSm(crate::ib::IbSm),
+    IbTopology(crate::ib::IbTopology),
     BgpEvpnRoutes(BgpEvpnRoutes),
     EvpnVnis(Vec<EvpnVni>),
     EvpnMacs(Vec<EvpnMac>),

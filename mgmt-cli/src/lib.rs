@@ -21,6 +21,7 @@ pub mod api;
 pub mod candidate;
 pub mod client;
 pub mod codec;
+pub mod ib;
 pub mod render;
 pub mod shell;
 pub mod table;

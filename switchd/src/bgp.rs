@@ -449,6 +449,7 @@ ports:
             lldp: Arc::new(Mutex::new(crate::daemon::lldp_agent(&config))),
             bgp: Some(bgp),
             now: Arc::new(|| 0),
+            ib: None,
         };
         let ask = |request: Request| {
             let view = view.clone();

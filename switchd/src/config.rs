@@ -4,6 +4,7 @@
 
 pub mod bgp;
 pub mod file;
+pub mod ib;
 mod validate;
 
 use ipnetwork::IpNetwork;
@@ -32,6 +33,8 @@ pub struct Config {
     pub routes: Vec<StaticRoute>,
     /// The BGP speaker's configuration, resolved against the interfaces.
     pub bgp: Option<bgp_evpn::BgpConfig>,
+    /// The IB-like plane, when a port is in `mode: ib`.
+    pub ib: Option<ib::IbConfig>,
     /// Where the Prometheus endpoint listens, when enabled.
     pub metrics: Option<std::net::SocketAddr>,
     /// The file as written, for `show running-config`.
@@ -74,6 +77,9 @@ pub enum PortMode {
     Routed {
         addresses: Vec<IpNetwork>,
     },
+    /// The IB-like plane's: no VLAN, no address; its 0x88B5 frames go to
+    /// the IB-like switch engine.
+    Ib(ib::IbPort),
 }
 
 impl PortMode {
@@ -82,7 +88,7 @@ impl PortMode {
         match self {
             PortMode::Access { vlan } => Some(*vlan),
             PortMode::Trunk { native, .. } => *native,
-            PortMode::Routed { .. } => None,
+            PortMode::Routed { .. } | PortMode::Ib(_) => None,
         }
     }
 
@@ -93,7 +99,7 @@ impl PortMode {
             PortMode::Trunk { vlans, native } => {
                 native.iter().map(|&v| (v, false)).chain(vlans.iter().map(|&v| (v, true))).collect()
             }
-            PortMode::Routed { .. } => Vec::new(),
+            PortMode::Routed { .. } | PortMode::Ib(_) => Vec::new(),
         }
     }
 }
@@ -111,6 +117,7 @@ impl fmt::Display for PortMode {
                 Ok(())
             }
             PortMode::Routed { .. } => f.write_str("routed"),
+            PortMode::Ib(port) => write!(f, "ib {} VLs mtu {}", port.data_vls, port.mtu),
         }
     }
 }

@@ -166,6 +166,7 @@ impl Fabric {
                 lldp: agent,
                 bgp: None,
                 now: Arc::new(move || now.load(Ordering::Relaxed)),
+                ib: None,
             };
             switches.push(DemoSwitch { name: name.into(), view, port_names, host_interfaces, node: Node::new() });
         }

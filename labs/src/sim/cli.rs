@@ -111,6 +111,9 @@ pub struct SimArgs {
     /// Take cable LINK (its index in the topology's links) down at T microseconds: LINK@T.
     #[arg(long)]
     pub fail_link: Option<String>,
+    /// Retransmission timeout: a message not received this long after its last packet is sent again, microseconds.
+    #[arg(long, default_value_t = 4000)]
+    pub rto_us: u64,
     /// Ports whose queue depth to record over time, SWITCH:ethN (default: all, on fabrics up to 64 ports).
     #[arg(long, value_delimiter = ',')]
     pub watch: Vec<String>,
@@ -200,6 +203,7 @@ impl SimArgs {
             queue: self.queue,
             time_limit_ns: self.time_limit_ms * 1_000_000,
             link_failure,
+            rto_ns: self.rto_us * 1000,
         })
     }
 

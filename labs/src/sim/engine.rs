@@ -263,6 +263,16 @@ impl<Q: EventQueue> Simulation<Q> {
                 self.queue.push(now + self.experiment.sample_ns, Event::Sample);
             }
             Event::LinkDown { link } => self.link_down(link),
+            Event::Timeout { message } => {
+                if self.records[message as usize].completed_ns != u64::MAX {
+                    return;
+                }
+                let m = self.workload.messages[message as usize];
+                let (src, _) = self.workload.connections[m.connection as usize];
+                self.hosts[src as usize].retransmit_message(&mut self.connections, m.connection, message, m.bytes);
+                self.queue.push(now + self.experiment.rto_ns, Event::Timeout { message });
+                self.wake_host(src, now);
+            }
         }
     }
 
@@ -316,6 +326,9 @@ impl<Q: EventQueue> Simulation<Q> {
                 } else {
                     let buffer = self.frames.take(sent.slot);
                     self.frames.put_back(sent.slot, buffer);
+                }
+                if let Some(message) = sent.message_sent {
+                    self.queue.push(now + self.experiment.rto_ns, Event::Timeout { message });
                 }
                 // The line is busy for the frame's time: try again then.
                 let next = now + self.wire.serialisation_ns(sent.len);

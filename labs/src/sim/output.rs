@@ -73,6 +73,9 @@ pub struct Report {
     pub out_of_order: u64,
     pub max_reorder_distance: u32,
     pub beyond_reorder_window: u64,
+    /// Messages sent again after a timeout, and NAKed PSNs (holes and beyond-window packets).
+    pub timeouts: u64,
+    pub naks: u64,
     pub events: u64,
     pub frames_in_flight_peak: usize,
 }
@@ -181,6 +184,8 @@ impl Report {
                 .max()
                 .unwrap_or(0),
             beyond_reorder_window: sim.hosts.iter().map(|h| h.receiver.counters().beyond_window).sum(),
+            timeouts: sim.hosts.iter().map(|h| h.counters.timeouts).sum(),
+            naks: sim.hosts.iter().map(|h| h.counters.naks_sent).sum(),
             events: sim.events,
             frames_in_flight_peak: sim.frames_allocated(),
         }

@@ -26,6 +26,8 @@ pub enum Event {
     Release { message: u32 },
     /// Periodic sampling of queue depths.
     Sample,
+    /// A message's retransmission timer (its last packet left a while ago).
+    Timeout { message: u32 },
     /// A link fails (both directions).
     LinkDown { link: u32 },
 }

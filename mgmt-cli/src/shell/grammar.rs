@@ -175,6 +175,19 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show ipv6 route", "the IPv6 routing table with protocols", ANY, |_| {
         request(Request::ShowIpRoute { family: AddressFamily::Ipv6 })
     }),
+    ("show interfaces counters", "ports and VLAN interfaces: state, addresses, counters", ANY, |_| {
+        request(Request::ShowInterfaces)
+    }),
+    ("show ib port", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
+    ("show ib ports", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
+    ("show ib counters", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
+    ("show ib lft [<text>]", "this switch's LFT, or another switch's (name or GUID) from the SM here", ANY, |args| {
+        request(Request::ShowIbLft { switch: args.first().cloned() })
+    }),
+    ("show ib sm", "the subnet manager in this switch: state, priority, sweeps", ANY, |_| request(Request::ShowIbSm)),
+    ("show ib topology", "the IB-like fabric the subnet manager here discovered", ANY, |_| {
+        request(Request::ShowIbTopology)
+    }),
     ("show bgp l2vpn evpn", "the EVPN BGP table: every route and path", ANY, |_| {
         request(Request::ShowBgpEvpn { route_type: None })
     }),
@@ -247,6 +260,7 @@ const GROUPS: &[(&str, &str)] = &[
     ("show ip", "IPv4 routing"),
     ("show ipv6", "IPv6 routing"),
     ("show system", "the system"),
+    ("show ib", "the IB-like plane: ports, LFTs, the subnet manager"),
     ("show system commit", "commits"),
     ("commit", "validate the candidate and make it running"),
 ];

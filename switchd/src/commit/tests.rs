@@ -16,6 +16,7 @@ fn configurator(startup: &Path) -> Configurator<SoftBackend> {
         lldp: Arc::new(Mutex::new(lldp_agent(&config))),
         bgp: None,
         now: Arc::new(|| 0),
+        ib: None,
     }));
     Configurator::new(config, applied, sai, view, startup.to_owned())
 }

@@ -16,7 +16,7 @@
 //!     kind: afpacket           # afpacket | tap
 //!     admin: up                # up | down
 //!     mtu: 9100
-//!     mode: access             # access | trunk | routed
+//!     mode: access             # access | trunk | routed | ib
 //!     vlan: 10
 //!   - name: eth2
 //!     mode: trunk
@@ -36,6 +36,8 @@
 //!     - vni: 10010
 //!       vlan: 10
 //!       flood: [10.255.0.2]    # static remote VTEPs (head-end replication)
+//! ib:                          # the IB-like plane (see config/ib.rs)
+//!   sm: { priority: 5 }
 //! routes:
 //!   - prefix: 0.0.0.0/0
 //!     next_hops: [10.0.1.0, 10.0.2.0]   # several = ECMP
@@ -73,6 +75,9 @@ pub struct ConfigFile {
     /// The BGP speaker (see `config/bgp.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bgp: Option<super::bgp::BgpFile>,
+    /// The IB-like plane (see `config/ib.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib: Option<super::ib::IbFile>,
     /// The Prometheus endpoint; none unless asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<MetricsFile>,
@@ -182,6 +187,8 @@ pub enum ModeKind {
     Access,
     Trunk,
     Routed,
+    /// The IB-like link layer (0x88B5 frames, credits, LID forwarding).
+    Ib,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -213,6 +220,13 @@ pub struct PortFile {
     /// came in on (RFC 1812 5.2.7.2); on unless `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub redirects: Option<bool>,
+    /// IB mode: operational data VLs (1, 2, 4, 8; default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_vls: Option<u8>,
+    /// IB mode: the IB MTU (256..4096; default 1024), which with the link
+    /// headers must fit `mtu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib_mtu: Option<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -48,6 +48,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         vxlan: None,
         routes: Vec::new(),
         bgp: None,
+        ib: None,
         metrics: file.metrics.as_ref().map(|m| m.listen),
         source: file.clone(),
     };
@@ -57,11 +58,13 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     // BGP's EVPN part is checked against the VXLAN section.
     let config_so_far = Config { vxlan, ..config_so_far };
     let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
+    let has_ib_ports = config_so_far.ports.iter().any(|p| matches!(p.mode, PortMode::Ib(_)));
+    let ib = super::ib::check(&mut v.errors, &file, has_ib_ports);
 
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { routes, bgp, ..config_so_far })
+    Ok(Config { routes, bgp, ib, ..config_so_far })
 }
 
 /// What a backend cannot do is refused here, naming the backend, rather
@@ -194,7 +197,14 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 v.error(path, format!("VLAN {id} is not declared in vlans"));
             }
         };
+        let ib = super::ib::check_port(&mut v.errors, file, i);
         let mode = match port.mode {
+            ModeKind::Ib => {
+                for (_, path) in &vlan_side {
+                    v.error(path.clone(), format!("{} is an IB-like port; it cannot join a VLAN", port.name));
+                }
+                ib.map(PortMode::Ib)
+            }
             ModeKind::Access => {
                 for (field, set) in [
                     ("vlans", port.vlans.is_some()),
