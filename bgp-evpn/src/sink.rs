@@ -507,6 +507,39 @@ mod tests {
         (sai, ShimProgrammer::new(subnets))
     }
 
+    #[test]
+    fn remote_macs_and_flood_lists_become_tunnel_objects_shared_per_vtep_and_released() {
+        use sai_shim::{FdbEntryKey, TunnelAttr, TunnelMapEntryAttr, VlanAttr};
+        let (mut sai, p) = shim();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.1.0.1".parse().unwrap())]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        sai.create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VlanId(vlan),
+            TunnelMapEntryAttr::Vni(100),
+        ])
+        .unwrap();
+        let mut p = p.with_overlay(overlay::Overlay::new(tunnel, [(100, vlan)].into(), []));
+        let (vtep, mac) = (ip("10.2.0.2"), MacAddr([2, 0, 0, 0, 0, 7]));
+        let key = FdbEntryKey { vlan, mac: sai_shim::EthernetAddress(mac.0) };
+        p.apply(&mut sai, FibChange::FloodVtep { vni: 100, vtep, present: true });
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: Some(vtep) });
+        // One endpoint and bridge port for the VTEP, used by both.
+        assert_eq!(count(&sai, ObjectType::TunnelEndpoint), 1);
+        assert_eq!(count(&sai, ObjectType::VlanMember), 1);
+        let bridge_port = sai.get_fdb_entry(key).unwrap().bridge_port;
+        assert_eq!(bridge_port.object_type(), Some(ObjectType::BridgePort));
+        // An unmapped VNI is refused and counted.
+        p.apply(&mut sai, FibChange::FloodVtep { vni: 999, vtep, present: true });
+        assert_eq!(errors(&p), 1);
+        // The flood entry goes; the MAC still holds the VTEP; then nothing does.
+        p.apply(&mut sai, FibChange::FloodVtep { vni: 100, vtep, present: false });
+        assert_eq!((count(&sai, ObjectType::VlanMember), count(&sai, ObjectType::TunnelEndpoint)), (0, 1));
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: None });
+        assert!(sai.get_fdb_entry(key).is_err());
+        assert_eq!((count(&sai, ObjectType::TunnelEndpoint), count(&sai, ObjectType::BridgePort)), (0, 0));
+    }
+
     fn target(sai: &Shim, prefix: &str) -> Option<ObjectId> {
         let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination: prefix.parse().unwrap() };
         sai.get_route_entry(key).ok().and_then(|r| r.next_hop)

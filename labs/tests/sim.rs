@@ -197,3 +197,20 @@ fn a_lossy_incast_drops_and_recovers_by_retransmission() {
     assert_eq!(report.pfc_frames_sent, 0);
     assert!(report.timeouts > 0, "lost tails come back after the retransmission timeout");
 }
+
+#[test]
+fn a_link_failure_mid_collective_reroutes_and_the_collective_finishes() {
+    let fabric = || Fabric::from_topology(&labs::generate::fattree("ft4", 4).unwrap().topology).unwrap();
+    let base = Experiment { sample_ns: 0, ..Experiment::default() };
+    let healthy = sim::run("ok", fabric(), base.clone(), spec(Kind::AllToAll, 4 << 20), None, None).unwrap();
+    // Cable 0 is a leaf's uplink to a spine; it fails 20 us in.
+    let failing = Experiment { link_failure: Some((0, 20_000)), ..base };
+    let failed = sim::run("failed", fabric(), failing, spec(Kind::AllToAll, 4 << 20), None, None).unwrap();
+    let (ok, bad) = (&healthy.report, &failed.report);
+    assert!(ok.finished && bad.finished);
+    assert_eq!(ok.drops_total, 0);
+    assert!(bad.drops["pipeline-egressportdown"] > 0, "{:?}", bad.drops);
+    assert!(bad.routes_rewritten > 0, "the routes move off the dead cable");
+    assert!(bad.timeouts > 0, "what was lost is sent again");
+    assert!(bad.collectives[0].jct_ns > ok.collectives[0].jct_ns);
+}

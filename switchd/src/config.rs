@@ -60,6 +60,8 @@ pub struct Port {
     pub mtu: u16,
     pub description: Option<String>,
     pub mode: PortMode,
+    /// ICMP redirects on a routed port (RFC 1812 5.2.7.2, RFC 4861 8.2).
+    pub redirects: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]

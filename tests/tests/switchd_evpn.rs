@@ -182,3 +182,151 @@ fn switchd_leaves_build_the_overlay_from_evpn_routes() {
     let (ok, _, err) = spine.swcli_status(&["show", "evpn", "vni"]);
     assert!(!ok && err.contains("not configured"), "{err}");
 }
+
+/// GoBGP (AS 65000, on switchd's link) injects EVPN routes with its CLI:
+/// a type 2 (MAC), a type 3 (flood list) and a type 5 (a prefix for the
+/// IP-VRF). switchd installs the MAC and the flood entry (`show evpn`,
+/// `show mac`, `show vxlan`) and the prefix in its VRF (`show vrf`), and
+/// removes them when GoBGP withdraws; switchd's own type 3 is in GoBGP's RIB.
+#[test]
+fn gobgp_injects_evpn_routes_that_switchd_installs_and_withdraws() {
+    use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, gobgp_available};
+    if !require_root_and_tools("switchd_evpn", &["ip"]) || !gobgp_available("switchd_evpn") {
+        return;
+    }
+    let sw = Netns::new("evg");
+    let gb = Netns::new("evb");
+    let host = Netns::new("evh");
+    veth(&gb, "eth0", &sw, "eth1");
+    veth(&host, "eth0", &sw, "eth3");
+    gb.host_setup("eth0", "10.1.0.1/31", None);
+    let config = "name: l1
+lldp: { enabled: false }
+loopback: [10.255.0.1/32]
+ports:
+  - { name: eth1, mode: routed, addresses: [10.1.0.0/31] }
+  - { name: eth3, mode: access, vlan: 10 }
+vlans:
+  - { id: 10 }
+vxlan:
+  source: 10.255.0.1
+  vnis: [{ vni: 10100, vlan: 10 }]
+bgp:
+  asn: 65101
+  timers: { hold_time: 9, connect_retry: 2 }
+  neighbors:
+    - { interface: eth1, remote_as: 65000, families: [ipv4-unicast, l2vpn-evpn] }
+  evpn:
+    vtep_ip: 10.255.0.1
+    vnis: [{ vni: 10100, vrf: tenant1 }]
+    vrfs: [{ name: tenant1, l3vni: 4000, router_mac: '02:00:00:00:01:01' }]
+";
+    let switchd = Switchd::start(&sw, config);
+    let mut neighbor = GobgpNeighbor::new("10.1.0.0", 65101);
+    neighbor.families = vec![fabric_tests::frr::Afi::Ipv4];
+    neighbor.evpn = true;
+    let gobgp = Gobgp::start(&gb, &GobgpConfig::new(65000, "10.1.0.1").neighbor(neighbor));
+    gobgp.wait_established("10.1.0.0", CONVERGE);
+
+    // GoBGP's CLI, as its docs spell the three route types. The RTs carry
+    // GoBGP's AS: switchd's derived RTs match them with the AS masked, as FRR's do.
+    let rd = ["rd", "10.1.0.1:100"];
+    let macadv = [
+        "macadv",
+        "02:00:00:00:00:aa",
+        "0.0.0.0",
+        "etag",
+        "0",
+        "label",
+        "10100",
+        rd[0],
+        rd[1],
+        "rt",
+        "65000:10100",
+        "encap",
+        "vxlan",
+    ];
+    let multicast = [
+        "multicast",
+        "10.1.0.1",
+        "etag",
+        "0",
+        rd[0],
+        rd[1],
+        "rt",
+        "65000:10100",
+        "encap",
+        "vxlan",
+        "pmsi",
+        "ingress-repl",
+        "10100",
+        "10.1.0.1",
+    ];
+    let prefix = [
+        "prefix",
+        "172.16.50.0/24",
+        "etag",
+        "0",
+        "rd",
+        "10.1.0.1:4000",
+        "rt",
+        "65000:4000",
+        "encap",
+        "vxlan",
+        "label",
+        "4000",
+        "router-mac",
+        "02:00:00:00:00:99",
+    ];
+    for route in [&macadv[..], &multicast[..], &prefix[..]] {
+        let mut args = vec!["global", "rib", "-a", "evpn", "add"];
+        args.extend_from_slice(route);
+        gobgp.cli(&args);
+    }
+
+    let mac = wait_for("GoBGP's MAC in show evpn mac", || evpn_mac(&switchd, "02:00:00:00:00:aa"));
+    assert_eq!((mac["kind"].as_str(), mac["vtep"].as_str()), (Some("remote"), Some("10.1.0.1")), "{mac}");
+    let fdb = switchd.show_rows("mac");
+    let entry = fdb.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case("02:00:00:00:00:aa")));
+    assert!(entry.and_then(|e| e["destination"].as_str()).is_some_and(|d| d.contains("10.1.0.1")), "FDB: {fdb:#?}");
+    wait_for("GoBGP's VTEP on the flood list", || {
+        let vnis = json(&switchd, &["show", "evpn", "vni", "10100"]);
+        (vnis[0]["remote_vteps"] == serde_json::json!(["10.1.0.1"])).then_some(())
+    });
+    let vxlan = switchd.show_json("vxlan");
+    assert!(vxlan["remote_vteps"].as_array().unwrap().iter().any(|v| v["address"] == "10.1.0.1"), "{vxlan}");
+    let vrf = wait_for("the type 5 prefix in tenant1", || {
+        let vrfs = json(&switchd, &["show", "vrf"]);
+        let routes = vrfs[0]["routes"].as_array()?.clone();
+        routes.into_iter().find(|r| r["prefix"] == "172.16.50.0/24")
+    });
+    assert_eq!(vrf["next_hops"], serde_json::json!(["10.1.0.1 vni 4000 rmac 02:00:00:00:00:99"]), "{vrf}");
+
+    // Ours in GoBGP's RIB: switchd's type 3 for VNI 10100 with its RD.
+    let ours = (0..40)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(250));
+            gobgp.cli(&["global", "rib", "-a", "evpn"])
+        })
+        .find(|rib| rib.contains("10.255.0.1:10100"))
+        .unwrap_or_else(|| gobgp.cli(&["global", "rib", "-a", "evpn"]));
+    assert!(ours.contains("10.255.0.1:10100"), "switchd's type 3 in GoBGP's RIB:\n{ours}");
+
+    // GoBGP withdraws: the MAC, the flood entry and the prefix go.
+    for route in [&macadv[..], &multicast[..], &prefix[..]] {
+        let mut args = vec!["global", "rib", "-a", "evpn", "del"];
+        args.extend_from_slice(route);
+        gobgp.cli(&args);
+    }
+    wait_for("everything from GoBGP withdrawn", || {
+        let gone = evpn_mac(&switchd, "02:00:00:00:00:aa").is_none()
+            && json(&switchd, &["show", "evpn", "vni", "10100"])[0]["remote_vteps"] == serde_json::json!([])
+            && json(&switchd, &["show", "vrf"])[0]["routes"] == serde_json::json!([]);
+        gone.then_some(())
+    });
+    let fdb = switchd.show_rows("mac");
+    assert!(
+        !fdb.iter().any(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case("02:00:00:00:00:aa"))),
+        "{fdb:#?}"
+    );
+}

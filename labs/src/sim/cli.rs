@@ -111,6 +111,9 @@ pub struct SimArgs {
     /// Take cable LINK (its index in the topology's links) down at T microseconds: LINK@T.
     #[arg(long)]
     pub fail_link: Option<String>,
+    /// After a link failure, the routes move off it this much later (BGP's withdrawal), microseconds.
+    #[arg(long, default_value_t = 200)]
+    pub reconverge_us: u64,
     /// Retransmission timeout: a message not received this long after its last packet is sent again, microseconds.
     #[arg(long, default_value_t = 4000)]
     pub rto_us: u64,
@@ -204,6 +207,7 @@ impl SimArgs {
             time_limit_ns: self.time_limit_ms * 1_000_000,
             link_failure,
             rto_ns: self.rto_us * 1000,
+            reconverge_ns: self.reconverge_us * 1000,
         })
     }
 
@@ -246,8 +250,14 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {
         if !quiet {
+            // Messages complete unevenly (an all-to-all's at the end): a rough ETA.
+            let eta = if speed.done_fraction > 0.0 {
+                format!("{:.0} s", speed.wall_s * (1.0 - speed.done_fraction) / speed.done_fraction)
+            } else {
+                "?".to_owned()
+            };
             eprint!(
-                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of messages",
+                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of messages  ETA {eta:<8}",
                 speed.simulated_ns as f64 / 1e6,
                 speed.events as f64 / 1e6,
                 speed.events_per_s / 1e6,

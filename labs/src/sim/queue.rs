@@ -28,6 +28,8 @@ pub enum Event {
     Sample,
     /// A message's retransmission timer (its last packet left a while ago).
     Timeout { message: u32 },
+    /// The underlay has converged around the failed links.
+    Reconverge,
     /// A link fails (both directions).
     LinkDown { link: u32 },
 }

@@ -216,6 +216,10 @@ pub struct PortFile {
     /// Routed mode: the port's addresses with prefix length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<IpNetwork>>,
+    /// Routed mode: ICMP redirects for packets that leave by the port they
+    /// came in on (RFC 1812 5.2.7.2); on unless `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<bool>,
     /// IB mode: operational data VLs (1, 2, 4, 8; default 4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_vls: Option<u8>,

@@ -292,6 +292,19 @@ fn route_to_an_own_address_is_refused() {
 }
 
 #[test]
+fn redirects_are_a_routed_port_setting() {
+    let off = good_with("    addresses: [10.0.2.1/24]", "    addresses: [10.0.2.1/24]\n    redirects: false");
+    let config = Config::from_yaml(&off).unwrap();
+    assert!(!config.ports[3].redirects);
+    assert!(config.ports[2].redirects, "on unless turned off");
+    assert_refused(
+        &good_with("    vlan: 10\n", "    vlan: 10\n    redirects: false\n"),
+        "ports[0].redirects",
+        "routed",
+    );
+}
+
+#[test]
 fn ib_ports_and_the_embedded_sm_validate() {
     let config = Config::from_yaml(
         "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 2, ib_mtu: 512 }\n  - { name: eth2, mode: ib }\n  - { name: eth3, mode: access, vlan: 10 }\nvlans: [{ id: 10 }]\nib:\n  guid: 0x100\n  sm: { priority: 3, engine: [updn, minhop] }\n",

@@ -279,6 +279,9 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 Some(PortMode::Routed { addresses })
             }
         };
+        if port.redirects.is_some() && !matches!(mode, Some(PortMode::Routed { .. })) {
+            v.error(at("redirects"), "only a routed port sends redirects".to_string());
+        }
         if let (Ok(number), Some(mode)) = (port_number(&port.name), mode) {
             out.push(Port {
                 name: port.name.clone(),
@@ -288,6 +291,7 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 mtu: port.mtu,
                 description: port.description.clone(),
                 mode,
+                redirects: port.redirects.unwrap_or(true),
             });
         }
     }
