@@ -46,6 +46,9 @@ pub struct BirdNeighbor {
     pub family: Afi,
     /// The channel's export: a filter name, or `none`/`all`.
     pub export: String,
+    /// Resolve next hops through BIRD's own table (`gateway recursive`)
+    /// rather than requiring them on the shared link.
+    pub recursive_next_hop: bool,
 }
 
 impl BirdNeighbor {
@@ -61,6 +64,7 @@ impl BirdNeighbor {
             timers: (1, 3),
             family: if address.contains(':') { Afi::Ipv6 } else { Afi::Ipv4 },
             export: "filter export_static".to_string(),
+            recursive_next_hop: false,
         }
     }
 }
@@ -144,7 +148,8 @@ impl BirdConfig {
             if n.passive {
                 line("  passive on;");
             }
-            line(&format!("  {} {{ import all; export {}; }};", n.family.name(), n.export));
+            let gateway = if n.recursive_next_hop { " gateway recursive;" } else { "" };
+            line(&format!("  {} {{ import all; export {};{gateway} }};", n.family.name(), n.export));
             line("}");
         }
         for t in &self.trailer {

@@ -184,7 +184,12 @@ fn bench_bird(ns: &Netns, feeder_addr: &str, local_addr: &str, count: u64, timeo
     let mut neighbor = BirdNeighbor::new("feeder", local_addr, feeder_addr, FEEDER_AS);
     neighbor.timers = (30, 90);
     neighbor.export = "none".to_string();
-    let config = BirdConfig::new(BIRD_AS, "10.77.0.12").neighbor(neighbor);
+    // GoBGP keeps the MRT file's next hop (10.77.0.1, not on the link);
+    // bgpd without zebra takes it as is, BIRD refuses a next hop it cannot
+    // reach: it resolves it through a static route to the feeder instead.
+    neighbor.recursive_next_hop = true;
+    let mut config = BirdConfig::new(BIRD_AS, "10.77.0.12").neighbor(neighbor);
+    config.trailer.push(format!("protocol static feeder_next_hop {{ ipv4; route 10.77.0.1/32 via {feeder_addr}; }}"));
     let started = Instant::now();
     let bird = Bird::start(ns, &config.render());
     let idle_rss_kib = proc_status_kib(bird.pid(), "VmRSS").unwrap_or(0);
