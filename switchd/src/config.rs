@@ -4,6 +4,7 @@
 
 pub mod bgp;
 pub mod file;
+pub mod qos;
 mod validate;
 
 use ipnetwork::IpNetwork;
@@ -32,6 +33,9 @@ pub struct Config {
     pub routes: Vec<StaticRoute>,
     /// The BGP speaker's configuration, resolved against the interfaces.
     pub bgp: Option<bgp_evpn::BgpConfig>,
+    /// The traffic manager, ports in file order; `None`: no `qos:` and no
+    /// port speed (ports send as fast as their I/O takes frames).
+    pub qos: Option<::qos::tm::TmConfig>,
     /// The file as written, for `show running-config`.
     pub source: ConfigFile,
 }

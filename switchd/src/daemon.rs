@@ -206,6 +206,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.lldp != candidate.lldp {
         reasons.push("the LLDP settings changed".to_owned());
     }
+    if running.qos != candidate.qos {
+        reasons.push("the traffic manager's settings (qos, port speeds) changed".to_owned());
+    }
     if running.bgp != candidate.bgp {
         reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
     }

@@ -13,3 +13,4 @@ pub mod forwarding;
 pub mod hostif;
 pub mod lldp;
 pub mod mgmt;
+pub mod qos;

@@ -48,17 +48,19 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         vxlan: None,
         routes: Vec::new(),
         bgp: None,
+        qos: None,
         source: file.clone(),
     };
     check_overlaps(&mut v, &file, &config_so_far);
     let vxlan = file.vxlan.as_ref().map(|x| check_vxlan(&mut v, x, &config_so_far, &declared_vlans));
     let routes = check_routes(&mut v, &file.routes, &config_so_far);
     let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
+    let qos = super::qos::check(&file, &mut v.errors);
 
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { vxlan, routes, bgp, ..config_so_far })
+    Ok(Config { vxlan, routes, bgp, qos, ..config_so_far })
 }
 
 /// What a backend cannot do is refused here, naming the backend, rather
@@ -66,6 +68,17 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
 fn check_backend(v: &mut Validator, file: &ConfigFile) {
     if file.backend != BackendKind::Kernel {
         return;
+    }
+    if file.qos.is_some() {
+        v.error(
+            "qos",
+            "backend kernel: the traffic manager is the soft backend's (the kernel's qdiscs are not programmed)",
+        );
+    }
+    for (i, port) in file.ports.iter().enumerate() {
+        if port.speed.is_some() {
+            v.error(format!("ports[{i}].speed"), "backend kernel: line rates are the soft backend's traffic manager's");
+        }
     }
     for (i, port) in file.ports.iter().enumerate() {
         if port.kind == PortKind::Tap {

@@ -1,0 +1,1 @@
+//! `show` of the traffic manager, in SONiC's words.
