@@ -2,6 +2,7 @@
 //! (the lab host program) and the virtual-time simulator.
 
 pub mod check;
+pub mod fabric_host;
 pub mod generate;
 pub mod netns;
 pub mod ping;

@@ -36,6 +36,33 @@ pub enum Request {
     ShowIpRoute {
         family: AddressFamily,
     },
+    /// `show interfaces counters`.
+    ShowInterfacesCounters,
+    /// `show pfc counters`.
+    ShowPfcCounters,
+    /// `show queue counters`.
+    ShowQueueCounters,
+    /// `show queue wredcounters`.
+    ShowQueueWredCounters,
+    /// `show priority-group watermark headroom|shared`.
+    ShowPriorityGroupWatermark {
+        kind: PgWatermarkKind,
+    },
+    /// `show queue watermark`.
+    ShowQueueWatermark,
+    /// `show buffer pool`.
+    ShowBufferPool,
+    /// `show pfcwd stats`.
+    ShowPfcwdStats,
+    /// `show dlb`.
+    ShowDlb,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PgWatermarkKind {
+    Headroom,
+    Shared,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,6 +96,14 @@ pub enum Reply {
     BgpNeighbors(Vec<BgpNeighbor>),
     BgpRoutes(BgpRoutes),
     IpRoutes(Vec<IpRoute>),
+    InterfaceCounters(Vec<crate::qos::InterfaceCounters>),
+    PfcCounters(Vec<crate::qos::PfcCounters>),
+    QueueCounters(Vec<crate::qos::QueueCounters>),
+    WredCounters(Vec<crate::qos::WredCounters>),
+    Watermarks(crate::qos::Watermarks),
+    BufferPool(Vec<crate::qos::BufferPool>),
+    PfcwdStats(Vec<crate::qos::PfcwdStats>),
+    Dlb(crate::qos::Dlb),
 }
 
 /// A front-panel port or a VLAN interface (SVI).

@@ -20,7 +20,9 @@
 pub mod api;
 pub mod client;
 pub mod codec;
+pub mod qos;
 pub mod render;
+mod render_qos;
 pub mod table;
 
 pub use api::{Reply, Request, Response};

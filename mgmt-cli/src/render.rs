@@ -24,6 +24,14 @@ impl Render for Reply {
             Reply::BgpNeighbors(v) => v.render(),
             Reply::BgpRoutes(v) => v.render(),
             Reply::IpRoutes(v) => v.render(),
+            Reply::InterfaceCounters(v) => v.render(),
+            Reply::PfcCounters(v) => v.render(),
+            Reply::QueueCounters(v) => v.render(),
+            Reply::WredCounters(v) => v.render(),
+            Reply::Watermarks(v) => v.render(),
+            Reply::BufferPool(v) => v.render(),
+            Reply::PfcwdStats(v) => v.render(),
+            Reply::Dlb(v) => v.render(),
         }
     }
 }

@@ -821,6 +821,11 @@ impl<B: Backend> Sai<B> {
         self.backend.drop_counters()
     }
 
+    /// The traffic manager's counters and DLB's state, where the backend has them.
+    pub fn qos_report(&self) -> Option<crate::backend::QosReport> {
+        self.backend.qos_report()
+    }
+
     /// SAI's flush_fdb_entries: removes the matching entries, control-plane
     /// and learned alike (as the flush type says).
     pub fn flush_fdb_entries(&mut self, filter: FdbFlush) -> SaiResult<()> {

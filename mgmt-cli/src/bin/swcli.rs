@@ -2,9 +2,11 @@
 //!
 //! `swcli [--socket PATH] [--json] show interfaces|mac|vxlan|neighbors|routes|lldp|running-config|drops`
 //! `swcli show bgp summary|neighbors [ADDR]|ipv4 unicast [PREFIX]|ipv6 unicast [PREFIX]`, `swcli show ip|ipv6 route`
+//! `swcli show interfaces counters|pfc counters|queue counters|queue wredcounters|queue watermark`,
+//! `swcli show priority-group watermark headroom|shared|buffer pool|pfcwd stats|dlb`
 
 use clap::{Parser, Subcommand};
-use mgmt_cli::api::AddressFamily;
+use mgmt_cli::api::{AddressFamily, PgWatermarkKind};
 use mgmt_cli::render::Render;
 use mgmt_cli::{Client, Request};
 use std::net::IpAddr;
@@ -36,8 +38,39 @@ enum Command {
 
 #[derive(Subcommand, Clone)]
 enum Show {
-    /// Ports and VLAN interfaces with their state and counters.
-    Interfaces,
+    /// Ports and VLAN interfaces with their state and counters
+    /// (`interfaces counters`: SONiC's per-port counters).
+    Interfaces {
+        #[command(subcommand)]
+        what: Option<ShowInterfaces>,
+    },
+    /// PFC frames per port and priority (`pfc counters`).
+    Pfc {
+        #[command(subcommand)]
+        what: Counters,
+    },
+    /// Egress queues: `queue counters|wredcounters|watermark`.
+    Queue {
+        #[command(subcommand)]
+        what: ShowQueue,
+    },
+    /// Ingress priority groups: `priority-group watermark headroom|shared`.
+    PriorityGroup {
+        #[command(subcommand)]
+        what: ShowPriorityGroup,
+    },
+    /// The shared buffer: `buffer pool`.
+    Buffer {
+        #[command(subcommand)]
+        what: ShowBuffer,
+    },
+    /// The PFC watchdog: `pfcwd stats`.
+    Pfcwd {
+        #[command(subcommand)]
+        what: ShowPfcwd,
+    },
+    /// Dynamic load balancing: groups, members, quality, flowlets, moves.
+    Dlb,
     /// The MAC address table.
     Mac,
     /// VTEP, VNI mappings, flood lists and remote VTEPs.
@@ -68,6 +101,47 @@ enum Show {
         #[command(subcommand)]
         what: ShowRib,
     },
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum ShowInterfaces {
+    Counters,
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum Counters {
+    Counters,
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum ShowQueue {
+    Counters,
+    Wredcounters,
+    Watermark,
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum ShowPriorityGroup {
+    Watermark {
+        #[command(subcommand)]
+        kind: WatermarkKind,
+    },
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum WatermarkKind {
+    Headroom,
+    Shared,
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum ShowBuffer {
+    Pool,
+}
+
+#[derive(Subcommand, Clone, Copy)]
+enum ShowPfcwd {
+    Stats,
 }
 
 #[derive(Subcommand, Clone)]
@@ -106,7 +180,23 @@ impl Show {
     fn request(self) -> Request {
         let routes = |family, Safi::Unicast { prefix }| Request::ShowBgpRoutes { family, prefix };
         match self {
-            Show::Interfaces => Request::ShowInterfaces,
+            Show::Interfaces { what: None } => Request::ShowInterfaces,
+            Show::Interfaces { what: Some(ShowInterfaces::Counters) } => Request::ShowInterfacesCounters,
+            Show::Pfc { what: Counters::Counters } => Request::ShowPfcCounters,
+            Show::Queue { what: ShowQueue::Counters } => Request::ShowQueueCounters,
+            Show::Queue { what: ShowQueue::Wredcounters } => Request::ShowQueueWredCounters,
+            Show::Queue { what: ShowQueue::Watermark } => Request::ShowQueueWatermark,
+            Show::PriorityGroup { what: ShowPriorityGroup::Watermark { kind } } => {
+                Request::ShowPriorityGroupWatermark {
+                    kind: match kind {
+                        WatermarkKind::Headroom => PgWatermarkKind::Headroom,
+                        WatermarkKind::Shared => PgWatermarkKind::Shared,
+                    },
+                }
+            }
+            Show::Buffer { what: ShowBuffer::Pool } => Request::ShowBufferPool,
+            Show::Pfcwd { what: ShowPfcwd::Stats } => Request::ShowPfcwdStats,
+            Show::Dlb => Request::ShowDlb,
             Show::Mac => Request::ShowMac,
             Show::Vxlan => Request::ShowVxlan,
             Show::Neighbors => Request::ShowNeighbors,
