@@ -12,9 +12,11 @@ use serde::Serialize;
 
 use crate::config::{BgpConfig, NeighborConfig};
 use crate::decision::PeerKind;
+use crate::evpn::{Evpn, EvpnAction};
+use crate::fib::FibChange;
 use crate::neighbor::{Action, ConnId, Counters, Event, NANOS_PER_SEC, Neighbor, PeerRestart, State};
 use crate::packet::error::{ErrorAction, cease_subcode};
-use crate::packet::evpn::{EvpnPathData, ExtCommunity, PmsiTunnel};
+use crate::packet::evpn::{EvpnPathData, ExtCommunity, MacAddr, PmsiTunnel};
 use crate::packet::update::{encode_end_of_rib, pack_announce, pack_withdraw};
 use crate::packet::{DecodeContext, Family, Message, MessageType, Nlri, Notification, Origin, PathAttrs, Update};
 use crate::policy::{Outcome, PolicySet};
@@ -36,12 +38,10 @@ pub enum Output {
         peer: PeerId,
         conn: ConnId,
     },
-    /// Install `nlri` through these next hops (one: a route; several: an ECMP
-    /// group); an empty list removes it.
-    Fib {
-        nlri: Nlri,
-        next_hops: Vec<IpAddr>,
-    },
+    /// A change to forwarding state: IP routes (one next hop, or an ECMP
+    /// set; none removes), and from EVPN remote MACs, ARP/ND suppression
+    /// entries, flood lists and routes in IP-VRFs.
+    Fib(FibChange),
     SessionUp {
         peer: PeerId,
     },
@@ -125,6 +125,11 @@ pub struct Speaker {
     pub rib: Rib,
     outputs: VecDeque<Output>,
     next_accepted: ConnId,
+    /// The MAC-VRFs and IP-VRFs, when EVPN is configured.
+    pub evpn: Option<Evpn>,
+    /// The latest time given to any entry point (EVPN MAC mobility counts
+    /// moves in time).
+    now: u64,
 }
 
 impl Speaker {
@@ -156,10 +161,24 @@ impl Speaker {
                 stale_deadline: None,
             }));
         }
-        let mut speaker =
-            Speaker { policy: config.policy_set(), config, peers, rib, outputs: VecDeque::new(), next_accepted: 2 };
+        let mut speaker = Speaker {
+            policy: config.policy_set(),
+            config,
+            peers,
+            rib,
+            outputs: VecDeque::new(),
+            next_accepted: 2,
+            evpn: None,
+            now: 0,
+        };
         for n in speaker.config.networks.clone() {
             speaker.add_network(n);
+        }
+        if let Some(evpn_config) = &speaker.config.evpn {
+            let mut evpn = Evpn::new(evpn_config, speaker.config.asn, speaker.config.router_id);
+            evpn.start();
+            speaker.evpn = Some(evpn);
+            speaker.run_evpn_actions();
         }
         Ok(speaker)
     }
@@ -260,6 +279,7 @@ impl Speaker {
     }
 
     pub fn handle_timeout(&mut self, now: u64) {
+        self.now = self.now.max(now);
         for id in self.peer_ids().collect::<Vec<_>>() {
             if self.peers[id].as_ref().and_then(|p| p.stale_deadline).is_some_and(|t| t <= now) {
                 // RFC 4724 §4.2: the peer did not come back (or did not
@@ -310,7 +330,50 @@ impl Speaker {
         }
     }
 
+    /// Carries out what the EVPN instance asked for: originate and
+    /// withdraw our routes, change forwarding.
+    fn run_evpn_actions(&mut self) {
+        loop {
+            let actions = match self.evpn.as_mut() {
+                Some(e) => e.take_actions(),
+                None => return,
+            };
+            if actions.is_empty() {
+                return;
+            }
+            for action in actions {
+                match action {
+                    EvpnAction::Originate(route, attrs) => self.originate(Nlri::Evpn(route), *attrs),
+                    EvpnAction::Withdraw(route) => self.withdraw_originated(Nlri::Evpn(route)),
+                    EvpnAction::Fib(change) => self.outputs.push_back(Output::Fib(change)),
+                }
+            }
+        }
+    }
+
+    /// The dataplane learned (`present`) or aged out `mac` in `vni`: a
+    /// type 2 route is originated or withdrawn (RFC 7432 §9.1), with MAC
+    /// mobility (§15) when the MAC was remote.
+    pub fn evpn_local_mac(&mut self, now: u64, vni: u32, mac: MacAddr, present: bool) {
+        self.now = self.now.max(now);
+        if let Some(evpn) = self.evpn.as_mut() {
+            evpn.local_mac(self.now, vni, mac, present);
+            self.run_evpn_actions();
+        }
+    }
+
+    /// ARP/ND on the SVI of `vni` bound `ip` to `mac` (`None`: removed):
+    /// a MAC+IP type 2 route.
+    pub fn evpn_local_neighbor(&mut self, now: u64, vni: u32, ip: IpAddr, mac: Option<MacAddr>) {
+        self.now = self.now.max(now);
+        if let Some(evpn) = self.evpn.as_mut() {
+            evpn.local_neighbor(self.now, vni, ip, mac);
+            self.run_evpn_actions();
+        }
+    }
+
     pub fn fsm_event(&mut self, now: u64, peer: PeerId, event: Event) {
+        self.now = self.now.max(now);
         let Some(p) = self.peers.get_mut(peer).and_then(Option::as_mut) else { return };
         p.fsm.handle(now, event);
         self.pump(now, peer);
@@ -576,11 +639,19 @@ impl Speaker {
             self.apply_change(&change, &mut batch);
         }
         self.flush(batch);
+        self.run_evpn_actions();
     }
 
     fn apply_change(&mut self, change: &LocChange, batch: &mut Batch) {
-        if let Some(next_hops) = change.fib.as_ref().filter(|_| change.nlri.family() != Family::L2vpnEvpn) {
-            self.outputs.push_back(Output::Fib { nlri: change.nlri, next_hops: next_hops.clone() });
+        if let (Some(next_hops), Some(prefix)) = (&change.fib, change.nlri.ip_network()) {
+            let change = FibChange::Route { vrf: None, prefix, next_hops: next_hops.clone() };
+            self.outputs.push_back(Output::Fib(change));
+        }
+        if let (Nlri::Evpn(key), true, Some(evpn)) = (change.nlri, change.best_changed, self.evpn.as_mut()) {
+            // What forwarding holds follows the best path learned from a
+            // peer; our own routes install nothing.
+            let best = self.rib.loc(&change.nlri).map(|e| e.best()).filter(|r| r.peer != LOCAL_PEER);
+            evpn.route_changed(self.now, key, best.map(|r| &*r.attrs));
         }
         if !change.best_changed {
             return;

@@ -33,6 +33,7 @@ pub mod config;
 pub mod decision;
 pub mod events;
 pub mod evpn;
+pub mod fib;
 pub mod neighbor;
 pub mod packet;
 pub mod policy;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::decision::{self, Candidate, LOCAL_WEIGHT, MultipathConfig, PeerKind};
+use crate::fib::NextHop;
 use crate::packet::evpn::EvpnRoute;
 use crate::packet::{Family, Ipv4Prefix, Ipv6Prefix, Nlri, PathAttrs};
 
@@ -97,8 +98,10 @@ pub struct LocChange {
     pub nlri: Nlri,
     /// The best path changed (or appeared/disappeared): re-advertise.
     pub best_changed: bool,
-    /// New forwarding next hops, when they changed; empty means remove.
-    pub fib: Option<Vec<IpAddr>>,
+    /// New forwarding next hops of an IP route, when they changed; empty
+    /// means remove. EVPN routes have none here: what they install depends
+    /// on the MAC-VRFs and IP-VRFs that import them (`evpn`).
+    pub fib: Option<Vec<NextHop>>,
 }
 
 /// A map keyed by NLRI with one table per family, each keyed by that
@@ -354,7 +357,8 @@ impl Rib {
                 self.loc.remove(&nlri);
             }
         }
-        let fib = (old_hops != new_hops).then_some(new_hops);
+        let ip_route = nlri.family() != Family::L2vpnEvpn;
+        let fib = (ip_route && old_hops != new_hops).then(|| new_hops.into_iter().map(NextHop::Ip).collect());
         (!same_best || fib.is_some()).then_some(LocChange { nlri, best_changed: !same_best, fib })
     }
 
@@ -432,16 +436,16 @@ mod tests {
         assert!(rib.set_in(1, n, Some(a1.clone())));
         assert!(!rib.set_in(1, n, Some(a1)), "same attributes again is no change");
         let c = rib.decide(n).unwrap();
-        assert_eq!(c.fib, Some(vec![IpAddr::from([10, 0, 1, 1])]));
+        assert_eq!(c.fib, Some(hops(&[[10, 0, 1, 1]])));
         assert!(c.best_changed);
         rib.set_in(2, n, Some(a2));
         let c = rib.decide(n).unwrap();
-        assert_eq!(c.fib, Some(vec![IpAddr::from([10, 0, 1, 1]), IpAddr::from([10, 0, 2, 1])]));
+        assert_eq!(c.fib, Some(hops(&[[10, 0, 1, 1], [10, 0, 2, 1]])));
         assert!(!c.best_changed, "the best path stayed; only the ECMP set grew");
         assert_eq!(rib.decide(n), None, "nothing changed");
         assert_eq!(rib.clear_in(1, None), vec![n]);
         let c = rib.decide(n).unwrap();
-        assert_eq!(c.fib, Some(vec![IpAddr::from([10, 0, 2, 1])]));
+        assert_eq!(c.fib, Some(hops(&[[10, 0, 2, 1]])));
         rib.clear_in(2, Some(Family::Ipv4Unicast));
         let c = rib.decide(n).unwrap();
         assert_eq!((c.best_changed, c.fib), (true, Some(vec![])));
@@ -454,13 +458,17 @@ mod tests {
         let n: Nlri = "fd00:2::/48".parse().unwrap();
         let a = rib.intern(PathAttrs { next_hop: Some(ip("::ffff:10.0.15.2")), ..attrs(&[65001], [0, 0, 0, 0]) });
         rib.set_in(1, n, Some(a));
-        assert_eq!(rib.decide(n).unwrap().fib, Some(vec![ip("10.0.15.2")]));
+        assert_eq!(rib.decide(n).unwrap().fib, Some(vec![NextHop::Ip(ip("10.0.15.2"))]));
         // The route itself keeps the next hop it was sent with.
         assert_eq!(rib.loc(&n).unwrap().best().attrs.next_hop, Some(ip("::ffff:10.0.15.2")));
     }
 
     fn ip(s: &str) -> IpAddr {
         s.parse().unwrap()
+    }
+
+    fn hops(list: &[[u8; 4]]) -> Vec<NextHop> {
+        list.iter().map(|a| NextHop::Ip(IpAddr::from(*a))).collect()
     }
 
     #[test]

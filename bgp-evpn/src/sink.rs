@@ -8,7 +8,7 @@
 //! batch, and resolves next hops against the switch's connected subnets (a
 //! handful) rather than scanning the shim's route entries.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -19,29 +19,90 @@ use sai_shim::{
 };
 use tokio::sync::mpsc;
 
+use crate::fib::{FibChange, NextHop};
 use crate::packet::Nlri;
+use crate::packet::evpn::MacAddr;
 
-/// Receives forwarding changes: one next hop is a plain route, several an
-/// ECMP group.
+/// Receives forwarding changes, one installer per kind of state.
 pub trait RouteSink: Send + 'static {
-    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]);
-    fn remove(&mut self, nlri: Nlri);
+    fn apply(&mut self, change: FibChange);
 }
 
-/// Keeps the installed routes in a shared table (readable while the speaker runs).
-#[derive(Debug, Clone, Default)]
-pub struct TableSink(pub Arc<Mutex<BTreeMap<Nlri, Vec<IpAddr>>>>);
+/// Everything the speaker asked forwarding to hold, as tables (`show`, tests).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Installed {
+    /// IP routes per VRF (`None`: the default VRF).
+    pub routes: BTreeMap<(Option<String>, IpNetwork), Vec<NextHop>>,
+    /// Remote MACs per VNI and the VTEP behind which each is.
+    pub macs: BTreeMap<(u32, MacAddr), IpAddr>,
+    /// ARP/ND suppression entries per VNI.
+    pub neighbors: BTreeMap<(u32, IpAddr), MacAddr>,
+    /// Flood lists per VNI.
+    pub flood: BTreeMap<u32, BTreeSet<IpAddr>>,
+}
 
-impl RouteSink for TableSink {
-    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
-        if let Ok(mut t) = self.0.lock() {
-            t.insert(nlri, next_hops.to_vec());
+impl Installed {
+    pub fn apply(&mut self, change: FibChange) {
+        match change {
+            FibChange::Route { vrf, prefix, next_hops } if next_hops.is_empty() => {
+                self.routes.remove(&(vrf, prefix));
+            }
+            FibChange::Route { vrf, prefix, next_hops } => {
+                self.routes.insert((vrf, prefix), next_hops);
+            }
+            FibChange::RemoteMac { vni, mac, vtep: Some(vtep) } => {
+                self.macs.insert((vni, mac), vtep);
+            }
+            FibChange::RemoteMac { vni, mac, vtep: None } => {
+                self.macs.remove(&(vni, mac));
+            }
+            FibChange::Neighbor { vni, ip, mac: Some(mac) } => {
+                self.neighbors.insert((vni, ip), mac);
+            }
+            FibChange::Neighbor { vni, ip, mac: None } => {
+                self.neighbors.remove(&(vni, ip));
+            }
+            FibChange::FloodVtep { vni, vtep, present: true } => {
+                self.flood.entry(vni).or_default().insert(vtep);
+            }
+            FibChange::FloodVtep { vni, vtep, present: false } => {
+                if let Some(list) = self.flood.get_mut(&vni) {
+                    list.remove(&vtep);
+                    if list.is_empty() {
+                        self.flood.remove(&vni);
+                    }
+                }
+            }
         }
     }
 
-    fn remove(&mut self, nlri: Nlri) {
+    /// The underlay next hops of the default VRF's route for `nlri`.
+    pub fn ip_route(&self, nlri: &Nlri) -> Option<Vec<IpAddr>> {
+        let hops = self.routes.get(&(None, nlri.ip_network()?))?;
+        Some(hops.iter().filter_map(NextHop::ip).collect())
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.routes.is_empty() && self.macs.is_empty() && self.neighbors.is_empty() && self.flood.is_empty()
+    }
+
+    /// The default VRF's routes through plain IP next hops.
+    pub fn ip_routes(&self) -> impl Iterator<Item = (IpNetwork, Vec<IpAddr>)> + '_ {
+        self.routes
+            .iter()
+            .filter(|((vrf, _), _)| vrf.is_none())
+            .map(|((_, prefix), hops)| (*prefix, hops.iter().filter_map(NextHop::ip).collect()))
+    }
+}
+
+/// Keeps the installed state in shared tables (readable while the speaker runs).
+#[derive(Debug, Clone, Default)]
+pub struct TableSink(pub Arc<Mutex<Installed>>);
+
+impl RouteSink for TableSink {
+    fn apply(&mut self, change: FibChange) {
         if let Ok(mut t) = self.0.lock() {
-            t.remove(&nlri);
+            t.apply(change);
         }
     }
 }
@@ -50,55 +111,37 @@ impl RouteSink for TableSink {
 pub struct Tee(pub Vec<Box<dyn RouteSink>>);
 
 impl RouteSink for Tee {
-    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
-        for s in &mut self.0 {
-            s.install(nlri, next_hops);
-        }
-    }
-
-    fn remove(&mut self, nlri: Nlri) {
-        for s in &mut self.0 {
-            s.remove(nlri);
+    fn apply(&mut self, change: FibChange) {
+        if let Some((last, rest)) = self.0.split_last_mut() {
+            for s in rest {
+                s.apply(change.clone());
+            }
+            last.apply(change);
         }
     }
 }
 
 pub fn to_network(nlri: &Nlri) -> Option<IpNetwork> {
-    match nlri {
-        Nlri::Ipv4(p) => IpNetwork::new(IpAddr::V4(p.addr()), p.len()).ok(),
-        Nlri::Ipv6(p) => IpNetwork::new(IpAddr::V6(p.addr()), p.len()).ok(),
-        Nlri::Evpn(_) => None,
-    }
+    nlri.ip_network()
 }
 
 /// At most this many route changes per hold of the shim's lock.
 const BATCH: usize = 512;
 
-/// One forwarding change, as queued by [`QueueSink`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    Install(Nlri, Vec<IpAddr>),
-    Remove(Nlri),
-}
-
 /// The speaker's side of the shim: queues changes for [`ShimProgrammer::run`].
-pub struct QueueSink(pub mpsc::UnboundedSender<Change>);
+pub struct QueueSink(pub mpsc::UnboundedSender<FibChange>);
 
 impl QueueSink {
     /// A sink and the queue a [`ShimProgrammer`] reads.
-    pub fn new() -> (QueueSink, mpsc::UnboundedReceiver<Change>) {
+    pub fn new() -> (QueueSink, mpsc::UnboundedReceiver<FibChange>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (QueueSink(tx), rx)
     }
 }
 
 impl RouteSink for QueueSink {
-    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
-        let _ = self.0.send(Change::Install(nlri, next_hops.to_vec()));
-    }
-
-    fn remove(&mut self, nlri: Nlri) {
-        let _ = self.0.send(Change::Remove(nlri));
+    fn apply(&mut self, change: FibChange) {
+        let _ = self.0.send(change);
     }
 }
 
@@ -271,15 +314,32 @@ impl<B: Backend> ShimProgrammer<B> {
         self.release(sai, &old);
     }
 
-    pub fn apply(&mut self, sai: &mut Sai<B>, change: Change) {
+    /// Applies one change. The default VRF's IP routes go into route
+    /// entries, next hops and ECMP groups; EVPN state (remote MACs, flood
+    /// lists, ARP/ND suppression, routes in IP-VRFs) has no installer in
+    /// the shim yet and is counted as not installed.
+    pub fn apply(&mut self, sai: &mut Sai<B>, change: FibChange) {
         match change {
-            Change::Install(nlri, hops) => self.install(sai, nlri, &hops),
-            Change::Remove(nlri) => self.remove(sai, nlri),
+            FibChange::Route { vrf: None, prefix, next_hops } => {
+                let Some(nlri) = Nlri::from_network(prefix) else { return };
+                let hops: Vec<IpAddr> = next_hops.iter().filter_map(NextHop::ip).collect();
+                if next_hops.is_empty() {
+                    self.remove(sai, nlri);
+                } else {
+                    // Next hops across the overlay cannot be resolved in the
+                    // underlay; `install` counts a route left with none.
+                    self.install(sai, nlri, &hops);
+                }
+            }
+            other => {
+                tracing::debug!(change = ?other, "EVPN forwarding state has no shim installer yet");
+                self.errors.fetch_add(1, Ordering::Relaxed);
+            }
         }
     }
 
     /// Applies queued changes until every sender is gone, a batch per lock.
-    pub async fn run(mut self, sai: Arc<Mutex<Sai<B>>>, mut changes: mpsc::UnboundedReceiver<Change>) {
+    pub async fn run(mut self, sai: Arc<Mutex<Sai<B>>>, mut changes: mpsc::UnboundedReceiver<FibChange>) {
         let mut batch = Vec::with_capacity(BATCH);
         while changes.recv_many(&mut batch, BATCH).await > 0 {
             let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
@@ -427,9 +487,13 @@ mod tests {
         let task = tokio::spawn(p.run(sai.clone(), rx));
         for i in 0..1000u32 {
             let prefix = format!("10.{}.{}.0/24", 100 + i / 256, i % 256);
-            sink.install(nlri(&prefix), &[ip("10.1.0.2"), ip("10.2.0.2")]);
+            sink.apply(FibChange::Route {
+                vrf: None,
+                prefix: prefix.parse().unwrap(),
+                next_hops: vec![NextHop::Ip(ip("10.1.0.2")), NextHop::Ip(ip("10.2.0.2"))],
+            });
         }
-        sink.remove(nlri("10.100.0.0/24"));
+        sink.apply(FibChange::Route { vrf: None, prefix: "10.100.0.0/24".parse().unwrap(), next_hops: vec![] });
         drop(sink);
         task.await.unwrap();
         let sai = sai.lock().unwrap();

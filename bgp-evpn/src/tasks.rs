@@ -15,7 +15,9 @@ use tokio::task::JoinHandle;
 
 use crate::config::{BgpConfig, NeighborConfig};
 use crate::events::{Output, PeerSummary, RouteView, Speaker};
+use crate::evpn::show::EvpnState;
 use crate::neighbor::ConnId;
+use crate::packet::evpn::MacAddr;
 use crate::packet::message::{EXTENDED_MAX_LEN, HEADER_LEN, frame_len};
 use crate::packet::{Family, Nlri};
 use crate::rib::PeerId;
@@ -40,6 +42,9 @@ enum Command {
     RemoveNetwork(Nlri),
     StopPeer(IpAddr),
     StartPeer(IpAddr),
+    LocalMac(u32, MacAddr, bool),
+    LocalNeighbor(u32, IpAddr, Option<MacAddr>),
+    Evpn(oneshot::Sender<EvpnState>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -103,6 +108,21 @@ impl BgpSpeaker {
 
     pub async fn remove_network(&self, nlri: Nlri) {
         let _ = self.commands.send(Command::RemoveNetwork(nlri)).await;
+    }
+
+    /// The dataplane learned (`present`) or aged out `mac` in `vni`.
+    pub async fn evpn_local_mac(&self, vni: u32, mac: MacAddr, present: bool) {
+        let _ = self.commands.send(Command::LocalMac(vni, mac, present)).await;
+    }
+
+    /// ARP/ND bound `ip` to `mac` in `vni` (`None`: the binding went).
+    pub async fn evpn_local_neighbor(&self, vni: u32, ip: IpAddr, mac: Option<MacAddr>) {
+        let _ = self.commands.send(Command::LocalNeighbor(vni, ip, mac)).await;
+    }
+
+    /// The EVPN instance's tables (empty without EVPN).
+    pub async fn evpn_state(&self) -> EvpnState {
+        self.ask(Command::Evpn).await.unwrap_or_default()
     }
 
     pub async fn stop_peer(&self, addr: IpAddr) {
@@ -195,13 +215,7 @@ impl Driver {
                         let _ = tx.send(WriterMsg::Close);
                     }
                 }
-                Output::Fib { nlri, next_hops } => {
-                    if next_hops.is_empty() {
-                        self.sink.remove(nlri);
-                    } else {
-                        self.sink.install(nlri, &next_hops);
-                    }
-                }
+                Output::Fib(change) => self.sink.apply(change),
                 Output::SessionUp { .. } | Output::SessionDown { .. } => {}
             }
         }
@@ -383,6 +397,11 @@ async fn run(
                     Command::LocRibLen(tx) => { let _ = tx.send(d.speaker.rib.loc_len()); }
                     Command::AddNetwork(n) => d.speaker.add_network(n),
                     Command::RemoveNetwork(n) => d.speaker.remove_network(n),
+                    Command::LocalMac(vni, mac, present) => d.speaker.evpn_local_mac(now, vni, mac, present),
+                    Command::LocalNeighbor(vni, ip, mac) => d.speaker.evpn_local_neighbor(now, vni, ip, mac),
+                    Command::Evpn(tx) => {
+                        let _ = tx.send(d.speaker.evpn.as_ref().map(|e| e.state(now)).unwrap_or_default());
+                    }
                     Command::StopPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.stop_peer(now, p) },
                     Command::StartPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.start_peer(now, p) },
                     Command::Shutdown(tx) => {

@@ -73,7 +73,7 @@ fn replaying_frr_into_the_speaker_reproduces_the_recorded_session() {
         while let Some(o) = sp.poll_output() {
             match o {
                 Output::Send { bytes, .. } => sent.extend_from_slice(&bytes),
-                Output::Fib { nlri, next_hops } => fib.push((nlri, next_hops)),
+                Output::Fib(bgp_evpn::fib::FibChange::Route { prefix, next_hops, .. }) => fib.push((prefix, next_hops)),
                 _ => {}
             }
         }
@@ -94,5 +94,5 @@ fn replaying_frr_into_the_speaker_reproduces_the_recorded_session() {
     assert_eq!(prefixes, vec!["10.1.0.0/24", "10.1.1.0/24", "10.22.0.0/24"]);
     assert_eq!(routes[0].paths[0].communities, vec!["65001:100".to_string()]);
     assert_eq!(fib.len(), 2);
-    assert!(fib.iter().all(|(_, hops)| hops == &vec![ip("10.11.0.1")]));
+    assert!(fib.iter().all(|(_, hops)| hops == &vec![bgp_evpn::fib::NextHop::Ip(ip("10.11.0.1"))]));
 }

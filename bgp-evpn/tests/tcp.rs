@@ -48,7 +48,7 @@ async fn two_speakers_over_tcp_exchange_routes_and_close_cleanly() {
     let b = BgpSpeaker::spawn(b_cfg, Box::new(table.clone())).await.unwrap();
 
     let v4: Nlri = "10.10.0.0/16".parse().unwrap();
-    wait_for("route on b", async || table.0.lock().unwrap().get(&v4) == Some(&vec![ip("127.0.0.1")])).await;
+    wait_for("route on b", async || table.0.lock().unwrap().ip_route(&v4) == Some(vec![ip("127.0.0.1")])).await;
     let s = &b.summary().await[0];
     assert_eq!(s.state, State::Established);
     assert_eq!(s.prefixes_received, 2);
@@ -57,7 +57,7 @@ async fn two_speakers_over_tcp_exchange_routes_and_close_cleanly() {
 
     // Withdraw propagates.
     a.remove_network(v4).await;
-    wait_for("withdraw on b", async || !table.0.lock().unwrap().contains_key(&v4)).await;
+    wait_for("withdraw on b", async || table.0.lock().unwrap().ip_route(&v4).is_none()).await;
     assert_eq!(b.loc_rib_len().await, 1);
 
     // Keepalives hold the 3 s session past its hold time.
@@ -157,19 +157,19 @@ async fn rfc7606_actions_from_a_raw_peer_over_tcp() {
     let good = [0x40, 1, 1, 0, 0x40, 2, 6, 2, 1, 0, 0, 0xfe, 0x03, 0x40, 3, 4, 127, 0, 0, 3];
     let p: Nlri = "10.7.0.0/16".parse().unwrap();
     peer.send(&raw::update(&good, &[16, 10, 7])).await;
-    wait_for("route installed", async || table.0.lock().unwrap().contains_key(&p)).await;
+    wait_for("route installed", async || table.0.lock().unwrap().ip_route(&p).is_some()).await;
 
     // §7.8: COMMUNITIES of 3 bytes: treat-as-withdraw, session stays up.
     let bad = [&good[..], &[0xc0, 8, 3, 0, 0, 1]].concat();
     peer.send(&raw::update(&bad, &[16, 10, 7])).await;
-    wait_for("route withdrawn", async || !table.0.lock().unwrap().contains_key(&p)).await;
+    wait_for("route withdrawn", async || table.0.lock().unwrap().ip_route(&p).is_none()).await;
     let s = &speaker.summary().await[0];
     assert_eq!((s.state, s.errors.treat_as_withdraw), (State::Established, 1));
 
     // §7.7: AGGREGATOR of 5 bytes: attribute discard, the route is kept.
     let discard = [&good[..], &[0xc0, 7, 5, 0, 0, 1, 2, 3]].concat();
     peer.send(&raw::update(&discard, &[16, 10, 7])).await;
-    wait_for("route back", async || table.0.lock().unwrap().contains_key(&p)).await;
+    wait_for("route back", async || table.0.lock().unwrap().ip_route(&p).is_some()).await;
     assert_eq!(speaker.summary().await[0].errors.attribute_discard, 1);
 
     // A bad NLRI length: session reset with UPDATE Message Error / Invalid Network Field.

@@ -7,4 +7,5 @@ pub mod generate;
 pub mod netns;
 pub mod ping;
 pub mod runner;
+pub mod sim;
 pub mod topology;

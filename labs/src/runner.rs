@@ -310,15 +310,8 @@ impl Lab {
         }
         for node in resolved {
             let state = self.node(&node.name)?.clone();
-            if state.role != Role::Switchd {
-                // Until switchd takes GSO super-frames (PACKET_VNET_HDR),
-                // the hosts' side of a link sends MTU-sized frames.
-                for (a, b) in &self.links {
-                    for end in [a, b].into_iter().filter(|e| e.node == node.name) {
-                        crate::netns::disable_offloads(&state.namespace, &end.interface)?;
-                    }
-                }
-            }
+            // Hosts keep the kernel's default offloads, as containerlab leaves
+            // them: switchd's ports cut their TSO super-frames to the MTU.
             for line in &node.exec {
                 run("ip", &["netns", "exec", &state.namespace, "sh", "-c", line])
                     .map_err(|e| format!("node {} exec {line:?}: {e}", node.name))?;

@@ -56,6 +56,24 @@ pub enum Request {
     ShowPfcwdStats,
     /// `show dlb`.
     ShowDlb,
+    /// Live values the shell completes: interface names, VLANs, VNIs,
+    /// neighbours, prefixes.
+    ShowCompletions,
+    /// `show system commit history`.
+    ShowCommitHistory,
+    /// The configuration of an earlier commit (`rollback N` loads it into
+    /// the candidate): `back` 0 is running, 1 the commit before it...
+    ShowCommit {
+        back: usize,
+    },
+    /// Validate a candidate without applying it (`validate`).
+    Validate {
+        yaml: String,
+    },
+    /// Make a candidate the running configuration.
+    Commit(CommitRequest),
+    /// Write the running configuration to the startup file.
+    Save,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -63,6 +81,45 @@ pub enum Request {
 pub enum PgWatermarkKind {
     Headroom,
     Shared,
+}
+
+/// Who may send a request (checked by the daemon on the socket's peer
+/// credentials, `SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Privilege {
+    /// Members of `swread` (and everyone who may configure).
+    Read,
+    /// Root and members of `swadmin`.
+    Configure,
+}
+
+/// The group whose members may configure.
+pub const ADMIN_GROUP: &str = "swadmin";
+/// The group whose members may only show.
+pub const READ_GROUP: &str = "swread";
+
+impl Request {
+    /// What the sender must be allowed to do.
+    pub fn privilege(&self) -> Privilege {
+        match self {
+            Request::Validate { .. } | Request::Commit(_) | Request::Save => Privilege::Configure,
+            _ => Privilege::Read,
+        }
+    }
+}
+
+/// `commit [confirmed SECONDS] [comment TEXT]` of a candidate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitRequest {
+    /// The whole candidate configuration, YAML in the startup file's format.
+    pub yaml: String,
+    /// The running generation the candidate was copied from: the commit is
+    /// refused if running changed since (another session committed).
+    pub base_generation: u64,
+    pub comment: Option<String>,
+    /// Roll back by itself unless confirmed (a later commit) within this.
+    pub confirm_within_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,6 +161,11 @@ pub enum Reply {
     BufferPool(Vec<crate::qos::BufferPool>),
     PfcwdStats(Vec<crate::qos::PfcwdStats>),
     Dlb(crate::qos::Dlb),
+    Completions(Completions),
+    CommitHistory(Vec<CommitEntry>),
+    Validated(Validated),
+    Committed(Committed),
+    Saved(Saved),
 }
 
 /// A front-panel port or a VLAN interface (SVI).
@@ -212,6 +274,56 @@ pub struct LldpNeighbor {
 pub struct RunningConfig {
     /// The running configuration as YAML, in the startup config's format.
     pub yaml: String,
+    /// Counts commits since start (0 is the startup file): a candidate
+    /// names the one it was copied from.
+    #[serde(default)]
+    pub generation: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Completions {
+    pub interfaces: Vec<String>,
+    pub vlans: Vec<u16>,
+    pub vnis: Vec<u32>,
+    pub neighbors: Vec<IpAddr>,
+    pub prefixes: Vec<String>,
+}
+
+/// One commit kept by the daemon, newest first in the history.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CommitEntry {
+    pub generation: u64,
+    /// Seconds since the Unix epoch.
+    pub time_unix: u64,
+    pub user: String,
+    pub comment: Option<String>,
+    /// `pending 42s` while a confirmed commit waits, `confirmed`, or
+    /// `rolled back` for one that was not confirmed in time.
+    pub confirm: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Validated {
+    /// Running configuration changes the candidate would make (a unified
+    /// diff of the YAML); empty when it changes nothing.
+    pub diff: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Committed {
+    /// The new running generation (unchanged when the commit only
+    /// confirmed a pending one or changed nothing).
+    pub generation: u64,
+    /// Seconds before the commit is rolled back unless confirmed.
+    pub rollback_in_secs: Option<u64>,
+    /// What happened, one line: `committed`, `confirmed`, `no changes`.
+    pub outcome: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Saved {
+    pub path: String,
+    pub generation: u64,
 }
 
 /// Frames the pipeline dropped, by reason (only reasons that occurred).

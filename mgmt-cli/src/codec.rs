@@ -35,8 +35,9 @@ mod tests {
 
     #[test]
     fn response_round_trips_and_escapes_newlines() {
-        let response =
-            Response::Ok { reply: Reply::RunningConfig(RunningConfig { yaml: "name: a\nports: []\n".into() }) };
+        let response = Response::Ok {
+            reply: Reply::RunningConfig(RunningConfig { yaml: "name: a\nports: []\n".into(), generation: 0 }),
+        };
         let line = encode(&response).unwrap();
         assert_eq!(line.iter().filter(|&&b| b == b'\n').count(), 1);
         assert_eq!(decode::<Response>(&line).unwrap(), response);

@@ -18,11 +18,13 @@
 //!    subcommand in `swcli` (`src/bin/swcli.rs`) that maps to the request.
 
 pub mod api;
+pub mod candidate;
 pub mod client;
 pub mod codec;
 pub mod qos;
 pub mod render;
 mod render_qos;
+pub mod shell;
 pub mod table;
 
 pub use api::{Reply, Request, Response};

@@ -32,6 +32,11 @@ impl Render for Reply {
             Reply::BufferPool(v) => v.render(),
             Reply::PfcwdStats(v) => v.render(),
             Reply::Dlb(v) => v.render(),
+            Reply::Completions(v) => v.render(),
+            Reply::CommitHistory(v) => v.render(),
+            Reply::Validated(v) => v.render(),
+            Reply::Committed(v) => v.render(),
+            Reply::Saved(v) => format!("saved generation {} to {}\n", v.generation, v.path),
         }
     }
 }
@@ -201,6 +206,74 @@ impl Render for RunningConfig {
         }
         text
     }
+}
+
+impl Render for Completions {
+    fn render(&self) -> String {
+        let mut table = Table::new(["KIND", "VALUES"]);
+        table.row(["interfaces".to_owned(), join(&self.interfaces, " ")]);
+        table.row(["vlans".to_owned(), join(&self.vlans, " ")]);
+        table.row(["vnis".to_owned(), join(&self.vnis, " ")]);
+        table.row(["neighbors".to_owned(), join(&self.neighbors, " ")]);
+        table.row(["prefixes".to_owned(), join(&self.prefixes, " ")]);
+        table.render()
+    }
+}
+
+impl Render for Vec<CommitEntry> {
+    fn render(&self) -> String {
+        let mut table = Table::new(["#", "GENERATION", "TIME (UTC)", "USER", "CONFIRM", "COMMENT"]);
+        for (back, entry) in self.iter().enumerate() {
+            table.row([
+                back.to_string(),
+                entry.generation.to_string(),
+                utc_time(entry.time_unix),
+                entry.user.clone(),
+                or_dash(entry.confirm.as_ref()),
+                or_dash(entry.comment.as_ref()),
+            ]);
+        }
+        table.render()
+    }
+}
+
+impl Render for Validated {
+    fn render(&self) -> String {
+        if self.diff.is_empty() {
+            "configuration check succeeds (no changes)\n".into()
+        } else {
+            format!("configuration check succeeds\n{}", self.diff)
+        }
+    }
+}
+
+impl Render for Committed {
+    fn render(&self) -> String {
+        match self.rollback_in_secs {
+            Some(secs) => format!(
+                "{} (generation {}); rolled back in {secs}s unless confirmed by `commit`\n",
+                self.outcome, self.generation
+            ),
+            None => format!("{} (generation {})\n", self.outcome, self.generation),
+        }
+    }
+}
+
+/// `2026-11-26 06:12:05` from seconds since the epoch (proleptic Gregorian,
+/// Howard Hinnant's days-to-civil).
+pub fn utc_time(unix: u64) -> String {
+    let days = (unix / 86_400) as i64;
+    let secs = unix % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02}", secs / 3600, secs / 60 % 60, secs % 60)
 }
 
 type CounterOf = fn(&BgpMessageCounters) -> u64;

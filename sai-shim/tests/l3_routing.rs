@@ -413,7 +413,7 @@ fn arp_resolution_of_a_connected_host_and_its_notification() {
     let packet = udp4(R3_V4, H2_V4, 7, 8, 64, b"hello");
     let frame = eth(ROUTER_MAC, R3_MAC, None, EtherType::Ipv4, &packet);
     let result = r.lab.inject(r.ports[2], &frame);
-    assert_eq!(result.disposition, Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(result.disposition, Disposition::Held);
     // An ARP request floods VLAN 10.
     let request = arp(Operation::Request, ROUTER_MAC, SVI_V4, EthernetAddress::ZERO, H2_V4);
     let request = eth(EthernetAddress::BROADCAST, ROUTER_MAC, None, EtherType::Arp, &request);
@@ -511,7 +511,7 @@ fn neighbor_discovery_resolves_an_ipv6_host() {
     let packet = udp6(R3_V6, h2_v6, 7, 8, 64, b"hello6");
     let frame = eth(ROUTER_MAC, R3_MAC, None, EtherType::Ipv6, &packet);
     let result = r.lab.inject(r.ports[2], &frame);
-    assert_eq!(result.disposition, Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(result.disposition, Disposition::Held);
     // RFC 4861 section 7.2.2: a solicitation to the solicited-node group,
     // from the interface's address, with the source link-layer address.
     let solicited: Ipv6Addr = "ff02::1:ff00:22".parse().unwrap();

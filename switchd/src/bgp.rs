@@ -304,7 +304,7 @@ pub fn table(config: &BgpConfig, family: api::AddressFamily, routes: Vec<RouteVi
 
 #[cfg(test)]
 mod tests {
-    use bgp_evpn::sink::Change;
+    use bgp_evpn::fib::{FibChange, NextHop};
     use sai_shim::{ObjectType, RouteEntryKey};
 
     use super::*;
@@ -333,6 +333,16 @@ ports:
         s.parse().unwrap()
     }
 
+    /// The speaker's change installing `nlri` through underlay next hops.
+    fn install(nlri: Nlri, hops: Vec<IpAddr>) -> FibChange {
+        let next_hops = hops.into_iter().map(NextHop::Ip).collect();
+        FibChange::Route { vrf: None, prefix: nlri.ip_network().unwrap(), next_hops }
+    }
+
+    fn remove(nlri: Nlri) -> FibChange {
+        FibChange::Route { vrf: None, prefix: nlri.ip_network().unwrap(), next_hops: vec![] }
+    }
+
     fn count(sai: &Shim, t: ObjectType) -> usize {
         sai.store().objects_of(t).count()
     }
@@ -358,8 +368,8 @@ ports:
         let (mut sai, mut p, applied) = setup();
         let baseline = (count(&sai, ObjectType::NextHop), sai.store().route_entries().count());
         let both = [ip("10.1.2.1"), ip("10.1.1.1")];
-        p.apply(&mut sai, Change::Install(nlri("10.255.0.2/32"), both.to_vec()));
-        p.apply(&mut sai, Change::Install(nlri("192.168.2.0/24"), both.to_vec()));
+        p.apply(&mut sai, install(nlri("10.255.0.2/32"), both.to_vec()));
+        p.apply(&mut sai, install(nlri("192.168.2.0/24"), both.to_vec()));
         let (kind, mut hops) = target(&sai, &applied, "10.255.0.2/32").unwrap();
         hops.sort();
         assert_eq!(kind, ObjectType::NextHopGroup);
@@ -371,7 +381,7 @@ ports:
 
         // A spine is lost: both routes shrink to the other one.
         for prefix in ["10.255.0.2/32", "192.168.2.0/24"] {
-            p.apply(&mut sai, Change::Install(nlri(prefix), vec![ip("10.1.2.1")]));
+            p.apply(&mut sai, install(nlri(prefix), vec![ip("10.1.2.1")]));
             assert_eq!(target(&sai, &applied, prefix), Some((ObjectType::NextHop, vec!["10.1.2.1@eth2".into()])));
         }
         assert_eq!(count(&sai, ObjectType::NextHopGroup), 0);
@@ -379,8 +389,8 @@ ports:
         assert_eq!(count(&sai, ObjectType::NextHop), baseline.0 + 1);
 
         // Withdrawn: every object the programmer made is gone.
-        p.apply(&mut sai, Change::Remove(nlri("10.255.0.2/32")));
-        p.apply(&mut sai, Change::Remove(nlri("192.168.2.0/24")));
+        p.apply(&mut sai, remove(nlri("10.255.0.2/32")));
+        p.apply(&mut sai, remove(nlri("192.168.2.0/24")));
         assert_eq!(target(&sai, &applied, "10.255.0.2/32"), None);
         assert_eq!((count(&sai, ObjectType::NextHop), sai.store().route_entries().count()), baseline);
         assert_eq!(p.errors().load(Ordering::Relaxed), 0);
@@ -390,15 +400,15 @@ ports:
     fn unresolvable_hops_and_connected_prefixes_are_not_installed() {
         let (mut sai, mut p, applied) = setup();
         // Off every connected subnet; our own address is no next hop either.
-        p.apply(&mut sai, Change::Install(nlri("10.9.0.0/16"), vec![ip("172.16.0.1"), ip("10.1.1.0")]));
+        p.apply(&mut sai, install(nlri("10.9.0.0/16"), vec![ip("172.16.0.1"), ip("10.1.1.0")]));
         assert_eq!(target(&sai, &applied, "10.9.0.0/16"), None);
         assert_eq!(p.errors().load(Ordering::Relaxed), 1);
         // One of two resolves: installed through that one.
-        p.apply(&mut sai, Change::Install(nlri("10.9.0.0/16"), vec![ip("172.16.0.1"), ip("10.1.1.1")]));
+        p.apply(&mut sai, install(nlri("10.9.0.0/16"), vec![ip("172.16.0.1"), ip("10.1.1.1")]));
         assert_eq!(target(&sai, &applied, "10.9.0.0/16").unwrap().1, ["10.1.1.1@eth1"]);
         // The connected route of eth3 stays connected; no objects leak.
         let hops_before = count(&sai, ObjectType::NextHop);
-        p.apply(&mut sai, Change::Install(nlri("192.168.1.0/24"), vec![ip("10.1.2.1")]));
+        p.apply(&mut sai, install(nlri("192.168.1.0/24"), vec![ip("10.1.2.1")]));
         assert_eq!(p.errors().load(Ordering::Relaxed), 2);
         let key = RouteEntryKey {
             virtual_router: sai.default_virtual_router(),
@@ -408,7 +418,7 @@ ports:
         assert_eq!(rif.object_type(), Some(ObjectType::RouterInterface));
         assert_eq!(count(&sai, ObjectType::NextHop), hops_before);
         // Withdrawing what was never installed leaves the connected route.
-        p.apply(&mut sai, Change::Remove(nlri("192.168.1.0/24")));
+        p.apply(&mut sai, remove(nlri("192.168.1.0/24")));
         assert!(sai.get_route_entry(key).is_ok());
     }
 
@@ -496,8 +506,8 @@ ports:
         {
             let bgp = view.bgp.as_ref().unwrap();
             let mut asked = bgp.installed.0.lock().unwrap();
-            asked.insert(nlri("192.168.1.0/24"), vec![ip("10.1.1.1")]);
-            asked.insert(nlri("10.9.0.0/16"), vec![ip("172.16.0.1")]);
+            asked.apply(install(nlri("192.168.1.0/24"), vec![ip("10.1.1.1")]));
+            asked.apply(install(nlri("10.9.0.0/16"), vec![ip("172.16.0.1")]));
         }
         let Ok(Reply::IpRoutes(routes)) = ask(Request::ShowIpRoute { family: AddressFamily::Ipv4 }).await else {
             panic!()

@@ -36,6 +36,8 @@ pub struct Config {
     /// The traffic manager, ports in file order; `None`: no `qos:` and no
     /// port speed (ports send as fast as their I/O takes frames).
     pub qos: Option<::qos::tm::TmConfig>,
+    /// Where the Prometheus endpoint listens, when enabled.
+    pub metrics: Option<std::net::SocketAddr>,
     /// The file as written, for `show running-config`.
     pub source: ConfigFile,
 }

@@ -14,9 +14,11 @@
 //! 5. the management server;
 //! 6. a task that delivers the shim's notifications to its subscribers.
 //!
-//! SIGHUP re-reads the config file, validates it and reconciles the shim to
-//! it ([`apply::reconcile`]) when the changes can apply in place
-//! ([`restart_needed`]); otherwise the running config stays.
+//! The running configuration changes through [`crate::commit`]: commits
+//! from `swcli` sessions (confirmed commits roll back by themselves when a
+//! timer here finds them unconfirmed), and SIGHUP, which re-reads the
+//! config file and commits it as the daemon. Either applies in place
+//! ([`restart_needed`]) or not at all.
 //!
 //! It stops on SIGTERM or SIGINT: LLDP sends its shutdown LLDPDUs, the
 //! forwarding thread stops and drops its attachments (removing the TAPs),
@@ -24,7 +26,7 @@
 
 use std::io;
 use std::os::fd::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -37,6 +39,7 @@ use sai_shim::{Backend, Sai};
 
 use crate::apply::{self, Applied};
 use crate::backend::{DaemonBackend, LldpPort};
+use crate::commit::{ConfigService, Configurator};
 use crate::config::Config;
 use crate::forwarding::monotonic_ns;
 use crate::hostif;
@@ -97,7 +100,7 @@ pub async fn run(config: Config, path: PathBuf) -> Result<(), RunError> {
 /// [`run`] with the shim on backend `B`.
 pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result<(), RunError> {
     let config = Arc::new(config);
-    let (sai, mut applied) = build_shim_with::<B>(&config)?;
+    let (sai, applied) = build_shim_with::<B>(&config)?;
     tracing::info!(
         switch = %config.name,
         backend = B::NAME,
@@ -138,21 +141,33 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         bgp: bgp.clone(),
         now: Arc::new(monotonic_ns),
     }));
+    let configurator = Arc::new(Configurator::new(config.clone(), applied, sai.clone(), view.clone(), path.clone()));
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
-    let server = tokio::spawn(mgmt::serve(socket, view.clone()));
+    let service: Arc<dyn ConfigService> = configurator.clone();
+    let server = tokio::spawn(mgmt::serve(socket, view.clone(), Some(service)));
+    let metrics = match config.metrics {
+        Some(listen) => {
+            let server = crate::metrics::MetricsServer::start(listen, crate::metrics::registry(view.clone()))
+                .map_err(io_error(format!("metrics endpoint on {listen}")))?;
+            tracing::info!(%listen, "metrics endpoint listening");
+            Some(server)
+        }
+        None => None,
+    };
     let housekeeping = tokio::spawn(publish_notifications(sai.clone()));
+    let confirmations = tokio::spawn(expire_confirmed_commits(configurator.clone()));
 
-    let mut running = config;
     loop {
         match next_signal().await.map_err(io_error("install signal handlers"))? {
             Signal::Stop => break,
             Signal::Reload => {
-                if let Some(candidate) = reload(&path, &running, &sai, &mut applied) {
-                    running = Arc::new(candidate);
-                    let mut view = view.write().unwrap_or_else(|e| e.into_inner());
-                    view.config = running.clone();
-                    view.applied = Arc::new(applied.clone());
+                let configurator = configurator.clone();
+                let path = path.clone();
+                match tokio::task::spawn_blocking(move || configurator.reload(&path)).await {
+                    Ok(Ok(generation)) => tracing::info!(generation, "config reloaded"),
+                    Ok(Err(error)) => tracing::error!("reload refused, keeping the running config: {error}"),
+                    Err(error) => tracing::error!(%error, "reload failed"),
                 }
             }
         }
@@ -160,6 +175,10 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     tracing::info!("shutting down");
     server.abort();
     housekeeping.abort();
+    confirmations.abort();
+    if let Some(metrics) = metrics {
+        metrics.stop();
+    }
     let _ = server.await;
     drop(view);
     if let Some(bgp) = bgp {
@@ -209,6 +228,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.qos != candidate.qos {
         reasons.push("the traffic manager's settings (qos, port speeds) changed".to_owned());
     }
+    if running.metrics != candidate.metrics {
+        reasons.push("the metrics endpoint changed".to_owned());
+    }
     if running.bgp != candidate.bgp {
         reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
     }
@@ -238,33 +260,18 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     reasons
 }
 
-/// SIGHUP: validates the file and reconciles the shim to it; on any problem
-/// the running config stays (and, after a failed reconcile, is restored).
-fn reload<B: Backend>(path: &Path, running: &Config, sai: &Mutex<Sai<B>>, applied: &mut Applied) -> Option<Config> {
-    let candidate = match Config::load(path) {
-        Ok(candidate) => candidate,
-        Err(errors) => {
-            tracing::error!("reload refused, keeping the running config:\n{errors}");
-            return None;
-        }
-    };
-    let reasons = restart_needed(running, &candidate);
-    if !reasons.is_empty() {
-        tracing::error!(reasons = %reasons.join("; "), "reload refused: these changes need a restart");
-        return None;
-    }
-    let mut sai = sai.lock().unwrap_or_else(|e| e.into_inner());
-    match apply::reconcile(&mut sai, applied, &candidate) {
-        Ok(()) => {
-            tracing::info!(routes = applied.routes.len(), "config reloaded");
-            Some(candidate)
-        }
-        Err(error) => {
-            tracing::error!(%error, "reload failed; restoring the running config");
-            if let Err(error) = apply::reconcile(&mut sai, applied, running) {
-                tracing::error!(%error, "could not restore the running config");
-            }
-            None
+/// How often a pending confirmed commit's deadline is looked at.
+const CONFIRM_CHECK_INTERVAL: Duration = Duration::from_millis(250);
+
+/// Rolls back confirmed commits that were not confirmed in time.
+async fn expire_confirmed_commits<B: Backend + Send + 'static>(configurator: Arc<Configurator<B>>) {
+    let mut tick = tokio::time::interval(CONFIRM_CHECK_INTERVAL);
+    loop {
+        tick.tick().await;
+        let now = std::time::Instant::now();
+        if configurator.deadline().is_some_and(|deadline| deadline <= now) {
+            let configurator = configurator.clone();
+            let _ = tokio::task::spawn_blocking(move || configurator.expire(now)).await;
         }
     }
 }
@@ -299,7 +306,8 @@ impl LldpIo {
         {
             let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
             for port in ports {
-                let config = AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true };
+                let config =
+                    AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true, mtu: 1500 };
                 let socket = AfPacket::with_config(&port.interface, config)?;
                 sockets.push((port.id, socket));
                 agent.add_port(port.id, port.name, port.description, monotonic_ns());
@@ -391,25 +399,5 @@ mod tests {
         assert!(restart_needed(&running, &more)[0].contains("ports"));
         let loopback = Config::from_yaml(&format!("{BASE}loopback: [10.255.0.9/32]\n")).unwrap();
         assert!(restart_needed(&running, &loopback)[0].contains("addresses"), "loopback addresses live on lo");
-    }
-
-    #[test]
-    fn reload_reconciles_or_keeps_the_running_config() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("s1.yaml");
-        let running = Config::from_yaml(BASE).unwrap();
-        let (sai, mut applied) = build_shim(&running).unwrap();
-        let sai = Mutex::new(sai);
-
-        std::fs::write(&path, format!("{BASE}routes:\n  - {{ prefix: 0.0.0.0/0, next_hops: [10.0.0.2] }}\n")).unwrap();
-        let candidate = reload(&path, &running, &sai, &mut applied).expect("valid, in-place change");
-        assert_eq!(candidate.routes.len(), 1);
-        assert!(applied.routes.contains_key(&"0.0.0.0/0".parse().unwrap()));
-
-        // Invalid: refused, nothing changes.
-        std::fs::write(&path, format!("{BASE}routes:\n  - {{ prefix: 0.0.0.0/0, next_hops: [10.9.9.9] }}\n")).unwrap();
-        let before = applied.clone();
-        assert!(reload(&path, &candidate, &sai, &mut applied).is_none());
-        assert_eq!(applied, before);
     }
 }

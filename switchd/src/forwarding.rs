@@ -43,9 +43,10 @@ const STATS_INTERVAL: Duration = Duration::from_millis(200);
 const QOS_STATS_INTERVAL: Duration = Duration::from_millis(50);
 /// How far the traffic manager lets a port's transmit clock lag behind
 /// `now` and catch up: the thread's wake-ups (timerfd, scheduling on a busy
-/// machine) come late by tens of microseconds, and a port that could not
-/// make up for them would send below its line rate.
-pub const TM_CATCH_UP: Duration = Duration::from_micros(500);
+/// machine) come late, by milliseconds when the machine is loaded, and a
+/// port that could not make up for them would send below its line rate.
+/// The price is a burst of at most this much line time after a late wake.
+pub const TM_CATCH_UP: Duration = Duration::from_millis(5);
 
 /// The traffic manager the loop runs, and where its counters go.
 pub struct TrafficManagerSetup {

@@ -3,14 +3,17 @@
 //! the BGP speaker's glue
 //! and the in-memory demo fabric. `main.rs` is a thin command-line front.
 
+pub mod access;
 pub mod apply;
 pub mod backend;
 pub mod bgp;
+pub mod commit;
 pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod forwarding;
 pub mod hostif;
 pub mod lldp;
+pub mod metrics;
 pub mod mgmt;
 pub mod qos;

@@ -20,8 +20,10 @@ use sai_shim::{Backend, FdbEntryType, NeighborState, Object, Sai};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
+use crate::access::Peer;
 use crate::apply::Applied;
 use crate::bgp::BgpView;
+use crate::commit::ConfigService;
 use crate::config::{Config, PortMode};
 use crate::lldp::{self, LldpAgent};
 
@@ -69,7 +71,10 @@ impl<B: Backend> SwitchView<B> {
             Request::ShowNeighbors => Reply::Neighbors(self.neighbors()),
             Request::ShowRoutes => Reply::Routes(self.routes()),
             Request::ShowLldp => Reply::Lldp(self.lldp_neighbors()),
-            Request::ShowRunningConfig => Reply::RunningConfig(api::RunningConfig { yaml: self.config.to_yaml() }),
+            Request::ShowRunningConfig => {
+                Reply::RunningConfig(api::RunningConfig { yaml: self.config.to_yaml(), generation: 0 })
+            }
+            Request::ShowCompletions => Reply::Completions(self.completions()),
             Request::ShowDrops => Reply::Drops(self.drops()),
             Request::ShowBgpSummary => Reply::BgpSummary(self.bgp.as_ref().map(BgpView::summary).unwrap_or_default()),
             Request::ShowBgpNeighbors { address } => {
@@ -92,8 +97,32 @@ impl<B: Backend> SwitchView<B> {
             Request::ShowBufferPool => Reply::BufferPool(self.buffer_pools()),
             Request::ShowPfcwdStats => Reply::PfcwdStats(self.pfcwd_stats()),
             Request::ShowDlb => Reply::Dlb(self.dlb()),
+            Request::ShowCommitHistory
+            | Request::ShowCommit { .. }
+            | Request::Validate { .. }
+            | Request::Commit(_)
+            | Request::Save => {
+                return Response::Error { message: "this switch has no configuration to change".into() };
+            }
         };
         Response::Ok { reply }
+    }
+
+    /// What the shell completes from: names and numbers in use now.
+    pub fn completions(&self) -> api::Completions {
+        let mut neighbors: Vec<IpAddr> = self.neighbors().into_iter().map(|n| n.ip).collect();
+        if let Some(bgp) = &self.bgp {
+            neighbors.extend(bgp.summary().peers.into_iter().map(|p| p.address));
+        }
+        neighbors.sort();
+        neighbors.dedup();
+        api::Completions {
+            interfaces: self.interfaces().into_iter().map(|i| i.name).collect(),
+            vlans: self.config.vlans.iter().map(|v| v.id).collect(),
+            vnis: self.config.vxlan.iter().flat_map(|x| x.vnis.iter().map(|m| m.vni)).collect(),
+            neighbors,
+            prefixes: self.routes().into_iter().map(|r| r.prefix).collect(),
+        }
     }
 
     pub fn interfaces(&self) -> Vec<api::Interface> {
@@ -299,12 +328,8 @@ impl<B: Backend> SwitchView<B> {
         // Ask the speaker before taking the shim's lock: its sink takes it too.
         let bgp_installed = self.bgp.as_ref().map(|b| b.installed.0.lock().unwrap_or_else(|e| e.into_inner()).clone());
         let distances = self.bgp.as_ref().map(|b| b.distances(crate::bgp::family(family))).unwrap_or_default();
-        let bgp_routes: BTreeMap<ipnetwork::IpNetwork, Vec<IpAddr>> = bgp_installed
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|(nlri, hops)| Some((bgp_evpn::sink::to_network(&nlri)?, hops)))
-            .filter(|(net, _)| net.is_ipv6() == want_v6)
-            .collect();
+        let bgp_routes: BTreeMap<ipnetwork::IpNetwork, Vec<IpAddr>> =
+            bgp_installed.unwrap_or_default().ip_routes().filter(|(net, _)| net.is_ipv6() == want_v6).collect();
         let sai = lock(&self.sai);
         let store = sai.store();
         let static_prefixes: Vec<_> = self.config.routes.iter().map(|r| r.prefix).collect();
@@ -467,9 +492,10 @@ impl Drop for MgmtSocket {
     }
 }
 
-/// Binds the socket at `path` with permissions 0660 (owner and group may
-/// query; the daemon runs as root, operators get the group). A stale socket
-/// file from a previous run is replaced.
+/// Binds the socket at `path` with permissions 0666: every local user may
+/// connect, and what each may do is decided per connection from its peer
+/// credentials ([`crate::access`]). A stale socket file from a previous
+/// run is replaced.
 pub fn bind(path: &Path) -> io::Result<MgmtSocket> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)?;
@@ -479,19 +505,26 @@ pub fn bind(path: &Path) -> io::Result<MgmtSocket> {
         _ => {}
     }
     let listener = UnixListener::bind(path)?;
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660))?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
     Ok(MgmtSocket { listener, path: path.to_owned() })
 }
 
 /// Serves connections until the task is dropped. `view` is replaced when
-/// the daemon reloads its config; each request reads the current one.
-pub async fn serve<B: Backend + Send + 'static>(socket: MgmtSocket, view: Arc<RwLock<SwitchView<B>>>) {
+/// the configuration changes; each request reads the current one.
+/// Configuration requests go to `configure` (none: the demo's read-only
+/// switches).
+pub async fn serve<B: Backend + Send + 'static>(
+    socket: MgmtSocket,
+    view: Arc<RwLock<SwitchView<B>>>,
+    configure: Option<Arc<dyn ConfigService>>,
+) {
     loop {
         match socket.listener.accept().await {
             Ok((stream, _)) => {
                 let view = view.clone();
+                let configure = configure.clone();
                 tokio::spawn(async move {
-                    if let Err(error) = connection(stream, view).await {
+                    if let Err(error) = connection(stream, view, configure).await {
                         tracing::debug!(%error, "management connection ended");
                     }
                 });
@@ -507,7 +540,11 @@ pub async fn serve<B: Backend + Send + 'static>(socket: MgmtSocket, view: Arc<Rw
 async fn connection<B: Backend + Send + 'static>(
     stream: UnixStream,
     view: Arc<RwLock<SwitchView<B>>>,
+    configure: Option<Arc<dyn ConfigService>>,
 ) -> io::Result<()> {
+    // Who is at the other end, as the kernel says (SO_PEERCRED).
+    let credentials = stream.peer_cred()?;
+    let peer = Arc::new(Peer::from_credentials(credentials.uid(), credentials.gid(), credentials.pid()));
     let (read, mut write) = stream.into_split();
     let mut lines = BufReader::new(read);
     let mut line = Vec::new();
@@ -518,14 +555,26 @@ async fn connection<B: Backend + Send + 'static>(
             return Ok(());
         }
         let response = match codec::decode::<Request>(&line) {
-            Ok(request) => {
-                tracing::debug!(?request, "management request");
-                let view = view.read().unwrap_or_else(|e| e.into_inner()).clone();
-                // Handlers lock the dataplane; keep that off the async workers.
-                tokio::task::spawn_blocking(move || view.handle(&request))
+            Ok(request) => match peer.refusal(request.privilege()) {
+                Some(message) => {
+                    tracing::warn!(user = %peer.user, ?request, "management request refused");
+                    Response::Error { message }
+                }
+                None => {
+                    tracing::debug!(user = %peer.user, ?request, "management request");
+                    let view = view.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    let configure = configure.clone();
+                    let peer = peer.clone();
+                    // Handlers lock the dataplane; keep that off the async workers.
+                    tokio::task::spawn_blocking(move || {
+                        configure
+                            .and_then(|c| c.handle(&peer, &request, std::time::Instant::now()))
+                            .unwrap_or_else(|| view.handle(&request))
+                    })
                     .await
                     .unwrap_or_else(|e| Response::Error { message: format!("handler failed: {e}") })
-            }
+                }
+            },
             Err(error) => Response::Error { message: format!("bad request: {error}") },
         };
         let bytes = codec::encode(&response).map_err(io::Error::other)?;
@@ -645,15 +694,15 @@ routes:
     }
 
     #[tokio::test]
-    async fn socket_answers_requests_with_0660() {
+    async fn socket_answers_requests_with_0666() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("sub/t1.sock");
         let socket = bind(&path).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
-        assert_eq!(mode, 0o660);
+        assert_eq!(mode, 0o666);
         let view = view();
         inject(&view, "eth1", [2, 0, 0, 0, 0, 0x11]);
-        let server = tokio::spawn(serve(socket, Arc::new(RwLock::new(view))));
+        let server = tokio::spawn(serve(socket, Arc::new(RwLock::new(view)), None));
         let client_path = path.clone();
         let (macs, config, bad) = tokio::task::spawn_blocking(move || {
             let mut client = Client::connect(&client_path).unwrap();

@@ -10,7 +10,9 @@
 //! neighbour summary, the Loc-RIB size, the installed routes and, for small
 //! tables, every Loc-RIB entry. Commands, one per line, on stdin or in the
 //! `--control` file (read and deleted every interval; write it with a
-//! rename): `add PREFIX`, `del PREFIX`, `stop PEER`, `start PEER`, `quit`.
+//! rename): `add PREFIX`, `del PREFIX`, `stop PEER`, `start PEER`, `quit`,
+//! and for EVPN what a dataplane reports: `mac VNI MAC`, `unmac VNI MAC`,
+//! `neigh VNI IP MAC`, `unneigh VNI IP`.
 //! SIGTERM/SIGINT and `quit` send Cease to every peer and exit.
 
 use std::collections::{BTreeMap, HashMap};
@@ -19,9 +21,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bgp_evpn::RouteSink;
+use bgp_evpn::evpn::config::mac_text;
+use bgp_evpn::fib::{FibChange, NextHop};
 use bgp_evpn::packet::{Family, Nlri};
 use bgp_evpn::{BgpConfig, BgpSpeaker};
+use bgp_evpn::{RouteSink, sink};
 use tokio::io::AsyncBufReadExt;
 
 /// The installed routes, for the status file. Next-hop sets are shared (a
@@ -34,26 +38,32 @@ struct Installed(Arc<Mutex<InstalledTable>>);
 struct InstalledTable {
     routes: BTreeMap<Nlri, Arc<[IpAddr]>>,
     sets: HashMap<Vec<IpAddr>, Arc<[IpAddr]>>,
+    /// EVPN state: remote MACs, ARP/ND entries, flood lists, IP-VRF routes.
+    evpn: sink::Installed,
 }
 
 impl RouteSink for Installed {
-    fn install(&mut self, nlri: Nlri, next_hops: &[IpAddr]) {
+    fn apply(&mut self, change: FibChange) {
         let Ok(mut t) = self.0.lock() else { return };
-        let set = match t.sets.get(next_hops) {
+        let (prefix, next_hops) = match change {
+            FibChange::Route { vrf: None, prefix, next_hops } => (prefix, next_hops),
+            other => return t.evpn.apply(other),
+        };
+        let Some(nlri) = Nlri::from_network(prefix) else { return };
+        if next_hops.is_empty() {
+            t.routes.remove(&nlri);
+            return;
+        }
+        let next_hops: Vec<IpAddr> = next_hops.iter().filter_map(NextHop::ip).collect();
+        let set = match t.sets.get(&next_hops) {
             Some(set) => set.clone(),
             None => {
-                let set: Arc<[IpAddr]> = next_hops.into();
-                t.sets.insert(next_hops.to_vec(), set.clone());
+                let set: Arc<[IpAddr]> = next_hops.as_slice().into();
+                t.sets.insert(next_hops, set.clone());
                 set
             }
         };
         t.routes.insert(nlri, set);
-    }
-
-    fn remove(&mut self, nlri: Nlri) {
-        if let Ok(mut t) = self.0.lock() {
-            t.routes.remove(&nlri);
-        }
     }
 }
 
@@ -94,23 +104,40 @@ async fn write_status(speaker: &BgpSpeaker, table: &Installed, path: &PathBuf) {
     let loc_rib = speaker.loc_rib_len().await;
     let summary = speaker.summary().await;
     // Only small tables are copied out: the lock is shared with the speaker.
-    let (fib_len, fib): (usize, BTreeMap<String, Vec<String>>) = match table.0.lock() {
-        Ok(t) if t.routes.len() <= MAX_LISTED_ROUTES => (
-            t.routes.len(),
-            t.routes.iter().map(|(n, hops)| (n.to_string(), hops.iter().map(|h| h.to_string()).collect())).collect(),
-        ),
-        Ok(t) => (t.routes.len(), BTreeMap::new()),
-        Err(_) => (0, BTreeMap::new()),
+    let (fib_len, fib, evpn_fib): (usize, BTreeMap<String, Vec<String>>, serde_json::Value) = match table.0.lock() {
+        Ok(t) => {
+            let fib = if t.routes.len() <= MAX_LISTED_ROUTES {
+                t.routes.iter().map(|(n, hops)| (n.to_string(), hops.iter().map(|h| h.to_string()).collect())).collect()
+            } else {
+                BTreeMap::new()
+            };
+            let e = &t.evpn;
+            let small = e.macs.len() <= MAX_LISTED_ROUTES;
+            let evpn = serde_json::json!({
+                "remote_macs": e.macs.len(),
+                "macs": if small { e.macs.iter().map(|((vni, mac), vtep)| format!("{vni} {mac} {vtep}")).collect() } else { Vec::new() },
+                "neighbors": e.neighbors.iter().map(|((vni, ip), mac)| format!("{vni} {ip} {mac}")).collect::<Vec<_>>(),
+                "flood": e.flood.iter().map(|(vni, vteps)| (vni.to_string(), vteps.iter().map(|v| v.to_string()).collect::<Vec<_>>())).collect::<BTreeMap<_, _>>(),
+                "vrf_routes": e.routes.iter().filter(|((vrf, _), _)| vrf.is_some()).map(|((vrf, prefix), hops)| {
+                    format!("{} {prefix} {}", vrf.as_deref().unwrap_or(""), hops.iter().map(|h| h.to_string()).collect::<Vec<_>>().join(","))
+                }).collect::<Vec<_>>(),
+            });
+            (t.routes.len(), fib, evpn)
+        }
+        Err(_) => (0, BTreeMap::new(), serde_json::Value::Null),
     };
     let mut status = serde_json::json!({
         "loc_rib": loc_rib,
         "fib_routes": fib_len,
         "neighbors": summary,
         "fib": fib,
+        "evpn_fib": evpn_fib,
     });
     if loc_rib <= MAX_LISTED_ROUTES {
         status["ipv4"] = serde_json::to_value(speaker.routes(Family::Ipv4Unicast, None).await).unwrap_or_default();
         status["ipv6"] = serde_json::to_value(speaker.routes(Family::Ipv6Unicast, None).await).unwrap_or_default();
+        status["evpn"] = serde_json::to_value(speaker.routes(Family::L2vpnEvpn, None).await).unwrap_or_default();
+        status["evpn_state"] = serde_json::to_value(speaker.evpn_state().await).unwrap_or_default();
     }
     let tmp = path.with_extension("tmp");
     if std::fs::write(&tmp, status.to_string()).is_ok() {
@@ -140,6 +167,19 @@ async fn command(speaker: &BgpSpeaker, line: &str) -> bool {
                 speaker.start_peer(a).await
             }
         }
+        // EVPN: what a dataplane would report (a learned or aged MAC, an ARP/ND binding).
+        ["mac", vni, mac] | ["unmac", vni, mac] => match (vni.parse(), mac_text::parse(mac)) {
+            (Ok(vni), Ok(mac)) => speaker.evpn_local_mac(vni, mac, words[0] == "mac").await,
+            _ => eprintln!("bgp-speaker: {line:?}: expected VNI MAC"),
+        },
+        ["neigh", vni, ip, mac] => match (vni.parse(), ip.parse(), mac_text::parse(mac)) {
+            (Ok(vni), Ok(ip), Ok(mac)) => speaker.evpn_local_neighbor(vni, ip, Some(mac)).await,
+            _ => eprintln!("bgp-speaker: {line:?}: expected VNI IP MAC"),
+        },
+        ["unneigh", vni, ip] => match (vni.parse(), ip.parse()) {
+            (Ok(vni), Ok(ip)) => speaker.evpn_local_neighbor(vni, ip, None).await,
+            _ => eprintln!("bgp-speaker: {line:?}: expected VNI IP"),
+        },
         ["quit"] => return false,
         [] => {}
         _ => eprintln!("bgp-speaker: unknown command {line:?}"),

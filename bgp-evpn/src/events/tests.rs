@@ -17,6 +17,8 @@ struct Net {
     /// connection ids are per peer.
     links: HashMap<(usize, PeerId, ConnId), (usize, PeerId, ConnId)>,
     fib: Vec<HashMap<Nlri, Vec<IpAddr>>>,
+    /// EVPN forwarding state each node was asked to hold.
+    evpn_fib: Vec<crate::sink::Installed>,
     events: Vec<Vec<Output>>,
     now: u64,
     /// Bytes a node wrote, per (node, conn), for raw-peer tests.
@@ -31,6 +33,16 @@ fn n(s: &str) -> Nlri {
     s.parse().unwrap()
 }
 
+/// A default-VRF IP route change as (prefix, underlay next hops).
+fn ip_route(change: &crate::fib::FibChange) -> Option<(Nlri, Vec<IpAddr>)> {
+    match change {
+        crate::fib::FibChange::Route { vrf: None, prefix, next_hops } => {
+            Some((Nlri::from_network(*prefix)?, next_hops.iter().filter_map(crate::fib::NextHop::ip).collect()))
+        }
+        _ => None,
+    }
+}
+
 impl Net {
     fn new(configs: Vec<BgpConfig>) -> Net {
         let addrs = configs.iter().map(|c| IpAddr::V4(c.router_id)).collect();
@@ -40,6 +52,7 @@ impl Net {
             addrs,
             links: HashMap::new(),
             fib: vec![HashMap::new(); count],
+            evpn_fib: vec![Default::default(); count],
             events: vec![Vec::new(); count],
             now: 0,
             queue: VecDeque::new(),
@@ -95,13 +108,15 @@ impl Net {
                         self.nodes[j].closed(now, pj, cj);
                     }
                 }
-                Output::Fib { nlri, next_hops } => {
-                    if next_hops.is_empty() {
+                Output::Fib(change) => match ip_route(&change) {
+                    Some((nlri, hops)) if hops.is_empty() => {
                         self.fib[i].remove(&nlri);
-                    } else {
-                        self.fib[i].insert(nlri, next_hops);
                     }
-                }
+                    Some((nlri, hops)) => {
+                        self.fib[i].insert(nlri, hops);
+                    }
+                    None => self.evpn_fib[i].apply(change),
+                },
                 other => self.events[i].push(other),
             }
             self.collect();
@@ -343,12 +358,15 @@ impl Raw {
                         at += len;
                     }
                 }
-                Output::Fib { nlri, next_hops } if next_hops.is_empty() => {
-                    self.fib.remove(&nlri);
-                }
-                Output::Fib { nlri, next_hops } => {
-                    self.fib.insert(nlri, next_hops);
-                }
+                Output::Fib(change) => match ip_route(&change) {
+                    Some((nlri, hops)) if hops.is_empty() => {
+                        self.fib.remove(&nlri);
+                    }
+                    Some((nlri, hops)) => {
+                        self.fib.insert(nlri, hops);
+                    }
+                    None => {}
+                },
                 Output::Close { .. } => self.closed = true,
                 _ => {}
             }

@@ -273,6 +273,23 @@ impl Nlri {
         }
     }
 
+    /// The IP prefix of an IP route.
+    pub fn ip_network(&self) -> Option<ipnetwork::IpNetwork> {
+        match self {
+            Nlri::Ipv4(p) => ipnetwork::IpNetwork::new(IpAddr::V4(p.addr()), p.len()).ok(),
+            Nlri::Ipv6(p) => ipnetwork::IpNetwork::new(IpAddr::V6(p.addr()), p.len()).ok(),
+            Nlri::Evpn(_) => None,
+        }
+    }
+
+    /// The IP route of a prefix.
+    pub fn from_network(net: ipnetwork::IpNetwork) -> Option<Nlri> {
+        match net {
+            ipnetwork::IpNetwork::V4(n) => Ipv4Prefix::new(n.network(), n.prefix()).map(Nlri::Ipv4),
+            ipnetwork::IpNetwork::V6(n) => Ipv6Prefix::new(n.network(), n.prefix()).map(Nlri::Ipv6),
+        }
+    }
+
     pub fn contains_addr(&self, addr: IpAddr) -> bool {
         match (self, addr) {
             (Nlri::Ipv4(p), IpAddr::V4(a)) => Ipv4Prefix::new(a, 32).is_some_and(|h| p.contains(&h)),

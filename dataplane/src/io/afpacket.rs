@@ -21,18 +21,28 @@
 //!   frame it transmits.
 //! * Checksums: a peer with tx checksum offload sends TCP/UDP with the
 //!   checksum left for the "hardware" (`TP_STATUS_CSUMNOTREADY`); the adapter
-//!   completes it on receive ([`super::offload`]) and counts it. TSO/GSO on
-//!   the peer yields frames longer than a slot: those are counted in
-//!   `rx_truncated` and dropped, so turn it off on interfaces facing the
-//!   switch (`ethtool -K <if> tso off gso off`; turning tx checksum offload
-//!   off turns TSO off too).
+//!   completes it on receive ([`super::offload`]) and counts it.
+//! * TSO/GSO: a peer with the kernel's default offloads sends TCP super-frames
+//!   of up to 64 KiB, longer than a slot. `PACKET_COPY_THRESH` makes the
+//!   kernel queue such a frame whole on the socket as well (the slot says
+//!   `TP_STATUS_COPY`); it is read with `recv` and cut into MTU-sized segments
+//!   ([`super::gso`]), as the sender's NIC would have. Slots stay MTU-sized.
+//!   What cannot be cut (not TCP) is counted in `rx_truncated` and dropped.
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use super::gso::{MAX_SUPER_FRAME, Segmenter};
 use super::{FrameBatch, IoStats, PortIo, if_index, if_running_on};
+
+/// Room for the VLAN tag the kernel strips from a super-frame read with `recv`.
+const TAG_ROOM: usize = 4;
+
+/// Socket receive buffer for super-frames queued beside the ring (the kernel
+/// copies one only while the socket's queue is below it).
+const SUPER_FRAME_QUEUE_BYTES: libc::c_int = 4 << 20;
 
 /// Sizes of the rings. Slots are fixed size; a frame longer than
 /// `frame_size` minus the ring header does not fit and is dropped.
@@ -45,11 +55,14 @@ pub struct AfPacketConfig {
     pub tx_frames: usize,
     /// Receive frames for every destination MAC (a switch port must).
     pub promiscuous: bool,
+    /// The interface's MTU: TCP super-frames are cut into segments whose IP
+    /// packets fit it.
+    pub mtu: u32,
 }
 
 impl Default for AfPacketConfig {
     fn default() -> Self {
-        AfPacketConfig { frame_size: 2048, rx_frames: 4096, tx_frames: 1024, promiscuous: true }
+        AfPacketConfig { frame_size: 2048, rx_frames: 4096, tx_frames: 1024, promiscuous: true, mtu: 1500 }
     }
 }
 
@@ -67,6 +80,7 @@ impl AfPacketConfig {
             rx_frames: (RX_RING_BYTES / frame_size).max(256),
             tx_frames: (TX_RING_BYTES / frame_size).max(64),
             promiscuous: true,
+            mtu,
         }
     }
 }
@@ -118,6 +132,10 @@ pub struct AfPacket {
     tx: Ring,
     tx_pending: usize,
     stats: IoStats,
+    mtu: usize,
+    /// The super-frame being cut into segments, across calls when a batch
+    /// fills up in the middle of one.
+    segmenter: Box<Segmenter>,
 }
 
 // SAFETY: the mapping is owned by this value alone and only touched through
@@ -166,6 +184,12 @@ impl AfPacket {
         setsockopt(raw, libc::SOL_PACKET, libc::PACKET_LOSS, &one)?;
         // Our frames need no qdisc (veth has none anyway); failure is harmless.
         let _ = setsockopt(raw, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+        // Frames longer than a slot (GSO super-frames) are also queued whole
+        // on the socket, for recv (see the module comment).
+        setsockopt(raw, libc::SOL_PACKET, libc::PACKET_COPY_THRESH, &one)?;
+        if setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, &SUPER_FRAME_QUEUE_BYTES).is_err() {
+            let _ = setsockopt(raw, libc::SOL_SOCKET, libc::SO_RCVBUF, &SUPER_FRAME_QUEUE_BYTES);
+        }
 
         // Ring geometry: blocks of one page-multiple holding whole frames.
         let block_size = frame_size.max(page_size());
@@ -213,6 +237,8 @@ impl AfPacket {
             tx,
             tx_pending: 0,
             stats: IoStats::default(),
+            mtu: config.mtu as usize,
+            segmenter: Box::new(Segmenter::new()),
         };
 
         // SAFETY: sockaddr_ll is POD; zeroes are valid.
@@ -264,6 +290,61 @@ impl AfPacket {
         }
     }
 
+    /// Reads the super-frame the kernel queued on the socket for a
+    /// `TP_STATUS_COPY` slot and loads it into the segmenter, with the VLAN
+    /// tag the kernel stripped put back. Counted as truncated when it cannot
+    /// be read whole or cut.
+    fn load_super_frame(&mut self, tag: Option<(u16, u16)>) {
+        let buffer = self.segmenter.buffer();
+        let room = &mut buffer[TAG_ROOM..];
+        // SAFETY: room is a valid writable buffer of the length given.
+        let rc = unsafe {
+            libc::recv(self.fd.as_raw_fd(), room.as_mut_ptr().cast(), room.len(), libc::MSG_DONTWAIT | libc::MSG_TRUNC)
+        };
+        if rc < 12 || rc as usize > MAX_SUPER_FRAME - TAG_ROOM {
+            self.stats.rx_truncated += 1;
+            return;
+        }
+        let mut len = rc as usize;
+        match tag {
+            Some((tpid, tci)) => {
+                buffer.copy_within(TAG_ROOM..TAG_ROOM + 12, 0);
+                buffer[12..14].copy_from_slice(&tpid.to_be_bytes());
+                buffer[14..16].copy_from_slice(&tci.to_be_bytes());
+                len += TAG_ROOM;
+            }
+            None => buffer.copy_within(TAG_ROOM..TAG_ROOM + len, 0),
+        }
+        match self.segmenter.load(len, self.mtu) {
+            Ok(()) => self.stats.rx_super_frames += 1,
+            Err(_) => self.stats.rx_truncated += 1,
+        }
+    }
+
+    /// Moves segments of the loaded super-frame into the batch while it has
+    /// room; returns how many.
+    fn push_segments(&mut self, batch: &mut FrameBatch) -> usize {
+        let mut pushed = 0;
+        while self.segmenter.remaining() > 0 {
+            let Some(slot) = batch.next_slot() else { break };
+            match self.segmenter.next_segment(slot) {
+                Some(len) => {
+                    batch.commit(len);
+                    pushed += 1;
+                    self.stats.rx_frames += 1;
+                    self.stats.rx_bytes += len as u64;
+                }
+                None => {
+                    // A batch slot smaller than a segment: drop the rest.
+                    self.stats.rx_truncated += 1;
+                    self.segmenter.discard();
+                    break;
+                }
+            }
+        }
+        pushed
+    }
+
     /// Sends one frame through the socket directly (a copy), for when every
     /// tx ring slot is still in flight.
     fn send_direct(&mut self, frame: &[u8]) -> io::Result<()> {
@@ -289,8 +370,8 @@ impl PortIo for AfPacket {
     }
 
     fn recv_batch(&mut self, batch: &mut FrameBatch) -> io::Result<usize> {
-        let mut received = 0;
-        while !batch.is_full() {
+        let mut received = self.push_segments(batch);
+        while !batch.is_full() && self.segmenter.remaining() == 0 {
             let index = self.rx.head;
             let status = self.rx.status(index).load(Ordering::Acquire);
             if status & libc::TP_STATUS_USER == 0 {
@@ -307,7 +388,18 @@ impl PortIo for AfPacket {
             if status & libc::TP_STATUS_LOSING != 0 {
                 self.read_kernel_drops();
             }
-            if snap < header.tp_len as usize || mac + snap > self.rx.frame_size {
+            if status & libc::TP_STATUS_COPY != 0 {
+                let tag = (status & libc::TP_STATUS_VLAN_VALID != 0).then(|| {
+                    let tpid = if status & libc::TP_STATUS_VLAN_TPID_VALID != 0 && header.tp_vlan_tpid != 0 {
+                        header.tp_vlan_tpid
+                    } else {
+                        0x8100
+                    };
+                    (tpid, header.tp_vlan_tci)
+                });
+                self.load_super_frame(tag);
+                received += self.push_segments(batch);
+            } else if snap < header.tp_len as usize || mac + snap > self.rx.frame_size {
                 self.stats.rx_truncated += 1;
             } else {
                 // SAFETY: mac + snap is inside the slot (checked above).

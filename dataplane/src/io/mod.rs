@@ -13,6 +13,7 @@
 //! allocates nothing.
 
 pub mod afpacket;
+pub mod gso;
 pub mod offload;
 pub mod tap;
 
@@ -123,14 +124,17 @@ pub struct IoStats {
     pub rx_bytes: u64,
     pub tx_frames: u64,
     pub tx_bytes: u64,
-    /// Frames longer than a slot (a GSO super-frame from a peer with TSO on,
-    /// or a frame above the configured MTU): dropped, never half-forwarded.
+    /// Frames longer than a slot that could not be cut into segments (not
+    /// TCP, or above the configured MTU): dropped, never half-forwarded.
     pub rx_truncated: u64,
     /// Frames whose TCP/UDP checksum the sender left to offload
     /// (`TP_STATUS_CSUMNOTREADY`), completed in software on receive (see
     /// [`offload`]). Non-zero means the peer of this port has tx checksum
     /// offload on; `ethtool -K <peer> tx off` saves the work.
     pub rx_checksum_partial: u64,
+    /// TCP super-frames of a peer with TSO/GSO on, cut into segments on
+    /// receive (see [`gso`]); the segments count in `rx_frames`.
+    pub rx_super_frames: u64,
     /// Frames the kernel dropped because the rx ring was full
     /// (`PACKET_STATISTICS`), summed over reads.
     pub rx_ring_drops: u64,

@@ -22,6 +22,11 @@ pub struct SwitchConfig {
     pub neighbor_retrans_ns: u64,
     /// Requests sent before an Incomplete or Probe entry turns Failed.
     pub neighbor_max_probes: u8,
+    /// Packets held for one neighbour while it is resolved (RFC 4861
+    /// 7.2.2: at least one); more are dropped.
+    pub neighbor_hold_per_neighbor: u8,
+    /// Packets held for all neighbours together.
+    pub neighbor_hold_capacity: usize,
     /// Events kept undrained before further ones are lost (counted).
     pub event_capacity: usize,
     /// ICMP errors (time exceeded, unreachable, packet too big) the router
@@ -58,6 +63,10 @@ impl Default for SwitchConfig {
             neighbor_stale_ns: 600 * SECOND,
             neighbor_retrans_ns: SECOND,
             neighbor_max_probes: 3,
+            // Linux's old unres_qlen: a burst's first packets (a TCP SYN and
+            // its retransmission, a ping) survive resolution.
+            neighbor_hold_per_neighbor: 3,
+            neighbor_hold_capacity: 256,
             event_capacity: 64 * 1024,
             icmp_errors_per_second: 1000,
             max_vlan_id: crate::wire::vlan::VID_MAX,
@@ -81,6 +90,7 @@ impl SwitchConfig {
             fdb_capacity: 256,
             route_capacity: 1024,
             neighbor_capacity: 64,
+            neighbor_hold_capacity: 16,
             event_capacity: 128,
             max_vlan_id: 63,
             dir24_min_routes: 0,

@@ -10,6 +10,9 @@ pub enum Disposition {
     Forwarded,
     /// Sent to several ports and/or remote VTEPs.
     Flooded,
+    /// Routed to a next hop whose address is being resolved: held, and
+    /// sent when it is (or answered with an unreachable when it fails).
+    Held,
     /// Given to the host only.
     Punted,
     /// Answered by the pipeline itself (ARP reply, NA, echo reply, ICMP error),

@@ -451,6 +451,39 @@ impl Ipv4Repr {
     }
 }
 
+/// Option type octets (RFC 791 section 3.1): the copied flag, and the two
+/// single-octet options.
+const OPTION_COPIED: u8 = 0x80;
+const OPTION_END: u8 = 0;
+const OPTION_NOP: u8 = 1;
+
+/// Writes into `into` the options of a fragment after the first: those of
+/// `options` whose copied flag is set (RFC 791 section 3.2, "copied"), padded
+/// with End of Option List to a multiple of 4 octets. Returns their length;
+/// an option whose length runs past the header is malformed.
+pub fn copied_options(options: &[u8], into: &mut [u8; 40]) -> Result<usize> {
+    let mut read = 0;
+    let mut written = 0;
+    while let Some(&kind) = options.get(read) {
+        let len = match kind {
+            OPTION_END => break,
+            OPTION_NOP => 1,
+            _ => usize::from(*options.get(read + 1).ok_or(Error::Malformed)?),
+        };
+        if len < 1 || (kind != OPTION_NOP && len < 2) || read + len > options.len() {
+            return Err(Error::Malformed);
+        }
+        if kind & OPTION_COPIED != 0 {
+            into[written..written + len].copy_from_slice(&options[read..read + len]);
+            written += len;
+        }
+        read += len;
+    }
+    let padded = written.next_multiple_of(4);
+    into[written..padded].fill(OPTION_END);
+    Ok(padded)
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -686,5 +719,18 @@ pub(crate) mod tests {
                 let _ = (packet.payload(), packet.options(), packet.verify_checksum());
             }
         }
+    }
+
+    #[test]
+    fn fragments_after_the_first_keep_only_copied_options() {
+        // NOP, Record Route (7, not copied, 7 octets), Security (130, copied,
+        // 11 octets), End.
+        let options = [1, 7, 7, 4, 0, 0, 0, 0, 130, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0];
+        let mut into = [0xffu8; 40];
+        assert_eq!(copied_options(&options, &mut into), Ok(12));
+        assert_eq!(&into[..12], &[130, 11, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(copied_options(&[], &mut into), Ok(0));
+        assert_eq!(copied_options(&[130, 30, 0, 0], &mut into), Err(Error::Malformed), "runs past the header");
+        assert_eq!(copied_options(&[130, 0, 0, 0], &mut into), Err(Error::Malformed), "a length below 2");
     }
 }

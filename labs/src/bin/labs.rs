@@ -12,6 +12,8 @@
 //! labs ping NODE ADDR... [--name LAB]  # one echo each, from the node, as check does
 //! labs fault link-down|link-up NODE:ethN | netem NODE:ethN --delay MS --loss PCT | kill NODE | restart NODE
 //! labs destroy [-t FILE | --name LAB]
+//! labs sim --fattree 16 --workload allreduce --size 64MiB --lb flowlet --out DIR
+//! labs sim compare --fattree 4 --workload permutation --lb ecmp,flowlet,spray --out DIR
 //! ```
 
 use std::path::PathBuf;
@@ -115,6 +117,8 @@ enum Command {
     },
     /// (internal) Watch a deployed lab's nodes and restart those that exit.
     Supervise { name: String },
+    /// Run a fabric in the simulator (virtual time, the switches' own code).
+    Sim(Box<labs::sim::cli::SimCommand>),
 }
 
 #[derive(Subcommand)]
@@ -287,6 +291,10 @@ fn run(command: Command) -> Result<ExitCode, String> {
         }
         Command::Supervise { name } => {
             runner::supervise(&name)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Sim(command) => {
+            labs::sim::cli::main(*command)?;
             Ok(ExitCode::SUCCESS)
         }
     }

@@ -77,6 +77,17 @@ pub struct ConfigFile {
     /// (see `config/qos.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<super::qos::QosFile>,
+    /// The Prometheus endpoint; none unless asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metrics: Option<MetricsFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MetricsFile {
+    /// Where `GET /metrics` answers: the management address and a port
+    /// (`192.0.2.10:9100`).
+    pub listen: std::net::SocketAddr,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -49,6 +49,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         routes: Vec::new(),
         bgp: None,
         qos: None,
+        metrics: file.metrics.as_ref().map(|m| m.listen),
         source: file.clone(),
     };
     check_overlaps(&mut v, &file, &config_so_far);

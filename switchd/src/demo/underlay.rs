@@ -136,14 +136,10 @@ impl Underlay {
                     self.speaker(theirs.0).closed(now, theirs.1, theirs.2);
                 }
             }
-            Output::Fib { nlri, next_hops } => {
+            Output::Fib(change) => {
                 let Some(s) = self.speakers[i].as_mut() else { return };
                 let mut sai = s.sai.lock().unwrap_or_else(|e| e.into_inner());
-                if next_hops.is_empty() {
-                    s.programmer.remove(&mut sai, nlri);
-                } else {
-                    s.programmer.install(&mut sai, nlri, &next_hops);
-                }
+                s.programmer.apply(&mut sai, change);
             }
             Output::SessionUp { peer } => {
                 let address = self.speakers[i].as_ref().and_then(|s| s.speaker.peer(peer)).map(|p| p.config.address);

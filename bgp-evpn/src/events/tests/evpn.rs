@@ -167,3 +167,86 @@ fn peers_without_the_family_get_no_evpn_routes() {
     originate_all(&mut net);
     assert_eq!(net.nodes[1].rib.loc.len_of(Family::L2vpnEvpn), 0);
 }
+
+// ---- MAC-VRFs and IP-VRFs end to end: two leaves and a route reflector ----
+
+use crate::evpn::config::{EvpnConfig, VniConfig, VrfConfig};
+use crate::fib::NextHop;
+
+const RMAC1: MacAddr = MacAddr([0x02, 0xaa, 0, 0, 0, 1]);
+const RMAC3: MacAddr = MacAddr([0x02, 0xaa, 0, 0, 0, 3]);
+
+fn leaf(id: &str, router_mac: MacAddr, networks: &[&str]) -> BgpConfig {
+    let mut c = evpn_speaker(65000, id, &[("10.0.0.2", 65000)]);
+    let vni = |vni| VniConfig { vni, rd: None, import_rts: vec![], export_rts: vec![], vrf: Some("tenant1".into()) };
+    c.evpn = Some(EvpnConfig {
+        vtep_ip: ip(id),
+        vnis: vec![vni(100), vni(200)],
+        vrfs: vec![VrfConfig {
+            name: "tenant1".into(),
+            l3vni: 4001,
+            router_mac,
+            rd: None,
+            import_rts: vec![],
+            export_rts: vec![],
+            networks: networks.iter().map(|p| n(p)).collect(),
+        }],
+        duplicate_detection: Default::default(),
+    });
+    c
+}
+
+/// leaf1 (10.0.0.1) and leaf2 (10.0.0.3), iBGP clients of a reflector
+/// (10.0.0.2) that has no VNI.
+fn fabric() -> Net {
+    let mut rr = evpn_speaker(65000, "10.0.0.2", &[("10.0.0.1", 65000), ("10.0.0.3", 65000)]);
+    for nb in &mut rr.neighbors {
+        nb.route_reflector_client = true;
+    }
+    let mut net = Net::new(vec![
+        leaf("10.0.0.1", RMAC1, &["192.168.10.0/24"]),
+        rr,
+        leaf("10.0.0.3", RMAC3, &["192.168.30.0/24"]),
+    ]);
+    net.run();
+    net
+}
+
+#[test]
+fn leaves_build_flood_lists_remote_macs_arp_entries_and_vrf_routes_from_each_other() {
+    let mut net = fabric();
+    for (i, other) in [(0, "10.0.0.3"), (2, "10.0.0.1")] {
+        let fib = &net.evpn_fib[i];
+        for vni in [100, 200] {
+            assert_eq!(fib.flood.get(&vni).map(|s| s.iter().copied().collect()), Some(vec![ip(other)]), "node {i}");
+        }
+    }
+    let t5 = net.evpn_fib[0].routes.get(&(Some("tenant1".into()), "192.168.30.0/24".parse().unwrap()));
+    assert_eq!(t5, Some(&vec![NextHop::Vtep { vtep: ip("10.0.0.3"), vni: 4001, router_mac: RMAC3 }]));
+
+    // leaf1 learns a host and its ARP binding: leaf2 holds the MAC behind
+    // leaf1, the suppression entry and the /32 in the VRF.
+    net.nodes[0].evpn_local_mac(0, 100, MAC1, true);
+    net.nodes[0].evpn_local_neighbor(0, 100, ip("192.168.10.5"), Some(MAC1));
+    net.run();
+    let fib = &net.evpn_fib[2];
+    assert_eq!(fib.macs.get(&(100, MAC1)), Some(&ip("10.0.0.1")));
+    assert_eq!(fib.neighbors.get(&(100, ip("192.168.10.5"))), Some(&MAC1));
+    let host = fib.routes.get(&(Some("tenant1".into()), "192.168.10.5/32".parse().unwrap()));
+    assert_eq!(host, Some(&vec![NextHop::Vtep { vtep: ip("10.0.0.1"), vni: 4001, router_mac: RMAC1 }]));
+    assert!(net.evpn_fib[0].macs.is_empty(), "our own routes install nothing");
+
+    // The host moves to leaf2: leaf2 advertises sequence 1, leaf1 withdraws
+    // its routes and points the MAC at leaf2.
+    net.nodes[2].evpn_local_mac(1, 100, MAC1, true);
+    net.run();
+    assert_eq!(net.evpn_fib[0].macs.get(&(100, MAC1)), Some(&ip("10.0.0.3")));
+    assert!(!net.evpn_fib[2].macs.contains_key(&(100, MAC1)));
+    let macs = net.nodes[2].evpn.as_ref().unwrap().macs(1, Some(100));
+    assert_eq!((macs[0].kind, macs[0].sequence), ("local", 1));
+    // leaf1 withdrew: only leaf2's routes for the MAC remain on the reflector.
+    let on_rr = net.nodes[1].routes(Family::L2vpnEvpn, None);
+    let for_mac: Vec<_> = on_rr.iter().filter(|r| r.prefix.contains("02:00:00:00:00:11")).collect();
+    assert_eq!(for_mac.len(), 1, "{for_mac:#?}");
+    assert!(for_mac[0].prefix.starts_with("10.0.0.3:100"));
+}

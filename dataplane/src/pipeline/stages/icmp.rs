@@ -3,8 +3,8 @@
 
 use super::context::Stages;
 
-use super::router::L3Source;
 use crate::pipeline::output::Output;
+use crate::pipeline::tables::RifId;
 use crate::wire::icmpv4::{self, DstUnreachable, Icmpv4Message, TimeExceeded};
 use crate::wire::icmpv6::DstUnreachable as Icmpv6Unreachable;
 use crate::wire::icmpv6::{self, Icmpv6Message};
@@ -17,6 +17,8 @@ pub(crate) enum Icmpv4Error {
     NetUnreachable,
     /// Fragmentation needed and DF set, with the next-hop MTU (RFC 1191).
     FragRequired(u16),
+    /// The next hop's address could not be resolved (RFC 1812 4.3.3.1).
+    HostUnreachable,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,6 +26,11 @@ pub(crate) enum Icmpv6Error {
     TimeExceeded,
     NoRoute,
     PacketTooBig(u32),
+    /// The next hop's address could not be resolved (RFC 4443 3.1, code 3).
+    AddressUnreachable,
+    /// A link-local source toward a destination off its link (RFC 4443
+    /// 3.1, code 2).
+    BeyondScope,
 }
 
 impl Stages<'_> {
@@ -34,7 +41,7 @@ impl Stages<'_> {
     pub(crate) fn icmpv4_error(
         &mut self,
         now: u64,
-        source: L3Source,
+        ingress: RifId,
         invoking: &[u8],
         error: Icmpv4Error,
         out: &mut Output,
@@ -70,6 +77,11 @@ impl Stages<'_> {
                 next_hop_mtu: 0,
                 invoking_packet: quote,
             },
+            Icmpv4Error::HostUnreachable => Icmpv4Repr::DstUnreachable {
+                reason: DstUnreachable::HostUnreachable,
+                next_hop_mtu: 0,
+                invoking_packet: quote,
+            },
             Icmpv4Error::FragRequired(mtu) => Icmpv4Repr::DstUnreachable {
                 reason: DstUnreachable::FragRequired,
                 next_hop_mtu: mtu,
@@ -77,11 +89,11 @@ impl Stages<'_> {
             },
         };
         // The error comes from the interface the packet arrived on (RFC 1812 4.3.2.4).
-        let from = self.tables.router.source_v4(source.rif(), origin);
+        let from = self.tables.router.source_v4(ingress, origin);
         // Failing to send an error is not a second drop: the packet is counted once.
         let _ = self.originate_v4(
             now,
-            self.tables.router.rif_vrf(source.rif()),
+            self.tables.router.rif_vrf(ingress),
             from,
             origin,
             IpProtocol::Icmp,
@@ -96,7 +108,7 @@ impl Stages<'_> {
     pub(crate) fn icmpv6_error(
         &mut self,
         now: u64,
-        source: L3Source,
+        ingress: RifId,
         invoking: &[u8],
         error: Icmpv6Error,
         out: &mut Output,
@@ -139,11 +151,17 @@ impl Stages<'_> {
                 Icmpv6Repr::DstUnreachable { reason: Icmpv6Unreachable::NoRoute, invoking_packet: quote }
             }
             Icmpv6Error::PacketTooBig(mtu) => Icmpv6Repr::PacketTooBig { mtu, invoking_packet: quote },
+            Icmpv6Error::BeyondScope => {
+                Icmpv6Repr::DstUnreachable { reason: Icmpv6Unreachable::BeyondScope, invoking_packet: quote }
+            }
+            Icmpv6Error::AddressUnreachable => {
+                Icmpv6Repr::DstUnreachable { reason: Icmpv6Unreachable::AddrUnreachable, invoking_packet: quote }
+            }
         };
-        let from = self.tables.router.source_v6(source.rif(), origin);
+        let from = self.tables.router.source_v6(ingress, origin);
         let _ = self.originate_v6(
             now,
-            self.tables.router.rif_vrf(source.rif()),
+            ingress,
             from,
             origin,
             IpProtocol::Icmpv6,

@@ -3,11 +3,13 @@
 //! forwarding state borrowed for one call), in the order a frame meets them:
 //! `ingress` (port, link-level frames), `bridge` (802.1Q classification,
 //! learning, FDB lookup, flooding, egress tagging), `router` (LPM in the
-//! ingress VRF, ECMP, TTL, MTU), `neighbor` (ARP/ND), `icmp` (errors),
+//! ingress VRF, ECMP, TTL, MTU), `fragment` (IPv4 larger than the
+//! egress MTU), `neighbor` (ARP/ND), `icmp` (errors),
 //! `vxlan` (encapsulation, decapsulation, head-end replication).
 
 mod bridge;
 mod context;
+mod fragment;
 mod icmp;
 mod ingress;
 mod neighbor;

@@ -4,14 +4,15 @@
 use std::net::{IpAddr, Ipv6Addr};
 
 use super::context::Stages;
-use super::router::{L3Frame, L3Source};
+use super::icmp::{Icmpv4Error, Icmpv6Error};
+use super::router::{Adjacency, L3Frame, L3Source, Sent};
 use crate::pipeline::counters::DropReason;
 use crate::pipeline::disposition::Disposition;
 use crate::pipeline::events::Event;
 use crate::pipeline::output::{Egress, Output, PuntReason};
 use crate::pipeline::tables::RifId;
 use crate::pipeline::tables::fib::RouteTarget;
-use crate::pipeline::tables::neighbors::{Neighbor, NeighborEntry, NeighborState, Request};
+use crate::pipeline::tables::neighbors::{Neighbor, NeighborEntry, NeighborKey, NeighborState, NeighborTable, Request};
 use crate::pipeline::tables::router::RouterInterface;
 use crate::wire::arp::{self, Operation};
 use crate::wire::icmpv6::{self};
@@ -78,6 +79,7 @@ impl Stages<'_> {
     /// `confirmed` (a solicited reply) makes the entry Reachable; otherwise
     /// a new or changed address is Stale (RFC 4861 7.2.3, 7.2.5). Only with
     /// `create` is a missing entry made.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn neighbor_learn(
         &mut self,
         now: u64,
@@ -86,6 +88,7 @@ impl Stages<'_> {
         mac: EthernetAddress,
         confirmed: bool,
         create: bool,
+        out: &mut Output,
     ) {
         if !is_neighbor_address(ip) || self.tables.router.is_own(ip) {
             return;
@@ -119,6 +122,101 @@ impl Stages<'_> {
         };
         if resolved {
             self.tables.events.push(Event::NeighborResolved { rif, ip, mac });
+        }
+        // RFC 4861 7.2.5: what waited for the address leaves now.
+        if !self.tables.neighbors.held.is_empty()
+            && let Some(mac) = self.tables.neighbors.entries.get(&key).and_then(|neighbor| neighbor.entry.mac)
+        {
+            self.send_held(now, key, mac, out);
+        }
+    }
+
+    /// `send_ip` on a neighbour with no usable address: while it is being
+    /// resolved (Incomplete) the packet is held, within the queue's bounds
+    /// (RFC 4861 7.2.2); one that failed lately, and is not retried yet,
+    /// gets the unreachable error at once.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn hold_for_neighbor(
+        &mut self,
+        now: u64,
+        ingress: Option<RifId>,
+        adjacency: Adjacency,
+        ethertype: EtherType,
+        ip_len: usize,
+        out: &mut Output,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<Sent, DropReason> {
+        let key = (adjacency.rif, adjacency.next_hop);
+        let state = self.tables.neighbors.entries.get(&key).map(|neighbor| neighbor.entry.state);
+        if state == Some(NeighborState::Incomplete) {
+            let Some(buf) = self.tables.neighbors.held.hold(key, ingress, ethertype, ip_len) else {
+                return Err(DropReason::NeighborMiss);
+            };
+            write(buf);
+            return Ok(Sent::Held);
+        }
+        if let Some(ingress) = ingress
+            && state == Some(NeighborState::Failed)
+        {
+            let mut scratch = self.state.scratch.pop().unwrap_or_default();
+            scratch.clear();
+            scratch.resize(ip_len, 0);
+            write(&mut scratch);
+            self.unreachable_error(now, ingress, ethertype, &scratch, out);
+            self.state.scratch.push(scratch);
+        }
+        Err(DropReason::NeighborMiss)
+    }
+
+    /// Sends the packets held for `neighbor`, oldest first, to `mac`.
+    fn send_held(&mut self, now: u64, neighbor: NeighborKey, mac: EthernetAddress, out: &mut Output) {
+        while let Some((slot, held)) = self.tables.neighbors.held.take_oldest(|key| key == neighbor) {
+            let bytes = held.bytes;
+            let _ = self.rif_send_frame(now, neighbor.0, mac, held.ethertype, bytes.len(), out, |buf| {
+                buf.copy_from_slice(&bytes)
+            });
+            self.tables.neighbors.held.recycle(slot, bytes);
+        }
+    }
+
+    /// After the timers ran: packets whose neighbour is no longer being
+    /// resolved leave, to the address it got, or, when resolution failed
+    /// (or the entry is gone), are answered with the unreachable error
+    /// (RFC 1812 4.3.3.1, RFC 4443 3.1 code 3, RFC 4861 7.2.2).
+    fn settle_held(&mut self, now: u64, out: &mut Output) {
+        loop {
+            let NeighborTable { entries, held, .. } = &mut self.tables.neighbors;
+            let settled = |key: NeighborKey| {
+                entries.get(&key).is_none_or(|neighbor| neighbor.entry.state != NeighborState::Incomplete)
+            };
+            let Some((slot, packet)) = held.take_oldest(settled) else { break };
+            let neighbor = packet.neighbor.expect("taken packets are held for a neighbour");
+            let usable_mac = entries.get(&neighbor).filter(|n| n.entry.state != NeighborState::Failed);
+            match usable_mac.and_then(|n| n.entry.mac) {
+                Some(mac) => {
+                    let _ =
+                        self.rif_send_frame(now, neighbor.0, mac, packet.ethertype, packet.bytes.len(), out, |buf| {
+                            buf.copy_from_slice(&packet.bytes)
+                        });
+                }
+                None => {
+                    self.state.drops.count(DropReason::NeighborMiss);
+                    if let Some(ingress) = packet.ingress {
+                        self.unreachable_error(now, ingress, packet.ethertype, &packet.bytes, out);
+                    }
+                }
+            }
+            self.tables.neighbors.held.recycle(slot, packet.bytes);
+        }
+    }
+
+    /// The error for a packet whose next hop could not be resolved, back to
+    /// its source by the interface it came in on.
+    fn unreachable_error(&mut self, now: u64, ingress: RifId, ethertype: EtherType, ip: &[u8], out: &mut Output) {
+        match ethertype {
+            EtherType::Ipv4 => self.icmpv4_error(now, ingress, ip, Icmpv4Error::HostUnreachable, out),
+            EtherType::Ipv6 => self.icmpv6_error(now, ingress, ip, Icmpv6Error::AddressUnreachable, out),
+            _ => {}
         }
     }
 
@@ -180,6 +278,9 @@ impl Stages<'_> {
         for index in 0..self.state.neighbor_requests.len() {
             let request = self.state.neighbor_requests[index];
             self.send_neighbor_request(now, request, out);
+        }
+        if !self.tables.neighbors.held.is_empty() {
+            self.settle_held(now, out);
         }
     }
 
@@ -304,7 +405,7 @@ impl Stages<'_> {
             // off-subnet next hop we resolve ourselves is still updated).
             let confirmed = arp.operation == Operation::Reply && for_us;
             let create = for_us && self.tables.router.on_link(rif_id, IpAddr::V4(sender));
-            self.neighbor_learn(now, rif_id, IpAddr::V4(sender), arp.sender_hardware_addr, confirmed, create);
+            self.neighbor_learn(now, rif_id, IpAddr::V4(sender), arp.sender_hardware_addr, confirmed, create, out);
         }
         if arp.operation == Operation::Request && for_us && !arp.is_gratuitous() {
             // Answered here and not copied to the host: the kernel behind the
@@ -338,7 +439,9 @@ impl Stages<'_> {
         let packet = Ipv6Packet::new_unchecked(ip);
         let src = packet.src_addr();
         let rif_id = source.rif();
-        let answered_here = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(&rif, IpAddr::V6(target_addr)));
+        let anycast = matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.tables.router.is_subnet_router_anycast(rif.vrf, target_addr));
+        let answered_here = anycast
+            || matches!(message, Icmpv6Repr::NeighborSolicit { target_addr, .. } if self.is_local(&rif, IpAddr::V6(target_addr)));
         // As for ARP: what the pipeline answers is not copied, or the host's
         // kernel would send a second advertisement.
         if !answered_here {
@@ -351,7 +454,7 @@ impl Stages<'_> {
                     && !src.is_unspecified()
                 {
                     let create = for_us && self.tables.router.on_link(rif_id, IpAddr::V6(src));
-                    self.neighbor_learn(now, rif_id, IpAddr::V6(src), lladdr, false, create);
+                    self.neighbor_learn(now, rif_id, IpAddr::V6(src), lladdr, false, create, out);
                 }
                 if !for_us {
                     return Ok(Disposition::Punted);
@@ -366,7 +469,9 @@ impl Stages<'_> {
                 let advert = Icmpv6Repr::NeighborAdvert {
                     router_flag: true,
                     solicited_flag: solicited,
-                    override_flag: true,
+                    // RFC 4861 7.2.7: an anycast answer must not override
+                    // another router's for the same address.
+                    override_flag: !anycast,
                     target_addr,
                     target_lladdr: Some(rif.mac),
                 };
@@ -381,7 +486,7 @@ impl Stages<'_> {
                     return Ok(Disposition::Punted);
                 }
                 if let Some(lladdr) = target_lladdr {
-                    self.neighbor_learn(now, rif_id, IpAddr::V6(target_addr), lladdr, solicited_flag, false);
+                    self.neighbor_learn(now, rif_id, IpAddr::V6(target_addr), lladdr, solicited_flag, false, out);
                 } else if solicited_flag {
                     // Confirms the address we already have (RFC 4861 7.2.5).
                     if let Some(neighbor) = self.tables.neighbors.entries.get_mut(&(rif_id, IpAddr::V6(target_addr)))

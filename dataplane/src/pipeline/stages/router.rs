@@ -159,7 +159,7 @@ impl Stages<'_> {
             }
         }
         let Some(route) = self.tables.router.lookup_v4(vrf, dst) else {
-            self.icmpv4_error(now, source, ip, Icmpv4Error::NetUnreachable, out);
+            self.icmpv4_error(now, source.rif(), ip, Icmpv4Error::NetUnreachable, out);
             return Err(DropReason::NoRoute);
         };
         match route.target {
@@ -182,27 +182,28 @@ impl Stages<'_> {
             return Err(DropReason::MartianSource);
         }
         if packet.ttl() <= 1 {
-            self.icmpv4_error(now, source, ip, Icmpv4Error::TimeExceeded, out);
+            self.icmpv4_error(now, source.rif(), ip, Icmpv4Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
         let adjacency = self.select_next_hop(now, route, IpAddr::V4(dst), || {
             let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
             flow_hash(u128::from(u32::from(src)), u128::from(u32::from(dst)), packet.protocol().into(), ports)
         })?;
-        let mtu = self.tables.router.rif(adjacency.rif).map_or(0, |rif| usize::from(rif.mtu));
+        let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
-            // No fragmentation in the fast path; RFC 1191 tells DF senders.
-            if packet.dont_frag() {
-                self.icmpv4_error(now, source, ip, Icmpv4Error::FragRequired(mtu as u16), out);
+            if !packet.dont_frag() {
+                return self.send_fragments(now, source.rif(), adjacency, ip, mtu, out).map(Sent::disposition);
             }
+            // RFC 1191: the sender learns the MTU of the path.
+            self.icmpv4_error(now, source.rif(), ip, Icmpv4Error::FragRequired(mtu as u16), out);
             return Err(DropReason::MtuExceeded);
         }
-        self.send_ip(now, adjacency, EtherType::Ipv4, total_len, out, |buf| {
+        let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv4, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             // RFC 1812 section 5.3.1, with the RFC 1624 checksum update.
             Ipv4Packet::new_unchecked(buf).decrement_ttl_incremental();
         })?;
-        Ok(Disposition::Forwarded)
+        Ok(sent.disposition())
     }
 
     /// An IPv4 packet to one of the switch's addresses: echo is answered
@@ -266,7 +267,7 @@ impl Stages<'_> {
             return self.ipv6_local(now, source, rif, frame, ip, out);
         }
         let Some(route) = self.tables.router.lookup_v6(rif.vrf, dst) else {
-            self.icmpv6_error(now, source, ip, Icmpv6Error::NoRoute, out);
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::NoRoute, out);
             return Err(DropReason::NoRoute);
         };
         match route.target {
@@ -276,14 +277,25 @@ impl Stages<'_> {
                 return Ok(Disposition::Punted);
             }
             RouteTarget::Drop => return Err(DropReason::Blackhole),
+            // RFC 4291 2.6.1: every router answers the Subnet-Router
+            // anycast address of the prefixes of its interfaces.
+            RouteTarget::Connected(_) if self.tables.router.is_subnet_router_anycast(rif.vrf, dst) => {
+                return self.ipv6_local(now, source, rif, frame, ip, out);
+            }
             RouteTarget::Connected(_) | RouteTarget::NextHop(_) | RouteTarget::Group(_) => {}
         }
-        if dst.is_unicast_link_local() || src.is_unicast_link_local() {
+        if dst.is_unicast_link_local() {
             // RFC 4291 section 2.5.6: link-local packets are never forwarded.
             return Err(DropReason::NoRoute);
         }
+        if src.is_unicast_link_local() {
+            // RFC 4443 3.1: the destination is beyond the scope of the
+            // source address; the error goes back on the source's link.
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::BeyondScope, out);
+            return Err(DropReason::NoRoute);
+        }
         if packet.hop_limit() <= 1 {
-            self.icmpv6_error(now, source, ip, Icmpv6Error::TimeExceeded, out);
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::TimeExceeded, out);
             return Err(DropReason::TtlExpired);
         }
         let adjacency = self.select_next_hop(now, route, IpAddr::V6(dst), || {
@@ -297,16 +309,16 @@ impl Stages<'_> {
             };
             flow_hash(u128::from(src), u128::from(dst), protocol.into(), ports ^ packet.flow_label())
         })?;
-        let mtu = self.tables.router.rif(adjacency.rif).map_or(0, |rif| usize::from(rif.mtu));
+        let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
-            self.icmpv6_error(now, source, ip, Icmpv6Error::PacketTooBig(mtu as u32), out);
+            self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::PacketTooBig(mtu as u32), out);
             return Err(DropReason::MtuExceeded);
         }
-        self.send_ip(now, adjacency, EtherType::Ipv6, total_len, out, |buf| {
+        let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv6, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             Ipv6Packet::new_unchecked(buf).decrement_hop_limit();
         })?;
-        Ok(Disposition::Forwarded)
+        Ok(sent.disposition())
     }
 
     /// An IPv6 packet to the switch or to a multicast group: neighbour
@@ -340,7 +352,8 @@ impl Stages<'_> {
                 Ok(Icmpv6Repr::EchoRequest { ident, seq_no, data }) if !dst.is_multicast() => {
                     let reply = Icmpv6Repr::EchoReply { ident, seq_no, data };
                     let len = reply.buffer_len();
-                    self.originate_v6(now, rif.vrf, Some(dst), src, IpProtocol::Icmpv6, len, out, |buf, from, to| {
+                    let ingress = source.rif();
+                    self.originate_v6(now, ingress, Some(dst), src, IpProtocol::Icmpv6, len, out, |buf, from, to| {
                         reply.emit(&mut Icmpv6Packet::new_unchecked(buf), from, to)
                     })?;
                     return Ok(Disposition::Consumed);
@@ -407,18 +420,21 @@ impl Stages<'_> {
     }
 
     /// Sends an IP packet of `ip_len` bytes (written by `write`) to a
-    /// neighbour: MTU, resolution (a miss starts it and drops the packet),
-    /// then out of the router interface.
+    /// neighbour: MTU, resolution (a miss starts it and holds the packet
+    /// until it ends; `ingress` is the interface the packet came in by, for
+    /// the error if it fails), then out of the router interface.
     #[inline]
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn send_ip(
         &mut self,
         now: u64,
+        ingress: Option<RifId>,
         adjacency: Adjacency,
         ethertype: EtherType,
         ip_len: usize,
         out: &mut Output,
         write: impl FnOnce(&mut [u8]),
-    ) -> Result<(), DropReason> {
+    ) -> Result<Sent, DropReason> {
         // The fast path: a next hop on a routed port with a usable
         // neighbour has its rewrite cached; one index, no lookups.
         if let Some(hop) = self.tables.router.hops.get(adjacency.slot as usize)
@@ -432,19 +448,21 @@ impl Stages<'_> {
             buf[..12].copy_from_slice(&rewrite.macs);
             buf[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
             write(&mut buf[ethernet::HEADER_LEN..]);
-            return Ok(());
+            return Ok(Sent::Now);
         }
         let rif = match self.tables.router.rif(adjacency.rif) {
             Some(rif) if rif.admin_up => *rif,
             _ => return Err(DropReason::RouterInterfaceDown),
         };
-        if ip_len > usize::from(rif.mtu) {
+        if ip_len > usize::from(self.tables.router.rif_mtu(adjacency.rif)) {
             return Err(DropReason::MtuExceeded);
         }
-        let mac = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out).ok_or(DropReason::NeighborMiss)?;
+        let Some(mac) = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out) else {
+            return self.hold_for_neighbor(now, ingress, adjacency, ethertype, ip_len, out, write);
+        };
         self.rif_send_frame(now, adjacency.rif, mac, ethertype, ip_len, out, write)?;
         self.cache_rewrite(adjacency, rif, mac);
-        Ok(())
+        Ok(Sent::Now)
     }
 
     /// Caches the rewrite of a next hop that was just sent to, if the next
@@ -471,7 +489,8 @@ impl Stages<'_> {
         macs[..6].copy_from_slice(&mac.0);
         macs[6..].copy_from_slice(&rif.mac.0);
         let generation = self.tables.router.generation;
-        self.tables.router.hops[adjacency.slot as usize].rewrite = Rewrite { generation, port, mtu: rif.mtu, macs };
+        self.tables.router.hops[adjacency.slot as usize].rewrite =
+            Rewrite { generation, port, mtu: self.tables.router.rif_mtu(adjacency.rif), macs };
     }
 
     /// Sends a frame with `rif`'s MAC as source: directly out of a routed
@@ -566,19 +585,23 @@ impl Stages<'_> {
             more_frags: false,
             frag_offset: 0,
         };
-        self.send_ip(now, adjacency, EtherType::Ipv4, repr.buffer_len(), out, |buf| {
+        self.send_ip(now, None, adjacency, EtherType::Ipv4, repr.buffer_len(), out, |buf| {
             repr.emit(&mut Ipv4Packet::new_unchecked(&mut *buf));
             write_payload(&mut buf[ipv4::HEADER_LEN..]);
         })
+        .map(drop)
     }
 
-    /// Sends an IPv6 packet the switch originates; `write_payload` gets the
-    /// payload buffer and the source and destination (for its checksum).
+    /// Sends an IPv6 packet the switch originates in answer to one that
+    /// came in by `ingress`: routed in its VRF, or to a link-local
+    /// destination straight back on its link (the address's zone, RFC 4007
+    /// section 6: no route names it). `write_payload` gets the payload
+    /// buffer and the source and destination (for its checksum).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn originate_v6(
         &mut self,
         now: u64,
-        vrf: VrfId,
+        ingress: RifId,
         src: Option<Ipv6Addr>,
         dst: Ipv6Addr,
         protocol: IpProtocol,
@@ -586,10 +609,15 @@ impl Stages<'_> {
         out: &mut Output,
         write_payload: impl FnOnce(&mut [u8], Ipv6Addr, Ipv6Addr),
     ) -> Result<(), DropReason> {
-        let route = self.tables.router.lookup_v6(vrf, dst).ok_or(DropReason::NoRoute)?;
-        let adjacency = self.select_next_hop(now, route, IpAddr::V6(dst), || {
-            flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
-        })?;
+        let adjacency = if dst.is_unicast_link_local() {
+            Adjacency { rif: ingress, next_hop: IpAddr::V6(dst), slot: NO_SLOT }
+        } else {
+            let vrf = self.tables.router.rif_vrf(ingress);
+            let route = self.tables.router.lookup_v6(vrf, dst).ok_or(DropReason::NoRoute)?;
+            self.select_next_hop(now, route, IpAddr::V6(dst), || {
+                flow_hash(u128::from(src.unwrap_or(Ipv6Addr::UNSPECIFIED)), u128::from(dst), protocol.into(), 0)
+            })?
+        };
         let src = src.or_else(|| self.tables.router.source_v6(adjacency.rif, dst)).ok_or(DropReason::NoRoute)?;
         let repr = Ipv6Repr {
             src_addr: src,
@@ -601,10 +629,11 @@ impl Stages<'_> {
             ecn: Ecn::NotEct,
             flow_label: 0,
         };
-        self.send_ip(now, adjacency, EtherType::Ipv6, repr.buffer_len(), out, |buf| {
+        self.send_ip(now, None, adjacency, EtherType::Ipv6, repr.buffer_len(), out, |buf| {
             repr.emit(&mut Ipv6Packet::new_unchecked(&mut *buf));
             write_payload(&mut buf[ipv6::HEADER_LEN..], src, dst);
         })
+        .map(drop)
     }
 
     /// Gives an L3 packet to the host, untagged, as the kernel's interface
@@ -626,13 +655,31 @@ impl Stages<'_> {
     }
 }
 
+/// What became of a packet given to `send_ip`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Sent {
+    /// Out of the router interface.
+    Now,
+    /// Held until its next hop's address is resolved.
+    Held,
+}
+
+impl Sent {
+    pub(crate) fn disposition(self) -> Disposition {
+        match self {
+            Sent::Now => Disposition::Forwarded,
+            Sent::Held => Disposition::Held,
+        }
+    }
+}
+
 /// A resolved next hop: the neighbour `next_hop` behind `rif`, and the
 /// next hop's slot when it is one (not a connected destination).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Adjacency {
     pub(crate) rif: RifId,
     pub(crate) next_hop: IpAddr,
-    slot: u32,
+    pub(crate) slot: u32,
 }
 
 /// The source and destination ports of a TCP or UDP header (0 for other

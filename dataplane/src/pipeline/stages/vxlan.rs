@@ -75,7 +75,7 @@ impl Stages<'_> {
             frag_offset: 0,
         };
         self.state.encap_depth += 1;
-        let result = self.send_ip(now, adjacency, EtherType::Ipv4, ip.buffer_len(), out, |buf| {
+        let result = self.send_ip(now, None, adjacency, EtherType::Ipv4, ip.buffer_len(), out, |buf| {
             ip.emit(&mut Ipv4Packet::new_unchecked(&mut *buf));
             let at = ipv4::HEADER_LEN;
             // UDP checksum zero: allowed for VXLAN over IPv4 (RFC 7348 section 5).
@@ -85,7 +85,7 @@ impl Stages<'_> {
             frame.write(&mut buf[at + vxlan::HEADER_LEN..], None);
         });
         self.state.encap_depth -= 1;
-        result
+        result.map(drop)
     }
 
     /// Decapsulates a VXLAN packet from `remote` (RFC 7348 section 4.1):

@@ -118,6 +118,7 @@ impl Tables {
         if !vlan.members.contains(&port) {
             vlan.members.push(port);
         }
+        self.refresh_rif_mtus();
         Ok(())
     }
 
@@ -132,6 +133,7 @@ impl Tables {
             vlan.members.retain(|&member| member != port);
         }
         self.flush_fdb_inner(Some(port), Some(vid), false, false);
+        self.refresh_rif_mtus();
         Ok(())
     }
 

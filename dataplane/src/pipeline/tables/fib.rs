@@ -144,6 +144,7 @@ impl Fib {
         self.v6.get_lpm(&(u128::from(addr), 128)).map(|(_, route)| *route)
     }
 
+    #[inline]
     pub(crate) fn lookup(&self, addr: IpAddr, ids: &impl SlotIds) -> Option<Route> {
         match addr {
             IpAddr::V4(addr) => self.lookup_v4(addr, ids),

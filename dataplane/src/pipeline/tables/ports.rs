@@ -93,7 +93,7 @@ impl Tables {
                 })
             }
         }
-        self.router.invalidate_rewrites();
+        self.refresh_rif_mtus();
         Ok(())
     }
 

@@ -78,6 +78,10 @@ pub(crate) struct Router {
     router_macs: Vec<EthernetAddress>,
     /// Connected subnets, to pick the source address on an interface.
     pub(crate) connected: Vec<(IpNetwork, RifId)>,
+    /// Per router interface, the largest IP packet that can leave by it:
+    /// its own MTU, capped by its port's, or for an SVI by the smallest of
+    /// its VLAN's member ports (`Tables::refresh_rif_mtus`).
+    effective_mtus: Vec<u16>,
 }
 
 impl Router {
@@ -104,7 +108,14 @@ impl Router {
             own_filter: [0; 4],
             router_macs: Vec::new(),
             connected: Vec::new(),
+            effective_mtus: vec![0; usize::from(config.max_router_interfaces)],
         }
+    }
+
+    /// The largest IP packet `rif` sends (0 for no such interface).
+    #[inline]
+    pub(crate) fn rif_mtu(&self, rif: RifId) -> u16 {
+        self.effective_mtus.get(usize::from(rif)).copied().unwrap_or(0)
     }
 
     #[inline]
@@ -194,6 +205,23 @@ impl Router {
         self.connected.iter().any(|&(net, r)| r == rif && net.contains(addr))
     }
 
+    /// Whether `addr` is the Subnet-Router anycast address (the prefix
+    /// with a zero interface identifier, RFC 4291 2.6.1) of a prefix
+    /// connected on an interface in `vrf`; /127 has none (RFC 6164 section 6).
+    #[inline]
+    pub(crate) fn is_subnet_router_anycast(&self, vrf: VrfId, addr: Ipv6Addr) -> bool {
+        // Cheap first: the address ends in zero bits for any prefix up to /112.
+        if u128::from(addr) & 0xffff != 0 {
+            return false;
+        }
+        self.connected.iter().any(|&(net, rif)| match net {
+            IpNetwork::V6(net) => {
+                net.prefix() < 127 && net.network() == addr && self.rif(rif).is_some_and(|rif| rif.vrf == vrf)
+            }
+            IpNetwork::V4(_) => false,
+        })
+    }
+
     /// The table of `vrf`, if that VRF exists.
     #[inline]
     pub(crate) fn fib(&self, vrf: VrfId) -> Option<&Fib> {
@@ -214,6 +242,7 @@ impl Router {
         self.fib(vrf)?.lookup_v6(addr)
     }
 
+    #[inline]
     pub(crate) fn lookup(&self, vrf: VrfId, addr: IpAddr) -> Option<RouteTarget> {
         self.fib(vrf)?.lookup(addr, self).map(|route| route.target)
     }
@@ -299,6 +328,11 @@ impl Router {
             .filter(link_local)
             .find(|addr| on_rif(addr, true))
             .or_else(|| self.local_v6.iter().filter(link_local).find(|addr| on_rif(addr, false)))
+            // The switch's link-local addresses need no fe80::/64 route to
+            // be on every link.
+            .or_else(|| {
+                self.local_v6.iter().find(|addr| toward.is_unicast_link_local() && addr.is_unicast_link_local())
+            })
             .or_else(|| self.local_v6.iter().find(|addr| on_rif(addr, false)))
             .or(self.local_v6.first())
             .copied()
@@ -346,8 +380,29 @@ impl Tables {
         }
         self.router.rifs[usize::from(rif)] = Some(config);
         self.router.refresh_router_macs();
-        self.router.invalidate_rewrites();
+        self.refresh_rif_mtus();
         Ok(())
+    }
+
+    /// Recomputes every router interface's effective MTU (RFC 1191 needs
+    /// the MTU the packet meets, not the one configured on the interface):
+    /// after any change to router interfaces, port MTUs or VLAN membership.
+    pub(crate) fn refresh_rif_mtus(&mut self) {
+        for index in 0..self.router.rifs.len() {
+            let effective = self.router.rifs[index].map_or(0, |rif| {
+                let port_mtu = |port: PortId| self.port(port).map(|p| p.config.mtu);
+                let ports_mtu = match rif.kind {
+                    RifKind::Port(port) => port_mtu(port),
+                    RifKind::Vlan(vid) => self
+                        .bridge
+                        .vlan(vid)
+                        .and_then(|vlan| vlan.members.iter().filter_map(|&member| port_mtu(member)).min()),
+                };
+                ports_mtu.map_or(rif.mtu, |mtu| mtu.min(rif.mtu))
+            });
+            self.router.effective_mtus[index] = effective;
+        }
+        self.router.invalidate_rewrites();
     }
 
     fn unbind_rif(&mut self, kind: RifKind) {
@@ -374,7 +429,7 @@ impl Tables {
         self.unbind_rif(config.kind);
         self.router.rifs[usize::from(rif)] = None;
         self.router.refresh_router_macs();
-        self.router.invalidate_rewrites();
+        self.refresh_rif_mtus();
         self.neighbors.remove_rif(rif);
         Ok(())
     }

@@ -26,7 +26,7 @@ pub(crate) fn v6(s: &str) -> Ipv6Addr {
     s.parse().unwrap()
 }
 
-fn net(s: &str) -> ipnetwork::IpNetwork {
+pub(crate) fn net(s: &str) -> ipnetwork::IpNetwork {
     s.parse().unwrap()
 }
 
@@ -113,7 +113,7 @@ pub(crate) fn udp_packet(src: &str, dst: &str, sport: u16, ttl: u8) -> Vec<u8> {
     ipv4(src, dst, IpProtocol::Udp, ttl, &udp(src, dst, sport, 9000, b"payload!"))
 }
 
-fn arp(operation: Operation, sha: EthernetAddress, spa: &str, tha: EthernetAddress, tpa: &str) -> Vec<u8> {
+pub(crate) fn arp(operation: Operation, sha: EthernetAddress, spa: &str, tha: EthernetAddress, tpa: &str) -> Vec<u8> {
     let repr = ArpRepr {
         operation,
         sender_hardware_addr: sha,
@@ -136,11 +136,11 @@ pub(crate) fn routed(ip: &[u8]) -> Vec<u8> {
     expected
 }
 
-fn host_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
+pub(crate) fn host_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
     emitted(out).into_iter().filter(|(to, _)| matches!(to, Egress::Host { .. })).collect()
 }
 
-fn port_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
+pub(crate) fn port_frames(out: &Output) -> Vec<(Egress, Vec<u8>)> {
     emitted(out).into_iter().filter(|(to, _)| matches!(to, Egress::Port(_))).collect()
 }
 
@@ -182,7 +182,7 @@ fn routing_resolves_next_hop_with_arp_then_forwards_with_ttl_decrement() {
     let mut out = Output::new();
     let ip = udp_packet("10.0.1.2", "10.0.0.2", 1234, 64);
     let sent = frame(R1, H1, None, EtherType::Ipv4, &ip);
-    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Held);
     let request = frame(
         EthernetAddress::BROADCAST,
         R0,
@@ -192,14 +192,16 @@ fn routing_resolves_next_hop_with_arp_then_forwards_with_ttl_decrement() {
     );
     assert_eq!(emitted(&out), vec![(Egress::Port(0), request)]);
     assert_eq!(switch.neighbor(0, IpAddr::V4(v4("10.0.0.2"))).unwrap().state, NeighborState::Incomplete);
-    assert_eq!(switch.drop_counters()[DropReason::NeighborMiss], 1);
-    // A second packet while resolving sends no second request.
+    assert_eq!(switch.drop_counters().total(), 0, "held, not dropped");
+    // A second packet while resolving sends no second request, and waits too.
     out.clear();
-    switch.process(NOW, 1, &sent, &mut out);
+    assert_eq!(switch.process(NOW, 1, &sent, &mut out), Disposition::Held);
     assert!(out.is_empty());
-    // The reply resolves it.
+    // The reply resolves it, and what waited leaves, in order.
     let reply = frame(R0, H0, None, EtherType::Arp, &arp(Operation::Reply, H0, "10.0.0.2", R0, "10.0.0.1"));
     assert_eq!(switch.process(NOW + 1, 0, &reply, &mut out), Disposition::Punted);
+    let forwarded = frame(H0, R0, None, EtherType::Ipv4, &routed(&ip));
+    assert_eq!(port_frames(&out), vec![(Egress::Port(0), forwarded.clone()), (Egress::Port(0), forwarded)]);
     let neighbor = switch.neighbor(0, IpAddr::V4(v4("10.0.0.2"))).unwrap();
     assert_eq!((neighbor.mac, neighbor.state, neighbor.updated), (Some(H0), NeighborState::Reachable, NOW + 1));
     assert!(
@@ -599,7 +601,7 @@ fn neighbor_state_machine_runs_on_poll() {
         t += config.neighbor_retrans_ns;
         out.clear();
         switch.poll(t, &mut out);
-        requests += out.len();
+        requests += ports_of(&out).iter().filter(|&&port| port == 0).count();
         assert!(t < NOW + 10 * SECOND);
     }
     assert_eq!(requests, usize::from(config.neighbor_max_probes));
@@ -629,7 +631,9 @@ fn neighbor_state_machine_runs_on_poll() {
         EtherType::Arp,
         &arp(Operation::Request, R0, "10.0.0.1", EthernetAddress::ZERO, "10.0.0.5"),
     );
-    assert_eq!(emitted(&out), vec![(Egress::Port(0), probe)]);
+    // (Port 1 resolves 10.0.1.2, the source that was told 10.0.0.5 was unreachable.)
+    let out_of_0: Vec<_> = emitted(&out).into_iter().filter(|(to, _)| *to == Egress::Port(0)).collect();
+    assert_eq!(out_of_0, vec![(Egress::Port(0), probe)]);
     // Unanswered probes: Failed, reported expired.
     for step in 2..=5 {
         switch.poll(t + step * SECOND, &mut out);
@@ -643,7 +647,7 @@ fn neighbor_state_machine_runs_on_poll() {
     assert!(entry.is_static && entry.state == NeighborState::Reachable);
 }
 
-fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, icmp: &Icmpv6Repr<'_>) -> Vec<u8> {
+pub(crate) fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, icmp: &Icmpv6Repr<'_>) -> Vec<u8> {
     let repr = Ipv6Repr {
         src_addr: src,
         dst_addr: dst,
@@ -694,7 +698,7 @@ fn ipv6_forwarding_resolves_with_ns_and_decrements_hop_limit() {
     let echo = Icmpv6Repr::EchoRequest { ident: 1, seq_no: 2, data: b"v6" };
     let ip = ipv6(v6("2001:db8::2"), v6("2001:db8:ff::9"), 30, &echo);
     let sent = frame(R0, H0, None, EtherType::Ipv6, &ip);
-    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Held);
     let solicit = Icmpv6Repr::NeighborSolicit { target_addr: v6("2001:db8:1::2"), source_lladdr: Some(R1) };
     let expected_ns = ipv6(v6("2001:db8:1::1"), v6("ff02::1:ff00:2"), 255, &solicit);
     assert_eq!(
@@ -715,11 +719,13 @@ fn ipv6_forwarding_resolves_with_ns_and_decrements_hop_limit() {
     out.clear();
     assert_eq!(switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv6, &na), &mut out), Disposition::Punted);
     assert_eq!(switch.neighbor(1, IpAddr::V6(v6("2001:db8:1::2"))).unwrap().state, NeighborState::Reachable);
-    out.clear();
-    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Forwarded);
     let mut expected = ip.clone();
     expected[7] = 29;
-    assert_eq!(emitted(&out), vec![(Egress::Port(1), frame(H1, R1, None, EtherType::Ipv6, &expected))]);
+    let forwarded = (Egress::Port(1), frame(H1, R1, None, EtherType::Ipv6, &expected));
+    assert_eq!(port_frames(&out), vec![forwarded.clone()], "the held packet leaves on the advertisement");
+    out.clear();
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Forwarded);
+    assert_eq!(emitted(&out), vec![forwarded]);
     // Hop limit 1: ICMPv6 time exceeded back to the sender.
     switch.set_neighbor(0, IpAddr::V6(v6("2001:db8::2")), H0).unwrap();
     let last_hop = ipv6(v6("2001:db8::2"), v6("2001:db8:ff::9"), 1, &echo);
@@ -866,7 +872,7 @@ fn cached_next_hop_rewrites_follow_every_change() {
         frame(R0, mac, None, EtherType::Arp, &arp(Operation::Reply, mac, "10.0.0.2", R0, "10.0.0.1"))
     };
     let mut scratch = Output::new();
-    assert_eq!(send(&mut switch, NOW).0, Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(send(&mut switch, NOW).0, Disposition::Held);
     switch.process(NOW, 0, &reply(H0), &mut scratch);
     // Twice: the second from the cache.
     assert_eq!(send(&mut switch, NOW), via(0, H0, R0));
@@ -902,7 +908,7 @@ fn cached_next_hop_rewrites_follow_every_change() {
     // The neighbour goes away: resolution starts again.
     switch.remove_neighbor(1, IpAddr::V4(v4("10.0.1.2"))).unwrap();
     let (disposition, _) = send(&mut switch, later);
-    assert_eq!(disposition, Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(disposition, Disposition::Held);
     assert_eq!(switch.neighbor(1, IpAddr::V4(v4("10.0.1.2"))).unwrap().state, NeighborState::Incomplete);
 }
 

@@ -3,6 +3,7 @@
 
 use super::*;
 
+mod conformance;
 mod l3;
 mod vxlan;
 use crate::wire::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, VlanId, VlanTag, VlanTagRepr};

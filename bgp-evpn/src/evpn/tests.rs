@@ -1,0 +1,281 @@
+//! The EVPN instance alone: routes in, actions out.
+
+use super::*;
+use crate::evpn::config::{VniConfig, VrfConfig};
+
+const MAC1: MacAddr = MacAddr([0x02, 0, 0, 0, 0, 0x11]);
+const S: u64 = crate::neighbor::NANOS_PER_SEC;
+
+fn ip(s: &str) -> IpAddr {
+    s.parse().unwrap()
+}
+
+fn instance(max_moves: u32) -> Evpn {
+    let config = EvpnConfig {
+        vtep_ip: ip("10.0.0.1"),
+        vnis: vec![VniConfig { vni: 100, rd: None, import_rts: vec![], export_rts: vec![], vrf: Some("t1".into()) }],
+        vrfs: vec![VrfConfig {
+            name: "t1".into(),
+            l3vni: 4001,
+            router_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+            rd: None,
+            import_rts: vec![],
+            export_rts: vec![],
+            networks: vec![],
+        }],
+        duplicate_detection: DuplicateDetection { max_moves, window_secs: 60 },
+    };
+    config.validate(Ipv4Addr::new(10, 0, 0, 1)).unwrap();
+    Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1))
+}
+
+/// A remote type 2 for MAC1 from `vtep` with MAC mobility `(sticky, seq)`.
+fn remote(evpn: &mut Evpn, now: u64, vtep: &str, mobility: Option<(bool, u32)>) -> EvpnRoute {
+    let key = EvpnRoute::MacIpAdvertisement {
+        rd: RouteDistinguisher::Ipv4 { addr: vtep.parse().unwrap(), number: 100 },
+        esi: Esi::ZERO,
+        ethernet_tag: 0,
+        mac: MAC1,
+        ip: None,
+        label1: 0,
+        label2: None,
+    };
+    let mut ext = vec![derived_rt(65000, 100).to_u64()];
+    if let Some((sticky, sequence)) = mobility {
+        ext.push(ExtCommunity::MacMobility { sticky, sequence }.to_u64());
+    }
+    let attrs = PathAttrs {
+        next_hop: Some(ip(vtep)),
+        ext_communities: ext,
+        evpn: Some(crate::packet::evpn::EvpnPathData { label1: 100, ..Default::default() }),
+        ..Default::default()
+    };
+    evpn.route_changed(now, key, Some(&attrs));
+    key
+}
+
+fn originated_mm(actions: &[EvpnAction]) -> Option<Option<(bool, u32)>> {
+    actions.iter().find_map(|a| match a {
+        EvpnAction::Originate(EvpnRoute::MacIpAdvertisement { ip: None, .. }, attrs) => {
+            Some(mac_mobility(&attrs.ext_communities))
+        }
+        _ => None,
+    })
+}
+
+#[test]
+fn type3_and_rd_rt_are_derived_as_frr_does() {
+    let mut e = instance(5);
+    e.start();
+    let actions = e.take_actions();
+    let [EvpnAction::Originate(route, attrs)] = &actions[..] else { panic!("{actions:?}") };
+    assert_eq!(route.to_string(), "10.0.0.1:100 [3]:[0]:[32]:[10.0.0.1]");
+    let communities: Vec<String> =
+        attrs.ext_communities.iter().map(|&c| ExtCommunity::from_u64(c).to_string()).collect();
+    assert_eq!(communities, ["RT:65000:100", "ET:8"]);
+    assert_eq!(
+        attrs.pmsi_tunnel,
+        Some(PmsiTunnel::IngressReplication { flags: 0, vni: 100, endpoint: ip("10.0.0.1") })
+    );
+}
+
+#[test]
+fn a_mac_that_moves_here_gets_the_next_sequence_number_and_the_remote_entry_goes() {
+    let mut e = instance(5);
+    remote(&mut e, 0, "10.0.0.3", Some((false, 4)));
+    assert_eq!(
+        e.take_actions(),
+        vec![EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(ip("10.0.0.3")) })]
+    );
+    e.local_mac(S, 100, MAC1, true);
+    let actions = e.take_actions();
+    assert_eq!(originated_mm(&actions), Some(Some((false, 5))), "RFC 7432 §15.1: one above the remote's 4");
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: None })));
+    // The remote VTEP moves it back with a higher number: ours is withdrawn.
+    remote(&mut e, 2 * S, "10.0.0.3", Some((false, 6)));
+    let actions = e.take_actions();
+    assert!(actions.iter().any(|a| matches!(a, EvpnAction::Withdraw(EvpnRoute::MacIpAdvertisement { ip: None, .. }))));
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
+        vni: 100,
+        mac: MAC1,
+        vtep: Some(ip("10.0.0.3"))
+    })));
+    let shown = e.macs(2 * S, Some(100));
+    assert_eq!((shown[0].kind, shown[0].sequence, shown[0].moves), ("remote", 6, 2));
+}
+
+#[test]
+fn equal_sequence_numbers_go_to_the_lower_vtep_address() {
+    let mut e = instance(5);
+    remote(&mut e, 0, "10.0.0.3", Some((false, 2)));
+    remote(&mut e, 0, "10.0.0.2", Some((false, 2)));
+    let actions = e.take_actions();
+    assert_eq!(
+        actions.last(),
+        Some(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(ip("10.0.0.2")) }))
+    );
+    // A sticky MAC stays where it is whatever the numbers say (§15.2).
+    remote(&mut e, 0, "10.0.0.3", Some((true, 0)));
+    e.local_mac(S, 100, MAC1, true);
+    let actions = e.take_actions();
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
+        vni: 100,
+        mac: MAC1,
+        vtep: Some(ip("10.0.0.3"))
+    })));
+    assert_eq!(originated_mm(&actions), None, "the sticky remote wins: nothing of ours is advertised");
+}
+
+#[test]
+fn a_mac_moving_too_often_is_frozen_and_reported() {
+    let mut e = instance(3);
+    remote(&mut e, 0, "10.0.0.3", Some((false, 0)));
+    e.local_mac(S, 100, MAC1, true); // move 1, ours with 1
+    remote(&mut e, 2 * S, "10.0.0.3", Some((false, 2))); // move 2
+    e.local_mac(3 * S, 100, MAC1, false);
+    e.local_mac(3 * S, 100, MAC1, true); // move 3: frozen, ours with 3 stays
+    e.take_actions();
+    remote(&mut e, 4 * S, "10.0.0.3", Some((false, 4)));
+    assert_eq!(e.take_actions(), vec![], "a duplicate MAC's routes are not processed");
+    let shown = e.macs(4 * S, None);
+    assert_eq!((shown[0].kind, shown[0].sequence, shown[0].moves, shown[0].duplicate), ("local", 3, 3, true));
+}
+
+#[test]
+fn arp_bindings_become_mac_ip_routes_with_the_l3vni_and_router_mac() {
+    let mut e = instance(5);
+    e.local_neighbor(0, 100, ip("192.168.1.10"), Some(MAC1));
+    assert_eq!(e.take_actions(), vec![], "the MAC is not ours yet");
+    e.local_mac(0, 100, MAC1, true);
+    let actions = e.take_actions();
+    let irb = actions.iter().find_map(|a| match a {
+        EvpnAction::Originate(r @ EvpnRoute::MacIpAdvertisement { ip: Some(_), .. }, attrs) => Some((r, attrs)),
+        _ => None,
+    });
+    let (route, attrs) = irb.expect("a MAC+IP route");
+    assert_eq!(route.to_string(), "10.0.0.1:100 [2]:[0]:[48]:[02:00:00:00:00:11]:[32]:[192.168.1.10]");
+    let EvpnRoute::MacIpAdvertisement { label1, label2, .. } = route else { unreachable!() };
+    assert_eq!((*label1, *label2), (100, Some(4001)));
+    let communities: Vec<String> =
+        attrs.ext_communities.iter().map(|&c| ExtCommunity::from_u64(c).to_string()).collect();
+    assert_eq!(communities, ["RT:65000:100", "RT:65000:4001", "ET:8", "Rmac:02:00:00:00:00:01"]);
+    // The binding goes: the MAC+IP route is withdrawn, the MAC route stays.
+    e.local_neighbor(S, 100, ip("192.168.1.10"), None);
+    let actions = e.take_actions();
+    assert!(
+        actions.iter().any(|a| matches!(a, EvpnAction::Withdraw(EvpnRoute::MacIpAdvertisement { ip: Some(_), .. })))
+    );
+    assert!(!actions.iter().any(|a| matches!(a, EvpnAction::Withdraw(EvpnRoute::MacIpAdvertisement { ip: None, .. }))));
+}
+
+#[test]
+fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
+    let mut e = instance(5);
+    let vtep = ip("10.0.0.3");
+    let rmac = MacAddr([2, 0, 0, 0, 0, 3]);
+    let rts = |vnis: &[u32]| vnis.iter().map(|&v| derived_rt(65000, v).to_u64()).collect::<Vec<_>>();
+    // Type 3: the VTEP joins VNI 100's flood list; a foreign RT imports nothing.
+    let t3 = EvpnRoute::InclusiveMulticast {
+        rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 3), number: 100 },
+        ethernet_tag: 0,
+        originator: vtep,
+    };
+    let attrs = PathAttrs {
+        next_hop: Some(vtep),
+        ext_communities: rts(&[100]),
+        pmsi_tunnel: Some(PmsiTunnel::IngressReplication { flags: 0, vni: 100, endpoint: vtep }),
+        ..Default::default()
+    };
+    e.route_changed(0, t3, Some(&attrs));
+    assert_eq!(e.take_actions(), vec![EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep, present: true })]);
+    let foreign = PathAttrs { ext_communities: rts(&[999]), ..attrs.clone() };
+    let other_t3 = EvpnRoute::InclusiveMulticast {
+        rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 4), number: 100 },
+        ethernet_tag: 0,
+        originator: ip("10.0.0.4"),
+    };
+    e.route_changed(0, other_t3, Some(&foreign));
+    assert_eq!(e.take_actions(), vec![]);
+
+    // Type 2 with an IP: remote MAC, ARP suppression, host route in the VRF.
+    let t2 = EvpnRoute::MacIpAdvertisement {
+        rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 3), number: 100 },
+        esi: Esi::ZERO,
+        ethernet_tag: 0,
+        mac: MAC1,
+        ip: Some(ip("192.168.1.20")),
+        label1: 0,
+        label2: None,
+    };
+    let mut ext = rts(&[100, 4001]);
+    ext.push(ExtCommunity::RouterMac(rmac).to_u64());
+    let attrs2 = PathAttrs {
+        next_hop: Some(vtep),
+        ext_communities: ext.clone(),
+        evpn: Some(crate::packet::evpn::EvpnPathData { label1: 100, label2: Some(4001), ..Default::default() }),
+        ..Default::default()
+    };
+    e.route_changed(0, t2, Some(&attrs2));
+    let actions = e.take_actions();
+    let hop = crate::fib::NextHop::Vtep { vtep, vni: 4001, router_mac: rmac };
+    for expected in [
+        FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(vtep) },
+        FibChange::Neighbor { vni: 100, ip: ip("192.168.1.20"), mac: Some(MAC1) },
+        FibChange::Route { vrf: Some("t1".into()), prefix: "192.168.1.20/32".parse().unwrap(), next_hops: vec![hop] },
+    ] {
+        assert!(actions.contains(&EvpnAction::Fib(expected.clone())), "{expected:?} in {actions:?}");
+    }
+
+    // Type 5 into the VRF.
+    let t5 = EvpnRoute::IpPrefix {
+        rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 3), number: 4001 },
+        esi: Esi::ZERO,
+        ethernet_tag: 0,
+        prefix: "172.16.0.0/16".parse().unwrap(),
+        gateway: ip("0.0.0.0"),
+        label: 0,
+    };
+    let attrs5 = PathAttrs {
+        next_hop: Some(vtep),
+        ext_communities: ext,
+        evpn: Some(crate::packet::evpn::EvpnPathData { label1: 4001, ..Default::default() }),
+        ..Default::default()
+    };
+    e.route_changed(0, t5, Some(&attrs5));
+    let route =
+        FibChange::Route { vrf: Some("t1".into()), prefix: "172.16.0.0/16".parse().unwrap(), next_hops: vec![hop] };
+    assert_eq!(e.take_actions(), vec![EvpnAction::Fib(route)]);
+    assert_eq!(e.state(0).vrfs[0].routes.len(), 2);
+
+    // Withdrawals undo all of it.
+    e.route_changed(S, t2, None);
+    e.route_changed(S, t3, None);
+    e.route_changed(S, t5, None);
+    let actions = e.take_actions();
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: None })));
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::Neighbor { vni: 100, ip: ip("192.168.1.20"), mac: None })));
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep, present: false })));
+    let state = e.state(S);
+    assert!(state.macs.is_empty() && state.arp_cache.is_empty() && state.vrfs[0].routes.is_empty());
+}
+
+#[test]
+fn derived_route_targets_match_with_the_as_masked_as_frr_does() {
+    let mut e = instance(5);
+    // An eBGP leaf in AS 65099 derives RT 65099:100.
+    let t3 = EvpnRoute::InclusiveMulticast {
+        rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 9), number: 100 },
+        ethernet_tag: 0,
+        originator: ip("10.0.0.9"),
+    };
+    let attrs = PathAttrs {
+        next_hop: Some(ip("10.0.0.9")),
+        ext_communities: vec![derived_rt(65099, 100).to_u64()],
+        ..Default::default()
+    };
+    e.route_changed(0, t3, Some(&attrs));
+    assert_eq!(
+        e.take_actions(),
+        vec![EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep: ip("10.0.0.9"), present: true })]
+    );
+}

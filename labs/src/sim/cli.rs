@@ -1,0 +1,328 @@
+//! `labs sim`: run one experiment, or compare several side by side.
+//!
+//! ```text
+//! labs sim --fattree 16 --workload allreduce --size 64MiB --lb flowlet --out DIR
+//! labs sim --topology lab.clab.yml --workload incast --size 4MiB --no-pfc --out DIR
+//! labs sim --rail 128x8 --spines 8 --workload all-to-all --size 16MiB --out DIR
+//! labs sim compare --fattree 4 --workload permutation --size 8MiB --lb ecmp,flowlet,spray --out DIR
+//! ```
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use super::experiment::{Experiment, LoadBalancing, QueueKind};
+use super::fabric::{self, Fabric};
+use super::workload::{Kind, WorkloadSpec};
+use crate::generate::AiRail;
+use crate::topology::Topology;
+
+#[derive(Args, Clone, Debug)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct SimCommand {
+    #[command(subcommand)]
+    pub compare: Option<SimSubcommand>,
+    #[command(flatten)]
+    pub run: SimArgs,
+}
+
+#[derive(Subcommand, Clone, Debug)]
+pub enum SimSubcommand {
+    /// Run the same workload under several experiments and plot them side by side.
+    Compare {
+        #[command(flatten)]
+        run: SimArgs,
+        /// Also compare PFC alone against PFC with ECN/DCQCN.
+        #[arg(long)]
+        ecn_both: bool,
+    },
+}
+
+/// The fabric, the workload and the experiment.
+#[derive(Args, Clone, Debug)]
+pub struct SimArgs {
+    /// A containerlab topology file.
+    #[arg(long, short = 't', group = "shape")]
+    pub topology: Option<PathBuf>,
+    /// A k-ary fat-tree of radix K (three tiers; `--tiers 2` for leaf-spine).
+    #[arg(long, group = "shape")]
+    pub fattree: Option<usize>,
+    #[arg(long, default_value_t = 3)]
+    pub tiers: u8,
+    /// Hosts per edge over uplinks (n:1), for the three-tier fat-tree.
+    #[arg(long, default_value_t = 1)]
+    pub oversubscription: usize,
+    /// A rail-optimised fabric, SERVERSxRAILS.
+    #[arg(long, group = "shape")]
+    pub rail: Option<String>,
+    #[arg(long, default_value_t = 8)]
+    pub spines: usize,
+    #[arg(long, default_value_t = 32)]
+    pub servers_per_leaf: usize,
+    /// One switch and N hosts.
+    #[arg(long, group = "shape")]
+    pub star: Option<usize>,
+
+    #[arg(long, value_enum, default_value = "allreduce")]
+    pub workload: Kind,
+    /// Bytes per host (all-reduce, all-to-all) or per flow (incast, permutation): 64MiB, 4M, 4096.
+    #[arg(long, default_value = "1MiB", value_parser = parse_size)]
+    pub size: u64,
+    /// Each host starts uniformly within this, microseconds.
+    #[arg(long, default_value_t = 0)]
+    pub jitter_us: u64,
+    /// Compute phase of a training step, microseconds.
+    #[arg(long, default_value_t = 100)]
+    pub compute_us: u64,
+    #[arg(long, default_value_t = 2)]
+    pub iterations: u32,
+
+    /// Load balancing; a comma-separated list for `compare`.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ecmp")]
+    pub lb: Vec<LoadBalancing>,
+    /// Lossy: no PFC (every class drops when full).
+    #[arg(long)]
+    pub no_pfc: bool,
+    /// ECN marking in the switches and DCQCN at the hosts.
+    #[arg(long)]
+    pub ecn: bool,
+    #[arg(long, default_value_t = 100)]
+    pub link_gbps: u64,
+    #[arg(long, default_value_t = 500)]
+    pub delay_ns: u64,
+    #[arg(long, default_value_t = 4096)]
+    pub mtu: u32,
+    /// Shared buffer per switch (default 8 MiB, or 512 KiB per port if more).
+    #[arg(long, value_parser = parse_size)]
+    pub buffer: Option<u64>,
+    #[arg(long, default_value_t = 16)]
+    pub flowlet_us: u32,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    #[arg(long, value_enum, default_value = "heap")]
+    pub queue: QueueKind,
+    /// Queue-depth sampling interval, microseconds (0: off).
+    #[arg(long, default_value_t = 10)]
+    pub sample_us: u64,
+    /// Stop after this much simulated time, milliseconds.
+    #[arg(long, default_value_t = 10_000)]
+    pub time_limit_ms: u64,
+    /// Take cable LINK (its index in the topology's links) down at T microseconds: LINK@T.
+    #[arg(long)]
+    pub fail_link: Option<String>,
+    /// Ports whose queue depth to record over time, SWITCH:ethN (default: all, on fabrics up to 64 ports).
+    #[arg(long, value_delimiter = ',')]
+    pub watch: Vec<String>,
+    /// Output folder.
+    #[arg(long, short = 'o', default_value = "sim-out")]
+    pub out: PathBuf,
+    /// No progress line on stderr.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// `64MiB`, `16M`, `1GiB`, `4KiB`, `4096`.
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !c.is_ascii_digit()).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number.parse().map_err(|_| format!("{text:?}: a number of bytes, like 64MiB"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" | "k" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        "KB" | "kB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        other => return Err(format!("{text:?}: unknown unit {other:?} (B, KiB, MiB, GiB, KB, MB, GB)")),
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("{text:?} is too large"))
+}
+
+impl SimArgs {
+    /// The topology named by the flags, and its name.
+    pub fn topology(&self) -> Result<Topology, String> {
+        if let Some(path) = &self.topology {
+            return Topology::load(path).map_err(|e| e.to_string());
+        }
+        if let Some(k) = self.fattree {
+            return match self.tiers {
+                3 => fabric::fattree3(&format!("fattree{k}"), k, self.oversubscription),
+                2 => crate::generate::fattree(&format!("fattree{k}"), k).map(|g| g.topology).map_err(|e| e.to_string()),
+                other => Err(format!("--tiers {other}: 2 or 3")),
+            };
+        }
+        if let Some(shape) = &self.rail {
+            let (servers, rails) = shape
+                .split_once('x')
+                .and_then(|(s, r)| Some((s.parse().ok()?, r.parse().ok()?)))
+                .ok_or_else(|| format!("--rail {shape:?}: SERVERSxRAILS, like 128x8"))?;
+            let servers_per_leaf = self.servers_per_leaf.min(servers);
+            let spines = if servers > servers_per_leaf { self.spines } else { 0 };
+            return AiRail { servers, rails, spines, servers_per_leaf }
+                .generate(&format!("rail{servers}x{rails}"))
+                .map(|g| g.topology)
+                .map_err(|e| e.to_string());
+        }
+        if let Some(hosts) = self.star {
+            return Ok(fabric::star(&format!("star{hosts}"), hosts));
+        }
+        Err("no fabric: --topology FILE, --fattree K, --rail SxR or --star N".into())
+    }
+
+    pub fn experiment(&self, lb: LoadBalancing) -> Result<Experiment, String> {
+        let link_failure = match &self.fail_link {
+            None => None,
+            Some(text) => {
+                let (link, at) = text
+                    .split_once('@')
+                    .and_then(|(l, t)| Some((l.parse().ok()?, t.parse::<u64>().ok()?)))
+                    .ok_or_else(|| format!("--fail-link {text:?}: LINK@MICROSECONDS"))?;
+                Some((link, at * 1000))
+            }
+        };
+        Ok(Experiment {
+            lb,
+            pfc: !self.no_pfc,
+            ecn: self.ecn,
+            link_bps: self.link_gbps * 1_000_000_000,
+            link_delay_ns: self.delay_ns,
+            mtu: self.mtu,
+            buffer_bytes: self.buffer.unwrap_or(0),
+            flowlet_us: self.flowlet_us,
+            seed: self.seed,
+            sample_ns: self.sample_us * 1000,
+            queue: self.queue,
+            time_limit_ns: self.time_limit_ms * 1_000_000,
+            link_failure,
+        })
+    }
+
+    pub fn workload(&self) -> WorkloadSpec {
+        WorkloadSpec {
+            kind: self.workload,
+            bytes: self.size,
+            jitter_ns: self.jitter_us * 1000,
+            compute_ns: self.compute_us * 1000,
+            iterations: self.iterations,
+        }
+    }
+
+    fn watch(&self, fabric: &Fabric) -> Result<Option<Vec<(u32, u16)>>, String> {
+        if self.watch.is_empty() {
+            return Ok(None);
+        }
+        self.watch
+            .iter()
+            .map(|text| {
+                let (switch, port) = text.split_once(":eth").ok_or_else(|| format!("--watch {text:?}: SWITCH:ethN"))?;
+                let s = fabric
+                    .switches
+                    .iter()
+                    .position(|sw| sw.name == switch)
+                    .ok_or_else(|| format!("--watch {text:?}: no switch {switch:?}"))?;
+                let port: u16 = port.parse().map_err(|_| format!("--watch {text:?}: SWITCH:ethN"))?;
+                Ok((s as u32, port.saturating_sub(1)))
+            })
+            .collect::<Result<Vec<_>, String>>()
+            .map(Some)
+    }
+}
+
+/// One run, written into `out`; its report.
+pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) -> Result<super::Run, String> {
+    let topology = args.topology()?;
+    let fabric = Fabric::from_topology(&topology)?;
+    let watch = args.watch(&fabric)?;
+    let quiet = args.quiet;
+    let mut progress = |speed: &super::Speed| {
+        if !quiet {
+            eprint!(
+                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of messages",
+                speed.simulated_ns as f64 / 1e6,
+                speed.events as f64 / 1e6,
+                speed.events_per_s / 1e6,
+                speed.wall_s,
+                speed.done_fraction * 100.0
+            );
+            let _ = std::io::stderr().flush();
+        }
+    };
+    let run = super::run(&topology.name, fabric, experiment, args.workload(), watch, Some(&mut progress))?;
+    if !quiet {
+        eprintln!();
+    }
+    run.write(out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
+    let speed = serde_json::to_string_pretty(&run.speed).expect("serialises");
+    std::fs::write(out.join("speed.json"), speed + "\n").map_err(|e| format!("writing speed.json: {e}"))?;
+    Ok(run)
+}
+
+/// A one-paragraph summary of a run.
+pub fn describe(run: &super::Run) -> String {
+    let r = &run.report;
+    let jct: Vec<String> = r
+        .collectives
+        .iter()
+        .map(|c| match c.jct_ns {
+            Some(ns) => format!("{} {:.3} ms", c.name, ns as f64 / 1e6),
+            None => format!("{} unfinished", c.name),
+        })
+        .collect();
+    format!(
+        "{} ({} switches, {} hosts): {}; FCT slowdown p50 {:.2} p99 {:.2}; drops {}; ECN marks {}; PFC frames {}, {} ports paused ({:.3} ms); {} events in {:.2} s ({:.2} M/s)",
+        r.topology,
+        r.switches,
+        r.hosts,
+        jct.join(", "),
+        r.fct_slowdown.p50,
+        r.fct_slowdown.p99,
+        r.drops_total,
+        r.ecn_marked,
+        r.pfc_frames_sent,
+        r.paused_ports,
+        r.paused_ns_total as f64 / 1e6,
+        run.speed.events,
+        run.speed.wall_s,
+        run.speed.events_per_s / 1e6
+    )
+}
+
+/// `labs sim` and `labs sim compare`.
+pub fn main(command: SimCommand) -> Result<(), String> {
+    match command.compare {
+        None => {
+            let args = command.run;
+            let lb = args.lb.first().copied().unwrap_or(LoadBalancing::Ecmp);
+            let run = run_one(&args, args.experiment(lb)?, &args.out)?;
+            println!("{}", describe(&run));
+            println!("wrote {}", args.out.display());
+            Ok(())
+        }
+        Some(SimSubcommand::Compare { run: args, ecn_both }) => {
+            let mut variants = Vec::new();
+            for &lb in &args.lb {
+                let base = args.experiment(lb)?;
+                let name = format!("{lb:?}").to_lowercase();
+                if ecn_both {
+                    variants.push((format!("{name}-pfc"), Experiment { ecn: false, pfc: true, ..base.clone() }));
+                    variants.push((format!("{name}-pfc-ecn"), Experiment { ecn: true, pfc: true, ..base }));
+                } else {
+                    variants.push((name, base));
+                }
+            }
+            let mut runs = Vec::new();
+            for (name, experiment) in variants {
+                eprintln!("{name}:");
+                let run = run_one(&args, experiment, &args.out.join(&name))?;
+                println!("{name}: {}", describe(&run));
+                runs.push((name, run));
+            }
+            super::compare::write(&runs, &args.out)?;
+            println!("wrote {}", args.out.display());
+            Ok(())
+        }
+    }
+}

@@ -1,0 +1,437 @@
+//! The discrete-event loop: switches (the pipeline in a [`Node`] with the
+//! `qos` traffic manager), hosts ([`super::host`]), cables
+//! ([`super::link`]) and the workload, driven in virtual nanoseconds.
+//!
+//! One event at a time, in (time, scheduling order): a run is a pure
+//! function of the topology, the experiment and the seed.
+
+use std::net::Ipv4Addr;
+
+use dataplane::node::{HostIfTarget, Node, Ports, QosTrafficManager};
+use dataplane::pipeline::{Egress, PortId, Switch};
+
+use super::experiment::{DATA_PRIORITY, Experiment, LoadBalancing};
+use super::fabric::{End, Fabric};
+use super::host::{Connection, ConnectionSpec, Host};
+use super::link::{FrameArena, Wire};
+use super::queue::{Event, EventQueue};
+use super::routes::{self, Routes, host_mac, switch_mac};
+use super::stats::{DepthHistogram, MessageRecord};
+use super::workload::Workload;
+
+/// A switch: its pipeline and the node around it.
+pub struct SimSwitch {
+    pub pipeline: Switch,
+    pub node: Node<QosTrafficManager>,
+    /// The earliest wake-up asked for and not yet run (`u64::MAX`: none).
+    wake_at: u64,
+}
+
+/// Where a port's cable goes.
+#[derive(Debug, Clone, Copy)]
+struct Peer {
+    end: End,
+    link: u32,
+}
+
+pub struct Simulation<Q: EventQueue> {
+    pub now: u64,
+    queue: Q,
+    frames: FrameArena,
+    pub fabric: Fabric,
+    pub experiment: Experiment,
+    pub routes: Routes,
+    pub switches: Vec<SimSwitch>,
+    pub hosts: Vec<Host>,
+    pub connections: Vec<Connection>,
+    pub workload: Workload,
+    pub records: Vec<MessageRecord>,
+    pub completed: usize,
+    /// Per switch, per port: the cable's far end.
+    switch_peers: Vec<Vec<Option<Peer>>>,
+    /// Per host: its leaf, port and cable.
+    host_peers: Vec<(u32, u16, u32)>,
+    pub link_up: Vec<bool>,
+    wire: Wire,
+    pub events: u64,
+    pub punts: u64,
+    pub depth: DepthHistogram,
+    /// Watched (switch, port) and their sampled depths over time.
+    pub watched: Vec<(u32, u16)>,
+    pub series: Vec<(u64, Vec<u32>)>,
+}
+
+impl<Q: EventQueue> Simulation<Q> {
+    /// Builds every node and schedules the workload's first messages.
+    pub fn new(fabric: Fabric, experiment: Experiment, workload: Workload, queue: Q) -> Result<Self, String> {
+        let seed = experiment.seed;
+        let (pipelines, routes) = routes::build_switches(&fabric, |s| {
+            seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(u64::from(s).wrapping_mul(0xbf58_476d_1ce4_e5b9)) | 1
+        })?;
+        let mut switches = Vec::with_capacity(pipelines.len());
+        for (s, mut pipeline) in pipelines.into_iter().enumerate() {
+            let ports = fabric.switches[s].ports.max(1);
+            let mut tm = experiment.traffic_manager(ports)?;
+            for port in 0..ports {
+                tm.set_port_mac(port, switch_mac(s as u32, port));
+            }
+            if experiment.lb != LoadBalancing::Ecmp {
+                pipeline.set_path_quality(Some(Box::new(tm.dlb(experiment.dlb_config()))));
+            }
+            let node = Node::with_output_capacity(tm, 64);
+            switches.push(SimSwitch { pipeline, node, wake_at: u64::MAX });
+        }
+        let mut switch_peers: Vec<Vec<Option<Peer>>> =
+            fabric.switches.iter().map(|s| vec![None; usize::from(s.ports)]).collect();
+        let mut host_peers = vec![(0, 0, 0); fabric.hosts.len()];
+        for (link, &(a, b)) in fabric.links.iter().enumerate() {
+            let link = link as u32;
+            for (here, there) in [(a, b), (b, a)] {
+                match here {
+                    End::Switch { switch, port } => {
+                        switch_peers[switch as usize][usize::from(port)] = Some(Peer { end: there, link })
+                    }
+                    End::Host { host } => {
+                        if let End::Switch { switch, port } = there {
+                            host_peers[host as usize] = (switch, port, link);
+                        }
+                    }
+                }
+            }
+        }
+        let mut receive_qps = vec![0usize; fabric.hosts.len()];
+        for &(_, dst) in &workload.connections {
+            receive_qps[dst as usize] += 1;
+        }
+        let hosts: Vec<Host> = (0..fabric.hosts.len())
+            .map(|h| {
+                let (switch, port, _) = host_peers[h];
+                Host::new(
+                    host_mac(h as u32),
+                    switch_mac(switch, port),
+                    routes.addressing.host_ips[h],
+                    experiment.link_bps,
+                    experiment.mtu,
+                    receive_qps[h].max(1),
+                )
+            })
+            .collect();
+        let connections = workload
+            .connections
+            .iter()
+            .enumerate()
+            .map(|(qp, &(src, dst))| {
+                let spec = ConnectionSpec {
+                    src_mac: hosts[src as usize].mac,
+                    gateway_mac: hosts[src as usize].gateway_mac,
+                    src_ip: hosts[src as usize].ip,
+                    dst_ip: hosts[dst as usize].ip,
+                    qp: qp as u32,
+                    ecn: experiment.ecn,
+                    dcqcn: experiment.ecn,
+                    link_bps: experiment.link_bps,
+                };
+                Connection::new(src, dst, &spec)
+            })
+            .collect();
+        let records = workload.messages.iter().map(|m| MessageRecord::new(m.bytes)).collect();
+        let mut simulation = Simulation {
+            now: 0,
+            queue,
+            frames: FrameArena::default(),
+            link_up: vec![true; fabric.links.len()],
+            wire: Wire::new(experiment.link_bps, experiment.link_delay_ns),
+            fabric,
+            experiment,
+            routes,
+            switches,
+            hosts,
+            connections,
+            workload,
+            records,
+            completed: 0,
+            switch_peers,
+            host_peers,
+            events: 0,
+            punts: 0,
+            depth: DepthHistogram::default(),
+            watched: Vec::new(),
+            series: Vec::new(),
+        };
+        for (id, message) in simulation.workload.messages.iter().enumerate() {
+            if message.waiting_for == 0 {
+                simulation.queue.push(message.delay_ns, Event::Release { message: id as u32 });
+            }
+        }
+        if simulation.experiment.sample_ns > 0 {
+            simulation.queue.push(0, Event::Sample);
+        }
+        if let Some((link, at)) = simulation.experiment.link_failure {
+            simulation.queue.push(at, Event::LinkDown { link });
+        }
+        Ok(simulation)
+    }
+
+    /// Watches these ports' queue depth over time.
+    pub fn watch(&mut self, ports: Vec<(u32, u16)>) {
+        self.watched = ports;
+    }
+
+    /// The wire every cable is.
+    pub fn wire(&self) -> Wire {
+        self.wire
+    }
+
+    pub fn finished(&self) -> bool {
+        self.completed == self.records.len()
+    }
+
+    /// Runs until the workload has been received whole or the time limit.
+    pub fn run(&mut self) {
+        self.run_with(|_| {});
+    }
+
+    /// Runs, calling `progress` every 2^20 events.
+    pub fn run_with(&mut self, mut progress: impl FnMut(&Self)) {
+        while !self.finished() {
+            let Some((at, event)) = self.queue.pop() else { break };
+            if at > self.experiment.time_limit_ns {
+                break;
+            }
+            self.now = at;
+            self.events += 1;
+            if self.events & ((1 << 20) - 1) == 0 {
+                progress(self);
+            }
+            self.handle(event);
+        }
+    }
+
+    fn handle(&mut self, event: Event) {
+        let now = self.now;
+        match event {
+            Event::SwitchFrame { switch, port, slot } => {
+                let frame = self.frames.take(slot);
+                self.with_switch(switch, |node, pipeline, ports| {
+                    node.receive(pipeline, now, port, &frame, ports);
+                });
+                self.frames.put_back(slot, frame);
+            }
+            Event::HostFrame { host, slot } => {
+                let frame = self.frames.take(slot);
+                let ips = &self.routes.addressing.host_ips;
+                let connections = &mut self.connections;
+                let src_ip = |qp: u32| -> Ipv4Addr {
+                    self.workload.connections.get(qp as usize).map_or(Ipv4Addr::UNSPECIFIED, |&(s, _)| ips[s as usize])
+                };
+                let received = self.hosts[host as usize].receive(now, &frame, connections, src_ip);
+                self.frames.put_back(slot, frame);
+                if let Some((qp, count)) = received.completed {
+                    for _ in 0..count {
+                        if let Some((message, _)) = self.connections[qp as usize].in_flight.pop_front() {
+                            self.complete(message);
+                        }
+                    }
+                }
+                if received.wake {
+                    self.wake_host(host, now);
+                }
+            }
+            Event::SwitchWake { switch } => {
+                if self.switches[switch as usize].wake_at != now {
+                    return;
+                }
+                self.switches[switch as usize].wake_at = u64::MAX;
+                self.with_switch(switch, |node, pipeline, ports| node.poll(pipeline, now, ports));
+            }
+            Event::HostWake { host } => {
+                if self.hosts[host as usize].wake_at != now {
+                    return;
+                }
+                self.hosts[host as usize].wake_at = u64::MAX;
+                self.run_host(host);
+            }
+            Event::Release { message } => {
+                let m = self.workload.messages[message as usize];
+                let (src, _) = self.workload.connections[m.connection as usize];
+                self.records[message as usize].released_ns = now;
+                self.hosts[src as usize].release(&mut self.connections, m.connection, message, m.bytes);
+                self.wake_host(src, now);
+            }
+            Event::Sample => {
+                self.sample();
+                self.queue.push(now + self.experiment.sample_ns, Event::Sample);
+            }
+            Event::LinkDown { link } => self.link_down(link),
+        }
+    }
+
+    /// Runs `f` on switch `s` with the ports its frames leave by, then
+    /// asks to be woken when its node next needs it.
+    fn with_switch(
+        &mut self,
+        s: u32,
+        f: impl FnOnce(&mut Node<QosTrafficManager>, &mut Switch, &mut SwitchPorts<'_, Q>),
+    ) {
+        let now = self.now;
+        let switch = &mut self.switches[s as usize];
+        let mut ports = SwitchPorts {
+            now,
+            peers: &self.switch_peers[s as usize],
+            link_up: &self.link_up,
+            wire: self.wire,
+            queue: &mut self.queue,
+            frames: &mut self.frames,
+            punts: &mut self.punts,
+        };
+        f(&mut switch.node, &mut switch.pipeline, &mut ports);
+        let wake = switch.node.next_wakeup().max(now + 1);
+        if wake < switch.wake_at {
+            switch.wake_at = wake;
+            self.queue.push(wake, Event::SwitchWake { switch: s });
+        }
+    }
+
+    /// Asks host `h` to run at `at` (unless it already will by then).
+    fn wake_host(&mut self, h: u32, at: u64) {
+        let host = &mut self.hosts[h as usize];
+        if at < host.wake_at {
+            host.wake_at = at;
+            self.queue.push(at, Event::HostWake { host: h });
+        }
+    }
+
+    /// The host sends what it may now, and asks to be woken for the next.
+    fn run_host(&mut self, h: u32) {
+        let now = self.now;
+        let workload = &self.workload;
+        let bytes = |m: u32| workload.messages[m as usize].bytes;
+        let host = &mut self.hosts[h as usize];
+        match host.send(now, &mut self.connections, &bytes, &mut self.frames) {
+            Ok(sent) => {
+                let (switch, port, link) = self.host_peers[h as usize];
+                if self.link_up[link as usize] {
+                    let at = self.wire.arrival(now, sent.len);
+                    self.queue.push(at, Event::SwitchFrame { switch, port, slot: sent.slot });
+                } else {
+                    let buffer = self.frames.take(sent.slot);
+                    self.frames.put_back(sent.slot, buffer);
+                }
+                // The line is busy for the frame's time: try again then.
+                let next = now + self.wire.serialisation_ns(sent.len);
+                self.wake_host(h, next);
+            }
+            Err(u64::MAX) => {}
+            Err(when) => self.wake_host(h, when.max(now + 1)),
+        }
+    }
+
+    /// Message `id` has been received whole.
+    fn complete(&mut self, id: u32) {
+        let now = self.now;
+        let record = &mut self.records[id as usize];
+        record.completed_ns = now;
+        self.completed += 1;
+        let count = self.workload.messages[id as usize].dependent_count;
+        let first = self.workload.messages[id as usize].first_dependent;
+        for i in 0..count {
+            let later = self.workload.dependents[(first + i) as usize];
+            let message = &mut self.workload.messages[later as usize];
+            message.waiting_for -= 1;
+            if message.waiting_for == 0 {
+                let delay = message.delay_ns;
+                self.queue.push(now + delay, Event::Release { message: later });
+            }
+        }
+    }
+
+    fn sample(&mut self) {
+        let mut row = Vec::with_capacity(self.watched.len());
+        for &(s, port) in &self.watched {
+            let tm = self.switches[s as usize].node.traffic_manager().tm();
+            row.push(tm.port_depth(port).1);
+        }
+        if !row.is_empty() {
+            self.series.push((self.now, row));
+        }
+        for (s, switch) in self.switches.iter().enumerate() {
+            let tm = switch.node.traffic_manager().tm();
+            for (port, peer) in self.switch_peers[s].iter().enumerate() {
+                if peer.is_some() {
+                    self.depth.add(tm.port_depth(port as u16).1);
+                }
+            }
+        }
+    }
+
+    /// Cable `link` fails: both ends see the link go down, and frames put
+    /// on it from now on are lost. The routes stay (as until BGP withdraws
+    /// them); the pipeline leaves down ports out of its ECMP choices.
+    fn link_down(&mut self, link: u32) {
+        let Some(&(a, b)) = self.fabric.links.get(link as usize) else { return };
+        self.link_up[link as usize] = false;
+        for end in [a, b] {
+            if let End::Switch { switch, port } = end {
+                let now = self.now;
+                self.with_switch(switch, |node, pipeline, ports| {
+                    node.handle(pipeline, now, dataplane::node::NodeEvent::Link { port, up: false }, ports);
+                });
+            }
+        }
+    }
+
+    /// Time port `port` of switch `s` was paused on the data priority by its peer.
+    pub fn paused_ns(&self, s: u32, port: u16) -> u64 {
+        self.switches[s as usize].node.traffic_manager().tm().pfc_paused_ns(self.now, port, DATA_PRIORITY)
+    }
+
+    /// Per switch, per port: the cable's far end.
+    pub fn peer(&self, s: u32, port: u16) -> Option<End> {
+        self.switch_peers[s as usize].get(usize::from(port)).copied().flatten().map(|p| p.end)
+    }
+
+    /// Peak of frames in flight (the arena's size).
+    pub fn frames_allocated(&self) -> usize {
+        self.frames.capacity()
+    }
+
+    /// Events still queued.
+    pub fn pending_events(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+/// The switch's ports: a frame written to one is on the cable.
+struct SwitchPorts<'a, Q> {
+    now: u64,
+    peers: &'a [Option<Peer>],
+    link_up: &'a [bool],
+    wire: Wire,
+    queue: &'a mut Q,
+    frames: &'a mut FrameArena,
+    punts: &'a mut u64,
+}
+
+impl<Q: EventQueue> Ports<HostIfTarget> for SwitchPorts<'_, Q> {
+    #[inline]
+    fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
+        let Some(peer) = self.peers.get(usize::from(port)).copied().flatten() else { return false };
+        if !self.link_up[peer.link as usize] {
+            return false;
+        }
+        let slot = self.frames.store(frame);
+        let at = self.wire.arrival(self.now, frame.len());
+        let event = match peer.end {
+            End::Switch { switch, port } => Event::SwitchFrame { switch, port, slot },
+            End::Host { host } => Event::HostFrame { host, slot },
+        };
+        self.queue.push(at, event);
+        true
+    }
+
+    fn punt(&mut self, _host_if: Option<HostIfTarget>, _egress: Egress, _frame: &[u8]) {
+        // Nothing here is for a switch's own host side (no ARP, no
+        // control plane): a punt is a routing problem, counted.
+        *self.punts += 1;
+    }
+}

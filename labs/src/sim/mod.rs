@@ -1,0 +1,134 @@
+//! The fabric simulator: the switch's own pipeline, traffic manager and DLB,
+//! and the RoCE-like host endpoint, driven in virtual time over a fabric of
+//! thousands of nodes (docs/simulator.md).
+//!
+//! - [`queue`]: the event queue (heap or timing wheel), virtual ns;
+//! - [`link`]: cables that serialise at their speed, plus propagation;
+//! - [`fabric`]: the shape, from a `*.clab.yml` or a generator;
+//! - [`routes`]: the control plane's shortcut (shortest paths, ECMP);
+//! - [`host`]: the NIC and its queue pairs (pacing, PFC, DCQCN, reordering);
+//! - [`workload`]: collectives as graphs of messages;
+//! - [`experiment`]: what a run varies (LB, PFC, ECN, links);
+//! - [`engine`]: the event loop; [`stats`], [`output`]: what it measures and writes.
+
+pub mod cli;
+pub mod compare;
+pub mod engine;
+pub mod experiment;
+pub mod fabric;
+pub mod host;
+pub mod link;
+pub mod output;
+pub mod queue;
+pub mod routes;
+pub mod stats;
+pub mod workload;
+
+use std::time::Instant;
+
+pub use engine::Simulation;
+pub use experiment::{Experiment, LoadBalancing, QueueKind};
+pub use fabric::Fabric;
+pub use output::Report;
+pub use workload::{Kind, WorkloadSpec};
+
+use queue::{EventQueue, HeapQueue, WheelQueue};
+
+/// Wall-clock figures of a run (kept out of the result files).
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Speed {
+    pub events: u64,
+    pub wall_s: f64,
+    pub events_per_s: f64,
+    pub simulated_ns: u64,
+    /// Messages received whole, as a fraction of all.
+    pub done_fraction: f64,
+}
+
+/// Writes a finished run's files into a folder.
+type Writer = dyn Fn(&std::path::Path) -> std::io::Result<()>;
+
+/// A finished run: the report, and the simulation for files and plots.
+pub struct Run {
+    pub report: Report,
+    pub speed: Speed,
+    writer: Box<Writer>,
+}
+
+impl Run {
+    /// Writes the result files into `dir`.
+    pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        (self.writer)(dir)
+    }
+}
+
+/// Runs `workload` on `fabric` under `experiment`, with the event queue it names.
+pub fn run(
+    name: &str,
+    fabric: Fabric,
+    experiment: Experiment,
+    spec: WorkloadSpec,
+    watch: Option<Vec<(u32, u16)>>,
+    progress: Option<&mut dyn FnMut(&Speed)>,
+) -> Result<Run, String> {
+    let workload = workload::build(&spec, fabric.hosts.len(), experiment.seed)?;
+    match experiment.queue {
+        QueueKind::Heap => {
+            let queue = HeapQueue::with_capacity(1 << 16);
+            run_with(name, Simulation::new(fabric, experiment, workload, queue)?, spec, watch, progress)
+        }
+        QueueKind::Wheel => {
+            let queue = WheelQueue::new(6);
+            run_with(name, Simulation::new(fabric, experiment, workload, queue)?, spec, watch, progress)
+        }
+    }
+}
+
+fn run_with<Q: EventQueue + 'static>(
+    name: &str,
+    mut sim: Simulation<Q>,
+    spec: WorkloadSpec,
+    watch: Option<Vec<(u32, u16)>>,
+    mut progress: Option<&mut dyn FnMut(&Speed)>,
+) -> Result<Run, String> {
+    let watched = watch.unwrap_or_else(|| default_watch(&sim));
+    sim.watch(watched);
+    let start = Instant::now();
+    sim.run_with(|sim| {
+        if let Some(progress) = progress.as_mut() {
+            let wall_s = start.elapsed().as_secs_f64();
+            progress(&Speed {
+                events: sim.events,
+                wall_s,
+                events_per_s: sim.events as f64 / wall_s,
+                simulated_ns: sim.now,
+                done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+            });
+        }
+    });
+    let wall_s = start.elapsed().as_secs_f64();
+    let speed = Speed {
+        events: sim.events,
+        wall_s,
+        events_per_s: sim.events as f64 / wall_s.max(1e-9),
+        simulated_ns: sim.now,
+        done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+    };
+    let report = Report::new(&sim, name, spec);
+    let for_writer = report.clone();
+    let writer = Box::new(move |dir: &std::path::Path| output::write(&sim, &for_writer, dir));
+    Ok(Run { report, speed, writer })
+}
+
+/// Every wired port of small fabrics (up to 64 ports); none on larger ones.
+fn default_watch<Q: EventQueue>(sim: &Simulation<Q>) -> Vec<(u32, u16)> {
+    let mut ports = Vec::new();
+    for (s, spec) in sim.fabric.switches.iter().enumerate() {
+        for port in 0..spec.ports {
+            if sim.peer(s as u32, port).is_some() {
+                ports.push((s as u32, port));
+            }
+        }
+    }
+    if ports.len() > 64 { Vec::new() } else { ports }
+}

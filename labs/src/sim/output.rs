@@ -1,0 +1,293 @@
+//! A run's results: `summary.json` (the experiment, JCT per collective, FCT
+//! slowdown percentiles, drops, PFC, ECN, queue depth percentiles, speed),
+//! `messages.csv` (one row per message), `ports.csv` (one row per switch
+//! port) and `queues.csv` (the watched ports' depth over time). Nothing in
+//! them depends on the wall clock except the `speed` block, kept apart in
+//! `speed.json` so that two runs give identical result files.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use qos::tm::DropReason;
+use serde::Serialize;
+
+use super::engine::Simulation;
+use super::fabric::End;
+use super::host::frame_len;
+use super::queue::EventQueue;
+use super::stats::percentile_of;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct CollectiveResult {
+    pub name: String,
+    pub messages: usize,
+    pub bytes: u64,
+    /// First release to last completion, ns (`None`: not finished).
+    pub jct_ns: Option<u64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Percentiles {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub topology: String,
+    pub switches: usize,
+    pub hosts: usize,
+    pub links: usize,
+    pub experiment: super::experiment::Experiment,
+    pub workload: super::workload::WorkloadSpec,
+    pub finished: bool,
+    pub simulated_ns: u64,
+    pub collectives: Vec<CollectiveResult>,
+    pub messages: usize,
+    pub messages_completed: usize,
+    /// FCT over the ideal FCT (the message alone on an idle fabric).
+    pub fct_slowdown: Percentiles,
+    /// Payload bytes received over the run, per host per second, Gb/s.
+    pub goodput_gbps_per_host: f64,
+    /// Frames dropped by the switches, by reason.
+    pub drops: std::collections::BTreeMap<String, u64>,
+    pub drops_total: u64,
+    /// Frames the switches marked CE.
+    pub ecn_marked: u64,
+    pub cnps: u64,
+    /// PFC frames the switches sent.
+    pub pfc_frames_sent: u64,
+    /// Switch ports paused by their peer at some point, and the total time.
+    pub paused_ports: usize,
+    pub paused_ns_total: u64,
+    /// Host NICs paused, and their total paused time with data ready.
+    pub paused_hosts: usize,
+    pub host_paused_ns_total: u64,
+    /// Sampled port queue depths (bytes), over all wired switch ports.
+    pub queue_depth_bytes: Percentiles,
+    /// Packets received ahead of their PSN (held for reordering), the
+    /// largest distance ahead, and those beyond the 256-PSN window (lost:
+    /// the endpoint has no retransmission, their message never completes).
+    pub out_of_order: u64,
+    pub max_reorder_distance: u32,
+    pub beyond_reorder_window: u64,
+    pub events: u64,
+    pub frames_in_flight_peak: usize,
+}
+
+impl Report {
+    pub fn new<Q: EventQueue>(sim: &Simulation<Q>, topology: &str, workload: super::workload::WorkloadSpec) -> Report {
+        let mut collectives: Vec<CollectiveResult> = sim
+            .workload
+            .collectives
+            .iter()
+            .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
+            .collect();
+        let mut first = vec![u64::MAX; collectives.len()];
+        let mut last = vec![0u64; collectives.len()];
+        let mut unfinished = vec![false; collectives.len()];
+        for (message, record) in sim.workload.messages.iter().zip(&sim.records) {
+            let c = message.collective as usize;
+            collectives[c].messages += 1;
+            collectives[c].bytes += record.bytes;
+            first[c] = first[c].min(record.released_ns);
+            match record.fct_ns() {
+                Some(_) => last[c] = last[c].max(record.completed_ns),
+                None => unfinished[c] = true,
+            }
+        }
+        for (c, result) in collectives.iter_mut().enumerate() {
+            if !unfinished[c] && first[c] != u64::MAX {
+                result.jct_ns = Some(last[c] - first[c]);
+            }
+        }
+        let mut slowdowns: Vec<f64> = (0..sim.records.len())
+            .filter_map(|m| {
+                let fct = sim.records[m].fct_ns()?;
+                Some(fct as f64 / ideal_fct_ns(sim, m as u32) as f64)
+            })
+            .collect();
+        slowdowns.sort_by(f64::total_cmp);
+        let mut drops = std::collections::BTreeMap::new();
+        let (mut ecn_marked, mut pfc_frames_sent, mut paused_ports, mut paused_ns_total) = (0, 0, 0, 0);
+        let mut refused = 0;
+        for (s, switch) in sim.switches.iter().enumerate() {
+            let tm = switch.node.traffic_manager().tm();
+            for reason in DropReason::ALL {
+                *drops.entry(reason.name().to_owned()).or_insert(0) += tm.drops(reason);
+            }
+            let counters = switch.node.counters();
+            refused += counters.port_refused;
+            ecn_marked += counters.ce_marked;
+            pfc_frames_sent += counters.link_frames_sent;
+            for port in 0..sim.fabric.switches[s].ports {
+                let paused = sim.paused_ns(s as u32, port);
+                if paused > 0 {
+                    paused_ports += 1;
+                    paused_ns_total += paused;
+                }
+            }
+        }
+        drops.insert("link-down".into(), refused);
+        let drops_total = drops.values().sum();
+        let received: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
+        let seconds = sim.now as f64 / 1e9;
+        let depth = &sim.depth;
+        Report {
+            topology: topology.into(),
+            switches: sim.switches.len(),
+            hosts: sim.hosts.len(),
+            links: sim.fabric.links.len(),
+            experiment: sim.experiment.clone(),
+            workload,
+            finished: sim.finished(),
+            simulated_ns: sim.now,
+            collectives,
+            messages: sim.records.len(),
+            messages_completed: sim.completed,
+            fct_slowdown: Percentiles {
+                p50: percentile_of(&slowdowns, 0.5),
+                p90: percentile_of(&slowdowns, 0.9),
+                p99: percentile_of(&slowdowns, 0.99),
+                max: slowdowns.last().copied().unwrap_or(0.0),
+            },
+            goodput_gbps_per_host: if seconds > 0.0 {
+                received as f64 * 8.0 / seconds / 1e9 / sim.hosts.len() as f64
+            } else {
+                0.0
+            },
+            drops,
+            drops_total,
+            ecn_marked,
+            cnps: sim.hosts.iter().map(|h| h.counters.cnps_sent).sum(),
+            pfc_frames_sent,
+            paused_ports,
+            paused_ns_total,
+            paused_hosts: sim.hosts.iter().filter(|h| h.pauses_obeyed() > 0).count(),
+            host_paused_ns_total: sim.hosts.iter().map(|h| h.paused_ns()).sum(),
+            queue_depth_bytes: Percentiles {
+                p50: f64::from(depth.percentile(0.5)),
+                p90: f64::from(depth.percentile(0.9)),
+                p99: f64::from(depth.percentile(0.99)),
+                max: f64::from(depth.max()),
+            },
+            out_of_order: sim.hosts.iter().map(|h| h.receiver.counters().out_of_order).sum(),
+            max_reorder_distance: sim
+                .hosts
+                .iter()
+                .map(|h| h.receiver.counters().max_reorder_distance)
+                .max()
+                .unwrap_or(0),
+            beyond_reorder_window: sim.hosts.iter().map(|h| h.receiver.counters().beyond_window).sum(),
+            events: sim.events,
+            frames_in_flight_peak: sim.frames_allocated(),
+        }
+    }
+}
+
+/// The links a message crosses: host to leaf, the leaves' distance, leaf to host.
+pub fn path_links<Q: EventQueue>(sim: &Simulation<Q>, src: u32, dst: u32) -> u64 {
+    let (a, b) = (sim.fabric.hosts[src as usize].switch, sim.fabric.hosts[dst as usize].switch);
+    u64::from(sim.routes.leaf_distance(a, b)) + 2
+}
+
+/// A message's FCT alone on an idle fabric: its packets back to back on
+/// the first link, and the last one stored and forwarded over the rest.
+pub fn ideal_fct_ns<Q: EventQueue>(sim: &Simulation<Q>, message: u32) -> u64 {
+    let m = &sim.workload.messages[message as usize];
+    let (src, dst) = sim.workload.connections[m.connection as usize];
+    let wire = sim.wire();
+    let mtu = u64::from(sim.experiment.mtu);
+    let bytes = m.bytes.max(1);
+    let full = bytes / mtu;
+    let rest = bytes % mtu;
+    let mut serialise = full * wire.serialisation_ns(frame_len(mtu as u32));
+    let last = if rest > 0 {
+        let ns = wire.serialisation_ns(frame_len(rest as u32));
+        serialise += ns;
+        ns
+    } else {
+        wire.serialisation_ns(frame_len(mtu as u32))
+    };
+    let links = path_links(sim, src, dst);
+    serialise + links * wire.propagation_ns + (links - 1) * last
+}
+
+/// Writes `summary.json`, `messages.csv`, `ports.csv` and `queues.csv` into `dir`.
+pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_string_pretty(report).expect("the report serialises");
+    std::fs::write(dir.join("summary.json"), json + "\n")?;
+    let mut csv = String::from("message,collective,src,dst,bytes,released_ns,completed_ns,fct_ns,ideal_ns,slowdown\n");
+    for (id, (message, record)) in sim.workload.messages.iter().zip(&sim.records).enumerate() {
+        let (src, dst) = sim.workload.connections[message.connection as usize];
+        let ideal = ideal_fct_ns(sim, id as u32);
+        let (completed, fct, slowdown) = match record.fct_ns() {
+            Some(fct) => {
+                (record.completed_ns.to_string(), fct.to_string(), format!("{:.4}", fct as f64 / ideal as f64))
+            }
+            None => (String::new(), String::new(), String::new()),
+        };
+        let released = if record.released_ns == u64::MAX { String::new() } else { record.released_ns.to_string() };
+        let _ = writeln!(
+            csv,
+            "{id},{},{},{},{},{released},{completed},{fct},{ideal},{slowdown}",
+            sim.workload.collectives[message.collective as usize],
+            sim.fabric.hosts[src as usize].name,
+            sim.fabric.hosts[dst as usize].name,
+            record.bytes
+        );
+    }
+    std::fs::write(dir.join("messages.csv"), csv)?;
+    let mut csv = String::from(
+        "switch,port,peer,tx_frames,tx_bytes,dropped,ecn_marked,pfc_rx,pfc_tx,paused_ns,watermark_bytes\n",
+    );
+    for (s, spec) in sim.fabric.switches.iter().enumerate() {
+        let tm = sim.switches[s].node.traffic_manager().tm();
+        for port in 0..spec.ports {
+            let Some(peer) = sim.peer(s as u32, port) else { continue };
+            let peer = match peer {
+                End::Switch { switch, port } => {
+                    format!("{}:eth{}", sim.fabric.switches[switch as usize].name, port + 1)
+                }
+                End::Host { host } => sim.fabric.hosts[host as usize].name.clone(),
+            };
+            let (mut tx_frames, mut tx_bytes, mut dropped, mut marked, mut watermark) = (0, 0, 0, 0, 0);
+            for queue in 0..8 {
+                let c = tm.queue_counters(port, queue);
+                tx_frames += c.tx_frames;
+                tx_bytes += c.tx_bytes;
+                dropped += c.dropped_frames;
+                marked += c.ecn_marked;
+                watermark = watermark.max(tm.queue_watermark_bytes(port, queue));
+            }
+            let pfc = tm.pfc_counters(port);
+            let _ = writeln!(
+                csv,
+                "{},eth{},{peer},{tx_frames},{tx_bytes},{dropped},{marked},{},{},{},{watermark}",
+                spec.name,
+                port + 1,
+                pfc.rx_frames.iter().sum::<u64>(),
+                pfc.tx_frames.iter().sum::<u64>(),
+                sim.paused_ns(s as u32, port),
+            );
+        }
+    }
+    std::fs::write(dir.join("ports.csv"), csv)?;
+    let mut csv = String::from("time_ns");
+    for &(s, port) in &sim.watched {
+        let _ = write!(csv, ",{}:eth{}", sim.fabric.switches[s as usize].name, port + 1);
+    }
+    csv.push('\n');
+    for (at, row) in &sim.series {
+        let _ = write!(csv, "{at}");
+        for depth in row {
+            let _ = write!(csv, ",{depth}");
+        }
+        csv.push('\n');
+    }
+    std::fs::write(dir.join("queues.csv"), csv)?;
+    Ok(())
+}

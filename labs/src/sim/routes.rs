@@ -1,0 +1,230 @@
+//! The control plane's shortcut: what a converged BGP underlay (RFC 7938,
+//! ECMP over every shortest path) would install, computed at once from the
+//! fabric's graph and written into each switch's pipeline tables.
+//!
+//! Addressing: host i (counted from 0) on leaf switch s has
+//! `10.{s/256}.{s%256}.{2i+1}`, the leaf's router interface toward it
+//! `.{2i}` (a /31 each, so at most 127 hosts per leaf), and the leaf
+//! announces `10.{s/256}.{s%256}.0/24`. Switch-to-switch ports are routed
+//! interfaces whose neighbours are set statically (no ARP in the steady
+//! state, as after the first exchange in the real fabric).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, Ipv4Addr};
+
+use dataplane::pipeline::{
+    DEFAULT_VRF, NextHop, PortConfig, RifKind, RouteTarget, RouterInterface, Switch, SwitchConfig,
+};
+use dataplane::wire::EthernetAddress;
+use ipnetwork::{IpNetwork, Ipv4Network};
+
+use super::fabric::{End, Fabric};
+
+/// The most hosts one leaf can address.
+pub const MAX_HOSTS_PER_LEAF: usize = 127;
+
+pub fn switch_mac(switch: u32, port: u16) -> EthernetAddress {
+    let [_, _, s1, s0] = switch.to_be_bytes();
+    let [p1, p0] = port.to_be_bytes();
+    EthernetAddress([0x02, 0x00, s1, s0, p1, p0])
+}
+
+pub fn host_mac(host: u32) -> EthernetAddress {
+    let [_, h2, h1, h0] = host.to_be_bytes();
+    EthernetAddress([0x02, 0x01, 0x00, h2, h1, h0])
+}
+
+fn leaf_subnet(switch: u32) -> [u8; 3] {
+    [10, (switch >> 8) as u8, switch as u8]
+}
+
+/// The address of the `index`-th host of leaf `switch`.
+pub fn host_ip(switch: u32, index: usize) -> Ipv4Addr {
+    let [a, b, c] = leaf_subnet(switch);
+    Ipv4Addr::new(a, b, c, (2 * index + 1) as u8)
+}
+
+/// The leaf's interface toward its `index`-th host (the host's gateway).
+pub fn gateway_ip(switch: u32, index: usize) -> Ipv4Addr {
+    let [a, b, c] = leaf_subnet(switch);
+    Ipv4Addr::new(a, b, c, (2 * index) as u8)
+}
+
+/// A switch-to-switch port's address.
+fn port_ip(switch: u32, port: u16) -> Ipv4Addr {
+    Ipv4Addr::from(0x6400_0000 + switch * 1024 + u32::from(port))
+}
+
+/// Every host's address and the leaf port it is on.
+#[derive(Debug, Clone)]
+pub struct Addressing {
+    pub host_ips: Vec<Ipv4Addr>,
+    pub gateway_ips: Vec<Ipv4Addr>,
+}
+
+/// The tables of every switch, and the hosts' addresses.
+pub struct Routes {
+    pub addressing: Addressing,
+    /// Per switch: routes installed (for the report).
+    pub route_counts: Vec<usize>,
+    /// Per leaf (by `leaf_index`), the hops from every switch to it.
+    distance: Vec<Vec<u32>>,
+    leaf_index: Vec<u32>,
+}
+
+impl Routes {
+    /// Switch-to-switch hops from switch `from` to leaf `to` (`u32::MAX`: unreachable).
+    pub fn leaf_distance(&self, from: u32, to: u32) -> u32 {
+        match self.leaf_index.get(to as usize) {
+            Some(&l) if l != u32::MAX => self.distance[l as usize][from as usize],
+            _ => u32::MAX,
+        }
+    }
+}
+
+/// Builds every switch's pipeline with its routes: for each leaf's subnet,
+/// the next hops toward it over every shortest path; for each local host
+/// its /32. `hash_seed(s)` seeds switch s's ECMP hash.
+pub fn build_switches(fabric: &Fabric, hash_seed: impl Fn(u32) -> u64) -> Result<(Vec<Switch>, Routes), String> {
+    let switches = fabric.switches.len();
+    // Adjacency: per switch, (port, peer switch, peer port).
+    let mut adjacency: Vec<Vec<(u16, u32, u16)>> = vec![Vec::new(); switches];
+    let mut host_ports: Vec<Vec<(u16, u32)>> = vec![Vec::new(); switches];
+    for &(a, b) in &fabric.links {
+        match (a, b) {
+            (End::Switch { switch: sa, port: pa }, End::Switch { switch: sb, port: pb }) => {
+                adjacency[sa as usize].push((pa, sb, pb));
+                adjacency[sb as usize].push((pb, sa, pa));
+            }
+            (End::Switch { switch, port }, End::Host { host }) | (End::Host { host }, End::Switch { switch, port }) => {
+                host_ports[switch as usize].push((port, host));
+            }
+            (End::Host { .. }, End::Host { .. }) => return Err("two hosts cabled together".into()),
+        }
+    }
+    let mut host_ips = vec![Ipv4Addr::UNSPECIFIED; fabric.hosts.len()];
+    let mut gateway_ips = vec![Ipv4Addr::UNSPECIFIED; fabric.hosts.len()];
+    for (s, ports) in host_ports.iter_mut().enumerate() {
+        ports.sort_unstable();
+        if ports.len() > MAX_HOSTS_PER_LEAF {
+            return Err(format!(
+                "switch {}: {} hosts, at most {MAX_HOSTS_PER_LEAF}",
+                fabric.switches[s].name,
+                ports.len()
+            ));
+        }
+        for (index, &(_, host)) in ports.iter().enumerate() {
+            host_ips[host as usize] = host_ip(s as u32, index);
+            gateway_ips[host as usize] = gateway_ip(s as u32, index);
+        }
+    }
+    let leaves: Vec<u32> = (0..switches as u32).filter(|&s| !host_ports[s as usize].is_empty()).collect();
+    // Hop distance from every switch to every leaf (BFS from the leaf).
+    let mut distance = vec![vec![u32::MAX; switches]; leaves.len()];
+    for (l, &leaf) in leaves.iter().enumerate() {
+        let dist = &mut distance[l];
+        dist[leaf as usize] = 0;
+        let mut queue = VecDeque::from([leaf]);
+        while let Some(s) = queue.pop_front() {
+            for &(_, peer, _) in &adjacency[s as usize] {
+                if dist[peer as usize] == u32::MAX {
+                    dist[peer as usize] = dist[s as usize] + 1;
+                    queue.push_back(peer);
+                }
+            }
+        }
+    }
+    let mut built = Vec::with_capacity(switches);
+    let mut route_counts = Vec::with_capacity(switches);
+    for s in 0..switches as u32 {
+        let spec = &fabric.switches[s as usize];
+        let ports = spec.ports.max(1);
+        let locals = host_ports[s as usize].len();
+        let config = SwitchConfig {
+            max_ports: ports.max(16),
+            max_router_interfaces: ports.max(16),
+            route_capacity: leaves.len() + locals + 16,
+            neighbor_capacity: usize::from(ports) + 16,
+            hash_seed: hash_seed(s),
+            ..SwitchConfig::small()
+        };
+        let mut switch = Switch::new(config);
+        let err = |what: &str, e: dataplane::pipeline::TableError| format!("switch {}: {what}: {e:?}", spec.name);
+        let mut wired = vec![false; usize::from(ports)];
+        for &(port, _, _) in &adjacency[s as usize] {
+            wired[usize::from(port)] = true;
+        }
+        for &(port, _) in &host_ports[s as usize] {
+            wired[usize::from(port)] = true;
+        }
+        for port in (0..ports).filter(|&p| wired[usize::from(p)]) {
+            switch
+                .set_port(port, PortConfig { pvid: 0, learning: false, ..PortConfig::default() })
+                .map_err(|e| err("port", e))?;
+            switch
+                .set_router_interface(
+                    port,
+                    RouterInterface {
+                        kind: RifKind::Port(port),
+                        mac: switch_mac(s, port),
+                        mtu: 9000,
+                        admin_up: true,
+                        vrf: DEFAULT_VRF,
+                    },
+                )
+                .map_err(|e| err("router interface", e))?;
+        }
+        // Next hop `port + 1`: the neighbour behind that port.
+        for &(port, peer, peer_port) in &adjacency[s as usize] {
+            let ip = IpAddr::V4(port_ip(peer, peer_port));
+            switch.set_neighbor(port, ip, switch_mac(peer, peer_port)).map_err(|e| err("neighbour", e))?;
+            switch.set_next_hop(u32::from(port) + 1, NextHop { rif: port, ip }).map_err(|e| err("next hop", e))?;
+        }
+        let mut routes = 0;
+        for &(port, host) in &host_ports[s as usize] {
+            let ip = host_ips[host as usize];
+            switch.set_neighbor(port, IpAddr::V4(ip), host_mac(host)).map_err(|e| err("neighbour", e))?;
+            switch
+                .set_route(IpNetwork::V4(Ipv4Network::new(ip, 32).expect("/32")), RouteTarget::Connected(port))
+                .map_err(|e| err("route", e))?;
+            routes += 1;
+        }
+        let mut groups: BTreeMap<Vec<u16>, u32> = BTreeMap::new();
+        for (l, &leaf) in leaves.iter().enumerate() {
+            if leaf == s || distance[l][s as usize] == u32::MAX {
+                continue;
+            }
+            let here = distance[l][s as usize];
+            let mut members: Vec<u16> = adjacency[s as usize]
+                .iter()
+                .filter(|&&(_, peer, _)| distance[l][peer as usize] == here - 1)
+                .map(|&(port, _, _)| port)
+                .collect();
+            members.sort_unstable();
+            let target = match members.as_slice() {
+                [] => continue,
+                [port] => RouteTarget::NextHop(u32::from(*port) + 1),
+                _ => {
+                    let next_id = groups.len() as u32 + 1;
+                    let id = *groups.entry(members.clone()).or_insert(next_id);
+                    if id == next_id {
+                        let hops: Vec<u32> = members.iter().map(|&p| u32::from(p) + 1).collect();
+                        switch.set_next_hop_group(id, &hops).map_err(|e| err("group", e))?;
+                    }
+                    RouteTarget::Group(id)
+                }
+            };
+            let [a, b, c] = leaf_subnet(leaf);
+            let prefix = Ipv4Network::new(Ipv4Addr::new(a, b, c, 0), 24).expect("/24");
+            switch.set_route(IpNetwork::V4(prefix), target).map_err(|e| err("route", e))?;
+            routes += 1;
+        }
+        built.push(switch);
+        route_counts.push(routes);
+    }
+    let mut leaf_index = vec![u32::MAX; switches];
+    for (l, &leaf) in leaves.iter().enumerate() {
+        leaf_index[leaf as usize] = l as u32;
+    }
+    Ok((built, Routes { addressing: Addressing { host_ips, gateway_ips }, route_counts, distance, leaf_index }))
+}

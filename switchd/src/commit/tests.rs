@@ -1,0 +1,147 @@
+use super::*;
+use crate::daemon::{build_shim, lldp_agent};
+use sai_shim::backend::soft::SoftBackend;
+
+const BASE: &str = "name: s1\nports:\n  - { name: eth1, mode: routed, addresses: [10.0.0.1/24] }\n  - { name: eth2, mode: access, vlan: 10 }\nvlans:\n  - { id: 10 }\n";
+
+fn configurator(startup: &Path) -> Configurator<SoftBackend> {
+    std::fs::write(startup, BASE).unwrap();
+    let config = Arc::new(Config::load(startup).unwrap());
+    let (sai, applied) = build_shim(&config).unwrap();
+    let sai = Arc::new(Mutex::new(sai));
+    let view = Arc::new(RwLock::new(SwitchView {
+        config: config.clone(),
+        applied: Arc::new(applied.clone()),
+        sai: sai.clone(),
+        lldp: Arc::new(Mutex::new(lldp_agent(&config))),
+        bgp: None,
+        now: Arc::new(|| 0),
+    }));
+    Configurator::new(config, applied, sai, view, startup.to_owned())
+}
+
+fn admin() -> Peer {
+    Peer { uid: 1000, user: "alice".into(), privilege: Some(mgmt_cli::api::Privilege::Configure) }
+}
+
+fn with_route(next_hop: &str) -> String {
+    format!("{BASE}routes:\n  - {{ prefix: 10.9.0.0/24, next_hops: [{next_hop}] }}\n")
+}
+
+fn commit_request(yaml: &str, base: u64, confirm: Option<u64>) -> Request {
+    Request::Commit(CommitRequest {
+        yaml: yaml.to_owned(),
+        base_generation: base,
+        comment: Some("test".into()),
+        confirm_within_secs: confirm,
+    })
+}
+
+fn ok(response: Option<Response>) -> Reply {
+    match response.expect("a configuration request") {
+        Response::Ok { reply } => reply,
+        Response::Error { message } => panic!("refused: {message}"),
+    }
+}
+
+fn refused(response: Option<Response>) -> String {
+    match response.expect("a configuration request") {
+        Response::Error { message } => message,
+        Response::Ok { reply } => panic!("accepted: {reply:?}"),
+    }
+}
+
+fn has_route(c: &Configurator<SoftBackend>, prefix: &str) -> bool {
+    let view = c.view.read().unwrap().clone();
+    view.routes().iter().any(|r| r.prefix == prefix)
+}
+
+#[test]
+fn a_commit_applies_and_a_bad_one_names_the_field_and_changes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = configurator(&dir.path().join("s1.yaml"));
+    let now = Instant::now();
+    let reply = ok(c.handle(&admin(), &commit_request(&with_route("10.0.0.2"), 0, None), now));
+    assert!(matches!(reply, Reply::Committed(ref done) if done.generation == 1), "{reply:?}");
+    assert!(has_route(&c, "10.9.0.0/24"));
+
+    let message = refused(c.handle(&admin(), &commit_request(&with_route("10.7.7.7"), 1, None), now));
+    assert!(message.contains("routes[0].next_hops[0]"), "{message}");
+    assert_eq!(c.generation(), 1);
+    assert_eq!(c.running().routes[0].next_hops[0].0.to_string(), "10.0.0.2");
+
+    let message =
+        refused(c.handle(&admin(), &commit_request(&BASE.replace("10.0.0.1/24", "10.0.5.1/24"), 1, None), now));
+    assert!(message.contains("need a restart"), "{message}");
+    assert_eq!(c.generation(), 1);
+}
+
+#[test]
+fn a_stale_candidate_is_refused_with_what_changed() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = configurator(&dir.path().join("s1.yaml"));
+    let now = Instant::now();
+    ok(c.handle(&admin(), &commit_request(&with_route("10.0.0.2"), 0, None), now));
+    // A second session copied generation 0 and commits on top of it.
+    let message = refused(c.handle(&admin(), &commit_request(&format!("{BASE}  - {{ id: 20 }}\n"), 0, None), now));
+    assert!(message.contains("running changed") && message.contains("alice"), "{message}");
+    assert!(message.contains("+routes:"), "the diff is shown: {message}");
+    assert!(has_route(&c, "10.9.0.0/24"));
+}
+
+#[test]
+fn a_confirmed_commit_rolls_back_unless_confirmed() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = configurator(&dir.path().join("s1.yaml"));
+    let start = Instant::now();
+    let reply = ok(c.handle(&admin(), &commit_request(&with_route("10.0.0.2"), 0, Some(30)), start));
+    assert!(matches!(reply, Reply::Committed(ref done) if done.rollback_in_secs == Some(30)));
+    c.expire(start + Duration::from_secs(29));
+    assert!(has_route(&c, "10.9.0.0/24"), "not yet");
+    c.expire(start + Duration::from_secs(30));
+    assert!(!has_route(&c, "10.9.0.0/24"), "rolled back");
+    assert_eq!(c.generation(), 2);
+    let Reply::CommitHistory(history) = ok(c.handle(&admin(), &Request::ShowCommitHistory, start)) else { panic!() };
+    assert_eq!(history[0].user, "switchd");
+    assert_eq!(history[1].confirm.as_deref(), Some("rolled back"));
+
+    // Confirmed by a plain commit of the same candidate: stays.
+    ok(c.handle(&admin(), &commit_request(&with_route("10.0.0.2"), 2, Some(30)), start));
+    let reply = ok(c.handle(&admin(), &commit_request(&with_route("10.0.0.2"), 3, None), start));
+    assert!(matches!(reply, Reply::Committed(ref done) if done.outcome == "commit confirmed"), "{reply:?}");
+    c.expire(start + Duration::from_secs(60));
+    assert!(has_route(&c, "10.9.0.0/24"));
+    assert_eq!(c.deadline(), None);
+}
+
+#[test]
+fn history_serves_rollback_and_save_writes_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let startup = dir.path().join("s1.yaml");
+    let c = configurator(&startup);
+    let now = Instant::now();
+    ok(c.handle(&admin(), &commit_request(&with_route("10.0.0.2"), 0, None), now));
+    let Reply::RunningConfig(back) = ok(c.handle(&admin(), &Request::ShowCommit { back: 1 }, now)) else { panic!() };
+    assert_eq!(back.generation, 0);
+    assert!(!back.yaml.contains("routes"));
+    assert!(refused(c.handle(&admin(), &Request::ShowCommit { back: 5 }, now)).contains("no commit 5 back"));
+    assert!(!std::fs::read_to_string(&startup).unwrap().contains("10.9.0.0/24"));
+    ok(c.handle(&admin(), &Request::Save, now));
+    let saved = Config::load(&startup).unwrap();
+    assert_eq!(saved.routes.len(), 1);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert_eq!(leftovers.len(), 1, "no temporary file left: {leftovers:?}");
+}
+
+#[test]
+fn sighup_reload_is_a_commit_by_the_daemon() {
+    let dir = tempfile::tempdir().unwrap();
+    let startup = dir.path().join("s1.yaml");
+    let c = configurator(&startup);
+    std::fs::write(&startup, with_route("10.0.0.2")).unwrap();
+    assert_eq!(c.reload(&startup), Ok(1));
+    assert!(has_route(&c, "10.9.0.0/24"));
+    std::fs::write(&startup, with_route("10.9.9.9")).unwrap();
+    assert!(c.reload(&startup).unwrap_err().contains("next_hops"));
+    assert_eq!(c.generation(), 1);
+}

@@ -1,0 +1,489 @@
+//! The operator's side of `switchd`: the interactive `swcli` shell driven
+//! through tmux (Tab, `?`, configure/commit changing forwarding, a
+//! confirmed commit that rolls back, `rollback`), `save` under SIGKILL,
+//! who may commit (SO_PEERCRED and the `swadmin` group), and a Prometheus
+//! scrape read by an independent parser (python3-prometheus-client's
+//! OpenMetrics parser) agreeing with `swcli show ... --json`.
+//!
+//! ```text
+//!  [ha] 10.1.0.2 -- eth1 [switch] eth2 -- 10.2.0.2 [hb] (10.9.0.1 on its lo)
+//! ```
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use fabric_tests::{
+    Netns, ProcessGuard, Switchd, TempDir, poll_until, require_root_and_tools, swcli_json, unique_name, veth,
+    workspace_binary,
+};
+
+const CONFIG: &str = "
+name: shellsw
+lldp: { enabled: false }
+ports:
+  - { name: eth1, mode: routed, addresses: [10.1.0.1/24] }
+  - { name: eth2, mode: routed, addresses: [10.2.0.1/24] }
+";
+
+/// Two hosts on the switch; `hb` also holds 10.9.0.1, which the switch
+/// reaches only with a route to 10.9.0.0/24 through 10.2.0.2.
+struct Lab {
+    ha: Netns,
+    _hb: Netns,
+    sw: Netns,
+}
+
+fn lab() -> Lab {
+    let sw = Netns::new("shsw");
+    let ha = Netns::new("shha");
+    let hb = Netns::new("shhb");
+    veth(&sw, "eth1", &ha, "veth0");
+    veth(&sw, "eth2", &hb, "veth0");
+    for ns in [&sw, &ha, &hb] {
+        for ifname in ["eth1", "eth2", "veth0"] {
+            if ns.exec_status(&["ip", "link", "show", ifname]).status.success() {
+                ns.disable_offloads(ifname);
+            }
+        }
+    }
+    ha.host_setup("veth0", "10.1.0.2/24", Some("10.1.0.1"));
+    hb.host_setup("veth0", "10.2.0.2/24", Some("10.2.0.1"));
+    hb.ip(&["addr", "add", "10.9.0.1/32", "dev", "lo"]);
+    Lab { ha, _hb: hb, sw }
+}
+
+/// A tmux session running `swcli`, killed on drop.
+struct Tmux {
+    name: String,
+    _home: TempDir,
+}
+
+impl Tmux {
+    fn start(socket: &std::path::Path) -> Tmux {
+        let name = unique_name("swcli");
+        let home = TempDir::new("swcli-home");
+        let command = format!(
+            "HOME={} {} --socket {}",
+            home.path().display(),
+            workspace_binary("swcli").display(),
+            socket.display()
+        );
+        let status = Command::new("tmux")
+            .args(["new-session", "-d", "-s", &name, "-x", "160", "-y", "50", &command])
+            .status()
+            .expect("run tmux");
+        assert!(status.success(), "tmux new-session");
+        let tmux = Tmux { name, _home: home };
+        tmux.wait_for("shellsw> ", Duration::from_secs(10));
+        tmux
+    }
+
+    fn send(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", &self.name];
+        args.extend_from_slice(keys);
+        assert!(Command::new("tmux").args(&args).status().expect("tmux send-keys").success());
+    }
+
+    /// Types `line` and presses Enter.
+    fn line(&self, line: &str) {
+        self.send(&["-l", line]);
+        self.send(&["Enter"]);
+    }
+
+    /// The whole pane with its scrollback.
+    fn capture(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["capture-pane", "-p", "-J", "-S", "-2000", "-t", &self.name])
+            .output()
+            .expect("tmux capture-pane");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Clears the scrollback, so later waits see only new output.
+    fn clear(&self) {
+        self.send(&["C-l"]);
+        let _ = Command::new("tmux").args(["clear-history", "-t", &self.name]).status();
+    }
+
+    #[track_caller]
+    fn wait_for(&self, text: &str, timeout: Duration) -> String {
+        poll_until(timeout, Duration::from_millis(100), || {
+            let pane = self.capture();
+            pane.contains(text).then_some(pane)
+        })
+        .unwrap_or_else(|| panic!("{text:?} did not appear in the pane:\n{}", self.capture()))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["kill-session", "-t", &self.name]).status();
+    }
+}
+
+fn running_has_route(sw: &Switchd, prefix: &str) -> bool {
+    sw.show_json("running-config")["yaml"].as_str().unwrap_or_default().contains(prefix)
+}
+
+#[test]
+fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
+    if !require_root_and_tools("swcli_shell", &["ip", "ping", "tmux"]) {
+        return;
+    }
+    let lab = lab();
+    let sw = Switchd::start(&lab.sw, CONFIG);
+    assert!(lab.ha.ping_until("10.2.0.2", Duration::from_secs(10)), "connected routing works");
+    let shell = Tmux::start(&sw.socket);
+
+    // Tab completes a command word, then lists the live interface names.
+    shell.send(&["-l", "show interf"]);
+    shell.send(&["Tab"]);
+    shell.wait_for("show interfaces", Duration::from_secs(5));
+    shell.send(&["-l", " et"]);
+    shell.send(&["Tab"]);
+    let pane = shell.wait_for("eth2", Duration::from_secs(5));
+    assert!(pane.contains("eth1"), "both ports offered:\n{pane}");
+    shell.send(&["-l", "1"]);
+    shell.send(&["Escape"]);
+    shell.send(&["Enter"]);
+    shell.wait_for("10.1.0.1/24", Duration::from_secs(5));
+    shell.clear();
+
+    // `?` lists what may follow, with help, and keeps the line.
+    shell.send(&["-l", "show bgp ?"]);
+    let pane = shell.wait_for("one line per BGP neighbour", Duration::from_secs(5));
+    assert!(pane.contains("neighbors") && pane.contains("ipv4"), "{pane}");
+    shell.send(&["C-u"]);
+    shell.clear();
+
+    // configure, set, compare, commit: the route makes the ping work.
+    assert!(!lab.ha.ping("10.9.0.1", 1), "no route to 10.9.0.0/24 yet");
+    shell.line("configure");
+    shell.wait_for("shellsw(config)# ", Duration::from_secs(5));
+    shell.line("set routes 10.9.0.0/24 next_hops [10.2.0.2]");
+    shell.line("show compare");
+    shell.wait_for("+- prefix: 10.9.0.0/24", Duration::from_secs(5));
+    shell.line("commit comment route to hb's loopback");
+    shell.wait_for("committed (generation 1)", Duration::from_secs(5));
+    assert!(lab.ha.ping_until("10.9.0.1", Duration::from_secs(10)), "the committed route forwards");
+
+    // A bad set is refused at commit, naming the field; running stays.
+    shell.clear();
+    shell.line("set routes 10.8.0.0/24 next_hops [10.7.7.7]");
+    shell.line("commit");
+    let pane = shell.wait_for("routes[1].next_hops[0]", Duration::from_secs(5));
+    assert!(pane.contains("invalid config"), "{pane}");
+    assert!(!running_has_route(&sw, "10.8.0.0/24"));
+    assert!(lab.ha.ping("10.9.0.1", 1));
+    shell.line("discard");
+    shell.wait_for("candidate reset to running", Duration::from_secs(5));
+
+    // A confirmed commit left unconfirmed rolls back by itself.
+    shell.clear();
+    shell.line("delete routes 10.9.0.0/24");
+    shell.line("commit confirmed 3s");
+    shell.wait_for("rolled back in 3s unless confirmed", Duration::from_secs(5));
+    assert!(!running_has_route(&sw, "10.9.0.0/24"));
+    assert!(!lab.ha.ping("10.9.0.1", 1), "route removed while unconfirmed");
+    assert!(
+        poll_until(Duration::from_secs(15), Duration::from_millis(200), || running_has_route(&sw, "10.9.0.0/24")
+            .then_some(()))
+        .is_some(),
+        "rolled back"
+    );
+    assert!(lab.ha.ping_until("10.9.0.1", Duration::from_secs(10)), "forwarding again after the rollback");
+    shell.clear();
+    shell.line("show system commit history");
+    let pane = shell.wait_for("rolled back", Duration::from_secs(5));
+    assert!(pane.contains("was not confirmed in time"), "{pane}");
+
+    // rollback 1 loads the commit before (without the route); committing it
+    // removes the route, and rollback 1 again restores it.
+    shell.line("discard");
+    shell.line("rollback 1");
+    shell.wait_for("into the candidate", Duration::from_secs(5));
+    shell.line("commit");
+    poll_until(Duration::from_secs(5), Duration::from_millis(100), || {
+        (!running_has_route(&sw, "10.9.0.0/24")).then_some(())
+    })
+    .expect("rollback 1 committed");
+    assert!(!lab.ha.ping("10.9.0.1", 1));
+    shell.line("rollback 1");
+    shell.line("commit");
+    poll_until(Duration::from_secs(5), Duration::from_millis(100), || {
+        running_has_route(&sw, "10.9.0.0/24").then_some(())
+    })
+    .expect("rollback 1 restored the route");
+    assert!(lab.ha.ping_until("10.9.0.1", Duration::from_secs(10)));
+}
+
+/// `swcli` as another user, with exactly the given supplementary groups.
+fn swcli_as(uid: u32, groups: &[u32], socket: &std::path::Path, args: &[&str], stdin: &str) -> (i32, String) {
+    let groups = if groups.is_empty() {
+        "--clear-groups".to_owned()
+    } else {
+        format!("--groups={}", groups.iter().map(u32::to_string).collect::<Vec<_>>().join(","))
+    };
+    let mut child = Command::new("setpriv")
+        .args([&format!("--reuid={uid}"), &format!("--regid={uid}"), &groups, "--"])
+        .arg(workspace_binary("swcli"))
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run setpriv");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    let out = child.wait_with_output().expect("swcli output");
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code().unwrap_or(-1), text)
+}
+
+/// The gid of `group`, created (as a system group) if missing.
+fn group(name: &str) -> u32 {
+    let lookup = || {
+        let out = Command::new("getent").args(["group", name]).output().expect("getent");
+        String::from_utf8_lossy(&out.stdout).split(':').nth(2).and_then(|gid| gid.trim().parse().ok())
+    };
+    if let Some(gid) = lookup() {
+        return gid;
+    }
+    let status = Command::new("groupadd").args(["--system", name]).status().expect("groupadd");
+    assert!(status.success() || lookup().is_some(), "groupadd {name}");
+    lookup().expect("group exists")
+}
+
+#[test]
+fn only_swadmin_members_may_commit() {
+    if !require_root_and_tools("swcli_shell", &["ip", "setpriv", "getent", "groupadd"]) {
+        return;
+    }
+    let (admin, read) = (group("swadmin"), group("swread"));
+    let sw_ns = Netns::new("shacl");
+    let sw = Switchd::start(
+        &sw_ns,
+        "name: shellsw\nports:\n  - { name: eth1, kind: tap, mode: routed, addresses: [10.1.0.1/24] }\n",
+    );
+    // Let other users reach the socket's directory; the socket is 0666.
+    let dir = sw.socket.parent().expect("socket dir");
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    const NOBODY: u32 = 65534;
+    let commit = "configure\nset routes 10.9.0.0/24 next_hops [10.1.0.2]\ncommit\n";
+
+    let (code, text) = swcli_as(NOBODY, &[read], &sw.socket, &["show", "interfaces"], "");
+    assert_eq!(code, 0, "a swread member may show: {text}");
+    assert!(text.contains("eth1"), "{text}");
+    let (code, text) = swcli_as(NOBODY, &[read], &sw.socket, &[], commit);
+    assert_eq!(code, 3, "refused by switchd: {text}");
+    assert!(text.contains("permission denied") && text.contains("may not change the configuration"), "{text}");
+    assert!(text.contains("group swadmin"), "the refusal says what is needed: {text}");
+    assert!(!running_has_route(&sw, "10.9.0.0/24"));
+
+    let (code, text) = swcli_as(NOBODY, &[], &sw.socket, &["show", "interfaces"], "");
+    assert_eq!(code, 3, "{text}");
+    assert!(text.contains("neither group swread nor swadmin"), "{text}");
+
+    let (code, text) = swcli_as(NOBODY, &[admin], &sw.socket, &[], commit);
+    assert_eq!(code, 0, "a swadmin member may commit: {text}");
+    assert!(running_has_route(&sw, "10.9.0.0/24"));
+    let history = sw.swcli(&["show", "system", "commit", "history"]);
+    assert!(history.lines().nth(2).is_some_and(|l| l.contains("nobody")), "the commit names its user:\n{history}");
+}
+
+/// A small deterministic generator, so a failure can be replayed (the
+/// seed is printed).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self, bound: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % bound
+    }
+}
+
+#[test]
+fn save_killed_at_any_point_leaves_the_old_or_the_new_startup_file() {
+    if !require_root_and_tools("swcli_shell", &["ip"]) {
+        return;
+    }
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    eprintln!("seed {seed}");
+    let mut random = Lcg(seed);
+    let ns = Netns::new("shsave");
+    let dir = TempDir::new("save");
+    let path = dir.path().join("startup.yaml");
+    let socket = dir.path().join("sw.sock");
+    // Many routes make the file big enough for a kill to land mid-write.
+    let mut yaml = format!(
+        "name: shellsw\nmanagement: {{ socket: {} }}\nlldp: {{ enabled: false }}\nports:\n  - {{ name: eth1, kind: tap, mode: routed, addresses: [10.0.0.1/16] }}\nroutes:\n",
+        socket.display()
+    );
+    for i in 0..2000 {
+        yaml.push_str(&format!("  - {{ prefix: 10.{}.{}.0/24, next_hops: [10.0.0.2] }}\n", 100 + i / 256, i % 256));
+    }
+    std::fs::write(&path, &yaml).expect("write startup");
+    let swcli = |args: &[&str], stdin: &str| -> (bool, String) {
+        let mut child = Command::new(workspace_binary("swcli"))
+            .arg("--socket")
+            .arg(&socket)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("swcli");
+        use std::io::Write;
+        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("stdin");
+        let out = child.wait_with_output().expect("swcli");
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let (mut saved_new, mut kept_old) = (0, 0);
+    // How long a whole `swcli save` takes here, so the kills spread over it.
+    let mut save_time = Duration::ZERO;
+    for round in 0..12 {
+        let mut cmd = ns.command(workspace_binary("switchd").to_str().expect("utf-8"));
+        cmd.args(["run", "--config"]).arg(&path).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut daemon = ProcessGuard::spawn("switchd", cmd);
+        poll_until(Duration::from_secs(20), Duration::from_millis(100), || {
+            swcli(&["show", "interfaces"], "").0.then_some(())
+        })
+        .unwrap_or_else(|| panic!("round {round}: switchd did not start from the saved file"));
+        let old = std::fs::read_to_string(&path).expect("read startup");
+        let description = format!("round-{round}");
+        let (ok, text) = swcli(&[], &format!("configure\nset ports eth1 description {description}\ncommit\n"));
+        assert!(ok, "{text}");
+        if round == 0 {
+            // The first round calibrates: a save left to finish.
+            let started = Instant::now();
+            let (ok, text) = swcli(&["save"], "");
+            assert!(ok, "{text}");
+            save_time = started.elapsed();
+            eprintln!("a save takes {save_time:?}");
+            assert!(std::fs::read_to_string(&path).expect("read").contains(&description));
+            drop(daemon);
+            let _ = std::fs::remove_file(&socket);
+            continue;
+        }
+        // Save, and SIGKILL the daemon at a random moment within 1.5 saves.
+        let bound = (save_time.as_micros() as u64 * 3 / 2).max(1);
+        let delay = Duration::from_micros(random.next(bound));
+        let save = Command::new(workspace_binary("swcli"))
+            .arg("--socket")
+            .arg(&socket)
+            .arg("save")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("swcli save");
+        let started = Instant::now();
+        while started.elapsed() < delay {
+            std::hint::spin_loop();
+        }
+        // SAFETY: kill has no memory preconditions; the pid is our child's.
+        unsafe { libc::kill(daemon.id() as i32, libc::SIGKILL) };
+        let _ = daemon.wait_timeout(Duration::from_secs(5));
+        let mut save = save;
+        let _ = save.wait();
+        let now = std::fs::read_to_string(&path).expect("read startup after the kill");
+        if now == old {
+            kept_old += 1;
+        } else {
+            assert!(now.contains(&description), "round {round}: neither old nor new:\n{now}");
+            assert!(now.contains("10.107.207.0/24"), "round {round}: the new file is whole");
+            saved_new += 1;
+        }
+        let _ = std::fs::remove_file(&socket);
+    }
+    eprintln!("{saved_new} rounds saved the new file, {kept_old} kept the old");
+    assert_eq!(saved_new + kept_old, 11);
+}
+
+#[test]
+fn a_prometheus_scrape_parses_and_agrees_with_show() {
+    if !require_root_and_tools("swcli_shell", &["ip", "ping", "python3"]) {
+        return;
+    }
+    let parser_present = Command::new("/usr/bin/python3")
+        .args(["-c", "import prometheus_client.openmetrics.parser"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !parser_present {
+        assert!(std::env::var_os("CI").is_none(), "python3-prometheus-client is missing");
+        eprintln!("skipping: python3-prometheus-client is not installed");
+        return;
+    }
+    let lab = lab();
+    let sw = Switchd::start(&lab.sw, &format!("{CONFIG}metrics: {{ listen: 127.0.0.1:9417 }}\n"));
+    assert!(lab.ha.ping_until("10.2.0.2", Duration::from_secs(10)));
+    let before = sw.show_json("interfaces");
+    let text = lab.sw.enter(|| {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect("127.0.0.1:9417").expect("connect to the metrics endpoint");
+        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: sw\r\n\r\n").expect("request");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answer");
+        answer
+    });
+    let after = sw.show_json("interfaces");
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.") && head.contains(" 200 "), "{head}");
+    assert!(head.to_lowercase().contains("application/openmetrics-text"), "{head}");
+
+    // The independent parser: every family and sample, as JSON.
+    const PARSE: &str = r#"
+import json, sys
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
+out = []
+for family in text_string_to_metric_families(sys.stdin.read()):
+    for s in family.samples:
+        out.append({'family': family.name, 'type': family.type, 'name': s.name, 'labels': s.labels, 'value': s.value})
+print(json.dumps(out))
+"#;
+    let mut child = Command::new("/usr/bin/python3")
+        .args(["-c", PARSE])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("python3");
+    use std::io::Write;
+    child.stdin.take().expect("stdin").write_all(body.as_bytes()).expect("stdin");
+    let out = child.wait_with_output().expect("parser");
+    assert!(out.status.success(), "the parser refused the scrape: {}\n{body}", String::from_utf8_lossy(&out.stderr));
+    let samples = swcli_json(&String::from_utf8_lossy(&out.stdout));
+    let samples = samples.as_array().expect("samples");
+    let sample = |name: &str, port: &str| -> f64 {
+        samples
+            .iter()
+            .find(|s| s["name"] == name && s["labels"]["port"] == port)
+            .and_then(|s| s["value"].as_f64())
+            .unwrap_or_else(|| panic!("no {name}{{port={port}}} in the scrape:\n{body}"))
+    };
+    let counter = |interfaces: &serde_json::Value, port: &str, field: &str| -> f64 {
+        interfaces
+            .as_array()
+            .and_then(|all| all.iter().find(|i| i["name"] == port))
+            .and_then(|i| i["counters"][field].as_f64())
+            .expect("counter in show interfaces")
+    };
+    for port in ["eth1", "eth2"] {
+        for (metric, field) in [
+            ("switch_port_received_packets_total", "rx_packets"),
+            ("switch_port_received_bytes_total", "rx_bytes"),
+            ("switch_port_transmitted_packets_total", "tx_packets"),
+            ("switch_port_transmitted_bytes_total", "tx_bytes"),
+        ] {
+            let scraped = sample(metric, port);
+            let (low, high) = (counter(&before, port, field), counter(&after, port, field));
+            assert!(low <= scraped && scraped <= high, "{metric} {port}: {scraped} outside show's {low}..={high}");
+        }
+        assert!(sample("switch_port_received_packets_total", port) > 0.0, "pings crossed {port}");
+    }
+    assert!(samples.iter().any(|s| s["family"] == "switch_route_entries" && s["type"] == "gauge"));
+}
