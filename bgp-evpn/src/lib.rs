@@ -29,6 +29,7 @@
 //! variant and [`packet::Family`]: the RIBs, decision process, export and
 //! update packing are keyed by `Nlri` and do not change.
 
+pub mod bfd;
 pub mod config;
 pub mod decision;
 pub mod events;

@@ -6,7 +6,8 @@
 //! The shim sits behind the forwarding thread's lock, so the speaker never
 //! takes it: the programmer applies what is queued in batches, one lock per
 //! batch, and resolves next hops against the switch's connected subnets (a
-//! handful) rather than scanning the shim's route entries.
+//! handful) rather than scanning the shim's route entries. EVPN's layer-2
+//! state goes into the shim through [`overlay::Overlay`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::IpAddr;
@@ -22,6 +23,8 @@ use tokio::sync::mpsc;
 use crate::fib::{FibChange, NextHop};
 use crate::packet::Nlri;
 use crate::packet::evpn::MacAddr;
+
+pub mod overlay;
 
 /// Receives forwarding changes, one installer per kind of state.
 pub trait RouteSink: Send + 'static {
@@ -166,6 +169,8 @@ pub struct ShimProgrammer<B: Backend> {
     routes: HashMap<Nlri, Vec<IpAddr>>,
     /// Changes the shim refused or could not resolve (`show bgp summary`).
     errors: Arc<AtomicU64>,
+    /// Where EVPN's remote MACs and flood lists go, when the switch is a VTEP.
+    overlay: Option<overlay::Overlay>,
     _backend: std::marker::PhantomData<fn(&mut Sai<B>)>,
 }
 
@@ -180,8 +185,15 @@ impl<B: Backend> ShimProgrammer<B> {
             groups: HashMap::new(),
             routes: HashMap::new(),
             errors: Arc::new(AtomicU64::new(0)),
+            overlay: None,
             _backend: std::marker::PhantomData,
         }
+    }
+
+    /// Installs EVPN's remote MACs and flood lists through `overlay`.
+    pub fn with_overlay(mut self, overlay: overlay::Overlay) -> Self {
+        self.overlay = Some(overlay);
+        self
     }
 
     /// The count of changes the shim refused or could not resolve, shared.
@@ -315,11 +327,12 @@ impl<B: Backend> ShimProgrammer<B> {
     }
 
     /// Applies one change. The default VRF's IP routes go into route
-    /// entries, next hops and ECMP groups; EVPN state (remote MACs, flood
-    /// lists, ARP/ND suppression, routes in IP-VRFs) has no installer in
-    /// the shim yet and is counted as not installed.
+    /// entries, next hops and ECMP groups; remote MACs and flood lists into
+    /// the overlay's tunnel objects. ARP/ND suppression entries and routes
+    /// in IP-VRFs have no installer in the shim yet: they are kept in the
+    /// speaker's [`Installed`] tables (shown) and logged here.
     pub fn apply(&mut self, sai: &mut Sai<B>, change: FibChange) {
-        match change {
+        let result = match change {
             FibChange::Route { vrf: None, prefix, next_hops } => {
                 let Some(nlri) = Nlri::from_network(prefix) else { return };
                 let hops: Vec<IpAddr> = next_hops.iter().filter_map(NextHop::ip).collect();
@@ -330,11 +343,24 @@ impl<B: Backend> ShimProgrammer<B> {
                     // underlay; `install` counts a route left with none.
                     self.install(sai, nlri, &hops);
                 }
+                Ok(())
             }
+            FibChange::FloodVtep { vni, vtep, present } => match self.overlay.as_mut() {
+                Some(o) => o.flood(sai, vni, vtep, present),
+                None => Err("not a VTEP: no VXLAN tunnel".to_string()),
+            },
+            FibChange::RemoteMac { vni, mac, vtep } => match self.overlay.as_mut() {
+                Some(o) => o.mac(sai, vni, mac, vtep),
+                None => Err("not a VTEP: no VXLAN tunnel".to_string()),
+            },
             other => {
-                tracing::debug!(change = ?other, "EVPN forwarding state has no shim installer yet");
-                self.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(change = ?other, "no shim installer for this EVPN state yet");
+                Ok(())
             }
+        };
+        if let Err(error) = result {
+            tracing::warn!(%error, "EVPN forwarding change not installed");
+            self.errors.fetch_add(1, Ordering::Relaxed);
         }
     }
 

@@ -162,3 +162,55 @@ fn pfc_alone_spreads_congestion_to_a_victim_and_dcqcn_removes_it() {
     assert!(dcqcn_victim_paused * 10 <= pfc_victim_paused);
     assert!(dcqcn.paused_ns_total * 10 <= pfc.paused_ns_total);
 }
+
+#[test]
+fn plots_are_written_as_png_and_svg() {
+    if !labs::sim::plot::FONT_PATHS.iter().any(|p| std::path::Path::new(p).exists()) {
+        assert_ne!(std::env::var("CI").as_deref(), Ok("true"), "fonts-dejavu-core is missing");
+        eprintln!("skipped: no DejaVu Sans (fonts-dejavu-core)");
+        return;
+    }
+    let experiment = Experiment { sample_ns: 5_000, ..Experiment::default() };
+    let run = sim::run("plots", star(4), experiment, spec(Kind::Incast, 1 << 20), None, None).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    run.write_plots(dir.path()).unwrap();
+    let compare = [&run.plot_data, &run.plot_data];
+    labs::sim::plot::write_compare(&compare, dir.path()).unwrap();
+    for stem in ["queues", "pauses", "fct-cdf", "compare-fct-cdf", "compare-jct-cdf"] {
+        let png = std::fs::read(dir.path().join(format!("{stem}.png"))).unwrap();
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n", "{stem}.png");
+        let svg = std::fs::read_to_string(dir.path().join(format!("{stem}.svg"))).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("<text"), "{stem}.svg");
+    }
+    // The queue plot has the incast receiver's port, the deepest.
+    let svg = std::fs::read_to_string(dir.path().join("queues.svg")).unwrap();
+    assert!(svg.contains("sw1:eth4"));
+}
+
+#[test]
+fn a_lossy_incast_drops_and_recovers_by_retransmission() {
+    let experiment = Experiment { pfc: false, sample_ns: 0, ..Experiment::default() };
+    let run = sim::run("lossy", star(8), experiment, spec(Kind::Incast, 2 << 20), None, None).unwrap();
+    let report = &run.report;
+    assert!(report.finished, "every message arrives in the end");
+    assert!(report.drops["egress-limit"] > 0, "7:1 into a lossy queue: tail drops");
+    assert_eq!(report.pfc_frames_sent, 0);
+    assert!(report.timeouts > 0, "lost tails come back after the retransmission timeout");
+}
+
+#[test]
+fn a_link_failure_mid_collective_reroutes_and_the_collective_finishes() {
+    let fabric = || Fabric::from_topology(&labs::generate::fattree("ft4", 4).unwrap().topology).unwrap();
+    let base = Experiment { sample_ns: 0, ..Experiment::default() };
+    let healthy = sim::run("ok", fabric(), base.clone(), spec(Kind::AllToAll, 4 << 20), None, None).unwrap();
+    // Cable 0 is a leaf's uplink to a spine; it fails 20 us in.
+    let failing = Experiment { link_failure: Some((0, 20_000)), ..base };
+    let failed = sim::run("failed", fabric(), failing, spec(Kind::AllToAll, 4 << 20), None, None).unwrap();
+    let (ok, bad) = (&healthy.report, &failed.report);
+    assert!(ok.finished && bad.finished);
+    assert_eq!(ok.drops_total, 0);
+    assert!(bad.drops["pipeline-egressportdown"] > 0, "{:?}", bad.drops);
+    assert!(bad.routes_rewritten > 0, "the routes move off the dead cable");
+    assert!(bad.timeouts > 0, "what was lost is sent again");
+    assert!(bad.collectives[0].jct_ns > ok.collectives[0].jct_ns);
+}

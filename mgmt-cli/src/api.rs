@@ -56,6 +56,36 @@ pub enum Request {
     ShowPfcwdStats,
     /// `show dlb`.
     ShowDlb,
+    /// `show ib port`: the ports in IB-like mode, their state, credits and
+    /// PortCounters.
+    ShowIbPorts,
+    /// `show ib lft [SWITCH]`: this switch's LFT, or (from the embedded
+    /// SM) another switch's by name or GUID.
+    ShowIbLft {
+        switch: Option<String>,
+    },
+    /// `show ib sm`: the embedded subnet manager.
+    ShowIbSm,
+    /// `show ib topology`: the fabric the embedded SM discovered.
+    ShowIbTopology,
+    /// `show bgp l2vpn evpn [route [type N]]`: the EVPN Loc-RIB, every path.
+    ShowBgpEvpn {
+        route_type: Option<u8>,
+    },
+    /// `show evpn vni [VNI]`: the MAC-VRFs and L3VNIs.
+    ShowEvpnVni {
+        vni: Option<u32>,
+    },
+    /// `show evpn mac vni VNI|all`.
+    ShowEvpnMac {
+        vni: Option<u32>,
+    },
+    /// `show evpn arp-cache vni VNI|all`.
+    ShowEvpnArpCache {
+        vni: Option<u32>,
+    },
+    /// `show vrf`: the IP-VRFs with the routes EVPN put in them.
+    ShowVrf,
     /// Live values the shell completes: interface names, VLANs, VNIs,
     /// neighbours, prefixes.
     ShowCompletions,
@@ -161,6 +191,15 @@ pub enum Reply {
     BufferPool(Vec<crate::qos::BufferPool>),
     PfcwdStats(Vec<crate::qos::PfcwdStats>),
     Dlb(crate::qos::Dlb),
+    IbPorts(Vec<crate::ib::IbPort>),
+    IbLft(crate::ib::IbLft),
+    IbSm(crate::ib::IbSm),
+    IbTopology(crate::ib::IbTopology),
+    BgpEvpnRoutes(BgpEvpnRoutes),
+    EvpnVnis(Vec<EvpnVni>),
+    EvpnMacs(Vec<EvpnMac>),
+    EvpnArpCache(Vec<EvpnArp>),
+    Vrfs(Vec<Vrf>),
     Completions(Completions),
     CommitHistory(Vec<CommitEntry>),
     Validated(Validated),
@@ -468,4 +507,96 @@ pub struct IpRouteNextHop {
     pub interface: Option<String>,
     /// In the forwarding table (a BGP next hop may be unresolvable).
     pub active: bool,
+}
+
+/// `show bgp l2vpn evpn`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpEvpnRoutes {
+    pub router_id: Option<Ipv4Addr>,
+    pub asn: u32,
+    pub routes: Vec<BgpEvpnRoute>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpEvpnRoute {
+    /// As FRR prints it: `RD [type]:[fields]`.
+    pub prefix: String,
+    pub route_type: u8,
+    pub rd: String,
+    pub paths: Vec<BgpEvpnPath>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BgpEvpnPath {
+    /// `None` for a route this switch originates.
+    pub peer: Option<IpAddr>,
+    pub best: bool,
+    /// The VTEP.
+    pub next_hop: Option<IpAddr>,
+    pub as_path: String,
+    pub origin: String,
+    pub local_pref: Option<u32>,
+    /// `RT:65000:100`, `ET:8`, `Rmac:...`, `MM:1`.
+    pub ext_communities: Vec<String>,
+    /// The L2VNI (type 2), L3VNI (type 5).
+    pub label1: Option<u32>,
+    /// Type 2's L3VNI.
+    pub label2: Option<u32>,
+    pub pmsi_tunnel: Option<String>,
+}
+
+/// One line of `show evpn vni`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvpnVni {
+    pub vni: u32,
+    /// `L2` or `L3`.
+    pub kind: String,
+    pub vrf: Option<String>,
+    pub rd: String,
+    pub import_rts: Vec<String>,
+    pub export_rts: Vec<String>,
+    pub local_macs: usize,
+    pub remote_macs: usize,
+    pub arp_entries: usize,
+    pub remote_vteps: Vec<IpAddr>,
+}
+
+/// One line of `show evpn mac vni`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvpnMac {
+    pub vni: u32,
+    pub mac: String,
+    /// `local` or `remote`.
+    pub kind: String,
+    pub vtep: Option<IpAddr>,
+    pub sequence: u32,
+    pub sticky: bool,
+    pub moves: u32,
+    pub duplicate: bool,
+}
+
+/// One line of `show evpn arp-cache vni`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvpnArp {
+    pub vni: u32,
+    pub ip: IpAddr,
+    pub mac: String,
+    pub kind: String,
+}
+
+/// One IP-VRF of `show vrf`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Vrf {
+    pub name: String,
+    pub l3vni: u32,
+    pub router_mac: String,
+    pub rd: String,
+    pub routes: Vec<VrfRoute>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VrfRoute {
+    pub prefix: String,
+    /// `VTEP vni L3VNI rmac MAC`.
+    pub next_hops: Vec<String>,
 }

@@ -21,6 +21,7 @@ pub mod api;
 pub mod candidate;
 pub mod client;
 pub mod codec;
+pub mod ib;
 pub mod qos;
 pub mod render;
 mod render_qos;

@@ -32,6 +32,15 @@ impl Render for Reply {
             Reply::BufferPool(v) => v.render(),
             Reply::PfcwdStats(v) => v.render(),
             Reply::Dlb(v) => v.render(),
+            Reply::IbPorts(v) => v.render(),
+            Reply::IbLft(v) => v.render(),
+            Reply::IbSm(v) => v.render(),
+            Reply::IbTopology(v) => v.render(),
+            Reply::BgpEvpnRoutes(v) => v.render(),
+            Reply::EvpnVnis(v) => v.render(),
+            Reply::EvpnMacs(v) => v.render(),
+            Reply::EvpnArpCache(v) => v.render(),
+            Reply::Vrfs(v) => v.render(),
             Reply::Completions(v) => v.render(),
             Reply::CommitHistory(v) => v.render(),
             Reply::Validated(v) => v.render(),
@@ -442,6 +451,117 @@ impl Render for BgpRoutes {
             for p in only.paths.iter().filter(|p| !p.communities.is_empty()) {
                 out.push_str(&format!("  from {}: communities {}\n", or_dash(p.peer), p.communities.join(" ")));
             }
+        }
+        out
+    }
+}
+
+impl Render for BgpEvpnRoutes {
+    fn render(&self) -> String {
+        let mut out = format!(
+            "BGP table version, local router ID is {}, local AS {}\n\
+             Status codes: * valid, > best\n\
+             EVPN type-1 prefix: [1]:[ESI]:[EthTag]\n\
+             EVPN type-2 prefix: [2]:[EthTag]:[MAClen]:[MAC]:[IPlen]:[IP]\n\
+             EVPN type-3 prefix: [3]:[EthTag]:[IPlen]:[OrigIP]\n\
+             EVPN type-4 prefix: [4]:[ESI]:[IPlen]:[OrigIP]\n\
+             EVPN type-5 prefix: [5]:[EthTag]:[IPlen]:[IP]\n\n",
+            or_dash(self.router_id),
+            self.asn
+        );
+        let mut table = Table::new(["", "Network", "Next Hop", "LocPrf", "Path", "VNI", "Extended Communities"]);
+        for r in &self.routes {
+            for (i, p) in r.paths.iter().enumerate() {
+                let vni = match (p.label1, p.label2) {
+                    (Some(l1), Some(l2)) => format!("{l1}/{l2}"),
+                    (Some(l1), None) => l1.to_string(),
+                    _ => "-".into(),
+                };
+                let path = if p.as_path.is_empty() { p.origin.clone() } else { format!("{} {}", p.as_path, p.origin) };
+                table.row([
+                    if p.best { "*>" } else { "*" }.to_owned(),
+                    if i == 0 { r.prefix.clone() } else { String::new() },
+                    if p.peer.is_none() { "0.0.0.0".to_owned() } else { or_dash(p.next_hop) },
+                    or_dash(p.local_pref),
+                    path,
+                    vni,
+                    join(&p.ext_communities, " "),
+                ]);
+            }
+        }
+        out.push_str(&table.render());
+        let paths: usize = self.routes.iter().map(|r| r.paths.len()).sum();
+        out.push_str(&format!("\nDisplayed {} prefixes ({paths} paths)\n", self.routes.len()));
+        out
+    }
+}
+
+impl Render for Vec<EvpnVni> {
+    fn render(&self) -> String {
+        let mut table =
+            Table::new(["VNI", "Type", "VRF", "RD", "Import RT", "Export RT", "#MACs", "#ARP", "Remote VTEPs"]);
+        for v in self {
+            table.row([
+                v.vni.to_string(),
+                v.kind.clone(),
+                or_dash(v.vrf.as_ref()),
+                v.rd.clone(),
+                join(&v.import_rts, ","),
+                join(&v.export_rts, ","),
+                (v.local_macs + v.remote_macs).to_string(),
+                v.arp_entries.to_string(),
+                join(&v.remote_vteps, ","),
+            ]);
+        }
+        table.render()
+    }
+}
+
+impl Render for Vec<EvpnMac> {
+    fn render(&self) -> String {
+        let mut table = Table::new(["VNI", "MAC", "Type", "Remote VTEP", "Sequence", "Moves", "Flags"]);
+        for m in self {
+            let mut flags = Vec::new();
+            if m.sticky {
+                flags.push("sticky");
+            }
+            if m.duplicate {
+                flags.push("duplicate");
+            }
+            table.row([
+                m.vni.to_string(),
+                m.mac.clone(),
+                m.kind.clone(),
+                or_dash(m.vtep),
+                m.sequence.to_string(),
+                m.moves.to_string(),
+                join(&flags, ","),
+            ]);
+        }
+        table.render()
+    }
+}
+
+impl Render for Vec<EvpnArp> {
+    fn render(&self) -> String {
+        let mut table = Table::new(["VNI", "IP", "MAC", "Type"]);
+        for a in self {
+            table.row([a.vni.to_string(), a.ip.to_string(), a.mac.clone(), a.kind.clone()]);
+        }
+        table.render()
+    }
+}
+
+impl Render for Vec<Vrf> {
+    fn render(&self) -> String {
+        let mut out = String::new();
+        for v in self {
+            out.push_str(&format!("VRF {} L3VNI {} router MAC {} RD {}\n", v.name, v.l3vni, v.router_mac, v.rd));
+            let mut table = Table::new(["Prefix", "Next hops"]);
+            for r in &v.routes {
+                table.row([r.prefix.clone(), join(&r.next_hops, ", ")]);
+            }
+            out.push_str(&table.render());
         }
         out
     }

@@ -87,3 +87,24 @@ fn server_error_and_missing_socket_fail() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("cannot connect"));
 }
+
+#[test]
+fn exit_status_says_what_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s.sock");
+    // A server that accepts and answers nothing: a bad command never asks it.
+    let listener = UnixListener::bind(&path).unwrap();
+    let output = swcli(&["--socket", path.to_str().unwrap(), "show", "bogus"]);
+    assert_eq!(output.status.code(), Some(2), "a command that does not parse");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("\"bogus\"") && stderr.contains("interfaces"), "{stderr}");
+    drop(listener);
+
+    let server = serve_once(&dir.path().join("t.sock"), Response::Error { message: "permission denied".into() });
+    let output = swcli(&["--socket", dir.path().join("t.sock").to_str().unwrap(), "save"]);
+    assert_eq!(server.join().unwrap(), "{\"request\":\"save\"}\n");
+    assert_eq!(output.status.code(), Some(3), "refused by switchd");
+
+    let output = swcli(&["--socket", dir.path().join("absent.sock").to_str().unwrap(), "show", "mac"]);
+    assert_eq!(output.status.code(), Some(4), "no daemon");
+}

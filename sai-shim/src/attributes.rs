@@ -415,6 +415,10 @@ pub enum RouterInterfaceAttr {
     Mtu(u16),
     /// Default true.
     AdminState(bool),
+    /// ICMP redirects for packets hair-pinned out of this interface (RFC
+    /// 1812 5.2.7.2, RFC 4861 8.2); default true. Not a SAI attribute: the
+    /// soft backend's pipeline sends them.
+    SendRedirects(bool),
 }
 
 attr_names!(RouterInterfaceAttr {
@@ -423,6 +427,7 @@ attr_names!(RouterInterfaceAttr {
     SrcMacAddress => "SRC_MAC_ADDRESS";
     Mtu => "MTU";
     AdminState => "ADMIN_STATE";
+    SendRedirects => "SEND_REDIRECTS";
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -432,6 +437,7 @@ pub struct RouterInterface {
     pub src_mac_address: EthernetAddress,
     pub mtu: u16,
     pub admin_state: bool,
+    pub send_redirects: bool,
 }
 
 impl RouterInterface {
@@ -443,6 +449,7 @@ impl RouterInterface {
             src_mac_address: switch_mac,
             mtu: 1500,
             admin_state: true,
+            send_redirects: true,
         };
         for attr in attrs {
             match attr {
@@ -481,6 +488,7 @@ impl RouterInterface {
                 self.mtu = mtu
             }
             RouterInterfaceAttr::AdminState(up) => self.admin_state = up,
+            RouterInterfaceAttr::SendRedirects(on) => self.send_redirects = on,
         }
         Ok(())
     }

@@ -63,6 +63,8 @@ pub mod qos;
 pub use api::{ObjectStore, Sai};
 pub use attributes::*;
 pub use backend::{Backend, FdbDetail, FdbFlush, FdbFlushType, PortStats, QosReport};
+/// MAC addresses in FDB and neighbour keys are the dataplane's.
+pub use dataplane::wire::EthernetAddress;
 pub use error::{EntryKey, SaiError, SaiResult};
 pub use notification::{
     FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, SubscriberStats, Subscription,

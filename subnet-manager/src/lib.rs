@@ -8,6 +8,7 @@ pub mod fabric;
 pub mod interop;
 pub mod lid;
 pub mod packet;
+pub mod plane;
 pub mod routing;
 pub mod sm;
 pub mod topology;

@@ -26,7 +26,7 @@ impl Peer {
     pub fn from_credentials(uid: u32, gid: u32, pid: Option<i32>) -> Peer {
         let mut groups = vec![gid];
         if let Some(pid) = pid {
-            groups.extend(process_groups(pid));
+            groups.extend(process_groups(pid, uid));
         }
         let privilege = privilege(uid, &groups, group_id(ADMIN_GROUP), group_id(READ_GROUP));
         Peer { uid, user: user_name(uid).unwrap_or_else(|| uid.to_string()), privilege }
@@ -68,16 +68,30 @@ pub fn privilege(uid: u32, groups: &[u32], admin_gid: Option<u32>, read_gid: Opt
     }
 }
 
-/// The supplementary groups of a running process (`Groups:` of its status).
-fn process_groups(pid: i32) -> Vec<u32> {
+/// The supplementary groups of a running process (`Groups:` of its
+/// status), if it still runs as `uid`: a client that exited after
+/// connecting may have had its pid reused by another user's process,
+/// whose groups must not count.
+fn process_groups(pid: i32, uid: u32) -> Vec<u32> {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return Vec::new();
     };
-    status
-        .lines()
-        .find_map(|line| line.strip_prefix("Groups:"))
-        .map(|list| list.split_whitespace().filter_map(|g| g.parse().ok()).collect())
-        .unwrap_or_default()
+    status_groups(&status, uid)
+}
+
+fn status_groups(status: &str, uid: u32) -> Vec<u32> {
+    let numbers = |prefix: &str| -> Vec<u32> {
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(prefix))
+            .map(|list| list.split_whitespace().filter_map(|n| n.parse().ok()).collect())
+            .unwrap_or_default()
+    };
+    // Uid: real, effective, saved, filesystem.
+    if numbers("Uid:").get(1) != Some(&uid) {
+        return Vec::new();
+    }
+    numbers("Groups:")
 }
 
 /// Enough for the longest group and passwd entries on ordinary systems;
@@ -135,6 +149,13 @@ mod tests {
         assert_eq!(privilege(500, &[500, 1002], admin, read), Some(Privilege::Read));
         assert_eq!(privilege(500, &[500], admin, read), None);
         assert_eq!(privilege(500, &[500], None, None), None, "no such groups: only root");
+    }
+
+    #[test]
+    fn groups_count_only_while_the_process_runs_as_the_peer() {
+        let status = "Name:\tswcli\nUid:\t500\t500\t500\t500\nGid:\t500\t500\t500\t500\nGroups:\t1001 1002 \n";
+        assert_eq!(status_groups(status, 500), [1001, 1002]);
+        assert_eq!(status_groups(status, 0), Vec::<u32>::new(), "another user's process");
     }
 
     #[test]

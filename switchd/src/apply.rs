@@ -439,6 +439,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
                             RouterInterfaceAttr::Type(RouterInterfaceType::Port(id)),
                             RouterInterfaceAttr::Mtu(mtu),
                             RouterInterfaceAttr::AdminState(admin),
+                            RouterInterfaceAttr::SendRedirects(port.redirects),
                         ])
                         .context(|| format!("router interface of {}", port.name))?;
                     objects.router_interface = Some(rif);
@@ -453,6 +454,10 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
                     if current.admin_state != admin {
                         sai.set_router_interface_attribute(rif, RouterInterfaceAttr::AdminState(admin))
                             .context(|| format!("router interface state of {}", port.name))?;
+                    }
+                    if current.send_redirects != port.redirects {
+                        sai.set_router_interface_attribute(rif, RouterInterfaceAttr::SendRedirects(port.redirects))
+                            .context(|| format!("router interface redirects of {}", port.name))?;
                     }
                 }
             }
@@ -728,6 +733,26 @@ vxlan:
 routes:
   - { prefix: 0.0.0.0/0, next_hops: [10.0.1.2, 10.0.5.2] }
 "#;
+
+    #[test]
+    fn redirects_turned_off_on_a_routed_port_reach_the_pipeline_and_back() {
+        let silenced = CONFIG.replace(
+            "{ name: eth3, mode: routed, addresses: [10.0.1.1/24] }",
+            "{ name: eth3, mode: routed, addresses: [10.0.1.1/24], redirects: false }",
+        );
+        let config = Config::from_yaml(&silenced).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        let silent = |sai: &Sai<SoftBackend>| {
+            let pipeline = sai.backend().pipeline();
+            (0..64).filter(|&rif| pipeline.router_interface(rif).is_some() && !pipeline.sends_redirects(rif)).count()
+        };
+        assert_eq!(silent(&sai), 1, "eth3's interface only");
+        let eth3 = applied.ports["eth3"].router_interface.unwrap();
+        assert!(!sai.get_router_interface(eth3).unwrap().send_redirects);
+        reconcile(&mut sai, &mut applied, &Config::from_yaml(CONFIG).unwrap()).unwrap();
+        assert_eq!(silent(&sai), 0, "on again by default");
+    }
 
     #[test]
     fn reconcile_to_the_same_config_changes_nothing() {

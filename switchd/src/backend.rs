@@ -20,6 +20,7 @@ use crate::config::{Config, PortKind, PortMode};
 use crate::daemon::{RunError, io_error};
 use crate::forwarding::{Attachment, Forwarding, TM_CATCH_UP, TrafficManagerSetup};
 use crate::hostif::{self, HostIfSpec};
+use crate::ib::{IbRuntime, SharedIb};
 use dataplane::node::{AnyTrafficManager, QosTrafficManager};
 use qos::dlb::DlbMode;
 
@@ -42,7 +43,14 @@ pub trait DaemonBackend: Backend + Send + Sized + 'static {
         sai: &Arc<Mutex<Sai<Self>>>,
         config: &Config,
         applied: &Applied,
+        ib: Option<SharedIb>,
     ) -> Result<Box<dyn RunningForwarding>, RunError>;
+
+    /// The IB-like plane for `config`'s ports in `mode: ib`, if any (only
+    /// a backend whose forwarding is this project's pipeline runs one).
+    fn ib_runtime(_backend: &Self, _config: &Config, _applied: &Applied) -> Result<Option<SharedIb>, RunError> {
+        Ok(None)
+    }
 
     /// The ports LLDP speaks on: the agent's port id, the port's name, its
     /// description, and the Linux interface LLDP frames are read from and
@@ -85,6 +93,7 @@ impl DaemonBackend for SoftBackend {
         sai: &Arc<Mutex<Sai<SoftBackend>>>,
         config: &Config,
         applied: &Applied,
+        ib: Option<SharedIb>,
     ) -> Result<Box<dyn RunningForwarding>, RunError> {
         let (specs, mut attachments, setup) = {
             let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
@@ -93,15 +102,22 @@ impl DaemonBackend for SoftBackend {
             (specs, port_attachments(&shim, config, applied)?, setup)
         };
         attachments.extend(hostif::create_host_interfaces(&specs)?);
-        let forwarding =
-            Forwarding::start_with(sai.clone(), attachments, setup).map_err(io_error("start the forwarding thread"))?;
+        let forwarding = Forwarding::start_with(sai.clone(), attachments, setup, ib)
+            .map_err(io_error("start the forwarding thread"))?;
         Ok(Box::new(forwarding))
+    }
+
+    fn ib_runtime(backend: &SoftBackend, config: &Config, applied: &Applied) -> Result<Option<SharedIb>, RunError> {
+        let index = |name: &str| backend.port_index(applied.ports[name].port).expect("applied port has an index");
+        let runtime = IbRuntime::new(config, index).map_err(RunError::Ib)?;
+        Ok(runtime.map(|r| Arc::new(Mutex::new(r))))
     }
 
     fn lldp_ports(sai: &Sai<SoftBackend>, config: &Config, applied: &Applied) -> Vec<LldpPort> {
         config
             .ports
             .iter()
+            .filter(|port| !matches!(port.mode, PortMode::Ib(_)))
             .map(|port| LldpPort {
                 id: sai.backend().port_index(applied.ports[&port.name].port).expect("applied port has an index"),
                 name: port.name.clone(),
@@ -130,6 +146,7 @@ impl DaemonBackend for KernelBackend {
         sai: &Arc<Mutex<Sai<KernelBackend>>>,
         config: &Config,
         applied: &Applied,
+        _ib: Option<SharedIb>,
     ) -> Result<Box<dyn RunningForwarding>, RunError> {
         let shim = sai.lock().unwrap_or_else(|e| e.into_inner());
         let mut wanted = Vec::new();
@@ -225,7 +242,9 @@ fn host_interfaces(
 ) -> Result<Vec<HostIfSpec<ObjectId>>, RunError> {
     let switch_mac = apply::switch_mac(&config.name).0;
     let mut specs = Vec::new();
-    for port in &config.ports {
+    // An IB-like port has no host interface: nothing of the kernel's goes
+    // out of it, and its 0x88B5 frames stay in the IB-like plane.
+    for port in config.ports.iter().filter(|p| !matches!(p.mode, PortMode::Ib(_))) {
         let objects = &applied.ports[&port.name];
         let name = hostif::port_host_name(&port.name);
         let host_if = sai

@@ -46,7 +46,11 @@ pub fn programmer<B: Backend>(config: &Config, applied: &Applied) -> ShimProgram
             Some((net, rif))
         })
         .collect();
-    ShimProgrammer::new(subnets)
+    let programmer = ShimProgrammer::new(subnets);
+    match crate::evpn::overlay(config, applied) {
+        Some(overlay) => programmer.with_overlay(overlay),
+        None => programmer,
+    }
 }
 
 /// The running speaker as the management API sees it.
@@ -445,6 +449,7 @@ ports:
             lldp: Arc::new(Mutex::new(crate::daemon::lldp_agent(&config))),
             bgp: Some(bgp),
             now: Arc::new(|| 0),
+            ib: None,
         };
         let ask = |request: Request| {
             let view = view.clone();

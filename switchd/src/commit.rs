@@ -385,7 +385,17 @@ pub fn write_atomically(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         _ => Path::new("."),
     };
     let name = path.file_name().ok_or_else(|| std::io::Error::other("the path names no file"))?;
-    let temporary = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let prefix = format!(".{}.", name.to_string_lossy());
+    // Temporaries of saves killed before their rename are of no use now.
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for entry in entries.flatten() {
+            let stale = entry.file_name().to_str().is_some_and(|n| n.starts_with(&prefix) && n.ends_with(".tmp"));
+            if stale {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    let temporary = dir.join(format!("{prefix}{}.tmp", std::process::id()));
     let result = (|| {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(contents)?;

@@ -4,6 +4,7 @@
 
 pub mod bgp;
 pub mod file;
+pub mod ib;
 pub mod qos;
 mod validate;
 
@@ -36,6 +37,8 @@ pub struct Config {
     /// The traffic manager, ports in file order; `None`: no `qos:` and no
     /// port speed (ports send as fast as their I/O takes frames).
     pub qos: Option<::qos::tm::TmConfig>,
+    /// The IB-like plane, when a port is in `mode: ib`.
+    pub ib: Option<ib::IbConfig>,
     /// Where the Prometheus endpoint listens, when enabled.
     pub metrics: Option<std::net::SocketAddr>,
     /// The file as written, for `show running-config`.
@@ -61,6 +64,8 @@ pub struct Port {
     pub mtu: u16,
     pub description: Option<String>,
     pub mode: PortMode,
+    /// ICMP redirects on a routed port (RFC 1812 5.2.7.2, RFC 4861 8.2).
+    pub redirects: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -76,6 +81,9 @@ pub enum PortMode {
     Routed {
         addresses: Vec<IpNetwork>,
     },
+    /// The IB-like plane's: no VLAN, no address; its 0x88B5 frames go to
+    /// the IB-like switch engine.
+    Ib(ib::IbPort),
 }
 
 impl PortMode {
@@ -84,7 +92,7 @@ impl PortMode {
         match self {
             PortMode::Access { vlan } => Some(*vlan),
             PortMode::Trunk { native, .. } => *native,
-            PortMode::Routed { .. } => None,
+            PortMode::Routed { .. } | PortMode::Ib(_) => None,
         }
     }
 
@@ -95,7 +103,7 @@ impl PortMode {
             PortMode::Trunk { vlans, native } => {
                 native.iter().map(|&v| (v, false)).chain(vlans.iter().map(|&v| (v, true))).collect()
             }
-            PortMode::Routed { .. } => Vec::new(),
+            PortMode::Routed { .. } | PortMode::Ib(_) => Vec::new(),
         }
     }
 }
@@ -113,6 +121,7 @@ impl fmt::Display for PortMode {
                 Ok(())
             }
             PortMode::Routed { .. } => f.write_str("routed"),
+            PortMode::Ib(port) => write!(f, "ib {} VLs mtu {}", port.data_vls, port.mtu),
         }
     }
 }

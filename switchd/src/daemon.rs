@@ -40,7 +40,7 @@ use sai_shim::{Backend, Sai};
 use crate::apply::{self, Applied};
 use crate::backend::{DaemonBackend, LldpPort};
 use crate::commit::{ConfigService, Configurator};
-use crate::config::Config;
+use crate::config::{Config, PortMode};
 use crate::forwarding::monotonic_ns;
 use crate::hostif;
 use crate::lldp::{AgentConfig, LldpAgent};
@@ -60,6 +60,8 @@ pub enum RunError {
     Io { what: String, source: io::Error },
     #[error("BGP: {0}")]
     Bgp(String),
+    #[error("{0}")]
+    Ib(String),
 }
 
 pub(crate) fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
@@ -109,8 +111,12 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         routes = applied.routes.len(),
         "config applied to the shim"
     );
+    let ib = {
+        let shim = sai.backend();
+        B::ib_runtime(shim, &config, &applied)?
+    };
     let sai = Arc::new(Mutex::new(sai));
-    let forwarding = B::start_forwarding(&sai, &config, &applied)?;
+    let forwarding = B::start_forwarding(&sai, &config, &applied, ib.clone())?;
     tracing::info!("forwarding running");
     // After forwarding, so a failure here leaves nothing behind either
     // (what forwarding made is dropped on return).
@@ -128,7 +134,14 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     let bgp = match &config.bgp {
         Some(bgp) => {
             let programmer = crate::bgp::programmer(&config, &applied);
-            Some(crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?)
+            let view = crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?;
+            if bgp.evpn.is_some() {
+                // MACs and neighbours learned here become EVPN routes.
+                let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("evpn", 65536);
+                let feed = crate::evpn::LocalFeed::new(&config, &applied);
+                tokio::spawn(crate::evpn::run_feed(subscription, feed, view.speaker.clone()));
+            }
+            Some(view)
         }
         None => None,
     };
@@ -140,6 +153,7 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         lldp: agent,
         bgp: bgp.clone(),
         now: Arc::new(monotonic_ns),
+        ib: ib.clone(),
     }));
     let configurator = Arc::new(Configurator::new(config.clone(), applied, sai.clone(), view.clone(), path.clone()));
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
@@ -233,6 +247,16 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     }
     if running.bgp != candidate.bgp {
         reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
+    }
+    let ib_ports = |c: &Config| {
+        c.ports
+            .iter()
+            .filter(|p| matches!(p.mode, PortMode::Ib(_)))
+            .map(|p| (p.name.clone(), p.mode.clone()))
+            .collect::<Vec<_>>()
+    };
+    if running.ib != candidate.ib || ib_ports(running) != ib_ports(candidate) {
+        reasons.push("the IB-like plane changed (its engine, agent and SM start once)".to_owned());
     }
     let ports = |c: &Config| c.ports.iter().map(|p| (p.name.clone(), p.kind)).collect::<Vec<_>>();
     if ports(running) != ports(candidate) {

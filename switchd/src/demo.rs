@@ -166,6 +166,7 @@ impl Fabric {
                 lldp: agent,
                 bgp: None,
                 now: Arc::new(move || now.load(Ordering::Relaxed)),
+                ib: None,
             };
             switches.push(DemoSwitch { name: name.into(), view, port_names, host_interfaces, node: Node::new() });
         }
@@ -475,6 +476,7 @@ fn describe_ipv4(payload: &[u8]) -> String {
                 Ok(Icmpv4Repr::EchoReply { seq_no, .. }) => format!("echo reply seq {seq_no}"),
                 Ok(Icmpv4Repr::TimeExceeded { .. }) => "time exceeded".into(),
                 Ok(Icmpv4Repr::DstUnreachable { .. }) => "unreachable".into(),
+                Ok(Icmpv4Repr::Redirect { gateway, .. }) => format!("redirect to {gateway}"),
                 Err(e) => format!("({e})"),
             };
             format!("ICMP {src} > {dst} {kind} ttl {ttl}")
@@ -516,6 +518,9 @@ fn describe_ipv6(payload: &[u8]) -> String {
         Ok(Icmpv6Repr::TimeExceeded { .. }) => format!("ICMPv6 {src} > {dst} time exceeded"),
         Ok(Icmpv6Repr::DstUnreachable { .. }) => format!("ICMPv6 {src} > {dst} unreachable"),
         Ok(Icmpv6Repr::PacketTooBig { mtu, .. }) => format!("ICMPv6 {src} > {dst} packet too big (mtu {mtu})"),
+        Ok(Icmpv6Repr::Redirect { target_addr, dst_addr, .. }) => {
+            format!("ICMPv6 {src} > {dst} redirect {dst_addr} to {target_addr}")
+        }
         Err(e) => format!("ICMPv6 ({e})"),
     }
 }

@@ -6,6 +6,7 @@
 //!                                                                     \----------------> sw-ethN / vlanV TAP (punt)
 //!  sw-ethN / vlanV TAP (kernel's own traffic) --> Node::host_send --> ethN
 //!  every POLL_INTERVAL: Node::poll(now) (FDB aging, ARP/ND timers and probes)
+//!  ethN in mode ib: 0x88B5 frames --Ports::link_level--> IbRuntime (credits, LFT, agent, SM) --> ethM
 //! ```
 //!
 //! The thread waits on one epoll set holding every port, every host
@@ -28,7 +29,9 @@ use std::time::{Duration, Instant};
 
 use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
 use dataplane::node::{AnyTrafficManager, Node, OutputQueues, OutputQueuesConfig, Ports, QosStats};
-use dataplane::pipeline::{Egress, PortId};
+use dataplane::pipeline::{Egress, LinkLevelFrame, PortId};
+
+use crate::ib::{IbRuntime, SharedIb};
 
 /// Frames read from one descriptor before moving to the next ready one.
 pub const RX_BATCH: usize = 64;
@@ -145,14 +148,27 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
         dataplane: Arc<Mutex<D>>,
         attachments: Vec<Attachment<H>>,
     ) -> io::Result<Forwarding<H>> {
-        Forwarding::start_with(dataplane, attachments, TrafficManagerSetup::default())
+        Forwarding::start_with(dataplane, attachments, TrafficManagerSetup::default(), None)
     }
 
-    /// As [`Forwarding::start`], with the traffic manager `setup` gives.
+    /// [`start`](Self::start), with the IB-like plane of the ports in
+    /// `mode: ib` run by the loop: their 0x88B5 frames go to it, and it is
+    /// polled at every wake-up.
+    pub fn start_with_ib<D: Dataplane<HostIf = H> + Send + 'static>(
+        dataplane: Arc<Mutex<D>>,
+        attachments: Vec<Attachment<H>>,
+        ib: Option<SharedIb>,
+    ) -> io::Result<Forwarding<H>> {
+        Forwarding::start_with(dataplane, attachments, TrafficManagerSetup::default(), ib)
+    }
+
+    /// [`start_with_ib`](Self::start_with_ib), with the traffic manager
+    /// `setup` gives.
     pub fn start_with<D: Dataplane<HostIf = H> + Send + 'static>(
         dataplane: Arc<Mutex<D>>,
         attachments: Vec<Attachment<H>>,
         setup: TrafficManagerSetup,
+        ib: Option<SharedIb>,
     ) -> io::Result<Forwarding<H>> {
         // SAFETY: plain syscalls, results checked before use.
         let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -197,6 +213,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             qos_stats: setup.stats,
             timer,
             timer_armed_for: u64::MAX,
+            ib,
             stats: stats.clone(),
             counters: counters.clone(),
         };
@@ -341,6 +358,7 @@ struct Loop<D: Dataplane> {
     /// loop's own poll interval.
     timer: OwnedFd,
     timer_armed_for: u64,
+    ib: Option<SharedIb>,
     stats: Arc<Mutex<Vec<DeviceStats>>>,
     counters: Arc<LoopCounters>,
 }
@@ -351,25 +369,58 @@ struct Devices<'a, H> {
     hosts: &'a mut [Option<(H, Tap)>],
     dirty: &'a mut Vec<PortId>,
     counters: &'a LoopCounters,
+    /// The IB-like plane, locked for this wake-up, and the time.
+    ib: Option<&'a mut IbRuntime>,
+    now: u64,
+}
+
+/// Writes `frame` to `port`'s adapter (flushed when the wake-up ends).
+fn send_frame(
+    ports: &mut [Option<Box<dyn PortIo>>],
+    dirty: &mut Vec<PortId>,
+    counters: &LoopCounters,
+    port: PortId,
+    frame: &[u8],
+) -> bool {
+    match ports.get_mut(usize::from(port)) {
+        Some(Some(io)) => {
+            if !dirty.contains(&port) {
+                dirty.push(port);
+            }
+            if io.send(frame).is_err() {
+                counters.tx_errors.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            true
+        }
+        _ => {
+            counters.egress_unattached.fetch_add(1, Ordering::Relaxed);
+            false
+        }
+    }
+}
+
+impl<H> Devices<'_, H> {
+    /// Timers of the IB-like plane, and the carrier of its ports.
+    fn poll_ib(&mut self, links: Option<&[(PortId, bool)]>) {
+        let Devices { ports, dirty, counters, ib: Some(ib), now, .. } = self else { return };
+        let mut tx = |port: PortId, frame: &[u8]| send_frame(ports, dirty, counters, port, frame);
+        for &(port, up) in links.unwrap_or_default() {
+            ib.set_carrier(*now, port, up, &mut tx);
+        }
+        ib.poll(*now, &mut tx);
+    }
 }
 
 impl<H: Copy + Eq> Ports<H> for Devices<'_, H> {
     fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
-        match self.ports.get_mut(usize::from(port)) {
-            Some(Some(io)) => {
-                if !self.dirty.contains(&port) {
-                    self.dirty.push(port);
-                }
-                if io.send(frame).is_err() {
-                    self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
-                    return false;
-                }
-                true
-            }
-            _ => {
-                self.counters.egress_unattached.fetch_add(1, Ordering::Relaxed);
-                false
-            }
+        send_frame(self.ports, self.dirty, self.counters, port, frame)
+    }
+
+    fn link_level(&mut self, port: PortId, kind: LinkLevelFrame, frame: &[u8]) {
+        let Devices { ports, dirty, counters, ib: Some(ib), now, .. } = self else { return };
+        if kind == LinkLevelFrame::IbLike {
+            ib.receive(*now, port, frame, &mut |port, frame| send_frame(ports, dirty, counters, port, frame));
         }
     }
 
@@ -514,6 +565,8 @@ impl<D: Dataplane> Loop<D> {
     /// Everything done under the dataplane lock for one wake-up.
     fn work(&mut self, dataplane: &Mutex<D>, ready: &[libc::epoll_event], now: u64, next_link: &mut Instant) {
         let mut dp = dataplane.lock().unwrap_or_else(|e| e.into_inner());
+        let ib = self.ib.clone();
+        let mut ib = ib.as_ref().map(crate::ib::lock);
         for event in ready {
             match Token::decode(event.u64) {
                 Token::Wake => drain_eventfd(self.wake.as_raw_fd()),
@@ -525,7 +578,7 @@ impl<D: Dataplane> Loop<D> {
                     if event.events & (libc::EPOLLERR as u32) != 0 {
                         self.port_error(port);
                     }
-                    self.rx_port(&mut dp, now, port)
+                    self.rx_port(&mut dp, now, port, ib.as_deref_mut())
                 }
                 Token::Host(slot) => self.rx_host(&mut dp, now, usize::from(slot)),
             }
@@ -539,18 +592,32 @@ impl<D: Dataplane> Loop<D> {
                 hosts: &mut self.hosts,
                 dirty: &mut self.dirty,
                 counters: &self.counters,
+                ib: None,
+                now,
             };
             self.node.poll(&mut *dp, now, &mut devices);
         }
+        let mut changed = Vec::new();
         if Instant::now() >= *next_link {
-            self.check_links(&mut dp);
+            changed = self.check_links(&mut dp);
             *next_link = Instant::now() + LINK_INTERVAL;
         }
+        // The IB-like plane runs at every wake-up: flow-control refreshes
+        // and the embedded SM's timers are finer than the pipeline's poll.
+        let mut devices = Devices {
+            ports: &mut self.ports,
+            hosts: &mut self.hosts,
+            dirty: &mut self.dirty,
+            counters: &self.counters,
+            ib: ib.as_deref_mut(),
+            now,
+        };
+        devices.poll_ib(Some(&changed));
     }
 
     /// Reads a batch from a front-panel port and runs each frame through the
     /// pipeline.
-    fn rx_port(&mut self, dp: &mut D, now: u64, port: PortId) {
+    fn rx_port(&mut self, dp: &mut D, now: u64, port: PortId, ib: Option<&mut IbRuntime>) {
         let Some(Some(io)) = self.ports.get_mut(usize::from(port)) else {
             return;
         };
@@ -564,6 +631,8 @@ impl<D: Dataplane> Loop<D> {
             hosts: &mut self.hosts,
             dirty: &mut self.dirty,
             counters: &self.counters,
+            ib,
+            now,
         };
         for frame in self.batch.iter() {
             self.node.receive(dp, now, port, frame, &mut devices);
@@ -597,6 +666,8 @@ impl<D: Dataplane> Loop<D> {
             hosts: &mut self.hosts,
             dirty: &mut self.dirty,
             counters: &self.counters,
+            ib: None,
+            now,
         };
         for frame in self.batch.iter() {
             self.node.host_send(dp, now, host_if, frame, &mut devices);
@@ -604,8 +675,10 @@ impl<D: Dataplane> Loop<D> {
     }
 
     /// Reports carrier changes of the ports to the dataplane (which stops
-    /// forwarding to a down port and flushes the MACs learned on it).
-    fn check_links(&mut self, dp: &mut D) {
+    /// forwarding to a down port and flushes the MACs learned on it); the
+    /// changes, for the IB-like plane.
+    fn check_links(&mut self, dp: &mut D) -> Vec<(PortId, bool)> {
+        let mut changed = Vec::new();
         if self.links.len() < self.ports.len() {
             self.links.resize(self.ports.len(), None);
         }
@@ -618,8 +691,10 @@ impl<D: Dataplane> Loop<D> {
                 }
                 self.links[index] = Some(up);
                 dp.set_link_status(index as PortId, up);
+                changed.push((index as PortId, up));
             }
         }
+        changed
     }
 
     fn flush(&mut self) {

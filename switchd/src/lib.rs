@@ -1,6 +1,6 @@
 //! `switchd`, the switch daemon, as a library: the config model, its
 //! application to the SAI-like shim, the management server, the LLDP agent,
-//! the BGP speaker's glue
+//! the BGP speaker's glue, the IB-like plane
 //! and the in-memory demo fabric. `main.rs` is a thin command-line front.
 
 pub mod access;
@@ -11,8 +11,10 @@ pub mod commit;
 pub mod config;
 pub mod daemon;
 pub mod demo;
+pub mod evpn;
 pub mod forwarding;
 pub mod hostif;
+pub mod ib;
 pub mod lldp;
 pub mod metrics;
 pub mod mgmt;

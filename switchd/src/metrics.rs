@@ -287,6 +287,7 @@ mod tests {
             lldp: Arc::new(Mutex::new(lldp_agent(&config))),
             bgp: None,
             now: Arc::new(|| 0),
+            ib: None,
         };
         let text = scrape(&registry(Arc::new(RwLock::new(view.clone()))));
         assert!(text.contains("# TYPE switch_port_received_bytes counter"), "{text}");

@@ -41,6 +41,8 @@ pub struct SwitchView<B: Backend = SoftBackend> {
     pub bgp: Option<BgpView>,
     /// The daemon's clock (monotonic ns) or the demo's virtual time.
     pub now: Arc<dyn Fn() -> u64 + Send + Sync>,
+    /// The IB-like plane, when ports are in `mode: ib`.
+    pub ib: Option<crate::ib::SharedIb>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -57,6 +59,7 @@ impl<B: Backend> Clone for SwitchView<B> {
             lldp: self.lldp.clone(),
             bgp: self.bgp.clone(),
             now: self.now.clone(),
+            ib: self.ib.clone(),
         }
     }
 }
@@ -97,6 +100,40 @@ impl<B: Backend> SwitchView<B> {
             Request::ShowBufferPool => Reply::BufferPool(self.buffer_pools()),
             Request::ShowPfcwdStats => Reply::PfcwdStats(self.pfcwd_stats()),
             Request::ShowDlb => Reply::Dlb(self.dlb()),
+            Request::ShowIbPorts => {
+                Reply::IbPorts(self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default())
+            }
+            Request::ShowIbLft { switch } => {
+                let Some(ib) = &self.ib else {
+                    return Response::Error { message: "no port is in IB-like mode".into() };
+                };
+                match crate::ib::lock(ib).show_lft(&self.config.name, switch.as_deref()) {
+                    Ok(lft) => Reply::IbLft(lft),
+                    Err(message) => return Response::Error { message },
+                }
+            }
+            Request::ShowIbSm => {
+                let Some(ib) = &self.ib else {
+                    return Response::Error { message: "no port is in IB-like mode".into() };
+                };
+                Reply::IbSm(crate::ib::lock(ib).show_sm((self.now)()))
+            }
+            Request::ShowIbTopology => Reply::IbTopology(
+                self.ib
+                    .as_ref()
+                    .map(|ib| crate::ib::lock(ib).show_topology())
+                    .unwrap_or(mgmt_cli::ib::IbTopology { nodes: Vec::new() }),
+            ),
+            Request::ShowBgpEvpn { .. }
+            | Request::ShowEvpnVni { .. }
+            | Request::ShowEvpnMac { .. }
+            | Request::ShowEvpnArpCache { .. }
+            | Request::ShowVrf => match &self.bgp {
+                Some(bgp) if bgp.config.evpn.is_some() || matches!(request, Request::ShowBgpEvpn { .. }) => {
+                    crate::evpn::show(bgp, request)
+                }
+                _ => return Response::Error { message: "EVPN is not configured (bgp.evpn)".into() },
+            },
             Request::ShowCommitHistory
             | Request::ShowCommit { .. }
             | Request::Validate { .. }
@@ -126,6 +163,9 @@ impl<B: Backend> SwitchView<B> {
     }
 
     pub fn interfaces(&self) -> Vec<api::Interface> {
+        // IB-like ports count in the IB-like plane (PortCounters, data in
+        // 4-byte words); read before the shim, one lock at a time.
+        let ib_ports = self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default();
         let sai = lock(&self.sai);
         let mut out = Vec::new();
         for port in &self.config.ports {
@@ -149,13 +189,23 @@ impl<B: Backend> SwitchView<B> {
                 mode: port.mode.to_string(),
                 addresses,
                 mac,
-                counters: api::Counters {
-                    rx_packets: counters.rx_packets,
-                    rx_bytes: counters.rx_bytes,
-                    tx_packets: counters.tx_packets,
-                    tx_bytes: counters.tx_bytes,
-                    rx_drops: counters.rx_drops,
-                    tx_drops: counters.tx_drops,
+                counters: match ib_ports.iter().find(|p| p.name == port.name) {
+                    Some(ib) => api::Counters {
+                        rx_packets: ib.counters.rcv_packets,
+                        rx_bytes: ib.counters.rcv_data * 4,
+                        tx_packets: ib.counters.xmit_packets,
+                        tx_bytes: ib.counters.xmit_data * 4,
+                        rx_drops: ib.counters.rcv_switch_relay_errors + ib.counters.rcv_errors,
+                        tx_drops: ib.counters.vl15_dropped,
+                    },
+                    None => api::Counters {
+                        rx_packets: counters.rx_packets,
+                        rx_bytes: counters.rx_bytes,
+                        tx_packets: counters.tx_packets,
+                        tx_bytes: counters.tx_bytes,
+                        rx_drops: counters.rx_drops,
+                        tx_drops: counters.tx_drops,
+                    },
                 },
             });
         }
@@ -620,6 +670,7 @@ routes:
             lldp: Arc::new(Mutex::new(agent)),
             bgp: None,
             now: Arc::new(|| 0),
+            ib: None,
         }
     }
 

@@ -37,6 +37,8 @@ pub struct GobgpNeighbor {
     /// (keepalive, hold) in seconds.
     pub timers: (u16, u16),
     pub families: Vec<Afi>,
+    /// Also the L2VPN EVPN family.
+    pub evpn: bool,
 }
 
 impl GobgpNeighbor {
@@ -47,6 +49,7 @@ impl GobgpNeighbor {
             passive: false,
             timers: (1, 3),
             families: vec![Afi::Ipv4, Afi::Ipv6],
+            evpn: false,
         }
     }
 }
@@ -102,6 +105,9 @@ impl GobgpConfig {
                     "  [[neighbors.afi-safis]]\n    [neighbors.afi-safis.config]\n      afi-safi-name = \"{}-unicast\"\n",
                     afi.name()
                 ));
+            }
+            if n.evpn {
+                c.push_str("  [[neighbors.afi-safis]]\n    [neighbors.afi-safis.config]\n      afi-safi-name = \"l2vpn-evpn\"\n");
             }
         }
         c

@@ -119,10 +119,14 @@ impl Switchd {
         stdout
     }
 
-    /// `swcli show <what> --json` parsed.
+    /// `swcli show <what> --json` parsed (`what` may be several words:
+    /// `ib port`).
     #[track_caller]
     pub fn show_json(&self, what: &str) -> serde_json::Value {
-        swcli_json(&self.swcli(&["show", what, "--json"]))
+        let mut args = vec!["show"];
+        args.extend(what.split_whitespace());
+        args.push("--json");
+        swcli_json(&self.swcli(&args))
     }
 
     /// Stops the daemon with SIGTERM and returns its exit status and logs.

@@ -266,7 +266,9 @@ impl Evpn {
     pub fn local_mac(&mut self, now: u64, vni: u32, mac: MacAddr, present: bool) {
         let Some(vrf) = self.mac_vrfs.get_mut(&vni) else { return };
         let state = vrf.macs.entry(mac).or_default();
-        if present == state.local.is_some() {
+        // Learned again while a remote claim is in force: the MAC moved here.
+        let ours = state.winner.is_some_and(|c| c.vtep.is_none());
+        if present && ours || !present && state.local.is_none() {
             return;
         }
         state.local = present.then(|| {
@@ -311,6 +313,11 @@ impl Evpn {
             tracing::warn!(vni, %mac, moves = state.moves.total, "duplicate MAC: moved too often, frozen (RFC 7432 §15.1)");
         }
         state.winner = best;
+        // §15.1: a MAC advertised elsewhere with a higher number has moved
+        // away; the dataplane's entry becomes the remote one, so ours is gone.
+        if best.is_some_and(|c| c.vtep.is_some()) {
+            state.local = None;
+        }
         let old_remote = old.and_then(|c| c.vtep);
         let new_remote = best.and_then(|c| c.vtep);
         if old_remote != new_remote {

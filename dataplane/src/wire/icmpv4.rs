@@ -1,6 +1,8 @@
-//! ICMP for IPv4 (RFC 792): echo request and reply, and the errors a router
+//! ICMP for IPv4 (RFC 792): echo request and reply, the errors a router
 //! sends (destination unreachable, time exceeded) with the packet that caused
-//! them.
+//! them, and redirects.
+
+use std::net::Ipv4Addr;
 
 use super::{Error, Field, Rest, Result, checksum, ipv4, read_u16, write_u16};
 
@@ -9,6 +11,7 @@ use super::{Error, Field, Rest, Result, checksum, ipv4, read_u16, write_u16};
 pub enum Icmpv4Message {
     EchoReply,
     DstUnreachable,
+    Redirect,
     EchoRequest,
     TimeExceeded,
     Unknown(u8),
@@ -19,6 +22,7 @@ impl From<u8> for Icmpv4Message {
         match value {
             0 => Icmpv4Message::EchoReply,
             3 => Icmpv4Message::DstUnreachable,
+            5 => Icmpv4Message::Redirect,
             8 => Icmpv4Message::EchoRequest,
             11 => Icmpv4Message::TimeExceeded,
             other => Icmpv4Message::Unknown(other),
@@ -31,6 +35,7 @@ impl From<Icmpv4Message> for u8 {
         match value {
             Icmpv4Message::EchoReply => 0,
             Icmpv4Message::DstUnreachable => 3,
+            Icmpv4Message::Redirect => 5,
             Icmpv4Message::EchoRequest => 8,
             Icmpv4Message::TimeExceeded => 11,
             Icmpv4Message::Unknown(other) => other,
@@ -153,6 +158,8 @@ mod field {
     /// Destination unreachable: unused, then the next-hop MTU (RFC 1191).
     pub const UNUSED: Field = 4..6;
     pub const NEXT_HOP_MTU: Field = 6..8;
+    /// Redirect: the better first hop.
+    pub const GATEWAY: Field = 4..8;
     pub const DATA: Rest = 8..;
 }
 
@@ -296,6 +303,13 @@ pub enum Icmpv4Repr<'a> {
         reason: TimeExceeded,
         invoking_packet: &'a [u8],
     },
+    /// RFC 792 "Redirect": send to `gateway` instead, for the host (code
+    /// 1, the only one a router sends: RFC 1812 5.2.7.2) or network.
+    Redirect {
+        code: u8,
+        gateway: Ipv4Addr,
+        invoking_packet: &'a [u8],
+    },
 }
 
 impl<'a> Icmpv4Repr<'a> {
@@ -330,6 +344,14 @@ impl<'a> Icmpv4Repr<'a> {
                 reason: TimeExceeded::from(code),
                 invoking_packet: invoking_packet(packet.data())?,
             }),
+            Icmpv4Message::Redirect => {
+                let gateway = &packet.buffer.as_ref()[field::GATEWAY];
+                Ok(Icmpv4Repr::Redirect {
+                    code,
+                    gateway: Ipv4Addr::new(gateway[0], gateway[1], gateway[2], gateway[3]),
+                    invoking_packet: invoking_packet(packet.data())?,
+                })
+            }
             Icmpv4Message::Unknown(_) => Err(Error::Unsupported),
         }
     }
@@ -340,7 +362,8 @@ impl<'a> Icmpv4Repr<'a> {
             + match self {
                 Icmpv4Repr::EchoRequest { data, .. } | Icmpv4Repr::EchoReply { data, .. } => data.len(),
                 Icmpv4Repr::DstUnreachable { invoking_packet, .. }
-                | Icmpv4Repr::TimeExceeded { invoking_packet, .. } => invoking_packet.len(),
+                | Icmpv4Repr::TimeExceeded { invoking_packet, .. }
+                | Icmpv4Repr::Redirect { invoking_packet, .. } => invoking_packet.len(),
             }
     }
 
@@ -372,6 +395,12 @@ impl<'a> Icmpv4Repr<'a> {
                 packet.set_msg_code(reason.into());
                 write_u16(packet.buffer.as_mut(), field::UNUSED, 0);
                 packet.set_next_hop_mtu(0);
+                invoking_packet
+            }
+            Icmpv4Repr::Redirect { code, gateway, invoking_packet } => {
+                packet.set_msg_type(Icmpv4Message::Redirect);
+                packet.set_msg_code(code);
+                packet.buffer.as_mut()[field::GATEWAY].copy_from_slice(&gateway.octets());
                 invoking_packet
             }
         };

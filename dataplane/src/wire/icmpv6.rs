@@ -153,6 +153,9 @@ mod field {
     /// Neighbour solicitation and advertisement.
     pub const TARGET_ADDR: Field = 8..24;
     pub const ND_OPTIONS: usize = 24;
+    /// Redirect (RFC 4861 4.5): the target, then the destination, then options.
+    pub const REDIRECT_DST_ADDR: Field = 24..40;
+    pub const REDIRECT_OPTIONS: usize = 40;
 }
 
 /// Length of the header every ICMPv6 message has.
@@ -181,6 +184,12 @@ const FLAG_OVERRIDE: u8 = 0x20;
 
 const OPTION_SOURCE_LLADDR: u8 = 1;
 const OPTION_TARGET_LLADDR: u8 = 2;
+/// RFC 4861 4.6.3: as much of the redirected packet as fits.
+const OPTION_REDIRECTED_HEADER: u8 = 4;
+/// The redirected header option's type, length and six reserved octets.
+const REDIRECTED_HEADER_PREFIX: usize = 8;
+/// Length of a redirect without options.
+pub const REDIRECT_HEADER_LEN: usize = field::REDIRECT_OPTIONS;
 /// Options count their length in units of 8 bytes (RFC 4861 section 4.6).
 const OPTION_UNIT: usize = 8;
 
@@ -449,6 +458,15 @@ pub enum Icmpv6Repr<'a> {
         target_addr: Ipv6Addr,
         target_lladdr: Option<EthernetAddress>,
     },
+    /// RFC 4861 4.5: a better first hop (`target_addr`) for `dst_addr`,
+    /// with the start of the packet that was redirected (padded with zeros
+    /// to 8 octets when written; as read, it includes that padding).
+    Redirect {
+        target_addr: Ipv6Addr,
+        dst_addr: Ipv6Addr,
+        target_lladdr: Option<EthernetAddress>,
+        redirected: &'a [u8],
+    },
 }
 
 impl<'a> Icmpv6Repr<'a> {
@@ -528,6 +546,35 @@ impl<'a> Icmpv6Repr<'a> {
                     target_lladdr,
                 })
             }
+            Icmpv6Message::Redirect => {
+                let bytes = packet.buffer.as_ref();
+                if code != 0 || bytes.len() < REDIRECT_HEADER_LEN {
+                    return Err(Error::Malformed);
+                }
+                let address = |field: Field| Ipv6Addr::from(<[u8; 16]>::try_from(&bytes[field]).expect("16 octets"));
+                let (mut target_lladdr, mut redirected) = (None, &bytes[..0]);
+                let mut options = &bytes[REDIRECT_HEADER_LEN..];
+                while options.len() >= 2 {
+                    let len = usize::from(options[1]) * OPTION_UNIT;
+                    if len == 0 || len > options.len() {
+                        return Err(Error::Malformed);
+                    }
+                    match options[0] {
+                        OPTION_TARGET_LLADDR => target_lladdr = Some(EthernetAddress::from_bytes(&options[2..8])),
+                        OPTION_REDIRECTED_HEADER if len >= REDIRECTED_HEADER_PREFIX => {
+                            redirected = &options[REDIRECTED_HEADER_PREFIX..len]
+                        }
+                        _ => {}
+                    }
+                    options = &options[len..];
+                }
+                Ok(Icmpv6Repr::Redirect {
+                    target_addr: address(field::TARGET_ADDR),
+                    dst_addr: address(field::REDIRECT_DST_ADDR),
+                    target_lladdr,
+                    redirected,
+                })
+            }
             _ => Err(Error::Unsupported),
         }
     }
@@ -542,6 +589,9 @@ impl<'a> Icmpv6Repr<'a> {
             | Icmpv6Repr::TimeExceeded { invoking_packet, .. } => HEADER_LEN + invoking_packet.len(),
             Icmpv6Repr::NeighborSolicit { source_lladdr, .. } => ND_HEADER_LEN + lladdr_option(source_lladdr.is_some()),
             Icmpv6Repr::NeighborAdvert { target_lladdr, .. } => ND_HEADER_LEN + lladdr_option(target_lladdr.is_some()),
+            Icmpv6Repr::Redirect { target_lladdr, redirected, .. } => {
+                REDIRECT_HEADER_LEN + lladdr_option(target_lladdr.is_some()) + redirected_header_option(redirected)
+            }
         }
     }
 
@@ -600,6 +650,30 @@ impl<'a> Icmpv6Repr<'a> {
                     emit_lladdr_option(packet, OPTION_TARGET_LLADDR, addr);
                 }
             }
+            Icmpv6Repr::Redirect { target_addr, dst_addr, target_lladdr, redirected } => {
+                packet.set_msg_type(Icmpv6Message::Redirect);
+                packet.set_msg_code(0);
+                let bytes = packet.buffer.as_mut();
+                bytes[field::MESSAGE_BODY].fill(0);
+                bytes[field::TARGET_ADDR].copy_from_slice(&target_addr.octets());
+                bytes[field::REDIRECT_DST_ADDR].copy_from_slice(&dst_addr.octets());
+                let mut at = REDIRECT_HEADER_LEN;
+                if let Some(addr) = target_lladdr {
+                    bytes[at] = OPTION_TARGET_LLADDR;
+                    bytes[at + 1] = 1;
+                    bytes[at + 2..at + OPTION_UNIT].copy_from_slice(addr.as_bytes());
+                    at += OPTION_UNIT;
+                }
+                let len = redirected_header_option(redirected);
+                if len > 0 {
+                    let option = &mut bytes[at..at + len];
+                    option.fill(0);
+                    option[0] = OPTION_REDIRECTED_HEADER;
+                    option[1] = (len / OPTION_UNIT) as u8;
+                    option[REDIRECTED_HEADER_PREFIX..REDIRECTED_HEADER_PREFIX + redirected.len()]
+                        .copy_from_slice(redirected);
+                }
+            }
         }
         packet.fill_checksum(src_addr, dst_addr);
     }
@@ -610,6 +684,11 @@ fn emit_lladdr_option<T: AsRef<[u8]> + AsMut<[u8]>>(packet: &mut Icmpv6Packet<T>
     option[0] = kind;
     option[1] = 1;
     option[2..].copy_from_slice(addr.as_bytes());
+}
+
+/// Length of the redirected header option carrying `redirected` (none when empty).
+fn redirected_header_option(redirected: &[u8]) -> usize {
+    if redirected.is_empty() { 0 } else { REDIRECTED_HEADER_PREFIX + redirected.len().next_multiple_of(OPTION_UNIT) }
 }
 
 fn nd_target<T: AsRef<[u8]> + ?Sized>(packet: &Icmpv6Packet<&T>, code: u8) -> Result<Ipv6Addr> {

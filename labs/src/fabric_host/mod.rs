@@ -2,6 +2,10 @@
 //! through `AF_PACKET` and runs an endpoint's logic on it, sans-IO cores
 //! from `qos::endpoint` driven by the monotonic clock here.
 //!
+//! - [`ib`]: an HCA-like endpoint of the IB-like plane: the CA's subnet
+//!   management agent (it answers SMPs and takes the LID an SM gives it),
+//!   data packets to a DLID sent only as credits allow, an ibping-like
+//!   echo, a paced sender and a (possibly slow) receiver.
 //! - [`roce`]: RoCEv2-like traffic (UDP 4791, BTH): a sender paced to a
 //!   rate, obeying PFC pauses of its priority and running DCQCN's reaction
 //!   point on CNPs; a receiver that returns CNPs for CE-marked packets and
@@ -11,6 +15,7 @@
 //! socket, the interface's addresses, ARP for the next hop), the clock and
 //! the size/rate arguments.
 
+pub mod ib;
 pub mod roce;
 
 use std::net::Ipv4Addr;

@@ -111,6 +111,12 @@ pub struct SimArgs {
     /// Take cable LINK (its index in the topology's links) down at T microseconds: LINK@T.
     #[arg(long)]
     pub fail_link: Option<String>,
+    /// After a link failure, the routes move off it this much later (BGP's withdrawal), microseconds.
+    #[arg(long, default_value_t = 200)]
+    pub reconverge_us: u64,
+    /// Retransmission timeout: a message not received this long after its last packet is sent again, microseconds.
+    #[arg(long, default_value_t = 4000)]
+    pub rto_us: u64,
     /// Ports whose queue depth to record over time, SWITCH:ethN (default: all, on fabrics up to 64 ports).
     #[arg(long, value_delimiter = ',')]
     pub watch: Vec<String>,
@@ -120,6 +126,9 @@ pub struct SimArgs {
     /// No progress line on stderr.
     #[arg(long)]
     pub quiet: bool,
+    /// No PNG/SVG plots (they need DejaVu Sans, Debian's fonts-dejavu-core).
+    #[arg(long)]
+    pub no_plots: bool,
 }
 
 /// `64MiB`, `16M`, `1GiB`, `4KiB`, `4096`.
@@ -197,6 +206,8 @@ impl SimArgs {
             queue: self.queue,
             time_limit_ns: self.time_limit_ms * 1_000_000,
             link_failure,
+            rto_ns: self.rto_us * 1000,
+            reconverge_ns: self.reconverge_us * 1000,
         })
     }
 
@@ -239,8 +250,14 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {
         if !quiet {
+            // Messages complete unevenly (an all-to-all's at the end): a rough ETA.
+            let eta = if speed.done_fraction > 0.0 {
+                format!("{:.0} s", speed.wall_s * (1.0 - speed.done_fraction) / speed.done_fraction)
+            } else {
+                "?".to_owned()
+            };
             eprint!(
-                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of messages",
+                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of messages  ETA {eta:<8}",
                 speed.simulated_ns as f64 / 1e6,
                 speed.events as f64 / 1e6,
                 speed.events_per_s / 1e6,
@@ -257,6 +274,9 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     run.write(out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
     let speed = serde_json::to_string_pretty(&run.speed).expect("serialises");
     std::fs::write(out.join("speed.json"), speed + "\n").map_err(|e| format!("writing speed.json: {e}"))?;
+    if !args.no_plots {
+        run.write_plots(out)?;
+    }
     Ok(run)
 }
 
@@ -321,6 +341,13 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 runs.push((name, run));
             }
             super::compare::write(&runs, &args.out)?;
+            if !args.no_plots {
+                let mut data: Vec<super::plot::PlotData> = Vec::new();
+                for (name, run) in &runs {
+                    data.push(super::plot::PlotData { name: name.clone(), ..run.plot_data.clone() });
+                }
+                super::plot::write_compare(&data.iter().collect::<Vec<_>>(), &args.out)?;
+            }
             println!("wrote {}", args.out.display());
             Ok(())
         }

@@ -55,6 +55,10 @@ pub struct Simulation<Q: EventQueue> {
     wire: Wire,
     pub events: u64,
     pub punts: u64,
+    /// Reconvergences after link failures, routes they rewrote, and refusals.
+    pub reroutes: u32,
+    pub routes_rewritten: usize,
+    pub reroute_errors: Vec<String>,
     pub depth: DepthHistogram,
     /// Watched (switch, port) and their sampled depths over time.
     pub watched: Vec<(u32, u16)>,
@@ -154,6 +158,9 @@ impl<Q: EventQueue> Simulation<Q> {
             host_peers,
             events: 0,
             punts: 0,
+            reroutes: 0,
+            routes_rewritten: 0,
+            reroute_errors: Vec::new(),
             depth: DepthHistogram::default(),
             watched: Vec::new(),
             series: Vec::new(),
@@ -262,7 +269,28 @@ impl<Q: EventQueue> Simulation<Q> {
                 self.sample();
                 self.queue.push(now + self.experiment.sample_ns, Event::Sample);
             }
-            Event::LinkDown { link } => self.link_down(link),
+            Event::LinkDown { link } => {
+                self.link_down(link);
+                self.queue.push(now + self.experiment.reconverge_ns, Event::Reconverge);
+            }
+            Event::Reconverge => {
+                let mut pipelines: Vec<&mut Switch> = self.switches.iter_mut().map(|s| &mut s.pipeline).collect();
+                self.reroutes += 1;
+                match routes::reroute(&self.fabric, &self.link_up, &mut pipelines, self.reroutes << 20) {
+                    Ok(rewritten) => self.routes_rewritten += rewritten,
+                    Err(error) => self.reroute_errors.push(error),
+                }
+            }
+            Event::Timeout { message } => {
+                if self.records[message as usize].completed_ns != u64::MAX {
+                    return;
+                }
+                let m = self.workload.messages[message as usize];
+                let (src, _) = self.workload.connections[m.connection as usize];
+                self.hosts[src as usize].retransmit_message(&mut self.connections, m.connection, message, m.bytes);
+                self.queue.push(now + self.experiment.rto_ns, Event::Timeout { message });
+                self.wake_host(src, now);
+            }
         }
     }
 
@@ -316,6 +344,9 @@ impl<Q: EventQueue> Simulation<Q> {
                 } else {
                     let buffer = self.frames.take(sent.slot);
                     self.frames.put_back(sent.slot, buffer);
+                }
+                if let Some(message) = sent.message_sent {
+                    self.queue.push(now + self.experiment.rto_ns, Event::Timeout { message });
                 }
                 // The line is busy for the frame's time: try again then.
                 let next = now + self.wire.serialisation_ns(sent.len);

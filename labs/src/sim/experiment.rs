@@ -48,6 +48,10 @@ pub struct Experiment {
     pub time_limit_ns: u64,
     /// Take this link (index in the fabric's cable list) down at this time.
     pub link_failure: Option<(u32, u64)>,
+    /// How long after a link fails the routes move off it (BGP's withdrawal), ns.
+    pub reconverge_ns: u64,
+    /// A message not received this long after its last packet left is sent again, ns.
+    pub rto_ns: u64,
 }
 
 impl Default for Experiment {
@@ -66,6 +70,8 @@ impl Default for Experiment {
             queue: QueueKind::Heap,
             time_limit_ns: 10_000_000_000,
             link_failure: None,
+            rto_ns: 4_000_000,
+            reconverge_ns: 200_000,
         }
     }
 }

@@ -191,6 +191,8 @@ pub struct NicCounters {
     /// NAKs for packets beyond the receiver's reorder window, sent and received.
     pub naks_sent: u64,
     pub naks_received: u64,
+    /// Messages sent again whole after a retransmission timeout.
+    pub timeouts: u64,
     pub pfc_frames_received: u64,
     /// Frames that did not parse as anything this NIC takes.
     pub malformed: u64,
@@ -211,6 +213,9 @@ pub struct Host {
     cnps: VecDeque<(Ipv4Addr, u32)>,
     /// NAKs to send: (destination IP, the sender's QP, the PSN wanted again).
     naks: VecDeque<(Ipv4Addr, u32, u32)>,
+    /// QPs with packets held behind a hole: (QP, the hole's PSN, since when,
+    /// NAKed). A hole that outlives [`HOLE_TIMEOUT_NS`] is a lost packet.
+    holes: Vec<(u32, u32, u64, bool)>,
     pub receiver: Receiver,
     /// When the host asked to be woken (`u64::MAX`: not asked).
     pub wake_at: u64,
@@ -222,6 +227,8 @@ pub struct Host {
 pub struct Sent {
     pub slot: u32,
     pub len: usize,
+    /// The last packet of this message (first time): start its retransmission timer.
+    pub message_sent: Option<u32>,
 }
 
 /// What a received frame did.
@@ -252,6 +259,7 @@ impl Host {
             cursor: 0,
             cnps: VecDeque::new(),
             naks: VecDeque::new(),
+            holes: Vec::new(),
             receiver: Receiver::new(receive_qps, DEFAULT_CNP_INTERVAL_NS),
             wake_at: u64::MAX,
             counters: NicCounters::default(),
@@ -276,6 +284,23 @@ impl Host {
         } else {
             connection.pending.push_back(message);
         }
+        if !connection.active {
+            connection.active = true;
+            self.active.push(id);
+        }
+    }
+
+    /// Message `message` on `id` is still not received a timeout after its
+    /// last packet left: send all of it again (go-back-N over the message;
+    /// the receiver discards what it already has as duplicates).
+    pub fn retransmit_message(&mut self, connections: &mut [Connection], id: u32, message: u32, bytes: u64) {
+        let connection = &mut connections[id as usize];
+        let Some(&(_, first_psn)) = connection.in_flight.iter().find(|(m, _)| *m == message) else { return };
+        let packets = bytes.max(1).div_ceil(u64::from(self.mtu)) as u32;
+        for i in 0..packets {
+            connection.retransmit.push_back((first_psn + i) & (bth::PSN_MODULUS - 1));
+        }
+        self.counters.timeouts += 1;
         if !connection.active {
             connection.active = true;
             self.active.push(id);
@@ -357,6 +382,7 @@ impl Host {
                 break;
             }
         }
+        let mut message_sent = None;
         let (psn, payload, opcode) = match repeat {
             Some(packet) => packet,
             None => {
@@ -368,6 +394,7 @@ impl Host {
                 let psn = connection.psn;
                 connection.psn = (connection.psn + 1) & (bth::PSN_MODULUS - 1);
                 if last {
+                    message_sent = Some(current.message);
                     connection.in_flight.push_back((current.message, current.first_psn));
                     let next_psn = connection.psn;
                     connection.current = connection.pending.pop_front().map(|next| {
@@ -400,7 +427,7 @@ impl Host {
             connection.pacer.set_rate_bps(dcqcn.rate_bps());
         }
         self.counters.data_frames_sent += 1;
-        Some(Sent { slot, len })
+        Some(Sent { slot, len, message_sent })
     }
 
     fn send_nak(&mut self, now: u64, dst: Ipv4Addr, qp: u32, psn: u32, arena: &mut super::link::FrameArena) -> Sent {
@@ -426,7 +453,7 @@ impl Host {
         bth::Repr::cnp(qp).emit(&mut bth::Packet::new_unchecked(&mut frame[BTH_OFFSET..]));
         self.line.send(now, len as u32);
         self.counters.cnps_sent += 1;
-        Sent { slot, len }
+        Sent { slot, len, message_sent: None }
     }
 
     /// A frame arrived whole at `now`.
@@ -502,6 +529,9 @@ impl Host {
                             self.naks.push_back((src_of(bth.dest_qp), bth.dest_qp, bth.psn));
                             out.wake = true;
                         }
+                        if after.out_of_order > before.out_of_order {
+                            self.check_hole(now, bth.dest_qp, &src_of);
+                        }
                         let completed = after.messages_completed - before.messages_completed;
                         if completed > 0 {
                             out.completed = Some((bth.dest_qp, completed));
@@ -513,6 +543,30 @@ impl Host {
             _ => self.counters.malformed += 1,
         }
         out
+    }
+}
+
+/// How long a PSN may be missing while later ones arrive before the
+/// receiver asks for it again: longer than any reordering the fabric's
+/// queues cause, so a packet merely late is not repeated.
+pub const HOLE_TIMEOUT_NS: u64 = 200_000;
+
+impl Host {
+    /// An out-of-order arrival on `qp`: remember when its hole opened, and
+    /// NAK the hole's PSN once it has been open longer than the timeout
+    /// (again each timeout while it stays open).
+    fn check_hole(&mut self, now: u64, qp: u32, src_of: &impl Fn(u32) -> Ipv4Addr) {
+        let Some(expected) = self.receiver.expected_psn(qp) else { return };
+        self.holes.retain(|&(q, psn, _, _)| q != qp || psn == expected);
+        match self.holes.iter_mut().find(|h| h.0 == qp) {
+            None => self.holes.push((qp, expected, now, false)),
+            Some(hole) if now.saturating_sub(hole.2) >= HOLE_TIMEOUT_NS => {
+                hole.2 = now;
+                hole.3 = true;
+                self.naks.push_back((src_of(qp), qp, expected));
+            }
+            Some(_) => {}
+        }
     }
 }
 

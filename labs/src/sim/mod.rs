@@ -19,6 +19,7 @@ pub mod fabric;
 pub mod host;
 pub mod link;
 pub mod output;
+pub mod plot;
 pub mod queue;
 pub mod routes;
 pub mod stats;
@@ -52,10 +53,16 @@ type Writer = dyn Fn(&std::path::Path) -> std::io::Result<()>;
 pub struct Run {
     pub report: Report,
     pub speed: Speed,
+    pub plot_data: plot::PlotData,
     writer: Box<Writer>,
 }
 
 impl Run {
+    /// Writes the plots into `dir`.
+    pub fn write_plots(&self, dir: &std::path::Path) -> Result<(), String> {
+        plot::write_run(&self.plot_data, dir)
+    }
+
     /// Writes the result files into `dir`.
     pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
         (self.writer)(dir)
@@ -115,9 +122,30 @@ fn run_with<Q: EventQueue + 'static>(
         done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
     };
     let report = Report::new(&sim, name, spec);
+    let plot_data = plot_data(&sim, name, &report);
     let for_writer = report.clone();
     let writer = Box::new(move |dir: &std::path::Path| output::write(&sim, &for_writer, dir));
-    Ok(Run { report, speed, writer })
+    Ok(Run { report, speed, plot_data, writer })
+}
+
+fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) -> plot::PlotData {
+    let switch = |s: u32| sim.fabric.switches[s as usize].name.clone();
+    let run_ns = sim.now.max(1) as f64;
+    let mut slowdowns: Vec<f64> = (0..sim.records.len())
+        .filter_map(|m| Some(sim.records[m].fct_ns()? as f64 / output::ideal_fct_ns(sim, m as u32) as f64))
+        .collect();
+    slowdowns.sort_by(f64::total_cmp);
+    plot::PlotData {
+        name: name.into(),
+        series_names: sim.watched.iter().map(|&(s, p)| format!("{}:eth{}", switch(s), p + 1)).collect(),
+        series: sim.series.clone(),
+        switch_names: (0..sim.switches.len() as u32).map(switch).collect(),
+        paused_share: (0..sim.switches.len() as u32)
+            .map(|s| (0..sim.fabric.switches[s as usize].ports).map(|p| sim.paused_ns(s, p) as f64 / run_ns).collect())
+            .collect(),
+        slowdowns,
+        jcts: report.collectives.iter().filter_map(|c| c.jct_ns).map(|j| j as f64).collect(),
+    }
 }
 
 /// Every wired port of small fabrics (up to 64 ports); none on larger ones.

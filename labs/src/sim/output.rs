@@ -73,6 +73,11 @@ pub struct Report {
     pub out_of_order: u64,
     pub max_reorder_distance: u32,
     pub beyond_reorder_window: u64,
+    /// Messages sent again after a timeout, and NAKed PSNs (holes and beyond-window packets).
+    pub timeouts: u64,
+    pub naks: u64,
+    /// Routes rewritten when the underlay reconverged after link failures.
+    pub routes_rewritten: usize,
     pub events: u64,
     pub frames_in_flight_peak: usize,
 }
@@ -131,6 +136,12 @@ impl Report {
             }
         }
         drops.insert("link-down".into(), refused);
+        // What the pipelines themselves dropped (a dead egress port, no route).
+        for switch in &sim.switches {
+            for (reason, count) in switch.pipeline.drop_counters().iter().filter(|&(_, c)| c > 0) {
+                *drops.entry(format!("pipeline-{reason:?}").to_lowercase()).or_insert(0) += count;
+            }
+        }
         let drops_total = drops.values().sum();
         let received: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
         let seconds = sim.now as f64 / 1e9;
@@ -181,6 +192,9 @@ impl Report {
                 .max()
                 .unwrap_or(0),
             beyond_reorder_window: sim.hosts.iter().map(|h| h.receiver.counters().beyond_window).sum(),
+            timeouts: sim.hosts.iter().map(|h| h.counters.timeouts).sum(),
+            naks: sim.hosts.iter().map(|h| h.counters.naks_sent).sum(),
+            routes_rewritten: sim.routes_rewritten,
             events: sim.events,
             frames_in_flight_peak: sim.frames_allocated(),
         }

@@ -26,6 +26,10 @@ pub enum Event {
     Release { message: u32 },
     /// Periodic sampling of queue depths.
     Sample,
+    /// A message's retransmission timer (its last packet left a while ago).
+    Timeout { message: u32 },
+    /// The underlay has converged around the failed links.
+    Reconverge,
     /// A link fails (both directions).
     LinkDown { link: u32 },
 }

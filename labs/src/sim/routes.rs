@@ -228,3 +228,87 @@ pub fn build_switches(fabric: &Fabric, hash_seed: impl Fn(u32) -> u64) -> Result
     }
     Ok((built, Routes { addressing: Addressing { host_ips, gateway_ips }, route_counts, distance, leaf_index }))
 }
+
+/// After cables failed (`link_up[l]` false), what the underlay converges
+/// to: every switch's route to every leaf's subnet over the shortest paths
+/// that remain. New groups get ids from `first_group` up (the old ones
+/// stay, unused). Returns the routes rewritten.
+pub fn reroute(
+    fabric: &Fabric,
+    link_up: &[bool],
+    switches: &mut [&mut Switch],
+    first_group: u32,
+) -> Result<usize, String> {
+    let count = fabric.switches.len();
+    let mut adjacency: Vec<Vec<(u16, u32)>> = vec![Vec::new(); count];
+    let mut has_hosts = vec![false; count];
+    for (l, &(a, b)) in fabric.links.iter().enumerate() {
+        match (a, b) {
+            (End::Switch { switch: sa, port: pa }, End::Switch { switch: sb, port: pb }) if link_up[l] => {
+                adjacency[sa as usize].push((pa, sb));
+                adjacency[sb as usize].push((pb, sa));
+            }
+            (End::Switch { switch, .. }, End::Host { .. }) | (End::Host { .. }, End::Switch { switch, .. }) => {
+                has_hosts[switch as usize] = true;
+            }
+            _ => {}
+        }
+    }
+    let mut next_group = first_group;
+    let mut rewritten = 0;
+    let mut groups: BTreeMap<(u32, Vec<u16>), u32> = BTreeMap::new();
+    for leaf in (0..count as u32).filter(|&s| has_hosts[s as usize]) {
+        let mut distance = vec![u32::MAX; count];
+        distance[leaf as usize] = 0;
+        let mut queue = VecDeque::from([leaf]);
+        while let Some(s) = queue.pop_front() {
+            for &(_, peer) in &adjacency[s as usize] {
+                if distance[peer as usize] == u32::MAX {
+                    distance[peer as usize] = distance[s as usize] + 1;
+                    queue.push_back(peer);
+                }
+            }
+        }
+        let [a, b, c] = leaf_subnet(leaf);
+        let prefix = IpNetwork::V4(Ipv4Network::new(Ipv4Addr::new(a, b, c, 0), 24).expect("/24"));
+        for s in 0..count as u32 {
+            let here = distance[s as usize];
+            if s == leaf || here == u32::MAX {
+                continue;
+            }
+            let mut members: Vec<u16> = adjacency[s as usize]
+                .iter()
+                .filter(|&&(_, peer)| distance[peer as usize] == here - 1)
+                .map(|&(port, _)| port)
+                .collect();
+            members.sort_unstable();
+            let switch = &mut *switches[s as usize];
+            let err = |e: dataplane::pipeline::TableError| {
+                format!("switch {}: reroute: {e:?}", fabric.switches[s as usize].name)
+            };
+            let target = match members.as_slice() {
+                [] => continue,
+                [port] => RouteTarget::NextHop(u32::from(*port) + 1),
+                _ => {
+                    let id = match groups.get(&(s, members.clone())) {
+                        Some(&id) => id,
+                        None => {
+                            let id = next_group;
+                            next_group += 1;
+                            let hops: Vec<u32> = members.iter().map(|&p| u32::from(p) + 1).collect();
+                            switch.set_next_hop_group(id, &hops).map_err(err)?;
+                            groups.insert((s, members.clone()), id);
+                            id
+                        }
+                    };
+                    RouteTarget::Group(id)
+                }
+            };
+            if switch.route(prefix) != Some(target) {
+                switch.set_route(prefix, target).map_err(err)?;
+                rewritten += 1;
+            }
+        }
+    }
+    Ok(rewritten)
+}

@@ -122,6 +122,26 @@ fn bgp_routes(family: AddressFamily, args: &[String]) -> Result<Action, String> 
     request(Request::ShowBgpRoutes { family, prefix: args.first().cloned() })
 }
 
+/// FRR's route type words, or the number.
+fn evpn_route_type(text: &str) -> Result<u8, String> {
+    match text {
+        "1" | "ead" => Ok(1),
+        "2" | "macip" => Ok(2),
+        "3" | "multicast" => Ok(3),
+        "4" | "es" => Ok(4),
+        "5" | "prefix" => Ok(5),
+        _ => Err(format!("{text:?}: a route type is 1-5, ead, macip, multicast, es or prefix")),
+    }
+}
+
+/// A VNI, or `all` (`None`).
+fn vni_or_all(text: &str) -> Result<Option<u32>, String> {
+    match text {
+        "all" => Ok(None),
+        vni => parse_value(vni, "a VNI or all").map(Some),
+    }
+}
+
 /// The commands, as `(words, help, modes, build)`.
 const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show interfaces", "ports and VLAN interfaces: state, addresses, counters", ANY, |_| {
@@ -183,6 +203,38 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show dlb", "dynamic load balancing: groups, members, quality, flowlets, moves", ANY, |_| {
         request(Request::ShowDlb)
     }),
+    ("show ib port", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
+    ("show ib ports", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
+    ("show ib counters", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
+    ("show ib lft [<text>]", "this switch's LFT, or another switch's (name or GUID) from the SM here", ANY, |args| {
+        request(Request::ShowIbLft { switch: args.first().cloned() })
+    }),
+    ("show ib sm", "the subnet manager in this switch: state, priority, sweeps", ANY, |_| request(Request::ShowIbSm)),
+    ("show ib topology", "the IB-like fabric the subnet manager here discovered", ANY, |_| {
+        request(Request::ShowIbTopology)
+    }),
+    ("show bgp l2vpn evpn", "the EVPN BGP table: every route and path", ANY, |_| {
+        request(Request::ShowBgpEvpn { route_type: None })
+    }),
+    (
+        "show bgp l2vpn evpn route [type <text>]",
+        "EVPN routes, or those of one type (1-5, macip, multicast, prefix)",
+        ANY,
+        |args| request(Request::ShowBgpEvpn { route_type: args.first().map(|t| evpn_route_type(t)).transpose()? }),
+    ),
+    ("show evpn vni [<vni>]", "MAC-VRFs and L3VNIs: RD, route targets, MACs, remote VTEPs", ANY, |args| {
+        request(Request::ShowEvpnVni { vni: args.first().map(|v| parse_value(v, "a VNI")).transpose()? })
+    }),
+    (
+        "show evpn mac vni <text>",
+        "EVPN MACs of a VNI (or all): local or behind which VTEP, sequence, moves",
+        ANY,
+        |args| request(Request::ShowEvpnMac { vni: vni_or_all(&args[0])? }),
+    ),
+    ("show evpn arp-cache vni <text>", "ARP/ND bindings of a VNI (or all), local and from EVPN", ANY, |args| {
+        request(Request::ShowEvpnArpCache { vni: vni_or_all(&args[0])? })
+    }),
+    ("show vrf", "IP-VRFs with their L3VNI, router MAC and EVPN routes", ANY, |_| request(Request::ShowVrf)),
     ("show system commit history", "the last commits: time, user, comment", ANY, |_| {
         request(Request::ShowCommitHistory)
     }),
@@ -226,9 +278,14 @@ const GROUPS: &[(&str, &str)] = &[
     ("show bgp", "the BGP speaker: sessions and tables"),
     ("show bgp ipv4", "IPv4 tables"),
     ("show bgp ipv6", "IPv6 tables"),
+    ("show bgp l2vpn", "L2VPN tables"),
+    ("show evpn", "EVPN: VNIs, MACs, ARP/ND bindings"),
+    ("show evpn mac", "EVPN MACs"),
+    ("show evpn arp-cache", "ARP/ND bindings"),
     ("show ip", "IPv4 routing"),
     ("show ipv6", "IPv6 routing"),
     ("show system", "the system"),
+    ("show ib", "the IB-like plane: ports, LFTs, the subnet manager"),
     ("show system commit", "commits"),
     ("commit", "validate the candidate and make it running"),
 ];
@@ -447,6 +504,23 @@ pub fn parse(line: &str, mode: Mode) -> Result<Action, String> {
 mod tests {
     use super::*;
     use Mode::*;
+
+    #[test]
+    fn evpn_shows_parse_as_frr_spells_them() {
+        let req = |line: &str| match parse(line, Operational) {
+            Ok(Action::Request(r)) => r,
+            other => panic!("{line}: {other:?}"),
+        };
+        assert_eq!(req("show bgp l2vpn evpn"), Request::ShowBgpEvpn { route_type: None });
+        assert_eq!(req("show bgp l2vpn evpn route type macip"), Request::ShowBgpEvpn { route_type: Some(2) });
+        assert_eq!(req("sh bgp l2 evpn route type 5"), Request::ShowBgpEvpn { route_type: Some(5) });
+        assert_eq!(req("show evpn vni 100"), Request::ShowEvpnVni { vni: Some(100) });
+        assert_eq!(req("show evpn mac vni all"), Request::ShowEvpnMac { vni: None });
+        assert_eq!(req("show evpn arp-cache vni 100"), Request::ShowEvpnArpCache { vni: Some(100) });
+        assert_eq!(req("show vrf"), Request::ShowVrf);
+        assert!(parse("show bgp l2vpn evpn route type 9", Operational).is_err());
+        assert!(parse("show evpn mac vni lots", Operational).is_err());
+    }
 
     #[test]
     fn show_commands_parse_to_their_requests() {

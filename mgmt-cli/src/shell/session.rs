@@ -107,6 +107,21 @@ const FIELDS: &[(&str, &[&str])] = &[
     ),
 ];
 
+/// The values of fields that take one of a few words.
+const CHOICES: &[(&str, &[&str])] = &[
+    ("admin", &["up", "down"]),
+    ("mode", &["access", "trunk", "routed"]),
+    ("kind", &["afpacket", "tap"]),
+    ("backend", &["soft", "kernel"]),
+    ("log_level", &["trace", "debug", "info", "warn", "error"]),
+    ("remote_as", &["internal", "external"]),
+    ("enabled", &["true", "false"]),
+    ("passive", &["true", "false"]),
+    ("shutdown", &["true", "false"]),
+    ("next_hop_self", &["true", "false"]),
+    ("route_reflector_client", &["true", "false"]),
+];
+
 pub struct Session {
     client: Client,
     socket: PathBuf,
@@ -403,6 +418,9 @@ impl Session {
         let mut out: Vec<(String, String)> = Vec::new();
         if let Some(candidate) = &self.candidate {
             out.extend(candidate.children(&path).into_iter().map(|c| (c, "in the candidate".into())));
+        }
+        if let Some((_, choices)) = path.last().and_then(|field| CHOICES.iter().find(|(name, _)| name == field)) {
+            out.extend(choices.iter().map(|c| ((*c).to_owned(), "value".to_owned())));
         }
         let pattern = path_pattern(&path);
         if let Some((_, fields)) = FIELDS.iter().find(|(p, _)| *p == pattern) {

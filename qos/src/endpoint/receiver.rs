@@ -118,6 +118,11 @@ impl Receiver {
         self.queue_pairs.iter().find(|q| q.qp == qp).and_then(|q| q.last_fct_ns)
     }
 
+    /// The next PSN `qp` expects (the first hole when packets are held).
+    pub fn expected_psn(&self, qp: u32) -> Option<u32> {
+        self.queue_pairs.iter().find(|q| q.qp == qp).map(|q| q.expected_psn)
+    }
+
     /// A data packet arrived at `now_ns`.
     pub fn on_arrival(&mut self, arrival: Arrival, now_ns: u64) -> Result<Outcome, Refusal> {
         let index = match self.queue_pairs.iter().position(|q| q.qp == arrival.qp) {

@@ -198,6 +198,24 @@ impl LinkCredits {
         })
     }
 
+    pub fn refresh_ns(&self) -> u64 {
+        self.refresh_ns
+    }
+
+    /// Link down: both sides start from zero and flow control must be
+    /// exchanged again. Occupied receive blocks stay held (their packets
+    /// are still queued) until released.
+    pub fn reset(&mut self) {
+        for i in 0..MAX_DATA_VLS {
+            let held = self.receive[i].occupied;
+            self.send[i] = SendCredits::default();
+            self.receive[i] = ReceiveCredits::new(self.receive[i].capacity);
+            self.receive[i].occupied = held;
+            self.heard[i] = false;
+            self.dirty[i] = true;
+        }
+    }
+
     pub fn operational_vls(&self) -> u8 {
         self.operational_vls
     }

@@ -208,6 +208,29 @@ impl IbSwitch {
         self.ports.get(port).map(|port| &port.counters)
     }
 
+    /// Gives `port` its own number of operational data VLs (1, 2, 4 or 8),
+    /// with `buffer_blocks` per VL; its flow control starts over.
+    pub fn set_port_vls(&mut self, port: usize, operational_vls: u8, buffer_blocks: u16) -> Result<(), ConfigError> {
+        let Some(entry) = self.ports.get_mut(port) else { return Ok(()) };
+        let refresh = entry.credits.refresh_ns();
+        entry.credits = LinkCredits::new(operational_vls, buffer_blocks, refresh)?;
+        Ok(())
+    }
+
+    /// The link under `port` went down: its flow control starts over (the
+    /// next link must exchange it again before data flows, IBA 7.9.4) and
+    /// what waits for it stays queued.
+    pub fn reset_link(&mut self, port: usize) {
+        if let Some(entry) = self.ports.get_mut(port) {
+            entry.credits.reset();
+        }
+    }
+
+    /// The port's flow-control state (credits per VL), for `show ib port`.
+    pub fn credits(&self, port: usize) -> Option<&LinkCredits> {
+        self.ports.get(port).map(|port| &port.credits)
+    }
+
     /// True once flow control is exchanged on `port`: it may go ACTIVE.
     pub fn link_ready(&self, port: usize) -> bool {
         self.ports.get(port).is_some_and(|port| port.credits.exchanged())

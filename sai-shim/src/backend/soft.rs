@@ -541,6 +541,9 @@ impl Backend for SoftBackend {
                     self.rifs.release(id);
                     return Err(table_error(e, "router interface", "TYPE"));
                 }
+                self.switch
+                    .set_send_redirects(index, rif.send_redirects)
+                    .map_err(|e| table_error(e, "router interface", "SEND_REDIRECTS"))?;
             }
             Object::NextHop(next_hop) => {
                 let config = pipeline::NextHop { rif: self.rif(next_hop.router_interface)?, ip: next_hop.ip };
@@ -634,6 +637,9 @@ impl Backend for SoftBackend {
                 self.switch
                     .set_router_interface(index, config)
                     .map_err(|e| table_error(e, "router interface", "SRC_MAC_ADDRESS"))?;
+                self.switch
+                    .set_send_redirects(index, rif.send_redirects)
+                    .map_err(|e| table_error(e, "router interface", "SEND_REDIRECTS"))?;
             }
             (Object::Tunnel(_), Object::Tunnel(tunnel)) => {
                 self.switch

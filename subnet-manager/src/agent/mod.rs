@@ -332,6 +332,58 @@ impl Agent {
         Ok(())
     }
 
+    /// A request in raw bytes that [`SmpRepr::parse_bytes`] refused for its
+    /// base or class version: IBA 13.4.7 (C13-8) has the agent answer a Get
+    /// or Set of a class it supports in another version with status "bad
+    /// version" rather than drop it. The answer takes the same route a
+    /// response would ([`Agent::receive`] for directed routes); it keeps the
+    /// request's version octets, and such an answer is stepped back along
+    /// its path here too. `None`: not an SMP request or directed-route
+    /// response, or unparsable beyond its versions (discarded).
+    pub fn answer_bad_version(
+        &mut self,
+        in_port: u8,
+        port_guids: &[u64],
+        mad: &[u8; crate::packet::MAD_LEN],
+    ) -> Option<(Disposition, [u8; crate::packet::MAD_LEN])> {
+        use crate::packet::mad::{BASE_VERSION, SM_CLASS_VERSION, field};
+        use crate::packet::{MgmtClass, smp::SmpRouting};
+        let class = MgmtClass::from(mad[field::MGMT_CLASS]);
+        let method = Method::from(mad[field::METHOD]);
+        let versions = (mad[field::BASE_VERSION], mad[field::CLASS_VERSION]);
+        let request = matches!(method, Method::Get | Method::Set);
+        // The answer steps back along its directed route through agents
+        // that cannot parse it either.
+        let returning = method.is_response() && class == MgmtClass::SubnDirectedRoute;
+        if !matches!(class, MgmtClass::SubnLid | MgmtClass::SubnDirectedRoute)
+            || !(request || returning)
+            || versions == (BASE_VERSION, SM_CLASS_VERSION)
+        {
+            return None;
+        }
+        let mut patched = *mad;
+        patched[field::BASE_VERSION] = BASE_VERSION;
+        patched[field::CLASS_VERSION] = SM_CLASS_VERSION;
+        let mut smp = SmpRepr::parse_bytes(&patched).ok()?;
+        let forced = if request {
+            self.forced_status.replace(MadStatus::invalid(InvalidField::BadVersion))
+        } else {
+            self.forced_status
+        };
+        let disposition = match smp.routing {
+            SmpRouting::DirectedRoute { .. } => self.receive(in_port, port_guids, &mut smp),
+            SmpRouting::LidRouted => {
+                self.process(in_port, port_guids, &mut smp);
+                Disposition::Respond { port: in_port }
+            }
+        };
+        self.forced_status = forced;
+        let mut bytes = smp.to_bytes();
+        bytes[field::BASE_VERSION] = versions.0;
+        bytes[field::CLASS_VERSION] = versions.1;
+        Some((disposition, bytes))
+    }
+
     /// PortInfo Set (IBA 14.2.5.6 and the port state machine of 7.2):
     /// LID, LMC and master SM LID where they apply, and the state moves the
     /// SM may ask for: Down, Init -> Armed, Armed -> Active. Anything else

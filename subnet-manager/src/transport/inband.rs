@@ -85,20 +85,19 @@ pub struct PacketSocket {
 
 impl PacketSocket {
     pub fn open(interface: &str) -> io::Result<PacketSocket> {
-        let mac_text = std::fs::read_to_string(format!("/sys/class/net/{interface}/address"))
-            .map_err(|e| io::Error::new(e.kind(), format!("{interface}: {e}")))?;
-        let mut mac = [0u8; 6];
-        for (byte, part) in mac.iter_mut().zip(mac_text.trim().split(':')) {
-            *byte = u8::from_str_radix(part, 16)
-                .map_err(|_| io::Error::other(format!("{interface}: bad MAC {mac_text}")))?;
-        }
         let name = std::ffi::CString::new(interface).map_err(|_| io::Error::other("interface name with NUL"))?;
+        if interface.len() >= libc::IFNAMSIZ {
+            return Err(io::Error::other(format!("{interface}: name too long")));
+        }
         // SAFETY: plain socket calls with valid arguments; the fd is owned
         // from here on.
         unsafe {
             let index = libc::if_nametoindex(name.as_ptr());
             if index == 0 {
-                return Err(io::Error::last_os_error());
+                return Err(io::Error::new(
+                    io::Error::last_os_error().kind(),
+                    format!("{interface}: no such interface"),
+                ));
             }
             let protocol = ETHERTYPE_IB.to_be() as i32;
             let raw = libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_CLOEXEC, protocol);
@@ -106,6 +105,19 @@ impl PacketSocket {
                 return Err(io::Error::last_os_error());
             }
             let fd = OwnedFd::from_raw_fd(raw);
+            // The MAC by SIOCGIFHWADDR rather than sysfs: this thread's
+            // network namespace, whatever /sys shows.
+            let mut request: libc::ifreq = std::mem::zeroed();
+            for (slot, byte) in request.ifr_name.iter_mut().zip(interface.bytes()) {
+                *slot = byte as libc::c_char;
+            }
+            if libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFHWADDR, &mut request) < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            let mut mac = [0u8; 6];
+            for (byte, value) in mac.iter_mut().zip(request.ifr_ifru.ifru_hwaddr.sa_data.iter()) {
+                *byte = *value as u8;
+            }
             let mut address: libc::sockaddr_ll = std::mem::zeroed();
             address.sll_family = libc::AF_PACKET as u16;
             address.sll_protocol = ETHERTYPE_IB.to_be();

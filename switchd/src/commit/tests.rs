@@ -16,6 +16,7 @@ fn configurator(startup: &Path) -> Configurator<SoftBackend> {
         lldp: Arc::new(Mutex::new(lldp_agent(&config))),
         bgp: None,
         now: Arc::new(|| 0),
+        ib: None,
     }));
     Configurator::new(config, applied, sai, view, startup.to_owned())
 }
@@ -126,6 +127,8 @@ fn history_serves_rollback_and_save_writes_running() {
     assert!(!back.yaml.contains("routes"));
     assert!(refused(c.handle(&admin(), &Request::ShowCommit { back: 5 }, now)).contains("no commit 5 back"));
     assert!(!std::fs::read_to_string(&startup).unwrap().contains("10.9.0.0/24"));
+    // What a save killed between write and rename leaves behind.
+    std::fs::write(dir.path().join(".s1.yaml.99999.tmp"), "name: torn").unwrap();
     ok(c.handle(&admin(), &Request::Save, now));
     let saved = Config::load(&startup).unwrap();
     assert_eq!(saved.routes.len(), 1);

@@ -59,6 +59,9 @@ pub struct BgpFile {
     pub prefix_lists: BTreeMap<String, PrefixList>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub policies: BTreeMap<String, Policy>,
+    /// MAC-VRFs and IP-VRFs; each VNI must be mapped to a VLAN in `vxlan:`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evpn: Option<bgp_evpn::evpn::EvpnConfig>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -465,7 +468,12 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
         neighbors.push(neighbor);
     }
 
+    if let Some(evpn) = &bgp.evpn {
+        check_evpn(evpn, router_id, config, &mut error);
+    }
+
     let mut out = BgpConfig::new(bgp.asn, router_id);
+    out.evpn = bgp.evpn.clone();
     out.listen_port = bgp.listen_port;
     out.multipath = MultipathConfig { max_paths: bgp.multipath.max_paths, as_path_relax: bgp.multipath.as_path_relax };
     out.timers = bgp.timers;
@@ -474,6 +482,39 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     out.prefix_lists = policy_set.prefix_lists;
     out.policies = policy_set.policies;
     out
+}
+
+/// The `evpn:` part: valid on its own, and the switch is the VTEP it
+/// describes (the VXLAN tunnel's source, a VLAN for each VNI, no static
+/// flood list where EVPN builds one).
+fn check_evpn(
+    evpn: &bgp_evpn::evpn::EvpnConfig,
+    router_id: Ipv4Addr,
+    config: &Config,
+    error: &mut impl FnMut(String, String),
+) {
+    if let Err(e) = evpn.validate(router_id) {
+        let (path, reason) = e.split_once(": ").unwrap_or(("bgp.evpn", &e));
+        error(path.into(), reason.into());
+    }
+    let Some(vxlan) = &config.vxlan else {
+        return error("bgp.evpn".into(), "needs the vxlan section (the tunnel and each VNI's VLAN)".into());
+    };
+    if evpn.vtep_ip != IpAddr::V4(vxlan.source) {
+        error("bgp.evpn.vtep_ip".into(), format!("must be vxlan.source ({})", vxlan.source));
+    }
+    for (i, v) in evpn.vnis.iter().enumerate() {
+        match vxlan.vnis.iter().find(|m| m.vni == v.vni) {
+            None => {
+                error(format!("bgp.evpn.vnis[{i}].vni"), format!("VNI {} is mapped to no VLAN in vxlan.vnis", v.vni))
+            }
+            Some(m) if !m.flood.is_empty() => error(
+                format!("bgp.evpn.vnis[{i}].vni"),
+                format!("VNI {} has a static flood list in vxlan.vnis; EVPN builds it from type 3 routes", v.vni),
+            ),
+            Some(_) => {}
+        }
+    }
 }
 
 #[cfg(test)]
@@ -510,6 +551,26 @@ bgp:
             Ok(_) => panic!("accepted:\n{yaml}"),
             Err(e) => e.errors.iter().map(ToString::to_string).collect(),
         }
+    }
+
+    #[test]
+    fn evpn_is_checked_against_the_vxlan_section() {
+        let evpn = "\n  evpn: { vtep_ip: 10.255.0.1, vnis: [{ vni: 10010 }] }\n";
+        let with_vxlan =
+            |vxlan: &str| LEAF.replacen("bgp:\n", &format!("vxlan: {vxlan}\nbgp:\n"), 1).trim_end().to_owned() + evpn;
+        let ok = with_vxlan("{ source: 10.255.0.1, vnis: [{ vni: 10010, vlan: 10 }] }");
+        let config = Config::from_yaml(&ok).unwrap();
+        assert_eq!(config.bgp.unwrap().evpn.unwrap().vnis[0].vni, 10010);
+        let e = refused(&(LEAF.trim_end().to_owned() + evpn));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn: needs the vxlan section")), "{e:?}");
+        let e = refused(&with_vxlan("{ source: 10.255.0.1, vnis: [{ vni: 10020, vlan: 10 }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vnis[0].vni: VNI 10010 is mapped to no VLAN")), "{e:?}");
+        let e = refused(&with_vxlan("{ source: 10.255.0.1, vnis: [{ vni: 10010, vlan: 10, flood: [10.9.9.9] }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vnis[0].vni: VNI 10010 has a static flood list")), "{e:?}");
+        let e = refused(&with_vxlan("{ source: 192.168.1.1, vnis: [{ vni: 10010, vlan: 10 }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vtep_ip: must be vxlan.source")), "{e:?}");
+        let e = refused(&ok.replace("vni: 10010 }] }", "vni: 0 }] }"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.evpn.vnis[0].vni: must be 1 to")), "{e:?}");
     }
 
     #[test]

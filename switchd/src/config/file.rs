@@ -16,7 +16,7 @@
 //!     kind: afpacket           # afpacket | tap
 //!     admin: up                # up | down
 //!     mtu: 9100
-//!     mode: access             # access | trunk | routed
+//!     mode: access             # access | trunk | routed | ib
 //!     vlan: 10
 //!   - name: eth2
 //!     mode: trunk
@@ -36,6 +36,8 @@
 //!     - vni: 10010
 //!       vlan: 10
 //!       flood: [10.255.0.2]    # static remote VTEPs (head-end replication)
+//! ib:                          # the IB-like plane (see config/ib.rs)
+//!   sm: { priority: 5 }
 //! routes:
 //!   - prefix: 0.0.0.0/0
 //!     next_hops: [10.0.1.0, 10.0.2.0]   # several = ECMP
@@ -77,6 +79,9 @@ pub struct ConfigFile {
     /// (see `config/qos.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub qos: Option<super::qos::QosFile>,
+    /// The IB-like plane (see `config/ib.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib: Option<super::ib::IbFile>,
     /// The Prometheus endpoint; none unless asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<MetricsFile>,
@@ -186,6 +191,8 @@ pub enum ModeKind {
     Access,
     Trunk,
     Routed,
+    /// The IB-like link layer (0x88B5 frames, credits, LID forwarding).
+    Ib,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -220,6 +227,17 @@ pub struct PortFile {
     /// Metres of cable to the peer, for the PFC headroom (default 5).
     #[serde(default, rename = "cable-length", alias = "cable_length", skip_serializing_if = "Option::is_none")]
     pub cable_length: Option<u32>,
+    /// Routed mode: ICMP redirects for packets that leave by the port they
+    /// came in on (RFC 1812 5.2.7.2); on unless `false`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirects: Option<bool>,
+    /// IB mode: operational data VLs (1, 2, 4, 8; default 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_vls: Option<u8>,
+    /// IB mode: the IB MTU (256..4096; default 1024), which with the link
+    /// headers must fit `mtu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib_mtu: Option<u16>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

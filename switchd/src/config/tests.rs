@@ -290,3 +290,56 @@ fn route_to_an_own_address_is_refused() {
         "address of this switch",
     );
 }
+
+#[test]
+fn redirects_are_a_routed_port_setting() {
+    let off = good_with("    addresses: [10.0.2.1/24]", "    addresses: [10.0.2.1/24]\n    redirects: false");
+    let config = Config::from_yaml(&off).unwrap();
+    assert!(!config.ports[3].redirects);
+    assert!(config.ports[2].redirects, "on unless turned off");
+    assert_refused(
+        &good_with("    vlan: 10\n", "    vlan: 10\n    redirects: false\n"),
+        "ports[0].redirects",
+        "routed",
+    );
+}
+
+#[test]
+fn ib_ports_and_the_embedded_sm_validate() {
+    let config = Config::from_yaml(
+        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 2, ib_mtu: 512 }\n  - { name: eth2, mode: ib }\n  - { name: eth3, mode: access, vlan: 10 }\nvlans: [{ id: 10 }]\nib:\n  guid: 0x100\n  sm: { priority: 3, engine: [updn, minhop] }\n",
+    )
+    .unwrap();
+    assert_eq!(config.ports[0].mode, PortMode::Ib(ib::IbPort { data_vls: 2, mtu: 512 }));
+    assert_eq!(config.ports[1].mode, PortMode::Ib(ib::IbPort { data_vls: 4, mtu: 1024 }));
+    let ib = config.ib.as_ref().unwrap();
+    assert_eq!((ib.guid, ib.buffer_blocks), (0x100, ib::DEFAULT_BUFFER_BLOCKS));
+    let sm = ib.sm.as_ref().unwrap();
+    assert_eq!(sm.priority, 3);
+    assert_eq!(sm.engines, vec![subnet_manager::routing::Engine::Updn, subnet_manager::routing::Engine::Minhop]);
+    // Without an ib: section, one with defaults and a GUID from the name.
+    let config = Config::from_yaml("name: s1\nports:\n  - { name: eth1, mode: ib }\n").unwrap();
+    assert_eq!(config.ib.unwrap().guid, ib::guid_from_name("s1"));
+}
+
+#[test]
+fn bad_ib_settings_are_refused_naming_the_field() {
+    let e = errors(
+        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 3, vlan: 10 }\n  - { name: eth2, mode: ib, ib_mtu: 4096 }\n  - { name: eth3, mode: routed, data_vls: 2 }\nib:\n  buffer_blocks: 5000\n  sm: { priority: 16, engine: [fastest] }\n",
+    );
+    for path in [
+        "ports[0].data_vls",
+        "ports[0].vlan",
+        "ports[1].ib_mtu",
+        "ports[2].data_vls",
+        "ib.buffer_blocks",
+        "ib.sm.priority",
+        "ib.sm.engine[0]",
+    ] {
+        assert!(e.mentions(path), "{path}: {e}");
+    }
+    let e = errors("name: s1\nports:\n  - { name: eth1, mode: routed }\nib: { guid: 5 }\n");
+    assert!(e.mentions("ib"), "{e}");
+    let e = errors("name: s1\nbackend: kernel\nports:\n  - { name: eth1, mode: ib }\n");
+    assert!(e.mentions("ports[0].mode"), "{e}");
+}

@@ -49,19 +49,24 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         routes: Vec::new(),
         bgp: None,
         qos: None,
+        ib: None,
         metrics: file.metrics.as_ref().map(|m| m.listen),
         source: file.clone(),
     };
     check_overlaps(&mut v, &file, &config_so_far);
     let vxlan = file.vxlan.as_ref().map(|x| check_vxlan(&mut v, x, &config_so_far, &declared_vlans));
     let routes = check_routes(&mut v, &file.routes, &config_so_far);
+    // BGP's EVPN part is checked against the VXLAN section.
+    let config_so_far = Config { vxlan, ..config_so_far };
     let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
     let qos = super::qos::check(&file, &mut v.errors);
+    let has_ib_ports = config_so_far.ports.iter().any(|p| matches!(p.mode, PortMode::Ib(_)));
+    let ib = super::ib::check(&mut v.errors, &file, has_ib_ports);
 
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { vxlan, routes, bgp, qos, ..config_so_far })
+    Ok(Config { routes, bgp, ib, qos, ..config_so_far })
 }
 
 /// What a backend cannot do is refused here, naming the backend, rather
@@ -205,7 +210,14 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 v.error(path, format!("VLAN {id} is not declared in vlans"));
             }
         };
+        let ib = super::ib::check_port(&mut v.errors, file, i);
         let mode = match port.mode {
+            ModeKind::Ib => {
+                for (_, path) in &vlan_side {
+                    v.error(path.clone(), format!("{} is an IB-like port; it cannot join a VLAN", port.name));
+                }
+                ib.map(PortMode::Ib)
+            }
             ModeKind::Access => {
                 for (field, set) in [
                     ("vlans", port.vlans.is_some()),
@@ -280,6 +292,9 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 Some(PortMode::Routed { addresses })
             }
         };
+        if port.redirects.is_some() && !matches!(mode, Some(PortMode::Routed { .. })) {
+            v.error(at("redirects"), "only a routed port sends redirects".to_string());
+        }
         if let (Ok(number), Some(mode)) = (port_number(&port.name), mode) {
             out.push(Port {
                 name: port.name.clone(),
@@ -289,6 +304,7 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 mtu: port.mtu,
                 description: port.description.clone(),
                 mode,
+                redirects: port.redirects.unwrap_or(true),
             });
         }
     }

@@ -1,6 +1,8 @@
 //! ICMP errors the router originates (RFC 792 and RFC 1812 section 4.3 for
 //! IPv4, RFC 4443 for IPv6). Echo replies are answered in `router`.
 
+use std::net::Ipv4Addr;
+
 use super::context::Stages;
 
 use crate::pipeline::output::Output;
@@ -9,6 +11,10 @@ use crate::wire::icmpv4::{self, DstUnreachable, Icmpv4Message, TimeExceeded};
 use crate::wire::icmpv6::DstUnreachable as Icmpv6Unreachable;
 use crate::wire::icmpv6::{self, Icmpv6Message};
 use crate::wire::{Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv6Packet};
+
+/// RFC 792 Redirect code 1: for the host. RFC 1812 5.2.7.2: a router
+/// never sends network redirects (code 0).
+const REDIRECT_HOST: u8 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Icmpv4Error {
@@ -19,6 +25,8 @@ pub(crate) enum Icmpv4Error {
     FragRequired(u16),
     /// The next hop's address could not be resolved (RFC 1812 4.3.3.1).
     HostUnreachable,
+    /// Send to this gateway instead (a host redirect, RFC 1812 5.2.7.2).
+    Redirect(Ipv4Addr),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -77,6 +85,9 @@ impl Stages<'_> {
                 next_hop_mtu: 0,
                 invoking_packet: quote,
             },
+            Icmpv4Error::Redirect(gateway) => {
+                Icmpv4Repr::Redirect { code: REDIRECT_HOST, gateway, invoking_packet: quote }
+            }
             Icmpv4Error::HostUnreachable => Icmpv4Repr::DstUnreachable {
                 reason: DstUnreachable::HostUnreachable,
                 next_hop_mtu: 0,

@@ -4,7 +4,7 @@
 //! `ingress` (port, link-level frames), `bridge` (802.1Q classification,
 //! learning, FDB lookup, flooding, egress tagging), `router` (LPM in the
 //! ingress VRF, ECMP, TTL, MTU), `fragment` (IPv4 larger than the
-//! egress MTU), `neighbor` (ARP/ND), `icmp` (errors),
+//! egress MTU), `neighbor` (ARP/ND), `icmp` (errors), `redirect` (ICMP redirects),
 //! `vxlan` (encapsulation, decapsulation, head-end replication).
 
 mod bridge;
@@ -13,6 +13,7 @@ mod fragment;
 mod icmp;
 mod ingress;
 mod neighbor;
+mod redirect;
 mod router;
 mod vxlan;
 

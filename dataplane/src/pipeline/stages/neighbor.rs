@@ -315,7 +315,7 @@ impl Stages<'_> {
 
     /// Writes an ND message (hop limit 255) and sends it out of `rif` to `dst`.
     #[allow(clippy::too_many_arguments)]
-    fn send_nd(
+    pub(crate) fn send_nd(
         &mut self,
         now: u64,
         rif: RifId,

@@ -198,6 +198,7 @@ impl Stages<'_> {
             self.icmpv4_error(now, source.rif(), ip, Icmpv4Error::FragRequired(mtu as u16), out);
             return Err(DropReason::MtuExceeded);
         }
+        self.redirect_v4(now, source.rif(), ip, adjacency, out);
         let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv4, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             // RFC 1812 section 5.3.1, with the RFC 1624 checksum update.
@@ -314,6 +315,7 @@ impl Stages<'_> {
             self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::PacketTooBig(mtu as u32), out);
             return Err(DropReason::MtuExceeded);
         }
+        self.redirect_v6(now, source.rif(), frame.src, ip, adjacency, out);
         let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv6, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             Ipv6Packet::new_unchecked(buf).decrement_hop_limit();

@@ -82,6 +82,9 @@ pub(crate) struct Router {
     /// its own MTU, capped by its port's, or for an SVI by the smallest of
     /// its VLAN's member ports (`Tables::refresh_rif_mtus`).
     effective_mtus: Vec<u16>,
+    /// Router interfaces on which no ICMP redirect is sent (RFC 1812
+    /// 5.2.7.2: a router must let the operator turn them off).
+    redirects_off: Vec<bool>,
 }
 
 impl Router {
@@ -109,7 +112,19 @@ impl Router {
             router_macs: Vec::new(),
             connected: Vec::new(),
             effective_mtus: vec![0; usize::from(config.max_router_interfaces)],
+            redirects_off: vec![false; usize::from(config.max_router_interfaces)],
         }
+    }
+
+    /// Whether ICMP redirects may be sent on `rif` (the default).
+    #[inline]
+    pub(crate) fn sends_redirects(&self, rif: RifId) -> bool {
+        !self.redirects_off.get(usize::from(rif)).copied().unwrap_or(true)
+    }
+
+    /// Whether `a` and `b` are inside one subnet connected on `rif`.
+    pub(crate) fn share_subnet(&self, rif: RifId, a: IpAddr, b: IpAddr) -> bool {
+        self.connected.iter().any(|&(net, r)| r == rif && net.contains(a) && net.contains(b))
     }
 
     /// The largest IP packet `rif` sends (0 for no such interface).
@@ -432,6 +447,22 @@ impl Tables {
         self.refresh_rif_mtus();
         self.neighbors.remove_rif(rif);
         Ok(())
+    }
+
+    /// Turns the ICMP redirects sent on a router interface on (the
+    /// default) or off.
+    pub fn set_send_redirects(&mut self, rif: RifId, enabled: bool) -> Result<(), TableError> {
+        let slot = self
+            .router
+            .redirects_off
+            .get_mut(usize::from(rif))
+            .ok_or(TableError::Invalid("router interface id beyond max_router_interfaces"))?;
+        *slot = !enabled;
+        Ok(())
+    }
+
+    pub fn sends_redirects(&self, rif: RifId) -> bool {
+        self.router.sends_redirects(rif)
     }
 
     pub fn router_interface(&self, rif: RifId) -> Option<RouterInterface> {

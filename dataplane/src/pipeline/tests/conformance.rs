@@ -280,3 +280,63 @@ fn gap_15_link_local_sources_are_answered_on_their_link() {
     assert_eq!(errors[0].0, Egress::Port(0));
     assert_eq!(icmpv6_of(&errors[0].1), (v6("fe80::1"), v6("fe80::2"), Icmpv6Message::DstUnreachable, 2));
 }
+
+#[test]
+fn gap_13_a_packet_hairpinned_to_an_on_link_next_hop_gets_a_redirect() {
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    // 10.5.0.0/16 is behind 10.0.0.3, on the same link as the sender 10.0.0.2.
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.2")), H0).unwrap();
+    switch.set_neighbor(0, IpAddr::V4(v4("10.0.0.3")), H1).unwrap();
+    switch.set_next_hop(9, NextHop { rif: 0, ip: IpAddr::V4(v4("10.0.0.3")) }).unwrap();
+    switch.set_route(net("10.5.0.0/16"), RouteTarget::NextHop(9)).unwrap();
+    let ip = udp_packet("10.0.0.2", "10.5.0.1", 1, 9);
+    let sent = frame(R0, H0, None, EtherType::Ipv4, &ip);
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Forwarded, "forwarded all the same");
+    let frames = port_frames(&out);
+    assert_eq!(frames.len(), 2);
+    assert!(frames.contains(&(Egress::Port(0), frame(H1, R0, None, EtherType::Ipv4, &routed(&ip)))));
+    let (_, redirect) = frames.iter().find(|(_, f)| f[..6] == *H0.as_bytes()).unwrap();
+    let packet = Ipv4Packet::new_checked(&redirect[14..]).unwrap();
+    assert_eq!((packet.src_addr(), packet.dst_addr()), (v4("10.0.0.1"), v4("10.0.0.2")));
+    let icmp = Icmpv4Packet::new_checked(packet.payload()).unwrap();
+    assert_eq!(
+        crate::wire::Icmpv4Repr::parse(&icmp),
+        Ok(crate::wire::Icmpv4Repr::Redirect { code: 1, gateway: v4("10.0.0.3"), invoking_packet: &ip[..] }),
+        "a host redirect naming 10.0.0.3 (RFC 1812 5.2.7.2)"
+    );
+    // A source off the interface's subnets learns nothing from a redirect.
+    out.clear();
+    let off_subnet = udp_packet("10.7.0.9", "10.5.0.1", 1, 9);
+    switch.process(NOW, 0, &frame(R0, H0, None, EtherType::Ipv4, &off_subnet), &mut out);
+    assert_eq!(port_frames(&out).len(), 1, "no redirect");
+    // Turned off on the interface: forwarded only.
+    switch.set_send_redirects(0, false).unwrap();
+    out.clear();
+    assert_eq!(switch.process(NOW, 0, &sent, &mut out), Disposition::Forwarded);
+    assert_eq!(port_frames(&out), vec![(Egress::Port(0), frame(H1, R0, None, EtherType::Ipv4, &routed(&ip)))]);
+    switch.set_send_redirects(0, true).unwrap();
+
+    // IPv6 (RFC 4861 8.2): the better first hop is a router, named by its
+    // link-local address, from the switch's link-local address, hop limit 255.
+    switch.set_neighbor(0, IpAddr::V6(v6("2001:db8::2")), H0).unwrap();
+    switch.set_neighbor(0, IpAddr::V6(v6("fe80::3")), H1).unwrap();
+    switch.set_next_hop(10, NextHop { rif: 0, ip: IpAddr::V6(v6("fe80::3")) }).unwrap();
+    switch.set_route(net("2001:db8:ee::/48"), RouteTarget::NextHop(10)).unwrap();
+    let echo = Icmpv6Repr::EchoRequest { ident: 1, seq_no: 1, data: b"hairpin" };
+    let ip6 = ipv6(v6("2001:db8::2"), v6("2001:db8:ee::1"), 64, &echo);
+    out.clear();
+    assert_eq!(switch.process(NOW, 0, &frame(R0, H0, None, EtherType::Ipv6, &ip6), &mut out), Disposition::Forwarded);
+    let frames = port_frames(&out);
+    let (_, redirect) = frames.iter().find(|(_, f)| f[..6] == *H0.as_bytes()).unwrap();
+    let packet = Ipv6Packet::new_checked(&redirect[14..]).unwrap();
+    assert_eq!((packet.src_addr(), packet.dst_addr(), packet.hop_limit()), (v6("fe80::1"), v6("2001:db8::2"), 255));
+    let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
+    match Icmpv6Repr::parse(&icmp, packet.src_addr(), packet.dst_addr()).unwrap() {
+        Icmpv6Repr::Redirect { target_addr, dst_addr, target_lladdr, redirected } => {
+            assert_eq!((target_addr, dst_addr, target_lladdr), (v6("fe80::3"), v6("2001:db8:ee::1"), Some(H1)));
+            assert_eq!(&redirected[..ip6.len()], &ip6[..], "the redirected packet, as it came");
+        }
+        other => panic!("not a redirect: {other:?}"),
+    }
+}

@@ -1,0 +1,177 @@
+//! EVPN's layer-2 state into the shim: remote VTEPs as tunnel endpoints
+//! with a bridge port each, flood lists as VLAN members of those bridge
+//! ports (head-end replication, RFC 8365 §8), remote MACs as FDB entries
+//! on them (RFC 7432 §9.2.2).
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::{IpAddr, Ipv4Addr};
+
+use sai_shim::{
+    Backend, BridgePortAttr, BridgePortType, EthernetAddress, FdbEntryAttr, FdbEntryKey, FdbEntryType, ObjectId, Sai,
+    TaggingMode, TunnelEndpointAttr, VlanMemberAttr,
+};
+
+use crate::packet::evpn::MacAddr;
+
+/// A remote VTEP's objects and how many flood entries and MACs use them.
+#[derive(Debug)]
+struct Vtep {
+    endpoint: ObjectId,
+    bridge_port: ObjectId,
+    users: usize,
+    /// Made by the switch's own config (a static flood list): never removed here.
+    configured: bool,
+}
+
+/// The shim objects EVPN's L2 state lives in, and what it made of them.
+#[derive(Debug)]
+pub struct Overlay {
+    tunnel: ObjectId,
+    /// The VLAN each EVPN VNI is mapped to.
+    vlans: HashMap<u32, ObjectId>,
+    vteps: BTreeMap<Ipv4Addr, Vtep>,
+    flood: HashMap<(u32, Ipv4Addr), ObjectId>,
+    macs: HashMap<(u32, MacAddr), Ipv4Addr>,
+}
+
+/// Why an overlay change was not made.
+pub type OverlayError = String;
+
+impl Overlay {
+    /// `tunnel`: the switch's VXLAN tunnel; `vlans`: VNI -> VLAN object;
+    /// `configured`: remote VTEPs the config already made (endpoint,
+    /// bridge port), shared rather than made twice.
+    pub fn new(
+        tunnel: ObjectId,
+        vlans: HashMap<u32, ObjectId>,
+        configured: impl IntoIterator<Item = (Ipv4Addr, (ObjectId, ObjectId))>,
+    ) -> Overlay {
+        let vteps = configured
+            .into_iter()
+            .map(|(ip, (endpoint, bridge_port))| (ip, Vtep { endpoint, bridge_port, users: 0, configured: true }))
+            .collect();
+        Overlay { tunnel, vlans, vteps, flood: HashMap::new(), macs: HashMap::new() }
+    }
+
+    fn vlan(&self, vni: u32) -> Result<ObjectId, OverlayError> {
+        self.vlans.get(&vni).copied().ok_or_else(|| format!("VNI {vni} is mapped to no VLAN"))
+    }
+
+    fn v4(vtep: IpAddr) -> Result<Ipv4Addr, OverlayError> {
+        match vtep {
+            IpAddr::V4(v4) => Ok(v4),
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().ok_or_else(|| format!("VTEP {vtep}: IPv6 VTEPs are not supported")),
+        }
+    }
+
+    /// The bridge port of `vtep`, made on first use.
+    fn acquire<B: Backend>(&mut self, sai: &mut Sai<B>, vtep: Ipv4Addr) -> Result<ObjectId, OverlayError> {
+        if let Some(v) = self.vteps.get_mut(&vtep) {
+            v.users += 1;
+            return Ok(v.bridge_port);
+        }
+        let endpoint = sai
+            .create_tunnel_endpoint(&[TunnelEndpointAttr::TunnelId(self.tunnel), TunnelEndpointAttr::RemoteIp(vtep)])
+            .map_err(|e| format!("tunnel endpoint {vtep}: {e}"))?;
+        let bridge_port = match sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))]) {
+            Ok(bp) => bp,
+            Err(e) => {
+                let _ = sai.remove(endpoint);
+                return Err(format!("bridge port of VTEP {vtep}: {e}"));
+            }
+        };
+        self.vteps.insert(vtep, Vtep { endpoint, bridge_port, users: 1, configured: false });
+        Ok(bridge_port)
+    }
+
+    fn release<B: Backend>(&mut self, sai: &mut Sai<B>, vtep: Ipv4Addr) {
+        let Some(v) = self.vteps.get_mut(&vtep) else { return };
+        v.users = v.users.saturating_sub(1);
+        if v.users > 0 || v.configured {
+            return;
+        }
+        let (endpoint, bridge_port) = (v.endpoint, v.bridge_port);
+        self.vteps.remove(&vtep);
+        if let Err(e) = sai.remove(bridge_port).and_then(|()| sai.remove(endpoint)) {
+            tracing::warn!(%vtep, error = %e, "removing a remote VTEP");
+        }
+    }
+
+    /// `vtep` joins (`present`) or leaves the flood list of `vni`.
+    pub fn flood<B: Backend>(
+        &mut self,
+        sai: &mut Sai<B>,
+        vni: u32,
+        vtep: IpAddr,
+        present: bool,
+    ) -> Result<(), OverlayError> {
+        let (vlan, vtep) = (self.vlan(vni)?, Self::v4(vtep)?);
+        match (present, self.flood.get(&(vni, vtep)).copied()) {
+            (true, None) => {
+                let bridge_port = self.acquire(sai, vtep)?;
+                let member = sai.create_vlan_member(&[
+                    VlanMemberAttr::VlanId(vlan),
+                    VlanMemberAttr::BridgePortId(bridge_port),
+                    VlanMemberAttr::TaggingMode(TaggingMode::Untagged),
+                ]);
+                match member {
+                    Ok(member) => {
+                        self.flood.insert((vni, vtep), member);
+                    }
+                    Err(e) => {
+                        self.release(sai, vtep);
+                        return Err(format!("flood entry {vtep} of VNI {vni}: {e}"));
+                    }
+                }
+            }
+            (false, Some(member)) => {
+                self.flood.remove(&(vni, vtep));
+                sai.remove(member).map_err(|e| format!("flood entry {vtep} of VNI {vni}: {e}"))?;
+                self.release(sai, vtep);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// `mac` in `vni` is behind `vtep` (`None`: no longer). The entry is
+    /// dynamic so that a host that moves here is learned over it (the
+    /// speaker then advertises it with a higher sequence number).
+    pub fn mac<B: Backend>(
+        &mut self,
+        sai: &mut Sai<B>,
+        vni: u32,
+        mac: MacAddr,
+        vtep: Option<IpAddr>,
+    ) -> Result<(), OverlayError> {
+        let vlan = self.vlan(vni)?;
+        let key = FdbEntryKey { vlan, mac: EthernetAddress(mac.0) };
+        let vtep = vtep.map(Self::v4).transpose()?;
+        let old = self.macs.get(&(vni, mac)).copied();
+        if old == vtep {
+            return Ok(());
+        }
+        if let Some(old) = old {
+            self.macs.remove(&(vni, mac));
+            // Already gone if it aged or the host was learned here over it.
+            let _ = sai.remove_fdb_entry(key);
+            self.release(sai, old);
+        }
+        if let Some(vtep) = vtep {
+            let bridge_port = self.acquire(sai, vtep)?;
+            let attrs = [FdbEntryAttr::Type(FdbEntryType::Dynamic), FdbEntryAttr::BridgePortId(bridge_port)];
+            let made = match sai.create_fdb_entry(key, &attrs) {
+                Err(sai_shim::SaiError::AlreadyExists(_)) => {
+                    sai.set_fdb_entry_attribute(key, FdbEntryAttr::BridgePortId(bridge_port))
+                }
+                other => other,
+            };
+            if let Err(e) = made {
+                self.release(sai, vtep);
+                return Err(format!("FDB entry {mac} in VNI {vni} -> {vtep}: {e}"));
+            }
+            self.macs.insert((vni, mac), vtep);
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,243 @@
+//! The IB-like plane's part of the management API: `show ib port`, `show
+//! ib lft [SWITCH]`, `show ib sm`, `show ib topology` (types and their
+//! rendering).
+
+use serde::{Deserialize, Serialize};
+
+use crate::render::Render;
+use crate::table::Table;
+
+/// One port in IB-like mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbPort {
+    pub name: String,
+    /// IBA port number.
+    pub number: u8,
+    /// PortInfo PortState: `down`, `init`, `armed`, `active`.
+    pub state: String,
+    /// PortInfo PortPhysicalState: `polling`, `linkup`, `disabled`...
+    pub phys_state: String,
+    pub data_vls: u8,
+    pub mtu: u16,
+    /// Flow control exchanged on every data VL.
+    pub flow_control: bool,
+    pub counters: IbPortCounters,
+    pub vls: Vec<IbVl>,
+}
+
+/// PortCounters-like counters (IBA 16.1.3.5; data in 4-byte words).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbPortCounters {
+    pub xmit_data: u64,
+    pub rcv_data: u64,
+    pub xmit_packets: u64,
+    pub rcv_packets: u64,
+    /// Transmit opportunities with packets queued and no credit.
+    pub xmit_wait: u64,
+    /// Unknown DLID, SL mapped to VL15 (PortRcvSwitchRelayErrors).
+    pub rcv_switch_relay_errors: u64,
+    /// Credit overruns, data before flow control (PortRcvErrors).
+    pub rcv_errors: u64,
+    pub vl15_dropped: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbVl {
+    pub vl: u8,
+    /// Blocks (64 bytes) the peer still grants us on this VL.
+    pub send_credit_blocks: u16,
+    /// Blocks held in our receive buffer on this VL.
+    pub receive_held_blocks: u16,
+    /// Packets waiting in the VOQ to this port on this VL.
+    pub queued: usize,
+}
+
+/// A switch's linear forwarding table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbLft {
+    pub switch: String,
+    pub guid: String,
+    pub lid: u16,
+    pub entries: Vec<IbLftEntry>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbLftEntry {
+    pub lid: u16,
+    pub port: u8,
+}
+
+/// The embedded subnet manager.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct IbSm {
+    /// `master`, `standby`, `discovering`... or `not configured`.
+    pub state: String,
+    pub priority: u8,
+    pub guid: String,
+    pub lid: u16,
+    pub heavy_sweeps: u64,
+    pub light_sweeps: u64,
+    /// Seconds since the last heavy sweep started.
+    pub last_sweep_age_secs: Option<f64>,
+    /// How long the last heavy sweep took to bring the fabric up.
+    pub last_sweep_ms: Option<f64>,
+    pub fabric_up: bool,
+    pub engine: Option<String>,
+    pub switches: usize,
+    pub cas: usize,
+    pub traps: u64,
+    pub lft_blocks_set: u64,
+    pub failed_smps: u64,
+    pub smps_sent: u64,
+    pub events: Vec<String>,
+}
+
+/// The fabric as the embedded SM discovered it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbTopology {
+    pub nodes: Vec<IbNode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbNode {
+    pub guid: String,
+    /// `switch` or `ca`.
+    pub kind: String,
+    pub description: String,
+    /// Switch port 0's LID, or the CA port's.
+    pub lid: u16,
+    pub links: Vec<IbLink>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbLink {
+    pub port: u8,
+    pub remote: String,
+    pub remote_port: u8,
+    pub state: String,
+}
+
+impl Render for Vec<IbPort> {
+    fn render(&self) -> String {
+        if self.is_empty() {
+            return "no port in IB-like mode\n".to_owned();
+        }
+        let mut table = Table::new([
+            "PORT",
+            "IB",
+            "STATE",
+            "PHYS",
+            "VLS",
+            "MTU",
+            "FC",
+            "XMIT PKTS",
+            "RCV PKTS",
+            "XMIT WAIT",
+            "RELAY ERR",
+            "RCV ERR",
+            "VL15 DROP",
+            "CREDIT/HELD/QUEUED PER VL",
+        ]);
+        for p in self {
+            let c = &p.counters;
+            let vls: Vec<String> = p
+                .vls
+                .iter()
+                .map(|v| format!("{}:{}/{}/{}", v.vl, v.send_credit_blocks, v.receive_held_blocks, v.queued))
+                .collect();
+            table.row([
+                p.name.clone(),
+                p.number.to_string(),
+                p.state.clone(),
+                p.phys_state.clone(),
+                p.data_vls.to_string(),
+                p.mtu.to_string(),
+                if p.flow_control { "yes" } else { "no" }.to_owned(),
+                c.xmit_packets.to_string(),
+                c.rcv_packets.to_string(),
+                c.xmit_wait.to_string(),
+                c.rcv_switch_relay_errors.to_string(),
+                c.rcv_errors.to_string(),
+                c.vl15_dropped.to_string(),
+                vls.join(" "),
+            ]);
+        }
+        table.render()
+    }
+}
+
+impl Render for IbLft {
+    fn render(&self) -> String {
+        let mut out = format!(
+            "Unicast lids [0x0-0x{:x}] of switch {} guid {} (lid {})\n",
+            self.entries.last().map_or(0, |e| e.lid),
+            self.switch,
+            self.guid,
+            self.lid
+        );
+        let mut table = Table::new(["LID", "PORT"]);
+        for e in &self.entries {
+            table.row([format!("0x{:04x}", e.lid), format!("{:03}", e.port)]);
+        }
+        out.push_str(&table.render());
+        out.push_str(&format!("{} valid lids\n", self.entries.len()));
+        out
+    }
+}
+
+impl Render for IbSm {
+    fn render(&self) -> String {
+        let mut out = format!(
+            "SM state {} priority {} guid {} lid {}\nfabric {} ({} switches, {} CAs), engine {}\n",
+            self.state,
+            self.priority,
+            self.guid,
+            self.lid,
+            if self.fabric_up { "up" } else { "not up" },
+            self.switches,
+            self.cas,
+            self.engine.as_deref().unwrap_or("-"),
+        );
+        let ms = |v: Option<f64>| v.map_or("-".to_owned(), |v| format!("{v:.1} ms"));
+        let age = self.last_sweep_age_secs.map_or("-".to_owned(), |s| format!("{s:.1} s ago"));
+        out.push_str(&format!(
+            "sweeps: {} heavy, {} light; last heavy sweep {age}, took {}\nSMPs sent {}, failed {}, LFT blocks set {}, traps {}\n",
+            self.heavy_sweeps, self.light_sweeps, ms(self.last_sweep_ms), self.smps_sent, self.failed_smps,
+            self.lft_blocks_set, self.traps,
+        ));
+        if !self.events.is_empty() {
+            out.push_str("recent events:\n");
+            for event in &self.events {
+                out.push_str(&format!("  {event}\n"));
+            }
+        }
+        out
+    }
+}
+
+impl Render for IbTopology {
+    fn render(&self) -> String {
+        if self.nodes.is_empty() {
+            return "no fabric discovered (no SM in this switch, or no sweep yet)\n".to_owned();
+        }
+        let mut table = Table::new(["NODE", "KIND", "GUID", "LID", "PORT", "REMOTE", "REMOTE PORT", "STATE"]);
+        for node in &self.nodes {
+            if node.links.is_empty() {
+                table.row([node.description.clone(), node.kind.clone(), node.guid.clone(), node.lid.to_string()]);
+            }
+            for link in &node.links {
+                table.row([
+                    node.description.clone(),
+                    node.kind.clone(),
+                    node.guid.clone(),
+                    node.lid.to_string(),
+                    link.port.to_string(),
+                    link.remote.clone(),
+                    link.remote_port.to_string(),
+                    link.state.clone(),
+                ]);
+            }
+        }
+        table.render()
+    }
+}

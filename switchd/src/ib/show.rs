@@ -1,0 +1,174 @@
+//! What `swcli show ib ...` reads from the IB-like runtime.
+
+use mgmt_cli::ib::{IbLft, IbLftEntry, IbLink, IbNode, IbPort, IbPortCounters, IbSm, IbTopology, IbVl};
+use subnet_manager::packet::attributes::{PortPhysState, PortState};
+use subnet_manager::topology::NodeKind;
+
+use super::IbRuntime;
+
+fn state_name(state: PortState) -> String {
+    match state {
+        PortState::Down => "down".into(),
+        PortState::Init => "init".into(),
+        PortState::Armed => "armed".into(),
+        PortState::Active => "active".into(),
+        other => format!("{other:?}").to_lowercase(),
+    }
+}
+
+fn phys_name(state: PortPhysState) -> String {
+    format!("{state:?}").to_lowercase()
+}
+
+fn guid(value: u64) -> String {
+    format!("0x{value:016x}")
+}
+
+impl IbRuntime {
+    pub fn show_ports(&self) -> Vec<IbPort> {
+        self.plane
+            .port_status()
+            .into_iter()
+            .map(|status| {
+                let c = status.counters;
+                IbPort {
+                    name: self.port_name(status.number).unwrap_or("-").to_owned(),
+                    number: status.number,
+                    state: state_name(status.state),
+                    phys_state: phys_name(status.phys_state),
+                    data_vls: status.data_vls,
+                    mtu: status.mtu,
+                    flow_control: status.flow_control_ready,
+                    counters: IbPortCounters {
+                        xmit_data: c.xmit_data,
+                        rcv_data: c.rcv_data,
+                        xmit_packets: c.xmit_packets,
+                        rcv_packets: c.rcv_packets,
+                        xmit_wait: c.xmit_wait,
+                        rcv_switch_relay_errors: c.rcv_switch_relay_errors,
+                        rcv_errors: c.rcv_errors,
+                        vl15_dropped: c.vl15_dropped,
+                    },
+                    vls: status
+                        .vls
+                        .iter()
+                        .map(|vl| IbVl {
+                            vl: vl.vl,
+                            send_credit_blocks: vl.send_credit_blocks,
+                            receive_held_blocks: vl.receive_held_blocks,
+                            queued: vl.queued,
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    /// This switch's LFT (`switch` None, its name or its GUID), or another
+    /// switch's as the embedded SM computed and programmed it.
+    pub fn show_lft(&self, name: &str, switch: Option<&str>) -> Result<IbLft, String> {
+        let own_guid = self.plane.agent().node_info.node_guid;
+        let wanted_guid = switch.and_then(|s| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok());
+        let is_own = switch.is_none_or(|s| s == name) || wanted_guid == Some(own_guid);
+        if is_own {
+            let entries = self.plane.lft_entries().into_iter().map(|(lid, port)| IbLftEntry { lid, port }).collect();
+            return Ok(IbLft { switch: name.to_owned(), guid: guid(own_guid), lid: self.plane.lid(), entries });
+        }
+        let switch = switch.unwrap_or_default();
+        let Some(sm) = &self.sm else {
+            return Err(format!("{switch}: not this switch, and no subnet manager runs here to know its LFT"));
+        };
+        let topology = sm.sm.topology();
+        let found = topology.nodes.iter().position(|node| {
+            node.kind == NodeKind::Switch && (node.description == switch || Some(node.guid) == wanted_guid)
+        });
+        let Some(index) = found else { return Err(format!("{switch}: no such switch in the discovered fabric")) };
+        let node = &topology.nodes[index];
+        let table = sm.sm.lfts().table(index).unwrap_or(&[]);
+        let entries = table
+            .iter()
+            .enumerate()
+            .filter(|&(lid, &port)| lid != 0 && port != 0xff)
+            .map(|(lid, &port)| IbLftEntry { lid: lid as u16, port })
+            .collect();
+        Ok(IbLft { switch: node.description.clone(), guid: guid(node.guid), lid: node.ports[0].lid, entries })
+    }
+
+    pub fn show_sm(&self, now: u64) -> IbSm {
+        let agent = self.plane.agent();
+        let Some(embedded) = &self.sm else {
+            return IbSm {
+                state: "not configured".into(),
+                priority: 0,
+                guid: guid(agent.node_info.node_guid),
+                lid: self.plane.lid(),
+                heavy_sweeps: 0,
+                light_sweeps: 0,
+                last_sweep_age_secs: None,
+                last_sweep_ms: None,
+                fabric_up: false,
+                engine: None,
+                switches: 0,
+                cas: 0,
+                traps: 0,
+                lft_blocks_set: 0,
+                failed_smps: 0,
+                smps_sent: 0,
+                events: Vec::new(),
+            };
+        };
+        let status = embedded.sm.status();
+        let started = status.heavy_sweeps > 0;
+        IbSm {
+            state: format!("{:?}", status.sm_state).to_lowercase(),
+            priority: status.priority,
+            guid: guid(status.port_guid),
+            lid: status.lid,
+            heavy_sweeps: status.heavy_sweeps,
+            light_sweeps: status.light_sweeps,
+            last_sweep_age_secs: started.then(|| now.saturating_sub(status.last_sweep_started_ns) as f64 / 1e9),
+            last_sweep_ms: status.last_sweep_took_ns.map(|ns| ns as f64 / 1e6),
+            fabric_up: embedded.fabric_up,
+            engine: status.engine.map(|e| e.name().to_owned()),
+            switches: status.switches,
+            cas: status.cas,
+            traps: status.counters.traps,
+            lft_blocks_set: status.counters.lft_blocks_set,
+            failed_smps: status.counters.failed_smps,
+            smps_sent: status.smps.sent,
+            events: embedded.events.iter().map(|(at, event)| format!("{:.3}s {event}", *at as f64 / 1e9)).collect(),
+        }
+    }
+
+    pub fn show_topology(&self) -> IbTopology {
+        let Some(embedded) = &self.sm else { return IbTopology { nodes: Vec::new() } };
+        let topology = embedded.sm.topology();
+        let nodes = topology
+            .nodes
+            .iter()
+            .map(|node| {
+                let switch = node.kind == NodeKind::Switch;
+                let links = (1..=node.num_ports)
+                    .filter_map(|port| {
+                        let entry = &node.ports[usize::from(port)];
+                        let remote = entry.remote?;
+                        Some(IbLink {
+                            port,
+                            remote: topology.nodes[remote.node].description.clone(),
+                            remote_port: remote.port,
+                            state: entry.state.map_or("-".into(), state_name),
+                        })
+                    })
+                    .collect();
+                IbNode {
+                    guid: guid(node.guid),
+                    kind: if switch { "switch" } else { "ca" }.into(),
+                    description: node.description.clone(),
+                    lid: node.ports[if switch { 0 } else { 1 }.min(node.ports.len() - 1)].lid,
+                    links,
+                }
+            })
+            .collect();
+        IbTopology { nodes }
+    }
+}

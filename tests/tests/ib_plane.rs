@@ -1,0 +1,285 @@
+//! The IB-like plane in namespaces: `switchd` switches with ports in
+//! `mode: ib` and `fabric-host ib` endpoints on veth links.
+//!
+//! ```text
+//! ha (eth1) -- (eth1) s1 (eth2) -- (eth1) s2 (eth2) -- (eth1) hb
+//!                     s1 (eth3) -- (eth1) hc
+//! ```
+//!
+//! 1. LIDs and LFTs set by hand with directed-route SMPs sent from ha's
+//!    wire (the switches' agents program their engines): a fast sender
+//!    into a slow receiver loses nothing and is held back by credits,
+//!    ibping works; malformed SMPs get IBA's statuses from switchd.
+//! 2. The SM embedded in s1 brings the plane up from nothing: every HCA
+//!    gets a LID and goes Active, every pair pings, `swcli show ib sm`,
+//!    `topology`, `lft`, `port` report it.
+//!
+//! Needs root and `ip`; skipped otherwise (a failure under CI=true).
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use fabric_tests::{Netns, ProcessGuard, Switchd, poll_until, require_root_and_tools, veth, workspace_binary};
+use subnet_manager::packet::attributes::{LftBlock, LftBlockRepr, PortInfo, PortInfoRepr, PortState};
+use subnet_manager::packet::smp::SmpRouting;
+use subnet_manager::packet::{AttributeId, InvalidField, MadStatus, Method, SmpRepr};
+use subnet_manager::transport::inband::{PacketSocket, decode_frame, encode_frame, wait_readable};
+
+struct Fabric {
+    ha: Netns,
+    hb: Netns,
+    hc: Netns,
+    s1: Switchd,
+    s2: Switchd,
+    // The namespaces of the switches go after the daemons.
+    _s1_ns: Netns,
+    _s2_ns: Netns,
+}
+
+fn fabric(s1_extra: &str) -> Fabric {
+    let (s1_ns, s2_ns) = (Netns::new("ib1"), Netns::new("ib2"));
+    let (ha, hb, hc) = (Netns::new("iha"), Netns::new("ihb"), Netns::new("ihc"));
+    veth(&ha, "eth1", &s1_ns, "eth1");
+    veth(&s1_ns, "eth2", &s2_ns, "eth1");
+    veth(&s2_ns, "eth2", &hb, "eth1");
+    veth(&s1_ns, "eth3", &hc, "eth1");
+    // Small buffers (16 blocks of 64 bytes per VL) so that credits bite.
+    let s1 = Switchd::start(
+        &s1_ns,
+        &format!(
+            "name: s1\nports:\n  - {{ name: eth1, mode: ib, data_vls: 2 }}\n  - {{ name: eth2, mode: ib, data_vls: 2 }}\n  - {{ name: eth3, mode: ib, data_vls: 2 }}\nib:\n  guid: 0x100\n  buffer_blocks: 24\n{s1_extra}"
+        ),
+    );
+    let s2 = Switchd::start(
+        &s2_ns,
+        "name: s2\nports:\n  - { name: eth1, mode: ib, data_vls: 2 }\n  - { name: eth2, mode: ib, data_vls: 2 }\nib:\n  guid: 0x200\n  buffer_blocks: 24\n",
+    );
+    Fabric { ha, hb, hc, s1, s2, _s1_ns: s1_ns, _s2_ns: s2_ns }
+}
+
+fn host(ns: &Netns, guid: &str, args: &[&str]) -> ProcessGuard {
+    let mut command = ns.command(workspace_binary("fabric-host").to_str().unwrap());
+    command
+        .args(["ib", "--iface", "eth1", "--guid", guid, "--name", guid, "--data-vls", "2", "--buffer-blocks", "24"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    ProcessGuard::spawn("fabric-host", command)
+}
+
+/// The JSON lines a stopped `fabric-host` printed.
+fn events(output: &std::process::Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&output.stdout).lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
+}
+
+fn event<'a>(events: &'a [serde_json::Value], kind: &str) -> Vec<&'a serde_json::Value> {
+    events.iter().filter(|e| e["event"] == kind).collect()
+}
+
+/// Sends directed-route SMPs from ha's wire and reads their answers, as a
+/// management tool on the host would (fabric-host's agent there ignores
+/// answers that are not its own).
+struct SmpTool {
+    socket: PacketSocket,
+    transaction: u64,
+}
+
+impl SmpTool {
+    fn request(
+        &mut self,
+        method: Method,
+        attribute: AttributeId,
+        modifier: u32,
+        path: &[u8],
+        data: [u8; 64],
+    ) -> SmpRepr {
+        self.transaction += 1;
+        let mut smp = SmpRepr::directed(method, self.transaction, attribute, modifier, path, data).unwrap();
+        self.send(&mut smp, None)
+    }
+
+    /// Steps the SMP as the originating agent would (C14-9:1) and sends it,
+    /// with its class version overwritten if asked.
+    fn send(&mut self, smp: &mut SmpRepr, class_version: Option<u8>) -> SmpRepr {
+        if let SmpRouting::DirectedRoute { hop_pointer, .. } = &mut smp.routing {
+            *hop_pointer = 1;
+        }
+        let mut bytes = smp.to_bytes();
+        if let Some(version) = class_version {
+            bytes[2] = version;
+        }
+        let frame = encode_frame(&bytes, 0xffff, 0, self.socket.mac);
+        let deadline = Instant::now() + Duration::from_secs(3);
+        let mut buffer = vec![0u8; 4096];
+        for _ in 0..3 {
+            self.socket.send(&frame).unwrap();
+            let resend = Instant::now() + Duration::from_millis(500);
+            while Instant::now() < resend.min(deadline) {
+                if wait_readable(&[&self.socket], Duration::from_millis(50)).unwrap().is_none() {
+                    continue;
+                }
+                while let Some(len) = self.socket.try_recv(&mut buffer).unwrap() {
+                    let Some((mut mad, _, _)) = decode_frame(&buffer[..len]) else { continue };
+                    if mad[3] & 0x80 == 0 || mad[8..16] != smp.transaction_id.to_be_bytes() {
+                        continue;
+                    }
+                    mad[2] = 1;
+                    return SmpRepr::parse_bytes(&mad).unwrap();
+                }
+            }
+        }
+        panic!("no answer to {:?} {:?}", smp.method, smp.attribute_id);
+    }
+
+    fn set_lid(&mut self, path: &[u8], lid: u16) {
+        let mut info = PortInfoRepr { lid, ..PortInfoRepr::default() };
+        info.port_state = PortState::NoChange.into();
+        let mut data = [0u8; 64];
+        info.emit(&mut PortInfo::new_unchecked(&mut data[..]));
+        let answer = self.request(Method::Set, AttributeId::PortInfo, 0, path, data);
+        assert_eq!(answer.status, MadStatus::OK, "PortInfo Set along {path:?}");
+    }
+
+    fn set_lft(&mut self, path: &[u8], routes: &[(u16, u8)]) {
+        let mut ports = [0xff; 64];
+        for &(lid, port) in routes {
+            ports[usize::from(lid)] = port;
+        }
+        let mut data = [0u8; 64];
+        LftBlockRepr { ports }.emit(&mut LftBlock::new_unchecked(&mut data[..]));
+        let answer = self.request(Method::Set, AttributeId::LinearForwardingTable, 0, path, data);
+        assert_eq!(answer.status, MadStatus::OK, "LFT Set along {path:?}");
+    }
+}
+
+#[test]
+fn hand_set_lfts_carry_data_between_hcas_losing_nothing_to_a_slow_receiver() {
+    if !require_root_and_tools("ib_plane", &["ip"]) {
+        return;
+    }
+    let f = fabric("");
+    let mut hb = host(&f.hb, "0xb0", &["--read-pps", "300"]);
+    let mut hc = host(&f.hc, "0xc0", &[]);
+    let mut ha =
+        host(&f.ha, "0xa0", &["--send", "2", "--packets", "600", "--size", "256", "--ping", "3", "--count", "5"]);
+    // Flow control exchanged on every link: all ports Init.
+    let ports_up = poll_until(Duration::from_secs(10), Duration::from_millis(100), || {
+        let rows = f.s1.show_rows("ib port");
+        (rows.len() == 3 && rows.iter().all(|p| p["state"] == "init" && p["flow_control"] == true)).then_some(())
+    });
+    assert!(ports_up.is_some(), "{}", f.s1.swcli(&["show", "ib", "port"]));
+
+    // LFTs by hand, then LIDs: hb 2, hc 3, s1 10, s2 11 and ha 1 last (it
+    // starts sending once it has one).
+    f.ha.enter(|| {
+        let mut tool = SmpTool { socket: PacketSocket::open("eth1").unwrap(), transaction: 0x1000 };
+        tool.set_lft(&[1], &[(1, 1), (2, 2), (3, 3), (11, 2)]);
+        tool.set_lft(&[1, 2], &[(1, 1), (2, 2), (3, 1), (10, 1)]);
+        tool.set_lid(&[1, 2, 2], 2);
+        tool.set_lid(&[1, 3], 3);
+        tool.set_lid(&[1], 10);
+        tool.set_lid(&[1, 2], 11);
+        tool.set_lid(&[1, 1], 1);
+
+        // Malformed SMPs: the IBA statuses, from switchd's agent.
+        let answer = tool.request(Method::Get, AttributeId::Notice, 0, &[1], [0; 64]);
+        assert_eq!(answer.status, MadStatus::invalid(InvalidField::MethodAttributeUnsupported));
+        let answer = tool.request(Method::Send, AttributeId::NodeInfo, 0, &[1, 2], [0; 64]);
+        assert_eq!(answer.status, MadStatus::invalid(InvalidField::MethodUnsupported));
+        let mut smp = SmpRepr::directed(Method::Get, 0x2000, AttributeId::NodeInfo, 0, &[1, 2], [0; 64]).unwrap();
+        let answer = tool.send(&mut smp, Some(2));
+        assert_eq!(answer.status, MadStatus::invalid(InvalidField::BadVersion));
+        let answer = tool.request(Method::Get, AttributeId::LinearForwardingTable, 0, &[1, 2], [0; 64]);
+        assert_eq!(answer.status, MadStatus::OK);
+        assert_eq!(&answer.data[..4], &[0xff, 1, 2, 1], "s2's LFT reads back");
+    });
+    let lft = f.s1.show_json("ib lft");
+    assert_eq!(lft["lid"], 10);
+    assert_eq!(lft["entries"].as_array().unwrap().len(), 4, "{lft}");
+
+    // ha sends 600 packets as fast as credits allow; hb reads 300 a second,
+    // so the last cannot arrive before ~1.8 s (what the buffers on the way
+    // hold, about 20 packets, aside).
+    let done = poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
+        let rows = f.s2.show_rows("ib port");
+        (rows[1]["counters"]["xmit_packets"].as_u64().unwrap_or(0) > 600).then_some(())
+    });
+    assert!(done.is_some(), "{}", f.s2.swcli(&["show", "ib", "port"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let ha_events = events(&ha.stop(Duration::from_secs(3)).unwrap());
+    let hb_events = events(&hb.stop(Duration::from_secs(3)).unwrap());
+    let hc_events = events(&hc.stop(Duration::from_secs(3)).unwrap());
+    let sent = event(&ha_events, "send_summary");
+    assert_eq!(sent.len(), 1, "{ha_events:?}");
+    assert_eq!(sent[0]["sent"], 600);
+    let summary = event(&hb_events, "summary")[0];
+    let stream = &summary["streams"][0];
+    assert_eq!((stream["slid"].as_u64(), stream["received"].as_u64()), (Some(1), Some(600)), "{summary}");
+    assert_eq!((stream["gaps"].as_u64(), stream["out_of_order"].as_u64()), (Some(0), Some(0)), "{summary}");
+    // The sender was throttled by credits: ha waited, and s1 waited on s2.
+    assert!(sent[0]["xmit_wait"].as_u64().unwrap() > 0, "{sent:?}");
+    assert!(sent[0]["elapsed_s"].as_f64().unwrap() > 1.0, "paced by the reader: {sent:?}");
+    let s1_ports = f.s1.show_rows("ib port");
+    assert!(s1_ports[1]["counters"]["xmit_wait"].as_u64().unwrap() > 0, "{s1_ports:?}");
+    for port in s1_ports.iter().chain(f.s2.show_rows("ib port").iter()) {
+        assert_eq!(port["counters"]["rcv_errors"], 0, "no credit overrun: {port}");
+    }
+    // ibping ha -> hc, answered by hc's echo.
+    let pings = event(&ha_events, "ping_summary");
+    assert_eq!((pings[0]["to"].as_u64(), pings[0]["received"].as_u64()), (Some(3), Some(5)), "{ha_events:?}");
+    assert!(event(&hc_events, "summary")[0]["echoed"].as_u64() == Some(5));
+    // The IB-like ports' counters in `show interfaces` too.
+    let interfaces = f.s1.show_rows("interfaces");
+    let eth2 = interfaces.iter().find(|i| i["name"] == "eth2").unwrap();
+    assert!(eth2["counters"]["tx_packets"].as_u64().unwrap() >= 600, "{eth2}");
+}
+
+#[test]
+fn the_sm_embedded_in_switchd_brings_the_plane_up_and_every_pair_pings() {
+    if !require_root_and_tools("ib_plane", &["ip"]) {
+        return;
+    }
+    let f = fabric("  sm: { priority: 7, engine: [minhop], sweep_interval_ms: 500 }\n");
+    let dir = fabric_tests::TempDir::new("ibping");
+    let ping_file = dir.path().join("lids");
+    let ping_file_arg = ping_file.to_str().unwrap();
+    let args = ["--ping-file", ping_file_arg, "--count", "3"];
+    let mut hosts = [host(&f.ha, "0xa0", &args), host(&f.hb, "0xb0", &args), host(&f.hc, "0xc0", &args)];
+
+    // Discovery, LIDs, LFTs, ports Active: from nothing.
+    let up = poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
+        let sm = f.s1.show_json("ib sm");
+        (sm["fabric_up"] == true && sm["cas"] == 3 && sm["switches"] == 2).then_some(sm)
+    });
+    let sm = up.unwrap_or_else(|| panic!("{}", f.s1.swcli(&["show", "ib", "sm"])));
+    assert_eq!((sm["state"].as_str(), sm["priority"].as_u64()), (Some("master"), Some(7)), "{sm}");
+    assert_eq!(sm["engine"], "minhop");
+    let topology = f.s1.show_json("ib topology");
+    let nodes = topology["nodes"].as_array().unwrap();
+    let lids: Vec<u64> = nodes.iter().filter(|n| n["kind"] == "ca").map(|n| n["lid"].as_u64().unwrap()).collect();
+    assert_eq!(lids.len(), 3, "{topology}");
+    assert!(lids.iter().all(|&l| l != 0));
+    for rows in [f.s1.show_rows("ib port"), f.s2.show_rows("ib port")] {
+        assert!(rows.iter().all(|p| p["state"] == "active"), "{rows:?}");
+    }
+    // s2's LFT as the SM computed it, by name, and as s2 holds it.
+    let computed = f.s1.show_json("ib lft s2");
+    let held = f.s2.show_json("ib lft");
+    assert_eq!(computed["entries"], held["entries"], "{computed} vs {held}");
+
+    // Every HCA pings every other.
+    let list: Vec<String> = lids.iter().map(u64::to_string).collect();
+    std::fs::write(&ping_file, format!("{}\n", list.join(" "))).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    for (i, host) in hosts.iter_mut().enumerate() {
+        let out = host.stop(Duration::from_secs(3)).unwrap();
+        let events = events(&out);
+        let own = event(&events, "lid").last().map(|e| e["lid"].as_u64().unwrap()).unwrap();
+        let pings = event(&events, "ping_summary");
+        for &lid in lids.iter().filter(|&&l| l != own) {
+            let ping = pings.iter().find(|p| p["to"] == lid).unwrap_or_else(|| panic!("host {i}: {events:?}"));
+            assert_eq!(ping["received"], 3, "host {i} -> {lid}: {ping}");
+        }
+    }
+}

@@ -1,0 +1,332 @@
+//! BGP-EVPN between `switchd` VTEPs: two leaves and a spine, eBGP (IPv4
+//! unicast for the loopbacks, L2VPN EVPN for the overlay) over the links.
+//! The leaves map VLAN 10 to VNI 10100 with no static flood list: the flood
+//! lists come from type 3 routes and the hosts' MACs from type 2 routes.
+//! The spine holds no VNI; it passes the EVPN routes on with the VTEP next
+//! hop unchanged.
+//!
+//! ```text
+//!                 [s1 AS65000, no VNI]
+//!                 eth1            eth2
+//!      10.1.0.0/31 /                \ 10.2.0.0/31
+//!             eth1                    eth1
+//!   [l1 AS65101 VTEP 10.255.0.1]    [l2 AS65102 VTEP 10.255.0.2]
+//!             eth3 (VLAN 10 = VNI 10100)  eth3
+//!          [h1 192.168.100.11]      [h2 192.168.100.12]
+//! ```
+//!
+//! Checked: the hosts ping each other; each leaf's `show evpn vni` lists the
+//! other VTEP as the VNI's only remote VTEP, `show evpn mac vni all` has the
+//! other host's MAC as remote behind the other VTEP (from its type 2
+//! route, as `show bgp l2vpn evpn route type 2` shows it with the VNI,
+//! route target and encapsulation) and its own host's as local; the FDB
+//! (`show mac`) has the remote MAC behind that VTEP; the spine holds all
+//! routes without any VNI.
+
+use std::time::{Duration, Instant};
+
+use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
+use serde_json::Value;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+
+fn spine() -> String {
+    "name: s1
+lldp: { enabled: false }
+loopback: [10.255.1.1/32]
+ports:
+  - { name: eth1, mode: routed, addresses: [10.1.0.1/31] }
+  - { name: eth2, mode: routed, addresses: [10.2.0.1/31] }
+bgp:
+  asn: 65000
+  timers: { hold_time: 9, connect_retry: 2 }
+  redistribute: [loopback]
+  neighbors:
+    - { interface: eth1, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
+    - { interface: eth2, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
+"
+    .into()
+}
+
+fn leaf(i: u8) -> String {
+    format!(
+        "name: l{i}
+lldp: {{ enabled: false }}
+loopback: [10.255.0.{i}/32]
+ports:
+  - {{ name: eth1, mode: routed, addresses: [10.{i}.0.0/31] }}
+  - {{ name: eth3, mode: access, vlan: 10 }}
+vlans:
+  - {{ id: 10 }}
+vxlan:
+  source: 10.255.0.{i}
+  vnis: [{{ vni: 10100, vlan: 10 }}]
+bgp:
+  asn: 6510{i}
+  timers: {{ hold_time: 9, connect_retry: 2 }}
+  redistribute: [loopback]
+  neighbors:
+    - {{ interface: eth1, remote_as: 65000, families: [ipv4-unicast, l2vpn-evpn] }}
+  evpn:
+    vtep_ip: 10.255.0.{i}
+    vnis: [{{ vni: 10100 }}]
+"
+    )
+}
+
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + CONVERGE;
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {CONVERGE:?} waiting for {what}");
+        std::thread::sleep(Duration::from_millis(250));
+    }
+}
+
+fn json(sw: &Switchd, args: &[&str]) -> Value {
+    let mut argv = args.to_vec();
+    argv.push("--json");
+    serde_json::from_str(&sw.swcli(&argv)).expect("swcli --json")
+}
+
+fn mac_of(ns: &Netns) -> String {
+    ns.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_lowercase()
+}
+
+/// `show evpn mac vni all` entry for `mac`.
+fn evpn_mac(sw: &Switchd, mac: &str) -> Option<Value> {
+    json(sw, &["show", "evpn", "mac", "vni", "all"]).as_array()?.iter().find(|m| m["mac"] == mac).cloned()
+}
+
+#[test]
+fn switchd_leaves_build_the_overlay_from_evpn_routes() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("evs");
+    let l1 = Netns::new("ev1");
+    let l2 = Netns::new("ev2");
+    let h1 = Netns::new("eh1");
+    let h2 = Netns::new("eh2");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h1, "eth0", &l1, "eth3");
+    veth(&h2, "eth0", &l2, "eth3");
+    for (h, addr) in [(&h1, "192.168.100.11/24"), (&h2, "192.168.100.12/24")] {
+        h.host_setup("eth0", addr, None);
+        // Room for the 50 bytes of VXLAN encapsulation.
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    let spine = Switchd::start(&s1, &spine());
+    let leaf1 = Switchd::start(&l1, &leaf(1));
+    let leaf2 = Switchd::start(&l2, &leaf(2));
+    let (leaves, vteps) = ([&leaf1, &leaf2], ["10.255.0.1", "10.255.0.2"]);
+
+    // Flood lists from type 3 routes: each leaf floods VNI 10100 to the other.
+    for (i, sw) in leaves.iter().enumerate() {
+        let other = vteps[1 - i];
+        wait_for(&format!("l{} flooding to {other}", i + 1), || {
+            let vnis = json(sw, &["show", "evpn", "vni"]);
+            let vni = vnis.as_array()?.iter().find(|v| v["vni"] == 10100)?.clone();
+            (vni["remote_vteps"] == serde_json::json!([other])).then_some(())
+        });
+    }
+    assert!(h1.ping_until("192.168.100.12", CONVERGE), "h1 -> h2 across the overlay");
+    assert!(h1.ping("192.168.100.12", 3) && h2.ping("192.168.100.11", 3), "every reply both ways");
+
+    // MACs through type 2 routes: local on one leaf, remote on the other.
+    let macs = [mac_of(&h1), mac_of(&h2)];
+    for (i, sw) in leaves.iter().enumerate() {
+        let (own, other) = (&macs[i], &macs[1 - i]);
+        let remote = wait_for(&format!("{other} remote on l{}", i + 1), || evpn_mac(sw, other));
+        assert_eq!(
+            (remote["kind"].as_str(), remote["vtep"].as_str()),
+            (Some("remote"), Some(vteps[1 - i])),
+            "{remote}"
+        );
+        let local = wait_for(&format!("{own} local on l{}", i + 1), || evpn_mac(sw, own));
+        assert_eq!(local["kind"], "local", "{local}");
+        // The forwarding table has the remote MAC behind the other VTEP.
+        let fdb = sw.show_rows("mac");
+        let entry = fdb.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(other)));
+        let dest = entry.and_then(|e| e["destination"].as_str()).unwrap_or_default();
+        assert!(dest.contains(vteps[1 - i]), "l{}'s FDB entry for {other}: {entry:?}", i + 1);
+    }
+
+    // The route behind l1's view of h2: type 2 from l2 with VNI, RT and
+    // encapsulation, next hop l2's VTEP (through the spine, unchanged).
+    let table = json(&leaf1, &["show", "bgp", "l2vpn", "evpn", "route", "type", "2"]);
+    let routes = table["routes"].as_array().expect("routes");
+    assert!(routes.iter().all(|r| r["route_type"] == 2), "{table:#}");
+    let h2_route = routes
+        .iter()
+        .find(|r| r["prefix"].as_str().is_some_and(|p| p.contains(&macs[1]) && p.starts_with("10.255.0.2:10100")))
+        .unwrap_or_else(|| panic!("no type 2 for h2 from l2: {table:#}"));
+    let best = &h2_route["paths"][0];
+    assert_eq!(best["next_hop"], "10.255.0.2", "{best}");
+    assert_eq!(best["label1"], 10100, "{best}");
+    assert_eq!(best["as_path"], "65000 65102", "{best}");
+    let communities: Vec<&str> = best["ext_communities"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(communities.contains(&"RT:65102:10100") && communities.contains(&"ET:8"), "{communities:?}");
+
+    // The spine carries every route (two type 3, two type 2 at least) and has no VNI.
+    let on_spine = json(&spine, &["show", "bgp", "l2vpn", "evpn"]);
+    let kinds: Vec<u64> =
+        on_spine["routes"].as_array().unwrap().iter().filter_map(|r| r["route_type"].as_u64()).collect();
+    assert!(
+        kinds.iter().filter(|&&k| k == 3).count() == 2 && kinds.iter().filter(|&&k| k == 2).count() >= 2,
+        "{kinds:?}"
+    );
+    let (ok, _, err) = spine.swcli_status(&["show", "evpn", "vni"]);
+    assert!(!ok && err.contains("not configured"), "{err}");
+}
+
+/// GoBGP (AS 65000, on switchd's link) injects EVPN routes with its CLI:
+/// a type 2 (MAC), a type 3 (flood list) and a type 5 (a prefix for the
+/// IP-VRF). switchd installs the MAC and the flood entry (`show evpn`,
+/// `show mac`, `show vxlan`) and the prefix in its VRF (`show vrf`), and
+/// removes them when GoBGP withdraws; switchd's own type 3 is in GoBGP's RIB.
+#[test]
+fn gobgp_injects_evpn_routes_that_switchd_installs_and_withdraws() {
+    use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, gobgp_available};
+    if !require_root_and_tools("switchd_evpn", &["ip"]) || !gobgp_available("switchd_evpn") {
+        return;
+    }
+    let sw = Netns::new("evg");
+    let gb = Netns::new("evb");
+    let host = Netns::new("evh");
+    veth(&gb, "eth0", &sw, "eth1");
+    veth(&host, "eth0", &sw, "eth3");
+    gb.host_setup("eth0", "10.1.0.1/31", None);
+    let config = "name: l1
+lldp: { enabled: false }
+loopback: [10.255.0.1/32]
+ports:
+  - { name: eth1, mode: routed, addresses: [10.1.0.0/31] }
+  - { name: eth3, mode: access, vlan: 10 }
+vlans:
+  - { id: 10 }
+vxlan:
+  source: 10.255.0.1
+  vnis: [{ vni: 10100, vlan: 10 }]
+bgp:
+  asn: 65101
+  timers: { hold_time: 9, connect_retry: 2 }
+  neighbors:
+    - { interface: eth1, remote_as: 65000, families: [ipv4-unicast, l2vpn-evpn] }
+  evpn:
+    vtep_ip: 10.255.0.1
+    vnis: [{ vni: 10100, vrf: tenant1 }]
+    vrfs: [{ name: tenant1, l3vni: 4000, router_mac: '02:00:00:00:01:01' }]
+";
+    let switchd = Switchd::start(&sw, config);
+    let mut neighbor = GobgpNeighbor::new("10.1.0.0", 65101);
+    neighbor.families = vec![fabric_tests::frr::Afi::Ipv4];
+    neighbor.evpn = true;
+    let gobgp = Gobgp::start(&gb, &GobgpConfig::new(65000, "10.1.0.1").neighbor(neighbor));
+    gobgp.wait_established("10.1.0.0", CONVERGE);
+
+    // GoBGP's CLI, as its docs spell the three route types. The RTs carry
+    // GoBGP's AS: switchd's derived RTs match them with the AS masked, as FRR's do.
+    let rd = ["rd", "10.1.0.1:100"];
+    let macadv = [
+        "macadv",
+        "02:00:00:00:00:aa",
+        "0.0.0.0",
+        "etag",
+        "0",
+        "label",
+        "10100",
+        rd[0],
+        rd[1],
+        "rt",
+        "65000:10100",
+        "encap",
+        "vxlan",
+    ];
+    let multicast = [
+        "multicast",
+        "10.1.0.1",
+        "etag",
+        "0",
+        rd[0],
+        rd[1],
+        "rt",
+        "65000:10100",
+        "encap",
+        "vxlan",
+        "pmsi",
+        "ingress-repl",
+        "10100",
+        "10.1.0.1",
+    ];
+    let prefix = [
+        "prefix",
+        "172.16.50.0/24",
+        "etag",
+        "0",
+        "rd",
+        "10.1.0.1:4000",
+        "rt",
+        "65000:4000",
+        "encap",
+        "vxlan",
+        "label",
+        "4000",
+        "router-mac",
+        "02:00:00:00:00:99",
+    ];
+    for route in [&macadv[..], &multicast[..], &prefix[..]] {
+        let mut args = vec!["global", "rib", "-a", "evpn", "add"];
+        args.extend_from_slice(route);
+        gobgp.cli(&args);
+    }
+
+    let mac = wait_for("GoBGP's MAC in show evpn mac", || evpn_mac(&switchd, "02:00:00:00:00:aa"));
+    assert_eq!((mac["kind"].as_str(), mac["vtep"].as_str()), (Some("remote"), Some("10.1.0.1")), "{mac}");
+    let fdb = switchd.show_rows("mac");
+    let entry = fdb.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case("02:00:00:00:00:aa")));
+    assert!(entry.and_then(|e| e["destination"].as_str()).is_some_and(|d| d.contains("10.1.0.1")), "FDB: {fdb:#?}");
+    wait_for("GoBGP's VTEP on the flood list", || {
+        let vnis = json(&switchd, &["show", "evpn", "vni", "10100"]);
+        (vnis[0]["remote_vteps"] == serde_json::json!(["10.1.0.1"])).then_some(())
+    });
+    let vxlan = switchd.show_json("vxlan");
+    assert!(vxlan["remote_vteps"].as_array().unwrap().iter().any(|v| v["address"] == "10.1.0.1"), "{vxlan}");
+    let vrf = wait_for("the type 5 prefix in tenant1", || {
+        let vrfs = json(&switchd, &["show", "vrf"]);
+        let routes = vrfs[0]["routes"].as_array()?.clone();
+        routes.into_iter().find(|r| r["prefix"] == "172.16.50.0/24")
+    });
+    assert_eq!(vrf["next_hops"], serde_json::json!(["10.1.0.1 vni 4000 rmac 02:00:00:00:00:99"]), "{vrf}");
+
+    // Ours in GoBGP's RIB: switchd's type 3 for VNI 10100 with its RD.
+    let ours = (0..40)
+        .map(|_| {
+            std::thread::sleep(Duration::from_millis(250));
+            gobgp.cli(&["global", "rib", "-a", "evpn"])
+        })
+        .find(|rib| rib.contains("10.255.0.1:10100"))
+        .unwrap_or_else(|| gobgp.cli(&["global", "rib", "-a", "evpn"]));
+    assert!(ours.contains("10.255.0.1:10100"), "switchd's type 3 in GoBGP's RIB:\n{ours}");
+
+    // GoBGP withdraws: the MAC, the flood entry and the prefix go.
+    for route in [&macadv[..], &multicast[..], &prefix[..]] {
+        let mut args = vec!["global", "rib", "-a", "evpn", "del"];
+        args.extend_from_slice(route);
+        gobgp.cli(&args);
+    }
+    wait_for("everything from GoBGP withdrawn", || {
+        let gone = evpn_mac(&switchd, "02:00:00:00:00:aa").is_none()
+            && json(&switchd, &["show", "evpn", "vni", "10100"])[0]["remote_vteps"] == serde_json::json!([])
+            && json(&switchd, &["show", "vrf"])[0]["routes"] == serde_json::json!([]);
+        gone.then_some(())
+    });
+    let fdb = switchd.show_rows("mac");
+    assert!(
+        !fdb.iter().any(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case("02:00:00:00:00:aa"))),
+        "{fdb:#?}"
+    );
+}
