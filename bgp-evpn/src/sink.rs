@@ -9,7 +9,7 @@
 //! handful) rather than scanning the shim's route entries. EVPN's layer-2
 //! state goes into the shim through [`overlay::Overlay`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -148,6 +148,14 @@ impl RouteSink for QueueSink {
     }
 }
 
+/// Routes new to the shim, resolved and waiting for one bulk create: each
+/// with its usable next hops, its key and the next-hop object it points at.
+#[derive(Default)]
+struct NewRoutes {
+    routes: Vec<(Nlri, Vec<IpAddr>, RouteEntryKey, ObjectId)>,
+    prefixes: HashSet<Nlri>,
+}
+
 /// A next-hop group shared by every route with the same ECMP set.
 struct Group {
     id: ObjectId,
@@ -277,10 +285,17 @@ impl<B: Backend> ShimProgrammer<B> {
         }
     }
 
-    pub fn install(&mut self, sai: &mut Sai<B>, nlri: Nlri, next_hops: &[IpAddr]) {
+    /// The next hops a route can use: those in a connected subnet, sorted,
+    /// each once (the key of a shared group).
+    fn usable_hops(&self, next_hops: &[IpAddr]) -> Vec<IpAddr> {
         let mut hops: Vec<IpAddr> = next_hops.iter().copied().filter(|ip| self.resolve(*ip).is_some()).collect();
         hops.sort();
         hops.dedup();
+        hops
+    }
+
+    pub fn install(&mut self, sai: &mut Sai<B>, nlri: Nlri, next_hops: &[IpAddr]) {
+        let hops = self.usable_hops(next_hops);
         if hops.is_empty() {
             tracing::debug!(%nlri, ?next_hops, "no next hop in a connected subnet; not installed");
             self.errors.fetch_add(1, Ordering::Relaxed);
@@ -364,14 +379,88 @@ impl<B: Backend> ShimProgrammer<B> {
         }
     }
 
+    /// Applies changes in order. Routes new to the shim (nearly all of a
+    /// table load) are gathered and created with one bulk call, which the
+    /// kernel backend turns into one netlink batch; any other change first
+    /// creates what is gathered, so the shim sees the changes in order.
+    pub fn apply_batch(&mut self, sai: &mut Sai<B>, changes: impl IntoIterator<Item = FibChange>) {
+        let mut gathered = NewRoutes::default();
+        for change in changes {
+            if let FibChange::Route { vrf: None, prefix, next_hops } = &change
+                && !next_hops.is_empty()
+                && let Some(nlri) = Nlri::from_network(*prefix)
+                && !self.routes.contains_key(&nlri)
+                && !gathered.prefixes.contains(&nlri)
+            {
+                let hops: Vec<IpAddr> = next_hops.iter().filter_map(NextHop::ip).collect();
+                self.gather(sai, &mut gathered, nlri, &hops);
+                continue;
+            }
+            self.create_gathered(sai, &mut gathered);
+            self.apply(sai, change);
+        }
+        self.create_gathered(sai, &mut gathered);
+    }
+
+    /// Resolves a route new to the shim and holds its next-hop object for
+    /// [`Self::create_gathered`]; counts it when it cannot be installed (as
+    /// [`Self::install`] does).
+    fn gather(&mut self, sai: &mut Sai<B>, gathered: &mut NewRoutes, nlri: Nlri, next_hops: &[IpAddr]) {
+        let hops = self.usable_hops(next_hops);
+        let Some(destination) = to_network(&nlri) else { return };
+        if hops.is_empty() {
+            tracing::debug!(%nlri, ?next_hops, "no next hop in a connected subnet; not installed");
+            self.errors.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let Some(target) = self.acquire(sai, &hops) else {
+            tracing::debug!(%nlri, ?hops, "next hops not created; route not installed");
+            self.errors.fetch_add(1, Ordering::Relaxed);
+            return;
+        };
+        let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination };
+        gathered.prefixes.insert(nlri);
+        gathered.routes.push((nlri, hops, key, target));
+    }
+
+    /// Creates the gathered routes with one bulk call; a route the shim
+    /// refuses (a connected, local or static route of the same prefix
+    /// wins) is counted and its next hops released.
+    fn create_gathered(&mut self, sai: &mut Sai<B>, gathered: &mut NewRoutes) {
+        if gathered.routes.is_empty() {
+            return;
+        }
+        let attributes: Vec<[RouteEntryAttr; 2]> = gathered
+            .routes
+            .iter()
+            .map(|(.., target)| {
+                [RouteEntryAttr::PacketAction(PacketAction::Forward), RouteEntryAttr::NextHopId(Some(*target))]
+            })
+            .collect();
+        let entries: Vec<(RouteEntryKey, &[RouteEntryAttr])> =
+            gathered.routes.iter().zip(&attributes).map(|((_, _, key, _), attrs)| (*key, &attrs[..])).collect();
+        let results = sai.create_route_entries(&entries);
+        gathered.prefixes.clear();
+        for ((nlri, hops, ..), result) in gathered.routes.drain(..).zip(results) {
+            match result {
+                Ok(()) => {
+                    self.routes.insert(nlri, hops);
+                }
+                Err(error) => {
+                    tracing::debug!(%nlri, %error, "route not installed");
+                    self.errors.fetch_add(1, Ordering::Relaxed);
+                    self.release(sai, &hops);
+                }
+            }
+        }
+    }
+
     /// Applies queued changes until every sender is gone, a batch per lock.
     pub async fn run(mut self, sai: Arc<Mutex<Sai<B>>>, mut changes: mpsc::UnboundedReceiver<FibChange>) {
         let mut batch = Vec::with_capacity(BATCH);
         while changes.recv_many(&mut batch, BATCH).await > 0 {
             let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
-            for change in batch.drain(..) {
-                self.apply(&mut shim, change);
-            }
+            self.apply_batch(&mut shim, batch.drain(..));
         }
     }
 }
@@ -418,6 +507,39 @@ mod tests {
         (sai, ShimProgrammer::new(subnets))
     }
 
+    #[test]
+    fn remote_macs_and_flood_lists_become_tunnel_objects_shared_per_vtep_and_released() {
+        use sai_shim::{FdbEntryKey, TunnelAttr, TunnelMapEntryAttr, VlanAttr};
+        let (mut sai, p) = shim();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.1.0.1".parse().unwrap())]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        sai.create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VlanId(vlan),
+            TunnelMapEntryAttr::Vni(100),
+        ])
+        .unwrap();
+        let mut p = p.with_overlay(overlay::Overlay::new(tunnel, [(100, vlan)].into(), []));
+        let (vtep, mac) = (ip("10.2.0.2"), MacAddr([2, 0, 0, 0, 0, 7]));
+        let key = FdbEntryKey { vlan, mac: sai_shim::EthernetAddress(mac.0) };
+        p.apply(&mut sai, FibChange::FloodVtep { vni: 100, vtep, present: true });
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: Some(vtep) });
+        // One endpoint and bridge port for the VTEP, used by both.
+        assert_eq!(count(&sai, ObjectType::TunnelEndpoint), 1);
+        assert_eq!(count(&sai, ObjectType::VlanMember), 1);
+        let bridge_port = sai.get_fdb_entry(key).unwrap().bridge_port;
+        assert_eq!(bridge_port.object_type(), Some(ObjectType::BridgePort));
+        // An unmapped VNI is refused and counted.
+        p.apply(&mut sai, FibChange::FloodVtep { vni: 999, vtep, present: true });
+        assert_eq!(errors(&p), 1);
+        // The flood entry goes; the MAC still holds the VTEP; then nothing does.
+        p.apply(&mut sai, FibChange::FloodVtep { vni: 100, vtep, present: false });
+        assert_eq!((count(&sai, ObjectType::VlanMember), count(&sai, ObjectType::TunnelEndpoint)), (0, 1));
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: None });
+        assert!(sai.get_fdb_entry(key).is_err());
+        assert_eq!((count(&sai, ObjectType::TunnelEndpoint), count(&sai, ObjectType::BridgePort)), (0, 0));
+    }
+
     fn target(sai: &Shim, prefix: &str) -> Option<ObjectId> {
         let key = RouteEntryKey { virtual_router: sai.default_virtual_router(), destination: prefix.parse().unwrap() };
         sai.get_route_entry(key).ok().and_then(|r| r.next_hop)
@@ -456,6 +578,74 @@ mod tests {
         assert_eq!(target(&sai, "10.255.0.2/32"), None);
         assert_eq!(count(&sai, ObjectType::NextHop), 0);
         assert_eq!(errors(&p), 0);
+    }
+
+    fn route(prefix: &str, hops: &[&str]) -> FibChange {
+        FibChange::Route {
+            vrf: None,
+            prefix: prefix.parse().unwrap(),
+            next_hops: hops.iter().map(|h| NextHop::Ip(ip(h))).collect(),
+        }
+    }
+
+    /// A batch with new routes (created in bulk) mixed with changes to
+    /// routes of the same batch, a withdraw, an unresolvable route and a
+    /// prefix a connected route holds ends as the same changes one by one.
+    #[test]
+    fn a_batch_ends_as_its_changes_applied_one_by_one() {
+        let batch = vec![
+            route("10.9.0.0/16", &["10.1.0.2"]),
+            route("10.8.0.0/16", &["10.1.0.2", "10.2.0.2"]),
+            route("10.7.0.0/16", &["192.0.2.1"]),
+            route("10.9.0.0/16", &["10.2.0.2"]),
+            route("10.6.0.0/16", &["10.2.0.2", "10.1.0.2"]),
+            route("10.3.0.0/30", &["10.1.0.2"]),
+            route("10.8.0.0/16", &[]),
+            route("10.5.0.0/16", &["10.3.0.2"]),
+        ];
+        let (mut bulk, mut p_bulk) = shim();
+        p_bulk.apply_batch(&mut bulk, batch.clone());
+        let (mut single, mut p_single) = shim();
+        for change in batch {
+            p_single.apply(&mut single, change);
+        }
+        let table = |sai: &Shim| -> Vec<(String, Option<Vec<IpAddr>>)> {
+            let mut routes: Vec<_> = sai
+                .store()
+                .route_entries()
+                .map(|(key, entry)| {
+                    let hops = entry.next_hop.map(|id| match id.object_type() {
+                        Some(ObjectType::NextHop) => vec![sai.get_next_hop(id).unwrap().ip],
+                        Some(ObjectType::NextHopGroup) => sai
+                            .get_next_hop_group_members(id)
+                            .unwrap()
+                            .into_iter()
+                            .map(|nh| sai.get_next_hop(nh).unwrap().ip)
+                            .collect(),
+                        _ => Vec::new(),
+                    });
+                    (key.destination.to_string(), hops)
+                })
+                .collect();
+            routes.sort();
+            routes
+        };
+        assert_eq!(table(&bulk), table(&single));
+        assert_eq!(target(&bulk, "10.8.0.0/16"), None);
+        assert_eq!(target(&bulk, "10.7.0.0/16"), None);
+        assert_eq!(sai_ip(&bulk, "10.9.0.0/16"), Some(ip("10.2.0.2")));
+        let group = target(&bulk, "10.6.0.0/16").unwrap();
+        assert_eq!(group.object_type(), Some(ObjectType::NextHopGroup));
+        // The unresolvable route and the connected prefix are counted.
+        assert_eq!(errors(&p_bulk), 2);
+        assert_eq!(errors(&p_bulk), errors(&p_single));
+        for t in [ObjectType::NextHop, ObjectType::NextHopGroup, ObjectType::NextHopGroupMember] {
+            assert_eq!(count(&bulk, t), count(&single, t), "{t:?}");
+        }
+    }
+
+    fn sai_ip(sai: &Shim, prefix: &str) -> Option<IpAddr> {
+        Some(sai.get_next_hop(target(sai, prefix)?).ok()?.ip)
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! the backend is asked to program it, and is recorded only if the backend
 //! succeeded.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use dataplane::wire::EthernetAddress;
 
@@ -923,6 +923,49 @@ impl<B: Backend> Sai<B> {
         self.store.add_users(Referrer::RouteEntry, &ObjectStore::route_references(&key, &entry));
         self.store.routes.insert(key, entry);
         Ok(())
+    }
+
+    /// Creates several route entries at once, as SAI's bulk
+    /// `create_route_entries` with error mode "ignore error": each entry is
+    /// checked and created on its own and has its own result, in order; a
+    /// refused entry leaves the others alone. A backend that can hand the
+    /// whole set to its dataplane in one go (the kernel backend: one
+    /// netlink batch) does, which is what makes a full table load fast.
+    pub fn create_route_entries(&mut self, entries: &[(RouteEntryKey, &[RouteEntryAttr])]) -> Vec<SaiResult<()>> {
+        let mut results: Vec<SaiResult<()>> = Vec::with_capacity(entries.len());
+        let mut valid = Vec::with_capacity(entries.len());
+        let mut indexes = Vec::with_capacity(entries.len());
+        let mut keys = HashSet::with_capacity(entries.len());
+        for (index, (key, attrs)) in entries.iter().enumerate() {
+            let checked = check_duplicates("route entry", attrs).and_then(|()| {
+                let entry = RouteEntry::build(attrs)?;
+                self.store.check_route_entry(key, &entry)?;
+                if self.store.routes.contains_key(key) || !keys.insert(*key) {
+                    return Err(SaiError::AlreadyExists(EntryKey::Route(*key).to_string()));
+                }
+                Ok(entry)
+            });
+            match checked {
+                Ok(entry) => {
+                    valid.push((*key, entry));
+                    indexes.push(index);
+                    results.push(Ok(()));
+                }
+                Err(error) => results.push(Err(error)),
+            }
+        }
+        let created = self.backend.create_route_entries(&self.store, &valid);
+        debug_assert_eq!(created.len(), valid.len(), "one result per entry");
+        for ((index, (key, entry)), result) in indexes.into_iter().zip(valid).zip(created) {
+            match result {
+                Ok(()) => {
+                    self.store.add_users(Referrer::RouteEntry, &ObjectStore::route_references(&key, &entry));
+                    self.store.routes.insert(key, entry);
+                }
+                Err(error) => results[index] = Err(error),
+            }
+        }
+        results
     }
 
     pub fn set_route_entry_attribute(&mut self, key: RouteEntryKey, attr: RouteEntryAttr) -> SaiResult<()> {

@@ -344,3 +344,51 @@ fn get_returns_what_was_set() {
         mac(0x77)
     );
 }
+
+/// Bulk route creation (SAI's `create_route_entries`, error mode "ignore"):
+/// one result per entry, each what a single create would have said; the
+/// refused ones are not in the store, the others are and hold their next hop.
+#[test]
+fn bulk_route_creation_has_a_result_per_entry() {
+    let mut lab = Lab::new();
+    let port = lab.port("eth1");
+    let vr = lab.sai.default_virtual_router();
+    let rif = lab
+        .sai
+        .create_router_interface(&[
+            RouterInterfaceAttr::VirtualRouterId(vr),
+            RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
+        ])
+        .unwrap();
+    let ip: IpAddr = "10.0.0.2".parse().unwrap();
+    let nh = lab.sai.create_next_hop(&[NextHopAttr::Ip(ip), NextHopAttr::RouterInterfaceId(rif)]).unwrap();
+    let key = |prefix: &str| RouteEntryKey { virtual_router: vr, destination: net(prefix) };
+    let existing = key("192.0.2.0/24");
+    lab.sai.create_route_entry(existing, &[RouteEntryAttr::NextHopId(Some(nh))]).unwrap();
+
+    let via = [RouteEntryAttr::NextHopId(Some(nh))];
+    let no_next_hop: [RouteEntryAttr; 0] = [];
+    let entries: Vec<(RouteEntryKey, &[RouteEntryAttr])> = vec![
+        (key("198.51.100.0/24"), &via),
+        (existing, &via),
+        (key("203.0.113.0/24"), &no_next_hop),
+        (key("203.0.113.7/24"), &via),
+        (key("198.51.100.0/24"), &via),
+        (key("2001:db8::/32"), &via),
+    ];
+    let results = lab.sai.create_route_entries(&entries);
+    assert_eq!(results.len(), entries.len());
+    assert_eq!(results[0], Ok(()));
+    assert!(matches!(&results[1], Err(SaiError::AlreadyExists(what)) if what.contains("192.0.2.0/24")), "{results:?}");
+    assert!(matches!(results[2], Err(SaiError::InvalidAttribute { attribute: "NEXT_HOP_ID", .. })), "{results:?}");
+    assert!(matches!(results[3], Err(SaiError::InvalidAttribute { attribute: "destination", .. })), "{results:?}");
+    assert!(matches!(&results[4], Err(SaiError::AlreadyExists(_))), "the same key twice: {results:?}");
+    assert_eq!(results[5], Ok(()));
+
+    assert_eq!(lab.sai.get_route_entry(key("198.51.100.0/24")).unwrap().next_hop, Some(nh));
+    assert_eq!(lab.sai.get_route_entry(key("2001:db8::/32")).unwrap().next_hop, Some(nh));
+    assert!(lab.sai.get_route_entry(key("203.0.113.0/24")).is_err());
+    assert_eq!(lab.sai.store().route_entries().count(), 3);
+    // The created routes hold their next hop like single creates.
+    assert_eq!(lab.sai.remove(nh), Err(SaiError::ObjectInUse { id: nh, count: 3, example: Referrer::RouteEntry }));
+}

@@ -19,6 +19,7 @@ use crate::wait::poll_until;
 
 pub const BGPD: &str = "/usr/lib/frr/bgpd";
 pub const VTYSH: &str = "vtysh";
+pub const ZEBRA: &str = "/usr/lib/frr/zebra";
 
 /// Whether bgpd and vtysh are installed (and we are root). Fails under
 /// `CI=true`, otherwise prints a skip message; see
@@ -38,6 +39,8 @@ pub fn frr_available(test: &str) -> bool {
 /// A running bgpd.
 pub struct Frr {
     process: ProcessGuard,
+    /// zebra, when bgpd installs its routes in the kernel through it.
+    zebra: Option<ProcessGuard>,
     dir: TempDir,
     ns_name: String,
 }
@@ -68,9 +71,72 @@ impl Frr {
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log);
         let process = ProcessGuard::spawn("bgpd", cmd);
-        let frr = Frr { process, dir, ns_name: ns.name().to_string() };
+        let frr = Frr { process, zebra: None, dir, ns_name: ns.name().to_string() };
         frr.wait_ready(Duration::from_secs(15));
         frr
+    }
+
+    /// Starts zebra, then bgpd connected to it, in `ns`: bgpd's best paths
+    /// go through zebra into the namespace's kernel FIB, as FRR runs on a
+    /// Linux router. zebra gets Debian's packaged options (`-s 90000000`, a
+    /// 90 MB netlink receive buffer) and otherwise its defaults (its
+    /// dataplane thread batches netlink requests; nexthop groups as kernel
+    /// nexthop objects where the kernel has them).
+    pub fn start_with_zebra(ns: &Netns, config: &str) -> Frr {
+        let dir = TempDir::new("frr");
+        // zebra drops to the `frr` user (it keeps only the capabilities it
+        // needs and has no switch to stay root), so its directory must be
+        // writable to it.
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .expect("chmod the FRR directory");
+        let zserv = dir.path().join("zserv.api");
+        std::fs::write(dir.path().join("zebra.conf"), "hostname zebra\n").expect("write zebra.conf");
+        let log = std::fs::File::create(dir.path().join("zebra.log")).expect("create zebra.log");
+        let mut cmd = ns.command(ZEBRA);
+        cmd.args(["-P", "0", "-s", "90000000", "--log", "stdout", "--log-level", "info"])
+            .arg("-f")
+            .arg(dir.path().join("zebra.conf"))
+            .arg("-i")
+            .arg(dir.path().join("zebra.pid"))
+            .arg("-z")
+            .arg(&zserv)
+            .arg("--vty_socket")
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup log"))
+            .stderr(log);
+        let zebra = ProcessGuard::spawn("zebra", cmd);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !zserv.exists() {
+            assert!(Instant::now() < deadline, "zebra in {} opened no zserv socket", ns.name());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+
+        let conf = dir.path().join("bgpd.conf");
+        std::fs::write(&conf, config).expect("write bgpd.conf");
+        let log = std::fs::File::create(dir.path().join("bgpd.log")).expect("create bgpd.log");
+        let mut cmd = ns.command(BGPD);
+        cmd.args(["-S", "-P", "0", "--log", "stdout", "--log-level", "info"])
+            .arg("-f")
+            .arg(&conf)
+            .arg("-i")
+            .arg(dir.path().join("bgpd.pid"))
+            .arg("-z")
+            .arg(&zserv)
+            .arg("--vty_socket")
+            .arg(dir.path())
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup log"))
+            .stderr(log);
+        let process = ProcessGuard::spawn("bgpd", cmd);
+        let frr = Frr { process, zebra: Some(zebra), dir, ns_name: ns.name().to_string() };
+        frr.wait_ready(Duration::from_secs(15));
+        frr
+    }
+
+    /// zebra's process id, when it runs.
+    pub fn zebra_pid(&self) -> Option<u32> {
+        self.zebra.as_ref().map(ProcessGuard::id)
     }
 
     fn wait_ready(&self, timeout: Duration) {
@@ -103,7 +169,11 @@ impl Frr {
 
     /// What bgpd logged so far.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("bgpd.log")).unwrap_or_default()
+        let read = |name: &str| std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
+        match self.zebra {
+            Some(_) => format!("{}--- zebra ---\n{}", read("bgpd.log"), read("zebra.log")),
+            None => read("bgpd.log"),
+        }
     }
 
     /// Runs vtysh against this bgpd, one `-c` per command; returns (success,

@@ -65,6 +65,10 @@ pub struct GobgpConfig {
     /// gobgpd's `--log-level` (debug logs every path: too much for
     /// benchmarks).
     pub log_level: &'static str,
+    /// A global export policy setting each neighbour's next hop to the
+    /// session's local address: GoBGP keeps the next hop of injected (MRT)
+    /// routes even towards external peers, which cannot reach it.
+    pub next_hop_self: bool,
 }
 
 impl GobgpConfig {
@@ -75,6 +79,7 @@ impl GobgpConfig {
             listen_port: 179,
             neighbors: Vec::new(),
             log_level: "debug",
+            next_hop_self: false,
         }
     }
 
@@ -88,6 +93,21 @@ impl GobgpConfig {
             "[global.config]\n  as = {}\n  router-id = \"{}\"\n  port = {}\n",
             self.asn, self.router_id, self.listen_port
         );
+        if self.next_hop_self {
+            c.push_str(concat!(
+                "  [global.apply-policy.config]\n",
+                "    export-policy-list = [\"next-hop-self\"]\n",
+                "    default-export-policy = \"accept-route\"\n",
+                "\n[[policy-definitions]]\n",
+                "  name = \"next-hop-self\"\n",
+                "  [[policy-definitions.statements]]\n",
+                "    name = \"all\"\n",
+                "    [policy-definitions.statements.actions]\n",
+                "      route-disposition = \"accept-route\"\n",
+                "      [policy-definitions.statements.actions.bgp-actions]\n",
+                "        set-next-hop = \"self\"\n",
+            ));
+        }
         for n in &self.neighbors {
             c.push_str(&format!(
                 "\n[[neighbors]]\n  [neighbors.config]\n    neighbor-address = \"{}\"\n    peer-as = {}\n",

@@ -7,6 +7,7 @@
 //! collides with a new one.
 
 pub mod bgp_speaker;
+pub mod bird;
 pub mod fabric_host;
 pub mod frr;
 pub mod gobgp;

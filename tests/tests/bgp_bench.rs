@@ -1,15 +1,15 @@
 //! The measurement behind `scripts/bench-bgp` (ignored by default: run with
 //! `--ignored`): one GoBGP peer holds a generated table and feeds it, in
-//! turn, to FRR's bgpd and to our speaker; for each receiver it prints the
-//! seconds from session Established until the whole table is in the
-//! Loc-RIB, and the receiver's peak memory (VmHWM).
+//! turn, to FRR's bgpd, to BIRD and to our speaker; for each receiver it
+//! prints the seconds from session Established until the whole table is in
+//! the Loc-RIB, and the receiver's peak memory (VmHWM).
 //!
 //! The table is written as an MRT TABLE_DUMP_V2 file (RFC 6396) and loaded
 //! into GoBGP with `gobgp mrt inject global` before any receiver starts, so
 //! both receivers see the same table dump from an idle sender.
 //!
 //! Environment: `BGP_BENCH_PREFIXES` (default 100000), `BGP_BENCH_ONLY`
-//! (`frr` or `ours` to run one receiver), `BGP_BENCH_OUT` (a file the
+//! (`frr`, `bird` or `ours`, comma-separated, to run only those receivers), `BGP_BENCH_OUT` (a file the
 //! results are appended to as one JSON line per receiver).
 
 use std::io::Write;
@@ -17,12 +17,14 @@ use std::net::Ipv4Addr;
 use std::time::{Duration, Instant};
 
 use fabric_tests::TempDir;
+use fabric_tests::bird::{Bird, BirdConfig, BirdNeighbor, bird_available};
 use fabric_tests::frr::{Afi, Frr, FrrConfig, FrrNeighbor, frr_available, proc_status_kib};
 use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, MrtTable, gobgp_available};
 use fabric_tests::{Netns, veth};
 
 const FEEDER_AS: u32 = 65100;
 const FRR_AS: u32 = 65001;
+const BIRD_AS: u32 = 65002;
 const OURS_AS: u32 = 65003;
 /// What one receiver did.
 #[derive(Debug)]
@@ -174,6 +176,40 @@ fn bench_frr(ns: &Netns, feeder_addr: &str, count: u64, timeout: Duration) -> Lo
     }
 }
 
+/// BIRD: its routes go into its own table only (no `kernel` protocol), as
+/// FRR's bgpd runs without zebra here; nothing is exported back to the
+/// feeder. BIRD puts each route in its table as it imports it, so the
+/// protocol's `imported` count is the Loc-RIB's.
+fn bench_bird(ns: &Netns, feeder_addr: &str, local_addr: &str, count: u64, timeout: Duration) -> LoadResult {
+    let mut neighbor = BirdNeighbor::new("feeder", local_addr, feeder_addr, FEEDER_AS);
+    neighbor.timers = (30, 90);
+    neighbor.export = "none".to_string();
+    let config = BirdConfig::new(BIRD_AS, "10.77.0.12").neighbor(neighbor);
+    let started = Instant::now();
+    let bird = Bird::start(ns, &config.render());
+    let idle_rss_kib = proc_status_kib(bird.pid(), "VmRSS").unwrap_or(0);
+    let established = poll_until(timeout, Duration::from_millis(20), || bird.established("feeder"))
+        .expect("BIRD: session to the feeder not Established");
+    // birdc is answered by BIRD's one thread, between UPDATEs: polled as
+    // often as FRR is.
+    let every = Duration::from_millis(250);
+    let first = poll_count("BIRD first prefix", timeout, every, 1, || bird.imported("feeder"));
+    let loaded = poll_count("BIRD imported", timeout, every, count, || bird.imported("feeder"));
+    let result = LoadResult {
+        receiver: "bird",
+        prefixes: count,
+        first_prefix_seconds: (first - established).as_secs_f64(),
+        seconds: (loaded - established).as_secs_f64(),
+        seconds_from_start: (loaded - started).as_secs_f64(),
+        idle_rss_kib,
+        peak_kib: bird.vm_hwm_kib().unwrap_or(0),
+    };
+    let in_table = bird.route_count("master4");
+    println!("  bird: {in_table} networks in table master4");
+    assert!(in_table >= count, "BIRD's table holds {in_table} of {count}");
+    result
+}
+
 /// Our speaker, started from the binary in `$BGP_SPEAKER_BIN` (the script
 /// passes a release build) or the test profile's.
 fn bench_ours(ns: &Netns, feeder_addr: &str, count: u64, timeout: Duration) -> LoadResult {
@@ -239,23 +275,28 @@ fn bench_ours(ns: &Netns, feeder_addr: &str, count: u64, timeout: Duration) -> L
 #[test]
 #[ignore = "benchmark: run through scripts/bench-bgp"]
 fn bgp_table_load() {
-    if !frr_available("bgp_table_load") || !gobgp_available("bgp_table_load") {
+    if !frr_available("bgp_table_load") || !gobgp_available("bgp_table_load") || !bird_available("bgp_table_load") {
         return;
     }
     let count: u32 = std::env::var("BGP_BENCH_PREFIXES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let only = std::env::var("BGP_BENCH_ONLY").ok();
+    let runs = |receiver: &str| only.as_deref().is_none_or(|only| only.split(',').any(|o| o == receiver));
     let timeout =
         Duration::from_secs(std::env::var("BGP_BENCH_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(600));
 
     let feeder_ns = Netns::new("bbg");
     let frr_ns = Netns::new("bbf");
     let ours_ns = Netns::new("bbo");
+    let bird_ns = Netns::new("bbb");
     veth(&feeder_ns, "eth1", &frr_ns, "eth1");
     veth(&feeder_ns, "eth2", &ours_ns, "eth1");
+    veth(&feeder_ns, "eth3", &bird_ns, "eth1");
     feeder_ns.ip(&["addr", "add", "10.77.1.1/30", "dev", "eth1"]);
     frr_ns.ip(&["addr", "add", "10.77.1.2/30", "dev", "eth1"]);
     feeder_ns.ip(&["addr", "add", "10.77.2.1/30", "dev", "eth2"]);
     ours_ns.ip(&["addr", "add", "10.77.2.2/30", "dev", "eth1"]);
+    feeder_ns.ip(&["addr", "add", "10.77.3.1/30", "dev", "eth3"]);
+    bird_ns.ip(&["addr", "add", "10.77.3.2/30", "dev", "eth1"]);
 
     let dir = TempDir::new("bench");
     let mrt = dir.path().join("table.mrt");
@@ -271,7 +312,11 @@ fn bgp_table_load() {
     let mut to_ours = GobgpNeighbor::new("10.77.2.2", OURS_AS);
     to_ours.families = vec![Afi::Ipv4];
     to_ours.timers = (30, 90);
-    let mut feeder_config = GobgpConfig::new(FEEDER_AS, "10.77.0.1").neighbor(to_frr).neighbor(to_ours);
+    let mut to_bird = GobgpNeighbor::new("10.77.3.2", BIRD_AS);
+    to_bird.families = vec![Afi::Ipv4];
+    to_bird.timers = (30, 90);
+    let mut feeder_config =
+        GobgpConfig::new(FEEDER_AS, "10.77.0.1").neighbor(to_frr).neighbor(to_ours).neighbor(to_bird);
     // Only the feeder connects: it is the one that knows when it is loaded.
     feeder_config.listen_port = -1;
     feeder_config.log_level = "info";
@@ -283,12 +328,17 @@ fn bgp_table_load() {
     assert!(injected.is_some(), "GoBGP holds {} of {count} (padding too short?)", feeder.rib_count(Afi::Ipv4));
     println!("GoBGP loaded {count} prefixes (mrt inject) in {:.2}s", t.elapsed().as_secs_f64());
 
-    wait_idle("GoBGP", feeder.pid(), Duration::from_secs(120));
-    if only.as_deref() != Some("ours") {
+    if runs("frr") {
+        wait_idle("GoBGP", feeder.pid(), Duration::from_secs(120));
         let result = bench_frr(&frr_ns, "10.77.1.1", count as u64, timeout);
         result.print();
     }
-    if only.as_deref() != Some("frr") {
+    if runs("bird") {
+        wait_idle("GoBGP", feeder.pid(), Duration::from_secs(120));
+        let result = bench_bird(&bird_ns, "10.77.3.1", "10.77.3.2", count as u64, timeout);
+        result.print();
+    }
+    if runs("ours") {
         wait_idle("GoBGP", feeder.pid(), Duration::from_secs(120));
         let result = bench_ours(&ours_ns, "10.77.2.1", count as u64, timeout);
         result.print();

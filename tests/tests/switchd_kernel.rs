@@ -342,6 +342,63 @@ fn kernel_refusals_are_typed_errors_and_leave_nothing_half_done() {
     assert!(routes[0]["nhid"].is_null(), "{routes:?}");
 }
 
+/// Bulk route creation goes to the kernel as one netlink batch with a
+/// result per route: the one a foreign route holds is refused alone
+/// (AlreadyExists) and the others are installed, referencing their nexthop.
+#[test]
+fn bulk_routes_are_one_batch_with_a_result_per_route() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip"]) {
+        return;
+    }
+    let sw = Netns::new("kb");
+    let peer = Netns::new("kbp");
+    veth(&peer, "eth0", &sw, "eth3");
+    let count = 2000u32;
+    let results = sw.enter(move || {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).expect("netlink"), &[]).expect("switch");
+        let port = sai.create_port(&[PortAttr::Name("eth3".into()), PortAttr::AdminState(true)]).expect("eth3");
+        let vr = sai.default_virtual_router();
+        let rif = sai
+            .create_router_interface(&[
+                RouterInterfaceAttr::VirtualRouterId(vr),
+                RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
+            ])
+            .expect("router interface");
+        let hop = sai
+            .create_next_hop(&[NextHopAttr::Ip("10.0.1.2".parse().unwrap()), NextHopAttr::RouterInterfaceId(rif)])
+            .expect("next hop");
+        let status =
+            std::process::Command::new("ip").args(["route", "add", "10.66.7.0/24", "dev", "eth3"]).status().unwrap();
+        assert!(status.success());
+        let via = [RouteEntryAttr::NextHopId(Some(hop))];
+        let entries: Vec<(RouteEntryKey, &[RouteEntryAttr])> = (0..count)
+            .map(|i| {
+                let destination = format!("10.{}.{}.0/24", 64 + i / 256, i % 256).parse().unwrap();
+                (RouteEntryKey { virtual_router: vr, destination }, &via[..])
+            })
+            .collect();
+        let results = sai.create_route_entries(&entries);
+        assert_eq!(sai.store().route_entries().count(), count as usize - 1);
+        results
+    });
+    // 10.66.7.0/24 is entry 2 * 256 + 7.
+    let refused: Vec<_> = results.iter().enumerate().filter(|(_, r)| r.is_err()).collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert_eq!(refused[0].0, 2 * 256 + 7);
+    assert!(
+        matches!(refused[0].1, Err(sai_shim::SaiError::AlreadyExists(what)) if what.contains("10.66.7.0/24")),
+        "{refused:?}"
+    );
+    let routes = our_routes(&sw);
+    assert_eq!(routes.len(), count as usize - 1);
+    assert!(routes.iter().all(|r| r["nhid"].is_u64()), "every route references the nexthop object");
+    let foreign = json(&sw, &["ip", "-j", "route", "show", "10.66.7.0/24"]);
+    assert!(foreign.len() == 1 && foreign[0]["nhid"].is_null(), "{foreign:?}");
+}
+
 /// One leaf on each backend, hosts in one VNI across them.
 #[test]
 fn a_kernel_leaf_and_a_soft_leaf_carry_a_vni_between_hosts() {

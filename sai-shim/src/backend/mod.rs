@@ -105,6 +105,17 @@ pub trait Backend {
     fn flush_learned_fdb_entries(&mut self, store: &ObjectStore, filter: &FdbFlush) -> SaiResult<()>;
 
     fn create_route_entry(&mut self, store: &ObjectStore, key: &RouteEntryKey, entry: &RouteEntry) -> SaiResult<()>;
+    /// Creates entries the shim has checked (none exists yet, no key twice):
+    /// one result per entry, in order, each as `create_route_entry` would
+    /// give it; a failed entry changes nothing and does not stop the rest.
+    /// One at a time unless the backend can do better.
+    fn create_route_entries(
+        &mut self,
+        store: &ObjectStore,
+        entries: &[(RouteEntryKey, RouteEntry)],
+    ) -> Vec<SaiResult<()>> {
+        entries.iter().map(|(key, entry)| self.create_route_entry(store, key, entry)).collect()
+    }
     fn set_route_entry(
         &mut self,
         store: &ObjectStore,

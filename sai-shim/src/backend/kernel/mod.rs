@@ -413,6 +413,14 @@ impl Backend for KernelBackend {
         self.atomically(|this, log| this.install_route(store, log, key, entry, None))
     }
 
+    fn create_route_entries(
+        &mut self,
+        store: &ObjectStore,
+        entries: &[(RouteEntryKey, RouteEntry)],
+    ) -> Vec<SaiResult<()>> {
+        self.install_routes(store, entries)
+    }
+
     fn set_route_entry(
         &mut self,
         store: &ObjectStore,

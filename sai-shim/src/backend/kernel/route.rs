@@ -295,6 +295,41 @@ impl KernelBackend {
         }
     }
 
+    /// New routes in one netlink batch (a few hundred requests per
+    /// datagram, rather than a request and its ack per route, as zebra's
+    /// dataplane thread batches). Each request is acknowledged on its own,
+    /// so a route the kernel refuses (one it has already) fails alone and
+    /// leaves nothing to undo.
+    pub(super) fn install_routes(
+        &mut self,
+        store: &ObjectStore,
+        entries: &[(RouteEntryKey, RouteEntry)],
+    ) -> Vec<SaiResult<()>> {
+        let mut results = Vec::with_capacity(entries.len());
+        let mut requests = Vec::with_capacity(entries.len());
+        let mut sent = Vec::with_capacity(entries.len());
+        for (key, entry) in entries {
+            match self.kernel_route(store, entry) {
+                Ok(KernelRoute::Nothing) => results.push(Ok(())),
+                Ok(route) => {
+                    sent.push((results.len(), key.destination));
+                    results.push(Ok(()));
+                    requests.push(Request::route(
+                        RouteNetlinkMessage::NewRoute(self.route_message(key, route)),
+                        NLM_F_CREATE | NLM_F_EXCL,
+                    ));
+                }
+                Err(error) => results.push(Err(error)),
+            }
+        }
+        for ((index, destination), outcome) in sent.into_iter().zip(self.netlink.batch(&requests)) {
+            if let Err(error) = outcome {
+                results[index] = Err(kernel_error(format!("route {destination}"), error));
+            }
+        }
+        results
+    }
+
     pub(super) fn uninstall_route(
         &mut self,
         store: &ObjectStore,
