@@ -36,6 +36,26 @@ pub enum Request {
     ShowIpRoute {
         family: AddressFamily,
     },
+    /// `show interfaces counters`.
+    ShowInterfacesCounters,
+    /// `show pfc counters`.
+    ShowPfcCounters,
+    /// `show queue counters`.
+    ShowQueueCounters,
+    /// `show queue wredcounters`.
+    ShowQueueWredCounters,
+    /// `show priority-group watermark headroom|shared`.
+    ShowPriorityGroupWatermark {
+        kind: PgWatermarkKind,
+    },
+    /// `show queue watermark`.
+    ShowQueueWatermark,
+    /// `show buffer pool`.
+    ShowBufferPool,
+    /// `show pfcwd stats`.
+    ShowPfcwdStats,
+    /// `show dlb`.
+    ShowDlb,
     /// `show ib port`: the ports in IB-like mode, their state, credits and
     /// PortCounters.
     ShowIbPorts,
@@ -84,6 +104,13 @@ pub enum Request {
     Commit(CommitRequest),
     /// Write the running configuration to the startup file.
     Save,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PgWatermarkKind {
+    Headroom,
+    Shared,
 }
 
 /// Who may send a request (checked by the daemon on the socket's peer
@@ -156,6 +183,14 @@ pub enum Reply {
     BgpNeighbors(Vec<BgpNeighbor>),
     BgpRoutes(BgpRoutes),
     IpRoutes(Vec<IpRoute>),
+    InterfaceCounters(Vec<crate::qos::InterfaceCounters>),
+    PfcCounters(Vec<crate::qos::PfcCounters>),
+    QueueCounters(Vec<crate::qos::QueueCounters>),
+    WredCounters(Vec<crate::qos::WredCounters>),
+    Watermarks(crate::qos::Watermarks),
+    BufferPool(Vec<crate::qos::BufferPool>),
+    PfcwdStats(Vec<crate::qos::PfcwdStats>),
+    Dlb(crate::qos::Dlb),
     IbPorts(Vec<crate::ib::IbPort>),
     IbLft(crate::ib::IbLft),
     IbSm(crate::ib::IbSm),

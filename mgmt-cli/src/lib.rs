@@ -22,7 +22,9 @@ pub mod candidate;
 pub mod client;
 pub mod codec;
 pub mod ib;
+pub mod qos;
 pub mod render;
+mod render_qos;
 pub mod shell;
 pub mod table;
 

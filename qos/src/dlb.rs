@@ -33,6 +33,16 @@ pub enum DlbMode {
     Spray,
 }
 
+impl DlbMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            DlbMode::Static => "static",
+            DlbMode::Flowlet => "flowlet",
+            DlbMode::Spray => "spray",
+        }
+    }
+}
+
 /// A group's mode, by the group's id in the pipeline.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", deny_unknown_fields)]
@@ -87,6 +97,15 @@ pub struct LoadBoard(Arc<[AtomicU32]>);
 impl LoadBoard {
     pub fn new(ports: usize) -> LoadBoard {
         LoadBoard((0..ports).map(|_| AtomicU32::new(0)).collect())
+    }
+
+    /// Ports on the board.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 
     /// A port's cost (ns-equivalent; lower is better). Unknown ports cost the most.
@@ -204,6 +223,10 @@ pub struct Dlb {
 impl Dlb {
     pub fn new(config: DlbConfig) -> Dlb {
         Dlb { inactivity_ns: u64::from(config.inactivity_us) * 1000, config, groups: FxHashMap::default() }
+    }
+
+    pub fn config(&self) -> &DlbConfig {
+        &self.config
     }
 
     pub fn group(&self, group: u32) -> Option<&GroupState> {

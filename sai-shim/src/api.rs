@@ -382,7 +382,30 @@ impl ObjectStore {
                     return exists(format!("host interface of {}", hostif.obj));
                 }
             }
-            Object::Switch(_) | Object::VirtualRouter(_) | Object::NextHopGroup(_) | Object::Tunnel(_) => {}
+            Object::Switch(switch) => {
+                let mut types = Vec::new();
+                for &id in &switch.qos_maps {
+                    if let Some(Object::QosMap(map)) = self.objects.get(&id) {
+                        if types.contains(&map.map_type) {
+                            return Err(SaiError::invalid(
+                                ObjectType::Switch,
+                                "QOS_MAP_LIST",
+                                format!("two maps of type {:?}", map.map_type),
+                            ));
+                        }
+                        types.push(map.map_type);
+                    }
+                }
+            }
+            Object::IngressPriorityGroup(_) | Object::Queue(_) => crate::qos::check_unique(self, id, object)?,
+            Object::VirtualRouter(_)
+            | Object::NextHopGroup(_)
+            | Object::Tunnel(_)
+            | Object::QosMap(_)
+            | Object::BufferPool(_)
+            | Object::BufferProfile(_)
+            | Object::Scheduler(_)
+            | Object::Wred(_) => {}
         }
         Ok(())
     }
@@ -492,6 +515,12 @@ impl<B: Backend> Sai<B> {
             fdb_aging_time: 300,
             cpu_port: store.cpu_port,
             default_virtual_router: store.default_virtual_router,
+            qos_maps: Vec::new(),
+            qos_trust: Default::default(),
+            pfc_quanta: qos::pfc::PfcConfig::default().quanta,
+            pfc_response_ns: qos::pfc::PfcConfig::default().response_ns,
+            pfc_watchdog: Default::default(),
+            dlb: Default::default(),
         };
         for attr in attrs {
             switch.apply(attr.clone());
@@ -499,8 +528,16 @@ impl<B: Backend> Sai<B> {
         let switch = Object::Switch(switch);
         backend.create(&store, store.switch, &switch)?;
         store.insert(store.switch, switch);
-        let cpu =
-            Object::Port(Port { name: "cpu".into(), admin_state: true, mtu: 9216, port_vlan_id: 1, oper_status: true });
+        let cpu = Object::Port(Port {
+            name: "cpu".into(),
+            admin_state: true,
+            mtu: 9216,
+            port_vlan_id: 1,
+            speed_bps: 0,
+            cable_length_m: 0,
+            priority_flow_control: 0,
+            oper_status: true,
+        });
         backend.create(&store, store.cpu_port, &cpu)?;
         store.insert(store.cpu_port, cpu);
         let vr = Object::VirtualRouter(VirtualRouter {});
@@ -536,7 +573,7 @@ impl<B: Backend> Sai<B> {
 
     // ------------------------------------------------------------ generic paths
 
-    fn create_object(&mut self, object: Object) -> SaiResult<ObjectId> {
+    pub(crate) fn create_object(&mut self, object: Object) -> SaiResult<ObjectId> {
         self.store.check_references(&object.references())?;
         self.store.check_object(None, &object)?;
         let id = self.store.allocate(object.object_type());
@@ -545,7 +582,7 @@ impl<B: Backend> Sai<B> {
         Ok(id)
     }
 
-    fn set_object(
+    pub(crate) fn set_object(
         &mut self,
         id: ObjectId,
         object_type: ObjectType,
@@ -567,7 +604,7 @@ impl<B: Backend> Sai<B> {
         Ok(())
     }
 
-    fn get_object(&self, id: ObjectId, object_type: ObjectType) -> SaiResult<&Object> {
+    pub(crate) fn get_object(&self, id: ObjectId, object_type: ObjectType) -> SaiResult<&Object> {
         self.store.find(id, object_type, "object_id")
     }
 
@@ -782,6 +819,11 @@ impl<B: Backend> Sai<B> {
     /// Switch-wide drops by reason, where the backend counts them.
     pub fn drop_counters(&self) -> Option<crate::backend::DropCounters> {
         self.backend.drop_counters()
+    }
+
+    /// The traffic manager's counters and DLB's state, where the backend has them.
+    pub fn qos_report(&self) -> Option<crate::backend::QosReport> {
+        self.backend.qos_report()
     }
 
     /// SAI's flush_fdb_entries: removes the matching entries, control-plane

@@ -12,6 +12,7 @@ use dataplane::wire::{EthernetAddress, VlanId};
 
 use crate::error::{SaiError, SaiResult};
 use crate::object::{ObjectId, ObjectType};
+use crate::qos::{BufferPool, BufferProfile, IngressPriorityGroup, QosMap, Queue, Scheduler, Wred};
 
 /// What every attribute enum tells the generic create/set code.
 pub trait Attribute: Clone + core::fmt::Debug {
@@ -78,11 +79,30 @@ pub enum SwitchAttr {
     SrcMacAddress(EthernetAddress),
     /// Seconds after which an unrefreshed learned MAC ages out; 0 = never.
     FdbAgingTime(u32),
+    /// The QoS maps classification uses, at most one of each type
+    /// (SAI binds each type by its own attribute, QOS_DSCP_TO_TC_MAP...).
+    QosMapList(Vec<ObjectId>),
+    /// Which header gives the traffic class.
+    QosTrust(qos::classify::Trust),
+    /// Pause quanta in the PFC frames the switch sends.
+    PfcQuanta(u16),
+    /// The peers' time to act on a PFC frame, ns (for the headroom).
+    PfcResponseTime(u64),
+    /// SONiC's PFC watchdog, switch-wide.
+    PfcWatchdog(qos::watchdog::WatchdogConfig),
+    /// Dynamic load balancing of ECMP groups.
+    Dlb(qos::dlb::DlbConfig),
 }
 
 attr_names!(SwitchAttr {
     SrcMacAddress => "SRC_MAC_ADDRESS";
     FdbAgingTime => "FDB_AGING_TIME";
+    QosMapList => "QOS_MAP_LIST";
+    QosTrust => "QOS_TRUST";
+    PfcQuanta => "PFC_QUANTA";
+    PfcResponseTime => "PFC_RESPONSE_TIME";
+    PfcWatchdog => "PFC_WATCHDOG";
+    Dlb => "DLB";
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -93,6 +113,12 @@ pub struct Switch {
     pub cpu_port: ObjectId,
     /// Read-only: the virtual router every switch starts with.
     pub default_virtual_router: ObjectId,
+    pub qos_maps: Vec<ObjectId>,
+    pub qos_trust: qos::classify::Trust,
+    pub pfc_quanta: u16,
+    pub pfc_response_ns: u64,
+    pub pfc_watchdog: qos::watchdog::WatchdogConfig,
+    pub dlb: qos::dlb::DlbConfig,
 }
 
 impl Switch {
@@ -100,7 +126,20 @@ impl Switch {
         match attr {
             SwitchAttr::SrcMacAddress(mac) => self.src_mac_address = mac,
             SwitchAttr::FdbAgingTime(seconds) => self.fdb_aging_time = seconds,
+            SwitchAttr::QosMapList(maps) => self.qos_maps = maps,
+            SwitchAttr::QosTrust(trust) => self.qos_trust = trust,
+            SwitchAttr::PfcQuanta(quanta) => self.pfc_quanta = quanta,
+            SwitchAttr::PfcResponseTime(ns) => self.pfc_response_ns = ns,
+            SwitchAttr::PfcWatchdog(watchdog) => self.pfc_watchdog = watchdog,
+            SwitchAttr::Dlb(dlb) => self.dlb = dlb,
         }
+    }
+
+    pub(crate) fn references(&self) -> Vec<Reference> {
+        self.qos_maps
+            .iter()
+            .map(|&id| Reference { attribute: "QOS_MAP_LIST", id, expected: &[ObjectType::QosMap] })
+            .collect()
     }
 }
 
@@ -117,6 +156,13 @@ pub enum PortAttr {
     Mtu(u16),
     /// The VLAN untagged frames belong to, default 1.
     PortVlanId(VlanId),
+    /// Line rate, bits per second; 0 = none configured (the port sends as
+    /// fast as its I/O takes frames).
+    Speed(u64),
+    /// Metres of cable to the peer (for the PFC headroom), default 5.
+    CableLength(u32),
+    /// Priorities PFC is enabled on, bit p for priority p.
+    PriorityFlowControl(u8),
 }
 
 attr_names!(PortAttr {
@@ -124,6 +170,9 @@ attr_names!(PortAttr {
     AdminState => "ADMIN_STATE";
     Mtu => "MTU";
     PortVlanId => "PORT_VLAN_ID";
+    Speed => "SPEED";
+    CableLength => "CABLE_LENGTH";
+    PriorityFlowControl => "PRIORITY_FLOW_CONTROL";
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +181,9 @@ pub struct Port {
     pub admin_state: bool,
     pub mtu: u16,
     pub port_vlan_id: VlanId,
+    pub speed_bps: u64,
+    pub cable_length_m: u32,
+    pub priority_flow_control: u8,
     /// Read-only: link state as last reported by the backend.
     pub oper_status: bool,
 }
@@ -139,7 +191,16 @@ pub struct Port {
 impl Port {
     pub(crate) fn build(attrs: &[PortAttr]) -> SaiResult<Port> {
         let mut name = None;
-        let mut port = Port { name: String::new(), admin_state: false, mtu: 1500, port_vlan_id: 1, oper_status: false };
+        let mut port = Port {
+            name: String::new(),
+            admin_state: false,
+            mtu: 1500,
+            port_vlan_id: 1,
+            speed_bps: 0,
+            cable_length_m: 5,
+            priority_flow_control: 0,
+            oper_status: false,
+        };
         for attr in attrs {
             match attr {
                 PortAttr::Name(n) => name = Some(n.clone()),
@@ -167,6 +228,9 @@ impl Port {
                 check_vid(ObjectType::Port, "PORT_VLAN_ID", vid)?;
                 self.port_vlan_id = vid
             }
+            PortAttr::Speed(bps) => self.speed_bps = bps,
+            PortAttr::CableLength(metres) => self.cable_length_m = metres,
+            PortAttr::PriorityFlowControl(mask) => self.priority_flow_control = mask,
         }
         Ok(())
     }
@@ -926,6 +990,13 @@ pub enum Object {
     TunnelMapEntry(TunnelMapEntry),
     TunnelEndpoint(TunnelEndpoint),
     HostInterface(HostInterface),
+    QosMap(QosMap),
+    BufferPool(BufferPool),
+    BufferProfile(BufferProfile),
+    IngressPriorityGroup(IngressPriorityGroup),
+    Queue(Queue),
+    Scheduler(Scheduler),
+    Wred(Wred),
 }
 
 impl Object {
@@ -945,6 +1016,13 @@ impl Object {
             Object::TunnelMapEntry(_) => ObjectType::TunnelMapEntry,
             Object::TunnelEndpoint(_) => ObjectType::TunnelEndpoint,
             Object::HostInterface(_) => ObjectType::HostInterface,
+            Object::QosMap(_) => ObjectType::QosMap,
+            Object::BufferPool(_) => ObjectType::BufferPool,
+            Object::BufferProfile(_) => ObjectType::BufferProfile,
+            Object::IngressPriorityGroup(_) => ObjectType::IngressPriorityGroup,
+            Object::Queue(_) => ObjectType::Queue,
+            Object::Scheduler(_) => ObjectType::Scheduler,
+            Object::Wred(_) => ObjectType::Wred,
         }
     }
 
@@ -960,8 +1038,12 @@ impl Object {
             Object::TunnelMapEntry(o) => o.references(),
             Object::TunnelEndpoint(o) => o.references(),
             Object::HostInterface(o) => o.references(),
-            Object::Switch(_)
-            | Object::Port(_)
+            Object::Switch(o) => o.references(),
+            Object::BufferProfile(o) => o.references(),
+            Object::IngressPriorityGroup(o) => o.references(),
+            Object::Queue(o) => o.references(),
+            Object::QosMap(_) | Object::BufferPool(_) | Object::Scheduler(_) | Object::Wred(_) => Vec::new(),
+            Object::Port(_)
             | Object::Vlan(_)
             | Object::VirtualRouter(_)
             | Object::NextHopGroup(_)

@@ -58,10 +58,11 @@ pub mod backend;
 pub mod error;
 pub mod notification;
 pub mod object;
+pub mod qos;
 
 pub use api::{ObjectStore, Sai};
 pub use attributes::*;
-pub use backend::{Backend, FdbDetail, FdbFlush, FdbFlushType, PortStats};
+pub use backend::{Backend, FdbDetail, FdbFlush, FdbFlushType, PortStats, QosReport};
 /// MAC addresses in FDB and neighbour keys are the dataplane's.
 pub use dataplane::wire::EthernetAddress;
 pub use error::{EntryKey, SaiError, SaiResult};

@@ -29,10 +29,17 @@ pub enum ObjectType {
     /// A remote VTEP reachable through a tunnel.
     TunnelEndpoint = 13,
     HostInterface = 14,
+    QosMap = 15,
+    BufferPool = 16,
+    BufferProfile = 17,
+    IngressPriorityGroup = 18,
+    Queue = 19,
+    Scheduler = 20,
+    Wred = 21,
 }
 
 impl ObjectType {
-    const ALL: [ObjectType; 14] = [
+    const ALL: [ObjectType; 21] = [
         ObjectType::Switch,
         ObjectType::Port,
         ObjectType::Vlan,
@@ -47,6 +54,13 @@ impl ObjectType {
         ObjectType::TunnelMapEntry,
         ObjectType::TunnelEndpoint,
         ObjectType::HostInterface,
+        ObjectType::QosMap,
+        ObjectType::BufferPool,
+        ObjectType::BufferProfile,
+        ObjectType::IngressPriorityGroup,
+        ObjectType::Queue,
+        ObjectType::Scheduler,
+        ObjectType::Wred,
     ];
 
     fn from_u8(value: u8) -> Option<ObjectType> {
@@ -69,6 +83,13 @@ impl ObjectType {
             ObjectType::TunnelMapEntry => "tunnel map entry",
             ObjectType::TunnelEndpoint => "tunnel endpoint",
             ObjectType::HostInterface => "host interface",
+            ObjectType::QosMap => "qos map",
+            ObjectType::BufferPool => "buffer pool",
+            ObjectType::BufferProfile => "buffer profile",
+            ObjectType::IngressPriorityGroup => "ingress priority group",
+            ObjectType::Queue => "queue",
+            ObjectType::Scheduler => "scheduler",
+            ObjectType::Wred => "wred",
         }
     }
 }

@@ -66,6 +66,8 @@ pub struct Applied {
     pub groups: BTreeMap<HopSet, (ObjectId, Vec<ObjectId>)>,
     /// Route -> what it was programmed for.
     pub routes: BTreeMap<IpNetwork, RouteSpec>,
+    /// The traffic manager's objects (created once; a change needs a restart).
+    pub qos: crate::qos::QosObjects,
 }
 
 /// What a route points at, in the config's terms.
@@ -156,6 +158,7 @@ pub fn switch_attributes(config: &Config) -> Vec<SwitchAttr> {
 pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, ApplyError> {
     let mut applied = Applied::default();
     reconcile(sai, &mut applied, config)?;
+    applied.qos = crate::qos::apply(sai, config, &applied)?;
     Ok(applied)
 }
 

@@ -18,9 +18,11 @@ use sai_shim::{Backend, HostInterfaceAttr, ObjectId, Sai};
 use crate::apply::{self, Applied};
 use crate::config::{Config, PortKind, PortMode};
 use crate::daemon::{RunError, io_error};
-use crate::forwarding::{Attachment, Forwarding};
+use crate::forwarding::{Attachment, Forwarding, TM_CATCH_UP, TrafficManagerSetup};
 use crate::hostif::{self, HostIfSpec};
 use crate::ib::{IbRuntime, SharedIb};
+use dataplane::node::{AnyTrafficManager, QosTrafficManager};
+use qos::dlb::DlbMode;
 
 /// What the daemon needs from a backend beyond the shim API.
 pub trait DaemonBackend: Backend + Send + Sized + 'static {
@@ -93,14 +95,15 @@ impl DaemonBackend for SoftBackend {
         applied: &Applied,
         ib: Option<SharedIb>,
     ) -> Result<Box<dyn RunningForwarding>, RunError> {
-        let (specs, mut attachments) = {
+        let (specs, mut attachments, setup) = {
             let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
+            let setup = traffic_manager(&mut shim, config)?;
             let specs = host_interfaces(&mut shim, config, applied)?;
-            (specs, port_attachments(&shim, config, applied)?)
+            (specs, port_attachments(&shim, config, applied)?, setup)
         };
         attachments.extend(hostif::create_host_interfaces(&specs)?);
-        let forwarding =
-            Forwarding::start_with_ib(sai.clone(), attachments, ib).map_err(io_error("start the forwarding thread"))?;
+        let forwarding = Forwarding::start_with(sai.clone(), attachments, setup, ib)
+            .map_err(io_error("start the forwarding thread"))?;
         Ok(Box::new(forwarding))
     }
 
@@ -197,6 +200,38 @@ impl RunningForwarding for KernelForwarding {
             tracing::warn!(%error, "kernel backend: cannot remove what the switch installed");
         }
     }
+}
+
+/// The traffic manager the shim's QoS objects describe (the FIFO when
+/// there are none), and DLB as the pipeline's ECMP path quality when a
+/// dynamic mode is configured.
+fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<TrafficManagerSetup, RunError> {
+    let Some(tm_config) = sai.backend().tm_config(sai.store())? else {
+        return Ok(TrafficManagerSetup::default());
+    };
+    let tm_config = crate::qos::daemon_tm_config(tm_config, TM_CATCH_UP.as_nanos() as u64);
+    let mut tm = QosTrafficManager::new(&tm_config).map_err(|e| {
+        RunError::Shim(sai_shim::SaiError::InvalidAttribute {
+            object: "traffic manager",
+            attribute: "configuration",
+            reason: e.to_string(),
+        })
+    })?;
+    let mac = apply::switch_mac(&config.name);
+    for index in 0..tm_config.ports.len() {
+        tm.set_port_mac(index as PortId, mac);
+    }
+    if tm_config.dlb.mode != DlbMode::Static || !tm_config.dlb.groups.is_empty() {
+        let dlb = tm.dlb(tm_config.dlb.clone());
+        sai.backend_mut().set_path_quality(Some(Box::new(dlb)));
+    }
+    tracing::info!(
+        ports = tm_config.ports.len(),
+        pfc = ?tm_config.pfc.priorities,
+        dlb = tm_config.dlb.mode.name(),
+        "traffic manager: qos (ports transmit at their line rate)"
+    );
+    Ok(TrafficManagerSetup { tm: AnyTrafficManager::Qos(Box::new(tm)), stats: Some(sai.backend().qos_stats_slot()) })
 }
 
 /// Creates the shim's host interface objects and the specs of their TAPs.

@@ -5,6 +5,7 @@
 pub mod bgp;
 pub mod file;
 pub mod ib;
+pub mod qos;
 mod validate;
 
 use ipnetwork::IpNetwork;
@@ -33,6 +34,9 @@ pub struct Config {
     pub routes: Vec<StaticRoute>,
     /// The BGP speaker's configuration, resolved against the interfaces.
     pub bgp: Option<bgp_evpn::BgpConfig>,
+    /// The traffic manager, ports in file order; `None`: no `qos:` and no
+    /// port speed (ports send as fast as their I/O takes frames).
+    pub qos: Option<::qos::tm::TmConfig>,
     /// The IB-like plane, when a port is in `mode: ib`.
     pub ib: Option<ib::IbConfig>,
     /// Where the Prometheus endpoint listens, when enabled.

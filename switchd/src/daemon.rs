@@ -239,6 +239,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.lldp != candidate.lldp {
         reasons.push("the LLDP settings changed".to_owned());
     }
+    if running.qos != candidate.qos {
+        reasons.push("the traffic manager's settings (qos, port speeds) changed".to_owned());
+    }
     if running.metrics != candidate.metrics {
         reasons.push("the metrics endpoint changed".to_owned());
     }

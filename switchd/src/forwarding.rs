@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
-use dataplane::node::{Node, Ports};
+use dataplane::node::{AnyTrafficManager, Node, OutputQueues, OutputQueuesConfig, Ports, QosStats};
 use dataplane::pipeline::{Egress, LinkLevelFrame, PortId};
 
 use crate::ib::{IbRuntime, SharedIb};
@@ -42,6 +42,32 @@ pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
 pub const LINK_INTERVAL: Duration = Duration::from_millis(250);
 /// How often adapter counters are published for the management API.
 const STATS_INTERVAL: Duration = Duration::from_millis(200);
+/// How often the traffic manager's counters are copied for `show`.
+const QOS_STATS_INTERVAL: Duration = Duration::from_millis(50);
+/// How far the traffic manager lets a port's transmit clock lag behind
+/// `now` and catch up: the thread's wake-ups (timerfd, scheduling on a busy
+/// machine) come late, by milliseconds when the machine is loaded, and a
+/// port that could not make up for them would send below its line rate.
+/// The price is a burst of at most this much line time after a late wake.
+pub const TM_CATCH_UP: Duration = Duration::from_millis(5);
+
+/// The traffic manager the loop runs, and where its counters go.
+pub struct TrafficManagerSetup {
+    pub tm: AnyTrafficManager,
+    /// Filled with the traffic manager's counters every few tens of
+    /// milliseconds (the shim's soft backend reads it for `show`).
+    pub stats: Option<Arc<Mutex<Option<QosStats>>>>,
+}
+
+impl Default for TrafficManagerSetup {
+    /// The FIFO: every frame sent as soon as its port takes it.
+    fn default() -> Self {
+        TrafficManagerSetup {
+            tm: AnyTrafficManager::Fifo(OutputQueues::new(OutputQueuesConfig::default())),
+            stats: None,
+        }
+    }
+}
 
 /// Nanoseconds on the daemon's monotonic clock, the time every pipeline and
 /// protocol call in `switchd` takes (forwarding, config apply, LLDP), so
@@ -122,7 +148,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
         dataplane: Arc<Mutex<D>>,
         attachments: Vec<Attachment<H>>,
     ) -> io::Result<Forwarding<H>> {
-        Forwarding::start_with_ib(dataplane, attachments, None)
+        Forwarding::start_with(dataplane, attachments, TrafficManagerSetup::default(), None)
     }
 
     /// [`start`](Self::start), with the IB-like plane of the ports in
@@ -131,6 +157,17 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     pub fn start_with_ib<D: Dataplane<HostIf = H> + Send + 'static>(
         dataplane: Arc<Mutex<D>>,
         attachments: Vec<Attachment<H>>,
+        ib: Option<SharedIb>,
+    ) -> io::Result<Forwarding<H>> {
+        Forwarding::start_with(dataplane, attachments, TrafficManagerSetup::default(), ib)
+    }
+
+    /// [`start_with_ib`](Self::start_with_ib), with the traffic manager
+    /// `setup` gives.
+    pub fn start_with<D: Dataplane<HostIf = H> + Send + 'static>(
+        dataplane: Arc<Mutex<D>>,
+        attachments: Vec<Attachment<H>>,
+        setup: TrafficManagerSetup,
         ib: Option<SharedIb>,
     ) -> io::Result<Forwarding<H>> {
         // SAFETY: plain syscalls, results checked before use.
@@ -148,6 +185,14 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
         // SAFETY: fresh descriptor we own.
         let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(wake) });
         epoll_add(epoll.as_raw_fd(), wake.as_raw_fd(), Token::Wake)?;
+        // SAFETY: as above.
+        let timer = unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC) };
+        if timer < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fresh descriptor we own.
+        let timer = unsafe { OwnedFd::from_raw_fd(timer) };
+        epoll_add(epoll.as_raw_fd(), timer.as_raw_fd(), Token::Timer)?;
 
         let (commands, receiver) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
@@ -164,7 +209,10 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             dirty: Vec::new(),
             links: Vec::new(),
             batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
-            node: Node::new(),
+            node: Node::with_traffic_manager(setup.tm),
+            qos_stats: setup.stats,
+            timer,
+            timer_armed_for: u64::MAX,
             ib,
             stats: stats.clone(),
             counters: counters.clone(),
@@ -246,6 +294,9 @@ fn ring(fd: RawFd) {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Token {
     Wake,
+    /// The traffic manager's next wake-up (a port's line rate, a pause
+    /// ending, a PFC refresh).
+    Timer,
     Port(PortId),
     /// Index into the loop's host interface table.
     Host(u16),
@@ -255,6 +306,7 @@ impl Token {
     fn encode(self) -> u64 {
         match self {
             Token::Wake => 0,
+            Token::Timer => 3 << 32,
             Token::Port(p) => (1 << 32) | u64::from(p),
             Token::Host(slot) => (2 << 32) | u64::from(slot),
         }
@@ -265,6 +317,7 @@ impl Token {
         match value >> 32 {
             1 => Token::Port(index),
             2 => Token::Host(index),
+            3 => Token::Timer,
             _ => Token::Wake,
         }
     }
@@ -299,7 +352,12 @@ struct Loop<D: Dataplane> {
     /// The link state last reported to the dataplane, by PortId.
     links: Vec<Option<bool>>,
     batch: FrameBatch,
-    node: Node,
+    node: Node<AnyTrafficManager>,
+    qos_stats: Option<Arc<Mutex<Option<QosStats>>>>,
+    /// Fires at the node's next wake-up when that is sooner than the
+    /// loop's own poll interval.
+    timer: OwnedFd,
+    timer_armed_for: u64,
     ib: Option<SharedIb>,
     stats: Arc<Mutex<Vec<DeviceStats>>>,
     counters: Arc<LoopCounters>,
@@ -449,8 +507,8 @@ impl<D: Dataplane> Loop<D> {
     fn run(mut self) {
         raise_priority();
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
-        let mut next_poll = monotonic_ns();
         let mut next_stats = Instant::now();
+        let mut next_qos_stats = Instant::now();
         let mut next_link = Instant::now();
         let dataplane = self.dataplane.clone();
         while !self.stop.load(Ordering::Acquire) {
@@ -480,7 +538,7 @@ impl<D: Dataplane> Loop<D> {
             // but forwards nothing: the batch in hand is lost, counted and
             // logged, and the loop goes on.
             let worked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                self.work(&dataplane, ready, now, &mut next_poll, &mut next_link)
+                self.work(&dataplane, ready, now, &mut next_link)
             }));
             if worked.is_err() {
                 self.counters.panics.fetch_add(1, Ordering::Relaxed);
@@ -491,7 +549,13 @@ impl<D: Dataplane> Loop<D> {
                 self.publish_stats();
                 next_stats = Instant::now() + STATS_INTERVAL;
             }
+            if Instant::now() >= next_qos_stats {
+                self.publish_qos_stats();
+                next_qos_stats = Instant::now() + QOS_STATS_INTERVAL;
+            }
+            self.arm_timer();
         }
+        self.publish_qos_stats();
         self.flush();
         self.publish_stats();
         tracing::info!("forwarding stopped");
@@ -499,20 +563,17 @@ impl<D: Dataplane> Loop<D> {
     }
 
     /// Everything done under the dataplane lock for one wake-up.
-    fn work(
-        &mut self,
-        dataplane: &Mutex<D>,
-        ready: &[libc::epoll_event],
-        now: u64,
-        next_poll: &mut u64,
-        next_link: &mut Instant,
-    ) {
+    fn work(&mut self, dataplane: &Mutex<D>, ready: &[libc::epoll_event], now: u64, next_link: &mut Instant) {
         let mut dp = dataplane.lock().unwrap_or_else(|e| e.into_inner());
         let ib = self.ib.clone();
         let mut ib = ib.as_ref().map(crate::ib::lock);
         for event in ready {
             match Token::decode(event.u64) {
                 Token::Wake => drain_eventfd(self.wake.as_raw_fd()),
+                Token::Timer => {
+                    drain_eventfd(self.timer.as_raw_fd());
+                    self.timer_armed_for = u64::MAX;
+                }
                 Token::Port(port) => {
                     if event.events & (libc::EPOLLERR as u32) != 0 {
                         self.port_error(port);
@@ -522,7 +583,10 @@ impl<D: Dataplane> Loop<D> {
                 Token::Host(slot) => self.rx_host(&mut dp, now, usize::from(slot)),
             }
         }
-        if now >= *next_poll {
+        // Time read again: receiving the batch took some, and the ports'
+        // line rates count it.
+        let now = monotonic_ns();
+        if now >= self.node.next_wakeup() {
             let mut devices = Devices {
                 ports: &mut self.ports,
                 hosts: &mut self.hosts,
@@ -532,7 +596,6 @@ impl<D: Dataplane> Loop<D> {
                 now,
             };
             self.node.poll(&mut *dp, now, &mut devices);
-            *next_poll = now + POLL_INTERVAL.as_nanos() as u64;
         }
         let mut changed = Vec::new();
         if Instant::now() >= *next_link {
@@ -642,6 +705,32 @@ impl<D: Dataplane> Loop<D> {
                 self.counters.tx_errors.fetch_add(1, Ordering::Relaxed);
             }
         }
+    }
+
+    /// Sets the timer to the node's next wake-up when that comes before
+    /// the loop's own poll interval would wake it.
+    fn arm_timer(&mut self) {
+        let wake = self.node.next_wakeup();
+        if wake == self.timer_armed_for {
+            return;
+        }
+        let delay = wake.saturating_sub(monotonic_ns()).max(1_000);
+        if delay >= POLL_INTERVAL.as_nanos() as u64 {
+            return;
+        }
+        let spec = libc::itimerspec {
+            it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 },
+            it_value: libc::timespec { tv_sec: 0, tv_nsec: delay as libc::c_long },
+        };
+        // SAFETY: a valid itimerspec for a timerfd we own.
+        unsafe { libc::timerfd_settime(self.timer.as_raw_fd(), 0, &spec, std::ptr::null_mut()) };
+        self.timer_armed_for = wake;
+    }
+
+    fn publish_qos_stats(&self) {
+        let (Some(slot), Some(tm)) = (&self.qos_stats, self.node.traffic_manager().qos()) else { return };
+        let stats = tm.stats(monotonic_ns());
+        *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
     }
 
     fn publish_stats(&self) {

@@ -18,3 +18,4 @@ pub mod ib;
 pub mod lldp;
 pub mod metrics;
 pub mod mgmt;
+pub mod qos;

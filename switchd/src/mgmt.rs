@@ -91,6 +91,15 @@ impl<B: Backend> SwitchView<B> {
                 None => return Response::Error { message: "BGP is not configured".into() },
             },
             Request::ShowIpRoute { family } => Reply::IpRoutes(self.ip_routes(*family)),
+            Request::ShowInterfacesCounters => Reply::InterfaceCounters(self.interface_counters()),
+            Request::ShowPfcCounters => Reply::PfcCounters(self.pfc_counters()),
+            Request::ShowQueueCounters => Reply::QueueCounters(self.queue_counters()),
+            Request::ShowQueueWredCounters => Reply::WredCounters(self.wred_counters()),
+            Request::ShowPriorityGroupWatermark { kind } => Reply::Watermarks(self.pg_watermarks(*kind)),
+            Request::ShowQueueWatermark => Reply::Watermarks(self.queue_watermarks()),
+            Request::ShowBufferPool => Reply::BufferPool(self.buffer_pools()),
+            Request::ShowPfcwdStats => Reply::PfcwdStats(self.pfcwd_stats()),
+            Request::ShowDlb => Reply::Dlb(self.dlb()),
             Request::ShowIbPorts => {
                 Reply::IbPorts(self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default())
             }

@@ -10,11 +10,15 @@
 //! to [`Ports`] — where a frame is counted as sent only once the port took
 //! it. Time is an input; the node reads no clock and does no I/O.
 
+mod any_tm;
 mod fifo;
+mod qos_stats;
 mod qos_tm;
 
+pub use any_tm::AnyTrafficManager;
 pub use fifo::{OutputQueues, OutputQueuesConfig};
-pub use qos_tm::{DlbPathQuality, QosTrafficManager};
+pub use qos_stats::{PfcStats, PortQosStats, PriorityGroupStats, QosStats, QueueStats};
+pub use qos_tm::{AdapterCounters, DlbPathQuality, QosTrafficManager};
 
 use crate::pipeline::{
     Disposition, Egress, FrameMeta, FramePool, FrameRef, LinkLevelFrame, Output, PortId, RifId, RifKind, Switch, Tables,

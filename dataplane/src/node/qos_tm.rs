@@ -13,7 +13,9 @@ use qos::pfc::PfcFrame;
 use qos::tm::{ConfigError, Dequeue, DropReason, FrameInfo, TmConfig};
 
 use super::{Admit, TmDrop, TrafficManager};
-use crate::pipeline::{FrameMeta, FrameRef, LinkLevelFrame, NextHopGroupId, PathQuality, PortId};
+use crate::pipeline::{
+    FrameMeta, FrameRef, GroupReport, LinkLevelFrame, NextHopGroupId, PathQuality, PathQualityReport, PortId,
+};
 use crate::wire::mac_control::{self, MacControlPacket, MacControlRepr};
 use crate::wire::{EtherType, EthernetAddress, EthernetFrame, EthernetRepr, ethernet};
 
@@ -193,5 +195,22 @@ impl PathQuality for DlbPathQuality {
         self.dlb.choose(now, group, flow_hash, members, static_index, |i| {
             member_port(i).map_or(u32::MAX, |p| board.cost(p))
         })
+    }
+
+    fn report(&self) -> Option<PathQualityReport> {
+        let mut groups: Vec<GroupReport> = self
+            .dlb
+            .groups()
+            .map(|(group, state)| GroupReport {
+                group,
+                mode: state.mode.name(),
+                packets: state.packets,
+                flowlets: state.flowlets,
+                moves: state.moves,
+            })
+            .collect();
+        groups.sort_by_key(|g| g.group);
+        let port_costs = (0..self.board.len()).map(|p| self.board.cost(p as u16)).collect();
+        Some(PathQualityReport { default_mode: self.dlb.config().mode.name(), groups, port_costs })
     }
 }

@@ -33,7 +33,7 @@ pub use counters::{DropCounters, DropReason, LinkLevelCounters, PortCounters};
 pub use disposition::{Disposition, LinkLevelFrame, link_level_frame};
 pub use events::Event;
 pub use output::{Egress, Emitted, FrameMeta, FramePool, FrameRef, Output, PuntReason};
-pub use path_quality::PathQuality;
+pub use path_quality::{GroupReport, PathQuality, PathQualityReport};
 pub use tables::bridge::{FdbDest, FdbEntry, FdbKind};
 pub use tables::fib::RouteTarget;
 pub use tables::neighbors::{NeighborEntry, NeighborState};
@@ -80,6 +80,11 @@ impl Switch {
     /// Installs (or with `None` removes) the ECMP path-quality hook.
     pub fn set_path_quality(&mut self, quality: Option<Box<dyn PathQuality>>) {
         self.state.path_quality = quality;
+    }
+
+    /// The path-quality hook's state, if one is installed and reports.
+    pub fn path_quality_report(&self) -> Option<PathQualityReport> {
+        self.state.path_quality.as_ref().and_then(|quality| quality.report())
     }
 
     /// ICMP errors not sent because of the rate limit.

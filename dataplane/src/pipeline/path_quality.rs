@@ -21,4 +21,32 @@ pub trait PathQuality: Send {
         static_index: usize,
         member_port: &dyn Fn(usize) -> Option<PortId>,
     ) -> usize;
+
+    /// What the source knows of its groups and ports, for `show dlb`.
+    fn report(&self) -> Option<PathQualityReport> {
+        None
+    }
+}
+
+/// A path-quality source's state (`show dlb`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathQualityReport {
+    /// The mode of groups not seen yet.
+    pub default_mode: &'static str,
+    pub groups: Vec<GroupReport>,
+    /// Each port's cost as the source sees it (lower is better), by port index.
+    pub port_costs: Vec<u32>,
+}
+
+/// One ECMP group's balancing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupReport {
+    pub group: NextHopGroupId,
+    /// `static`, `flowlet` or `spray`.
+    pub mode: &'static str,
+    pub packets: u64,
+    /// Flowlets started (first packet or after an idle gap).
+    pub flowlets: u64,
+    /// Flowlets that went to another member than their flow's last one.
+    pub moves: u64,
 }

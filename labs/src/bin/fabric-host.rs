@@ -1,22 +1,84 @@
-//! `fabric-host`: the lab host program (see `labs::fabric_host`).
+//! `fabric-host`: the lab's host program on a namespace's `eth1`.
 //!
+//! `fabric-host send --to IP --rate 800M --bytes 64M --dscp 26 --qp N`
+//! `fabric-host recv [--expect-bytes 64M] [--idle-ms 500]`
 //! `fabric-host ib --iface eth1 --guid 0x... [--ping LID,...|--ping-file F] [--send LID --packets N] [--read-pps N]`
+//! Each prints what happened (goodput, CNPs, pauses obeyed, reordering);
+//! `--json` prints it as one JSON object.
 
+use std::net::Ipv4Addr;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 use labs::fabric_host::ib;
+use labs::fabric_host::roce::{self, RecvOptions, SendOptions};
+use labs::fabric_host::{parse_bytes, parse_rate};
 
 #[derive(Parser)]
-#[command(name = "fabric-host", version, about = "The lab host program")]
+#[command(name = "fabric-host", version, about = "The lab host program: RoCEv2-like traffic, or an IB-like HCA")]
 struct Cli {
+    /// The interface to own.
+    #[arg(long, global = true, default_value = "eth1")]
+    interface: String,
+    /// Print the report as JSON.
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
-    mode: Mode,
+    command: Command,
 }
 
 #[derive(Subcommand)]
-enum Mode {
+enum Command {
+    /// Send one message of --bytes on --qp, paced at --rate, obeying PFC and
+    /// (with --dcqcn) reacting to CNPs.
+    Send {
+        #[arg(long)]
+        to: Ipv4Addr,
+        /// Wire rate: 800M, 1G...
+        #[arg(long, value_parser = parse_rate)]
+        rate: u64,
+        /// The link's speed (PFC quanta are its bit times); the rate by default.
+        #[arg(long, value_parser = parse_rate)]
+        link_speed: Option<u64>,
+        /// Bytes to send: 64M, 4K...
+        #[arg(long, value_parser = parse_bytes)]
+        bytes: u64,
+        #[arg(long, default_value_t = 26)]
+        dscp: u8,
+        /// The PFC priority to obey; DSCP / 8 by default (26 -> 3).
+        #[arg(long)]
+        priority: Option<u8>,
+        #[arg(long, default_value_t = 1)]
+        qp: u32,
+        /// Payload bytes per frame.
+        #[arg(long, default_value_t = 4096)]
+        payload: usize,
+        /// UDP source port; 49152 + QP by default.
+        #[arg(long)]
+        src_port: Option<u16>,
+        /// React to CNPs (DCQCN's reaction point).
+        #[arg(long)]
+        dcqcn: bool,
+        #[arg(long, default_value_t = 120)]
+        timeout_secs: u64,
+        /// Start at this wall-clock time, milliseconds since the Unix epoch
+        /// (several senders start together).
+        #[arg(long)]
+        start_at_unix_ms: Option<u64>,
+    },
+    /// Receive until --expect-bytes arrived, or --idle-ms after the last
+    /// packet, returning CNPs for CE marks.
+    Recv {
+        #[arg(long, value_parser = parse_bytes)]
+        expect_bytes: Option<u64>,
+        #[arg(long, default_value_t = 1000)]
+        idle_ms: u64,
+        #[arg(long, default_value_t = 120)]
+        timeout_secs: u64,
+        #[arg(long, default_value_t = 50)]
+        cnp_interval_us: u64,
+    },
     /// An HCA-like endpoint of the IB-like plane: agent, ibping, paced sender, slow reader.
     Ib(IbArgs),
 }
@@ -75,7 +137,104 @@ fn parse_guid(text: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
-    let Mode::Ib(args) = Cli::parse().mode;
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Ib(args) => return run_ib(args),
+        Command::Send {
+            to,
+            rate,
+            link_speed,
+            bytes,
+            dscp,
+            priority,
+            qp,
+            payload,
+            src_port,
+            dcqcn,
+            timeout_secs,
+            start_at_unix_ms,
+        } => {
+            let options = SendOptions {
+                interface: cli.interface,
+                to,
+                rate_bps: rate,
+                link_bps: link_speed.unwrap_or(rate),
+                bytes,
+                dscp: dscp & 63,
+                priority: priority.unwrap_or(dscp >> 3) & 7,
+                qp,
+                payload: payload.clamp(1, 9000),
+                src_port: src_port.unwrap_or(49152u16.wrapping_add(qp as u16)),
+                dcqcn,
+                timeout: Duration::from_secs(timeout_secs),
+                start_at: start_at_unix_ms.map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
+            };
+            roce::send(&options).map(|report| {
+                let text = format!(
+                    "sent {} frames, {} payload bytes in {:.3} s: {:.1} Mb/s on the wire\n\
+                     PFC frames received {}, pauses obeyed {}, resumes {}, paused {:.3} ms\n\
+                     CNPs received {}, final rate {:.1} Mb/s{}\n",
+                    report.frames,
+                    report.payload_bytes,
+                    report.duration_ns as f64 / 1e9,
+                    report.rate_bps as f64 / 1e6,
+                    report.pfc_frames_received,
+                    report.pauses_obeyed,
+                    report.resumes,
+                    report.paused_ns as f64 / 1e6,
+                    report.cnps_received,
+                    report.final_rate_bps as f64 / 1e6,
+                    if report.completed { "" } else { " (timed out)" },
+                );
+                (serde_json::to_string(&report).expect("report serializes"), text)
+            })
+        }
+        Command::Recv { expect_bytes, idle_ms, timeout_secs, cnp_interval_us } => {
+            let options = RecvOptions {
+                interface: cli.interface,
+                expect_bytes,
+                idle: Duration::from_millis(idle_ms),
+                timeout: Duration::from_secs(timeout_secs),
+                cnp_interval: Duration::from_micros(cnp_interval_us),
+            };
+            roce::recv(&options).map(|report| {
+                let text = format!(
+                    "received {} packets, {} bytes in order in {:.3} s: goodput {:.1} Mb/s ({:.1} Mb/s on the wire)\n\
+                     CE marked {}, CNPs sent {}, out of order {} (reordered and delivered {}, duplicates {}, beyond the window {}, farthest {})\n",
+                    report.packets,
+                    report.delivered_bytes,
+                    report.duration_ns as f64 / 1e9,
+                    report.goodput_bps as f64 / 1e6,
+                    report.wire_bps as f64 / 1e6,
+                    report.ce_marked,
+                    report.cnps_sent,
+                    report.out_of_order,
+                    report.reordered_delivered,
+                    report.duplicates,
+                    report.beyond_window,
+                    report.max_reorder_distance,
+                );
+                (serde_json::to_string(&report).expect("report serializes"), text)
+            })
+        }
+    };
+    match result {
+        Ok((json, text)) => {
+            if cli.json {
+                println!("{json}");
+            } else {
+                print!("{text}");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("fabric-host: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run_ib(args: IbArgs) -> ExitCode {
     if args.size < 12 || !args.size.is_multiple_of(4) {
         eprintln!("fabric-host: --size must be a multiple of 4, at least 12");
         return ExitCode::FAILURE;

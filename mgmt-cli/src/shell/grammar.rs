@@ -6,7 +6,7 @@
 //! `[<optional>]`. Keywords may be abbreviated to any unique prefix
 //! (`sh int`).
 
-use crate::api::{AddressFamily, Request};
+use crate::api::{AddressFamily, PgWatermarkKind, Request};
 use std::sync::LazyLock;
 
 /// Where the shell is: what commands mean depends on it.
@@ -147,6 +147,9 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show interfaces", "ports and VLAN interfaces: state, addresses, counters", ANY, |_| {
         request(Request::ShowInterfaces)
     }),
+    ("show interfaces counters", "per-port counters, as SONiC shows them", ANY, |_| {
+        request(Request::ShowInterfacesCounters)
+    }),
     ("show interfaces <interface>", "one interface: state, addresses, counters", ANY, |args| {
         Ok(Action::ShowInterface(args[0].clone()))
     }),
@@ -175,8 +178,30 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show ipv6 route", "the IPv6 routing table with protocols", ANY, |_| {
         request(Request::ShowIpRoute { family: AddressFamily::Ipv6 })
     }),
-    ("show interfaces counters", "ports and VLAN interfaces: state, addresses, counters", ANY, |_| {
-        request(Request::ShowInterfaces)
+    ("show pfc counters", "PFC frames sent and received per port and priority", ANY, |_| {
+        request(Request::ShowPfcCounters)
+    }),
+    ("show queue counters", "egress queues: frames and bytes sent, dropped, waiting", ANY, |_| {
+        request(Request::ShowQueueCounters)
+    }),
+    ("show queue wredcounters", "egress queues: WRED drops and ECN marks", ANY, |_| {
+        request(Request::ShowQueueWredCounters)
+    }),
+    ("show queue watermark", "egress queues: highest occupancy", ANY, |_| request(Request::ShowQueueWatermark)),
+    ("show priority-group watermark headroom", "ingress priority groups: highest headroom use", ANY, |_| {
+        request(Request::ShowPriorityGroupWatermark { kind: PgWatermarkKind::Headroom })
+    }),
+    ("show priority-group watermark shared", "ingress priority groups: highest shared use", ANY, |_| {
+        request(Request::ShowPriorityGroupWatermark { kind: PgWatermarkKind::Shared })
+    }),
+    ("show buffer pool", "the shared buffer: size, use, watermark, drops by reason", ANY, |_| {
+        request(Request::ShowBufferPool)
+    }),
+    ("show pfcwd stats", "the PFC watchdog: storms detected and restored per queue", ANY, |_| {
+        request(Request::ShowPfcwdStats)
+    }),
+    ("show dlb", "dynamic load balancing: groups, members, quality, flowlets, moves", ANY, |_| {
+        request(Request::ShowDlb)
     }),
     ("show ib port", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
     ("show ib ports", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
@@ -500,6 +525,15 @@ mod tests {
     #[test]
     fn show_commands_parse_to_their_requests() {
         assert_eq!(parse("show interfaces", Operational), Ok(Action::Request(Request::ShowInterfaces)));
+        assert_eq!(
+            parse("show interfaces counters", Operational),
+            Ok(Action::Request(Request::ShowInterfacesCounters))
+        );
+        assert_eq!(
+            parse("show priority-group watermark headroom", Operational),
+            Ok(Action::Request(Request::ShowPriorityGroupWatermark { kind: PgWatermarkKind::Headroom }))
+        );
+        assert_eq!(parse("show pfcwd stats", Operational), Ok(Action::Request(Request::ShowPfcwdStats)));
         assert_eq!(parse("sh int", Operational), Ok(Action::Request(Request::ShowInterfaces)));
         assert_eq!(
             parse("show bgp ipv4 unicast 10.0.0.0/24", Operational),

@@ -20,7 +20,8 @@
 pub mod kernel;
 pub mod soft;
 
-pub use dataplane::pipeline::{DropCounters, PortCounters};
+pub use dataplane::node::QosStats;
+pub use dataplane::pipeline::{DropCounters, PathQualityReport, PortCounters};
 
 use crate::api::ObjectStore;
 use crate::attributes::{FdbEntry, NeighborEntry, Object, RouteEntry};
@@ -56,6 +57,17 @@ pub struct FdbDetail {
     pub remote_vtep: Option<std::net::Ipv4Addr>,
     /// When a learned MAC was last seen, on the backend's clock.
     pub last_seen_ns: Option<u64>,
+}
+
+/// The traffic manager's state for `show` (queues, priority groups, PFC,
+/// buffer pool, watchdog, DLB).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QosReport {
+    pub stats: QosStats,
+    /// The port object of each entry of `stats.ports`.
+    pub port_objects: Vec<Option<ObjectId>>,
+    /// DLB over the ECMP groups, with the group object of each group.
+    pub dlb: Option<(PathQualityReport, Vec<Option<ObjectId>>)>,
 }
 
 /// Per-port counters in SAI's terms (`SAI_PORT_STAT_IF_IN_OCTETS`...).
@@ -154,6 +166,12 @@ pub trait Backend {
     /// Forwarding's counters of a port, with drops by reason and link-level
     /// frames, where the backend counts them.
     fn port_counters(&self, _port: ObjectId) -> Option<PortCounters> {
+        None
+    }
+
+    /// The traffic manager's counters and DLB's state, where the backend
+    /// has them.
+    fn qos_report(&self) -> Option<QosReport> {
         None
     }
 

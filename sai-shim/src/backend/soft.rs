@@ -12,6 +12,10 @@
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex};
+
+use dataplane::node::QosStats;
+use qos::tm::TmConfig;
 
 use dataplane::pipeline::{
     self, DEFAULT_VRF, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output,
@@ -19,7 +23,7 @@ use dataplane::pipeline::{
 };
 use dataplane::wire::{EthernetAddress, VlanId};
 
-use super::{Backend, FdbFlush, PortStats};
+use super::{Backend, FdbFlush, PortStats, QosReport};
 use crate::api::ObjectStore;
 use crate::attributes::*;
 use crate::error::{SaiError, SaiResult};
@@ -99,6 +103,8 @@ pub struct SoftBackend {
     host_interfaces: HashMap<ObjectId, HostTarget>,
     host_interface_of: HashMap<HostTarget, ObjectId>,
     notifications: Vec<Notification>,
+    /// The traffic manager's counters as the forwarding thread last copied them.
+    qos_stats: Arc<Mutex<Option<QosStats>>>,
 }
 
 fn table_error(error: TableError, table: &'static str, attribute: &'static str) -> SaiError {
@@ -135,12 +141,31 @@ impl SoftBackend {
             host_interfaces: HashMap::new(),
             host_interface_of: HashMap::new(),
             notifications: Vec::new(),
+            qos_stats: Arc::default(),
         }
     }
 
     /// The pipeline, read-only: for show commands and tests of its tables.
     pub fn pipeline(&self) -> &pipeline::Switch {
         &self.switch
+    }
+
+    /// The `qos` traffic manager's configuration from the QoS objects and
+    /// port speeds, ports by pipeline index; `None` when nothing is
+    /// configured (forwarding then runs the FIFO).
+    pub fn tm_config(&self, store: &ObjectStore) -> SaiResult<Option<TmConfig>> {
+        crate::qos::tm_config(store, |port| self.port_index(port))
+    }
+
+    /// Where whoever runs the traffic manager publishes its counters for
+    /// [`Backend::qos_report`].
+    pub fn qos_stats_slot(&self) -> Arc<Mutex<Option<QosStats>>> {
+        self.qos_stats.clone()
+    }
+
+    /// Installs the ECMP path-quality source (DLB), or removes it.
+    pub fn set_path_quality(&mut self, quality: Option<Box<dyn dataplane::pipeline::PathQuality>>) {
+        self.switch.set_path_quality(quality);
     }
 
     /// The pipeline index of a port (the I/O adapter's port number).
@@ -427,6 +452,16 @@ impl SoftBackend {
 }
 
 impl Backend for SoftBackend {
+    fn qos_report(&self) -> Option<QosReport> {
+        let stats = self.qos_stats.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
+        let port_objects = (0..stats.ports.len()).map(|index| self.port_object(index as PortId)).collect();
+        let dlb = self.switch.path_quality_report().map(|report| {
+            let groups = report.groups.iter().map(|g| self.groups.owner(g.group)).collect();
+            (report, groups)
+        });
+        Some(QosReport { stats, port_objects, dlb })
+    }
+
     fn create(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()> {
         match object {
             Object::Switch(switch) => {
@@ -551,6 +586,15 @@ impl Backend for SoftBackend {
                 self.host_interfaces.insert(id, target);
                 self.host_interface_of.insert(target, id);
             }
+            // The traffic manager is built from these when forwarding
+            // starts ([`SoftBackend::tm_config`]).
+            Object::QosMap(_)
+            | Object::BufferPool(_)
+            | Object::BufferProfile(_)
+            | Object::IngressPriorityGroup(_)
+            | Object::Queue(_)
+            | Object::Scheduler(_)
+            | Object::Wred(_) => {}
         }
         Ok(())
     }
@@ -692,6 +736,13 @@ impl Backend for SoftBackend {
                     self.host_interface_of.remove(&target);
                 }
             }
+            Object::QosMap(_)
+            | Object::BufferPool(_)
+            | Object::BufferProfile(_)
+            | Object::IngressPriorityGroup(_)
+            | Object::Queue(_)
+            | Object::Scheduler(_)
+            | Object::Wred(_) => {}
         }
         Ok(())
     }

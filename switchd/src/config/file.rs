@@ -75,6 +75,10 @@ pub struct ConfigFile {
     /// The BGP speaker (see `config/bgp.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bgp: Option<super::bgp::BgpFile>,
+    /// The traffic manager: maps, buffers, queues, PFC, ECN, watchdog, DLB
+    /// (see `config/qos.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<super::qos::QosFile>,
     /// The IB-like plane (see `config/ib.rs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ib: Option<super::ib::IbFile>,
@@ -216,6 +220,13 @@ pub struct PortFile {
     /// Routed mode: the port's addresses with prefix length.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub addresses: Option<Vec<IpNetwork>>,
+    /// Line rate (`100M`, `25G`, or bits per second): the port transmits
+    /// at this rate through the traffic manager (see `config/qos.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speed: Option<super::qos::SpeedFile>,
+    /// Metres of cable to the peer, for the PFC headroom (default 5).
+    #[serde(default, rename = "cable-length", alias = "cable_length", skip_serializing_if = "Option::is_none")]
+    pub cable_length: Option<u32>,
     /// Routed mode: ICMP redirects for packets that leave by the port they
     /// came in on (RFC 1812 5.2.7.2); on unless `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

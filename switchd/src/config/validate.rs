@@ -48,6 +48,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         vxlan: None,
         routes: Vec::new(),
         bgp: None,
+        qos: None,
         ib: None,
         metrics: file.metrics.as_ref().map(|m| m.listen),
         source: file.clone(),
@@ -58,13 +59,14 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     // BGP's EVPN part is checked against the VXLAN section.
     let config_so_far = Config { vxlan, ..config_so_far };
     let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
+    let qos = super::qos::check(&file, &mut v.errors);
     let has_ib_ports = config_so_far.ports.iter().any(|p| matches!(p.mode, PortMode::Ib(_)));
     let ib = super::ib::check(&mut v.errors, &file, has_ib_ports);
 
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { routes, bgp, ib, ..config_so_far })
+    Ok(Config { routes, bgp, ib, qos, ..config_so_far })
 }
 
 /// What a backend cannot do is refused here, naming the backend, rather
@@ -72,6 +74,17 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
 fn check_backend(v: &mut Validator, file: &ConfigFile) {
     if file.backend != BackendKind::Kernel {
         return;
+    }
+    if file.qos.is_some() {
+        v.error(
+            "qos",
+            "backend kernel: the traffic manager is the soft backend's (the kernel's qdiscs are not programmed)",
+        );
+    }
+    for (i, port) in file.ports.iter().enumerate() {
+        if port.speed.is_some() {
+            v.error(format!("ports[{i}].speed"), "backend kernel: line rates are the soft backend's traffic manager's");
+        }
     }
     for (i, port) in file.ports.iter().enumerate() {
         if port.kind == PortKind::Tap {

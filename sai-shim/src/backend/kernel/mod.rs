@@ -319,6 +319,15 @@ impl Backend for KernelBackend {
             Object::HostInterface(_) => Err(SaiError::NotSupported(
                 "the kernel backend needs no host interfaces: the kernel owns the ports".into(),
             )),
+            Object::QosMap(_)
+            | Object::BufferPool(_)
+            | Object::BufferProfile(_)
+            | Object::IngressPriorityGroup(_)
+            | Object::Queue(_)
+            | Object::Scheduler(_)
+            | Object::Wred(_) => Err(SaiError::NotSupported(
+                "the kernel backend has no traffic manager (QoS objects are the soft backend's)".into(),
+            )),
         })
     }
 
@@ -362,6 +371,13 @@ impl Backend for KernelBackend {
             }
             Object::TunnelMapEntry(map) => this.remove_vni_map(log, map),
             Object::TunnelEndpoint(_) | Object::HostInterface(_) => Ok(()),
+            Object::QosMap(_)
+            | Object::BufferPool(_)
+            | Object::BufferProfile(_)
+            | Object::IngressPriorityGroup(_)
+            | Object::Queue(_)
+            | Object::Scheduler(_)
+            | Object::Wred(_) => Ok(()),
         })
     }
 

@@ -1,0 +1,127 @@
+//! The traffic manager's show payloads, in SONiC's words and columns
+//! (`show pfc counters`, `show queue counters` ...).
+
+use serde::{Deserialize, Serialize};
+
+/// Priorities, queues and priority groups per port.
+pub const CLASSES: usize = 8;
+
+/// `show interfaces counters`: one row per front-panel port.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InterfaceCounters {
+    pub iface: String,
+    /// `U` (up) or `D`.
+    pub state: String,
+    /// Line rate in bits per second, when configured.
+    pub speed_bps: Option<u64>,
+    pub rx_ok: u64,
+    pub rx_bytes: u64,
+    pub rx_err: u64,
+    pub rx_drp: u64,
+    pub tx_ok: u64,
+    pub tx_bytes: u64,
+    pub tx_err: u64,
+    pub tx_drp: u64,
+}
+
+/// `show pfc counters`: PFC frames per port and priority, and how long the
+/// peer held each priority paused.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcCounters {
+    pub port: String,
+    pub rx: [u64; CLASSES],
+    pub tx: [u64; CLASSES],
+    pub paused_us: [u64; CLASSES],
+}
+
+/// `show queue counters`: one row per (port, queue).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct QueueCounters {
+    pub port: String,
+    /// `UC0`..`UC7`.
+    pub txq: String,
+    pub counter_pkts: u64,
+    pub counter_bytes: u64,
+    pub drop_pkts: u64,
+    pub drop_bytes: u64,
+    /// Frames and bytes waiting now.
+    pub depth_pkts: u32,
+    pub depth_bytes: u32,
+}
+
+/// `show queue wredcounters`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WredCounters {
+    pub port: String,
+    pub txq: String,
+    pub wred_drp_pkts: u64,
+    pub ecn_marked_pkts: u64,
+}
+
+/// `show priority-group watermark headroom|shared`, `show queue
+/// watermark`: highest use in bytes, per port, by index.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Watermarks {
+    /// `headroom`, `shared` or `queue`.
+    pub kind: String,
+    pub rows: Vec<WatermarkRow>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatermarkRow {
+    pub port: String,
+    pub bytes: [u64; CLASSES],
+}
+
+/// `show buffer pool`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BufferPool {
+    pub pool: String,
+    pub size_bytes: u64,
+    pub used_bytes: u64,
+    pub shared_bytes: u64,
+    pub shared_used_bytes: u64,
+    pub watermark_bytes: u64,
+    /// Frames the traffic manager refused, by reason.
+    pub drops: Vec<(String, u64)>,
+}
+
+/// `show pfcwd stats`: one row per watched (port, queue).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PfcwdStats {
+    pub port: String,
+    pub queue: u8,
+    /// `operational` or `stormed`.
+    pub status: String,
+    pub storm_detected: u64,
+    pub storm_restored: u64,
+    /// Frames the drop action discarded.
+    pub tx_drop: u64,
+}
+
+/// `show dlb`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dlb {
+    /// `static`, `flowlet` or `spray`; `None` when DLB is not running.
+    pub mode: Option<String>,
+    pub groups: Vec<DlbGroup>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DlbGroup {
+    /// The group's ECMP members by next hop.
+    pub next_hops: Vec<DlbMember>,
+    pub mode: String,
+    pub packets: u64,
+    pub flowlets: u64,
+    pub moves: u64,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DlbMember {
+    pub next_hop: String,
+    pub port: Option<String>,
+    /// The member's path cost (queued bytes at line rate plus recent
+    /// utilisation, in ns; lower is better).
+    pub quality_cost: Option<u32>,
+}

@@ -1,0 +1,257 @@
+//! The traffic manager in the daemon: the config's `qos:` as shim QoS
+//! objects ([`apply`]), and what `show` reads back of it ([`show`]).
+
+pub mod show;
+
+use qos::buffer::{PgProfile, QueueLimit};
+use qos::classify::CLASSES;
+use qos::scheduler::Discipline;
+use qos::tm::{EcnSetting, QueueProfile, TmConfig};
+use sai_shim::qos::{
+    BufferPoolAttr, BufferProfileAttr, BufferThreshold, IngressPriorityGroupAttr, QosMapAttr, QosMapType, QueueAttr,
+    SchedulerAttr, SchedulingType, WredAttr,
+};
+use sai_shim::{Backend, ObjectId, PortAttr, Sai, SaiError, SwitchAttr};
+
+use crate::apply::{Applied, ApplyError};
+use crate::config::Config;
+
+/// The shim objects of the traffic manager.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QosObjects {
+    pub maps: Vec<ObjectId>,
+    pub pool: Option<ObjectId>,
+    pub profiles: Vec<ObjectId>,
+    pub schedulers: Vec<ObjectId>,
+    pub wreds: Vec<ObjectId>,
+    /// Per port, in config order: its 8 priority groups and 8 queues.
+    pub priority_groups: Vec<[ObjectId; CLASSES]>,
+    pub queues: Vec<[ObjectId; CLASSES]>,
+}
+
+fn context<T>(result: Result<T, SaiError>, what: impl FnOnce() -> String) -> Result<T, ApplyError> {
+    result.map_err(|source| ApplyError { what: what(), source })
+}
+
+/// Creates the QoS objects of `config` (ports already exist in `applied`):
+/// port speeds, cable lengths and PFC; the switch's maps, PFC timing,
+/// watchdog and DLB; the pool, buffer profiles, schedulers, WRED profiles,
+/// and every port's priority groups and queues.
+pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config, applied: &Applied) -> Result<QosObjects, ApplyError> {
+    let Some(tm) = &config.qos else { return Ok(QosObjects::default()) };
+    let mut objects = QosObjects::default();
+    let pfc_mask = tm.pfc.enabled_mask();
+    for (port, settings) in config.ports.iter().zip(&tm.ports) {
+        let id = applied.ports[&port.name].port;
+        for attr in [
+            PortAttr::Speed(settings.speed_bps),
+            PortAttr::CableLength(settings.cable_length_m),
+            PortAttr::PriorityFlowControl(pfc_mask),
+        ] {
+            context(sai.set_port_attribute(id, attr), || format!("QoS of port {}", port.name))?;
+        }
+    }
+
+    let maps = &tm.maps;
+    let pairs = |table: &[u8]| table.iter().enumerate().map(|(k, &v)| (k as u8, v)).collect::<Vec<_>>();
+    for (map_type, table) in [
+        (QosMapType::DscpToTc, &maps.dscp_to_tc[..]),
+        (QosMapType::Dot1pToTc, &maps.pcp_to_tc[..]),
+        (QosMapType::TcToQueue, &maps.tc_to_queue[..]),
+        (QosMapType::TcToPriorityGroup, &maps.tc_to_pg[..]),
+        (QosMapType::PfcPriorityToQueue, &maps.pfc_priority_to_queue[..]),
+        (QosMapType::PfcPriorityToPriorityGroup, &maps.pfc_priority_to_pg[..]),
+    ] {
+        let id = context(
+            sai.create_qos_map(&[QosMapAttr::Type(map_type), QosMapAttr::MapToValueList(pairs(table))]),
+            || format!("QoS map {map_type:?}"),
+        )?;
+        objects.maps.push(id);
+    }
+    for attr in [
+        SwitchAttr::QosMapList(objects.maps.clone()),
+        SwitchAttr::QosTrust(maps.trust),
+        SwitchAttr::PfcQuanta(tm.pfc.quanta),
+        SwitchAttr::PfcResponseTime(tm.pfc.response_ns),
+        SwitchAttr::PfcWatchdog(tm.watchdog),
+        SwitchAttr::Dlb(tm.dlb.clone()),
+    ] {
+        context(sai.set_switch_attribute(attr), || "the switch's QoS attributes".into())?;
+    }
+
+    let pool = context(
+        sai.create_buffer_pool(&[
+            BufferPoolAttr::Size(tm.pool.size_bytes),
+            BufferPoolAttr::CellSize(tm.pool.cell_bytes),
+        ]),
+        || "buffer pool".into(),
+    )?;
+    objects.pool = Some(pool);
+
+    let mut pg_profiles = [None; CLASSES];
+    for (index, profile) in tm.priority_groups.iter().enumerate() {
+        let id = context(sai.create_buffer_profile(&pg_profile_attrs(pool, profile)), || {
+            format!("buffer profile of priority group {index}")
+        })?;
+        objects.profiles.push(id);
+        pg_profiles[index] = Some(id);
+    }
+    let mut queue_settings = [(None, None, None); CLASSES];
+    for (index, profile) in tm.queues.iter().enumerate() {
+        queue_settings[index] = queue_objects(sai, pool, profile, &mut objects)
+            .map_err(|source| ApplyError { what: format!("profiles of queue {index}"), source })?;
+    }
+
+    for port in &config.ports {
+        let id = applied.ports[&port.name].port;
+        let mut pgs = [id; CLASSES];
+        let mut queues = [id; CLASSES];
+        for index in 0..CLASSES {
+            pgs[index] = context(
+                sai.create_ingress_priority_group(&[
+                    IngressPriorityGroupAttr::Port(id),
+                    IngressPriorityGroupAttr::Index(index as u8),
+                    IngressPriorityGroupAttr::BufferProfile(pg_profiles[index]),
+                ]),
+                || format!("priority group {index} of {}", port.name),
+            )?;
+            let (scheduler, wred, profile) = queue_settings[index];
+            queues[index] = context(
+                sai.create_queue(&[
+                    QueueAttr::Port(id),
+                    QueueAttr::Index(index as u8),
+                    QueueAttr::SchedulerProfileId(scheduler),
+                    QueueAttr::WredProfileId(wred),
+                    QueueAttr::BufferProfileId(profile),
+                ]),
+                || format!("queue {index} of {}", port.name),
+            )?;
+        }
+        objects.priority_groups.push(pgs);
+        objects.queues.push(queues);
+    }
+    Ok(objects)
+}
+
+fn pg_profile_attrs(pool: ObjectId, profile: &PgProfile) -> Vec<BufferProfileAttr> {
+    vec![
+        BufferProfileAttr::PoolId(pool),
+        BufferProfileAttr::ReservedBufferSize(profile.reserved_bytes),
+        BufferProfileAttr::Threshold(BufferThreshold::Dynamic(profile.dynamic_th)),
+        BufferProfileAttr::Lossless(profile.lossless),
+        BufferProfileAttr::XoffTh(profile.headroom_bytes),
+        BufferProfileAttr::XonOffsetTh(profile.xon_offset_bytes),
+    ]
+}
+
+type QueueSettings = (Option<ObjectId>, Option<ObjectId>, Option<ObjectId>);
+
+/// A queue profile's scheduler, WRED profile and buffer profile.
+fn queue_objects<B: Backend>(
+    sai: &mut Sai<B>,
+    pool: ObjectId,
+    profile: &QueueProfile,
+    objects: &mut QosObjects,
+) -> Result<QueueSettings, SaiError> {
+    let mut attrs = match profile.scheduler {
+        Discipline::Strict => vec![SchedulerAttr::SchedulingType(SchedulingType::Strict)],
+        Discipline::Dwrr { weight } => {
+            vec![SchedulerAttr::SchedulingType(SchedulingType::Dwrr), SchedulerAttr::SchedulingWeight(weight)]
+        }
+    };
+    if let Some(shaper) = profile.shaper {
+        attrs.push(SchedulerAttr::MaxBandwidthRate(shaper.rate_bps));
+        attrs.push(SchedulerAttr::MaxBurstSize(shaper.burst_bytes));
+    }
+    let scheduler = sai.create_scheduler(&attrs)?;
+    objects.schedulers.push(scheduler);
+    let wred = match profile.ecn {
+        EcnSetting::Off => None,
+        setting => {
+            let id = sai.create_wred(&[WredAttr::EcnMarkMode(setting)])?;
+            objects.wreds.push(id);
+            Some(id)
+        }
+    };
+    let threshold = match profile.limit {
+        QueueLimit::Static { bytes } => BufferThreshold::Static(bytes),
+        QueueLimit::Dynamic { th } => BufferThreshold::Dynamic(th),
+    };
+    let buffer =
+        sai.create_buffer_profile(&[BufferProfileAttr::PoolId(pool), BufferProfileAttr::Threshold(threshold)])?;
+    objects.profiles.push(buffer);
+    Ok((Some(scheduler), wred, Some(buffer)))
+}
+
+/// The traffic manager the soft backend builds from the shim's objects,
+/// with the daemon's own timing: a forwarding thread that wakes up late
+/// sends what it owes back to back (up to `catch_up_ns`).
+pub fn daemon_tm_config(mut config: TmConfig, catch_up_ns: u64) -> TmConfig {
+    config.catch_up_ns = catch_up_ns;
+    config
+}
+
+#[cfg(test)]
+mod tests {
+    use dataplane::pipeline::SwitchConfig;
+    use sai_shim::backend::soft::SoftBackend;
+
+    use super::*;
+    use crate::apply::{apply, switch_attributes};
+
+    const CONFIG: &str = r#"
+name: leaf1
+ports:
+  - { name: eth1, mode: routed, addresses: [10.0.1.1/31], speed: 100M, cable-length: 40 }
+  - { name: eth2, mode: routed, addresses: [10.0.2.1/31], speed: 100M }
+  - { name: eth3, mode: routed, addresses: [10.0.3.1/31], speed: 1G, mtu: 9100 }
+qos:
+  preset: roce
+  maps: {dscp-to-tc: {26: 3, 48: 6}}
+  queues: {6: {scheduler: {type: strict}}, 7: {limit: {type: static, bytes: 100000}}}
+  watchdog: {action: drop, detection-ms: 100, restoration-ms: 300, poll-interval-ms: 50}
+  dlb: {mode: spray}
+"#;
+
+    /// The config goes into the shim as QoS objects, and the soft backend
+    /// builds the very same traffic manager configuration back from them.
+    #[test]
+    fn the_shim_objects_give_back_the_configured_traffic_manager() {
+        let config = crate::config::Config::from_yaml(CONFIG).unwrap();
+        let wanted = config.qos.clone().unwrap();
+        assert_eq!(wanted.ports[0].cable_length_m, 40);
+        assert_eq!(wanted.ports[2].speed_bps, 1_000_000_000);
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let applied = apply(&mut sai, &config).unwrap();
+        assert_eq!(applied.qos.queues.len(), 3);
+        assert_eq!(applied.qos.maps.len(), 6);
+        let built = sai.backend().tm_config(sai.store()).unwrap().unwrap();
+        assert_eq!(built, wanted);
+        // Objects in use cannot go.
+        assert!(sai.remove(applied.qos.pool.unwrap()).is_err());
+    }
+
+    #[test]
+    fn no_qos_and_no_speed_means_no_traffic_manager() {
+        let config = crate::config::Config::from_yaml(
+            "name: s\nports: [{name: eth1, mode: routed, addresses: [10.0.1.1/31]}]\n",
+        )
+        .unwrap();
+        assert!(config.qos.is_none());
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        apply(&mut sai, &config).unwrap();
+        assert_eq!(sai.backend().tm_config(sai.store()).unwrap(), None);
+    }
+
+    /// Profiles are switch-wide in the soft backend: a port whose queue
+    /// differs is refused when the traffic manager is built.
+    #[test]
+    fn per_port_profiles_are_refused_by_the_soft_backend() {
+        let config = crate::config::Config::from_yaml(CONFIG).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let applied = apply(&mut sai, &config).unwrap();
+        let strict = sai.create_scheduler(&[SchedulerAttr::SchedulingType(SchedulingType::Strict)]).unwrap();
+        sai.set_queue_attribute(applied.qos.queues[1][2], QueueAttr::SchedulerProfileId(Some(strict))).unwrap();
+        assert!(matches!(sai.backend().tm_config(sai.store()), Err(SaiError::NotSupported(_))));
+    }
+}
