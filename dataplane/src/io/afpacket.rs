@@ -296,24 +296,24 @@ impl AfPacket {
     /// be read whole or cut.
     fn load_super_frame(&mut self, tag: Option<(u16, u16)>) {
         let buffer = self.segmenter.buffer();
-        let room = &mut buffer[TAG_ROOM..];
+        // Untagged frames land where the segmenter reads them; tagged ones
+        // leave room to put the tag back after the MAC addresses.
+        let offset = if tag.is_some() { TAG_ROOM } else { 0 };
+        let room = &mut buffer[offset..];
         // SAFETY: room is a valid writable buffer of the length given.
         let rc = unsafe {
             libc::recv(self.fd.as_raw_fd(), room.as_mut_ptr().cast(), room.len(), libc::MSG_DONTWAIT | libc::MSG_TRUNC)
         };
-        if rc < 12 || rc as usize > MAX_SUPER_FRAME - TAG_ROOM {
+        if rc < 12 || rc as usize > MAX_SUPER_FRAME - offset {
             self.stats.rx_truncated += 1;
             return;
         }
         let mut len = rc as usize;
-        match tag {
-            Some((tpid, tci)) => {
-                buffer.copy_within(TAG_ROOM..TAG_ROOM + 12, 0);
-                buffer[12..14].copy_from_slice(&tpid.to_be_bytes());
-                buffer[14..16].copy_from_slice(&tci.to_be_bytes());
-                len += TAG_ROOM;
-            }
-            None => buffer.copy_within(TAG_ROOM..TAG_ROOM + len, 0),
+        if let Some((tpid, tci)) = tag {
+            buffer.copy_within(TAG_ROOM..TAG_ROOM + 12, 0);
+            buffer[12..14].copy_from_slice(&tpid.to_be_bytes());
+            buffer[14..16].copy_from_slice(&tci.to_be_bytes());
+            len += TAG_ROOM;
         }
         match self.segmenter.load(len, self.mtu) {
             Ok(()) => self.stats.rx_super_frames += 1,

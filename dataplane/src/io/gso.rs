@@ -20,14 +20,9 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use super::offload::{ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_QINQ, ETHERTYPE_VLAN, PROTO_TCP, PROTO_UDP, be16};
 use crate::wire::checksum;
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-const ETHERTYPE_VLAN: u16 = 0x8100;
-const ETHERTYPE_QINQ: u16 = 0x88a8;
-const PROTO_TCP: u8 = 6;
-const PROTO_UDP: u8 = 17;
 const VXLAN_PORT: u16 = 4789;
 const VXLAN_HEADER_LEN: usize = 8;
 const UDP_HEADER_LEN: usize = 8;
@@ -87,10 +82,6 @@ pub struct Segmenter {
 /// The largest super-frame a veth hands over (`GSO_MAX_SIZE` without BIG TCP),
 /// with room for the Ethernet header and two tags.
 pub const MAX_SUPER_FRAME: usize = 65_536 + 14 + 8;
-
-fn be16(frame: &[u8], at: usize) -> Option<u16> {
-    Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]))
-}
 
 /// The IP header at `at` (its EtherType given), and the L4 protocol and
 /// offset after it, checked against the frame's length.

@@ -13,14 +13,14 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 
 use crate::wire::checksum;
 
-const ETHERTYPE_IPV4: u16 = 0x0800;
-const ETHERTYPE_IPV6: u16 = 0x86dd;
-const ETHERTYPE_VLAN: u16 = 0x8100;
-const ETHERTYPE_QINQ: u16 = 0x88a8;
-const PROTO_TCP: u8 = 6;
-const PROTO_UDP: u8 = 17;
+pub(super) const ETHERTYPE_IPV4: u16 = 0x0800;
+pub(super) const ETHERTYPE_IPV6: u16 = 0x86dd;
+pub(super) const ETHERTYPE_VLAN: u16 = 0x8100;
+pub(super) const ETHERTYPE_QINQ: u16 = 0x88a8;
+pub(super) const PROTO_TCP: u8 = 6;
+pub(super) const PROTO_UDP: u8 = 17;
 
-fn be16(frame: &[u8], at: usize) -> Option<u16> {
+pub(super) fn be16(frame: &[u8], at: usize) -> Option<u16> {
     Some(u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]))
 }
 
