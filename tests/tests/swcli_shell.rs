@@ -215,6 +215,28 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     })
     .expect("rollback 1 restored the route");
     assert!(lab.ha.ping_until("10.9.0.1", Duration::from_secs(10)));
+
+    // Two sessions configuring at once: this one copies running, another
+    // commits first; this commit is then refused with what changed, and
+    // goes through once the candidate starts again from running.
+    shell.clear();
+    shell.line("discard");
+    shell.line("set routes 10.8.0.0/24 next_hops [10.2.0.2]");
+    let (code, text) =
+        sw.swcli_script("configure\nset ports eth1 description other-session\ncommit comment the other session\n");
+    assert_eq!(code, 0, "{text}");
+    shell.line("commit");
+    let pane = shell.wait_for("running changed since this candidate was copied", Duration::from_secs(5));
+    assert!(pane.contains("description: other-session"), "the refusal shows the other session's change:\n{pane}");
+    assert!(!running_has_route(&sw, "10.8.0.0/24"), "the refused commit changed nothing");
+    shell.line("discard");
+    shell.line("set routes 10.8.0.0/24 next_hops [10.2.0.2]");
+    shell.line("commit");
+    poll_until(Duration::from_secs(5), Duration::from_millis(100), || {
+        running_has_route(&sw, "10.8.0.0/24").then_some(())
+    })
+    .expect("committed on top of the other session's change");
+    assert!(running_has_route(&sw, "other-session"), "the other session's change stays");
 }
 
 /// `swcli` as another user, with exactly the given supplementary groups.
