@@ -195,3 +195,27 @@ fn followers_move_with_a_commit_and_back_when_one_fails() {
     assert!(!eth9, "the shim is back at running");
     assert!(!lock(&c.sai).backend().pipeline().routes().any(|(p, _)| p.to_string() == "10.9.0.0/24"));
 }
+
+#[test]
+fn the_history_keeps_the_last_fifty_commits_with_time_user_and_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = configurator(&dir.path().join("s1.yaml"));
+    let now = Instant::now();
+    for i in 0..60u64 {
+        let yaml = if i % 2 == 0 { with_route("10.0.0.2") } else { BASE.to_owned() };
+        let mut request = commit_request(&yaml, i, None);
+        if let Request::Commit(commit) = &mut request {
+            commit.comment = Some(format!("change {i}"));
+        }
+        ok(c.handle(&admin(), &request, now));
+    }
+    let Reply::CommitHistory(history) = ok(c.handle(&admin(), &Request::ShowCommitHistory, now)) else {
+        panic!("a history")
+    };
+    assert_eq!(history.len(), HISTORY);
+    assert_eq!(HISTORY, 50);
+    assert_eq!(history[0].generation, 60, "newest first");
+    assert_eq!(history[49].generation, 11);
+    assert!(history.iter().all(|e| e.user == "alice" && e.time_unix > 0));
+    assert_eq!(history[0].comment.as_deref(), Some("change 59"));
+}
