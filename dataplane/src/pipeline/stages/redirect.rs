@@ -25,7 +25,7 @@ const LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0);
 /// and the redirected header option's 8.
 const MAX_REDIRECTED: usize = 1280 - ipv6::HEADER_LEN - icmpv6::REDIRECT_HEADER_LEN - 8 - 8;
 
-impl Stages<'_> {
+impl Stages {
     /// RFC 1812 5.2.7.2: a host redirect when the packet leaves by its
     /// ingress interface, its source and the next hop share a subnet of
     /// it, and it carries no source route.
