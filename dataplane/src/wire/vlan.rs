@@ -172,6 +172,7 @@ impl L2Header {
     /// Walks the header as a customer-VLAN bridge port sees it (IEEE 802.1Q
     /// table 9-1): only a C-tag (TPID 0x8100) is a tag, and only one; an
     /// S-tag (0x88a8) or a second C-tag is payload, carried unchanged.
+    #[inline]
     pub fn parse_customer(frame: &[u8]) -> Result<L2Header> {
         let eth = EthernetFrame::new_checked(frame)?;
         let mut header = L2Header {
