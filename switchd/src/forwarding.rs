@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
 use dataplane::node::{AnyTrafficManager, Node, OutputQueues, OutputQueuesConfig, Ports, QosStats};
 use dataplane::pipeline::{Egress, LinkLevelFrame, PortId};
+use qos::watchdog::WatchdogEvent;
 
 use crate::ib::{IbRuntime, SharedIb};
 
@@ -40,6 +41,8 @@ pub const RX_BATCH: usize = 64;
 pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// How often the ports' link state (carrier) is checked.
 pub const LINK_INTERVAL: Duration = Duration::from_millis(250);
+/// How long [`Forwarding::sync`] waits for the thread.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often adapter counters are published for the management API.
 const STATS_INTERVAL: Duration = Duration::from_millis(200);
 /// How often the traffic manager's counters are copied for `show`.
@@ -57,7 +60,14 @@ pub struct TrafficManagerSetup {
     /// Filled with the traffic manager's counters every few tens of
     /// milliseconds (the shim's soft backend reads it for `show`).
     pub stats: Option<Arc<Mutex<Option<QosStats>>>>,
+    /// Where the PFC watchdog's events go, as often (the shim's soft
+    /// backend turns them into notifications).
+    pub watchdog_events: Option<Arc<Mutex<Vec<WatchdogEvent>>>>,
 }
+
+/// Watchdog events waiting for the shim beyond this many are counted as
+/// lost ([`LoopCounters::watchdog_events_lost`]) rather than kept.
+const WATCHDOG_EVENT_BACKLOG: usize = 1024;
 
 impl Default for TrafficManagerSetup {
     /// The FIFO: every frame sent as soon as its port takes it.
@@ -65,6 +75,7 @@ impl Default for TrafficManagerSetup {
         TrafficManagerSetup {
             tm: AnyTrafficManager::Fifo(OutputQueues::new(OutputQueuesConfig::default())),
             stats: None,
+            watchdog_events: None,
         }
     }
 }
@@ -104,6 +115,8 @@ enum Command<H> {
     Attach(Attachment<H>),
     DetachPort(PortId),
     DetachHost(H),
+    /// Answered once every command before it is applied.
+    Barrier(Sender<()>),
 }
 
 /// Counters of one attached device, below the pipeline.
@@ -128,6 +141,8 @@ pub struct LoopCounters {
     pub wakeups: AtomicU64,
     /// Batches abandoned because the pipeline panicked.
     pub panics: AtomicU64,
+    /// PFC watchdog events nobody took in time (see [`TrafficManagerSetup`]).
+    pub watchdog_events_lost: AtomicU64,
 }
 
 /// The running forwarding thread. Dropping it stops the thread and drops
@@ -211,6 +226,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
             node: Node::with_traffic_manager(setup.tm),
             qos_stats: setup.stats,
+            watchdog_events: setup.watchdog_events,
             timer,
             timer_armed_for: u64::MAX,
             ib,
@@ -238,6 +254,18 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     /// Removes a host interface (its TAP is dropped, so deleted).
     pub fn detach_host(&self, host_if: H) {
         self.send(Command::DetachHost(host_if));
+    }
+
+    /// Waits until the thread has applied every command sent before (a
+    /// detached TAP is then closed, so deleted, and its name free again).
+    /// Never call it holding the dataplane's lock: the thread may be
+    /// waiting for that lock before it reads its commands.
+    pub fn sync(&self) {
+        let (done, wait) = mpsc::channel();
+        self.send(Command::Barrier(done));
+        if wait.recv_timeout(SYNC_TIMEOUT).is_err() && self.is_running() {
+            tracing::warn!("the forwarding thread did not answer a barrier in time");
+        }
     }
 
     /// Adapter counters, refreshed every few hundred milliseconds.
@@ -354,6 +382,7 @@ struct Loop<D: Dataplane> {
     batch: FrameBatch,
     node: Node<AnyTrafficManager>,
     qos_stats: Option<Arc<Mutex<Option<QosStats>>>>,
+    watchdog_events: Option<Arc<Mutex<Vec<WatchdogEvent>>>>,
     /// Fires at the node's next wake-up when that is sooner than the
     /// loop's own poll interval.
     timer: OwnedFd,
@@ -501,6 +530,9 @@ impl<D: Dataplane> Loop<D> {
                 }
             }
             Command::DetachHost(host_if) => self.detach_host(host_if),
+            Command::Barrier(done) => {
+                let _ = done.send(());
+            }
         }
     }
 
@@ -727,7 +759,17 @@ impl<D: Dataplane> Loop<D> {
         self.timer_armed_for = wake;
     }
 
-    fn publish_qos_stats(&self) {
+    fn publish_qos_stats(&mut self) {
+        if let (Some(slot), Some(tm)) = (&self.watchdog_events, self.node.traffic_manager_mut().qos_mut()) {
+            let mut queue = slot.lock().unwrap_or_else(|e| e.into_inner());
+            for event in tm.tm_mut().drain_events() {
+                if queue.len() < WATCHDOG_EVENT_BACKLOG {
+                    queue.push(event);
+                } else {
+                    self.counters.watchdog_events_lost.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
         let (Some(slot), Some(tm)) = (&self.qos_stats, self.node.traffic_manager().qos()) else { return };
         let stats = tm.stats(monotonic_ns());
         *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);
