@@ -228,6 +228,16 @@ fn the_kernel_holds_what_the_shim_installed_and_forwards() {
     // ---- read back: devices and VLAN membership
     let mode = kernel_vlans();
     eprintln!("switchd_kernel: bridge mode {} on this kernel ({mode:?})", mode.mode());
+    // The daemon says which mode it chose.
+    let backend = switchd.show_json("backend");
+    assert_eq!(backend["name"], "kernel", "{backend}");
+    let details = backend["details"].as_array().cloned().unwrap_or_default();
+    assert!(
+        details.iter().any(|d| d[0] == "bridge_mode" && d[1] == mode.mode()),
+        "show backend names the bridge mode {}: {backend}",
+        mode.mode()
+    );
+    assert!(switchd.swcli(&["show", "backend"]).contains(mode.mode()));
     assert_access_members(&t.sw, 10, &["eth1", "eth2"]);
     let links = json(&t.sw, &["ip", "-j", "-d", "link"]);
     // The SVI: the VLAN's bridge itself, or an 802.1Q device on the

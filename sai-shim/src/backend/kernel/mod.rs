@@ -305,6 +305,18 @@ impl KernelBackend {
 }
 
 impl Backend for KernelBackend {
+    fn describe(&self) -> super::BackendDescription {
+        super::BackendDescription {
+            name: "kernel",
+            details: vec![
+                ("forwarding", "the Linux kernel's bridge, vxlan and FIB, over rtnetlink".into()),
+                ("bridge_mode", self.bridge_mode.name().into()),
+                ("device_prefix", self.config.device_prefix.clone()),
+                ("route_protocol", self.config.protocol.to_string()),
+            ],
+        }
+    }
+
     fn create(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()> {
         self.atomically(|this, log| match object {
             Object::Switch(switch) => this.create_switch(log, switch),
