@@ -167,6 +167,9 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show lossless profile", "what the fabric-wide lossless check reads from this switch", ANY, |_| {
         request(Request::ShowLosslessProfile)
     }),
+    ("show backend", "what forwards (soft pipeline or kernel) and how VLANs map", ANY, |_| {
+        request(Request::ShowBackend)
+    }),
     ("show bgp summary", "one line per BGP neighbour", ANY, |_| request(Request::ShowBgpSummary)),
     ("show bgp neighbors [<neighbor>]", "BGP sessions in detail", ANY, |args| {
         let address = args.first().map(|a| parse_value(a, "an IP address")).transpose()?;
