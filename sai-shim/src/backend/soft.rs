@@ -158,7 +158,7 @@ impl SoftBackend {
     /// port speeds, ports by pipeline index; `None` when nothing is
     /// configured (forwarding then runs the FIFO).
     pub fn tm_config(&self, store: &ObjectStore) -> SaiResult<Option<TmConfig>> {
-        crate::qos::tm_config(store, |port| self.port_index(port))
+        crate::qos::tm_config(store, |port| self.port_index(port), |group| self.groups.get(group))
     }
 
     /// Where whoever runs the traffic manager publishes its counters for
@@ -487,6 +487,13 @@ impl SoftBackend {
 }
 
 impl Backend for SoftBackend {
+    fn describe(&self) -> super::BackendDescription {
+        super::BackendDescription {
+            name: "soft",
+            details: vec![("forwarding", "this project's pipeline over AF_PACKET/TAP ports".into())],
+        }
+    }
+
     fn qos_report(&self) -> Option<QosReport> {
         let stats = self.qos_stats.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
         let port_objects = (0..stats.ports.len()).map(|index| self.port_object(index as PortId)).collect();
