@@ -69,4 +69,4 @@ pub use error::{EntryKey, SaiError, SaiResult};
 pub use notification::{
     FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, SubscriberStats, Subscription,
 };
-pub use object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey};
+pub use object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey, SuppressionEntryKey};
