@@ -9,18 +9,19 @@
 
 use std::sync::{Arc, Mutex};
 
-use dataplane::io::{AfPacket, AfPacketConfig, PortIo, Tap, TapConfig};
 use dataplane::pipeline::{PortId, SwitchConfig};
 use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
 use sai_shim::backend::soft::SoftBackend;
-use sai_shim::{Backend, HostInterfaceAttr, ObjectId, Sai};
+use sai_shim::{Backend, Sai};
 
 use crate::apply::{self, Applied};
-use crate::config::{Config, PortKind, PortMode};
+use crate::commit::FollowsConfig;
+use crate::config::{Config, PortMode};
 use crate::daemon::{RunError, io_error};
-use crate::forwarding::{Attachment, Forwarding, TM_CATCH_UP, TrafficManagerSetup};
-use crate::hostif::{self, HostIfSpec};
+use crate::forwarding::{TM_CATCH_UP, TrafficManagerSetup};
+use crate::hostif;
 use crate::ib::{IbRuntime, SharedIb};
+use crate::soft_forwarding::SoftForwarding;
 use dataplane::node::{AnyTrafficManager, QosTrafficManager};
 use qos::dlb::DlbMode;
 
@@ -29,16 +30,13 @@ pub trait DaemonBackend: Backend + Send + Sized + 'static {
     /// The name `backend:` selects it by, and logs use.
     const NAME: &'static str;
 
-    /// Whether the backend puts the config's loopback addresses on `lo`
-    /// itself (the daemon does otherwise).
-    const OWNS_LOOPBACK: bool = false;
-
     /// The backend for `config`, before anything is programmed.
     fn for_config(config: &Config) -> Result<Self, RunError>;
 
     /// Starts moving frames for the programmed shim: whatever ports, host
-    /// interfaces and threads this backend needs, owned by what it returns
-    /// (dropped or stopped, they are gone).
+    /// interfaces, loopback addresses and threads this backend needs,
+    /// owned by what it returns (stopped, they are gone), which follows
+    /// every commit.
     fn start_forwarding(
         sai: &Arc<Mutex<Sai<Self>>>,
         config: &Config,
@@ -69,14 +67,18 @@ pub struct LldpPort {
 }
 
 /// Forwarding as a backend runs it.
-pub trait RunningForwarding: Send {
-    /// Stops it and removes what it created (TAPs, threads).
-    fn stop(self: Box<Self>);
+pub trait RunningForwarding: FollowsConfig {
+    /// Stops it and removes what it created (TAPs, threads, addresses).
+    fn stop(&mut self);
 }
 
-impl RunningForwarding for Forwarding<ObjectId> {
-    fn stop(self: Box<Self>) {
-        Forwarding::stop(*self);
+impl FollowsConfig for Box<dyn RunningForwarding> {
+    fn remove_stale(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
+        (**self).remove_stale(target, applied)
+    }
+
+    fn add_missing(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
+        (**self).add_missing(target, applied)
     }
 }
 
@@ -95,15 +97,8 @@ impl DaemonBackend for SoftBackend {
         applied: &Applied,
         ib: Option<SharedIb>,
     ) -> Result<Box<dyn RunningForwarding>, RunError> {
-        let (specs, mut attachments, setup) = {
-            let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
-            let setup = traffic_manager(&mut shim, config)?;
-            let specs = host_interfaces(&mut shim, config, applied)?;
-            (specs, port_attachments(&shim, config, applied)?, setup)
-        };
-        attachments.extend(hostif::create_host_interfaces(&specs)?);
-        let forwarding = Forwarding::start_with(sai.clone(), attachments, setup, ib)
-            .map_err(io_error("start the forwarding thread"))?;
+        let setup = traffic_manager(&mut sai.lock().unwrap_or_else(|e| e.into_inner()), config)?;
+        let forwarding = SoftForwarding::start(sai, config, applied, setup, ib).map_err(RunError::Forwarding)?;
         Ok(Box::new(forwarding))
     }
 
@@ -136,7 +131,6 @@ impl DaemonBackend for SoftBackend {
 /// `lo`), marked as ours so a restart removes stale ones.
 impl DaemonBackend for KernelBackend {
     const NAME: &'static str = "kernel";
-    const OWNS_LOOPBACK: bool = true;
 
     fn for_config(_config: &Config) -> Result<KernelBackend, RunError> {
         KernelBackend::new(KernelConfig::default()).map_err(io_error("open rtnetlink sockets"))
@@ -148,23 +142,10 @@ impl DaemonBackend for KernelBackend {
         applied: &Applied,
         _ib: Option<SharedIb>,
     ) -> Result<Box<dyn RunningForwarding>, RunError> {
-        let shim = sai.lock().unwrap_or_else(|e| e.into_inner());
-        let mut wanted = Vec::new();
-        for port in &config.ports {
-            if let PortMode::Routed { addresses } = &port.mode {
-                wanted.extend(addresses.iter().map(|a| (port.name.clone(), *a)));
-            }
-        }
-        for vlan in &config.vlans {
-            let Some(rif) = applied.vlans[&vlan.id].router_interface else { continue };
-            let netdev = shim.backend().router_interface_netdev(rif).expect("applied SVI has a netdev").to_owned();
-            wanted.extend(vlan.addresses.iter().map(|a| (netdev.clone(), *a)));
-        }
-        wanted.extend(config.loopback.iter().map(|a| (hostif::LOOPBACK_INTERFACE.to_owned(), *a)));
-        shim.backend().sync_addresses(&wanted)?;
-        tracing::info!(addresses = wanted.len(), "kernel backend: the kernel forwards; addresses in place");
-        drop(shim);
-        Ok(Box::new(KernelForwarding { sai: sai.clone() }))
+        let mut forwarding = KernelForwarding { sai: sai.clone() };
+        forwarding.sync_addresses(config, applied)?;
+        tracing::info!("kernel backend: the kernel forwards; addresses in place");
+        Ok(Box::new(forwarding))
     }
 
     fn lldp_ports(_sai: &Sai<KernelBackend>, config: &Config, _applied: &Applied) -> Vec<LldpPort> {
@@ -190,8 +171,42 @@ struct KernelForwarding {
     sai: Arc<Mutex<Sai<KernelBackend>>>,
 }
 
+impl KernelForwarding {
+    /// The switch's addresses on its interfaces (routed ports, SVIs, `lo`)
+    /// as `config` has them.
+    fn sync_addresses(&mut self, config: &Config, applied: &Applied) -> Result<(), RunError> {
+        let shim = self.sai.lock().unwrap_or_else(|e| e.into_inner());
+        let mut wanted = Vec::new();
+        for port in &config.ports {
+            if let PortMode::Routed { addresses } = &port.mode {
+                wanted.extend(addresses.iter().map(|a| (port.name.clone(), *a)));
+            }
+        }
+        for vlan in &config.vlans {
+            let Some(rif) = applied.vlans[&vlan.id].router_interface else { continue };
+            let netdev = shim.backend().router_interface_netdev(rif).expect("applied SVI has a netdev").to_owned();
+            wanted.extend(vlan.addresses.iter().map(|a| (netdev.clone(), *a)));
+        }
+        wanted.extend(config.loopback.iter().map(|a| (hostif::LOOPBACK_INTERFACE.to_owned(), *a)));
+        shim.backend().sync_addresses(&wanted)?;
+        Ok(())
+    }
+}
+
+/// The kernel's interfaces follow the shim; only the addresses are the
+/// daemon's to move.
+impl FollowsConfig for KernelForwarding {
+    fn remove_stale(&mut self, _target: &Config, _applied: &Applied) -> Result<(), String> {
+        Ok(())
+    }
+
+    fn add_missing(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
+        self.sync_addresses(target, applied).map_err(|e| e.to_string())
+    }
+}
+
 impl RunningForwarding for KernelForwarding {
-    fn stop(self: Box<Self>) {
+    fn stop(&mut self) {
         let mut shim = self.sai.lock().unwrap_or_else(|e| e.into_inner());
         if let Err(error) = shim.backend().remove_addresses() {
             tracing::warn!(%error, "kernel backend: cannot remove the switch's addresses");
@@ -232,82 +247,4 @@ fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<Traffi
         "traffic manager: qos (ports transmit at their line rate)"
     );
     Ok(TrafficManagerSetup { tm: AnyTrafficManager::Qos(Box::new(tm)), stats: Some(sai.backend().qos_stats_slot()) })
-}
-
-/// Creates the shim's host interface objects and the specs of their TAPs.
-fn host_interfaces(
-    sai: &mut Sai<SoftBackend>,
-    config: &Config,
-    applied: &Applied,
-) -> Result<Vec<HostIfSpec<ObjectId>>, RunError> {
-    let switch_mac = apply::switch_mac(&config.name).0;
-    let mut specs = Vec::new();
-    // An IB-like port has no host interface: nothing of the kernel's goes
-    // out of it, and its 0x88B5 frames stay in the IB-like plane.
-    for port in config.ports.iter().filter(|p| !matches!(p.mode, PortMode::Ib(_))) {
-        let objects = &applied.ports[&port.name];
-        let name = hostif::port_host_name(&port.name);
-        let host_if = sai
-            .create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(objects.port)])?;
-        let mac = match objects.router_interface {
-            Some(rif) => sai.get_router_interface(rif)?.src_mac_address.0,
-            None => switch_mac,
-        };
-        let addresses = match &port.mode {
-            PortMode::Routed { addresses } => addresses.clone(),
-            _ => Vec::new(),
-        };
-        specs.push(HostIfSpec {
-            name,
-            host_if,
-            mac,
-            mtu: u32::from(port.mtu),
-            addresses,
-            front_panel: (port.kind == PortKind::Afpacket).then(|| port.name.clone()),
-        });
-    }
-    for vlan in &config.vlans {
-        let Some(rif) = applied.vlans[&vlan.id].router_interface else { continue };
-        let name = hostif::vlan_host_name(vlan.id);
-        let host_if =
-            sai.create_host_interface(&[HostInterfaceAttr::Name(name.clone()), HostInterfaceAttr::ObjId(rif)])?;
-        let rif = sai.get_router_interface(rif)?;
-        specs.push(HostIfSpec {
-            name,
-            host_if,
-            mac: rif.src_mac_address.0,
-            mtu: u32::from(rif.mtu),
-            addresses: vlan.addresses.clone(),
-            front_panel: None,
-        });
-    }
-    Ok(specs)
-}
-
-fn port_attachments(
-    sai: &Sai<SoftBackend>,
-    config: &Config,
-    applied: &Applied,
-) -> Result<Vec<Attachment<ObjectId>>, RunError> {
-    let mut out = Vec::new();
-    for port in &config.ports {
-        let index = sai.backend().port_index(applied.ports[&port.name].port).expect("applied port has an index");
-        let io: Box<dyn PortIo> = match port.kind {
-            PortKind::Afpacket => Box::new(
-                AfPacket::with_config(&port.name, AfPacketConfig::for_mtu(u32::from(port.mtu)))
-                    .map_err(io_error(format!("open {} (AF_PACKET)", port.name)))?,
-            ),
-            PortKind::Tap => Box::new(
-                Tap::create(&TapConfig {
-                    name: port.name.clone(),
-                    mac: None,
-                    mtu: Some(u32::from(port.mtu)),
-                    up: true,
-                })
-                .map_err(io_error(format!("create TAP {}", port.name)))?,
-            ),
-        };
-        out.push(Attachment::Port { port: index, io });
-    }
-    Ok(out)
 }

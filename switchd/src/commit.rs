@@ -4,10 +4,14 @@
 //!
 //! A commit is validated whole ([`Config::from_yaml`], errors naming each
 //! field), checked for changes that cannot apply in place
-//! ([`restart_needed`]), then applied to the shim as a diff
-//! ([`apply::reconcile`]); if reconciling fails half-way the previous
-//! running config is reconciled back. Either way the running config is
-//! the new one or the old one, never a mix.
+//! ([`restart_needed`]), then applied as a diff: what runs outside the
+//! shim and follows the config's interfaces ([`FollowsConfig`]: the
+//! forwarding thread's port I/O and host interfaces, the LLDP agent's
+//! sockets) lets go of what leaves, the shim reconciles
+//! ([`apply::reconcile`]), and they take up what is new. If any step
+//! fails the previous running config is converged back the same way.
+//! Either way the running config is the new one or the old one, never a
+//! mix.
 
 use std::collections::VecDeque;
 use std::io::Write;
@@ -64,7 +68,22 @@ struct State {
     pending: Option<Pending>,
 }
 
-/// Owns the running configuration of a daemon.
+/// Something running beside the shim that follows the config's ports
+/// and interfaces, moved along by every commit.
+pub trait FollowsConfig: Send {
+    /// Before the shim reconciles to `target` (`applied` is still the
+    /// old one): lets go of the ports and interfaces `target` has not, so
+    /// the shim can remove them.
+    fn remove_stale(&mut self, target: &Config, applied: &Applied) -> Result<(), String>;
+    /// After the shim reconciled to `target` (`applied` is the new one):
+    /// takes up what is new.
+    fn add_missing(&mut self, target: &Config, applied: &Applied) -> Result<(), String>;
+}
+
+/// A follower shared between the daemon (which stops it) and the
+/// [`Configurator`] (which moves it).
+pub type Follower = Arc<Mutex<dyn FollowsConfig>>;
+
 /// The configuration requests of the management socket, as the server
 /// sees them (whatever the backend).
 pub trait ConfigService: Send + Sync {
@@ -78,15 +97,18 @@ impl<B: Backend + Send> ConfigService for Configurator<B> {
     }
 }
 
+/// Owns the running configuration of a daemon.
 pub struct Configurator<B: Backend> {
     state: Mutex<State>,
+    /// Moved along with the shim, in this order (and back in reverse).
+    followers: Mutex<Vec<Follower>>,
     sai: Arc<Mutex<Sai<B>>>,
     view: Arc<RwLock<SwitchView<B>>>,
     /// The startup file `save` writes.
     startup: PathBuf,
 }
 
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+fn lock<T: ?Sized>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
@@ -112,7 +134,13 @@ impl<B: Backend> Configurator<B> {
             confirm: None,
         };
         let state = State { running, applied, generation: 0, history: VecDeque::from([first]), pending: None };
-        Configurator { state: Mutex::new(state), sai, view, startup }
+        Configurator { state: Mutex::new(state), followers: Mutex::new(Vec::new()), sai, view, startup }
+    }
+
+    /// Moves `follower` with every commit from now on (after those added
+    /// before it; it lets go before them).
+    pub fn follow(&self, follower: Follower) {
+        lock(&self.followers).push(follower);
     }
 
     /// Answers the requests about configuration; `None` for the others.
@@ -317,12 +345,31 @@ impl<B: Backend> Configurator<B> {
         if !reasons.is_empty() {
             return Err(restart_refusal(&reasons));
         }
-        apply_in_place(&self.sai, &mut state.applied, &state.running, &candidate)?;
+        if let Err(error) = self.converge(&mut state.applied, &candidate) {
+            tracing::error!(%error, "applying the candidate failed; restoring the running config");
+            if let Err(error) = self.converge(&mut state.applied, &state.running) {
+                tracing::error!(%error, "could not restore the running config");
+            }
+            return Err(format!("commit failed and was undone: {error}"));
+        }
         state.running = Arc::new(candidate);
         state.generation += 1;
         let mut view = self.view.write().unwrap_or_else(|e| e.into_inner());
         view.config = state.running.clone();
         view.applied = Arc::new(state.applied.clone());
+        Ok(())
+    }
+
+    /// Brings the followers and the shim to `target`.
+    fn converge(&self, applied: &mut Applied, target: &Config) -> Result<(), String> {
+        let followers = lock(&self.followers);
+        for follower in followers.iter().rev() {
+            lock(follower).remove_stale(target, applied)?;
+        }
+        apply::reconcile(&mut lock(&self.sai), applied, target).map_err(|error| error.to_string())?;
+        for follower in followers.iter() {
+            lock(follower).add_missing(target, applied)?;
+        }
         Ok(())
     }
 
@@ -351,27 +398,6 @@ fn record(history: &mut VecDeque<Record>, record: Record) {
 fn set_confirm(history: &mut VecDeque<Record>, generation: u64, confirm: Confirm) {
     if let Some(record) = history.iter_mut().find(|r| r.generation == generation) {
         record.confirm = Some(confirm);
-    }
-}
-
-/// Reconciles the shim from `running` to `candidate`; if that fails
-/// half-way, back to `running`.
-pub fn apply_in_place<B: Backend>(
-    sai: &Mutex<Sai<B>>,
-    applied: &mut Applied,
-    running: &Config,
-    candidate: &Config,
-) -> Result<(), String> {
-    let mut sai = lock(sai);
-    match apply::reconcile(&mut sai, applied, candidate) {
-        Ok(()) => Ok(()),
-        Err(error) => {
-            tracing::error!(%error, "applying the candidate failed; restoring the running config");
-            if let Err(error) = apply::reconcile(&mut sai, applied, running) {
-                tracing::error!(%error, "could not restore the running config");
-            }
-            Err(format!("commit failed and was undone: {error}"))
-        }
     }
 }
 

@@ -28,7 +28,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -62,6 +62,8 @@ pub enum RunError {
     Bgp(String),
     #[error("{0}")]
     Ib(String),
+    #[error("forwarding: {0}")]
+    Forwarding(String),
 }
 
 pub(crate) fn io_error(what: impl Into<String>) -> impl FnOnce(io::Error) -> RunError {
@@ -116,16 +118,18 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         B::ib_runtime(shim, &config, &applied)?
     };
     let sai = Arc::new(Mutex::new(sai));
-    let forwarding = B::start_forwarding(&sai, &config, &applied, ib.clone())?;
+    let forwarding = Arc::new(Mutex::new(B::start_forwarding(&sai, &config, &applied, ib.clone())?));
     tracing::info!("forwarding running");
-    // After forwarding, so a failure here leaves nothing behind either
-    // (what forwarding made is dropped on return).
-    let loopback = if B::OWNS_LOOPBACK { None } else { Some(hostif::LoopbackAddresses::add(&config.loopback)?) };
 
     let agent = Arc::new(Mutex::new(lldp_agent(&config)));
     let lldp = if config.lldp.enabled {
         let ports = B::lldp_ports(&sai.lock().unwrap_or_else(|e| e.into_inner()), &config, &applied);
-        Some(LldpIo::start(agent.clone(), ports).map_err(io_error("start LLDP"))?)
+        let io = LldpIo::start(agent.clone(), ports).map_err(io_error("start LLDP"))?;
+        let sai = sai.clone();
+        let ports_of = move |config: &Config, applied: &Applied| {
+            B::lldp_ports(&sai.lock().unwrap_or_else(|e| e.into_inner()), config, applied)
+        };
+        Some(Arc::new(Mutex::new(LldpFollower { io, ports_of: Box::new(ports_of) })))
     } else {
         None
     };
@@ -156,6 +160,12 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         ib: ib.clone(),
     }));
     let configurator = Arc::new(Configurator::new(config.clone(), applied, sai.clone(), view.clone(), path.clone()));
+    // Commits add and remove ports and interfaces live: the forwarding
+    // thread's I/O and host interfaces first, then LLDP's sockets on them.
+    configurator.follow(forwarding.clone());
+    if let Some(lldp) = &lldp {
+        configurator.follow(lldp.clone());
+    }
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
     let service: Arc<dyn ConfigService> = configurator.clone();
@@ -200,10 +210,9 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         bgp.shutdown().await;
     }
     if let Some(lldp) = lldp {
-        lldp.stop();
+        lldp.lock().unwrap_or_else(|e| e.into_inner()).io.stop();
     }
-    forwarding.stop();
-    drop(loopback);
+    forwarding.lock().unwrap_or_else(|e| e.into_inner()).stop();
     tracing::info!("stopped");
     Ok(())
 }
@@ -226,8 +235,9 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the host interfaces (their set and addresses), the port I/O, LLDP and
-/// the socket are set up once at start.
+/// the socket, LLDP's settings, the traffic manager, the metrics endpoint,
+/// the BGP speaker and the IB-like plane are set up once at start. Ports,
+/// interfaces and addresses follow commits ([`crate::commit::FollowsConfig`]).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
     if running.name != candidate.name {
@@ -257,29 +267,6 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     };
     if running.ib != candidate.ib || ib_ports(running) != ib_ports(candidate) {
         reasons.push("the IB-like plane changed (its engine, agent and SM start once)".to_owned());
-    }
-    let ports = |c: &Config| c.ports.iter().map(|p| (p.name.clone(), p.kind)).collect::<Vec<_>>();
-    if ports(running) != ports(candidate) {
-        reasons.push("ports were added, removed, reordered or changed kind".to_owned());
-    }
-    let addresses = |c: &Config| {
-        let mut all: Vec<String> = c
-            .addresses()
-            .into_iter()
-            .map(|(a, iface)| match iface {
-                Some(iface) => format!("{iface}={a}"),
-                None => format!("{}={a}", hostif::LOOPBACK_INTERFACE),
-            })
-            .collect();
-        all.sort();
-        all
-    };
-    if addresses(running) != addresses(candidate) {
-        reasons.push("interface addresses changed (they live on the host interfaces and lo)".to_owned());
-    }
-    let svis = |c: &Config| c.vlans.iter().filter(|v| !v.addresses.is_empty()).map(|v| v.id).collect::<Vec<_>>();
-    if svis(running) != svis(candidate) {
-        reasons.push("the set of VLAN interfaces changed".to_owned());
     }
     reasons
 }
@@ -322,28 +309,33 @@ async fn publish_notifications<B: Backend>(sai: Arc<Mutex<Sai<B>>>) {
 struct LldpIo {
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
+    /// New port sets for the thread, taken between polls.
+    ports: mpsc::Sender<Vec<LldpPort>>,
+    /// The port set last sent.
+    current: Vec<LldpPort>,
 }
 
 impl LldpIo {
     fn start(agent: Arc<Mutex<LldpAgent>>, ports: Vec<LldpPort>) -> io::Result<LldpIo> {
-        let mut sockets: Vec<(PortId, AfPacket)> = Vec::new();
-        {
-            let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
-            for port in ports {
-                let config =
-                    AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true, mtu: 1500 };
-                let socket = AfPacket::with_config(&port.interface, config)?;
-                sockets.push((port.id, socket));
-                agent.add_port(port.id, port.name, port.description, monotonic_ns());
-            }
-        }
+        let mut sockets = Vec::new();
+        set_lldp_ports(&agent, &mut sockets, &ports)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
-        let thread = std::thread::Builder::new().name("lldp".into()).spawn(move || lldp_loop(agent, sockets, flag))?;
-        Ok(LldpIo { stop, thread: Some(thread) })
+        let (sender, receiver) = mpsc::channel();
+        let thread =
+            std::thread::Builder::new().name("lldp".into()).spawn(move || lldp_loop(agent, sockets, receiver, flag))?;
+        Ok(LldpIo { stop, thread: Some(thread), ports: sender, current: ports })
     }
 
-    fn stop(mut self) {
+    /// Speaks on `ports` from the thread's next poll on.
+    fn set_ports(&mut self, ports: Vec<LldpPort>) {
+        if ports != self.current {
+            self.current = ports.clone();
+            let _ = self.ports.send(ports);
+        }
+    }
+
+    fn stop(&mut self) {
         self.stop.store(true, Ordering::Release);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
@@ -351,14 +343,76 @@ impl LldpIo {
     }
 }
 
+/// The ports LLDP speaks on for a config and what the shim made of it.
+type PortsOf = dyn Fn(&Config, &Applied) -> Vec<LldpPort> + Send;
+
+/// LLDP's sockets follow the ports: a port that leaves is dropped from the
+/// agent (its neighbours forgotten), a new one starts speaking.
+struct LldpFollower {
+    io: LldpIo,
+    /// The ports LLDP speaks on for a config (the backend's
+    /// [`DaemonBackend::lldp_ports`]).
+    ports_of: Box<PortsOf>,
+}
+
+impl crate::commit::FollowsConfig for LldpFollower {
+    fn remove_stale(&mut self, target: &Config, _applied: &Applied) -> Result<(), String> {
+        let kept = self
+            .io
+            .current
+            .iter()
+            .filter(|port| target.ports.iter().any(|p| p.name == port.name && !matches!(p.mode, PortMode::Ib(_))))
+            .cloned()
+            .collect();
+        self.io.set_ports(kept);
+        Ok(())
+    }
+
+    fn add_missing(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
+        let ports = (self.ports_of)(target, applied);
+        self.io.set_ports(ports);
+        Ok(())
+    }
+}
+
+/// Makes `sockets` (and the agent's ports) `ports`: closes those that left
+/// or changed, opens the new ones.
+fn set_lldp_ports(
+    agent: &Mutex<LldpAgent>,
+    sockets: &mut Vec<(LldpPort, AfPacket)>,
+    ports: &[LldpPort],
+) -> io::Result<()> {
+    let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
+    sockets.retain(|(port, _)| {
+        let keep = ports.contains(port);
+        if !keep {
+            agent.remove_port(port.id);
+        }
+        keep
+    });
+    let new: Vec<&LldpPort> = ports.iter().filter(|port| !sockets.iter().any(|(open, _)| open == *port)).collect();
+    for port in new {
+        let config = AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true, mtu: 1500 };
+        let socket = AfPacket::with_config(&port.interface, config)?;
+        agent.add_port(port.id, port.name.clone(), port.description.clone(), monotonic_ns());
+        sockets.push((port.clone(), socket));
+    }
+    Ok(())
+}
+
 const ETHERTYPE_LLDP: [u8; 2] = [0x88, 0xcc];
 
-fn lldp_loop(agent: Arc<Mutex<LldpAgent>>, mut sockets: Vec<(PortId, AfPacket)>, stop: Arc<AtomicBool>) {
+fn lldp_loop(
+    agent: Arc<Mutex<LldpAgent>>,
+    mut sockets: Vec<(LldpPort, AfPacket)>,
+    port_sets: mpsc::Receiver<Vec<LldpPort>>,
+    stop: Arc<AtomicBool>,
+) {
     let mut batch = FrameBatch::new(16, 2048);
     let mut out = Vec::new();
-    let send = |sockets: &mut Vec<(PortId, AfPacket)>, out: &mut Vec<(PortId, Vec<u8>)>| {
+    let send = |sockets: &mut Vec<(LldpPort, AfPacket)>, out: &mut Vec<(PortId, Vec<u8>)>| {
         for (port, frame) in out.drain(..) {
-            if let Some((_, socket)) = sockets.iter_mut().find(|(p, _)| *p == port)
+            if let Some((_, socket)) = sockets.iter_mut().find(|(p, _)| p.id == port)
                 && let Err(error) = socket.send(&frame).and_then(|()| socket.flush())
             {
                 tracing::debug!(%error, port, "LLDP send failed");
@@ -366,16 +420,26 @@ fn lldp_loop(agent: Arc<Mutex<LldpAgent>>, mut sockets: Vec<(PortId, AfPacket)>,
         }
     };
     while !stop.load(Ordering::Acquire) {
+        while let Ok(ports) = port_sets.try_recv() {
+            if let Err(error) = set_lldp_ports(&agent, &mut sockets, &ports) {
+                tracing::warn!(%error, "LLDP: cannot open a port's socket");
+            }
+        }
         let mut fds: Vec<libc::pollfd> = sockets
             .iter()
             .map(|(_, s)| libc::pollfd { fd: s.fd().as_raw_fd(), events: libc::POLLIN, revents: 0 })
             .collect();
-        // Wake at least every 200 ms to notice `stop` and run timers.
+        // Wake at least every 200 ms to notice `stop`, new ports and timers.
         // SAFETY: fds is a valid array of pollfd for the call's duration.
         unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 200) };
         let now = monotonic_ns();
         let mut agent = agent.lock().unwrap_or_else(|e| e.into_inner());
         for (i, (port, socket)) in sockets.iter_mut().enumerate() {
+            if fds[i].revents & libc::POLLERR != 0 {
+                // The interface went away (a commit removed the port):
+                // take the error, or poll reports it forever.
+                let _ = socket.take_error();
+            }
             if fds[i].revents & libc::POLLIN == 0 {
                 continue;
             }
@@ -385,7 +449,7 @@ fn lldp_loop(agent: Arc<Mutex<LldpAgent>>, mut sockets: Vec<(PortId, AfPacket)>,
             }
             for frame in batch.iter() {
                 if frame.get(12..14) == Some(&ETHERTYPE_LLDP[..]) {
-                    let _ = agent.on_frame(*port, frame, now);
+                    let _ = agent.on_frame(port.id, frame, now);
                 }
             }
         }
@@ -414,14 +478,19 @@ mod tests {
     }
 
     #[test]
-    fn interface_changes_need_a_restart() {
+    fn port_interface_and_address_changes_reload_in_place() {
         let running = Config::from_yaml(BASE).unwrap();
         let moved = Config::from_yaml(&BASE.replace("10.0.0.1/24", "10.0.9.1/24")).unwrap();
-        assert_eq!(restart_needed(&running, &moved).len(), 1);
+        assert!(restart_needed(&running, &moved).is_empty());
         let more =
             Config::from_yaml(&BASE.replace("vlans:", "  - { name: eth3, mode: access, vlan: 10 }\nvlans:")).unwrap();
-        assert!(restart_needed(&running, &more)[0].contains("ports"));
+        assert!(restart_needed(&running, &more).is_empty());
+        assert!(restart_needed(&more, &running).is_empty(), "a port leaves");
+        let svi = Config::from_yaml(&BASE.replace("{ id: 10 }", "{ id: 10, addresses: [10.10.0.1/24] }")).unwrap();
+        assert!(restart_needed(&running, &svi).is_empty());
         let loopback = Config::from_yaml(&format!("{BASE}loopback: [10.255.0.9/32]\n")).unwrap();
-        assert!(restart_needed(&running, &loopback)[0].contains("addresses"), "loopback addresses live on lo");
+        assert!(restart_needed(&running, &loopback).is_empty());
+        let renamed = Config::from_yaml(&BASE.replace("name: s1", "name: s2")).unwrap();
+        assert!(restart_needed(&running, &renamed)[0].contains("name"));
     }
 }

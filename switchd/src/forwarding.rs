@@ -40,6 +40,8 @@ pub const RX_BATCH: usize = 64;
 pub const POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// How often the ports' link state (carrier) is checked.
 pub const LINK_INTERVAL: Duration = Duration::from_millis(250);
+/// How long [`Forwarding::sync`] waits for the thread.
+const SYNC_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often adapter counters are published for the management API.
 const STATS_INTERVAL: Duration = Duration::from_millis(200);
 /// How often the traffic manager's counters are copied for `show`.
@@ -104,6 +106,8 @@ enum Command<H> {
     Attach(Attachment<H>),
     DetachPort(PortId),
     DetachHost(H),
+    /// Answered once every command before it is applied.
+    Barrier(Sender<()>),
 }
 
 /// Counters of one attached device, below the pipeline.
@@ -238,6 +242,18 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     /// Removes a host interface (its TAP is dropped, so deleted).
     pub fn detach_host(&self, host_if: H) {
         self.send(Command::DetachHost(host_if));
+    }
+
+    /// Waits until the thread has applied every command sent before (a
+    /// detached TAP is then closed, so deleted, and its name free again).
+    /// Never call it holding the dataplane's lock: the thread may be
+    /// waiting for that lock before it reads its commands.
+    pub fn sync(&self) {
+        let (done, wait) = mpsc::channel();
+        self.send(Command::Barrier(done));
+        if wait.recv_timeout(SYNC_TIMEOUT).is_err() && self.is_running() {
+            tracing::warn!("the forwarding thread did not answer a barrier in time");
+        }
     }
 
     /// Adapter counters, refreshed every few hundred milliseconds.
@@ -501,6 +517,9 @@ impl<D: Dataplane> Loop<D> {
                 }
             }
             Command::DetachHost(host_if) => self.detach_host(host_if),
+            Command::Barrier(done) => {
+                let _ = done.send(());
+            }
         }
     }
 

@@ -147,6 +147,25 @@ impl LoopbackAddresses {
     }
 }
 
+impl LoopbackAddresses {
+    /// The addresses on `lo` now.
+    pub fn addresses(&self) -> &[IpNetwork] {
+        &self.addresses
+    }
+
+    /// Makes `wanted` the addresses on `lo`: removes the others, adds the
+    /// new ones; those in both stay untouched. On error, what is
+    /// recorded covers every address that may be on `lo`.
+    pub fn set(&mut self, wanted: &[IpNetwork]) -> Result<(), HostIfError> {
+        let stale: Vec<IpNetwork> = self.addresses.iter().filter(|a| !wanted.contains(a)).copied().collect();
+        remove_addresses(&[(LOOPBACK_INTERFACE, &stale)])?;
+        self.addresses.retain(|a| wanted.contains(a));
+        let new: Vec<IpNetwork> = wanted.iter().filter(|a| !self.addresses.contains(a)).copied().collect();
+        self.addresses.extend(&new);
+        add_addresses(&[(LOOPBACK_INTERFACE, &new)])
+    }
+}
+
 impl Drop for LoopbackAddresses {
     fn drop(&mut self) {
         if let Err(error) = remove_addresses(&[(LOOPBACK_INTERFACE, &self.addresses)]) {

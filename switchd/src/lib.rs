@@ -19,3 +19,4 @@ pub mod lldp;
 pub mod metrics;
 pub mod mgmt;
 pub mod qos;
+pub mod soft_forwarding;

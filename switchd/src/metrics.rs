@@ -5,7 +5,9 @@
 //! Every value is read at scrape time from the same handlers that answer
 //! `swcli show ...` ([`SwitchView`]), so a scrape and a `show` agree.
 //! Names follow Prometheus conventions: `switch_` prefix, counters end in
-//! `_total`, byte counts carry the `bytes` unit.
+//! `_total`, byte counts carry the `bytes` unit, times `seconds`. The
+//! traffic manager's families are in [`qos`], EVPN's and the IB-like
+//! plane's in [`planes`].
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -20,6 +22,9 @@ use prometheus_client::registry::{Registry, Unit};
 use sai_shim::Backend;
 
 use crate::mgmt::SwitchView;
+
+mod planes;
+mod qos;
 
 /// Reads the switch on each scrape.
 struct SwitchCollector<B: Backend> {
@@ -207,6 +212,9 @@ where
                 vec![(vec![], counter(summary.install_failures))],
             )?;
         }
+        qos::encode(&view, e)?;
+        planes::encode_evpn(&view, e)?;
+        planes::encode_ib(&view, e)?;
         Ok(())
     }
 }

@@ -111,6 +111,25 @@ impl Switchd {
         )
     }
 
+    /// `swcli --socket <sock>` reading `lines` from a pipe (one shell
+    /// command a line: `configure`, `set ...`, `commit`); returns the exit
+    /// code and stdout with stderr.
+    pub fn swcli_script(&self, lines: &str) -> (i32, String) {
+        let mut child = Command::new(workspace_binary("swcli"))
+            .arg("--socket")
+            .arg(&self.socket)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run swcli");
+        use std::io::Write;
+        child.stdin.take().expect("stdin").write_all(lines.as_bytes()).expect("write stdin");
+        let out = child.wait_with_output().expect("swcli output");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        (out.status.code().unwrap_or(-1), text)
+    }
+
     /// `swcli --socket <sock> <args>`, panicking unless it succeeds.
     #[track_caller]
     pub fn swcli(&self, args: &[&str]) -> String {

@@ -215,6 +215,28 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     })
     .expect("rollback 1 restored the route");
     assert!(lab.ha.ping_until("10.9.0.1", Duration::from_secs(10)));
+
+    // Two sessions configuring at once: this one copies running, another
+    // commits first; this commit is then refused with what changed, and
+    // goes through once the candidate starts again from running.
+    shell.clear();
+    shell.line("discard");
+    shell.line("set routes 10.8.0.0/24 next_hops [10.2.0.2]");
+    let (code, text) =
+        sw.swcli_script("configure\nset ports eth1 description other-session\ncommit comment the other session\n");
+    assert_eq!(code, 0, "{text}");
+    shell.line("commit");
+    let pane = shell.wait_for("running changed since this candidate was copied", Duration::from_secs(5));
+    assert!(pane.contains("description: other-session"), "the refusal shows the other session's change:\n{pane}");
+    assert!(!running_has_route(&sw, "10.8.0.0/24"), "the refused commit changed nothing");
+    shell.line("discard");
+    shell.line("set routes 10.8.0.0/24 next_hops [10.2.0.2]");
+    shell.line("commit");
+    poll_until(Duration::from_secs(5), Duration::from_millis(100), || {
+        running_has_route(&sw, "10.8.0.0/24").then_some(())
+    })
+    .expect("committed on top of the other session's change");
+    assert!(running_has_route(&sw, "other-session"), "the other session's change stays");
 }
 
 /// `swcli` as another user, with exactly the given supplementary groups.
@@ -291,6 +313,68 @@ fn only_swadmin_members_may_commit() {
     assert!(running_has_route(&sw, "10.9.0.0/24"));
     let history = sw.swcli(&["show", "system", "commit", "history"]);
     assert!(history.lines().nth(2).is_some_and(|l| l.contains("nobody")), "the commit names its user:\n{history}");
+}
+
+/// A commit that adds a port with an address applies live: the forwarding
+/// thread takes the new port, its host interface appears with the
+/// address, and a ping over it works; deleting it stops that ping and
+/// removes the host interface; adding it back works again. Meanwhile the
+/// other port's traffic is not disturbed (a ping running through both
+/// commits loses nothing), and a loopback address comes and goes the
+/// same way.
+#[test]
+fn commits_add_and_remove_ports_and_interfaces_live() {
+    if !require_root_and_tools("swcli_shell", &["ip", "ping"]) {
+        return;
+    }
+    let lab = lab();
+    let sw = Switchd::start(
+        &lab.sw,
+        "name: shellsw\nlldp: { enabled: true, tx_interval_secs: 1 }\nports:\n  - { name: eth1, mode: routed, addresses: [10.1.0.1/24] }\n",
+    );
+    assert!(lab.ha.ping_until("10.1.0.1", Duration::from_secs(10)), "the port in the startup config forwards");
+    assert!(!lab.ha.ping("10.2.0.2", 1), "eth2 is not a port yet");
+    let has_link = |name: &str| lab.sw.exec_status(&["ip", "link", "show", name]).status.success();
+    assert!(!has_link("sw-eth2"));
+
+    // The other flow: pings over eth1 every 100 ms while the commits run.
+    let mut ping = lab.ha.command("ping");
+    ping.args(["-i", "0.1", "-W", "2", "-n", "-q", "10.1.0.1"]).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut other = ProcessGuard::spawn("ping", ping);
+    let add = "configure\nset ports eth2 { mode: routed, addresses: [10.2.0.1/24] }\n\
+               set loopback [10.255.0.1/32]\ncommit comment add eth2\n";
+    for round in 0..2 {
+        let (code, text) = sw.swcli_script(add);
+        assert_eq!(code, 0, "round {round}: the commit applies without a restart: {text}");
+        assert!(has_link("sw-eth2"), "round {round}: the new port's host interface exists");
+        assert!(
+            lab.sw.exec(&["ip", "-br", "addr", "show", "sw-eth2"]).contains("10.2.0.1/24"),
+            "round {round}: with its address"
+        );
+        assert!(lab.ha.ping_until("10.2.0.2", Duration::from_secs(10)), "round {round}: a ping over the new port");
+        assert!(lab.ha.ping("10.255.0.1", 1), "round {round}: the new loopback address answers");
+        let interfaces = sw.show_json("interfaces");
+        assert!(interfaces.to_string().contains("eth2"), "round {round}: show interfaces lists eth2: {interfaces}");
+
+        let (code, text) = sw.swcli_script("configure\ndelete ports eth2\ndelete loopback\ncommit\n");
+        assert_eq!(code, 0, "round {round}: {text}");
+        assert!(!has_link("sw-eth2"), "round {round}: the host interface went with the port");
+        assert!(!lab.ha.ping("10.2.0.2", 2), "round {round}: nothing forwards to the deleted port");
+        assert!(!lab.sw.exec(&["ip", "-br", "addr", "show", "lo"]).contains("10.255.0.1"), "round {round}");
+    }
+    // SIGINT: ping prints its statistics and ends.
+    assert!(Command::new("kill").args(["-INT", &other.id().to_string()]).status().expect("kill").success());
+    let out = other.wait_timeout(Duration::from_secs(10)).expect("the background ping ends");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let count = |word: &str| -> u64 {
+        let before = text.split(word).next().unwrap_or_default();
+        before.split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or(0)
+    };
+    let (sent, received) = (count(" packets transmitted"), count(" received"));
+    // The one in flight when SIGINT came may be unanswered.
+    assert!(sent >= 5 && received + 1 >= sent, "the other flow was not disturbed by the commits:\n{text}");
+    let history = sw.swcli(&["show", "system", "commit", "history"]);
+    assert!(history.contains("add eth2"), "{history}");
 }
 
 /// A small deterministic generator, so a failure can be replayed (the
@@ -419,9 +503,13 @@ fn a_prometheus_scrape_parses_and_agrees_with_show() {
         return;
     }
     let lab = lab();
-    let sw = Switchd::start(&lab.sw, &format!("{CONFIG}metrics: {{ listen: 127.0.0.1:9417 }}\n"));
+    // eth4, in mode ib, is a veth whose peer stays in the switch's namespace.
+    lab.sw.ip(&["link", "add", "eth4", "type", "veth", "peer", "name", "ib4"]);
+    lab.sw.ip(&["link", "set", "ib4", "up"]);
+    let sw = Switchd::start(&lab.sw, METRICS_CONFIG);
     assert!(lab.ha.ping_until("10.2.0.2", Duration::from_secs(10)));
-    let before = sw.show_json("interfaces");
+    let shows = ["interfaces", "queue counters", "pfc counters", "queue wredcounters", "evpn vni", "ib sm", "ib port"];
+    let before: Vec<serde_json::Value> = shows.iter().map(|what| sw.show_json(what)).collect();
     let text = lab.sw.enter(|| {
         use std::io::{Read, Write};
         let mut stream = std::net::TcpStream::connect("127.0.0.1:9417").expect("connect to the metrics endpoint");
@@ -430,7 +518,7 @@ fn a_prometheus_scrape_parses_and_agrees_with_show() {
         stream.read_to_string(&mut answer).expect("answer");
         answer
     });
-    let after = sw.show_json("interfaces");
+    let after: Vec<serde_json::Value> = shows.iter().map(|what| sw.show_json(what)).collect();
     let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
     assert!(head.starts_with("HTTP/1.") && head.contains(" 200 "), "{head}");
     assert!(head.to_lowercase().contains("application/openmetrics-text"), "{head}");
@@ -458,12 +546,26 @@ print(json.dumps(out))
     assert!(out.status.success(), "the parser refused the scrape: {}\n{body}", String::from_utf8_lossy(&out.stderr));
     let samples = swcli_json(&String::from_utf8_lossy(&out.stdout));
     let samples = samples.as_array().expect("samples");
-    let sample = |name: &str, port: &str| -> f64 {
+    let labelled = |name: &str, labels: &[(&str, &str)]| -> f64 {
         samples
             .iter()
-            .find(|s| s["name"] == name && s["labels"]["port"] == port)
+            .find(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][*k] == *v))
             .and_then(|s| s["value"].as_f64())
-            .unwrap_or_else(|| panic!("no {name}{{port={port}}} in the scrape:\n{body}"))
+            .unwrap_or_else(|| panic!("no {name}{labels:?} in the scrape:\n{body}"))
+    };
+    let sample = |name: &str, port: &str| labelled(name, &[("port", port)]);
+    // A scraped counter lies between what show said before and after.
+    let within = |metric: &str, labels: &[(&str, &str)], show: usize, find: &dyn Fn(&serde_json::Value) -> f64| {
+        let scraped = labelled(metric, labels);
+        let (low, high) = (find(&before[show]), find(&after[show]));
+        assert!(low <= scraped && scraped <= high, "{metric}{labels:?}: {scraped} outside show's {low}..={high}");
+        scraped
+    };
+    let row = |rows: &serde_json::Value, keys: &[(&str, &str)], field: &str| -> f64 {
+        rows.as_array()
+            .and_then(|all| all.iter().find(|r| keys.iter().all(|(k, v)| r[*k] == *v)))
+            .and_then(|r| r[field].as_f64())
+            .unwrap_or_else(|| panic!("no {field} of {keys:?} in {rows}"))
     };
     let counter = |interfaces: &serde_json::Value, port: &str, field: &str| -> f64 {
         interfaces
@@ -480,10 +582,90 @@ print(json.dumps(out))
             ("switch_port_transmitted_bytes_total", "tx_bytes"),
         ] {
             let scraped = sample(metric, port);
-            let (low, high) = (counter(&before, port, field), counter(&after, port, field));
+            let (low, high) = (counter(&before[0], port, field), counter(&after[0], port, field));
             assert!(low <= scraped && scraped <= high, "{metric} {port}: {scraped} outside show's {low}..={high}");
         }
         assert!(sample("switch_port_received_packets_total", port) > 0.0, "pings crossed {port}");
     }
     assert!(samples.iter().any(|s| s["family"] == "switch_route_entries" && s["type"] == "gauge"));
+
+    // The traffic manager: queues (`show queue counters`), PFC (`show pfc
+    // counters`), ECN (`show queue wredcounters`).
+    let mut sent = 0.0;
+    for port in ["eth1", "eth2"] {
+        for q in 0..8 {
+            let (queue, txq) = (q.to_string(), format!("UC{q}"));
+            let labels = [("port", port), ("queue", queue.as_str())];
+            let keys = [("port", port), ("txq", txq.as_str())];
+            sent += within("switch_queue_transmitted_packets_total", &labels, 1, &|v| row(v, &keys, "counter_pkts"));
+            within("switch_queue_transmitted_bytes_total", &labels, 1, &|v| row(v, &keys, "counter_bytes"));
+            within("switch_queue_dropped_packets_total", &labels, 1, &|v| row(v, &keys, "drop_pkts"));
+            within("switch_queue_ecn_marked_packets_total", &labels, 3, &|v| row(v, &keys, "ecn_marked_pkts"));
+            within("switch_queue_wred_dropped_packets_total", &labels, 3, &|v| row(v, &keys, "wred_drp_pkts"));
+            let priority = [("port", port), ("priority", queue.as_str())];
+            let pfc = |v: &serde_json::Value, field: &str| {
+                let rows = v.as_array().expect("pfc rows");
+                let r = rows.iter().find(|r| r["port"] == port).expect("a pfc row");
+                r[field][q].as_f64().expect("a count")
+            };
+            within("switch_pfc_received_frames_total", &priority, 2, &|v| pfc(v, "rx"));
+            within("switch_pfc_transmitted_frames_total", &priority, 2, &|v| pfc(v, "tx"));
+            let paused = labelled("switch_pfc_paused_seconds_total", &priority);
+            assert!(paused * 1e6 <= pfc(&after[2], "paused_us") + 1.0, "paused time in seconds");
+        }
+    }
+    assert!(sent > 0.0, "the pings went through the traffic manager's queues");
+    for (metric, storms) in [("switch_pfcwd_storms_detected_total", 0.0), ("switch_pfcwd_stormed", 0.0)] {
+        assert_eq!(labelled(metric, &[("port", "eth1"), ("queue", "3")]), storms, "{metric}: the watchdog watches");
+    }
+    assert!(labelled("switch_buffer_pool_size_bytes", &[("pool", "ingress_lossless_pool")]) > 0.0);
+
+    // EVPN (`show evpn vni`) and the subnet manager (`show ib sm`, `ib port`).
+    assert_eq!(labelled("switch_evpn_vnis", &[]), 1.0);
+    let vni = [("vni", "10100")];
+    assert_eq!(after[4][0]["vni"], 10100);
+    for (metric, field) in [("switch_evpn_local_macs", "local_macs"), ("switch_evpn_remote_macs", "remote_macs")] {
+        let scraped = labelled(metric, &vni);
+        let shown = [before[4][0][field].as_f64(), after[4][0][field].as_f64()];
+        assert!(shown.contains(&Some(scraped)), "{metric}: {scraped}, show said {shown:?}");
+    }
+    let sm = |field: &'static str| move |v: &serde_json::Value| v[field].as_f64().expect("an SM counter");
+    let sweeps = within("switch_ib_sm_heavy_sweeps_total", &[], 5, &sm("heavy_sweeps"));
+    assert!(sweeps >= 1.0, "the SM swept its subnet");
+    within("switch_ib_sm_smps_sent_total", &[], 5, &sm("smps_sent"));
+    assert_eq!(labelled("switch_ib_sm_switches", &[]), sm("switches")(&after[5]));
+    within("switch_ib_port_transmitted_packets_total", &[("port", "eth4")], 6, &|v| {
+        let port = v.as_array().and_then(|all| all.iter().find(|p| p["name"] == "eth4")).expect("eth4 in show ib port");
+        port["counters"]["xmit_packets"].as_f64().expect("a count")
+    });
 }
+
+/// The metrics lab: the traffic manager on the routed ports, an EVPN VNI
+/// on a TAP access port, an IB-like port with the SM, the endpoint.
+const METRICS_CONFIG: &str = "
+name: shellsw
+lldp: { enabled: false }
+loopback: [10.255.0.1/32]
+ports:
+  - { name: eth1, mode: routed, addresses: [10.1.0.1/24], speed: 100M, cable-length: 5 }
+  - { name: eth2, mode: routed, addresses: [10.2.0.1/24], speed: 100M, cable-length: 5 }
+  - { name: eth3, kind: tap, mode: access, vlan: 10, speed: 100M }
+  - { name: eth4, mode: ib, speed: 100M }
+vlans:
+  - { id: 10 }
+vxlan:
+  source: 10.255.0.1
+  vnis: [{ vni: 10100, vlan: 10 }]
+qos:
+  preset: roce
+  pfc: { priorities: [3, 4] }
+ib:
+  sm: { priority: 7 }
+bgp:
+  asn: 65101
+  neighbors: []
+  evpn:
+    vtep_ip: 10.255.0.1
+    vnis: [{ vni: 10100 }]
+metrics: { listen: 127.0.0.1:9417 }
+";

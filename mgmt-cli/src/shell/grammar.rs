@@ -475,9 +475,39 @@ pub fn complete_command(words: &[String], mode: Mode) -> bool {
     TEMPLATES.iter().filter(|t| t.modes.contains(&mode)).any(|t| matches(t, words).is_some())
 }
 
+/// The words of a command line, where a YAML flow value (`[10, 20]`,
+/// `{ mode: routed, mtu: 9000 }`) or a quoted string stays one word.
+pub fn split_words(line: &str) -> Vec<&str> {
+    let mut words = Vec::new();
+    let mut start = None;
+    let mut depth = 0usize;
+    let mut quote = None;
+    for (at, c) in line.char_indices() {
+        match (quote, c) {
+            (Some(q), c) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '"' | '\'') => quote = Some(c),
+            (None, '[' | '{') => depth += 1,
+            (None, ']' | '}') => depth = depth.saturating_sub(1),
+            (None, c) if c.is_whitespace() && depth == 0 => {
+                if let Some(from) = start.take() {
+                    words.push(&line[from..at]);
+                }
+                continue;
+            }
+            _ => {}
+        }
+        start.get_or_insert(at);
+    }
+    if let Some(from) = start {
+        words.push(&line[from..]);
+    }
+    words
+}
+
 /// Parses one command line (without its `| ...` pipes).
 pub fn parse(line: &str, mode: Mode) -> Result<Action, String> {
-    let raw: Vec<&str> = line.split_whitespace().collect();
+    let raw: Vec<&str> = split_words(line);
     if raw.is_empty() {
         return Err("empty command".into());
     }
@@ -504,6 +534,24 @@ pub fn parse(line: &str, mode: Mode) -> Result<Action, String> {
 mod tests {
     use super::*;
     use Mode::*;
+
+    #[test]
+    fn flow_values_stay_one_word() {
+        assert_eq!(
+            split_words("set ports eth2 { mode: routed, addresses: [10.2.0.1/24] }"),
+            ["set", "ports", "eth2", "{ mode: routed, addresses: [10.2.0.1/24] }"]
+        );
+        assert_eq!(split_words("  set ports eth1 vlans [10, 20]  "), ["set", "ports", "eth1", "vlans", "[10, 20]"]);
+        assert_eq!(
+            split_words("set ports eth1 description \"to spine 1\""),
+            ["set", "ports", "eth1", "description", "\"to spine 1\""]
+        );
+        let set = parse("set ports eth1 vlans [10, 20]", Configure);
+        assert_eq!(
+            set,
+            Ok(Action::Set { path: vec!["ports".into(), "eth1".into(), "vlans".into()], value: "[10, 20]".into() })
+        );
+    }
 
     #[test]
     fn evpn_shows_parse_as_frr_spells_them() {

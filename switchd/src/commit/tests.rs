@@ -71,9 +71,8 @@ fn a_commit_applies_and_a_bad_one_names_the_field_and_changes_nothing() {
     assert_eq!(c.generation(), 1);
     assert_eq!(c.running().routes[0].next_hops[0].0.to_string(), "10.0.0.2");
 
-    let message =
-        refused(c.handle(&admin(), &commit_request(&BASE.replace("10.0.0.1/24", "10.0.5.1/24"), 1, None), now));
-    assert!(message.contains("need a restart"), "{message}");
+    let message = refused(c.handle(&admin(), &commit_request(&BASE.replace("name: s1", "name: s2"), 1, None), now));
+    assert!(message.contains("need a restart") && message.contains("name"), "{message}");
     assert_eq!(c.generation(), 1);
 }
 
@@ -147,4 +146,76 @@ fn sighup_reload_is_a_commit_by_the_daemon() {
     std::fs::write(&startup, with_route("10.9.9.9")).unwrap();
     assert!(c.reload(&startup).unwrap_err().contains("next_hops"));
     assert_eq!(c.generation(), 1);
+}
+
+/// Records what a commit asks of it; refuses to take up port `eth9`.
+struct Recorder {
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl FollowsConfig for Recorder {
+    fn remove_stale(&mut self, target: &Config, _applied: &Applied) -> Result<(), String> {
+        self.calls.lock().unwrap().push(format!("remove_stale {}", target.ports.len()));
+        Ok(())
+    }
+
+    fn add_missing(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
+        self.calls.lock().unwrap().push(format!("add_missing {}", target.ports.len()));
+        // Called after the shim took the target: its ports are there.
+        assert!(target.ports.iter().all(|p| applied.ports.contains_key(&p.name)));
+        if target.ports.iter().any(|p| p.name == "eth9") {
+            return Err("cannot open eth9".into());
+        }
+        Ok(())
+    }
+}
+
+#[test]
+fn followers_move_with_a_commit_and_back_when_one_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = configurator(&dir.path().join("startup.yaml"));
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    c.follow(Arc::new(Mutex::new(Recorder { calls: calls.clone() })));
+    let now = Instant::now();
+
+    let three = BASE.replace("vlans:", "  - { name: eth3, mode: routed, addresses: [10.3.0.1/24] }\nvlans:");
+    ok(c.handle(&admin(), &commit_request(&three, 0, None), now));
+    assert_eq!(*calls.lock().unwrap(), ["remove_stale 3", "add_missing 3"]);
+    assert!(has_route(&c, "10.3.0.0/24"), "the new port's connected route");
+
+    calls.lock().unwrap().clear();
+    let nine = three.replace("eth3", "eth9").replace("10.3.0", "10.9.0");
+    let message = refused(c.handle(&admin(), &commit_request(&nine, 1, None), now));
+    assert!(message.contains("cannot open eth9") && message.contains("undone"), "{message}");
+    // Forward to the candidate, then back to running.
+    assert_eq!(*calls.lock().unwrap(), ["remove_stale 3", "add_missing 3", "remove_stale 3", "add_missing 3"]);
+    assert_eq!(c.generation(), 1);
+    assert!(has_route(&c, "10.3.0.0/24") && !has_route(&c, "10.9.0.0/24"), "running untouched");
+    let eth9 = c.view.read().unwrap().applied.ports.contains_key("eth9");
+    assert!(!eth9, "the shim is back at running");
+    assert!(!lock(&c.sai).backend().pipeline().routes().any(|(p, _)| p.to_string() == "10.9.0.0/24"));
+}
+
+#[test]
+fn the_history_keeps_the_last_fifty_commits_with_time_user_and_comment() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = configurator(&dir.path().join("s1.yaml"));
+    let now = Instant::now();
+    for i in 0..60u64 {
+        let yaml = if i % 2 == 0 { with_route("10.0.0.2") } else { BASE.to_owned() };
+        let mut request = commit_request(&yaml, i, None);
+        if let Request::Commit(commit) = &mut request {
+            commit.comment = Some(format!("change {i}"));
+        }
+        ok(c.handle(&admin(), &request, now));
+    }
+    let Reply::CommitHistory(history) = ok(c.handle(&admin(), &Request::ShowCommitHistory, now)) else {
+        panic!("a history")
+    };
+    assert_eq!(history.len(), HISTORY);
+    assert_eq!(HISTORY, 50);
+    assert_eq!(history[0].generation, 60, "newest first");
+    assert_eq!(history[49].generation, 11);
+    assert!(history.iter().all(|e| e.user == "alice" && e.time_unix > 0));
+    assert_eq!(history[0].comment.as_deref(), Some("change 59"));
 }
