@@ -67,6 +67,7 @@ pub use backend::{Backend, FdbDetail, FdbFlush, FdbFlushType, PortStats, QosRepo
 pub use dataplane::wire::EthernetAddress;
 pub use error::{EntryKey, SaiError, SaiResult};
 pub use notification::{
-    FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, SubscriberStats, Subscription,
+    FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, PfcDeadlockEvent, SubscriberStats,
+    Subscription,
 };
 pub use object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey, SuppressionEntryKey};

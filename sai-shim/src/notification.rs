@@ -49,6 +49,23 @@ pub enum Notification {
         router_interface: ObjectId,
         ip: IpAddr,
     },
+    /// The PFC watchdog found a queue in a storm (paused, backlogged and
+    /// silent for the detection time), or saw it restored (SAI's
+    /// `queue_pfc_deadlock_notification`).
+    QueuePfcDeadlock {
+        queue: ObjectId,
+        /// The queue's port and index, as the queue object names them.
+        port: ObjectId,
+        index: u8,
+        event: PfcDeadlockEvent,
+    },
+}
+
+/// What the PFC watchdog saw (SAI's `sai_queue_pfc_deadlock_event_type_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PfcDeadlockEvent {
+    Detected,
+    Recovered,
 }
 
 /// Resolution state of a neighbour, as forwarding holds it (RFC 4861

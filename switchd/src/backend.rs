@@ -246,5 +246,9 @@ fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<Traffi
         dlb = tm_config.dlb.mode.name(),
         "traffic manager: qos (ports transmit at their line rate)"
     );
-    Ok(TrafficManagerSetup { tm: AnyTrafficManager::Qos(Box::new(tm)), stats: Some(sai.backend().qos_stats_slot()) })
+    Ok(TrafficManagerSetup {
+        tm: AnyTrafficManager::Qos(Box::new(tm)),
+        stats: Some(sai.backend().qos_stats_slot()),
+        watchdog_events: Some(sai.backend().watchdog_events_slot()),
+    })
 }

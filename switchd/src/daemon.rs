@@ -35,7 +35,7 @@ use std::time::Duration;
 use dataplane::io::{AfPacket, AfPacketConfig, FrameBatch, PortIo};
 use dataplane::pipeline::PortId;
 use sai_shim::backend::soft::SoftBackend;
-use sai_shim::{Backend, Sai};
+use sai_shim::{Backend, Notification, PfcDeadlockEvent, Sai};
 
 use crate::apply::{self, Applied};
 use crate::backend::{DaemonBackend, LldpPort};
@@ -299,7 +299,17 @@ async fn publish_notifications<B: Backend>(sai: Arc<Mutex<Sai<B>>>) {
         tick.tick().await;
         let notifications = sai.lock().unwrap_or_else(|e| e.into_inner()).publish_notifications();
         for notification in notifications {
-            tracing::debug!(?notification, "shim notification");
+            match notification {
+                Notification::QueuePfcDeadlock { queue, port, index, event } => match event {
+                    PfcDeadlockEvent::Detected => {
+                        tracing::warn!(?port, queue = index, object = ?queue, "PFC watchdog: storm detected")
+                    }
+                    PfcDeadlockEvent::Recovered => {
+                        tracing::info!(?port, queue = index, object = ?queue, "PFC watchdog: storm restored")
+                    }
+                },
+                notification => tracing::debug!(?notification, "shim notification"),
+            }
         }
     }
 }

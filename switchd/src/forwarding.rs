@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
 use dataplane::node::{AnyTrafficManager, Node, OutputQueues, OutputQueuesConfig, Ports, QosStats};
 use dataplane::pipeline::{Egress, LinkLevelFrame, PortId};
+use qos::watchdog::WatchdogEvent;
 
 use crate::ib::{IbRuntime, SharedIb};
 
@@ -59,7 +60,14 @@ pub struct TrafficManagerSetup {
     /// Filled with the traffic manager's counters every few tens of
     /// milliseconds (the shim's soft backend reads it for `show`).
     pub stats: Option<Arc<Mutex<Option<QosStats>>>>,
+    /// Where the PFC watchdog's events go, as often (the shim's soft
+    /// backend turns them into notifications).
+    pub watchdog_events: Option<Arc<Mutex<Vec<WatchdogEvent>>>>,
 }
+
+/// Watchdog events waiting for the shim beyond this many are counted as
+/// lost ([`LoopCounters::watchdog_events_lost`]) rather than kept.
+const WATCHDOG_EVENT_BACKLOG: usize = 1024;
 
 impl Default for TrafficManagerSetup {
     /// The FIFO: every frame sent as soon as its port takes it.
@@ -67,6 +75,7 @@ impl Default for TrafficManagerSetup {
         TrafficManagerSetup {
             tm: AnyTrafficManager::Fifo(OutputQueues::new(OutputQueuesConfig::default())),
             stats: None,
+            watchdog_events: None,
         }
     }
 }
@@ -132,6 +141,8 @@ pub struct LoopCounters {
     pub wakeups: AtomicU64,
     /// Batches abandoned because the pipeline panicked.
     pub panics: AtomicU64,
+    /// PFC watchdog events nobody took in time (see [`TrafficManagerSetup`]).
+    pub watchdog_events_lost: AtomicU64,
 }
 
 /// The running forwarding thread. Dropping it stops the thread and drops
@@ -215,6 +226,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
             node: Node::with_traffic_manager(setup.tm),
             qos_stats: setup.stats,
+            watchdog_events: setup.watchdog_events,
             timer,
             timer_armed_for: u64::MAX,
             ib,
@@ -370,6 +382,7 @@ struct Loop<D: Dataplane> {
     batch: FrameBatch,
     node: Node<AnyTrafficManager>,
     qos_stats: Option<Arc<Mutex<Option<QosStats>>>>,
+    watchdog_events: Option<Arc<Mutex<Vec<WatchdogEvent>>>>,
     /// Fires at the node's next wake-up when that is sooner than the
     /// loop's own poll interval.
     timer: OwnedFd,
@@ -746,7 +759,17 @@ impl<D: Dataplane> Loop<D> {
         self.timer_armed_for = wake;
     }
 
-    fn publish_qos_stats(&self) {
+    fn publish_qos_stats(&mut self) {
+        if let (Some(slot), Some(tm)) = (&self.watchdog_events, self.node.traffic_manager_mut().qos_mut()) {
+            let mut queue = slot.lock().unwrap_or_else(|e| e.into_inner());
+            for event in tm.tm_mut().drain_events() {
+                if queue.len() < WATCHDOG_EVENT_BACKLOG {
+                    queue.push(event);
+                } else {
+                    self.counters.watchdog_events_lost.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
         let (Some(slot), Some(tm)) = (&self.qos_stats, self.node.traffic_manager().qos()) else { return };
         let stats = tm.stats(monotonic_ns());
         *slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(stats);

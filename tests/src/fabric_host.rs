@@ -84,3 +84,91 @@ pub fn tm_drops(switchd: &Switchd) -> Vec<(String, u64)> {
 pub fn u64_of(value: &serde_json::Value, field: &str) -> u64 {
     value[field].as_u64().unwrap_or_else(|| panic!("no {field} in {value}"))
 }
+
+/// A `--start-at-unix-ms` value `delay` from now, so that several senders
+/// (once each has resolved its next hop) start together.
+pub fn start_at(delay: Duration) -> String {
+    (std::time::SystemTime::now() + delay)
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("after 1970")
+        .as_millis()
+        .to_string()
+}
+
+/// One `switchd` with hosts around it: host `n` (from 1) is namespace
+/// `<tag>h<n>`, its `eth1` at 10.n.0.2/24 on the switch's `eth<n>`
+/// (10.n.0.1/24, routed, MTU 9100, `speed`, 5 m of cable), and `qos` (the
+/// YAML of the config's `qos:` section) applies to the switch.
+pub struct Star {
+    pub switchd: Switchd,
+    /// Host n is `hosts[n - 1]`.
+    pub hosts: Vec<Netns>,
+    /// The config without its `qos:` section.
+    ports_yaml: String,
+    sw: Netns,
+}
+
+impl Star {
+    pub fn start(tag: &str, hosts: usize, speed: &str, qos: &str) -> Star {
+        let sw = Netns::new(&format!("{tag}s"));
+        let hosts: Vec<Netns> = (1..=hosts).map(|n| Netns::new(&format!("{tag}h{n}"))).collect();
+        let mut yaml = format!("name: {tag}\nports:\n");
+        for (i, host) in hosts.iter().enumerate() {
+            let n = i + 1;
+            crate::veth(host, "eth1", &sw, &format!("eth{n}"));
+            host.ip(&["link", "set", "eth1", "mtu", "9100"]);
+            sw.ip(&["link", "set", &format!("eth{n}"), "mtu", "9100"]);
+            host.host_setup("eth1", &format!("10.{n}.0.2/24"), Some(&format!("10.{n}.0.1")));
+            yaml.push_str(&format!(
+                "  - {{name: eth{n}, mode: routed, addresses: [10.{n}.0.1/24], mtu: 9100, speed: {speed}, cable-length: 5}}\n"
+            ));
+        }
+        let switchd = Switchd::start(&sw, &format!("{yaml}{qos}"));
+        let star = Star { switchd, hosts, ports_yaml: yaml, sw };
+        star.wait_reachable();
+        star
+    }
+
+    /// Stops the switch and starts it again with another `qos:` section.
+    pub fn restart(&mut self, qos: &str) {
+        self.switchd.stop();
+        self.switchd = Switchd::start(&self.sw, &format!("{}{qos}", self.ports_yaml));
+        self.wait_reachable();
+    }
+
+    fn wait_reachable(&self) {
+        for (i, host) in self.hosts.iter().enumerate() {
+            assert!(host.ping_until(&format!("10.{}.0.1", i + 1), Duration::from_secs(10)), "h{} -> gateway", i + 1);
+        }
+    }
+
+    /// Host `n` (from 1).
+    pub fn host(&self, n: usize) -> &Netns {
+        &self.hosts[n - 1]
+    }
+}
+
+/// `fabric-host send` arguments to `to`: `bytes` at `rate` on `dscp` and
+/// queue pair `qp` (a 100 Mb/s link), then `extra`.
+pub fn send_args(to: &str, rate: &str, bytes: u64, dscp: u8, qp: u32, extra: &[&str]) -> Vec<String> {
+    let mut args: Vec<String> =
+        ["send", "--to", to, "--rate", rate, "--link-speed", "100M"].into_iter().map(String::from).collect();
+    args.extend([
+        "--bytes".into(),
+        bytes.to_string(),
+        "--dscp".into(),
+        dscp.to_string(),
+        "--qp".into(),
+        qp.to_string(),
+    ]);
+    args.extend(extra.iter().map(|s| s.to_string()));
+    args
+}
+
+impl FabricHost {
+    /// [`FabricHost::start`] with owned arguments.
+    pub fn start_owned(ns: &Netns, args: &[String]) -> FabricHost {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        FabricHost::start(ns, &args)
+    }
+}

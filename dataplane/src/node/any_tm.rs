@@ -17,6 +17,13 @@ impl AnyTrafficManager {
             AnyTrafficManager::Fifo(_) => None,
         }
     }
+
+    pub fn qos_mut(&mut self) -> Option<&mut QosTrafficManager> {
+        match self {
+            AnyTrafficManager::Qos(tm) => Some(tm),
+            AnyTrafficManager::Fifo(_) => None,
+        }
+    }
 }
 
 macro_rules! delegate {

@@ -2,6 +2,7 @@
 //!
 //! `fabric-host send --to IP --rate 800M --bytes 64M --dscp 26 --qp N`
 //! `fabric-host recv [--expect-bytes 64M] [--idle-ms 500]`
+//! `fabric-host pfc-storm --priority 3 --for-ms 1000`
 //! `fabric-host ib --iface eth1 --guid 0x... [--ping LID,...|--ping-file F] [--send LID --packets N] [--read-pps N]`
 //! Each prints what happened (goodput, CNPs, pauses obeyed, reordering);
 //! `--json` prints it as one JSON object.
@@ -13,6 +14,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use labs::fabric_host::ib;
 use labs::fabric_host::roce::{self, RecvOptions, SendOptions};
+use labs::fabric_host::storm::{self, StormOptions};
 use labs::fabric_host::{parse_bytes, parse_rate};
 
 #[derive(Parser)]
@@ -78,6 +80,18 @@ enum Command {
         timeout_secs: u64,
         #[arg(long, default_value_t = 50)]
         cnp_interval_us: u64,
+    },
+    /// A misbehaving peer: pause --priority (XOFF frames of --quanta every
+    /// --interval-us) for --for-ms, whatever the switch sends.
+    PfcStorm {
+        #[arg(long, default_value_t = 3)]
+        priority: u8,
+        #[arg(long, default_value_t = 65535)]
+        quanta: u16,
+        #[arg(long, default_value_t = 1000)]
+        interval_us: u64,
+        #[arg(long)]
+        for_ms: u64,
     },
     /// An HCA-like endpoint of the IB-like plane: agent, ibping, paced sender, slow reader.
     Ib(IbArgs),
@@ -185,6 +199,24 @@ fn main() -> ExitCode {
                     report.cnps_received,
                     report.final_rate_bps as f64 / 1e6,
                     if report.completed { "" } else { " (timed out)" },
+                );
+                (serde_json::to_string(&report).expect("report serializes"), text)
+            })
+        }
+        Command::PfcStorm { priority, quanta, interval_us, for_ms } => {
+            let options = StormOptions {
+                interface: cli.interface,
+                class_enable: 1 << (priority & 7),
+                quanta,
+                interval: Duration::from_micros(interval_us.max(1)),
+                duration: Duration::from_millis(for_ms),
+            };
+            storm::storm(&options).map(|report| {
+                let text = format!(
+                    "sent {} PFC XOFF frames (priority {}, quanta {quanta}) in {:.3} s\n",
+                    report.pfc_frames_sent,
+                    priority & 7,
+                    report.duration_ns as f64 / 1e9
                 );
                 (serde_json::to_string(&report).expect("report serializes"), text)
             })

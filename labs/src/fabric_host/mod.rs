@@ -10,6 +10,8 @@
 //!   rate, obeying PFC pauses of its priority and running DCQCN's reaction
 //!   point on CNPs; a receiver that returns CNPs for CE-marked packets and
 //!   puts sprayed packets back in order.
+//! - [`storm`]: a misbehaving peer that keeps a priority paused (PFC XOFF
+//!   frames without end), for the switch's PFC watchdog.
 //!
 //! This module holds what every mode shares: the link (the `AF_PACKET`
 //! socket, the interface's addresses, ARP for the next hop), the clock and
@@ -17,6 +19,7 @@
 
 pub mod ib;
 pub mod roce;
+pub mod storm;
 
 use std::net::Ipv4Addr;
 use std::os::fd::RawFd;

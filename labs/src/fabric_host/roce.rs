@@ -69,6 +69,8 @@ pub struct SendReport {
     pub cnps_received: u64,
     /// DCQCN's current rate at the end.
     pub final_rate_bps: u64,
+    /// DCQCN's lowest rate during the run (its cuts on CNPs).
+    pub min_rate_bps: u64,
     pub completed: bool,
 }
 
@@ -87,8 +89,8 @@ pub fn send(options: &SendOptions) -> Result<SendReport, String> {
     let start = monotonic_ns();
     let deadline = start + options.timeout.as_nanos() as u64;
     let mut pacer = Pacer::new(options.link_bps, options.priority, options.rate_bps, start);
-    let mut rp = ReactionPoint::new(Params::default(), options.rate_bps, start);
-    let mut report = SendReport::default();
+    let mut rp = ReactionPoint::new(Params::for_line_rate(options.link_bps), options.rate_bps, start);
+    let mut report = SendReport { min_rate_bps: options.rate_bps, ..SendReport::default() };
     let mut frame = vec![0u8; frame_len];
     let mut psn = 0u32;
     while report.frames < total {
@@ -114,6 +116,7 @@ pub fn send(options: &SendOptions) -> Result<SendReport, String> {
         if options.dcqcn {
             rp.advance(now);
             pacer.set_rate_bps(rp.rate_bps());
+            report.min_rate_bps = report.min_rate_bps.min(rp.rate_bps());
         }
         let mut burst = 0;
         while pacer.ready(now) && report.frames < total && burst < 32 {

@@ -52,6 +52,34 @@ impl Default for Params {
     }
 }
 
+/// The line rate the paper's parameters were chosen for.
+pub const PAPER_LINE_RATE_BPS: u64 = 40_000_000_000;
+
+impl Params {
+    /// The paper's parameters carried over to a link of `line_bps`: the
+    /// same dynamics counted in frame times, so an emulated 100 Mb/s link
+    /// behaves as the paper's 40 Gb/s one does. Periods (K, T) grow by
+    /// 40G / line; the byte counter and the rate steps shrink by line / 40G;
+    /// the floor stays 1 Mb/s. At 40 Gb/s this is [`Params::default`]. (The 55 us timers at 100 Mb/s
+    /// would recover from a cut within a millisecond: faster than an emulated
+    /// host's feedback loop, so DCQCN would never hold a queue down.)
+    pub fn for_line_rate(line_bps: u64) -> Params {
+        let paper = Params::default();
+        let line = u128::from(line_bps.max(1));
+        let longer =
+            |ns: u64| (u128::from(ns) * u128::from(PAPER_LINE_RATE_BPS) / line).min(u128::from(u64::MAX)) as u64;
+        let smaller = |n: u64| ((u128::from(n) * line / u128::from(PAPER_LINE_RATE_BPS)) as u64).max(1);
+        Params {
+            alpha_period_ns: longer(paper.alpha_period_ns),
+            increase_timer_ns: longer(paper.increase_timer_ns),
+            byte_counter: smaller(paper.byte_counter),
+            additive_bps: smaller(paper.additive_bps),
+            hyper_bps: smaller(paper.hyper_bps),
+            ..paper
+        }
+    }
+}
+
 /// One queue pair's reaction point.
 #[derive(Debug, Clone)]
 pub struct ReactionPoint {
@@ -228,6 +256,18 @@ mod tests {
         rp.advance(5 * 55_000);
         // The first four timer events are additive (BC = 5, T < 5), the fifth hyper.
         assert_eq!(rp.target_bps(), 2_040_000_000 + 4 * 40_000_000 + 400_000_000);
+    }
+
+    #[test]
+    fn parameters_scale_with_the_line_rate() {
+        assert_eq!(Params::for_line_rate(PAPER_LINE_RATE_BPS), Params::default());
+        // 100 Mb/s is 400 times slower: K = T = 55 us x 400 = 22 ms,
+        // B = 10 MiB / 400 = 26214 B, R_AI = 40M / 400 = 100 kb/s, R_HAI = 1 Mb/s.
+        let p = Params::for_line_rate(100_000_000);
+        assert_eq!((p.alpha_period_ns, p.increase_timer_ns), (22_000_000, 22_000_000));
+        assert_eq!((p.byte_counter, p.additive_bps, p.hyper_bps), (26_214, 100_000, 1_000_000));
+        assert_eq!((p.g, p.fast_recovery_steps), (1.0 / 256.0, 5));
+        assert_eq!(p.min_rate_bps, 1_000_000);
     }
 
     #[test]

@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use dataplane::node::QosStats;
 use qos::tm::TmConfig;
+use qos::watchdog::{WatchdogEvent, WatchdogEventKind};
 
 use dataplane::pipeline::{
     self, DEFAULT_VRF, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output,
@@ -27,7 +28,7 @@ use super::{Backend, FdbFlush, PortStats, QosReport};
 use crate::api::ObjectStore;
 use crate::attributes::*;
 use crate::error::{SaiError, SaiResult};
-use crate::notification::{FdbEvent, NeighborInfo, NeighborState, Notification};
+use crate::notification::{FdbEvent, NeighborInfo, NeighborState, Notification, PfcDeadlockEvent};
 use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey, SuppressionEntryKey};
 
 /// Hands out dense indices below a limit, reusing released ones (lowest
@@ -105,6 +106,8 @@ pub struct SoftBackend {
     notifications: Vec<Notification>,
     /// The traffic manager's counters as the forwarding thread last copied them.
     qos_stats: Arc<Mutex<Option<QosStats>>>,
+    /// PFC watchdog events the forwarding thread handed over, oldest first.
+    watchdog_events: Arc<Mutex<Vec<WatchdogEvent>>>,
 }
 
 fn table_error(error: TableError, table: &'static str, attribute: &'static str) -> SaiError {
@@ -142,6 +145,7 @@ impl SoftBackend {
             host_interface_of: HashMap::new(),
             notifications: Vec::new(),
             qos_stats: Arc::default(),
+            watchdog_events: Arc::default(),
         }
     }
 
@@ -161,6 +165,37 @@ impl SoftBackend {
     /// [`Backend::qos_report`].
     pub fn qos_stats_slot(&self) -> Arc<Mutex<Option<QosStats>>> {
         self.qos_stats.clone()
+    }
+
+    /// Where whoever runs the traffic manager hands over its PFC watchdog
+    /// events, which come back as [`Notification::QueuePfcDeadlock`].
+    pub fn watchdog_events_slot(&self) -> Arc<Mutex<Vec<WatchdogEvent>>> {
+        self.watchdog_events.clone()
+    }
+
+    /// The watchdog events handed over since the last call, as
+    /// notifications naming the queue objects (the port's queue of that
+    /// index; an event for a queue with no object is left out).
+    fn translate_watchdog_events(&mut self, store: &ObjectStore) {
+        let events = std::mem::take(&mut *self.watchdog_events.lock().unwrap_or_else(|e| e.into_inner()));
+        for event in events {
+            let Some(port) = self.port_object(event.port) else { continue };
+            let queue = store.objects_of(ObjectType::Queue).find_map(|(id, object)| match object {
+                Object::Queue(q) if q.port == port && q.index == event.queue => Some(id),
+                _ => None,
+            });
+            let Some(queue) = queue else { continue };
+            let event_type = match event.kind {
+                WatchdogEventKind::StormDetected => PfcDeadlockEvent::Detected,
+                WatchdogEventKind::StormRestored => PfcDeadlockEvent::Recovered,
+            };
+            self.notifications.push(Notification::QueuePfcDeadlock {
+                queue,
+                port,
+                index: event.queue,
+                event: event_type,
+            });
+        }
     }
 
     /// Installs the ECMP path-quality source (DLB), or removes it.
@@ -955,8 +990,9 @@ impl Backend for SoftBackend {
         entries
     }
 
-    fn drain_notifications(&mut self, _store: &ObjectStore, out: &mut Vec<Notification>) {
+    fn drain_notifications(&mut self, store: &ObjectStore, out: &mut Vec<Notification>) {
         self.translate_events();
+        self.translate_watchdog_events(store);
         out.append(&mut self.notifications);
     }
 }

@@ -231,6 +231,32 @@ qos:
         assert!(sai.remove(applied.qos.pool.unwrap()).is_err());
     }
 
+    /// Watchdog events handed to the soft backend come back as
+    /// notifications naming the port's queue object.
+    #[test]
+    fn watchdog_events_become_queue_deadlock_notifications() {
+        use qos::watchdog::{WatchdogEvent, WatchdogEventKind};
+        use sai_shim::{Notification, PfcDeadlockEvent};
+
+        let config = crate::config::Config::from_yaml(CONFIG).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let applied = apply(&mut sai, &config).unwrap();
+        sai.drain_notifications();
+        let port = sai.backend().port_index(applied.ports["eth2"].port).unwrap();
+        let slot = sai.backend().watchdog_events_slot();
+        for (at, kind) in [(1, WatchdogEventKind::StormDetected), (2, WatchdogEventKind::StormRestored)] {
+            slot.lock().unwrap().push(WatchdogEvent { at, port, queue: 3, kind });
+        }
+        let queue = applied.qos.queues[1][3];
+        let port = applied.ports["eth2"].port;
+        let deadlock = |event| Notification::QueuePfcDeadlock { queue, port, index: 3, event };
+        assert_eq!(
+            sai.drain_notifications(),
+            vec![deadlock(PfcDeadlockEvent::Detected), deadlock(PfcDeadlockEvent::Recovered)]
+        );
+        assert!(sai.drain_notifications().is_empty());
+    }
+
     #[test]
     fn no_qos_and_no_speed_means_no_traffic_manager() {
         let config = crate::config::Config::from_yaml(

@@ -1,0 +1,89 @@
+//! The PFC watchdog against a peer that pauses forever.
+//!
+//! ```text
+//!  [h1] 10.1.0.2 -- eth1 [switch] eth2 -- 10.2.0.2 [h2] (fabric-host pfc-storm: XOFF priority 3 every ms)
+//!                          all ports 100 Mb/s
+//! ```
+//!
+//! h2 keeps priority 3 of eth2 paused while h1 sends to it on that
+//! priority: eth2's queue 3 stays backlogged and silent, the watchdog calls
+//! it a storm, and its action (drop) empties the queue and drops what
+//! arrives, counted. Once h2 stops pausing, the queue is restored after the
+//! restoration time and h1's traffic flows again. Both events also come
+//! out of the shim as notifications, which switchd logs.
+
+use std::time::Duration;
+
+use fabric_tests::fabric_host::{FabricHost, Star, pfc_row, queue_row, send_args, show, u64_of};
+use fabric_tests::require_root_and_tools;
+use fabric_tests::wait::poll_until;
+
+const QOS: &str = "qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000}\n  \
+                   watchdog: {action: drop, detection-ms: 200, restoration-ms: 200, poll-interval-ms: 50}\n";
+
+/// eth2's queue 3 in `show pfcwd stats`.
+fn watchdog_row(lab: &Star) -> serde_json::Value {
+    let rows = show(&lab.switchd, &["pfcwd", "stats"]);
+    rows.as_array()
+        .and_then(|rows| rows.iter().find(|r| r["port"] == "eth2" && r["queue"] == 3).cloned())
+        .unwrap_or_else(|| panic!("no eth2 queue 3 in show pfcwd stats: {rows}"))
+}
+
+#[test]
+fn a_pfc_storm_is_detected_dropped_and_restored() {
+    if !require_root_and_tools("qos_pfc_watchdog", &["ip", "ping"]) {
+        return;
+    }
+    let mut lab = Star::start("qw", 2, "100M", QOS);
+    assert_eq!(watchdog_row(&lab)["status"], "operational");
+
+    let receiver = FabricHost::start(lab.host(2), &["recv", "--idle-ms", "1500", "--timeout-secs", "20"]);
+    let storm = FabricHost::start(lab.host(2), &["pfc-storm", "--priority", "3", "--for-ms", "2000"]);
+    std::thread::sleep(Duration::from_millis(200));
+    // 2.5 s of traffic: before, during and after the storm.
+    let sender = FabricHost::start_owned(lab.host(1), &send_args("10.2.0.2", "10M", 3 << 20, 26, 1, &[]));
+
+    let stormed = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        let row = watchdog_row(&lab);
+        (row["status"] == "stormed").then_some(row)
+    });
+    let stormed = stormed.unwrap_or_else(|| {
+        panic!("no storm detected: {}\n{}", watchdog_row(&lab), lab.switchd.swcli(&["show", "pfc", "counters"]))
+    });
+    assert_eq!(u64_of(&stormed, "storm_detected"), 1, "{stormed}");
+    // Nothing left eth2's queue 3 while it was paused.
+    let sent_in_storm = u64_of(&queue_row(&lab.switchd, "eth2", 3), "counter_pkts");
+
+    let storm = storm.report(Duration::from_secs(20));
+    assert!(u64_of(&storm, "pfc_frames_sent") > 100, "{storm}");
+    let restored = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+        let row = watchdog_row(&lab);
+        (row["status"] == "operational").then_some(row)
+    })
+    .unwrap_or_else(|| panic!("never restored: {}", watchdog_row(&lab)));
+    assert_eq!(u64_of(&restored, "storm_restored"), 1, "{restored}");
+    // The drop action discarded h1's frames, counted by the watchdog and the queue.
+    let dropped = u64_of(&restored, "tx_drop");
+    assert!(dropped > 0, "{restored}");
+    assert!(u64_of(&queue_row(&lab.switchd, "eth2", 3), "drop_pkts") >= dropped);
+    assert!(pfc_row(&lab.switchd, "eth2")["rx"][3].as_u64().unwrap() > 100);
+
+    // Restored, the queue sends again: the rest of h1's message reaches h2.
+    let sent = sender.report(Duration::from_secs(30));
+    let received = receiver.report(Duration::from_secs(30));
+    let sent_after = u64_of(&queue_row(&lab.switchd, "eth2", 3), "counter_pkts");
+    assert!(sent_after > sent_in_storm, "nothing sent after the restoration: {sent_after}\n{sent}\n{received}");
+    assert!(u64_of(&received, "packets") > 0, "{received}");
+
+    eprintln!(
+        "storm of {} XOFF frames: detected once, restored once, {dropped} frames dropped by the watchdog; \
+         eth2 UC3 sent {sent_in_storm} frames before the restoration, {sent_after} by the end",
+        storm["pfc_frames_sent"]
+    );
+
+    // The shim's notifications, as switchd logged them.
+    let out = lab.switchd.stop().expect("switchd ran");
+    let log = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(log.contains("PFC watchdog: storm detected"), "{log}");
+    assert!(log.contains("PFC watchdog: storm restored"), "{log}");
+}
