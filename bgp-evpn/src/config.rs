@@ -48,6 +48,9 @@ pub struct BgpConfig {
     pub ipv6_next_hop: Option<Ipv6Addr>,
     #[serde(default)]
     pub timers: Timers,
+    /// The timers of the BFD sessions of neighbours with `bfd: true`.
+    #[serde(default)]
+    pub bfd: BfdTimers,
     #[serde(default)]
     pub neighbors: Vec<NeighborConfig>,
     #[serde(default)]
@@ -74,6 +77,66 @@ impl Default for Timers {
     fn default() -> Self {
         Timers { hold_time: default_hold(), connect_retry: default_connect_retry(), idle_hold: default_idle_hold() }
     }
+}
+
+/// BFD (RFC 5880) timers, FRR's names and defaults: 300 ms each way,
+/// multiplier 3 (a link cut is detected within 900 ms; 3 x 100 ms is the
+/// usual fabric setting).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BfdTimers {
+    /// bfd.DesiredMinTxInterval, milliseconds.
+    #[serde(default = "default_bfd_interval")]
+    pub transmit_interval_ms: u32,
+    /// bfd.RequiredMinRxInterval, milliseconds.
+    #[serde(default = "default_bfd_interval")]
+    pub receive_interval_ms: u32,
+    /// bfd.DetectMult.
+    #[serde(default = "default_bfd_multiplier")]
+    pub detect_multiplier: u8,
+}
+
+impl Default for BfdTimers {
+    fn default() -> Self {
+        BfdTimers {
+            transmit_interval_ms: default_bfd_interval(),
+            receive_interval_ms: default_bfd_interval(),
+            detect_multiplier: default_bfd_multiplier(),
+        }
+    }
+}
+
+impl BfdTimers {
+    pub fn session_config(&self) -> crate::bfd::SessionConfig {
+        crate::bfd::SessionConfig {
+            desired_min_tx_us: self.transmit_interval_ms.saturating_mul(1000),
+            required_min_rx_us: self.receive_interval_ms.saturating_mul(1000),
+            detect_mult: self.detect_multiplier,
+        }
+    }
+
+    /// FRR accepts 10 ms to 60 s; the multiplier is 1-255 on the wire (0
+    /// is invalid, RFC 5880 6.8.6).
+    pub fn validate(&self, field: &str) -> Result<(), String> {
+        for (name, value) in
+            [("transmit_interval_ms", self.transmit_interval_ms), ("receive_interval_ms", self.receive_interval_ms)]
+        {
+            if !(10..=60_000).contains(&value) {
+                return Err(format!("{field}.{name}: must be 10 to 60000"));
+            }
+        }
+        if self.detect_multiplier == 0 {
+            return Err(format!("{field}.detect_multiplier: must be 1 to 255"));
+        }
+        Ok(())
+    }
+}
+
+fn default_bfd_interval() -> u32 {
+    300
+}
+fn default_bfd_multiplier() -> u8 {
+    3
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -139,6 +202,10 @@ pub struct NeighborConfig {
     /// connected).
     #[serde(default)]
     pub ttl_security_hops: Option<u8>,
+    /// Run a single-hop BFD session (RFC 5881) with the neighbour and drop
+    /// the BGP session when it goes down (RFC 5882 section 10.2).
+    #[serde(default)]
+    pub bfd: bool,
 }
 
 impl NeighborConfig {
@@ -165,6 +232,7 @@ impl NeighborConfig {
             shutdown: false,
             password: None,
             ttl_security_hops: None,
+            bfd: false,
         }
     }
 }
@@ -200,6 +268,7 @@ impl BgpConfig {
             networks: Vec::new(),
             ipv6_next_hop: None,
             timers: Timers::default(),
+            bfd: BfdTimers::default(),
             neighbors: Vec::new(),
             prefix_lists: HashMap::new(),
             policies: HashMap::new(),
@@ -228,6 +297,7 @@ impl BgpConfig {
         if !hold_ok(self.timers.hold_time) {
             return Err("bgp.timers.hold_time: must be 0 or at least 3 (RFC 4271 §4.2)".into());
         }
+        self.bfd.validate("bgp.bfd")?;
         self.policy_set().check().map_err(|e| format!("bgp.{e}"))?;
         if let Some(evpn) = &self.evpn {
             evpn.validate(self.router_id)?;
@@ -343,6 +413,23 @@ policies:
         assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("configured twice"));
         let bad = YAML.replace("remote_as: 65000", "remote_az: 65000");
         assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("remote_az"));
+    }
+
+    #[test]
+    fn bfd_parsed_and_checked() {
+        let cfg = BgpConfig::from_yaml(YAML).unwrap();
+        assert!(!cfg.neighbors[0].bfd);
+        assert_eq!(cfg.bfd.session_config().desired_min_tx_us, 300_000, "FRR's default");
+        let on = YAML.replace("max_prefix: { limit: 1000 }", "max_prefix: { limit: 1000 }\n    bfd: true")
+            + "bfd: { transmit_interval_ms: 100, receive_interval_ms: 100 }\n";
+        let cfg = BgpConfig::from_yaml(&on).unwrap();
+        assert!(cfg.neighbors[0].bfd);
+        let session = cfg.bfd.session_config();
+        assert_eq!((session.desired_min_tx_us, session.required_min_rx_us, session.detect_mult), (100_000, 100_000, 3));
+        let bad = on.replace("receive_interval_ms: 100", "receive_interval_ms: 5");
+        assert_eq!(BgpConfig::from_yaml(&bad).unwrap_err(), "bgp.bfd.receive_interval_ms: must be 10 to 60000");
+        let bad = on.replace("receive_interval_ms: 100", "detect_multiplier: 0");
+        assert!(BgpConfig::from_yaml(&bad).unwrap_err().starts_with("bgp.bfd.detect_multiplier"));
     }
 
     #[test]

@@ -225,6 +225,16 @@ impl Speaker {
         self.fsm_event(now, id, Event::ManualStart);
     }
 
+    /// The BFD session with `addr` reports a failed path: the neighbour's
+    /// BGP session goes at once, if it asked for BFD.
+    pub fn bfd_down(&mut self, now: u64, addr: IpAddr, why: &str) {
+        if let Some(id) = self.peer_by_addr(addr)
+            && self.peers[id].as_ref().is_some_and(|p| p.config.bfd)
+        {
+            self.fsm_event(now, id, Event::BfdDown(why.to_string()));
+        }
+    }
+
     pub fn shutdown(&mut self, now: u64) {
         for id in self.peer_ids().collect::<Vec<_>>() {
             self.stop_peer(now, id);

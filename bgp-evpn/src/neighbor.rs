@@ -139,6 +139,9 @@ pub enum Event {
     DecodeError(ConnId, DecodeError),
     /// A NOTIFICATION that does not decode: the session ends, unanswered.
     MalformedNotification(ConnId),
+    /// The BFD session protecting this one left Up (RFC 5882 section
+    /// 10.2); the text says why (the BFD diagnostic).
+    BfdDown(String),
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -326,6 +329,19 @@ impl Neighbor {
                     );
                 } else {
                     self.drop_session(now, "administratively stopped");
+                }
+            }
+            Event::BfdDown(why) => {
+                // RFC 5882 10.2: the forwarding path is gone, so the session
+                // goes at once, with Cease/BFD Down (RFC 9384) in case the
+                // path still carries it. A session still opening is left
+                // alone: it fails on its own if the path is really gone.
+                if self.conn.is_some() && self.state >= State::OpenConfirm {
+                    self.notify_and_drop(
+                        now,
+                        Notification::cease(cease_subcode::BFD_DOWN),
+                        &format!("BFD down ({why})"),
+                    );
                 }
             }
             Event::TcpConnected(c) => self.on_connected(now, c),

@@ -13,6 +13,7 @@ use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::bfd::{Bfd, BfdDiscards, BfdEvent, BfdPeerView, BfdTask};
 use crate::config::{BgpConfig, NeighborConfig};
 use crate::events::{Output, PeerSummary, RouteView, Speaker};
 use crate::evpn::show::EvpnState;
@@ -66,6 +67,8 @@ pub struct BgpSpeaker {
     /// The address the listener is bound to, if listening.
     pub listen_addr: Option<SocketAddr>,
     task: Option<JoinHandle<()>>,
+    /// The BFD sessions of neighbours with `bfd: true` (none: no task).
+    bfd: Option<(Bfd, BfdTask)>,
 }
 
 impl BgpSpeaker {
@@ -78,10 +81,19 @@ impl BgpSpeaker {
             None
         };
         let listen_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
+        let (bfd, bfd_events) = start_bfd(&config)?;
         let speaker = Speaker::new(config)?;
         let (tx, rx) = mpsc::channel(64);
-        let task = tokio::spawn(run(speaker, listener, rx, sink));
-        Ok(BgpSpeaker { commands: tx, listen_addr, task: Some(task) })
+        let task = tokio::spawn(run(speaker, listener, rx, sink, bfd_events));
+        Ok(BgpSpeaker { commands: tx, listen_addr, task: Some(task), bfd })
+    }
+
+    /// `show bfd peers`: the BFD sessions and the datagrams none took.
+    pub async fn bfd_peers(&self) -> (Vec<BfdPeerView>, BfdDiscards) {
+        match &self.bfd {
+            Some((bfd, _)) => bfd.peers().await,
+            None => Default::default(),
+        }
     }
 
     async fn ask<T>(&self, make: impl FnOnce(oneshot::Sender<T>) -> Command) -> Option<T> {
@@ -148,6 +160,23 @@ impl Drop for BgpSpeaker {
             task.abort();
         }
     }
+}
+
+/// Starts the BFD task with a session per neighbour that asks for one
+/// (none asking: no task, no socket).
+#[allow(clippy::type_complexity)]
+fn start_bfd(
+    config: &BgpConfig,
+) -> Result<(Option<(Bfd, BfdTask)>, Option<mpsc::UnboundedReceiver<BfdEvent>>), String> {
+    if !config.neighbors.iter().any(|n| n.bfd) {
+        return Ok((None, None));
+    }
+    let (tx, rx) = mpsc::unbounded_channel();
+    let (bfd, task) = Bfd::spawn_standard(tx).map_err(|e| format!("bgp.neighbors: bfd: {e}"))?;
+    for n in config.neighbors.iter().filter(|n| n.bfd) {
+        bfd.add(n.address, config.bfd.session_config());
+    }
+    Ok((Some((bfd, task)), Some(rx)))
 }
 
 /// Binds the listener with every neighbour's MD5 key on it (the kernel
@@ -348,6 +377,7 @@ async fn run(
     listener: Option<TcpListener>,
     mut commands: mpsc::Receiver<Command>,
     sink: Box<dyn RouteSink>,
+    mut bfd_events: Option<mpsc::UnboundedReceiver<BfdEvent>>,
 ) {
     let (io_tx, mut io_rx) = mpsc::channel(IO_QUEUE_LEN);
     let mut d = Driver { speaker, sink, conns: HashMap::new(), io_tx, start: Instant::now() };
@@ -368,7 +398,19 @@ async fn run(
                 None => std::future::pending().await,
             }
         };
+        let bfd_event = async {
+            match &mut bfd_events {
+                Some(rx) => rx.recv().await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
+            Some(event) = bfd_event => {
+                if event.path_failed() {
+                    let now = d.now();
+                    d.speaker.bfd_down(now, event.peer, &event.transition.diagnostic.to_string());
+                }
+            }
             ev = io_rx.recv() => {
                 let Some(ev) = ev else { break };
                 d.io_event(ev);

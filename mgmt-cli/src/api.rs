@@ -25,6 +25,8 @@ pub enum Request {
     ShowBgpNeighbors {
         address: Option<IpAddr>,
     },
+    /// `show bfd peers`: the BFD sessions (RFC 5880) BGP asked for.
+    ShowBfdPeers,
     /// `show bgp ipv4 unicast [PREFIX]`, `show bgp ipv6 unicast [PREFIX]`:
     /// the Loc-RIB of one family with every candidate path.
     ShowBgpRoutes {
@@ -182,6 +184,7 @@ pub enum Reply {
     BgpSummary(BgpSummary),
     BgpNeighbors(Vec<BgpNeighbor>),
     BgpRoutes(BgpRoutes),
+    BfdPeers(BfdPeers),
     IpRoutes(Vec<IpRoute>),
     InterfaceCounters(Vec<crate::qos::InterfaceCounters>),
     PfcCounters(Vec<crate::qos::PfcCounters>),
@@ -450,6 +453,52 @@ pub struct BgpMessageCounters {
     pub notification: u64,
     pub keepalive: u64,
     pub route_refresh: u64,
+}
+
+/// `show bfd peers`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BfdPeers {
+    pub peers: Vec<BfdPeer>,
+    /// Datagrams on UDP 3784 that reached no session: malformed, arrived
+    /// with a TTL below 255 (RFC 5881 section 5), or for no session.
+    pub discarded_malformed: u64,
+    pub discarded_bad_ttl: u64,
+    pub discarded_no_session: u64,
+}
+
+/// One BFD session. Intervals and times in milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BfdPeer {
+    pub peer: IpAddr,
+    /// `up`, `down`, `init`, `admin-down`.
+    pub state: String,
+    pub remote_state: String,
+    /// The RFC 5880 diagnostic we send: `none` while up.
+    pub diagnostic: String,
+    pub local_discriminator: u32,
+    pub remote_discriminator: u32,
+    pub transmit_interval_ms: u32,
+    pub receive_interval_ms: u32,
+    pub detect_multiplier: u8,
+    pub remote_transmit_interval_ms: u32,
+    pub remote_receive_interval_ms: u32,
+    pub remote_detect_multiplier: u8,
+    /// Negotiated: the interval we send at, and the time without packets
+    /// after which the session goes down.
+    pub negotiated_transmit_ms: u32,
+    pub detection_time_ms: u64,
+    pub uptime_ms: Option<u64>,
+    /// At the last drop from Up: how long the peer had been silent (about
+    /// the detection time for a cut link), and how long ago that was.
+    pub last_down_silence_ms: Option<u64>,
+    pub last_down_ago_ms: Option<u64>,
+    /// Why it went down then (`control detection time expired`...).
+    pub last_down_diagnostic: Option<String>,
+    pub packets_received: u64,
+    pub packets_sent: u64,
+    pub send_errors: u64,
+    pub up_transitions: u64,
+    pub down_transitions: u64,
 }
 
 /// `show bgp ipv4 unicast`.

@@ -23,6 +23,7 @@ impl Render for Reply {
             Reply::BgpSummary(v) => v.render(),
             Reply::BgpNeighbors(v) => v.render(),
             Reply::BgpRoutes(v) => v.render(),
+            Reply::BfdPeers(v) => v.render(),
             Reply::IpRoutes(v) => v.render(),
             Reply::InterfaceCounters(v) => v.render(),
             Reply::PfcCounters(v) => v.render(),
@@ -324,6 +325,50 @@ impl Render for BgpSummary {
         }
         out.push_str(&table.render());
         out.push_str(&format!("\nTotal number of neighbors {}\n", self.peers.len()));
+        out
+    }
+}
+
+impl Render for BfdPeers {
+    fn render(&self) -> String {
+        let mut table = Table::new([
+            "PEER",
+            "STATE",
+            "REMOTE",
+            "TX/RX MS",
+            "MULT",
+            "DETECT MS",
+            "UPTIME",
+            "LAST DOWN",
+            "RX PKTS",
+            "TX PKTS",
+            "UPS",
+            "DOWNS",
+        ]);
+        for p in &self.peers {
+            table.row([
+                p.peer.to_string(),
+                p.state.clone(),
+                p.remote_state.clone(),
+                format!("{}/{}", p.negotiated_transmit_ms, p.receive_interval_ms),
+                p.detect_multiplier.to_string(),
+                p.detection_time_ms.to_string(),
+                or_dash(p.uptime_ms.map(|ms| uptime(ms / 1000))),
+                or_dash(p.last_down_diagnostic.as_ref()),
+                p.packets_received.to_string(),
+                p.packets_sent.to_string(),
+                p.up_transitions.to_string(),
+                p.down_transitions.to_string(),
+            ]);
+        }
+        let mut out = if self.peers.is_empty() { "no BFD sessions\n".to_owned() } else { table.render() };
+        let discarded = self.discarded_malformed + self.discarded_bad_ttl + self.discarded_no_session;
+        if discarded > 0 {
+            out.push_str(&format!(
+                "discarded: {} malformed, {} TTL below 255, {} for no session\n",
+                self.discarded_malformed, self.discarded_bad_ttl, self.discarded_no_session
+            ));
+        }
         out
     }
 }

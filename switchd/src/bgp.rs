@@ -119,6 +119,44 @@ impl BgpView {
         self.wait(self.speaker.routes(family, prefix))
     }
 
+    /// `show bfd peers`.
+    pub fn bfd_peers(&self) -> api::BfdPeers {
+        let (peers, discards) = self.wait(self.speaker.bfd_peers());
+        api::BfdPeers {
+            peers: peers
+                .into_iter()
+                .map(|p| api::BfdPeer {
+                    peer: p.peer,
+                    state: p.state,
+                    remote_state: p.remote_state,
+                    diagnostic: p.diagnostic,
+                    local_discriminator: p.local_discriminator,
+                    remote_discriminator: p.remote_discriminator,
+                    transmit_interval_ms: p.desired_min_tx_ms,
+                    receive_interval_ms: p.required_min_rx_ms,
+                    detect_multiplier: p.detect_mult,
+                    remote_transmit_interval_ms: p.remote_desired_min_tx_ms,
+                    remote_receive_interval_ms: p.remote_required_min_rx_ms,
+                    remote_detect_multiplier: p.remote_detect_mult,
+                    negotiated_transmit_ms: p.tx_interval_ms,
+                    detection_time_ms: p.detection_time_ms,
+                    uptime_ms: p.uptime_ms,
+                    last_down_silence_ms: p.last_down_silence_ms,
+                    last_down_ago_ms: p.last_down_ago_ms,
+                    last_down_diagnostic: p.last_down_diagnostic,
+                    packets_received: p.packets_received,
+                    packets_sent: p.packets_sent,
+                    send_errors: p.send_errors,
+                    up_transitions: p.up_transitions,
+                    down_transitions: p.down_transitions,
+                })
+                .collect(),
+            discarded_malformed: discards.malformed,
+            discarded_bad_ttl: discards.bad_ttl,
+            discarded_no_session: discards.no_session,
+        }
+    }
+
     pub fn summary(&self) -> api::BgpSummary {
         let peers = self.peers();
         let loc_rib_routes = self.wait(self.speaker.loc_rib_len());

@@ -83,6 +83,7 @@ impl<B: Backend> SwitchView<B> {
             Request::ShowBgpNeighbors { address } => {
                 Reply::BgpNeighbors(self.bgp.as_ref().map(|b| b.neighbors(*address)).unwrap_or_default())
             }
+            Request::ShowBfdPeers => Reply::BfdPeers(self.bgp.as_ref().map(BgpView::bfd_peers).unwrap_or_default()),
             Request::ShowBgpRoutes { family, prefix } => match &self.bgp {
                 Some(bgp) => match bgp.table(*family, prefix.as_deref()) {
                     Ok(table) => Reply::BgpRoutes(table),

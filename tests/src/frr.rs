@@ -20,6 +20,7 @@ use crate::wait::poll_until;
 pub const BGPD: &str = "/usr/lib/frr/bgpd";
 pub const VTYSH: &str = "vtysh";
 pub const ZEBRA: &str = "/usr/lib/frr/zebra";
+pub const BFDD: &str = "/usr/lib/frr/bfdd";
 
 /// Whether bgpd and vtysh are installed (and we are root). Fails under
 /// `CI=true`, otherwise prints a skip message; see
@@ -336,6 +337,87 @@ impl Drop for Frr {
             eprintln!("--- bgpd in {} (log tail) ---\n{}", self.ns_name, tail(&self.log(), 80));
         }
         // The ProcessGuard kills bgpd, then the TempDir goes.
+    }
+}
+
+/// FRR's `bfdd` in a namespace with single-hop peers from its own
+/// bfdd.conf (no zebra needed), queried with `vtysh -d bfdd`. Runs as
+/// FRR's user, so its directory is world-writable; killed on drop.
+pub struct Bfdd {
+    _process: ProcessGuard,
+    dir: TempDir,
+    ns_name: String,
+}
+
+impl Bfdd {
+    /// Starts bfdd in `ns` with a session to each `(peer, local address)`,
+    /// both intervals `interval_ms`, multiplier `multiplier`.
+    pub fn start(ns: &Netns, peers: &[(&str, &str)], interval_ms: u32, multiplier: u8) -> Bfdd {
+        let dir = TempDir::new("bfdd");
+        std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
+            .expect("chmod the bfdd directory");
+        let mut conf = String::from("hostname bfdd\nlog stdout debugging\nbfd\n");
+        for (peer, local) in peers {
+            conf.push_str(&format!(
+                " peer {peer} local-address {local}\n  receive-interval {interval_ms}\n  transmit-interval {interval_ms}\n  detect-multiplier {multiplier}\n exit\n"
+            ));
+        }
+        conf.push_str("exit\n");
+        let path = dir.path().join("bfdd.conf");
+        std::fs::write(&path, conf).expect("write bfdd.conf");
+        let log = std::fs::File::create(dir.path().join("bfdd.log")).expect("create bfdd.log");
+        let mut cmd = ns.command(BFDD);
+        cmd.args(["-P", "0", "--log", "stdout"])
+            .arg("-f")
+            .arg(&path)
+            .arg("-i")
+            .arg(dir.path().join("bfdd.pid"))
+            .arg("--vty_socket")
+            .arg(dir.path())
+            .arg("--bfdctl")
+            .arg(dir.path().join("bfdd.sock"))
+            // No zebra runs: bfdd keeps retrying this socket, harmlessly.
+            .arg("-z")
+            .arg(dir.path().join("zserv.api"))
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().expect("dup log"))
+            .stderr(log);
+        let process = ProcessGuard::spawn("bfdd", cmd);
+        let bfdd = Bfdd { _process: process, dir, ns_name: ns.name().to_string() };
+        let ready = poll_until(Duration::from_secs(15), Duration::from_millis(100), || {
+            bfdd.peers_status().ok().filter(|v| v.as_array().is_some_and(|a| a.len() == peers.len()))
+        });
+        assert!(ready.is_some(), "bfdd in {} did not answer; log:\n{}", bfdd.ns_name, bfdd.log());
+        bfdd
+    }
+
+    fn peers_status(&self) -> Result<Value, String> {
+        let out = Command::new(VTYSH)
+            .arg("--vty_socket")
+            .arg(self.dir.path())
+            .args(["-d", "bfdd", "-c", "show bfd peers json"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| e.to_string())?;
+        serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())
+    }
+
+    /// `show bfd peers json`: the entry for `peer` (`status`, `diagnostic`,
+    /// `remote-receive-interval`...).
+    pub fn peer(&self, peer: &str) -> Option<Value> {
+        self.peers_status().ok()?.as_array()?.iter().find(|p| p["peer"] == peer).cloned()
+    }
+
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("bfdd.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for Bfdd {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("--- bfdd in {} (log tail) ---\n{}", self.ns_name, tail(&self.log(), 40));
+        }
     }
 }
 

@@ -115,6 +115,17 @@ impl Session {
         self.config
     }
 
+    /// What the remote last asked for: its desired transmit and required
+    /// receive intervals (microseconds) and its detection multiplier.
+    pub fn remote_timers(&self) -> (u32, u32, u8) {
+        (self.remote_desired_min_tx_us, self.remote_min_rx_us, self.remote_detect_mult)
+    }
+
+    /// When the last packet for this session arrived (caller's clock).
+    pub fn last_received(&self) -> Option<u64> {
+        self.last_received
+    }
+
     /// The negotiated transmit interval (RFC 5880 6.8.2): the larger of
     /// ours and what the remote can receive, in microseconds.
     pub fn tx_interval_us(&self) -> u32 {

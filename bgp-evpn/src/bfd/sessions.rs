@@ -64,14 +64,15 @@ impl Sessions {
 
     /// A datagram received from `from` on UDP 3784 with IP TTL (hop
     /// limit) `ttl`: checked, demultiplexed (by Your Discriminator, else
-    /// by the source address) and given to its session.
+    /// by the source address) and given to its session. Returns the
+    /// session's peer and the state change the packet caused.
     pub fn receive(
         &mut self,
         now: u64,
         from: IpAddr,
         ttl: u8,
         datagram: &[u8],
-    ) -> Result<Option<(IpAddr, Transition)>, Discard> {
+    ) -> Result<(IpAddr, Option<Transition>), Discard> {
         if ttl != TTL {
             return Err(Discard::Ttl(ttl));
         }
@@ -82,7 +83,7 @@ impl Sessions {
             discriminator => *self.peer_of.get(&discriminator).ok_or(Discard::NoSession)?,
         };
         let session = self.by_peer.get_mut(&peer).ok_or(Discard::NoSession)?;
-        Ok(session.receive(now, &repr).map(|transition| (peer, transition)))
+        Ok((peer, session.receive(now, &repr)))
     }
 
     /// Runs the detection timers; the sessions that changed state.

@@ -133,6 +133,10 @@ async fn write_status(speaker: &BgpSpeaker, table: &Installed, path: &PathBuf) {
         "fib": fib,
         "evpn_fib": evpn_fib,
     });
+    let (bfd_peers, bfd_discards) = speaker.bfd_peers().await;
+    if !bfd_peers.is_empty() {
+        status["bfd"] = serde_json::json!({ "peers": bfd_peers, "discards": bfd_discards });
+    }
     if loc_rib <= MAX_LISTED_ROUTES {
         status["ipv4"] = serde_json::to_value(speaker.routes(Family::Ipv4Unicast, None).await).unwrap_or_default();
         status["ipv6"] = serde_json::to_value(speaker.routes(Family::Ipv6Unicast, None).await).unwrap_or_default();

@@ -244,6 +244,30 @@ fn collision_keeps_the_connection_of_the_higher_identifier() {
 }
 
 #[test]
+fn bfd_down_drops_the_session_with_cease_bfd_down_and_it_restarts() {
+    let mut n = Neighbor::new(config());
+    // Before OpenConfirm there is nothing to protect yet: ignored.
+    n.handle(0, Event::ManualStart);
+    drain(&mut n);
+    n.handle(0, Event::BfdDown("control detection time expired".into()));
+    assert_eq!(n.state(), State::Connect);
+    let mut n = Neighbor::new(config());
+    let c = establish(&mut n, 0, 90);
+    n.handle(S, Event::BfdDown("control detection time expired".into()));
+    let actions = drain(&mut n);
+    // RFC 9384: Cease, subcode 10 "BFD Down".
+    assert_eq!(sent(&actions), vec![(c, Message::Notification(Notification::cease(10)))]);
+    assert!(actions.contains(&Action::Close(c)), "{actions:?}");
+    assert!(
+        actions.iter().any(|a| matches!(a, Action::Down { reason, graceful: false } if reason == "BFD down (control detection time expired)")),
+        "{actions:?}"
+    );
+    assert_eq!(n.state(), State::Idle);
+    // Still administratively up: it tries again after the idle hold time.
+    assert!(n.poll_timeout().is_some());
+}
+
+#[test]
 fn manual_stop_sends_cease_and_stays_down() {
     let mut n = Neighbor::new(config());
     let c = establish(&mut n, 0, 90);

@@ -68,6 +68,8 @@ pub mod cease_subcode {
     pub const CONFIG_CHANGE: u8 = 6;
     pub const CONNECTION_COLLISION: u8 = 7;
     pub const OUT_OF_RESOURCES: u8 = 8;
+    /// RFC 9384: the session's BFD session went down.
+    pub const BFD_DOWN: u8 = 10;
 }
 
 /// A message that cannot be accepted: the session must be reset with the

@@ -48,82 +48,81 @@ use stages::{ForwardingState, Stages};
 /// `Deref`, so `switch.set_route(..)` programs its FIB) and the pipeline
 /// that forwards over them.
 pub struct Switch {
-    tables: Tables,
-    state: ForwardingState,
+    stages: Stages,
 }
 
 impl std::ops::Deref for Switch {
     type Target = Tables;
 
     fn deref(&self) -> &Tables {
-        &self.tables
+        &self.stages.tables
     }
 }
 
 impl std::ops::DerefMut for Switch {
     fn deref_mut(&mut self) -> &mut Tables {
-        &mut self.tables
+        &mut self.stages.tables
     }
 }
 
 impl Switch {
     pub fn new(config: SwitchConfig) -> Switch {
-        Switch { state: ForwardingState::new(&config), tables: Tables::new(config) }
+        Switch { stages: Stages { state: ForwardingState::new(&config), tables: Tables::new(config) } }
     }
 
-    /// The stages over this switch's tables, for one call.
+    /// The stages over this switch's tables.
     #[inline]
-    fn stages(&mut self) -> Stages<'_> {
-        Stages { tables: &mut self.tables, state: &mut self.state }
+    fn stages(&mut self) -> &mut Stages {
+        &mut self.stages
     }
 
     /// Installs (or with `None` removes) the ECMP path-quality hook.
     pub fn set_path_quality(&mut self, quality: Option<Box<dyn PathQuality>>) {
-        self.state.path_quality = quality;
+        self.stages.state.path_quality = quality;
     }
 
     /// The path-quality hook's state, if one is installed and reports.
     pub fn path_quality_report(&self) -> Option<PathQualityReport> {
-        self.state.path_quality.as_ref().and_then(|quality| quality.report())
+        self.stages.state.path_quality.as_ref().and_then(|quality| quality.report())
     }
 
     /// ICMP errors not sent because of the rate limit.
     pub fn icmp_errors_suppressed(&self) -> u64 {
-        self.state.icmp_limiter.suppressed
+        self.stages.state.icmp_limiter.suppressed
     }
 
     /// ARP packets and neighbour advertisements in which another node
     /// claimed one of the switch's addresses (duplicate address; the packet
     /// was punted to the host, never learned).
     pub fn address_conflicts(&self) -> u64 {
-        self.state.address_conflicts
+        self.stages.state.address_conflicts
     }
 
     /// ARP requests and neighbour solicitations answered from the
     /// suppression table (EVPN's MAC+IP bindings) instead of flooded.
     pub fn neighbor_requests_suppressed(&self) -> u64 {
-        self.state.neighbor_requests_suppressed
+        self.stages.state.neighbor_requests_suppressed
     }
 
     /// Drops by reason, switch-wide; per-port drops are in [`PortCounters::drops`].
     pub fn drop_counters(&self) -> &DropCounters {
-        &self.state.drops
+        &self.stages.state.drops
     }
 
     /// Advances timers: ages FDB entries and walks the neighbour state
     /// machines, writing ARP requests and neighbour solicitations into `out`.
     pub fn poll(&mut self, now: u64, out: &mut Output) {
-        self.state.call_flow_hash = 0;
+        self.stages.state.call_flow_hash = 0;
         self.stages().poll_timers(now, out);
-        out.finish(None, self.state.call_flow_hash);
+        out.finish(None, self.stages.state.call_flow_hash);
     }
 
     /// Forwards one frame received on `ingress` at time `now`.
     #[inline]
     pub fn process(&mut self, now: u64, ingress: PortId, frame: &[u8], out: &mut Output) -> Disposition {
-        self.state.call_flow_hash = 0;
+        self.stages.state.call_flow_hash = 0;
         let disposition = self.stages().ingress(now, ingress, frame, out);
-        out.finish(Some(ingress), self.state.call_flow_hash);
+        out.finish(Some(ingress), self.stages.state.call_flow_hash);
         disposition
     }
 
@@ -137,12 +136,12 @@ impl Switch {
     /// A frame the host sends through a router interface: out of the port of
     /// a routed port, or bridged in the SVI's VLAN as if from the CPU.
     pub fn send_from_host_on_rif(&mut self, now: u64, rif: RifId, frame: &[u8], out: &mut Output) {
-        self.state.call_flow_hash = 0;
-        match self.tables.router.rif(rif).map(|rif| rif.kind) {
+        self.stages.state.call_flow_hash = 0;
+        match self.stages.tables.router.rif(rif).map(|rif| rif.kind) {
             Some(RifKind::Port(port)) => self.stages().host_transmit(now, port, frame, out),
             Some(RifKind::Vlan(vid)) => self.stages().bridge_from_cpu(now, vid, frame, out),
-            None => self.state.drops.count(DropReason::RouterInterfaceDown),
+            None => self.stages.state.drops.count(DropReason::RouterInterfaceDown),
         }
-        out.finish(None, self.state.call_flow_hash);
+        out.finish(None, self.stages.state.call_flow_hash);
     }
 }

@@ -22,6 +22,7 @@ pub fn sum(data: &[u8]) -> u32 {
     fold64(acc)
 }
 
+#[inline]
 fn fold64(mut acc: u64) -> u32 {
     while acc > 0xffff_ffff {
         acc = (acc & 0xffff_ffff) + (acc >> 32);
@@ -30,6 +31,7 @@ fn fold64(mut acc: u64) -> u32 {
 }
 
 /// Folds a partial sum to 16 bits and complements it: the value to store.
+#[inline]
 pub fn finish(mut acc: u32) -> u16 {
     while acc > 0xffff {
         acc = (acc & 0xffff) + (acc >> 16);
@@ -55,6 +57,7 @@ pub fn pseudo_header_v6(src: Ipv6Addr, dst: Ipv6Addr, next_header: u8, length: u
 
 /// RFC 1624 eqn. 3: the new checksum after a 16-bit word of the covered data
 /// changed from `old` to `new`, without summing the data again.
+#[inline]
 pub fn update(checksum: u16, old: u16, new: u16) -> u16 {
     let acc = u32::from(!checksum) + u32::from(!old) + u32::from(new);
     finish(acc)

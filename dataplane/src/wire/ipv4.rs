@@ -29,6 +29,7 @@ pub enum IpProtocol {
 }
 
 impl From<u8> for IpProtocol {
+    #[inline]
     fn from(value: u8) -> Self {
         match value {
             0 => IpProtocol::HopByHop,
@@ -141,6 +142,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         Ipv4Packet { buffer }
     }
 
+    #[inline]
     pub fn new_checked(buffer: T) -> Result<Ipv4Packet<T>> {
         let packet = Self::new_unchecked(buffer);
         packet.check_len()?;
@@ -150,6 +152,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     /// Checks the fixed header, the IHL and the total length against the
     /// buffer: `Truncated` when the buffer is too short for what the header
     /// announces, `Malformed` when the header contradicts itself.
+    #[inline]
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         if len < HEADER_LEN {
@@ -181,20 +184,24 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
     }
 
     /// Header length in bytes (IHL × 4), options included.
+    #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.buffer.as_ref()[field::VER_IHL] & 0x0f) * 4
     }
 
     /// Differentiated services code point (RFC 2474), 0..=63.
+    #[inline]
     pub fn dscp(&self) -> u8 {
         self.buffer.as_ref()[field::DSCP_ECN] >> 2
     }
 
+    #[inline]
     pub fn ecn(&self) -> Ecn {
         Ecn::from_bits(self.buffer.as_ref()[field::DSCP_ECN])
     }
 
     /// Length of the whole packet, header included.
+    #[inline]
     pub fn total_len(&self) -> u16 {
         read_u16(self.buffer.as_ref(), field::TOTAL_LEN)
     }
@@ -218,14 +225,17 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 
     /// Whether this packet is a fragment (first, middle or last) rather than a
     /// whole datagram: only the first fragment carries the transport header.
+    #[inline]
     pub fn is_fragment(&self) -> bool {
         read_u16(self.buffer.as_ref(), field::FLAGS_FRAG_OFFSET) & (FLAG_MORE_FRAGS | FRAG_OFFSET_MASK) != 0
     }
 
+    #[inline]
     pub fn ttl(&self) -> u8 {
         self.buffer.as_ref()[field::TTL]
     }
 
+    #[inline]
     pub fn protocol(&self) -> IpProtocol {
         IpProtocol::from(self.buffer.as_ref()[field::PROTOCOL])
     }
@@ -234,17 +244,20 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
         read_u16(self.buffer.as_ref(), field::CHECKSUM)
     }
 
+    #[inline]
     pub fn src_addr(&self) -> Ipv4Addr {
         let data = &self.buffer.as_ref()[field::SRC_ADDR];
         Ipv4Addr::new(data[0], data[1], data[2], data[3])
     }
 
+    #[inline]
     pub fn dst_addr(&self) -> Ipv4Addr {
         let data = &self.buffer.as_ref()[field::DST_ADDR];
         Ipv4Addr::new(data[0], data[1], data[2], data[3])
     }
 
     /// Whether the header checksum (RFC 791 section 3.1) is correct.
+    #[inline]
     pub fn verify_checksum(&self) -> bool {
         checksum::checksum(&self.buffer.as_ref()[..self.header_len()]) == 0
     }
@@ -259,6 +272,7 @@ impl<T: AsRef<[u8]>> Ipv4Packet<T> {
 impl<'a, T: AsRef<[u8]> + ?Sized> Ipv4Packet<&'a T> {
     /// The payload: from the end of the options to `total_len`, so that
     /// Ethernet padding after a short packet is not part of it.
+    #[inline]
     pub fn payload(&self) -> &'a [u8] {
         &self.buffer.as_ref()[self.header_len()..usize::from(self.total_len())]
     }
@@ -342,6 +356,7 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Ipv4Packet<T> {
     /// returns the new TTL. When it is 0 or 1 the packet must not be
     /// forwarded: returns `None` and leaves the header untouched, ready to be
     /// quoted in an ICMP Time Exceeded.
+    #[inline]
     pub fn decrement_ttl_incremental(&mut self) -> Option<u8> {
         let ttl = self.ttl();
         if ttl <= 1 {

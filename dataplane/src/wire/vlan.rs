@@ -172,6 +172,9 @@ impl L2Header {
     /// Walks the header as a customer-VLAN bridge port sees it (IEEE 802.1Q
     /// table 9-1): only a C-tag (TPID 0x8100) is a tag, and only one; an
     /// S-tag (0x88a8) or a second C-tag is payload, carried unchanged.
+    // Always inline: returned through memory, the header is stored field
+    // by field and read back wider, a store-forwarding stall per frame.
+    #[inline(always)]
     pub fn parse_customer(frame: &[u8]) -> Result<L2Header> {
         let eth = EthernetFrame::new_checked(frame)?;
         let mut header = L2Header {

@@ -166,6 +166,9 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
         let address = args.first().map(|a| parse_value(a, "an IP address")).transpose()?;
         request(Request::ShowBgpNeighbors { address })
     }),
+    ("show bfd peers", "BFD sessions: state, intervals, multiplier, uptime, counters", ANY, |_| {
+        request(Request::ShowBfdPeers)
+    }),
     ("show bgp ipv4 unicast [<prefix>]", "the IPv4 BGP table, or one prefix", ANY, |args| {
         bgp_routes(AddressFamily::Ipv4, args)
     }),
@@ -582,6 +585,7 @@ mod tests {
             Ok(Action::Request(Request::ShowPriorityGroupWatermark { kind: PgWatermarkKind::Headroom }))
         );
         assert_eq!(parse("show pfcwd stats", Operational), Ok(Action::Request(Request::ShowPfcwdStats)));
+        assert_eq!(parse("show bfd peers", Operational), Ok(Action::Request(Request::ShowBfdPeers)));
         assert_eq!(parse("sh int", Operational), Ok(Action::Request(Request::ShowInterfaces)));
         assert_eq!(
             parse("show bgp ipv4 unicast 10.0.0.0/24", Operational),

@@ -13,7 +13,9 @@
 //!   neighbors:
 //!     - { interface: eth1, remote_as: external }   # the peer on eth1's /31 or /30
 //!     - { address: 10.1.2.0, remote_as: 65000, import_policy: from-spine }
-//!       # per neighbour also: password: KEY (TCP MD5, RFC 2385), ttl_security_hops: 1 (GTSM, RFC 5082)
+//!       # per neighbour also: password: KEY (TCP MD5, RFC 2385), ttl_security_hops: 1 (GTSM, RFC 5082),
+//!       # bfd: true (RFC 5880/5881; the session drops when BFD goes down)
+//!   bfd: { transmit_interval_ms: 100, receive_interval_ms: 100, detect_multiplier: 3 }  # default 300/300/3
 //!   prefix_lists:
 //!     loopbacks: [{ action: permit, prefix: 10.255.0.0/16, ge: 32 }]
 //!   policies:
@@ -23,7 +25,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use bgp_evpn::config::{BGP_PORT, MaxPrefix, NeighborConfig, Timers};
+use bgp_evpn::config::{BGP_PORT, BfdTimers, MaxPrefix, NeighborConfig, Timers};
 use bgp_evpn::decision::MultipathConfig;
 use bgp_evpn::packet::{Family, Ipv4Prefix, Ipv6Prefix, Nlri};
 use bgp_evpn::policy::{Policy, PrefixList};
@@ -45,6 +47,9 @@ pub struct BgpFile {
     pub listen_port: u16,
     #[serde(default)]
     pub timers: Timers,
+    /// Timers of the BFD sessions of neighbours with `bfd: true`.
+    #[serde(default, skip_serializing_if = "is_default_bfd")]
+    pub bfd: BfdTimers,
     #[serde(default)]
     pub multipath: MultipathFile,
     /// Prefixes originated as written.
@@ -155,6 +160,14 @@ pub struct NeighborFile {
     /// many hops (1 = directly connected); we send with TTL 255.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_security_hops: Option<u8>,
+    /// A single-hop BFD session with the peer (RFC 5881); the BGP session
+    /// drops as soon as it goes down (RFC 5882 section 10.2).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub bfd: bool,
+}
+
+fn is_default_bfd(t: &BfdTimers) -> bool {
+    *t == BfdTimers::default()
 }
 
 fn hidden_password<S: serde::Serializer>(p: &Option<Password>, s: S) -> Result<S::Ok, S::Error> {
@@ -258,6 +271,10 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     }
     if bgp.timers.connect_retry == 0 {
         error("bgp.timers.connect_retry".into(), "must be at least 1 second".into());
+    }
+    if let Err(e) = bgp.bfd.validate("bgp.bfd") {
+        let (path, reason) = e.split_once(": ").unwrap_or(("bgp.bfd", &e));
+        error(path.into(), reason.into());
     }
 
     // Originated prefixes, without duplicates, in a stable order.
@@ -465,6 +482,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
         }
         neighbor.password = n.password.clone();
         neighbor.ttl_security_hops = n.ttl_security_hops;
+        neighbor.bfd = n.bfd;
         neighbors.push(neighbor);
     }
 
@@ -477,6 +495,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     out.listen_port = bgp.listen_port;
     out.multipath = MultipathConfig { max_paths: bgp.multipath.max_paths, as_path_relax: bgp.multipath.as_path_relax };
     out.timers = bgp.timers;
+    out.bfd = bgp.bfd;
     out.networks = networks.into_iter().collect();
     out.neighbors = neighbors;
     out.prefix_lists = policy_set.prefix_lists;
@@ -551,6 +570,25 @@ bgp:
             Ok(_) => panic!("accepted:\n{yaml}"),
             Err(e) => e.errors.iter().map(ToString::to_string).collect(),
         }
+    }
+
+    #[test]
+    fn bfd_per_neighbour_with_shared_timers() {
+        let on = LEAF
+            .replace("{ interface: eth1, remote_as: external }", "{ interface: eth1, remote_as: external, bfd: true }")
+            .replace(
+                "  networks: [10.200.0.0/24]",
+                "  networks: [10.200.0.0/24]\n  bfd: { transmit_interval_ms: 100, receive_interval_ms: 100 }",
+            );
+        let config = Config::from_yaml(&on).unwrap();
+        let bgp = config.bgp.as_ref().unwrap();
+        assert_eq!(bgp.neighbors.iter().map(|n| n.bfd).collect::<Vec<_>>(), [true, false, false]);
+        assert_eq!(bgp.bfd.session_config().required_min_rx_us, 100_000);
+        // Round trip through show running-config.
+        let again = Config::from_yaml(&config.to_yaml()).unwrap();
+        assert_eq!(again.bgp, config.bgp);
+        let e = refused(&on.replace("receive_interval_ms: 100", "receive_interval_ms: 0"));
+        assert!(e.iter().any(|e| e.starts_with("bgp.bfd.receive_interval_ms: must be 10 to 60000")), "{e:?}");
     }
 
     #[test]

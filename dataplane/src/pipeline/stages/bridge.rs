@@ -78,7 +78,7 @@ fn is_reserved_group(mac: EthernetAddress) -> bool {
     b[..5] == [0x01, 0x80, 0xc2, 0x00, 0x00] && b[5] <= 0x0f
 }
 
-impl Stages<'_> {
+impl Stages {
     // ---- the pipeline ----
 
     /// Stage 2: classification, learning, and bridging or routing.

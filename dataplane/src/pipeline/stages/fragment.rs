@@ -12,7 +12,7 @@ use crate::wire::{EtherType, Ipv4Packet, ipv4};
 /// Fragment data is counted in 8-octet units (RFC 791 "fragment offset").
 const FRAGMENT_UNIT: usize = 8;
 
-impl Stages<'_> {
+impl Stages {
     /// Sends `ip` (a whole, validated IPv4 datagram with DF clear and a TTL
     /// above 1) to `adjacency` in fragments of at most `mtu` octets: every
     /// fragment with the datagram's ID, its TTL one less, offsets relative

@@ -41,7 +41,7 @@ pub(crate) enum Icmpv6Error {
     BeyondScope,
 }
 
-impl Stages<'_> {
+impl Stages {
     /// Sends `error` about `invoking` (a whole IPv4 packet, already
     /// validated) back to its source, unless RFC 1812 section 4.3.2.7
     /// forbids it: about an ICMP error, a non-initial fragment, or a packet

@@ -9,7 +9,7 @@ use crate::pipeline::disposition::{Disposition, IB_LIKE, LinkLevelFrame, MAC_CON
 use crate::pipeline::output::Output;
 use crate::pipeline::tables::PortId;
 
-impl Stages<'_> {
+impl Stages {
     pub(crate) fn poll_timers(&mut self, now: u64, out: &mut Output) {
         if now >= self.state.next_fdb_scan {
             self.tables.age_fdb(now);

@@ -21,7 +21,7 @@ use crate::wire::{
     IpProtocol, Ipv6Packet, Ipv6Repr, ethernet, ipv6,
 };
 
-impl Stages<'_> {
+impl Stages {
     /// The MAC of neighbour `ip` behind `rif` if it is usable. A miss
     /// creates an Incomplete entry and sends the first request; a Stale
     /// entry in use goes to Probe (RFC 4861 7.3.3, without DELAY).

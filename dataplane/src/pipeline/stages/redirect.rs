@@ -25,13 +25,29 @@ const LINK_LOCAL: Ipv6Addr = Ipv6Addr::new(0xfe80, 0, 0, 0, 0, 0, 0, 0);
 /// and the redirected header option's 8.
 const MAX_REDIRECTED: usize = 1280 - ipv6::HEADER_LEN - icmpv6::REDIRECT_HEADER_LEN - 8 - 8;
 
-impl Stages<'_> {
+impl Stages {
     /// RFC 1812 5.2.7.2: a host redirect when the packet leaves by its
     /// ingress interface, its source and the next hop share a subnet of
-    /// it, and it carries no source route.
+    /// it, and it carries no source route. Inline: most packets leave by
+    /// another interface, and that one compare is all they pay.
+    #[inline]
     pub(crate) fn redirect_v4(&mut self, now: u64, ingress: RifId, ip: &[u8], adjacency: Adjacency, out: &mut Output) {
+        if adjacency.rif == ingress {
+            self.redirect_v4_same_interface(now, ingress, ip, adjacency, out);
+        }
+    }
+
+    #[inline(never)]
+    fn redirect_v4_same_interface(
+        &mut self,
+        now: u64,
+        ingress: RifId,
+        ip: &[u8],
+        adjacency: Adjacency,
+        out: &mut Output,
+    ) {
         let IpAddr::V4(gateway) = adjacency.next_hop else { return };
-        if adjacency.rif != ingress || !self.tables.router.sends_redirects(ingress) {
+        if !self.tables.router.sends_redirects(ingress) {
             return;
         }
         let packet = Ipv4Packet::new_unchecked(ip);
@@ -51,6 +67,7 @@ impl Stages<'_> {
     /// link, else the next-hop router, named by its link-local address
     /// (hosts accept no other, 8.1). Sent from the switch's link-local
     /// address with hop limit 255, to the sender's MAC.
+    #[inline]
     pub(crate) fn redirect_v6(
         &mut self,
         now: u64,
@@ -60,8 +77,23 @@ impl Stages<'_> {
         adjacency: Adjacency,
         out: &mut Output,
     ) {
+        if adjacency.rif == ingress {
+            self.redirect_v6_same_interface(now, ingress, sender_mac, ip, adjacency, out);
+        }
+    }
+
+    #[inline(never)]
+    fn redirect_v6_same_interface(
+        &mut self,
+        now: u64,
+        ingress: RifId,
+        sender_mac: EthernetAddress,
+        ip: &[u8],
+        adjacency: Adjacency,
+        out: &mut Output,
+    ) {
         let IpAddr::V6(next_hop) = adjacency.next_hop else { return };
-        if adjacency.rif != ingress || !self.tables.router.sends_redirects(ingress) {
+        if !self.tables.router.sends_redirects(ingress) {
             return;
         }
         let packet = Ipv6Packet::new_unchecked(ip);

@@ -53,7 +53,7 @@ impl L3Source {
     }
 }
 
-impl Stages<'_> {
+impl Stages {
     // ---- forwarding ----
 
     /// A frame addressed to a router interface's MAC (or any frame on a

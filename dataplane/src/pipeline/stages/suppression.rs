@@ -21,7 +21,7 @@ use crate::wire::{
 /// advertisement with a target link-layer address option.
 const ANSWER_MAX: usize = 2 + ipv6::HEADER_LEN + 32;
 
-impl Stages<'_> {
+impl Stages {
     /// Answers `frame` (a group-addressed frame from local `port` in `vid`)
     /// if it asks for a suppressed binding; true when it was answered and
     /// must not be flooded. Anything else (gratuitous ARP, probes and DAD

@@ -19,7 +19,7 @@ use crate::wire::{
     VxlanPacket, VxlanRepr, ipv4, udp,
 };
 
-impl Stages<'_> {
+impl Stages {
     /// Encapsulates a frame of `vid` toward `remote` (RFC 7348 section 5):
     /// the inner frame untagged, the outer IPv4 routed through the underlay
     /// like any packet, so ECMP applies; the outer UDP source port comes

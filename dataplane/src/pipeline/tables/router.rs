@@ -598,10 +598,12 @@ impl Tables {
     }
 
     /// Longest-prefix match in the default VRF, as the pipeline does it.
+    #[inline]
     pub fn lookup_route(&self, addr: IpAddr) -> Option<RouteTarget> {
         self.router.lookup(DEFAULT_VRF, addr)
     }
 
+    #[inline]
     pub fn lookup_route_in(&self, vrf: VrfId, addr: IpAddr) -> Option<RouteTarget> {
         self.router.lookup(vrf, addr)
     }
@@ -740,10 +742,12 @@ pub(crate) struct Hop {
 }
 
 impl SlotIds for Router {
+    #[inline]
     fn next_hop_id(&self, slot: u32) -> NextHopId {
         self.hops[slot as usize].id
     }
 
+    #[inline]
     fn group_id(&self, slot: u32) -> NextHopGroupId {
         self.group_slots[slot as usize].id
     }
