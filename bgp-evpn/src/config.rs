@@ -191,6 +191,10 @@ pub struct NeighborConfig {
     pub allow_own_as: u8,
     #[serde(default)]
     pub extended_message: bool,
+    /// Offer and accept IPv4 unicast routes with IPv6 next hops (RFC 8950,
+    /// FRR's "capability extended-nexthop"): IPv4 over an IPv6 session.
+    #[serde(default)]
+    pub extended_next_hop: bool,
     #[serde(default)]
     pub shutdown: bool,
     /// TCP MD5 signature key (RFC 2385), set in the kernel for this
@@ -229,6 +233,7 @@ impl NeighborConfig {
             weight: 0,
             allow_own_as: 0,
             extended_message: false,
+            extended_next_hop: false,
             shutdown: false,
             password: None,
             ttl_security_hops: None,
@@ -351,6 +356,7 @@ impl BgpConfig {
             passive: n.passive,
             families: n.families.clone(),
             extended_message: n.extended_message,
+            extended_next_hop: n.extended_next_hop,
         }
     }
 }

@@ -548,6 +548,9 @@ impl Speaker {
         // RFC 4271 §5.1.3 / §6.3: a NEXT_HOP that is the receiving speaker's
         // own address (this session's, or the router id) makes no route.
         let own = [p.local_addr(), Some(IpAddr::V4(router_id))];
+        // RFC 8950 §3: IPv4 NLRI with an IPv6 next hop only once the
+        // capability is negotiated; otherwise the next hop is unusable.
+        let extended_next_hop = p.fsm.negotiated().is_some_and(|n| n.extended_next_hop);
         let mut rejected = 0;
         // Attribute sets interned once per distinct next hop (at most two:
         // NEXT_HOP and the MP_REACH_NLRI next hop) and EVPN non-key fields
@@ -559,7 +562,12 @@ impl Speaker {
             if !accepts(nlri.family(), p) {
                 continue;
             }
-            let feasible = !treat_as_withdraw && !looped && next_hop.is_some_and(|nh| usable_next_hop(nh, own));
+            let family_matches = match (nlri.family(), next_hop) {
+                (Family::Ipv4Unicast, Some(IpAddr::V6(_))) => extended_next_hop,
+                _ => true,
+            };
+            let feasible =
+                !treat_as_withdraw && !looped && family_matches && next_hop.is_some_and(|nh| usable_next_hop(nh, own));
             let attrs = if feasible {
                 let hit = cache.iter().find(|(k, _)| *k == (next_hop, evpn)).map(|(_, a)| a.clone());
                 let shared = match hit {
@@ -763,9 +771,14 @@ impl Speaker {
     /// Our address as a next hop for `family` on the session with `peer`.
     fn self_next_hop(&self, peer: &Peer, family: Family) -> Option<IpAddr> {
         let local = peer.local_addr();
+        let extended_next_hop = peer.fsm.negotiated().is_some_and(|n| n.extended_next_hop);
         match family {
             Family::Ipv4Unicast => match local {
                 Some(IpAddr::V4(a)) => Some(IpAddr::V4(a)),
+                // RFC 8950: over an IPv6 session, our IPv6 address.
+                Some(IpAddr::V6(a)) if extended_next_hop && a.to_ipv4_mapped().is_none() => {
+                    Some(IpAddr::V6(self.config.ipv6_next_hop.unwrap_or(a)))
+                }
                 Some(IpAddr::V6(a)) => a.to_ipv4_mapped().map(IpAddr::V4).or(Some(IpAddr::V4(self.config.router_id))),
                 None => Some(IpAddr::V4(self.config.router_id)),
             },

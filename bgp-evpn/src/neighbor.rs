@@ -11,7 +11,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use serde::Serialize;
 
-use crate::packet::capability::Capability;
+use crate::packet::capability::{Capability, ExtendedNextHop};
 use crate::packet::error::{ErrorCode, cease_subcode, fsm_subcode, open_subcode};
 use crate::packet::{AfiSafi, DecodeContext, DecodeError, Family, Message, Notification, Open, RouteRefresh, Update};
 
@@ -53,6 +53,8 @@ pub struct SessionConfig {
     pub passive: bool,
     pub families: Vec<Family>,
     pub extended_message: bool,
+    /// Offer IPv4 unicast routes with IPv6 next hops (RFC 8950).
+    pub extended_next_hop: bool,
 }
 
 impl SessionConfig {
@@ -69,12 +71,16 @@ impl SessionConfig {
             passive: false,
             families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
             extended_message: false,
+            extended_next_hop: false,
         }
     }
 
     fn open(&self) -> Open {
         let mut caps: Vec<Capability> = self.families.iter().map(|f| Capability::Multiprotocol(f.afi_safi())).collect();
         caps.push(Capability::RouteRefresh);
+        if self.extended_next_hop && self.families.contains(&Family::Ipv4Unicast) {
+            caps.push(Capability::ExtendedNextHop(vec![ExtendedNextHop::IPV4_UNICAST_OVER_IPV6]));
+        }
         if self.extended_message {
             caps.push(Capability::ExtendedMessage);
         }
@@ -96,6 +102,8 @@ pub struct Negotiated {
     pub extended_message: bool,
     pub route_refresh: bool,
     pub graceful_restart: bool,
+    /// Both sides offered IPv4 unicast over IPv6 next hops (RFC 8950).
+    pub extended_next_hop: bool,
     pub ebgp: bool,
     /// The peer's Graceful Restart capability (RFC 4724 §3), which decides
     /// what this speaker, as a helper, keeps when the session drops.
@@ -598,6 +606,10 @@ impl Neighbor {
             extended_message: self.config.extended_message && has(|c| matches!(c, Capability::ExtendedMessage)),
             route_refresh: has(|c| matches!(c, Capability::RouteRefresh)),
             graceful_restart: has(|c| matches!(c, Capability::GracefulRestart { .. })),
+            extended_next_hop: self.config.extended_next_hop
+                && has(
+                    |c| matches!(c, Capability::ExtendedNextHop(e) if e.contains(&ExtendedNextHop::IPV4_UNICAST_OVER_IPV6)),
+                ),
             ebgp: open.asn() != self.config.local_as,
             peer_restart: open.capabilities.iter().find_map(|c| match c {
                 Capability::GracefulRestart { restart_time, families, .. } => Some(PeerRestart {

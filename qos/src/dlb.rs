@@ -27,7 +27,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DlbMode {
+    /// Plain ECMP (`ecmp` in a config is the same).
     #[default]
+    #[serde(alias = "ecmp")]
     Static,
     Flowlet,
     Spray,

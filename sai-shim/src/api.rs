@@ -922,7 +922,32 @@ impl<B: Backend> Sai<B> {
     }
 
     pub fn create_next_hop_group(&mut self) -> SaiResult<ObjectId> {
-        self.create_object(Object::NextHopGroup(NextHopGroup {}))
+        self.create_next_hop_group_with(&[])
+    }
+
+    pub fn create_next_hop_group_with(&mut self, attrs: &[NextHopGroupAttr]) -> SaiResult<ObjectId> {
+        check_duplicates("next-hop group", attrs)?;
+        self.create_object(Object::NextHopGroup(NextHopGroup::build(attrs)))
+    }
+
+    /// A group's DLB mode is read when the traffic manager is built (at
+    /// start), as the rest of the QoS configuration is.
+    pub fn set_next_hop_group_attribute(&mut self, id: ObjectId, attr: NextHopGroupAttr) -> SaiResult<()> {
+        check_settable("next-hop group", &attr)?;
+        self.set_object(id, ObjectType::NextHopGroup, |o| match o {
+            Object::NextHopGroup(g) => {
+                g.apply(attr);
+                Ok(())
+            }
+            _ => unreachable!(),
+        })
+    }
+
+    pub fn get_next_hop_group(&self, id: ObjectId) -> SaiResult<NextHopGroup> {
+        match self.get_object(id, ObjectType::NextHopGroup)? {
+            Object::NextHopGroup(g) => Ok(g.clone()),
+            _ => unreachable!(),
+        }
     }
 
     pub fn create_next_hop_group_member(&mut self, attrs: &[NextHopGroupMemberAttr]) -> SaiResult<ObjectId> {

@@ -552,9 +552,39 @@ impl NextHop {
 }
 
 /// An ECMP group: its members are [`NextHopGroupMember`] objects; a flow's
-/// 5-tuple hash picks one.
+/// 5-tuple hash picks one, or dynamic load balancing does.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct NextHopGroup {}
+pub struct NextHopGroup {
+    /// This group's DLB mode (SAI binds an ARS object to the group,
+    /// `SAI_NEXT_HOP_GROUP_ATTR_ARS_OBJECT_ID`; here only its mode);
+    /// `None`: the switch's (`SwitchAttr::Dlb`).
+    pub dlb_mode: Option<qos::dlb::DlbMode>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NextHopGroupAttr {
+    DlbMode(Option<qos::dlb::DlbMode>),
+}
+
+attr_names!(NextHopGroupAttr {
+    DlbMode => "DLB_MODE";
+});
+
+impl NextHopGroup {
+    pub(crate) fn build(attrs: &[NextHopGroupAttr]) -> NextHopGroup {
+        let mut group = NextHopGroup::default();
+        for attr in attrs {
+            group.apply(attr.clone());
+        }
+        group
+    }
+
+    pub(crate) fn apply(&mut self, attr: NextHopGroupAttr) {
+        match attr {
+            NextHopGroupAttr::DlbMode(mode) => self.dlb_mode = mode,
+        }
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NextHopGroupMemberAttr {

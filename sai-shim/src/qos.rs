@@ -10,12 +10,13 @@
 
 use qos::buffer::{PgProfile, PoolConfig, QueueLimit};
 use qos::classify::{CLASSES, QosMaps};
+use qos::dlb::GroupMode;
 use qos::scheduler::Discipline;
 use qos::shaper::ShaperConfig;
 use qos::tm::{EcnSetting, PortConfig, QueueProfile, TmConfig};
 
 use crate::api::{ObjectStore, Sai};
-use crate::attributes::{Attribute, Object, Reference, check_duplicates, check_settable};
+use crate::attributes::{Attribute, NextHopGroup, Object, Reference, check_duplicates, check_settable};
 use crate::backend::Backend;
 use crate::error::{SaiError, SaiResult};
 use crate::object::{ObjectId, ObjectType};
@@ -646,7 +647,11 @@ pub(crate) fn check_unique(store: &ObjectStore, id: Option<ObjectId>, object: &O
 /// The `qos` traffic manager's configuration from the QoS objects, ports
 /// by `port_index` (the pipeline's). `None` when nothing asks for one: no
 /// port has a speed and no QoS object exists.
-pub fn tm_config(store: &ObjectStore, port_index: impl Fn(ObjectId) -> Option<u16>) -> SaiResult<Option<TmConfig>> {
+pub fn tm_config(
+    store: &ObjectStore,
+    port_index: impl Fn(ObjectId) -> Option<u16>,
+    group_index: impl Fn(ObjectId) -> Option<u32>,
+) -> SaiResult<Option<TmConfig>> {
     let switch = store.switch();
     let mut ports: Vec<(u16, ObjectId, &crate::attributes::Port)> = store
         .objects_of(ObjectType::Port)
@@ -708,6 +713,13 @@ pub fn tm_config(store: &ObjectStore, port_index: impl Fn(ObjectId) -> Option<u1
     config.pfc.response_ns = switch.pfc_response_ns;
     config.watchdog = switch.pfc_watchdog;
     config.dlb = switch.dlb.clone();
+    // Groups with a mode of their own, by the pipeline's group index.
+    config.dlb.groups.extend(store.objects_of(ObjectType::NextHopGroup).filter_map(|(id, o)| match o {
+        Object::NextHopGroup(NextHopGroup { dlb_mode: Some(mode) }) => {
+            group_index(id).map(|group| GroupMode { group, mode: *mode })
+        }
+        _ => None,
+    }));
     config.maps = maps(store, switch)?;
 
     let pools: Vec<&BufferPool> = store

@@ -20,9 +20,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use dataplane::wire::EthernetAddress;
 use ipnetwork::IpNetwork;
 use sai_shim::{
-    Backend, BridgePortAttr, BridgePortType, FdbFlush, FdbFlushType, NextHopAttr, NextHopGroupMemberAttr, ObjectId,
-    PortAttr, RouteEntryAttr, RouteEntryKey, RouterInterfaceAttr, RouterInterfaceType, Sai, SaiError, SwitchAttr,
-    TaggingMode, TunnelAttr, TunnelEndpointAttr, TunnelMapEntryAttr, VlanAttr, VlanMemberAttr,
+    Backend, BridgePortAttr, BridgePortType, FdbFlush, FdbFlushType, NextHopAttr, NextHopGroupAttr,
+    NextHopGroupMemberAttr, ObjectId, PortAttr, RouteEntryAttr, RouteEntryKey, RouterInterfaceAttr,
+    RouterInterfaceType, Sai, SaiError, SwitchAttr, TaggingMode, TunnelAttr, TunnelEndpointAttr, TunnelMapEntryAttr,
+    VlanAttr, VlanMemberAttr,
 };
 
 use crate::config::{Config, L3Interface, PortMode};
@@ -505,7 +506,12 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
         if applied.groups.contains_key(hops) {
             continue;
         }
-        let group = sai.create_next_hop_group().context(|| "next-hop group".into())?;
+        let ips: Vec<IpAddr> = hops.iter().map(|hop| hop.0).collect();
+        let group = match candidate.dlb_groups.get(&ips) {
+            Some(&mode) => sai.create_next_hop_group_with(&[NextHopGroupAttr::DlbMode(Some(mode))]),
+            None => sai.create_next_hop_group(),
+        }
+        .context(|| "next-hop group".into())?;
         applied.groups.insert(hops.clone(), (group, Vec::new()));
         for hop in hops {
             let member = sai

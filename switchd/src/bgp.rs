@@ -187,6 +187,7 @@ impl BgpView {
                             (n.four_octet_as, "4-octet-as"),
                             (n.route_refresh, "route-refresh"),
                             (n.extended_message, "extended-message"),
+                            (n.extended_next_hop, "extended-nexthop"),
                             (n.graceful_restart, "graceful-restart"),
                         ]
                         .into_iter()

@@ -9,6 +9,7 @@ pub mod qos;
 mod validate;
 
 use ipnetwork::IpNetwork;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
@@ -37,6 +38,9 @@ pub struct Config {
     /// The traffic manager, ports in file order; `None`: no `qos:` and no
     /// port speed (ports send as fast as their I/O takes frames).
     pub qos: Option<::qos::tm::TmConfig>,
+    /// ECMP groups with a DLB mode of their own (`qos.dlb.groups`), by
+    /// their sorted next hops.
+    pub dlb_groups: BTreeMap<Vec<IpAddr>, ::qos::dlb::DlbMode>,
     /// The IB-like plane, when a port is in `mode: ib`.
     pub ib: Option<ib::IbConfig>,
     /// Where the Prometheus endpoint listens, when enabled.

@@ -244,6 +244,29 @@ fn collision_keeps_the_connection_of_the_higher_identifier() {
 }
 
 #[test]
+fn extended_next_hop_is_negotiated_only_when_both_offer_it() {
+    let offer = Capability::ExtendedNextHop(vec![ExtendedNextHop::IPV4_UNICAST_OVER_IPV6]);
+    let open_with = |caps: Vec<Capability>| Message::Open(Open::new(65002, 90, Ipv4Addr::new(2, 2, 2, 2), caps));
+    for (ours, theirs, agreed) in [(true, true, true), (true, false, false), (false, true, false)] {
+        let mut config = config();
+        config.extended_next_hop = ours;
+        assert_eq!(config.open().capabilities.contains(&offer), ours);
+        let mut n = Neighbor::new(config);
+        n.handle(0, Event::ManualStart);
+        let Some(Action::Connect(c)) = drain(&mut n).first().cloned() else { panic!() };
+        n.handle(0, Event::TcpConnected(c));
+        drain(&mut n);
+        let mut caps = vec![Capability::Multiprotocol(AfiSafi::IPV4_UNICAST)];
+        if theirs {
+            caps.push(offer.clone());
+        }
+        n.handle(0, Event::Message(c, open_with(caps)));
+        n.handle(0, Event::Message(c, Message::Keepalive));
+        assert_eq!(n.negotiated().map(|n| n.extended_next_hop), Some(agreed), "ours {ours}, theirs {theirs}");
+    }
+}
+
+#[test]
 fn bfd_down_drops_the_session_with_cease_bfd_down_and_it_restarts() {
     let mut n = Neighbor::new(config());
     // Before OpenConfirm there is nothing to protect yet: ignored.

@@ -6,6 +6,7 @@ use super::nlri::AfiSafi;
 pub mod code {
     pub const MULTIPROTOCOL: u8 = 1;
     pub const ROUTE_REFRESH: u8 = 2;
+    pub const EXTENDED_NEXT_HOP: u8 = 5;
     pub const EXTENDED_MESSAGE: u8 = 6;
     pub const GRACEFUL_RESTART: u8 = 64;
     pub const FOUR_OCTET_AS: u8 = 65;
@@ -19,12 +20,29 @@ pub struct GracefulRestartFamily {
     pub forwarding_preserved: bool,
 }
 
+/// One entry of the Extended Next Hop Encoding capability (RFC 8950
+/// section 4): NLRI of this AFI/SAFI may carry a next hop of that AFI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExtendedNextHop {
+    pub nlri_afi: u16,
+    /// Two octets here, unlike in the Multiprotocol capability.
+    pub nlri_safi: u16,
+    pub next_hop_afi: u16,
+}
+
+impl ExtendedNextHop {
+    /// IPv4 unicast over an IPv6 next hop: what BGP unnumbered needs.
+    pub const IPV4_UNICAST_OVER_IPV6: ExtendedNextHop = ExtendedNextHop { nlri_afi: 1, nlri_safi: 1, next_hop_afi: 2 };
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Capability {
     /// RFC 4760 §8.
     Multiprotocol(AfiSafi),
     /// RFC 2918 §2.
     RouteRefresh,
+    /// RFC 8950 §4.
+    ExtendedNextHop(Vec<ExtendedNextHop>),
     /// RFC 8654 §3.
     ExtendedMessage,
     /// RFC 4724 §3; this speaker acts as a helper only.
@@ -50,6 +68,23 @@ impl Capability {
                 Capability::Multiprotocol(AfiSafi { afi: u16::from_be_bytes([a0, a1]), safi })
             }
             code::ROUTE_REFRESH if value.is_empty() => Capability::RouteRefresh,
+            code::EXTENDED_NEXT_HOP => {
+                // RFC 8950 §4: triples of 2-octet fields.
+                if value.is_empty() || value.len() % 6 != 0 {
+                    return Err(malformed());
+                }
+                let field = |c: &[u8], at: usize| u16::from_be_bytes([c[at], c[at + 1]]);
+                Capability::ExtendedNextHop(
+                    value
+                        .chunks_exact(6)
+                        .map(|c| ExtendedNextHop {
+                            nlri_afi: field(c, 0),
+                            nlri_safi: field(c, 2),
+                            next_hop_afi: field(c, 4),
+                        })
+                        .collect(),
+                )
+            }
             code::EXTENDED_MESSAGE if value.is_empty() => Capability::ExtendedMessage,
             code::GRACEFUL_RESTART => {
                 if value.len() < 2 || (value.len() - 2) % 4 != 0 {
@@ -87,6 +122,14 @@ impl Capability {
                 code::MULTIPROTOCOL
             }
             Capability::RouteRefresh => code::ROUTE_REFRESH,
+            Capability::ExtendedNextHop(entries) => {
+                for e in entries {
+                    out.extend_from_slice(&e.nlri_afi.to_be_bytes());
+                    out.extend_from_slice(&e.nlri_safi.to_be_bytes());
+                    out.extend_from_slice(&e.next_hop_afi.to_be_bytes());
+                }
+                code::EXTENDED_NEXT_HOP
+            }
             Capability::ExtendedMessage => code::EXTENDED_MESSAGE,
             Capability::GracefulRestart { restarting, restart_time, families } => {
                 let head = (restart_time & 0x0fff) | if *restarting { 0x8000 } else { 0 };

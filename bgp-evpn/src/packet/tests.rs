@@ -110,6 +110,19 @@ fn open_round_trip_with_all_capabilities_and_as_trans() {
 }
 
 #[test]
+fn extended_next_hop_capability_is_rfc_8950s_triples() {
+    let cap = Capability::ExtendedNextHop(vec![capability::ExtendedNextHop::IPV4_UNICAST_OVER_IPV6]);
+    let mut bytes = Vec::new();
+    cap.encode(&mut bytes);
+    // Code 5, length 6: NLRI AFI 1, NLRI SAFI 1 (two octets), next hop AFI 2.
+    assert_eq!(bytes, [5, 6, 0, 1, 0, 1, 0, 2]);
+    assert_eq!(Capability::decode(&bytes).unwrap(), (cap, 8));
+    // A length that is not a multiple of six is malformed.
+    assert!(Capability::decode(&[5, 4, 0, 1, 0, 1]).is_err());
+    assert!(Capability::decode(&[5, 0]).is_err());
+}
+
+#[test]
 fn open_errors_map_to_notifications() {
     let open = Open::new(65001, 90, Ipv4Addr::new(1, 2, 3, 4), vec![]);
     let good = Message::Open(open).to_bytes(&ctx());

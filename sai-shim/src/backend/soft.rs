@@ -158,7 +158,7 @@ impl SoftBackend {
     /// port speeds, ports by pipeline index; `None` when nothing is
     /// configured (forwarding then runs the FIFO).
     pub fn tm_config(&self, store: &ObjectStore) -> SaiResult<Option<TmConfig>> {
-        crate::qos::tm_config(store, |port| self.port_index(port))
+        crate::qos::tm_config(store, |port| self.port_index(port), |group| self.groups.get(group))
     }
 
     /// Where whoever runs the traffic manager publishes its counters for

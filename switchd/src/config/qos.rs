@@ -13,21 +13,22 @@
 //!   queues: {3: {scheduler: {type: dwrr, weight: 4}, ecn: {mode: dcqcn}}, 6: {scheduler: {type: strict}}}
 //!   pfc: {priorities: [3], quanta: 65535, response-ns: 1000}
 //!   watchdog: {action: drop, detection-ms: 200, restoration-ms: 200, poll-interval-ms: 200}
-//!   dlb: {mode: flowlet, inactivity-us: 256}
+//!   dlb: {mode: flowlet, inactivity-us: 256, groups: [{next-hops: [10.0.1.0, 10.0.2.0], mode: spray}]}
 //! ```
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 
 use qos::buffer::{PgProfile, PoolConfig};
 use qos::classify::{CLASSES, QosMaps};
-use qos::dlb::DlbConfig;
+use qos::dlb::{DlbConfig, DlbMode};
 use qos::pfc::PfcConfig;
 use qos::tm::{PortConfig, QueueProfile, TmConfig};
 use qos::watchdog::WatchdogConfig;
 use serde::{Deserialize, Serialize};
 
-use super::ConfigError;
 use super::file::{ConfigFile, PortFile};
+use super::{ConfigError, StaticRoute};
 
 /// A starting point the other fields refine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,9 +58,90 @@ pub struct QosFile {
     pub pfc: Option<PfcConfig>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog: Option<WatchdogConfig>,
-    /// Dynamic load balancing of every ECMP group.
+    /// Dynamic load balancing: the mode of every ECMP group, and of
+    /// groups named by their next hops.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dlb: Option<DlbConfig>,
+    pub dlb: Option<DlbFile>,
+}
+
+/// `qos.dlb`: the `qos` crate's [`DlbConfig`], with groups named as the
+/// config's routes name them, by their next hops.
+///
+/// ```yaml
+/// dlb:
+///   mode: ecmp                     # ecmp (static hash) | flowlet | spray: groups not listed
+///   inactivity-us: 256
+///   groups:
+///     - {next-hops: [10.0.1.1, 10.0.2.1], mode: spray}
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct DlbFile {
+    #[serde(default)]
+    pub mode: DlbMode,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<DlbGroupFile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inactivity_us: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flowset_size: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_us: Option<u32>,
+}
+
+/// An ECMP group's own mode: the group of the routes whose next hops are
+/// exactly these.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct DlbGroupFile {
+    pub next_hops: Vec<IpAddr>,
+    pub mode: DlbMode,
+}
+
+impl DlbFile {
+    fn config(&self) -> DlbConfig {
+        let default = DlbConfig::default();
+        DlbConfig {
+            mode: self.mode,
+            groups: Vec::new(),
+            inactivity_us: self.inactivity_us.unwrap_or(default.inactivity_us),
+            flowset_size: self.flowset_size.unwrap_or(default.flowset_size),
+            window_us: self.window_us.unwrap_or(default.window_us),
+        }
+    }
+}
+
+/// The modes of `qos.dlb.groups`, by their sorted next hops; each group
+/// must be the next hops of a static route with several of them.
+pub fn check_dlb_groups(
+    file: &ConfigFile,
+    routes: &[StaticRoute],
+    errors: &mut Vec<ConfigError>,
+) -> BTreeMap<Vec<IpAddr>, DlbMode> {
+    let mut modes = BTreeMap::new();
+    let Some(dlb) = file.qos.as_ref().and_then(|q| q.dlb.as_ref()) else { return modes };
+    let ecmp_sets: BTreeSet<Vec<IpAddr>> =
+        routes.iter().filter(|r| r.next_hops.len() > 1).map(|r| sorted(r.next_hops.iter().map(|h| h.0))).collect();
+    for (i, group) in dlb.groups.iter().enumerate() {
+        let hops = sorted(group.next_hops.iter().copied());
+        let path = format!("qos.dlb.groups[{i}].next-hops");
+        let error = |reason: String| ConfigError { path: path.clone(), line: None, reason };
+        if !ecmp_sets.contains(&hops) {
+            errors.push(error(format!(
+                "{hops:?} are not the next hops of any route with several (an ECMP group is named by all of them)"
+            )));
+        } else if modes.insert(hops.clone(), group.mode).is_some() {
+            errors.push(error(format!("{hops:?} are listed twice")));
+        }
+    }
+    modes
+}
+
+fn sorted(hops: impl Iterator<Item = IpAddr>) -> Vec<IpAddr> {
+    let mut hops: Vec<IpAddr> = hops.collect();
+    hops.sort();
+    hops.dedup();
+    hops
 }
 
 /// A port speed: bits per second, or a number with K, M, G or T
@@ -151,14 +233,10 @@ pub fn check(file: &ConfigFile, errors: &mut Vec<ConfigError>) -> Option<TmConfi
     if let Some(watchdog) = qos.watchdog {
         config.watchdog = watchdog;
     }
-    if let Some(dlb) = qos.dlb {
-        if !dlb.groups.is_empty() {
-            error(
-                "qos.dlb.groups".into(),
-                "per-group modes are not configurable yet: one mode for every ECMP group".into(),
-            );
-        }
-        config.dlb = dlb;
+    if let Some(dlb) = &qos.dlb {
+        // Groups are bound to the pipeline's groups when those exist
+        // (`check_dlb_groups`, then the shim's next-hop group objects).
+        config.dlb = dlb.config();
     }
     if !complete {
         return None;
@@ -266,6 +344,25 @@ mod refusals {
         let (path, _) =
             refused("name: s\nports:\n  - {name: eth1, mode: routed, addresses: [10.0.1.1/31], speed: 9Q}\n");
         assert_eq!(path, "ports[0].speed");
+    }
+
+    #[test]
+    fn a_dlb_group_must_be_a_routes_next_hops() {
+        let ports = "name: s\nports:\n  - {name: eth1, mode: routed, addresses: [10.0.1.0/31], speed: 100M}\n  \
+                     - {name: eth2, mode: routed, addresses: [10.0.2.0/31], speed: 100M}\n\
+                     routes: [{prefix: 10.9.0.0/16, next_hops: [10.0.1.1, 10.0.2.1]}]\n";
+        let (path, reason) =
+            refused(&format!("{ports}qos: {{dlb: {{groups: [{{next-hops: [10.0.1.1], mode: spray}}]}}}}\n"));
+        assert_eq!(path, "qos.dlb.groups[0].next-hops");
+        assert!(reason.contains("not the next hops"), "{reason}");
+        // In any order, and `ecmp` for the static hash.
+        let config = Config::from_yaml(&format!(
+            "{ports}qos: {{dlb: {{mode: flowlet, groups: [{{next-hops: [10.0.2.1, 10.0.1.1], mode: ecmp}}]}}}}\n"
+        ))
+        .unwrap();
+        let hops = vec!["10.0.1.1".parse().unwrap(), "10.0.2.1".parse().unwrap()];
+        assert_eq!(config.dlb_groups.get(&hops), Some(&qos::dlb::DlbMode::Static));
+        assert_eq!(config.qos.unwrap().dlb.mode, qos::dlb::DlbMode::Flowlet);
     }
 
     #[test]

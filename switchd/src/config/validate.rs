@@ -49,6 +49,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         routes: Vec::new(),
         bgp: None,
         qos: None,
+        dlb_groups: BTreeMap::new(),
         ib: None,
         metrics: file.metrics.as_ref().map(|m| m.listen),
         source: file.clone(),
@@ -60,13 +61,14 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     let config_so_far = Config { vxlan, ..config_so_far };
     let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
     let qos = super::qos::check(&file, &mut v.errors);
+    let dlb_groups = super::qos::check_dlb_groups(&file, &routes, &mut v.errors);
     let has_ib_ports = config_so_far.ports.iter().any(|p| matches!(p.mode, PortMode::Ib(_)));
     let ib = super::ib::check(&mut v.errors, &file, has_ib_ports);
 
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { routes, bgp, ib, qos, ..config_so_far })
+    Ok(Config { routes, bgp, ib, qos, dlb_groups, ..config_so_far })
 }
 
 /// What a backend cannot do is refused here, naming the backend, rather

@@ -231,6 +231,26 @@ qos:
         assert!(sai.remove(applied.qos.pool.unwrap()).is_err());
     }
 
+    /// A group's DLB mode goes on its shim object and into the traffic
+    /// manager's DLB configuration, by the pipeline's group index.
+    #[test]
+    fn dlb_groups_are_bound_to_their_next_hop_group() {
+        use qos::dlb::DlbMode;
+        let yaml = format!(
+            "{}routes: [{{prefix: 10.9.0.0/16, next_hops: [10.0.1.0, 10.0.2.0]}}]\n",
+            CONFIG.replace("dlb: {mode: spray}", "dlb: {groups: [{next-hops: [10.0.1.0, 10.0.2.0], mode: flowlet}]}")
+        );
+        let config = crate::config::Config::from_yaml(&yaml).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let applied = apply(&mut sai, &config).unwrap();
+        let group = applied.groups.values().next().unwrap().0;
+        assert_eq!(sai.get_next_hop_group(group).unwrap().dlb_mode, Some(DlbMode::Flowlet));
+        let dlb = sai.backend().tm_config(sai.store()).unwrap().unwrap().dlb;
+        assert_eq!(dlb.mode, DlbMode::Static);
+        assert_eq!(dlb.groups.len(), 1);
+        assert_eq!(dlb.groups[0].mode, DlbMode::Flowlet);
+    }
+
     /// Watchdog events handed to the soft backend come back as
     /// notifications naming the port's queue object.
     #[test]
