@@ -19,6 +19,8 @@ pub enum Request {
     ShowLldp,
     ShowRunningConfig,
     ShowDrops,
+    /// `show backend`: what forwards for the switch and how.
+    ShowBackend,
     /// `show bgp summary`.
     ShowBgpSummary,
     /// `show bgp neighbors [ADDRESS]`.
@@ -169,6 +171,15 @@ pub enum Response {
     Error { message: String },
 }
 
+/// `show backend`: the shim backend forwarding for the switch (`soft`,
+/// `kernel`) and its settings (the kernel backend's `bridge_mode`:
+/// `vlan-aware` or `per-vlan`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct BackendInfo {
+    pub name: String,
+    pub details: Vec<(String, String)>,
+}
+
 /// The payload of a successful answer, one variant per request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
@@ -181,6 +192,7 @@ pub enum Reply {
     Lldp(Vec<LldpNeighbor>),
     RunningConfig(RunningConfig),
     Drops(Vec<DropCount>),
+    Backend(BackendInfo),
     BgpSummary(BgpSummary),
     BgpNeighbors(Vec<BgpNeighbor>),
     BgpRoutes(BgpRoutes),

@@ -2,7 +2,11 @@
 //! through the shim over rtnetlink.
 //!
 //! - What the shim installed is what `ip -j route`, `ip -j nexthop`,
-//!   `bridge -j fdb` and `ip -j -d link` show, read back and compared.
+//!   `bridge -j fdb` and `ip -j -d link` show, read back and compared; VLAN
+//!   membership by `bridge -j vlan` when the kernel has VLAN filtering (one
+//!   VLAN-aware bridge `nos-br`), by the per-VLAN bridges' members
+//!   (`ip -j -d link`, `bridge -j link`) when it has not. The test says
+//!   which mode it exercised.
 //! - Hosts ping across a VLAN (the kernel bridge), between subnets (the
 //!   kernel FIB, an ECMP route through a nexthop group) and over VXLAN to a
 //!   kernel VTEP.
@@ -20,7 +24,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
+use fabric_tests::{Netns, Switchd, kernel_vlans, require_root_and_tools, veth};
 use serde_json::Value;
 
 /// Our routing protocol number (the backend's default).
@@ -134,6 +138,53 @@ fn destinations(routes: &[Value]) -> BTreeSet<String> {
     routes.iter().map(|r| r["dst"].as_str().expect("dst").to_string()).collect()
 }
 
+/// The bridge VLANs `bridge -j vlan show` lists for `ifname`, with whether
+/// each is the PVID and egresses untagged.
+fn bridge_vlans(sw: &Netns, ifname: &str) -> BTreeSet<(u64, bool, bool)> {
+    json(sw, &["bridge", "-j", "vlan", "show"])
+        .iter()
+        .filter(|row| row["ifname"] == ifname)
+        .flat_map(|row| row["vlans"].as_array().cloned().unwrap_or_default())
+        .map(|vlan| {
+            let flags: Vec<String> =
+                vlan["flags"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(String::from)).collect();
+            (
+                vlan["vlan"].as_u64().expect("vid"),
+                flags.iter().any(|f| f == "PVID"),
+                flags.iter().any(|f| f == "Egress Untagged"),
+            )
+        })
+        .collect()
+}
+
+/// Checks that `ports` are untagged access members (PVID) of `vid` and
+/// nothing else, in whichever bridge mode the kernel allows.
+#[track_caller]
+fn assert_access_members(sw: &Netns, vid: u64, ports: &[&str]) {
+    let links = json(sw, &["ip", "-j", "-d", "link"]);
+    if kernel_vlans().vlan_filtering {
+        let bridge = link(&links, "nos-br");
+        assert_eq!(bridge["linkinfo"]["info_data"]["vlan_filtering"], 1, "{bridge}");
+        for port in ports {
+            assert_eq!(link(&links, port)["master"], "nos-br", "{port} in the VLAN-aware bridge");
+            assert_eq!(bridge_vlans(sw, port), [(vid, true, true)].into(), "{port}: vlan {vid} pvid untagged");
+        }
+        assert!(bridge_vlans(sw, "nos-br").iter().any(|(v, _, _)| *v == vid), "vlan {vid} on the bridge itself");
+    } else {
+        let bridge = format!("nos-vlan{vid}");
+        assert_eq!(link(&links, &bridge)["linkinfo"]["info_kind"], "bridge");
+        let members: BTreeSet<String> = json(sw, &["bridge", "-j", "link", "show"])
+            .iter()
+            .filter(|row| row["master"] == bridge.as_str())
+            .map(|row| row["ifname"].as_str().expect("ifname").to_string())
+            .collect();
+        for port in ports {
+            assert_eq!(link(&links, port)["master"], bridge.as_str(), "{port} in VLAN {vid}'s bridge");
+            assert!(members.contains(*port), "bridge -j link: {port} in {bridge}: {members:?}");
+        }
+    }
+}
+
 fn gateways_of(nexthops: &[Value], id: u64) -> BTreeSet<String> {
     let nexthop = nexthops.iter().find(|n| n["id"] == id).unwrap_or_else(|| panic!("no nexthop {id}: {nexthops:?}"));
     match nexthop["group"].as_array() {
@@ -174,15 +225,35 @@ fn the_kernel_holds_what_the_shim_installed_and_forwards() {
         .collect();
     assert!(members.contains(&single), "group {members:?} reuses nexthop {single}");
 
-    // ---- read back: devices
+    // ---- read back: devices and VLAN membership
+    let mode = kernel_vlans();
+    eprintln!("switchd_kernel: bridge mode {} on this kernel ({mode:?})", mode.mode());
+    // The daemon says which mode it chose.
+    let backend = switchd.show_json("backend");
+    assert_eq!(backend["name"], "kernel", "{backend}");
+    let details = backend["details"].as_array().cloned().unwrap_or_default();
+    assert!(
+        details.iter().any(|d| d[0] == "bridge_mode" && d[1] == mode.mode()),
+        "show backend names the bridge mode {}: {backend}",
+        mode.mode()
+    );
+    assert!(switchd.swcli(&["show", "backend"]).contains(mode.mode()));
+    assert_access_members(&t.sw, 10, &["eth1", "eth2"]);
     let links = json(&t.sw, &["ip", "-j", "-d", "link"]);
-    for port in ["eth1", "eth2"] {
-        assert_eq!(link(&links, port)["master"], "nos-vlan10", "{port} in VLAN 10's bridge");
-    }
+    // The SVI: the VLAN's bridge itself, or an 802.1Q device on the
+    // VLAN-aware bridge.
     let bridge = link(&links, "nos-vlan10");
-    assert_eq!(bridge["linkinfo"]["info_kind"], "bridge");
     let vxlan = link(&links, "nos-vx10010");
-    assert_eq!(vxlan["master"], "nos-vlan10");
+    if mode.vlan_filtering {
+        assert_eq!(bridge["linkinfo"]["info_kind"], "vlan");
+        assert_eq!(bridge["linkinfo"]["info_data"]["id"], 10);
+        assert_eq!(bridge["link"], "nos-br");
+        assert_eq!(vxlan["master"], "nos-br");
+        assert_eq!(bridge_vlans(&t.sw, "nos-vx10010"), [(10, true, true)].into(), "the VNI carries VLAN 10");
+    } else {
+        assert_eq!(bridge["linkinfo"]["info_kind"], "bridge");
+        assert_eq!(vxlan["master"], "nos-vlan10");
+    }
     let data = &vxlan["linkinfo"]["info_data"];
     assert_eq!(
         (data["id"].as_u64(), data["local"].as_str(), data["port"].as_u64()),
@@ -260,8 +331,8 @@ fn a_restart_after_sigkill_reconciles_ours_and_leaves_foreign_objects() {
     let addresses = json(&t.sw, &["ip", "-j", "addr", "show", "dev", "foreign0"]);
     assert!(addresses[0]["addr_info"].as_array().unwrap().iter().any(|a| a["local"] == "10.200.0.1"));
     // The changed config is in place.
-    assert_eq!(link(&links, "eth2")["master"], "nos-vlan20");
-    assert_eq!(link(&links, "eth1")["master"], "nos-vlan10");
+    assert_access_members(&t.sw, 10, &["eth1"]);
+    assert_access_members(&t.sw, 20, &["eth2"]);
     // Traffic is back.
     assert!(t.h1.ping_until("10.0.2.2", Duration::from_secs(10)), "h1 -> r2 after the restart");
     assert!(!t.h1.ping("192.168.10.2", 1), "h2 left VLAN 10");
