@@ -13,7 +13,10 @@
 //! - SIGKILL and a restart with a changed config reconcile: stale objects of
 //!   ours go, foreign ones (added by the test) stay, traffic comes back.
 //! - A kernel refusal (a duplicate route, a nexthop id taken) comes back as
-//!   the shim's typed error with nothing left half-done.
+//!   the shim's typed error with nothing left half-done, and through the
+//!   management API as a refused commit with the kernel's words.
+//! - FDB entries the shim installs (a static MAC, a remote MAC behind a
+//!   VTEP) are what `bridge -j fdb` shows, and the shim reads them back.
 //!
 //! ```text
 //!  [h1 192.168.10.1] -- eth1 [sw] eth3 10.0.1.1/24 -- 10.0.1.2 [r1 + kernel VTEP vx0 192.168.10.3]
@@ -577,4 +580,147 @@ fn kernel_learning_and_link_state_are_shim_notifications() {
     assert!(learned.is_ok(), "h1's MAC learned on its bridge port in VLAN 10: {learned:?}");
     assert!(went_down, "link down reported for eth1");
     assert!(aged, "the bridge forgot h1 with the link");
+}
+
+/// A kernel refusal through the management API: a commit adding a route
+/// whose prefix a foreign route holds is refused whole with the kernel's
+/// words (the shim's `AlreadyExists`), the running config and what the
+/// kernel holds stay as they were, and the daemon goes on.
+#[test]
+fn a_kernel_refusal_of_a_commit_is_reported_through_the_management_api() {
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge", "ping"]) {
+        return;
+    }
+    let t = topology();
+    let switchd = Switchd::start(&t.sw, CONFIG);
+    assert!(t.h1.ping_until("10.0.2.2", Duration::from_secs(10)), "h1 -> r2 before");
+    t.sw.ip(&["route", "add", "10.66.0.0/16", "dev", "eth4"]);
+    let before = destinations(&our_routes(&t.sw));
+
+    let (code, text) = switchd.swcli_script(
+        "configure\nset routes 10.66.0.0/16 next_hops [10.0.2.2]\nset routes 10.65.0.0/16 next_hops [10.0.2.2]\ncommit\n",
+    );
+    eprintln!("swcli (exit {code}):\n{text}");
+    assert!(text.contains("10.66.0.0/16"), "the refusal names the route (exit {code}): {text}");
+    assert!(text.to_lowercase().contains("exists"), "the kernel's EEXIST as the shim's AlreadyExists: {text}");
+    assert!(!text.contains("committed (generation"), "nothing committed: {text}");
+
+    // Nothing changed: running config, our routes (10.65/16 was not left
+    // behind), the foreign route; and the daemon still answers and forwards.
+    let running = switchd.swcli(&["show", "running-config"]);
+    assert!(!running.contains("10.66.0.0/16") && !running.contains("10.65.0.0/16"), "{running}");
+    assert_eq!(destinations(&our_routes(&t.sw)), before, "the refused commit left nothing of its own");
+    let foreign = json(&t.sw, &["ip", "-j", "route", "show", "10.66.0.0/16"]);
+    assert_eq!(foreign.len(), 1, "{foreign:?}");
+    assert_eq!(foreign[0]["dev"], "eth4", "{foreign:?}");
+    assert!(foreign[0]["protocol"] != PROTOCOL, "{foreign:?}");
+    assert!(t.h1.ping("10.0.2.2", 2), "h1 -> r2 after the refusal");
+}
+
+/// FDB entries the shim installs are what `bridge -j fdb` shows, in
+/// whichever bridge mode the kernel has: a static MAC on a port (in VLAN
+/// 10's bridge, or `vlan 10` in the VLAN-aware one) and a remote MAC behind
+/// a VTEP on the VNI's vxlan device (`dst`, `extern_learn`, as zebra
+/// installs EVPN MACs), read back by the shim with its VTEP; removed, they
+/// are gone from the kernel.
+#[test]
+fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge"]) {
+        return;
+    }
+    let sw = Netns::new("kf");
+    let peer = Netns::new("kfp");
+    veth(&peer, "eth0", &sw, "eth1");
+    let sw_name = sw.name().to_string();
+    let fdb = move || -> Vec<Value> {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &sw_name, "bridge", "-j", "fdb", "show"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let local: EthernetAddress = "02:00:00:00:0f:01".parse().unwrap();
+    let remote: EthernetAddress = "02:00:00:00:0f:02".parse().unwrap();
+    let vtep: std::net::Ipv4Addr = "10.0.1.2".parse().unwrap();
+    let (installed, shown, removed) = sw.enter(move || {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let port = sai
+            .create_port(&[PortAttr::Name("eth1".into()), PortAttr::AdminState(true), PortAttr::PortVlanId(10)])
+            .unwrap();
+        let bridge_port = sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))]).unwrap();
+        sai.create_vlan_member(&[VlanMemberAttr::VlanId(vlan), VlanMemberAttr::BridgePortId(bridge_port)]).unwrap();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.255.0.1".parse().unwrap())]).unwrap();
+        sai.create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VlanId(vlan),
+            TunnelMapEntryAttr::Vni(10010),
+        ])
+        .unwrap();
+        let endpoint = sai
+            .create_tunnel_endpoint(&[TunnelEndpointAttr::TunnelId(tunnel), TunnelEndpointAttr::RemoteIp(vtep)])
+            .unwrap();
+        let remote_port = sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))]).unwrap();
+        let local_key = FdbEntryKey { vlan, mac: local };
+        let remote_key = FdbEntryKey { vlan, mac: remote };
+        sai.create_fdb_entry(
+            local_key,
+            &[FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(bridge_port)],
+        )
+        .unwrap();
+        sai.create_fdb_entry(
+            remote_key,
+            &[FdbEntryAttr::Type(FdbEntryType::Dynamic), FdbEntryAttr::BridgePortId(remote_port)],
+        )
+        .unwrap();
+        let installed = fdb();
+        let shown: Vec<(EthernetAddress, bool, Option<std::net::Ipv4Addr>)> = sai
+            .fdb_details()
+            .into_iter()
+            .filter(|d| d.key.vlan == vlan)
+            .map(|d| (d.key.mac, d.entry.bridge_port == remote_port, d.remote_vtep))
+            .collect();
+        sai.remove_fdb_entry(local_key).unwrap();
+        sai.remove_fdb_entry(remote_key).unwrap();
+        (installed, shown, fdb())
+    });
+
+    let mode = kernel_vlans();
+    eprintln!("fdb read-back in bridge mode {}", mode.mode());
+    let has = |rows: &[Value], mac: &str, pred: &dyn Fn(&Value) -> bool| {
+        rows.iter().any(|r| r["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(mac)) && pred(r))
+    };
+    let flags = |r: &Value| -> Vec<String> {
+        r["flags"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(String::from)).collect()
+    };
+    let in_vlan = |r: &Value| {
+        if mode.vlan_filtering { r["vlan"] == 10 && r["master"] == "nos-br" } else { r["master"] == "nos-vlan10" }
+    };
+    // The static MAC: on eth1, in VLAN 10, static.
+    assert!(
+        has(&installed, "02:00:00:00:0f:01", &|r| r["ifname"] == "eth1" && in_vlan(r) && r["state"] == "static"),
+        "static MAC on eth1 in VLAN 10: {installed:#?}"
+    );
+    // The remote MAC: the vxlan device's own entry to the VTEP, and the
+    // bridge's entry on the vxlan port, both extern_learn.
+    assert!(
+        has(&installed, "02:00:00:00:0f:02", &|r| r["ifname"] == "nos-vx10010"
+            && r["dst"] == "10.0.1.2"
+            && flags(r).iter().any(|f| f == "extern_learn")),
+        "remote MAC behind 10.0.1.2 on the vxlan device: {installed:#?}"
+    );
+    assert!(
+        has(&installed, "02:00:00:00:0f:02", &|r| r["ifname"] == "nos-vx10010" && in_vlan(r)),
+        "remote MAC in VLAN 10's bridge on the vxlan port: {installed:#?}"
+    );
+    // The shim reads them back (what `swcli show mac` shows).
+    assert!(shown.contains(&(local, false, None)), "{shown:?}");
+    assert!(shown.contains(&(remote, true, Some(vtep))), "{shown:?}");
+    // Removed, they are gone.
+    for mac in ["02:00:00:00:0f:01", "02:00:00:00:0f:02"] {
+        assert!(!has(&removed, mac, &|_| true), "{mac} removed: {removed:#?}");
+    }
 }
