@@ -36,8 +36,13 @@ pub struct IbPortCounters {
     pub xmit_wait: u64,
     /// Unknown DLID, SL mapped to VL15 (PortRcvSwitchRelayErrors).
     pub rcv_switch_relay_errors: u64,
-    /// Credit overruns, data before flow control (PortRcvErrors).
+    /// Credit overruns, data before flow control or on a port in Init,
+    /// longer than the MTU (PortRcvErrors).
     pub rcv_errors: u64,
+    /// Routed here and discarded: the port not Active, or longer than its
+    /// neighbour MTU (PortXmitDiscards).
+    #[serde(default)]
+    pub xmit_discards: u64,
     pub vl15_dropped: u64,
 }
 

@@ -11,7 +11,7 @@ use dataplane::wire::ib::{IbPacketRepr, LrhRepr, NextHeader};
 use qos::ib::arbiter::ArbitrationEntry;
 use qos::ib::blocks;
 use qos::ib::credit::FlowControlUpdate;
-use qos::ib::switch::{IbSwitch, PacketDesc, SwitchConfig};
+use qos::ib::switch::{IbSwitch, LogicalState, PacketDesc, SwitchConfig};
 use std::hint::black_box;
 
 const PORTS: usize = 4;
@@ -57,6 +57,7 @@ fn switch() -> IbSwitch {
         switch.sl_to_vl.set_table(0, port, table);
     }
     for port in 0..PORTS {
+        switch.set_port_state(port, LogicalState::Active);
         for vl in 0..2 {
             switch.flow_control_received(port, FlowControlUpdate { vl, fctbs: 0, fccl: 2000 });
         }

@@ -141,6 +141,18 @@ impl SmpTool {
         assert_eq!(answer.status, MadStatus::OK, "PortInfo Set along {path:?}");
     }
 
+    /// Moves `port` (ignored by CAs) at the end of `path` to `state`: read,
+    /// modify, write, as a CA's PortInfo carries its LID too.
+    fn set_state(&mut self, path: &[u8], port: u32, state: PortState) {
+        let answer = self.request(Method::Get, AttributeId::PortInfo, port, path, [0; 64]);
+        let mut info = PortInfoRepr::parse(&PortInfo::new_unchecked(&answer.data[..])).unwrap();
+        info.port_state = state.into();
+        let mut data = [0u8; 64];
+        info.emit(&mut PortInfo::new_unchecked(&mut data[..]));
+        let answer = self.request(Method::Set, AttributeId::PortInfo, port, path, data);
+        assert_eq!(answer.status, MadStatus::OK, "PortInfo {state:?} along {path:?} port {port}");
+    }
+
     fn set_lft(&mut self, path: &[u8], routes: &[(u16, u8)]) {
         let mut ports = [0xff; 64];
         for &(lid, port) in routes {
@@ -181,6 +193,16 @@ fn hand_set_lfts_carry_data_between_hcas_losing_nothing_to_a_slow_receiver() {
         tool.set_lid(&[1], 10);
         tool.set_lid(&[1, 2], 11);
         tool.set_lid(&[1, 1], 1);
+        // No data moves until every port on the way is Active (IBA 7.2).
+        let ports: [(&[u8], &[u32]); 5] =
+            [(&[1, 1], &[0]), (&[1, 2, 2], &[0]), (&[1, 3], &[0]), (&[1], &[1, 2, 3]), (&[1, 2], &[1, 2])];
+        for state in [PortState::Armed, PortState::Active] {
+            for (path, numbers) in ports {
+                for &port in numbers {
+                    tool.set_state(path, port, state);
+                }
+            }
+        }
 
         // Malformed SMPs: the IBA statuses, from switchd's agent.
         let answer = tool.request(Method::Get, AttributeId::Notice, 0, &[1], [0; 64]);

@@ -289,7 +289,7 @@ pub fn run(options: Options) -> std::io::Result<()> {
                 payload[4..12].copy_from_slice(&sender.sent.to_be_bytes());
                 match hca.send(now(), sender.lid, options.sl, &payload, &mut tx) {
                     Ok(()) => sender.sent += 1,
-                    Err(SendError::NoCredit | SendError::LinkDown) => break,
+                    Err(SendError::NoCredit | SendError::LinkDown | SendError::NotActive) => break,
                     Err(SendError::BadLength) => {
                         return Err(std::io::Error::other(format!("--size {}: not a valid payload", options.size)));
                     }
@@ -314,7 +314,7 @@ pub fn run(options: Options) -> std::io::Result<()> {
         "counters": {
             "xmit_packets": counters.xmit_packets, "rcv_packets": counters.rcv_packets,
             "xmit_wait": counters.xmit_wait, "rcv_wrong_dlid": counters.rcv_wrong_dlid,
-            "rcv_overruns": counters.rcv_overruns, "malformed": counters.malformed, "bad_smps": counters.bad_smps,
+            "rcv_overruns": counters.rcv_overruns, "rcv_errors": counters.rcv_errors, "malformed": counters.malformed, "bad_smps": counters.bad_smps,
         },
         "agent": {"answered": hca.agent().counters.answered, "bad_status": hca.agent().counters.bad_status},
     }));

@@ -115,6 +115,11 @@ impl VlArbiter {
         Ok(VlArbiter { high: Table::new(high)?, low: Table::new(low)?, high_limit, high_sent: 0 })
     }
 
+    /// The high and low priority tables and LimitOfHighPriority in force.
+    pub fn tables(&self) -> (&[ArbitrationEntry], &[ArbitrationEntry], u8) {
+        (&self.high.entries[..self.high.len], &self.low.entries[..self.low.len], self.high_limit)
+    }
+
     fn high_limit_reached(&self) -> bool {
         match self.high_limit {
             UNLIMITED_HIGH => false,

@@ -11,6 +11,12 @@
 //! leaves, its blocks return to the input buffer and the upstream sender gets
 //! the credit back with the next flow-control packet.
 //!
+//! Data moves by the logical port state (IBA 7.2): a port in Init takes and
+//! sends management only; an Armed port takes data in (its first data
+//! packet makes it Active, as hfi1's `set_armed_to_active` does) but sends
+//! none; an Active port does both. A packet longer than the input's MTU or
+//! the output's neighbour MTU is discarded and counted.
+//!
 //! VL15 (management) is not flow controlled: each output port holds one
 //! management packet, and one arriving while it is taken is discarded and
 //! counted (IBA 7.9.4). Management packets for the switch itself are handed
@@ -64,6 +70,18 @@ impl core::fmt::Display for SwitchConfigError {
 
 impl std::error::Error for SwitchConfigError {}
 
+/// A port's logical state as far as data is concerned (IBA 7.2); the
+/// physical link (flow control exchanged or not) is apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum LogicalState {
+    /// Management only (also what a Down port is to the engine).
+    #[default]
+    Init,
+    /// Data is taken in, none sent.
+    Armed,
+    Active,
+}
+
 /// A received data or management packet, as the caller parsed it from the
 /// LRH.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -101,8 +119,15 @@ pub enum DropReason {
     SlToVlDrop,
     /// More than the credit granted arrived on the VL.
     CreditOverrun,
-    /// Data before flow control was exchanged on the input link.
+    /// Data before flow control was exchanged on the input link, or on an
+    /// input port in Init.
     LinkNotActive,
+    /// The output port is not Active (PortXmitDiscards).
+    OutputNotActive,
+    /// Longer than the input port's MTU (PortRcvErrors).
+    TooLong,
+    /// Longer than the output port's neighbour MTU (PortXmitDiscards).
+    MtuExceeded,
     /// The output's one-packet VL15 buffer was taken.
     Vl15Full,
     /// The input port number is out of range.
@@ -131,8 +156,12 @@ pub struct PortCounters {
     /// Packets received and discarded: unknown DLID or SL-to-VL drop
     /// (PortRcvSwitchRelayErrors).
     pub rcv_switch_relay_errors: u64,
-    /// Credit overruns and data on an inactive link (PortRcvErrors).
+    /// Credit overruns, data on an inactive link, packets longer than the
+    /// port's MTU (PortRcvErrors).
     pub rcv_errors: u64,
+    /// Packets routed to this port and discarded because it was not Active
+    /// or they exceeded its neighbour MTU (PortXmitDiscards).
+    pub xmit_discards: u64,
     /// Management packets lost to a full VL15 buffer (VL15Dropped).
     pub vl15_dropped: u64,
 }
@@ -149,6 +178,10 @@ struct Queued {
 #[derive(Debug, Clone)]
 struct Port {
     credits: LinkCredits,
+    state: LogicalState,
+    /// Longest data packet (LRH + payload + VCRC) taken in / sent.
+    receive_max_len: u32,
+    transmit_max_len: u32,
     arbiter: VlArbiter,
     voqs: [VecDeque<Queued>; MAX_DATA_VLS],
     vl15: Option<Queued>,
@@ -179,6 +212,9 @@ impl IbSwitch {
         let voq_capacity = config.ports * usize::from(config.buffer_blocks);
         let port = Port {
             credits,
+            state: LogicalState::Init,
+            receive_max_len: u32::MAX,
+            transmit_max_len: u32::MAX,
             arbiter,
             voqs: core::array::from_fn(|_| VecDeque::with_capacity(voq_capacity)),
             vl15: None,
@@ -233,6 +269,31 @@ impl IbSwitch {
         Ok(())
     }
 
+    /// Sets `port`'s logical state (the SM's PortInfo Sets, a link that went
+    /// down).
+    pub fn set_port_state(&mut self, port: usize, state: LogicalState) {
+        if let Some(entry) = self.ports.get_mut(port) {
+            entry.state = state;
+        }
+    }
+
+    pub fn port_state(&self, port: usize) -> Option<LogicalState> {
+        self.ports.get(port).map(|port| port.state)
+    }
+
+    /// Longest data packets `port` takes in and sends, LRH + payload + VCRC
+    /// in bytes (from its MTU and its neighbour MTU).
+    pub fn set_port_max_len(&mut self, port: usize, receive: u32, transmit: u32) {
+        if let Some(entry) = self.ports.get_mut(port) {
+            entry.receive_max_len = receive;
+            entry.transmit_max_len = transmit;
+        }
+    }
+
+    pub fn arbiter(&self, port: usize) -> Option<&VlArbiter> {
+        self.ports.get(port).map(|port| &port.arbiter)
+    }
+
     /// The link under `port` went down: its flow control starts over (the
     /// next link must exchange it again before data flows, IBA 7.9.4) and
     /// what waits for it stays queued.
@@ -271,6 +332,19 @@ impl IbSwitch {
             port.counters.rcv_errors += 1;
             return Received::Dropped(DropReason::CreditOverrun);
         }
+        let refused = match port.state {
+            LogicalState::Init => Some(DropReason::LinkNotActive),
+            _ if packet.wire_len > port.receive_max_len => Some(DropReason::TooLong),
+            _ => None,
+        };
+        if let Some(reason) = refused {
+            port.credits.released(packet.vl, size);
+            port.counters.rcv_errors += 1;
+            return Received::Dropped(reason);
+        }
+        if port.state == LogicalState::Armed {
+            port.state = LogicalState::Active;
+        }
         let route = self.lft.lookup(packet.dlid).map(usize::from).filter(|&out| out < self.ports.len());
         let Some(out_port) = route else {
             return self.drop_taken(in_port, packet.vl, size, DropReason::UnknownDlid);
@@ -282,6 +356,19 @@ impl IbSwitch {
         let Some(out_vl) = out_vl else {
             return self.drop_taken(in_port, packet.vl, size, DropReason::SlToVlDrop);
         };
+        let out = &mut self.ports[out_port];
+        let refused = if out.state != LogicalState::Active {
+            Some(DropReason::OutputNotActive)
+        } else if packet.wire_len > out.transmit_max_len {
+            Some(DropReason::MtuExceeded)
+        } else {
+            None
+        };
+        if let Some(reason) = refused {
+            out.counters.xmit_discards += 1;
+            self.ports[in_port].credits.released(packet.vl, size);
+            return Received::Dropped(reason);
+        }
         self.ports[out_port].voqs[usize::from(out_vl)].push_back(Queued {
             handle: packet.handle,
             in_port: in_port as u8,
@@ -342,8 +429,9 @@ impl IbSwitch {
     /// among the VOQs whose head the downstream receiver has credit for.
     pub fn poll_transmit(&mut self, out_port: usize) -> Option<Transmit> {
         let port = self.ports.get_mut(out_port)?;
-        let Port { credits, arbiter, voqs, vl15, counters } = port;
-        let ready = credits.exchanged();
+        let Port { credits, arbiter, voqs, vl15, counters, state, .. } = port;
+        // What was queued before the port left Active waits for it again.
+        let ready = credits.exchanged() && *state == LogicalState::Active;
         let chosen = arbiter.select(|vl| {
             if vl == MANAGEMENT_VL {
                 return vl15.map(|queued| queued.wire_len);
@@ -431,6 +519,9 @@ mod tests {
                     switch.sl_to_vl.set_table(a, b, table);
                 }
             }
+            for port in 0..ports {
+                switch.set_port_state(port, LogicalState::Active);
+            }
             let peers = (0..ports).map(|_| LinkCredits::new(2, 8, REFRESH).unwrap()).collect();
             Fabric { switch, peers }
         }
@@ -464,6 +555,50 @@ mod tests {
             assert!(matches!(received, Received::Queued { .. }), "{received:?}");
             true
         }
+    }
+
+    #[test]
+    fn data_moves_by_port_state_and_armed_goes_active_on_data() {
+        let mut fabric = Fabric::new(2);
+        fabric.exchange(0, 0);
+        fabric.exchange(1, 0);
+        let packet = PacketDesc { handle: 1, vl: 0, sl: 0, dlid: 2, wire_len: 64 };
+        // Input in Init: management only; the credit comes back.
+        fabric.switch.set_port_state(0, LogicalState::Init);
+        assert_eq!(fabric.switch.receive(0, packet), Received::Dropped(DropReason::LinkNotActive));
+        assert_eq!(fabric.switch.counters(0).unwrap().rcv_errors, 1);
+        assert_eq!(fabric.switch.credits(0).unwrap().receive_credits(0).unwrap().occupied(), 0);
+        // Input Armed: data is taken and the port becomes Active; an output
+        // only Armed sends nothing (counted there).
+        fabric.switch.set_port_state(0, LogicalState::Armed);
+        fabric.switch.set_port_state(1, LogicalState::Armed);
+        assert_eq!(fabric.switch.receive(0, packet), Received::Dropped(DropReason::OutputNotActive));
+        assert_eq!(fabric.switch.port_state(0), Some(LogicalState::Active));
+        assert_eq!(fabric.switch.port_state(1), Some(LogicalState::Armed));
+        assert_eq!(fabric.switch.counters(1).unwrap().xmit_discards, 1);
+        assert_eq!(fabric.switch.credits(0).unwrap().receive_credits(0).unwrap().occupied(), 0);
+        fabric.switch.set_port_state(1, LogicalState::Active);
+        assert_eq!(fabric.switch.receive(0, packet), Received::Queued { out_port: 1, vl: 0 });
+    }
+
+    #[test]
+    fn packets_over_the_mtu_are_discarded_and_counted() {
+        let mut fabric = Fabric::new(2);
+        fabric.exchange(0, 0);
+        fabric.exchange(1, 0);
+        // Port 0 takes up to 266 bytes (a 256-byte MTU), port 1's neighbour
+        // up to 138.
+        fabric.switch.set_port_max_len(0, 266, 266);
+        fabric.switch.set_port_max_len(1, 266, 138);
+        let packet = |handle, wire_len| PacketDesc { handle, vl: 0, sl: 0, dlid: 2, wire_len };
+        assert_eq!(fabric.switch.receive(0, packet(1, 330)), Received::Dropped(DropReason::TooLong));
+        assert_eq!(fabric.switch.counters(0).unwrap().rcv_errors, 1);
+        assert_eq!(fabric.switch.receive(0, packet(2, 266)), Received::Dropped(DropReason::MtuExceeded));
+        assert_eq!(fabric.switch.counters(1).unwrap().xmit_discards, 1);
+        assert_eq!(fabric.switch.receive(0, packet(3, 138)), Received::Queued { out_port: 1, vl: 0 });
+        assert_eq!(fabric.switch.poll_transmit(1), Some(Transmit { handle: 3, vl: 0 }));
+        // Every discarded packet's blocks went back to the sender.
+        assert_eq!(fabric.switch.credits(0).unwrap().receive_credits(0).unwrap().occupied(), 0);
     }
 
     #[test]

@@ -399,6 +399,9 @@ impl Agent {
             PortState::Active | PortState::Armed if self.is_switch() && port == 0 => current,
             _ => return Err(invalid),
         };
+        if wanted.neighbor_mtu > self.ports[port].mtu_cap {
+            return Err(invalid);
+        }
         let entry = &mut self.ports[port];
         let carries_lid = self.switch.is_none() || port == 0;
         if carries_lid {
@@ -409,6 +412,11 @@ impl Agent {
             entry.lmc = wanted.lmc & 0x7;
             entry.master_sm_lid = wanted.master_sm_lid;
             entry.subnet_timeout = wanted.subnet_timeout;
+        }
+        // NeighborMTU: what the port may send, up to its MTUCap (0: as it
+        // is).
+        if wanted.neighbor_mtu != 0 {
+            entry.neighbor_mtu = wanted.neighbor_mtu;
         }
         // LimitOfHighPriority of the port's VL arbitration (IBA 7.6.9).
         entry.vl_high_limit = wanted.vl_high_limit;

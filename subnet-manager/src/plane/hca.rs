@@ -16,7 +16,7 @@ use qos::ib::blocks;
 use qos::ib::credit::{ConfigError, LinkCredits};
 
 use super::frames::{self, FrameError, LinkPacket};
-use super::{default_sl_to_vl, describe_port};
+use super::{default_sl_to_vl, describe_port, max_wire_len};
 use crate::agent::{Agent, Disposition};
 use crate::packet::attributes::{PortPhysState, PortState};
 use crate::packet::smp::{PERMISSIVE_LID, SmpRouting};
@@ -54,6 +54,9 @@ pub enum SendError {
     NoCredit,
     /// Flow control is not exchanged yet, or the port is down.
     LinkDown,
+    /// The port is up but not Active yet (IBA 7.2: the SM arms it and
+    /// activates it).
+    NotActive,
     /// More than the MTU, or not a whole number of 4-byte words.
     BadLength,
 }
@@ -71,6 +74,9 @@ pub struct HcaCounters {
     pub rcv_wrong_dlid: u64,
     /// Data beyond the credit we granted.
     pub rcv_overruns: u64,
+    /// Data while the port was not Armed or Active, or longer than the MTU
+    /// (PortRcvErrors).
+    pub rcv_errors: u64,
     pub malformed: u64,
     pub bad_smps: u64,
 }
@@ -186,12 +192,20 @@ impl HcaPlane {
                 self.counters.rcv_packets += 1;
                 self.counters.rcv_data += u64::from(wire_len / 4);
                 let size = blocks(wire_len);
+                let state = self.state();
                 if self.credits.received(lrh.vl, size).is_err() {
                     self.counters.rcv_overruns += 1;
+                } else if !matches!(state, PortState::Armed | PortState::Active)
+                    || wire_len > max_wire_len(self.config.mtu)
+                {
+                    self.counters.rcv_errors += 1;
+                    self.credits.released(lrh.vl, size);
                 } else if !self.is_ours(lrh.dlid) {
                     self.counters.rcv_wrong_dlid += 1;
                     self.credits.released(lrh.vl, size);
                 } else {
+                    // An Armed port's first data packet makes it Active.
+                    self.agent.ports[usize::from(PORT)].port_state = PortState::Active.into();
                     let payload = frames::payload(frame, &lrh).to_vec();
                     self.held.push_back((Delivered { slid: lrh.slid, sl: lrh.sl, vl: lrh.vl, payload }, size));
                 }
@@ -229,6 +243,9 @@ impl HcaPlane {
         }
         if !self.link_ready() {
             return Err(SendError::LinkDown);
+        }
+        if self.state() != PortState::Active {
+            return Err(SendError::NotActive);
         }
         let vl = self.vl_for(sl);
         let lrh = LrhRepr { vl, sl, next_header: NextHeader::Raw, dlid, slid: self.lid(), payload_len: payload.len() };

@@ -44,6 +44,33 @@ pub fn mtu_code(mtu: u16) -> u8 {
     }
 }
 
+/// The IB MTU in bytes of a PortInfo MTU code (0 and codes above 5 read
+/// as 4096: no smaller limit).
+pub fn mtu_bytes(code: u8) -> u16 {
+    match code {
+        1..=4 => 128 << code,
+        _ => 4096,
+    }
+}
+
+/// The longest data packet an MTU (in bytes, of payload) lets through, as
+/// the switch engine and the credits count it: LRH + payload + VCRC.
+pub fn max_wire_len(mtu: u16) -> u32 {
+    (usize::from(mtu) + dataplane::wire::ib::LRH_LEN + dataplane::wire::ib::VCRC_LEN) as u32
+}
+
+/// The engine's view of a PortInfo PortState: data moves only Armed (in)
+/// and Active (both ways).
+pub fn logical_state(state: crate::packet::attributes::PortState) -> qos::ib::switch::LogicalState {
+    use crate::packet::attributes::PortState;
+    use qos::ib::switch::LogicalState;
+    match state {
+        PortState::Armed => LogicalState::Armed,
+        PortState::Active => LogicalState::Active,
+        _ => LogicalState::Init,
+    }
+}
+
 /// The IB MTUs a port may be given.
 pub const MTUS: [u16; 5] = [256, 512, 1024, 2048, 4096];
 

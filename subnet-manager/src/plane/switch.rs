@@ -13,7 +13,7 @@ use qos::ib::lft::BLOCK_ENTRIES;
 use qos::ib::switch::{IbSwitch, PacketDesc, PortCounters, Received, SwitchConfig, SwitchConfigError};
 
 use super::frames::{self, FrameError, LinkPacket};
-use super::{FrameStore, default_sl_to_vl, describe_port};
+use super::{FrameStore, default_sl_to_vl, describe_port, logical_state, max_wire_len, mtu_bytes};
 use crate::agent::{Agent, Disposition};
 use crate::packet::attributes::{AttributeId, Notice, NoticeRepr, PortPhysState, PortState, VlArbBlock, VlArbEntry};
 use crate::packet::smp::{DATA_LEN, PERMISSIVE_LID, SmpRouting};
@@ -129,6 +129,7 @@ impl SwitchPlane {
             engine
                 .set_port_vls(usize::from(port.number), port.data_vls, config.buffer_blocks)
                 .map_err(SwitchConfigError::Credits)?;
+            engine.set_port_max_len(usize::from(port.number), max_wire_len(port.mtu), max_wire_len(port.mtu));
             ports[usize::from(port.number)] = Some(*port);
         }
         let count = usize::from(num_ports) + 1;
@@ -251,7 +252,15 @@ impl SwitchPlane {
             Ok(LinkPacket::Data { lrh, wire_len }) => {
                 let handle = self.frames.store(frame);
                 let packet = PacketDesc { handle, vl: lrh.vl, sl: lrh.sl, dlid: lrh.dlid, wire_len };
-                match self.engine.receive(usize::from(number), packet) {
+                let received = self.engine.receive(usize::from(number), packet);
+                // An Armed port's first data packet made it Active.
+                let info = &mut self.agent.ports[usize::from(number)];
+                if info.state() == PortState::Armed
+                    && self.engine.port_state(usize::from(number)) == Some(qos::ib::switch::LogicalState::Active)
+                {
+                    info.port_state = PortState::Active.into();
+                }
+                match received {
                     Received::Queued { .. } => {}
                     Received::ForAgent => {
                         // Out of the store while the agent answers (which
@@ -383,6 +392,13 @@ impl SwitchPlane {
             }
             AttributeId::PortInfo => {
                 self.engine.set_lid(self.agent.ports[0].lid);
+                let port = smp.attribute_modifier as usize;
+                if let Some(config) = self.ports.get(port).copied().flatten() {
+                    let info = &self.agent.ports[port];
+                    self.engine.set_port_state(port, logical_state(info.state()));
+                    let neighbor = mtu_bytes(info.neighbor_mtu).min(config.mtu);
+                    self.engine.set_port_max_len(port, max_wire_len(config.mtu), max_wire_len(neighbor));
+                }
                 // VLHighLimit is a PortInfo field.
                 self.program_arbitration(smp.attribute_modifier as usize);
             }
@@ -453,6 +469,7 @@ impl SwitchPlane {
             (false, state) if state != PortState::Down => {
                 info.port_state = PortState::Down.into();
                 info.port_phys_state = PortPhysState::Polling.into();
+                self.engine.set_port_state(index, qos::ib::switch::LogicalState::Init);
                 true
             }
             _ => false,

@@ -47,6 +47,7 @@ impl IbRuntime {
                         xmit_wait: c.xmit_wait,
                         rcv_switch_relay_errors: c.rcv_switch_relay_errors,
                         rcv_errors: c.rcv_errors,
+                        xmit_discards: c.xmit_discards,
                         vl15_dropped: c.vl15_dropped,
                     },
                     vls: status
