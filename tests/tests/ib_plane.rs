@@ -193,9 +193,11 @@ fn hand_set_lfts_carry_data_between_hcas_losing_nothing_to_a_slow_receiver() {
         tool.set_lid(&[1], 10);
         tool.set_lid(&[1, 2], 11);
         tool.set_lid(&[1, 1], 1);
-        // No data moves until every port on the way is Active (IBA 7.2).
+        // No data moves until every port on the way is Active (IBA 7.2); ha
+        // last, as it starts sending then (a packet routed to a port not yet
+        // Active is discarded).
         let ports: [(&[u8], &[u32]); 5] =
-            [(&[1, 1], &[0]), (&[1, 2, 2], &[0]), (&[1, 3], &[0]), (&[1], &[1, 2, 3]), (&[1, 2], &[1, 2])];
+            [(&[1], &[1, 2, 3]), (&[1, 2], &[1, 2]), (&[1, 2, 2], &[0]), (&[1, 3], &[0]), (&[1, 1], &[0])];
         for state in [PortState::Armed, PortState::Active] {
             for (path, numbers) in ports {
                 for &port in numbers {
@@ -246,6 +248,7 @@ fn hand_set_lfts_carry_data_between_hcas_losing_nothing_to_a_slow_receiver() {
     assert!(s1_ports[1]["counters"]["xmit_wait"].as_u64().unwrap() > 0, "{s1_ports:?}");
     for port in s1_ports.iter().chain(f.s2.show_rows("ib port").iter()) {
         assert_eq!(port["counters"]["rcv_errors"], 0, "no credit overrun: {port}");
+        assert_eq!(port["counters"]["xmit_discards"], 0, "nothing sent before ports were Active: {port}");
     }
     // ibping ha -> hc, answered by hc's echo.
     let pings = event(&ha_events, "ping_summary");
