@@ -85,9 +85,17 @@ impl Lab {
         lab
     }
 
+    /// Every host reaches h3, and each leaf has resolved both of its ECMP
+    /// next hops (a packet sprayed to an unresolved one would wait for ARP,
+    /// or be dropped, at the start of the flow).
     fn wait_reachable(&self) {
         for n in 0..2 {
             assert!(self.hosts[n].ping_until("10.3.0.2", Duration::from_secs(15)), "h{} -> h3", n + 1);
+        }
+        for (host, next_hops) in [(0, ["10.0.1.1", "10.0.2.1"]), (2, ["10.0.1.0", "10.0.2.0"])] {
+            for hop in next_hops {
+                assert!(self.hosts[host].ping_until(hop, Duration::from_secs(15)), "h{} -> {hop}", host + 1);
+            }
         }
     }
 
@@ -197,6 +205,8 @@ fn flowlet_and_spray_use_both_uplinks_where_ecmp_uses_one() {
         if mode == "flowlet" {
             assert!(u64_of(group, "moves") > 0, "no flowlet moved\n{dlb}");
         }
+        // Whatever disorder the paths made, the receiver put back in order.
+        assert_eq!(u64_of(&received, "beyond_window"), 0, "{mode}: {received}");
         // More than one uplink's worth: the pair's goodput against ECMP's.
         // (Not the ideal 2x: the emulated senders, paced by their own
         // processes on a loaded machine, fall short of 100 Mb/s each.)
