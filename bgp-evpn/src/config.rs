@@ -151,7 +151,15 @@ pub struct MaxPrefix {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NeighborConfig {
+    /// The peer's address; for a neighbour by `interface` alone (BGP
+    /// unnumbered), `::` until its link-local address is learned.
+    #[serde(default = "unspecified")]
     pub address: IpAddr,
+    /// BGP unnumbered: the peer is whoever sends router advertisements on
+    /// this interface; the session runs between the two link-local
+    /// addresses and carries IPv4 with IPv6 next hops (RFC 8950).
+    #[serde(default)]
+    pub interface: Option<String>,
     pub remote_as: u32,
     /// Accept any AS but ours ("remote-as external"); `remote_as` is then
     /// ignored and the peer's AS is learned from its OPEN.
@@ -213,9 +221,15 @@ pub struct NeighborConfig {
 }
 
 impl NeighborConfig {
+    /// A neighbour found by its router advertisements on `interface`.
+    pub fn is_unnumbered(&self) -> bool {
+        self.interface.is_some() && (self.address.is_unspecified() || is_link_local(self.address))
+    }
+
     pub fn new(address: IpAddr, remote_as: u32) -> NeighborConfig {
         NeighborConfig {
             address,
+            interface: None,
             remote_as,
             remote_as_external: false,
             description: None,
@@ -244,6 +258,9 @@ impl NeighborConfig {
 
 fn default_port() -> u16 {
     BGP_PORT
+}
+fn unspecified() -> IpAddr {
+    IpAddr::V6(Ipv6Addr::UNSPECIFIED)
 }
 fn default_listen() -> IpAddr {
     IpAddr::V6(Ipv6Addr::UNSPECIFIED)
@@ -310,8 +327,21 @@ impl BgpConfig {
         let mut seen = HashSet::new();
         for (i, n) in self.neighbors.iter().enumerate() {
             let field = |f: &str| format!("bgp.neighbors[{i}].{f}");
-            if !seen.insert(n.address) {
-                return Err(format!("{}: {} is configured twice", field("address"), n.address));
+            match (&n.interface, n.address.is_unspecified()) {
+                (None, true) => return Err(format!("{}: give the peer's address or its interface", field("address"))),
+                (Some(iface), _) if iface.is_empty() || iface.len() > 15 => {
+                    return Err(format!("{}: {iface:?} is not an interface name", field("interface")));
+                }
+                (Some(iface), true) => {
+                    if !seen.insert(format!("interface {iface}")) {
+                        return Err(format!("{}: {iface} is configured twice", field("interface")));
+                    }
+                }
+                _ => {
+                    if !seen.insert(n.address.to_string()) {
+                        return Err(format!("{}: {} is configured twice", field("address"), n.address));
+                    }
+                }
             }
             if n.remote_as == 0 && !n.remote_as_external {
                 return Err(format!("{}: must not be 0", field("remote_as")));
@@ -356,9 +386,15 @@ impl BgpConfig {
             passive: n.passive,
             families: n.families.clone(),
             extended_message: n.extended_message,
-            extended_next_hop: n.extended_next_hop,
+            // BGP unnumbered carries IPv4 over the link-local session.
+            extended_next_hop: n.extended_next_hop || n.is_unnumbered(),
         }
     }
+}
+
+/// fe80::/10.
+pub fn is_link_local(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80)
 }
 
 pub(crate) mod nlri_list {
@@ -419,6 +455,21 @@ policies:
         assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("configured twice"));
         let bad = YAML.replace("remote_as: 65000", "remote_az: 65000");
         assert!(BgpConfig::from_yaml(&bad).unwrap_err().contains("remote_az"));
+    }
+
+    #[test]
+    fn unnumbered_neighbours_are_found_by_interface() {
+        let yaml = "asn: 65001\nrouter_id: 10.0.0.1\nneighbors:\n  - { interface: eth1, remote_as: 65000 }\n";
+        let cfg = BgpConfig::from_yaml(yaml).unwrap();
+        let n = &cfg.neighbors[0];
+        assert!(n.is_unnumbered() && n.address.is_unspecified());
+        assert!(cfg.session_config(n).extended_next_hop, "IPv4 rides the link-local session (RFC 8950)");
+        let twice = format!("{yaml}  - {{ interface: eth1, remote_as: 65000 }}\n");
+        assert_eq!(BgpConfig::from_yaml(&twice).unwrap_err(), "bgp.neighbors[1].interface: eth1 is configured twice");
+        let neither = "asn: 65001\nrouter_id: 10.0.0.1\nneighbors:\n  - { remote_as: 65000 }\n";
+        assert!(BgpConfig::from_yaml(neither).unwrap_err().starts_with("bgp.neighbors[0].address: give"));
+        let numbered = BgpConfig::from_yaml(YAML).unwrap();
+        assert!(!numbered.neighbors[0].is_unnumbered());
     }
 
     #[test]

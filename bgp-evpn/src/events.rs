@@ -197,6 +197,9 @@ impl Speaker {
             IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(addr),
             v4 => v4,
         };
+        if addr.is_unspecified() {
+            return None;
+        }
         self.peer_ids().find(|&id| self.peers[id].as_ref().is_some_and(|p| p.config.address == addr))
     }
 
@@ -208,12 +211,41 @@ impl Speaker {
         self.peers.iter().flatten().flat_map(|p| [p.fsm.poll_timeout(), p.stale_deadline]).flatten().min()
     }
 
-    /// Starts every neighbour not configured as shut down.
+    /// Starts every neighbour not configured as shut down (an unnumbered
+    /// one once its address is known, [`Speaker::set_peer_address`]).
     pub fn start(&mut self, now: u64) {
         for id in self.peer_ids().collect::<Vec<_>>() {
-            if !self.peers[id].as_ref().is_some_and(|p| p.config.shutdown) {
+            if !self.peers[id].as_ref().is_some_and(|p| p.config.shutdown || p.config.address.is_unspecified()) {
                 self.fsm_event(now, id, Event::ManualStart);
             }
+        }
+    }
+
+    /// BGP unnumbered: the neighbour on `interface` is `addr` (its
+    /// link-local address, from its router advertisements). A new address
+    /// restarts the session toward it.
+    pub fn set_peer_address(&mut self, now: u64, interface: &str, addr: IpAddr) {
+        let found = self.peer_ids().find(|&id| {
+            self.peers[id]
+                .as_ref()
+                .is_some_and(|p| p.config.is_unnumbered() && p.config.interface.as_deref() == Some(interface))
+        });
+        let Some(id) = found else { return };
+        let Some(p) = self.peers[id].as_mut() else { return };
+        if p.config.address == addr {
+            return;
+        }
+        let was_known = !p.config.address.is_unspecified();
+        tracing::info!(interface, peer = %addr, "unnumbered neighbour found");
+        if was_known {
+            self.fsm_event(now, id, Event::ManualStop);
+        }
+        let Some(p) = self.peers[id].as_mut() else { return };
+        p.config.address = addr;
+        p.fsm.config.remote_addr = addr;
+        self.rib.peers[id].addr = Some(addr);
+        if !p.config.shutdown {
+            self.fsm_event(now, id, Event::ManualStart);
         }
     }
 
@@ -557,7 +589,19 @@ impl Speaker {
         // (one per VNI, typically) in this UPDATE.
         type CacheKey = (Option<IpAddr>, Option<EvpnPathData>);
         let mut cache: Vec<(CacheKey, Arc<PathAttrs>)> = Vec::new();
+        // A peer with only a link-local address (BGP unnumbered) may send
+        // `::` as the global half of its next hop: the link-local half is it.
+        let link_local_only = update
+            .mp_reach
+            .as_ref()
+            .filter(|r| r.next_hop.is_unspecified())
+            .and_then(|r| r.link_local_next_hop)
+            .map(IpAddr::V6);
         for (whole, next_hop) in update.announced() {
+            let next_hop = match (next_hop, link_local_only) {
+                (Some(nh), Some(ll)) if nh.is_unspecified() => Some(ll),
+                _ => next_hop,
+            };
             let (nlri, evpn) = whole.split();
             if !accepts(nlri.family(), p) {
                 continue;
@@ -730,7 +774,13 @@ impl Speaker {
                 return;
             }
             a.next_hop = self.self_next_hop(peer, nlri.family());
-            a.link_local_next_hop = None;
+            // Over a link-local session (BGP unnumbered) our only address
+            // is link-local: sent in both halves of a 32-octet next hop,
+            // as FRR does (RFC 2545 §3 wants a global first; there is none).
+            a.link_local_next_hop = match a.next_hop {
+                Some(IpAddr::V6(v6)) if crate::config::is_link_local(IpAddr::V6(v6)) => Some(v6),
+                _ => None,
+            };
         };
         match to_kind {
             PeerKind::External => {

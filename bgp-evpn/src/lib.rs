@@ -42,6 +42,7 @@ pub mod rib;
 pub mod session_security;
 pub mod sink;
 pub mod tasks;
+pub mod unnumbered;
 
 pub use config::BgpConfig;
 pub use sink::RouteSink;

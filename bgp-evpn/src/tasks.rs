@@ -24,6 +24,7 @@ use crate::packet::{Family, Nlri};
 use crate::rib::PeerId;
 use crate::session_security;
 use crate::sink::RouteSink;
+use crate::unnumbered::{self, Discovered};
 
 /// How long an outgoing TCP connect may take before it counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -69,6 +70,8 @@ pub struct BgpSpeaker {
     task: Option<JoinHandle<()>>,
     /// The BFD sessions of neighbours with `bfd: true` (none: no task).
     bfd: Option<(Bfd, BfdTask)>,
+    /// Router advertisement tasks of unnumbered neighbours' interfaces.
+    discovery: Vec<JoinHandle<()>>,
 }
 
 impl BgpSpeaker {
@@ -82,10 +85,14 @@ impl BgpSpeaker {
         };
         let listen_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
         let (bfd, bfd_events) = start_bfd(&config)?;
+        let interfaces: Vec<String> =
+            config.neighbors.iter().filter(|n| n.is_unnumbered()).filter_map(|n| n.interface.clone()).collect();
+        let (found_tx, found_rx) = mpsc::unbounded_channel();
+        let discovery = unnumbered::spawn(interfaces, found_tx);
         let speaker = Speaker::new(config)?;
         let (tx, rx) = mpsc::channel(64);
-        let task = tokio::spawn(run(speaker, listener, rx, sink, bfd_events));
-        Ok(BgpSpeaker { commands: tx, listen_addr, task: Some(task), bfd })
+        let task = tokio::spawn(run(speaker, listener, rx, sink, bfd_events, found_rx));
+        Ok(BgpSpeaker { commands: tx, listen_addr, task: Some(task), bfd, discovery })
     }
 
     /// `show bfd peers`: the BFD sessions and the datagrams none took.
@@ -156,6 +163,9 @@ impl BgpSpeaker {
 
 impl Drop for BgpSpeaker {
     fn drop(&mut self) {
+        for task in &self.discovery {
+            task.abort();
+        }
         if let Some(task) = self.task.take() {
             task.abort();
         }
@@ -173,7 +183,9 @@ fn start_bfd(
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let (bfd, task) = Bfd::spawn_standard(tx).map_err(|e| format!("bgp.neighbors: bfd: {e}"))?;
-    for n in config.neighbors.iter().filter(|n| n.bfd) {
+    // Single-hop BFD over link-local addresses (unnumbered) is not built:
+    // a session key would need the interface as well as the address.
+    for n in config.neighbors.iter().filter(|n| n.bfd && !n.is_unnumbered()) {
         bfd.add(n.address, config.bfd.session_config());
     }
     Ok((Some((bfd, task)), Some(rx)))
@@ -350,6 +362,13 @@ impl Driver {
     }
 }
 
+fn interface_index(name: &str) -> Option<u32> {
+    let name = std::ffi::CString::new(name).ok()?;
+    // SAFETY: a valid NUL-terminated string.
+    let index = unsafe { libc::if_nametoindex(name.as_ptr()) };
+    (index != 0).then_some(index)
+}
+
 fn unmap(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map(IpAddr::V4).unwrap_or(ip),
@@ -359,6 +378,15 @@ fn unmap(ip: IpAddr) -> IpAddr {
 
 /// Connects to a neighbour with its session protection set before the SYN.
 async fn connect(remote: SocketAddr, config: &NeighborConfig) -> io::Result<TcpStream> {
+    // A link-local peer is reached through its interface (the scope).
+    let remote = match (remote, &config.interface) {
+        (SocketAddr::V6(v6), Some(iface)) if crate::config::is_link_local(remote.ip()) => {
+            let index = interface_index(iface)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::NotFound, format!("no interface {iface}")))?;
+            SocketAddr::V6(std::net::SocketAddrV6::new(*v6.ip(), v6.port(), 0, index))
+        }
+        _ => remote,
+    };
     let socket = if remote.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     if let Some(local) = config.local_address {
         socket.bind(SocketAddr::new(local, 0))?;
@@ -378,6 +406,7 @@ async fn run(
     mut commands: mpsc::Receiver<Command>,
     sink: Box<dyn RouteSink>,
     mut bfd_events: Option<mpsc::UnboundedReceiver<BfdEvent>>,
+    mut discovered: mpsc::UnboundedReceiver<Discovered>,
 ) {
     let (io_tx, mut io_rx) = mpsc::channel(IO_QUEUE_LEN);
     let mut d = Driver { speaker, sink, conns: HashMap::new(), io_tx, start: Instant::now() };
@@ -405,6 +434,10 @@ async fn run(
             }
         };
         tokio::select! {
+            Some(found) = discovered.recv() => {
+                let now = d.now();
+                d.speaker.set_peer_address(now, &found.interface, IpAddr::V6(found.address));
+            }
             Some(event) = bfd_event => {
                 if event.path_failed() {
                     let now = d.now();

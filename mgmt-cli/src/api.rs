@@ -19,6 +19,8 @@ pub enum Request {
     ShowLldp,
     ShowRunningConfig,
     ShowDrops,
+    /// `show backend`: what forwards for the switch and how.
+    ShowBackend,
     /// `show bgp summary`.
     ShowBgpSummary,
     /// `show bgp neighbors [ADDRESS]`.
@@ -106,6 +108,11 @@ pub enum Request {
     Commit(CommitRequest),
     /// Write the running configuration to the startup file.
     Save,
+    /// `check lossless`: the lossless checks of this switch.
+    CheckLossless,
+    /// `show lossless profile`: what the fabric-wide check reads from each
+    /// switch (its traffic manager's configuration, ports and LLDP far ends).
+    ShowLosslessProfile,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,6 +176,15 @@ pub enum Response {
     Error { message: String },
 }
 
+/// `show backend`: the shim backend forwarding for the switch (`soft`,
+/// `kernel`) and its settings (the kernel backend's `bridge_mode`:
+/// `vlan-aware` or `per-vlan`).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct BackendInfo {
+    pub name: String,
+    pub details: Vec<(String, String)>,
+}
+
 /// The payload of a successful answer, one variant per request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", content = "data", rename_all = "snake_case")]
@@ -181,6 +197,7 @@ pub enum Reply {
     Lldp(Vec<LldpNeighbor>),
     RunningConfig(RunningConfig),
     Drops(Vec<DropCount>),
+    Backend(BackendInfo),
     BgpSummary(BgpSummary),
     BgpNeighbors(Vec<BgpNeighbor>),
     BgpRoutes(BgpRoutes),
@@ -208,6 +225,9 @@ pub enum Reply {
     Validated(Validated),
     Committed(Committed),
     Saved(Saved),
+    LosslessFindings(Vec<crate::lossless::LosslessFinding>),
+    /// A `qos::lossless::SwitchProfile`.
+    LosslessProfile(serde_json::Value),
 }
 
 /// A front-panel port or a VLAN interface (SVI).

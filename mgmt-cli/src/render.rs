@@ -20,6 +20,9 @@ impl Render for Reply {
             Reply::Lldp(v) => v.render(),
             Reply::RunningConfig(v) => v.render(),
             Reply::Drops(v) => v.render(),
+            Reply::LosslessFindings(v) => v.render(),
+            Reply::LosslessProfile(v) => format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default()),
+            Reply::Backend(v) => v.render(),
             Reply::BgpSummary(v) => v.render(),
             Reply::BgpNeighbors(v) => v.render(),
             Reply::BgpRoutes(v) => v.render(),
@@ -203,6 +206,16 @@ impl Render for Vec<DropCount> {
                 d.reason.clone(),
                 d.packets.to_string(),
             ]);
+        }
+        table.render()
+    }
+}
+
+impl Render for BackendInfo {
+    fn render(&self) -> String {
+        let mut table = Table::new(["BACKEND".to_owned(), self.name.clone()]);
+        for (key, value) in &self.details {
+            table.row([key.clone(), value.clone()]);
         }
         table.render()
     }
@@ -745,6 +758,12 @@ mod tests {
              eth1       neighbor-miss  3\n"
         );
         assert_eq!(Reply::Drops(Vec::new()).render(), "no drops\n");
+        let backend = BackendInfo { name: "kernel".into(), details: vec![("bridge_mode".into(), "per-vlan".into())] };
+        let text = Reply::Backend(backend).render();
+        assert!(
+            text.contains("kernel") && text.lines().any(|l| l.contains("bridge_mode") && l.contains("per-vlan")),
+            "{text}"
+        );
     }
 
     #[test]

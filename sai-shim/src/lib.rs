@@ -62,7 +62,7 @@ pub mod qos;
 
 pub use api::{ObjectStore, Sai};
 pub use attributes::*;
-pub use backend::{Backend, FdbDetail, FdbFlush, FdbFlushType, PortStats, QosReport};
+pub use backend::{Backend, BackendDescription, FdbDetail, FdbFlush, FdbFlushType, PortStats, QosReport};
 /// MAC addresses in FDB and neighbour keys are the dataplane's.
 pub use dataplane::wire::EthernetAddress;
 pub use error::{EntryKey, SaiError, SaiResult};

@@ -79,6 +79,11 @@ impl<B: Backend> SwitchView<B> {
             }
             Request::ShowCompletions => Reply::Completions(self.completions()),
             Request::ShowDrops => Reply::Drops(self.drops()),
+            Request::CheckLossless => Reply::LosslessFindings(self.check_lossless()),
+            Request::ShowLosslessProfile => {
+                Reply::LosslessProfile(serde_json::to_value(self.lossless_profile()).unwrap_or_default())
+            }
+            Request::ShowBackend => Reply::Backend(self.backend()),
             Request::ShowBgpSummary => Reply::BgpSummary(self.bgp.as_ref().map(BgpView::summary).unwrap_or_default()),
             Request::ShowBgpNeighbors { address } => {
                 Reply::BgpNeighbors(self.bgp.as_ref().map(|b| b.neighbors(*address)).unwrap_or_default())
@@ -144,6 +149,15 @@ impl<B: Backend> SwitchView<B> {
             }
         };
         Response::Ok { reply }
+    }
+
+    /// `show backend`: the shim backend's own description.
+    pub fn backend(&self) -> api::BackendInfo {
+        let description = lock(&self.sai).backend().describe();
+        api::BackendInfo {
+            name: description.name.to_owned(),
+            details: description.details.into_iter().map(|(key, value)| (key.to_owned(), value)).collect(),
+        }
     }
 
     /// What the shell completes from: names and numbers in use now.

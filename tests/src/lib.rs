@@ -12,12 +12,14 @@ pub mod fabric_host;
 pub mod frr;
 pub mod gobgp;
 pub mod ibsim;
+pub mod kernel;
 pub mod labs;
 pub mod netns;
 pub mod switchd;
 pub mod tcp;
 pub mod wait;
 
+pub use kernel::{KernelVlans, kernel_can_tag, kernel_vlans};
 pub use netns::{Netns, ProcessGuard, require_root_and_tools, unique_name, veth};
 pub use switchd::{Switchd, TempDir, swcli_json, workspace_binary};
 pub use tcp::{echo_server, tcp_round_trip};

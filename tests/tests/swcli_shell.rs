@@ -145,6 +145,9 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     assert!(pane.contains("eth1"), "both ports offered:\n{pane}");
     shell.send(&["-l", "1"]);
     shell.send(&["Escape"]);
+    // tmux reads an Escape followed within its escape-time (500 ms) by
+    // Enter as Alt-Enter.
+    std::thread::sleep(Duration::from_millis(700));
     shell.send(&["Enter"]);
     shell.wait_for("10.1.0.1/24", Duration::from_secs(5));
     shell.clear();
@@ -194,8 +197,9 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     assert!(lab.ha.ping_until("10.9.0.1", Duration::from_secs(10)), "forwarding again after the rollback");
     shell.clear();
     shell.line("show system commit history");
-    let pane = shell.wait_for("rolled back", Duration::from_secs(5));
-    assert!(pane.contains("was not confirmed in time"), "{pane}");
+    // The last line of the answer, so the whole table is on the pane.
+    let pane = shell.wait_for("loaded from", Duration::from_secs(5));
+    assert!(pane.contains("rolled back") && pane.contains("was not confirmed in time"), "{pane}");
 
     // rollback 1 loads the commit before (without the route); committing it
     // removes the route, and rollback 1 again restores it.
@@ -221,7 +225,9 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     // goes through once the candidate starts again from running.
     shell.clear();
     shell.line("discard");
+    shell.wait_for("candidate reset to running", Duration::from_secs(5));
     shell.line("set routes 10.8.0.0/24 next_hops [10.2.0.2]");
+    shell.wait_for("shellsw(config*)# ", Duration::from_secs(5));
     let (code, text) =
         sw.swcli_script("configure\nset ports eth1 description other-session\ncommit comment the other session\n");
     assert_eq!(code, 0, "{text}");

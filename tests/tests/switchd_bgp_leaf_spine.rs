@@ -29,6 +29,10 @@
 //! active next hops); `show bgp ipv4 unicast` has the best path and its
 //! multipath; hosts ping across; many UDP flows from h1 to h2 leave l1 over
 //! both uplinks (`show interfaces --json` tx counters).
+//!
+//! One test body for both backends (`backend:` in every switch's config):
+//! on the kernel backend the sessions run over the kernel's own ports and
+//! the routes are the kernel FIB's.
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
@@ -182,7 +186,15 @@ fn switchd_leaf_spine_converges_and_spreads_flows_over_both_spines() {
     if !require_root_and_tools("switchd_bgp_leaf_spine", &["ip", "ping"]) {
         return;
     }
-    leaf_spine("ls", SPINES_SHARE, true);
+    leaf_spine("ls", SPINES_SHARE, true, "soft");
+}
+
+#[test]
+fn switchd_leaf_spine_on_the_kernel_backend_converges_and_spreads_flows_over_both_spines() {
+    if !require_root_and_tools("switchd_bgp_leaf_spine", &["ip", "ping"]) {
+        return;
+    }
+    leaf_spine("ks", SPINES_SHARE, true, "kernel");
 }
 
 /// The other common numbering: both leaves in AS 65100 (`allow_own_as: 1`),
@@ -193,12 +205,21 @@ fn switchd_leaf_spine_with_shared_leaf_asn_uses_as_path_relax() {
     if !require_root_and_tools("switchd_bgp_leaf_spine", &["ip", "ping"]) {
         return;
     }
-    leaf_spine("lt", LEAVES_SHARE, false);
+    leaf_spine("lt", LEAVES_SHARE, false, "soft");
+}
+
+#[test]
+fn switchd_leaf_spine_on_the_kernel_backend_with_shared_leaf_asn_uses_as_path_relax() {
+    if !require_root_and_tools("switchd_bgp_leaf_spine", &["ip", "ping"]) {
+        return;
+    }
+    leaf_spine("kt", LEAVES_SHARE, false, "kernel");
 }
 
 /// Builds the fabric with namespaces tagged `tag` (2 letters) and checks it;
-/// with `spine_loss`, also stops spine 1 and checks the fallback.
-fn leaf_spine(tag: &str, asns: Asns, spine_loss: bool) {
+/// with `spine_loss`, also stops spine 1 and checks the fallback. Every
+/// switch runs on `backend`.
+fn leaf_spine(tag: &str, asns: Asns, spine_loss: bool, backend: &str) {
     let ns = |name: &str| Netns::new(&format!("{tag}{name}"));
     let (s1, s2, l1, l2, h1, h2) = (ns("s1"), ns("s2"), ns("l1"), ns("l2"), ns("h1"), ns("h2"));
     // Leaf i's eth j goes to spine j's eth i.
@@ -221,8 +242,9 @@ fn leaf_spine(tag: &str, asns: Asns, spine_loss: bool) {
     }
 
     // Declared after the namespaces: dropped (SIGTERM) before them.
-    let spines = [Switchd::start(&s1, &spine("s1", asns)), Switchd::start(&s2, &spine("s2", asns))];
-    let leaves = [Switchd::start(&l1, &leaf("l1", asns)), Switchd::start(&l2, &leaf("l2", asns))];
+    let start = |ns: &Netns, config: String| Switchd::start(ns, &format!("backend: {backend}\n{config}"));
+    let spines = [start(&s1, spine("s1", asns)), start(&s2, spine("s2", asns))];
+    let leaves = [start(&l1, leaf("l1", asns)), start(&l2, leaf("l2", asns))];
 
     for sw in spines.iter().chain(&leaves) {
         wait_for("every BGP session Established", CONVERGE, || all_established(sw, 4));

@@ -2,14 +2,21 @@
 //! through the shim over rtnetlink.
 //!
 //! - What the shim installed is what `ip -j route`, `ip -j nexthop`,
-//!   `bridge -j fdb` and `ip -j -d link` show, read back and compared.
+//!   `bridge -j fdb` and `ip -j -d link` show, read back and compared; VLAN
+//!   membership by `bridge -j vlan` when the kernel has VLAN filtering (one
+//!   VLAN-aware bridge `nos-br`), by the per-VLAN bridges' members
+//!   (`ip -j -d link`, `bridge -j link`) when it has not. The test says
+//!   which mode it exercised.
 //! - Hosts ping across a VLAN (the kernel bridge), between subnets (the
 //!   kernel FIB, an ECMP route through a nexthop group) and over VXLAN to a
 //!   kernel VTEP.
 //! - SIGKILL and a restart with a changed config reconcile: stale objects of
 //!   ours go, foreign ones (added by the test) stay, traffic comes back.
 //! - A kernel refusal (a duplicate route, a nexthop id taken) comes back as
-//!   the shim's typed error with nothing left half-done.
+//!   the shim's typed error with nothing left half-done, and through the
+//!   management API as a refused commit with the kernel's words.
+//! - FDB entries the shim installs (a static MAC, a remote MAC behind a
+//!   VTEP) are what `bridge -j fdb` shows, and the shim reads them back.
 //!
 //! ```text
 //!  [h1 192.168.10.1] -- eth1 [sw] eth3 10.0.1.1/24 -- 10.0.1.2 [r1 + kernel VTEP vx0 192.168.10.3]
@@ -20,7 +27,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
+use fabric_tests::{Netns, Switchd, kernel_vlans, require_root_and_tools, veth};
 use serde_json::Value;
 
 /// Our routing protocol number (the backend's default).
@@ -134,6 +141,53 @@ fn destinations(routes: &[Value]) -> BTreeSet<String> {
     routes.iter().map(|r| r["dst"].as_str().expect("dst").to_string()).collect()
 }
 
+/// The bridge VLANs `bridge -j vlan show` lists for `ifname`, with whether
+/// each is the PVID and egresses untagged.
+fn bridge_vlans(sw: &Netns, ifname: &str) -> BTreeSet<(u64, bool, bool)> {
+    json(sw, &["bridge", "-j", "vlan", "show"])
+        .iter()
+        .filter(|row| row["ifname"] == ifname)
+        .flat_map(|row| row["vlans"].as_array().cloned().unwrap_or_default())
+        .map(|vlan| {
+            let flags: Vec<String> =
+                vlan["flags"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(String::from)).collect();
+            (
+                vlan["vlan"].as_u64().expect("vid"),
+                flags.iter().any(|f| f == "PVID"),
+                flags.iter().any(|f| f == "Egress Untagged"),
+            )
+        })
+        .collect()
+}
+
+/// Checks that `ports` are untagged access members (PVID) of `vid` and
+/// nothing else, in whichever bridge mode the kernel allows.
+#[track_caller]
+fn assert_access_members(sw: &Netns, vid: u64, ports: &[&str]) {
+    let links = json(sw, &["ip", "-j", "-d", "link"]);
+    if kernel_vlans().vlan_filtering {
+        let bridge = link(&links, "nos-br");
+        assert_eq!(bridge["linkinfo"]["info_data"]["vlan_filtering"], 1, "{bridge}");
+        for port in ports {
+            assert_eq!(link(&links, port)["master"], "nos-br", "{port} in the VLAN-aware bridge");
+            assert_eq!(bridge_vlans(sw, port), [(vid, true, true)].into(), "{port}: vlan {vid} pvid untagged");
+        }
+        assert!(bridge_vlans(sw, "nos-br").iter().any(|(v, _, _)| *v == vid), "vlan {vid} on the bridge itself");
+    } else {
+        let bridge = format!("nos-vlan{vid}");
+        assert_eq!(link(&links, &bridge)["linkinfo"]["info_kind"], "bridge");
+        let members: BTreeSet<String> = json(sw, &["bridge", "-j", "link", "show"])
+            .iter()
+            .filter(|row| row["master"] == bridge.as_str())
+            .map(|row| row["ifname"].as_str().expect("ifname").to_string())
+            .collect();
+        for port in ports {
+            assert_eq!(link(&links, port)["master"], bridge.as_str(), "{port} in VLAN {vid}'s bridge");
+            assert!(members.contains(*port), "bridge -j link: {port} in {bridge}: {members:?}");
+        }
+    }
+}
+
 fn gateways_of(nexthops: &[Value], id: u64) -> BTreeSet<String> {
     let nexthop = nexthops.iter().find(|n| n["id"] == id).unwrap_or_else(|| panic!("no nexthop {id}: {nexthops:?}"));
     match nexthop["group"].as_array() {
@@ -174,15 +228,35 @@ fn the_kernel_holds_what_the_shim_installed_and_forwards() {
         .collect();
     assert!(members.contains(&single), "group {members:?} reuses nexthop {single}");
 
-    // ---- read back: devices
+    // ---- read back: devices and VLAN membership
+    let mode = kernel_vlans();
+    eprintln!("switchd_kernel: bridge mode {} on this kernel ({mode:?})", mode.mode());
+    // The daemon says which mode it chose.
+    let backend = switchd.show_json("backend");
+    assert_eq!(backend["name"], "kernel", "{backend}");
+    let details = backend["details"].as_array().cloned().unwrap_or_default();
+    assert!(
+        details.iter().any(|d| d[0] == "bridge_mode" && d[1] == mode.mode()),
+        "show backend names the bridge mode {}: {backend}",
+        mode.mode()
+    );
+    assert!(switchd.swcli(&["show", "backend"]).contains(mode.mode()));
+    assert_access_members(&t.sw, 10, &["eth1", "eth2"]);
     let links = json(&t.sw, &["ip", "-j", "-d", "link"]);
-    for port in ["eth1", "eth2"] {
-        assert_eq!(link(&links, port)["master"], "nos-vlan10", "{port} in VLAN 10's bridge");
-    }
+    // The SVI: the VLAN's bridge itself, or an 802.1Q device on the
+    // VLAN-aware bridge.
     let bridge = link(&links, "nos-vlan10");
-    assert_eq!(bridge["linkinfo"]["info_kind"], "bridge");
     let vxlan = link(&links, "nos-vx10010");
-    assert_eq!(vxlan["master"], "nos-vlan10");
+    if mode.vlan_filtering {
+        assert_eq!(bridge["linkinfo"]["info_kind"], "vlan");
+        assert_eq!(bridge["linkinfo"]["info_data"]["id"], 10);
+        assert_eq!(bridge["link"], "nos-br");
+        assert_eq!(vxlan["master"], "nos-br");
+        assert_eq!(bridge_vlans(&t.sw, "nos-vx10010"), [(10, true, true)].into(), "the VNI carries VLAN 10");
+    } else {
+        assert_eq!(bridge["linkinfo"]["info_kind"], "bridge");
+        assert_eq!(vxlan["master"], "nos-vlan10");
+    }
     let data = &vxlan["linkinfo"]["info_data"];
     assert_eq!(
         (data["id"].as_u64(), data["local"].as_str(), data["port"].as_u64()),
@@ -260,8 +334,8 @@ fn a_restart_after_sigkill_reconciles_ours_and_leaves_foreign_objects() {
     let addresses = json(&t.sw, &["ip", "-j", "addr", "show", "dev", "foreign0"]);
     assert!(addresses[0]["addr_info"].as_array().unwrap().iter().any(|a| a["local"] == "10.200.0.1"));
     // The changed config is in place.
-    assert_eq!(link(&links, "eth2")["master"], "nos-vlan20");
-    assert_eq!(link(&links, "eth1")["master"], "nos-vlan10");
+    assert_access_members(&t.sw, 10, &["eth1"]);
+    assert_access_members(&t.sw, 20, &["eth2"]);
     // Traffic is back.
     assert!(t.h1.ping_until("10.0.2.2", Duration::from_secs(10)), "h1 -> r2 after the restart");
     assert!(!t.h1.ping("192.168.10.2", 1), "h2 left VLAN 10");
@@ -506,4 +580,147 @@ fn kernel_learning_and_link_state_are_shim_notifications() {
     assert!(learned.is_ok(), "h1's MAC learned on its bridge port in VLAN 10: {learned:?}");
     assert!(went_down, "link down reported for eth1");
     assert!(aged, "the bridge forgot h1 with the link");
+}
+
+/// A kernel refusal through the management API: a commit adding a route
+/// whose prefix a foreign route holds is refused whole with the kernel's
+/// words (the shim's `AlreadyExists`), the running config and what the
+/// kernel holds stay as they were, and the daemon goes on.
+#[test]
+fn a_kernel_refusal_of_a_commit_is_reported_through_the_management_api() {
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge", "ping"]) {
+        return;
+    }
+    let t = topology();
+    let switchd = Switchd::start(&t.sw, CONFIG);
+    assert!(t.h1.ping_until("10.0.2.2", Duration::from_secs(10)), "h1 -> r2 before");
+    t.sw.ip(&["route", "add", "10.66.0.0/16", "dev", "eth4"]);
+    let before = destinations(&our_routes(&t.sw));
+
+    let (code, text) = switchd.swcli_script(
+        "configure\nset routes 10.66.0.0/16 next_hops [10.0.2.2]\nset routes 10.65.0.0/16 next_hops [10.0.2.2]\ncommit\n",
+    );
+    eprintln!("swcli (exit {code}):\n{text}");
+    assert!(text.contains("10.66.0.0/16"), "the refusal names the route (exit {code}): {text}");
+    assert!(text.to_lowercase().contains("exists"), "the kernel's EEXIST as the shim's AlreadyExists: {text}");
+    assert!(!text.contains("committed (generation"), "nothing committed: {text}");
+
+    // Nothing changed: running config, our routes (10.65/16 was not left
+    // behind), the foreign route; and the daemon still answers and forwards.
+    let running = switchd.swcli(&["show", "running-config"]);
+    assert!(!running.contains("10.66.0.0/16") && !running.contains("10.65.0.0/16"), "{running}");
+    assert_eq!(destinations(&our_routes(&t.sw)), before, "the refused commit left nothing of its own");
+    let foreign = json(&t.sw, &["ip", "-j", "route", "show", "10.66.0.0/16"]);
+    assert_eq!(foreign.len(), 1, "{foreign:?}");
+    assert_eq!(foreign[0]["dev"], "eth4", "{foreign:?}");
+    assert!(foreign[0]["protocol"] != PROTOCOL, "{foreign:?}");
+    assert!(t.h1.ping("10.0.2.2", 2), "h1 -> r2 after the refusal");
+}
+
+/// FDB entries the shim installs are what `bridge -j fdb` shows, in
+/// whichever bridge mode the kernel has: a static MAC on a port (in VLAN
+/// 10's bridge, or `vlan 10` in the VLAN-aware one) and a remote MAC behind
+/// a VTEP on the VNI's vxlan device (`dst`, `extern_learn`, as zebra
+/// installs EVPN MACs), read back by the shim with its VTEP; removed, they
+/// are gone from the kernel.
+#[test]
+fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge"]) {
+        return;
+    }
+    let sw = Netns::new("kf");
+    let peer = Netns::new("kfp");
+    veth(&peer, "eth0", &sw, "eth1");
+    let sw_name = sw.name().to_string();
+    let fdb = move || -> Vec<Value> {
+        let out = std::process::Command::new("ip")
+            .args(["netns", "exec", &sw_name, "bridge", "-j", "fdb", "show"])
+            .output()
+            .unwrap();
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let local: EthernetAddress = "02:00:00:00:0f:01".parse().unwrap();
+    let remote: EthernetAddress = "02:00:00:00:0f:02".parse().unwrap();
+    let vtep: std::net::Ipv4Addr = "10.0.1.2".parse().unwrap();
+    let (installed, shown, removed) = sw.enter(move || {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let port = sai
+            .create_port(&[PortAttr::Name("eth1".into()), PortAttr::AdminState(true), PortAttr::PortVlanId(10)])
+            .unwrap();
+        let bridge_port = sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))]).unwrap();
+        sai.create_vlan_member(&[VlanMemberAttr::VlanId(vlan), VlanMemberAttr::BridgePortId(bridge_port)]).unwrap();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.255.0.1".parse().unwrap())]).unwrap();
+        sai.create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VlanId(vlan),
+            TunnelMapEntryAttr::Vni(10010),
+        ])
+        .unwrap();
+        let endpoint = sai
+            .create_tunnel_endpoint(&[TunnelEndpointAttr::TunnelId(tunnel), TunnelEndpointAttr::RemoteIp(vtep)])
+            .unwrap();
+        let remote_port = sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))]).unwrap();
+        let local_key = FdbEntryKey { vlan, mac: local };
+        let remote_key = FdbEntryKey { vlan, mac: remote };
+        sai.create_fdb_entry(
+            local_key,
+            &[FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(bridge_port)],
+        )
+        .unwrap();
+        sai.create_fdb_entry(
+            remote_key,
+            &[FdbEntryAttr::Type(FdbEntryType::Dynamic), FdbEntryAttr::BridgePortId(remote_port)],
+        )
+        .unwrap();
+        let installed = fdb();
+        let shown: Vec<(EthernetAddress, bool, Option<std::net::Ipv4Addr>)> = sai
+            .fdb_details()
+            .into_iter()
+            .filter(|d| d.key.vlan == vlan)
+            .map(|d| (d.key.mac, d.entry.bridge_port == remote_port, d.remote_vtep))
+            .collect();
+        sai.remove_fdb_entry(local_key).unwrap();
+        sai.remove_fdb_entry(remote_key).unwrap();
+        (installed, shown, fdb())
+    });
+
+    let mode = kernel_vlans();
+    eprintln!("fdb read-back in bridge mode {}", mode.mode());
+    let has = |rows: &[Value], mac: &str, pred: &dyn Fn(&Value) -> bool| {
+        rows.iter().any(|r| r["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(mac)) && pred(r))
+    };
+    let flags = |r: &Value| -> Vec<String> {
+        r["flags"].as_array().into_iter().flatten().filter_map(|f| f.as_str().map(String::from)).collect()
+    };
+    let in_vlan = |r: &Value| {
+        if mode.vlan_filtering { r["vlan"] == 10 && r["master"] == "nos-br" } else { r["master"] == "nos-vlan10" }
+    };
+    // The static MAC: on eth1, in VLAN 10, static.
+    assert!(
+        has(&installed, "02:00:00:00:0f:01", &|r| r["ifname"] == "eth1" && in_vlan(r) && r["state"] == "static"),
+        "static MAC on eth1 in VLAN 10: {installed:#?}"
+    );
+    // The remote MAC: the vxlan device's own entry to the VTEP, and the
+    // bridge's entry on the vxlan port, both extern_learn.
+    assert!(
+        has(&installed, "02:00:00:00:0f:02", &|r| r["ifname"] == "nos-vx10010"
+            && r["dst"] == "10.0.1.2"
+            && flags(r).iter().any(|f| f == "extern_learn")),
+        "remote MAC behind 10.0.1.2 on the vxlan device: {installed:#?}"
+    );
+    assert!(
+        has(&installed, "02:00:00:00:0f:02", &|r| r["ifname"] == "nos-vx10010" && in_vlan(r)),
+        "remote MAC in VLAN 10's bridge on the vxlan port: {installed:#?}"
+    );
+    // The shim reads them back (what `swcli show mac` shows).
+    assert!(shown.contains(&(local, false, None)), "{shown:?}");
+    assert!(shown.contains(&(remote, true, Some(vtep))), "{shown:?}");
+    // Removed, they are gone.
+    for mac in ["02:00:00:00:0f:01", "02:00:00:00:0f:02"] {
+        assert!(!has(&removed, mac, &|_| true), "{mac} removed: {removed:#?}");
+    }
 }

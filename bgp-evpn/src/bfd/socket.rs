@@ -109,7 +109,7 @@ pub async fn recv_with_ttl(socket: &UdpSocket, buf: &mut [u8]) -> io::Result<Rec
 }
 
 /// `recvmsg(2)` with the `IP_TTL` / `IPV6_HOPLIMIT` control message read.
-fn recvmsg_with_ttl(fd: libc::c_int, buf: &mut [u8]) -> io::Result<Received> {
+pub(crate) fn recvmsg_with_ttl(fd: libc::c_int, buf: &mut [u8]) -> io::Result<Received> {
     // SAFETY: plain-old-data structs, zeroed is a valid value for each.
     let mut from: libc::sockaddr_storage = unsafe { mem::zeroed() };
     let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };

@@ -83,6 +83,13 @@ pub struct PortStats {
     pub out_discards: u64,
 }
 
+/// A backend as `show backend` describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendDescription {
+    pub name: &'static str,
+    pub details: Vec<(&'static str, String)>,
+}
+
 pub trait Backend {
     /// A new object passed the store's checks; program it.
     fn create(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()>;
@@ -161,6 +168,12 @@ pub trait Backend {
             .into_iter()
             .map(|(key, entry)| FdbDetail { key, entry, remote_vtep: None, last_seen_ns: None })
             .collect()
+    }
+
+    /// What forwards for the switch and how it is set up, for `show
+    /// backend`: the backend's name and details as (key, value) pairs.
+    fn describe(&self) -> BackendDescription {
+        BackendDescription { name: "unnamed", details: Vec::new() }
     }
 
     /// Forwarding's counters of a port, with drops by reason and link-level

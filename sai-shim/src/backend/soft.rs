@@ -487,6 +487,13 @@ impl SoftBackend {
 }
 
 impl Backend for SoftBackend {
+    fn describe(&self) -> super::BackendDescription {
+        super::BackendDescription {
+            name: "soft",
+            details: vec![("forwarding", "this project's pipeline over AF_PACKET/TAP ports".into())],
+        }
+    }
+
     fn qos_report(&self) -> Option<QosReport> {
         let stats = self.qos_stats.lock().unwrap_or_else(|e| e.into_inner()).clone()?;
         let port_objects = (0..stats.ports.len()).map(|index| self.port_object(index as PortId)).collect();

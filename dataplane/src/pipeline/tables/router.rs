@@ -43,7 +43,11 @@ pub struct NextHop {
 
 pub(crate) struct Router {
     pub(crate) rifs: Vec<Option<RouterInterface>>,
-    /// One table per VRF, indexed by its id; `None` where no VRF is.
+    /// The default VRF's table, in place: the underlay's and most
+    /// switches' only one, reached without an index on the packet path.
+    default_fib: Fib,
+    /// The other VRFs' tables, indexed by id (slot 0 unused); `None`
+    /// where no VRF is.
     fibs: Vec<Option<Fib>>,
     route_count: usize,
     route_capacity: usize,
@@ -91,7 +95,8 @@ impl Router {
     pub(crate) fn new(config: &SwitchConfig) -> Router {
         Router {
             rifs: (0..config.max_router_interfaces).map(|_| None).collect(),
-            fibs: std::iter::once(Some(Fib::new(config.dir24_min_routes))).collect(),
+            default_fib: Fib::new(config.dir24_min_routes),
+            fibs: Vec::new(),
             route_count: 0,
             route_capacity: config.route_capacity,
             next_hops: FxHashMap::default(),
@@ -240,10 +245,16 @@ impl Router {
     /// The table of `vrf`, if that VRF exists.
     #[inline]
     pub(crate) fn fib(&self, vrf: VrfId) -> Option<&Fib> {
+        if vrf == DEFAULT_VRF {
+            return Some(&self.default_fib);
+        }
         self.fibs.get(usize::from(vrf))?.as_ref()
     }
 
     fn fib_mut(&mut self, vrf: VrfId) -> Result<&mut Fib, TableError> {
+        if vrf == DEFAULT_VRF {
+            return Ok(&mut self.default_fib);
+        }
         self.fibs.get_mut(usize::from(vrf)).and_then(Option::as_mut).ok_or(TableError::Invalid("no such VRF"))
     }
 
@@ -477,7 +488,7 @@ impl Tables {
         if index >= usize::from(self.config.max_vrfs) {
             return Err(TableError::Invalid("VRF id beyond max_vrfs"));
         }
-        if self.router.fibs.get(index).is_some_and(Option::is_some) {
+        if self.router.fib(vrf).is_some() {
             return Err(TableError::InUse);
         }
         if self.router.fibs.len() <= index {
@@ -507,7 +518,8 @@ impl Tables {
 
     /// The VRFs that exist, the default first.
     pub fn vrfs(&self) -> impl Iterator<Item = VrfId> + '_ {
-        self.router.fibs.iter().enumerate().filter(|(_, fib)| fib.is_some()).map(|(vrf, _)| vrf as VrfId)
+        let others = self.router.fibs.iter().enumerate().skip(1).filter(|(_, fib)| fib.is_some());
+        std::iter::once(DEFAULT_VRF).chain(others.map(|(vrf, _)| vrf as VrfId))
     }
 
     // ---- routes ----

@@ -13,6 +13,7 @@ use netlink_packet_route::neighbour::{
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::netlink::{Message, Request};
+use super::vlan_aware::AwareMember;
 use super::{KernelBackend, Netdev, UndoLog, kernel_error};
 use crate::api::ObjectStore;
 use crate::attributes::*;
@@ -89,9 +90,21 @@ impl FdbRecord {
 }
 
 impl KernelBackend {
-    /// The VLAN of an FDB record: the VLAN whose bridge holds it.
+    /// The VLAN of an FDB record: the VLAN whose bridge holds it, or in
+    /// the VLAN-aware bridge the record's own `vlan`.
     pub(super) fn vid_of_record(&self, record: &FdbRecord) -> Option<VlanId> {
-        record.master.and_then(|master| self.vid_of_bridge.get(&master).copied())
+        match self.vlan_aware_bridge() {
+            Some(bridge) => record.vid.filter(|_| record.master == Some(bridge.ifindex)),
+            None => record.master.and_then(|master| self.vid_of_bridge.get(&master).copied()),
+        }
+    }
+
+    /// In the VLAN-aware bridge an FDB entry names its VLAN (`NDA_VLAN`).
+    fn with_vlan(&self, mut message: NeighbourMessage, vid: VlanId) -> NeighbourMessage {
+        if self.vlan_aware_bridge().is_some() {
+            message.attributes.push(NeighbourAttribute::Vlan(vid));
+        }
+        message
     }
 
     fn member_port(&self, store: &ObjectStore, bridge_port: ObjectId) -> SaiResult<Option<(ObjectId, Netdev)>> {
@@ -139,6 +152,11 @@ impl KernelBackend {
             Some((port, netdev)) => {
                 let learning = store.bridge_port(member.bridge_port).is_none_or(|b| b.learning);
                 let port_state = store.port(port).ok_or(SaiError::UnknownObject(port))?;
+                if self.vlan_aware_bridge().is_some() {
+                    let member =
+                        AwareMember { port, vid, tagging: member.tagging_mode, pvid: port_state.port_vlan_id == vid };
+                    return self.create_aware_member(log, &bridge, &netdev, member, learning);
+                }
                 match member.tagging_mode {
                     TaggingMode::Untagged => {
                         if port_state.port_vlan_id != vid {
@@ -205,8 +223,21 @@ impl KernelBackend {
         old: &VlanMember,
         new: &VlanMember,
     ) -> SaiResult<()> {
-        if old.tagging_mode == new.tagging_mode || self.member_port(store, new.bridge_port)?.is_none() {
+        if old.tagging_mode == new.tagging_mode {
             return Ok(());
+        }
+        let Some((port, netdev)) = self.member_port(store, new.bridge_port)? else { return Ok(()) };
+        if self.vlan_aware_bridge().is_some() {
+            let vid = self.vid(new.vlan)?;
+            let pvid = store.port(port).is_some_and(|p| p.port_vlan_id == vid);
+            return self.reflag_aware_member(
+                log,
+                port,
+                &netdev,
+                vid,
+                (old.tagging_mode, pvid),
+                (new.tagging_mode, pvid),
+            );
         }
         // Untagged is the port itself in the bridge, tagged an 802.1Q
         // device: a change of mode is a new membership.
@@ -225,6 +256,11 @@ impl KernelBackend {
             Some((port, netdev)) => {
                 let bridge = self.bridge(vid)?.clone();
                 let gone = match member.tagging_mode {
+                    _ if self.vlan_aware_bridge().is_some() => {
+                        let pvid = store.port(port).map_or(0, |p| p.port_vlan_id);
+                        self.remove_aware_member(log, &bridge, port, &netdev, vid, pvid)?;
+                        netdev.ifindex
+                    }
                     TaggingMode::Untagged => {
                         self.release(log, &netdev, &bridge)?;
                         self.untagged_vlan.remove(&port);
@@ -299,7 +335,7 @@ impl KernelBackend {
                 message
             }
         };
-        Ok(message)
+        Ok(self.with_vlan(message, vid))
     }
 
     pub(super) fn install_fdb_entry(
@@ -440,7 +476,10 @@ impl KernelBackend {
             {
                 continue;
             }
-            let message = fdb_message(record.ifindex, record.mac, record.state, NeighbourFlags::Controller);
+            let message = self.with_vlan(
+                fdb_message(record.ifindex, record.mac, record.state, NeighbourFlags::Controller),
+                record_vid,
+            );
             match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(message), 0)) {
                 Ok(()) => {}
                 Err(error) if error.errno == libc::ENOENT => {}
@@ -457,5 +496,39 @@ impl KernelBackend {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use netlink_packet_core::{NLM_F_ACK, NLM_F_REQUEST, NetlinkHeader, NetlinkMessage, NetlinkPayload};
+
+    use super::*;
+
+    /// `bridge fdb replace 02:00:00:00:00:01 dev vA master dynamic vlan 10`
+    /// (vA ifindex 3), captured with `strace -e trace=sendmsg -e write=3`.
+    const FDB_REPLACE_DYNAMIC_VLAN: &[u8] = &[
+        0x30, 0x00, 0x00, 0x00, 0x1c, 0x00, 0x05, 0x05, 0xa0, 0xf5, 0x07, 0x6b, 0x00, 0x00, 0x00, 0x00, //
+        0x07, 0x00, 0x00, 0x00, 0x03, 0x00, 0x00, 0x00, 0x02, 0x00, 0x04, 0x00, 0x0a, 0x00, 0x02, 0x00, //
+        0x02, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x06, 0x00, 0x05, 0x00, 0x0a, 0x00, 0x00, 0x00,
+    ];
+
+    /// An FDB entry of the VLAN-aware bridge is iproute2's with `vlan`.
+    #[test]
+    fn a_vlan_fdb_entry_is_iproute2s() {
+        let mut message =
+            fdb_message(3, EthernetAddress([2, 0, 0, 0, 0, 1]), NeighbourState::Reachable, NeighbourFlags::Controller);
+        message.attributes.push(NeighbourAttribute::Vlan(10));
+        let mut header = NetlinkHeader::default();
+        header.flags = NLM_F_REQUEST | NLM_F_ACK | NLM_F_CREATE | NLM_F_REPLACE;
+        header.sequence_number = 0x6b07_f5a0;
+        let mut packet = NetlinkMessage::new(
+            header,
+            NetlinkPayload::InnerMessage(Message::Route(RouteNetlinkMessage::NewNeighbour(message))),
+        );
+        packet.finalize();
+        let mut bytes = vec![0; packet.buffer_len()];
+        packet.serialize(&mut bytes);
+        assert_eq!(bytes, FDB_REPLACE_DYNAMIC_VLAN);
     }
 }

@@ -11,6 +11,7 @@ use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::netlink::{Message, Request};
 use super::nexthop_wire::{NexthopHeader, NexthopMessage, NexthopOperation};
+use super::vlan_aware::{BridgeMode, vlan_aware_bridge_info};
 use super::{KernelBackend, Netdev, UndoLog, kernel_error};
 use crate::api::ObjectStore;
 use crate::attributes::*;
@@ -108,11 +109,11 @@ pub(super) fn link_message(ifindex: u32) -> LinkMessage {
 }
 
 /// An `RTM_SETLINK` of an existing netdev.
-fn set_link(message: LinkMessage) -> Request {
+pub(super) fn set_link(message: LinkMessage) -> Request {
     Request::route(RouteNetlinkMessage::SetLink(message), 0)
 }
 
-fn admin(message: &mut LinkMessage, up: bool) {
+pub(super) fn admin(message: &mut LinkMessage, up: bool) {
     message.header.change_mask |= LinkFlags::Up;
     if up {
         message.header.flags |= LinkFlags::Up;
@@ -173,7 +174,7 @@ impl KernelBackend {
 
     // ------------------------------------------------------------ switch
 
-    pub(super) fn create_switch(&mut self, _log: &mut UndoLog, switch: &Switch) -> SaiResult<()> {
+    pub(super) fn create_switch(&mut self, log: &mut UndoLog, switch: &Switch) -> SaiResult<()> {
         // A switch routes: the namespace forwards IPv4 and IPv6, and hashes
         // ECMP on the 5-tuple as the soft pipeline does (the kernel's
         // default policy 0 hashes addresses only).
@@ -188,7 +189,43 @@ impl KernelBackend {
         }
         self.remove_ours()?;
         self.switch = Some((switch.src_mac_address, switch.fdb_aging_time));
+        self.bridge_mode = self.probe_vlan_aware_bridge(log, switch)?;
+        self.port_vlans.clear();
+        self.bridge_mtu_set = None;
+        tracing::info!(
+            bridge_mode = self.bridge_mode.name(),
+            "kernel backend: {}",
+            match self.bridge_mode {
+                BridgeMode::VlanAware(_) => "VLANs are bridge VLANs on one VLAN-aware bridge",
+                BridgeMode::PerVlan =>
+                    "the kernel has no VLAN filtering (CONFIG_BRIDGE_VLAN_FILTERING): one bridge per VLAN",
+            }
+        );
         Ok(())
+    }
+
+    /// Tries to create the VLAN-aware bridge: the kernel refusing
+    /// `vlan_filtering` (`EOPNOTSUPP`) means one bridge per VLAN.
+    fn probe_vlan_aware_bridge(&self, log: &mut UndoLog, switch: &Switch) -> SaiResult<BridgeMode> {
+        let name = self.config.vlan_aware_bridge_name();
+        let mut message = LinkMessage::default();
+        message.attributes.push(LinkAttribute::IfName(name.clone()));
+        message.attributes.push(LinkAttribute::Address(switch.src_mac_address.0.to_vec()));
+        let mut data = vlan_aware_bridge_info();
+        data.push(InfoBridge::AgeingTime(ageing_centiseconds(switch.fdb_aging_time)));
+        message.attributes.push(LinkAttribute::LinkInfo(vec![
+            LinkInfo::Kind(InfoKind::Bridge),
+            LinkInfo::Data(InfoData::Bridge(data)),
+        ]));
+        admin(&mut message, true);
+        match self.netlink.request(&Request::route(RouteNetlinkMessage::NewLink(message), NLM_F_CREATE | NLM_F_EXCL)) {
+            Ok(()) => {}
+            Err(error) if error.errno == libc::EOPNOTSUPP => return Ok(BridgeMode::PerVlan),
+            Err(error) => return Err(kernel_error(format!("create the VLAN-aware bridge {name}"), error)),
+        }
+        let link = self.link_by_name(&name).map_err(|e| kernel_error(format!("reading back {name}"), e))?;
+        log.push(delete_link(link.ifindex));
+        Ok(BridgeMode::VlanAware(Netdev { ifindex: link.ifindex, name }))
     }
 
     fn ageing_request(&self, bridge: u32, seconds: u32) -> Request {
@@ -202,7 +239,11 @@ impl KernelBackend {
 
     pub(super) fn set_switch(&mut self, log: &mut UndoLog, old: &Switch, new: &Switch) -> SaiResult<()> {
         if old.fdb_aging_time != new.fdb_aging_time {
-            let bridges: Vec<Netdev> = self.bridges.values().cloned().collect();
+            // In the VLAN-aware model every VLAN names the one bridge.
+            let mut bridges: Vec<Netdev> = self.bridges.values().cloned().collect();
+            bridges.extend(self.vlan_aware_bridge().cloned());
+            bridges.sort_by_key(|bridge| bridge.ifindex);
+            bridges.dedup();
             for bridge in bridges {
                 self.send(
                     log,
@@ -221,6 +262,13 @@ impl KernelBackend {
     pub(super) fn create_vlan(&mut self, log: &mut UndoLog, id: ObjectId, vlan: &Vlan) -> SaiResult<()> {
         let (mac, aging) = self.switch.ok_or_else(|| SaiError::Backend("no switch object yet".into()))?;
         let vid = vlan.vlan_id;
+        if let Some(bridge) = self.vlan_aware_bridge().cloned() {
+            self.create_aware_vlan(log, &bridge, vid)?;
+            self.bridges.insert(vid, bridge);
+            self.vlans.insert(id, vid);
+            self.vlan_of_vid.insert(vid, id);
+            return Ok(());
+        }
         let mut message = LinkMessage::default();
         message.attributes.push(LinkAttribute::IfName(self.config.bridge_name(vid)));
         message.attributes.push(LinkAttribute::Address(mac.0.to_vec()));
@@ -240,7 +288,10 @@ impl KernelBackend {
     /// The last member is gone (the store checked): the bridge goes.
     pub(super) fn remove_vlan(&mut self, id: ObjectId, vlan: &Vlan) -> SaiResult<()> {
         let vid = vlan.vlan_id;
-        if let Some(bridge) = self.bridges.get(&vid) {
+        if let Some(bridge) = self.vlan_aware_bridge().cloned() {
+            self.remove_aware_vlan(&bridge, vid)?;
+            self.bridges.remove(&vid);
+        } else if let Some(bridge) = self.bridges.get(&vid) {
             match self.netlink.request(&delete_link(bridge.ifindex)) {
                 Ok(()) => {}
                 Err(error) if error.errno == libc::ENODEV => {}
@@ -384,6 +435,10 @@ impl KernelBackend {
             };
             self.send(log, format!("admin state and MTU of {}", new.name), message(new), Some(message(old)))?;
         }
+        if old.port_vlan_id != new.port_vlan_id && self.vlan_aware_bridge().is_some() {
+            let netdev = self.port(id)?.clone();
+            return self.move_aware_pvid(log, id, &netdev, old.port_vlan_id, new.port_vlan_id);
+        }
         if old.port_vlan_id != new.port_vlan_id
             && let Some(vid) = self.untagged_vlan.get(&id)
         {
@@ -442,7 +497,7 @@ impl KernelBackend {
     /// (untagged member) and its 802.1Q devices (tagged members).
     pub(super) fn bridged_netdevs(&self, port: ObjectId) -> Vec<Netdev> {
         let mut out = Vec::new();
-        if self.untagged_vlan.contains_key(&port)
+        if (self.untagged_vlan.contains_key(&port) || self.port_vlans.contains_key(&port))
             && let Some(netdev) = self.ports.get(&port)
         {
             out.push(netdev.clone());
@@ -562,6 +617,10 @@ impl KernelBackend {
                 self.send(log, format!("MAC and MTU of {}", netdev.name), set_link(change), Some(set_link(undo)))?;
                 netdev
             }
+            RouterInterfaceType::Vlan(vlan) if self.vlan_aware_bridge().is_some() => {
+                let bridge = self.vlan_aware_bridge().cloned().expect("checked");
+                self.create_aware_svi(log, &bridge, self.vid(vlan)?, rif)?
+            }
             RouterInterfaceType::Vlan(vlan) => {
                 // The VLAN's bridge is its SVI: it takes the router
                 // interface's MAC and MTU.
@@ -596,6 +655,9 @@ impl KernelBackend {
         new: &RouterInterface,
     ) -> SaiResult<()> {
         let netdev = self.router_interface(id)?.clone();
+        if matches!(new.rif_type, RouterInterfaceType::Vlan(_)) {
+            self.make_room_for_svi_mtu(log, new.mtu)?;
+        }
         let message = |rif: &RouterInterface| {
             let mut message = link_message(netdev.ifindex);
             message.attributes.push(LinkAttribute::Address(rif.src_mac_address.0.to_vec()));
@@ -616,7 +678,16 @@ impl KernelBackend {
         rif: &RouterInterface,
     ) -> SaiResult<()> {
         let netdev = self.router_interface(id)?.clone();
-        let _ = (log, rif);
+        let _ = log;
+        if matches!(rif.rif_type, RouterInterfaceType::Vlan(_)) && self.vlan_aware_bridge().is_some() {
+            // The SVI device of the VLAN-aware model goes. Deleting a
+            // device cannot be undone; it is the call's only request.
+            match self.netlink.request(&delete_link(netdev.ifindex)) {
+                Ok(()) => {}
+                Err(error) if error.errno == libc::ENODEV => {}
+                Err(error) => return Err(kernel_error(format!("delete {}", netdev.name), error)),
+            }
+        }
         self.router_interfaces.remove(&id);
         self.rif_of_ifindex.remove(&netdev.ifindex);
         self.resolved.retain(|(ifindex, _), _| *ifindex != netdev.ifindex);
@@ -644,6 +715,9 @@ impl KernelBackend {
         ]));
         admin(&mut message, true);
         let netdev = self.create_device(log, "create the vxlan device", message)?;
+        if self.vlan_aware_bridge().is_some() {
+            self.attach_aware_vxlan(log, &netdev, vid)?;
+        }
         self.vxlans.insert(vid, (map.vni, netdev));
         Ok(())
     }

@@ -17,13 +17,17 @@
 //! | route | a route in the main table referencing its nexthop (`nhid`); connected: `scope link dev`; drop: `blackhole`; to the CPU port: nothing (the address the daemon puts on the interface makes the kernel's local route) |
 //! | neighbour | a permanent neighbour entry |
 //!
-//! The bridges are one per VLAN (the "traditional" model) rather than one
-//! VLAN-aware bridge: that works on every kernel with a bridge, including
-//! those built without `CONFIG_BRIDGE_VLAN_FILTERING` (the machines this
-//! project is tested on), and the SVI is the bridge itself. A port is an
-//! untagged member of at most one VLAN, its `PORT_VLAN_ID`; tagged
-//! membership needs the kernel's 802.1Q devices (`CONFIG_VLAN_8021Q`), and
-//! where the kernel has none the kernel's refusal comes back as the error.
+//! That table is the per-VLAN ("traditional") model, the fallback. When the
+//! switch object is created the backend tries to create one VLAN-aware
+//! bridge (`vlan_filtering 1`); where the kernel can (it has
+//! `CONFIG_BRIDGE_VLAN_FILTERING`) VLANs are bridge VLANs on it instead, as
+//! [`vlan_aware`] maps them, and where it cannot (the kernel refuses with
+//! `EOPNOTSUPP`) the bridges are one per VLAN, which works on every kernel
+//! with a bridge, the SVI being the bridge itself. [`KernelBackend::bridge_mode`]
+//! says which. In the per-VLAN model a port is an untagged member of at
+//! most one VLAN, its `PORT_VLAN_ID`; tagged membership needs the kernel's
+//! 802.1Q devices (`CONFIG_VLAN_8021Q`), and where the kernel has none the
+//! kernel's refusal comes back as the error.
 //!
 //! Ours are marked: routes, nexthops and neighbours carry the routing
 //! protocol number [`KernelConfig::protocol`], devices the name prefix
@@ -48,8 +52,9 @@ mod link;
 pub mod netlink;
 pub mod nexthop_wire;
 mod route;
+pub mod vlan_aware;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
 
 use dataplane::wire::{EthernetAddress, VlanId};
@@ -91,6 +96,11 @@ impl KernelConfig {
         format!("{}{port}.{vid}", self.device_prefix)
     }
 
+    /// The single bridge of the VLAN-aware model.
+    pub fn vlan_aware_bridge_name(&self) -> String {
+        format!("{}br", self.device_prefix)
+    }
+
     pub fn vxlan_name(&self, vni: u32) -> String {
         format!("{}vx{vni}", self.device_prefix)
     }
@@ -117,7 +127,13 @@ pub struct KernelBackend {
     default_virtual_router: Option<ObjectId>,
     /// The switch's MAC (the bridges') and FDB aging time, in seconds.
     switch: Option<(EthernetAddress, u32)>,
-    /// VLAN -> its bridge.
+    /// One VLAN-aware bridge, or one bridge per VLAN.
+    bridge_mode: vlan_aware::BridgeMode,
+    /// VLAN-aware: the MTU the backend gave the bridge (for its SVIs).
+    bridge_mtu_set: Option<u32>,
+    /// VLAN-aware: the bridge VLANs of each port and how it carries them.
+    port_vlans: HashMap<ObjectId, BTreeMap<VlanId, TaggingMode>>,
+    /// VLAN -> its bridge (in the VLAN-aware model, the one bridge).
     bridges: HashMap<VlanId, Netdev>,
     vid_of_bridge: HashMap<u32, VlanId>,
     /// Port -> the VLAN it is an untagged member of (its bridge holds it).
@@ -150,7 +166,11 @@ pub struct KernelBackend {
 
 impl std::fmt::Debug for KernelBackend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("KernelBackend").field("config", &self.config).field("bridges", &self.bridges).finish()
+        f.debug_struct("KernelBackend")
+            .field("config", &self.config)
+            .field("bridge_mode", &self.bridge_mode)
+            .field("bridges", &self.bridges)
+            .finish()
     }
 }
 
@@ -177,6 +197,9 @@ impl KernelBackend {
             cpu_port: None,
             default_virtual_router: None,
             switch: None,
+            bridge_mode: vlan_aware::BridgeMode::PerVlan,
+            port_vlans: HashMap::new(),
+            bridge_mtu_set: None,
             bridges: HashMap::new(),
             vid_of_bridge: HashMap::new(),
             untagged_vlan: HashMap::new(),
@@ -202,6 +225,12 @@ impl KernelBackend {
 
     pub fn config(&self) -> &KernelConfig {
         &self.config
+    }
+
+    /// How VLANs map onto the kernel's bridges (`vlan-aware` or
+    /// `per-vlan`), decided when the switch object was created.
+    pub fn bridge_mode(&self) -> &'static str {
+        self.bridge_mode.name()
     }
 
     /// The netdev that carries a router interface's addresses: the routed
@@ -279,6 +308,18 @@ impl KernelBackend {
 }
 
 impl Backend for KernelBackend {
+    fn describe(&self) -> super::BackendDescription {
+        super::BackendDescription {
+            name: "kernel",
+            details: vec![
+                ("forwarding", "the Linux kernel's bridge, vxlan and FIB, over rtnetlink".into()),
+                ("bridge_mode", self.bridge_mode.name().into()),
+                ("device_prefix", self.config.device_prefix.clone()),
+                ("route_protocol", self.config.protocol.to_string()),
+            ],
+        }
+    }
+
     fn create(&mut self, store: &ObjectStore, id: ObjectId, object: &Object) -> SaiResult<()> {
         self.atomically(|this, log| match object {
             Object::Switch(switch) => this.create_switch(log, switch),
