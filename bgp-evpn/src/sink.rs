@@ -363,9 +363,9 @@ impl<B: Backend> ShimProgrammer<B> {
 
     /// Applies one change. The default VRF's IP routes go into route
     /// entries, next hops and ECMP groups; remote MACs and flood lists into
-    /// the overlay's tunnel objects. ARP/ND suppression entries and routes
-    /// in IP-VRFs have no installer in the shim yet: they are kept in the
-    /// speaker's [`Installed`] tables (shown) and logged here.
+    /// the overlay's tunnel objects; ARP/ND suppression bindings into the
+    /// VNI's VLAN. Routes in IP-VRFs have no installer in the shim yet: they
+    /// are kept in the speaker's [`Installed`] tables (shown) and logged here.
     pub fn apply(&mut self, sai: &mut Sai<B>, change: FibChange) {
         let result = match change {
             FibChange::Route { vrf: None, prefix, next_hops } => {
@@ -393,6 +393,10 @@ impl<B: Backend> ShimProgrammer<B> {
             },
             FibChange::RemoteMac { vni, mac, vtep } => match self.overlay.as_mut() {
                 Some(o) => o.mac(sai, vni, mac, vtep),
+                None => Err("not a VTEP: no VXLAN tunnel".to_string()),
+            },
+            FibChange::Neighbor { vni, ip, mac } => match self.overlay.as_mut() {
+                Some(o) => o.suppression(sai, vni, ip, mac),
                 None => Err("not a VTEP: no VXLAN tunnel".to_string()),
             },
             other => {
@@ -565,6 +569,32 @@ mod tests {
         p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: None });
         assert!(sai.get_fdb_entry(key).is_err());
         assert_eq!((count(&sai, ObjectType::TunnelEndpoint), count(&sai, ObjectType::BridgePort)), (0, 0));
+    }
+
+    /// MAC+IP bindings become ARP/ND suppression entries in the VNI's VLAN,
+    /// which then cannot be removed under them; withdrawn, they go.
+    #[test]
+    fn remote_bindings_become_suppression_entries_in_the_vnis_vlan() {
+        use sai_shim::{SaiError, SuppressionEntryKey, TunnelAttr, VlanAttr};
+        let (mut sai, p) = shim();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.1.0.1".parse().unwrap())]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let mut p = p.with_overlay(overlay::Overlay::new(tunnel, [(100, vlan)].into(), []));
+        let (host, mac) = (ip("192.168.100.12"), MacAddr([2, 0, 0, 0, 0, 7]));
+        p.apply(&mut sai, FibChange::Neighbor { vni: 100, ip: host, mac: Some(mac) });
+        let key = SuppressionEntryKey { vlan, ip: host };
+        assert_eq!(sai.suppression_entries(), vec![(key, sai_shim::EthernetAddress(mac.0))]);
+        assert_eq!(sai.backend().pipeline().suppression_entry(10, host), Some(sai_shim::EthernetAddress(mac.0)));
+        assert!(matches!(sai.remove(vlan), Err(SaiError::ObjectInUse { .. })), "the binding holds its VLAN");
+        p.apply(&mut sai, FibChange::Neighbor { vni: 100, ip: host, mac: None });
+        assert_eq!(sai.suppression_entries(), vec![]);
+        assert_eq!(sai.backend().pipeline().suppression_entry(10, host), None);
+        // Withdrawn twice (or never installed) is no error; an unmapped VNI is.
+        p.apply(&mut sai, FibChange::Neighbor { vni: 100, ip: host, mac: None });
+        assert_eq!(errors(&p), 0);
+        p.apply(&mut sai, FibChange::Neighbor { vni: 999, ip: host, mac: Some(mac) });
+        assert_eq!(errors(&p), 1);
+        sai.remove(vlan).unwrap();
     }
 
     fn target(sai: &Shim, prefix: &str) -> Option<ObjectId> {

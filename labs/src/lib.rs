@@ -4,6 +4,7 @@
 pub mod check;
 pub mod fabric_host;
 pub mod generate;
+pub mod lossless;
 pub mod netns;
 pub mod ping;
 pub mod runner;

@@ -108,6 +108,11 @@ pub enum Request {
     Commit(CommitRequest),
     /// Write the running configuration to the startup file.
     Save,
+    /// `check lossless`: the lossless checks of this switch.
+    CheckLossless,
+    /// `show lossless profile`: what the fabric-wide check reads from each
+    /// switch (its traffic manager's configuration, ports and LLDP far ends).
+    ShowLosslessProfile,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -220,6 +225,9 @@ pub enum Reply {
     Validated(Validated),
     Committed(Committed),
     Saved(Saved),
+    LosslessFindings(Vec<crate::lossless::LosslessFinding>),
+    /// A `qos::lossless::SwitchProfile`.
+    LosslessProfile(serde_json::Value),
 }
 
 /// A front-panel port or a VLAN interface (SVI).

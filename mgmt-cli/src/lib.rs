@@ -22,6 +22,7 @@ pub mod candidate;
 pub mod client;
 pub mod codec;
 pub mod ib;
+pub mod lossless;
 pub mod qos;
 pub mod render;
 mod render_qos;

@@ -20,6 +20,8 @@ impl Render for Reply {
             Reply::Lldp(v) => v.render(),
             Reply::RunningConfig(v) => v.render(),
             Reply::Drops(v) => v.render(),
+            Reply::LosslessFindings(v) => v.render(),
+            Reply::LosslessProfile(v) => format!("{}\n", serde_json::to_string_pretty(v).unwrap_or_default()),
             Reply::Backend(v) => v.render(),
             Reply::BgpSummary(v) => v.render(),
             Reply::BgpNeighbors(v) => v.render(),

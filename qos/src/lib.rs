@@ -9,6 +9,7 @@ pub mod dlb;
 pub mod ecn;
 pub mod endpoint;
 pub mod ib;
+pub mod lossless;
 pub mod pfc;
 pub mod scheduler;
 pub mod shaper;

@@ -12,7 +12,9 @@ use crate::attributes::*;
 use crate::backend::{Backend, FdbFlush, FdbFlushType, PortStats};
 use crate::error::{EntryKey, SaiError, SaiResult};
 use crate::notification::{FdbEvent, NeighborInfo, Notification};
-use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey};
+use crate::object::{
+    FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey, SuppressionEntryKey,
+};
 
 /// The shim's record of every object and entry, with reference counts.
 /// Backends read it to resolve references.
@@ -25,6 +27,8 @@ pub struct ObjectStore {
     fdb: BTreeMap<FdbEntryKey, FdbEntry>,
     routes: BTreeMap<RouteEntryKey, RouteEntry>,
     neighbors: BTreeMap<NeighborEntryKey, NeighborEntry>,
+    /// ARP/ND suppression bindings: the MAC answered for each.
+    suppression: BTreeMap<SuppressionEntryKey, EthernetAddress>,
     switch: ObjectId,
     cpu_port: ObjectId,
     default_virtual_router: ObjectId,
@@ -475,6 +479,25 @@ impl ObjectStore {
         Ok(())
     }
 
+    fn suppression_references(key: &SuppressionEntryKey) -> Vec<Reference> {
+        vec![Reference { attribute: "bv_id", id: key.vlan, expected: &[ObjectType::Vlan] }]
+    }
+
+    fn check_suppression_entry(&self, key: &SuppressionEntryKey, mac: EthernetAddress) -> SaiResult<()> {
+        self.check_references(&Self::suppression_references(key))?;
+        if key.ip.is_unspecified() || key.ip.is_multicast() || key.ip.is_loopback() {
+            return Err(SaiError::entry_invalid(
+                "suppression entry",
+                "ip_address",
+                format!("{} is not a host", key.ip),
+            ));
+        }
+        if !mac.is_unicast() || mac == EthernetAddress::ZERO {
+            return Err(SaiError::entry_invalid("suppression entry", "mac_address", format!("{mac} is not unicast")));
+        }
+        Ok(())
+    }
+
     fn check_neighbor_entry(&self, key: &NeighborEntryKey) -> SaiResult<()> {
         self.check_references(&Self::neighbor_references(key))?;
         if key.ip.is_unspecified() || key.ip.is_multicast() {
@@ -503,6 +526,7 @@ impl<B: Backend> Sai<B> {
             fdb: BTreeMap::new(),
             routes: BTreeMap::new(),
             neighbors: BTreeMap::new(),
+            suppression: BTreeMap::new(),
             switch: ObjectId::from_raw(0),
             cpu_port: ObjectId::from_raw(0),
             default_virtual_router: ObjectId::from_raw(0),
@@ -1054,6 +1078,33 @@ impl<B: Backend> Sai<B> {
 
     pub fn get_neighbor_entry(&self, key: NeighborEntryKey) -> SaiResult<NeighborEntry> {
         self.store.neighbors.get(&key).cloned().ok_or(SaiError::UnknownEntry(EntryKey::Neighbor(key)))
+    }
+
+    /// ARP/ND suppression: forwarding answers ARP requests and neighbour
+    /// solicitations for `key.ip` in `key.vlan` with `mac` (installs or
+    /// replaces the binding).
+    pub fn set_suppression_entry(&mut self, key: SuppressionEntryKey, mac: EthernetAddress) -> SaiResult<()> {
+        self.store.check_suppression_entry(&key, mac)?;
+        self.backend.set_suppression_entry(&self.store, &key, mac)?;
+        if self.store.suppression.insert(key, mac).is_none() {
+            self.store.add_users(Referrer::SuppressionEntry, &ObjectStore::suppression_references(&key));
+        }
+        Ok(())
+    }
+
+    pub fn remove_suppression_entry(&mut self, key: SuppressionEntryKey) -> SaiResult<()> {
+        if !self.store.suppression.contains_key(&key) {
+            return Err(SaiError::UnknownEntry(EntryKey::Suppression(key)));
+        }
+        self.backend.remove_suppression_entry(&self.store, &key)?;
+        self.store.suppression.remove(&key);
+        self.store.remove_users(Referrer::SuppressionEntry, &ObjectStore::suppression_references(&key));
+        Ok(())
+    }
+
+    /// The ARP/ND suppression bindings, in key order.
+    pub fn suppression_entries(&self) -> Vec<(SuppressionEntryKey, EthernetAddress)> {
+        self.store.suppression.iter().map(|(key, mac)| (*key, *mac)).collect()
     }
 
     // ------------------------------------------------------------ VXLAN

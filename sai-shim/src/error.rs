@@ -3,7 +3,9 @@
 
 use thiserror::Error;
 
-use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey};
+use crate::object::{
+    FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey, SuppressionEntryKey,
+};
 
 /// An entry-keyed object, named by its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -11,6 +13,7 @@ pub enum EntryKey {
     Fdb(FdbEntryKey),
     Route(RouteEntryKey),
     Neighbor(NeighborEntryKey),
+    Suppression(SuppressionEntryKey),
 }
 
 impl core::fmt::Display for EntryKey {
@@ -21,6 +24,7 @@ impl core::fmt::Display for EntryKey {
                 write!(f, "route entry {} in {}", k.destination, k.virtual_router)
             }
             EntryKey::Neighbor(k) => write!(f, "neighbor entry {} on {}", k.ip, k.router_interface),
+            EntryKey::Suppression(k) => write!(f, "suppression entry {} in {}", k.ip, k.vlan),
         }
     }
 }

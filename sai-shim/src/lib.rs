@@ -70,4 +70,4 @@ pub use notification::{
     FdbEvent, NeighborInfo, NeighborState, Notification, NotificationBus, PfcDeadlockEvent, SubscriberStats,
     Subscription,
 };
-pub use object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey};
+pub use object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, Referrer, RouteEntryKey, SuppressionEntryKey};

@@ -173,6 +173,15 @@ pub struct NeighborEntryKey {
     pub ip: IpAddr,
 }
 
+/// Key of an ARP/ND suppression entry (RFC 7432 section 10): a host's IP
+/// address in a VLAN (bridge domain), answered for by the switch. SAI has
+/// no such entry; it is the shape of Linux's `neigh_suppress` bindings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SuppressionEntryKey {
+    pub vlan: ObjectId,
+    pub ip: IpAddr,
+}
+
 /// What refers to an object, as reported by [`crate::SaiError::ObjectInUse`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Referrer {
@@ -180,6 +189,7 @@ pub enum Referrer {
     FdbEntry,
     RouteEntry,
     NeighborEntry,
+    SuppressionEntry,
 }
 
 impl fmt::Display for Referrer {
@@ -189,6 +199,7 @@ impl fmt::Display for Referrer {
             Referrer::FdbEntry => f.write_str("fdb entry"),
             Referrer::RouteEntry => f.write_str("route entry"),
             Referrer::NeighborEntry => f.write_str("neighbor entry"),
+            Referrer::SuppressionEntry => f.write_str("suppression entry"),
         }
     }
 }

@@ -79,6 +79,10 @@ impl<B: Backend> SwitchView<B> {
             }
             Request::ShowCompletions => Reply::Completions(self.completions()),
             Request::ShowDrops => Reply::Drops(self.drops()),
+            Request::CheckLossless => Reply::LosslessFindings(self.check_lossless()),
+            Request::ShowLosslessProfile => {
+                Reply::LosslessProfile(serde_json::to_value(self.lossless_profile()).unwrap_or_default())
+            }
             Request::ShowBackend => Reply::Backend(self.backend()),
             Request::ShowBgpSummary => Reply::BgpSummary(self.bgp.as_ref().map(BgpView::summary).unwrap_or_default()),
             Request::ShowBgpNeighbors { address } => {

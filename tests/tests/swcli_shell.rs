@@ -145,6 +145,9 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     assert!(pane.contains("eth1"), "both ports offered:\n{pane}");
     shell.send(&["-l", "1"]);
     shell.send(&["Escape"]);
+    // tmux reads an Escape followed within its escape-time (500 ms) by
+    // Enter as Alt-Enter.
+    std::thread::sleep(Duration::from_millis(700));
     shell.send(&["Enter"]);
     shell.wait_for("10.1.0.1/24", Duration::from_secs(5));
     shell.clear();
@@ -194,8 +197,9 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     assert!(lab.ha.ping_until("10.9.0.1", Duration::from_secs(10)), "forwarding again after the rollback");
     shell.clear();
     shell.line("show system commit history");
-    let pane = shell.wait_for("rolled back", Duration::from_secs(5));
-    assert!(pane.contains("was not confirmed in time"), "{pane}");
+    // The last line of the answer, so the whole table is on the pane.
+    let pane = shell.wait_for("loaded from", Duration::from_secs(5));
+    assert!(pane.contains("rolled back") && pane.contains("was not confirmed in time"), "{pane}");
 
     // rollback 1 loads the commit before (without the route); committing it
     // removes the route, and rollback 1 again restores it.
@@ -221,7 +225,9 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     // goes through once the candidate starts again from running.
     shell.clear();
     shell.line("discard");
+    shell.wait_for("candidate reset to running", Duration::from_secs(5));
     shell.line("set routes 10.8.0.0/24 next_hops [10.2.0.2]");
+    shell.wait_for("shellsw(config*)# ", Duration::from_secs(5));
     let (code, text) =
         sw.swcli_script("configure\nset ports eth1 description other-session\ncommit comment the other session\n");
     assert_eq!(code, 0, "{text}");
@@ -319,9 +325,9 @@ fn only_swadmin_members_may_commit() {
 /// thread takes the new port, its host interface appears with the
 /// address, and a ping over it works; deleting it stops that ping and
 /// removes the host interface; adding it back works again. Meanwhile the
-/// other port's traffic is not disturbed (a ping running through both
+/// other port's traffic is not disturbed (a ping running through the
 /// commits loses nothing), and a loopback address comes and goes the
-/// same way.
+/// same way, as does a VLAN interface (SVI) with an access port.
 #[test]
 fn commits_add_and_remove_ports_and_interfaces_live() {
     if !require_root_and_tools("swcli_shell", &["ip", "ping"]) {
@@ -362,6 +368,21 @@ fn commits_add_and_remove_ports_and_interfaces_live() {
         assert!(!lab.ha.ping("10.2.0.2", 2), "round {round}: nothing forwards to the deleted port");
         assert!(!lab.sw.exec(&["ip", "-br", "addr", "show", "lo"]).contains("10.255.0.1"), "round {round}");
     }
+    // A VLAN interface (SVI) with an access port in its VLAN, added live:
+    // its host interface `vlan20` appears with the address and routes.
+    let (code, text) = sw.swcli_script(
+        "configure\nset vlans 20 { addresses: [10.3.0.1/24] }\nset ports eth2 { mode: access, vlan: 20 }\ncommit\n",
+    );
+    assert_eq!(code, 0, "{text}");
+    assert!(lab.sw.exec(&["ip", "-br", "addr", "show", "vlan20"]).contains("10.3.0.1/24"), "the SVI's host interface");
+    lab._hb.ip(&["addr", "add", "10.3.0.2/24", "dev", "veth0"]);
+    lab._hb.ip(&["route", "replace", "default", "via", "10.3.0.1"]);
+    assert!(lab.ha.ping_until("10.3.0.2", Duration::from_secs(10)), "routed through the new SVI");
+    let (code, text) = sw.swcli_script("configure\ndelete ports eth2\ndelete vlans 20\ncommit\n");
+    assert_eq!(code, 0, "{text}");
+    assert!(!has_link("vlan20"), "the SVI's host interface went with it");
+    assert!(!lab.ha.ping("10.3.0.2", 1));
+
     // SIGINT: ping prints its statistics and ends.
     assert!(Command::new("kill").args(["-INT", &other.id().to_string()]).status().expect("kill").success());
     let out = other.wait_timeout(Duration::from_secs(10)).expect("the background ping ends");

@@ -1,14 +1,15 @@
 //! EVPN's layer-2 state into the shim: remote VTEPs as tunnel endpoints
 //! with a bridge port each, flood lists as VLAN members of those bridge
 //! ports (head-end replication, RFC 8365 §8), remote MACs as FDB entries
-//! on them (RFC 7432 §9.2.2).
+//! on them (RFC 7432 §9.2.2), remote MAC+IP bindings as ARP/ND suppression
+//! entries in the VNI's VLAN (§10).
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 
 use sai_shim::{
     Backend, BridgePortAttr, BridgePortType, EthernetAddress, FdbEntryAttr, FdbEntryKey, FdbEntryType, ObjectId, Sai,
-    TaggingMode, TunnelEndpointAttr, VlanMemberAttr,
+    SuppressionEntryKey, TaggingMode, TunnelEndpointAttr, VlanMemberAttr,
 };
 
 use crate::packet::evpn::MacAddr;
@@ -132,6 +133,26 @@ impl Overlay {
             _ => {}
         }
         Ok(())
+    }
+
+    /// ARP/ND suppression: `ip` in `vni` is `mac` (`None`: forget it), so
+    /// the switch answers local hosts' requests for it (RFC 7432 §10).
+    pub fn suppression<B: Backend>(
+        &mut self,
+        sai: &mut Sai<B>,
+        vni: u32,
+        ip: IpAddr,
+        mac: Option<MacAddr>,
+    ) -> Result<(), OverlayError> {
+        let key = SuppressionEntryKey { vlan: self.vlan(vni)?, ip };
+        let result = match mac {
+            Some(mac) => sai.set_suppression_entry(key, EthernetAddress(mac.0)),
+            None => match sai.remove_suppression_entry(key) {
+                Err(sai_shim::SaiError::UnknownEntry(_)) => Ok(()),
+                other => other,
+            },
+        };
+        result.map_err(|e| format!("ARP/ND suppression of {ip} in VNI {vni}: {e}"))
     }
 
     /// `mac` in `vni` is behind `vtep` (`None`: no longer). The entry is

@@ -98,6 +98,12 @@ impl Switch {
         self.stages.state.address_conflicts
     }
 
+    /// ARP requests and neighbour solicitations answered from the
+    /// suppression table (EVPN's MAC+IP bindings) instead of flooded.
+    pub fn neighbor_requests_suppressed(&self) -> u64 {
+        self.stages.state.neighbor_requests_suppressed
+    }
+
     /// Drops by reason, switch-wide; per-port drops are in [`PortCounters::drops`].
     pub fn drop_counters(&self) -> &DropCounters {
         &self.stages.state.drops

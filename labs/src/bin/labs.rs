@@ -9,6 +9,7 @@
 //! labs exec NODE [-t FILE | --name LAB] -- CMD...
 //! labs graph -t FILE [-o OUT.svg|.png|.dot]
 //! labs check [-t FILE | --name LAB] [--timeout SECS]
+//! labs check lossless [-t FILE | --name LAB | --socket PATH...] [--json]   # exit 1 on an error
 //! labs ping NODE ADDR... [--name LAB]  # one echo each, from the node, as check does
 //! labs fault link-down|link-up NODE:ethN | netem NODE:ethN --delay MS --loss PCT | kill NODE | restart NODE
 //! labs destroy [-t FILE | --name LAB]
@@ -51,6 +52,11 @@ impl Which {
     }
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum CheckKind {
+    Lossless,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Write a generated lab (topology and node configs).
@@ -89,12 +95,23 @@ enum Command {
         #[arg(long, short = 'o')]
         out: Option<PathBuf>,
     },
-    /// Wait for convergence: BGP sessions up, routes installed, all-pairs ping.
+    /// Wait for convergence: BGP sessions up, routes installed, all-pairs
+    /// ping; or, with `lossless`, the fabric-wide lossless check.
     Check {
+        /// `lossless`: PFC priorities and MTU equal at both ends of each link,
+        /// headroom for each link's speed and cable, ECN Kmin below XOFF, the
+        /// watchdog on, the same DSCP -> TC -> PG -> queue chain everywhere.
+        what: Option<CheckKind>,
         #[command(flatten)]
         which: Which,
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        /// Switches' management sockets instead of a lab's (lossless).
+        #[arg(long)]
+        socket: Vec<PathBuf>,
+        /// The findings as JSON (lossless).
+        #[arg(long)]
+        json: bool,
     },
     /// Inject a fault.
     Fault {
@@ -253,7 +270,19 @@ fn run(command: Command) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { which, timeout } => {
+        Command::Check { what: Some(CheckKind::Lossless), which, socket, json, .. } => {
+            let sockets =
+                if socket.is_empty() { labs::lossless::lab_sockets(&Lab::open(&which.lab_name()?)?) } else { socket };
+            let (profiles, findings) = labs::lossless::check(&sockets)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&findings).map_err(|e| e.to_string())?);
+            } else {
+                print!("{}", labs::lossless::render(&profiles, &findings));
+            }
+            let failed = findings.iter().any(|f| f.severity == qos::lossless::Severity::Error);
+            Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+        }
+        Command::Check { which, timeout, .. } => {
             let lab = Lab::open(&which.lab_name()?)?;
             let report = lab.check(Duration::from_secs(timeout))?;
             println!("{report}");

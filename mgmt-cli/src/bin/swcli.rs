@@ -4,7 +4,7 @@
 //! daemon (from a terminal; from a pipe it runs one command per line).
 //! `swcli [--socket PATH] [--json] COMMAND...` runs one command, the same
 //! as in the shell: `swcli show ip route`, `swcli show bgp summary --json`.
-//! Exit status: 0 done, 2 the command did not parse, 3 switchd refused or
+//! Exit status: 0 done, 1 a check found an error, 2 the command did not parse, 3 switchd refused or
 //! failed it, 4 switchd could not be reached.
 
 use clap::Parser;
@@ -36,6 +36,7 @@ struct Cli {
 fn exit_code(status: Status) -> ExitCode {
     match status {
         Status::Ok | Status::Exit => ExitCode::SUCCESS,
+        Status::Failed => ExitCode::from(1),
         Status::Usage => ExitCode::from(2),
         Status::Refused => ExitCode::from(3),
         Status::Unreachable => ExitCode::from(4),
@@ -61,7 +62,7 @@ fn main() -> ExitCode {
             line.push_str(" | json");
         }
         let output = session.execute(&line);
-        if output.status == Status::Ok {
+        if matches!(output.status, Status::Ok | Status::Failed) {
             print!("{}", output.text);
         } else {
             eprint!("swcli: {}", output.text.strip_prefix("error: ").unwrap_or(&output.text));

@@ -161,6 +161,12 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show lldp", "LLDP neighbours", ANY, |_| request(Request::ShowLldp)),
     ("show running-config", "the running configuration, as YAML", ANY, |_| request(Request::ShowRunningConfig)),
     ("show drops", "frames dropped, by reason and ingress port", ANY, |_| request(Request::ShowDrops)),
+    ("check lossless", "PFC, headroom, ECN Kmin below XOFF, watchdog, on this switch", ANY, |_| {
+        request(Request::CheckLossless)
+    }),
+    ("show lossless profile", "what the fabric-wide lossless check reads from this switch", ANY, |_| {
+        request(Request::ShowLosslessProfile)
+    }),
     ("show backend", "what forwards (soft pipeline or kernel) and how VLANs map", ANY, |_| {
         request(Request::ShowBackend)
     }),

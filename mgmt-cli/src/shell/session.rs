@@ -28,6 +28,8 @@ pub enum Status {
     Refused,
     /// The daemon could not be reached (exit status 4).
     Unreachable,
+    /// A check found an error (exit status 1).
+    Failed,
     /// The shell should end.
     Exit,
 }
@@ -214,7 +216,12 @@ impl Session {
         let text = match action {
             Action::Request(request) => {
                 let reply = self.request(&request)?;
-                if json { json_payload(&reply) } else { reply.render() }
+                let failed = matches!(&reply, Reply::LosslessFindings(f) if f.iter().any(|f| f.is_error()));
+                let text = if json { json_payload(&reply) } else { reply.render() };
+                if failed {
+                    return Ok(Output { text, status: Status::Failed });
+                }
+                text
             }
             Action::ShowInterface(name) => {
                 let Reply::Interfaces(mut all) = self.request(&Request::ShowInterfaces)? else {

@@ -25,9 +25,10 @@ pub use dataplane::pipeline::{DropCounters, PathQualityReport, PortCounters};
 
 use crate::api::ObjectStore;
 use crate::attributes::{FdbEntry, NeighborEntry, Object, RouteEntry};
-use crate::error::SaiResult;
+use crate::error::{SaiError, SaiResult};
 use crate::notification::{NeighborInfo, Notification};
-use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, RouteEntryKey};
+use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, RouteEntryKey, SuppressionEntryKey};
+use dataplane::wire::EthernetAddress;
 
 /// Which entries [`crate::Sai::flush_fdb_entries`] removes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -151,6 +152,20 @@ pub trait Backend {
         key: &NeighborEntryKey,
         entry: &NeighborEntry,
     ) -> SaiResult<()>;
+
+    /// Forwarding answers ARP/ND for `key.ip` in `key.vlan` with `mac`
+    /// (installs or replaces). Backends without a suppression table refuse.
+    fn set_suppression_entry(
+        &mut self,
+        _store: &ObjectStore,
+        key: &SuppressionEntryKey,
+        _mac: EthernetAddress,
+    ) -> SaiResult<()> {
+        Err(SaiError::NotSupported(format!("ARP/ND suppression ({} in {})", key.ip, key.vlan)))
+    }
+    fn remove_suppression_entry(&mut self, _store: &ObjectStore, key: &SuppressionEntryKey) -> SaiResult<()> {
+        Err(SaiError::NotSupported(format!("ARP/ND suppression ({} in {})", key.ip, key.vlan)))
+    }
 
     /// The link state of a port, as far as the backend knows.
     fn port_oper_status(&self, port: ObjectId) -> bool;

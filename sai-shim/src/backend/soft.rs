@@ -29,7 +29,7 @@ use crate::api::ObjectStore;
 use crate::attributes::*;
 use crate::error::{SaiError, SaiResult};
 use crate::notification::{FdbEvent, NeighborInfo, NeighborState, Notification, PfcDeadlockEvent};
-use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey};
+use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey, SuppressionEntryKey};
 
 /// Hands out dense indices below a limit, reusing released ones (lowest
 /// first, so small tables stay small) in O(log n).
@@ -878,6 +878,25 @@ impl Backend for SoftBackend {
     ) -> SaiResult<()> {
         let rif = self.rif(key.router_interface)?;
         let _ = self.switch.remove_neighbor(rif, key.ip);
+        Ok(())
+    }
+
+    fn set_suppression_entry(
+        &mut self,
+        _store: &ObjectStore,
+        key: &SuppressionEntryKey,
+        mac: EthernetAddress,
+    ) -> SaiResult<()> {
+        let vid = self.vid(key.vlan)?;
+        self.switch
+            .set_suppression_entry(vid, key.ip, mac)
+            .map_err(|e| table_error(e, "suppression entry", "MAC_ADDRESS"))
+    }
+
+    fn remove_suppression_entry(&mut self, _store: &ObjectStore, key: &SuppressionEntryKey) -> SaiResult<()> {
+        let vid = self.vid(key.vlan)?;
+        // Gone with its VLAN already: removed all the same.
+        let _ = self.switch.remove_suppression_entry(vid, key.ip);
         Ok(())
     }
 

@@ -1,6 +1,7 @@
 //! The traffic manager in the daemon: the config's `qos:` as shim QoS
 //! objects ([`apply`]), and what `show` reads back of it ([`show`]).
 
+pub mod lossless;
 pub mod show;
 
 use qos::buffer::{PgProfile, QueueLimit};

@@ -156,6 +156,11 @@ impl Stages {
             }
         }
         if frame.dst.is_multicast() {
+            if let BridgeSource::Port(port) = source
+                && self.suppress_neighbor_request(port, vid, frame, out)
+            {
+                return Disposition::Consumed;
+            }
             let flooded = self.flood(now, source, vid, frame, out);
             // The router behind the SVI hears broadcasts and multicasts too
             // (ARP requests, neighbour solicitations, routing protocols).

@@ -27,6 +27,9 @@ pub(crate) struct ForwardingState {
     pub(crate) icmp_limiter: RateLimiter,
     /// ARP/ND packets in which another node claimed one of our addresses.
     pub(crate) address_conflicts: u64,
+    /// ARP requests and neighbour solicitations the bridge answered from
+    /// the suppression table instead of flooding.
+    pub(crate) neighbor_requests_suppressed: u64,
     /// Dynamic load balancing's member choice; `None` = static hash.
     pub(crate) path_quality: Option<Box<dyn PathQuality>>,
     /// The flow hash the call in progress computed (ECMP, VXLAN), for the
@@ -49,6 +52,7 @@ impl ForwardingState {
             encap_depth: 0,
             icmp_limiter: RateLimiter::new(config.icmp_errors_per_second),
             address_conflicts: 0,
+            neighbor_requests_suppressed: 0,
             path_quality: None,
             call_flow_hash: 0,
             ip_id: 0,

@@ -84,13 +84,15 @@ impl Tables {
         Ok(())
     }
 
-    /// Removes a VLAN with no members, router interface or VNI; its FDB entries go with it.
+    /// Removes a VLAN with no members, router interface or VNI; its FDB and
+    /// suppression entries go with it.
     pub fn remove_vlan(&mut self, vid: VlanId) -> Result<(), TableError> {
         let vlan = self.bridge.vlan(vid).ok_or(TableError::NotFound)?;
         if !vlan.members.is_empty() || vlan.rif.is_some() || vlan.vni.is_some() {
             return Err(TableError::InUse);
         }
         self.flush_fdb_inner(None, Some(vid), false, false);
+        self.suppression.entries.retain(|&(entry_vid, _), _| entry_vid != vid);
         if let Some(slot) = self.bridge.vlans.get_mut(usize::from(vid)) {
             *slot = None;
         }

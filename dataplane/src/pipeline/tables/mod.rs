@@ -9,6 +9,7 @@ pub(crate) mod fib;
 pub(crate) mod neighbors;
 pub(crate) mod ports;
 pub(crate) mod router;
+pub(crate) mod suppression;
 pub(crate) mod tunnel;
 
 use super::config::SwitchConfig;
@@ -54,13 +55,14 @@ impl std::error::Error for TableError {}
 
 /// The forwarding state one switch's control plane programs: ports, VLANs
 /// and the FDB, router interfaces, VRFs and their routes, next hops and
-/// groups, neighbours, the VXLAN VTEP; and the events its changes raise.
+/// groups, neighbours, ARP/ND suppression bindings, the VXLAN VTEP; and the events its changes raise.
 pub struct Tables {
     pub(crate) config: SwitchConfig,
     pub(crate) ports: Vec<Option<ports::Port>>,
     pub(crate) bridge: bridge::Bridge,
     pub(crate) router: router::Router,
     pub(crate) neighbors: neighbors::NeighborTable,
+    pub(crate) suppression: suppression::Suppression,
     pub(crate) vxlan: tunnel::Vtep,
     pub(crate) events: EventQueue,
 }
@@ -72,6 +74,7 @@ impl Tables {
             bridge: bridge::Bridge::new(&config),
             router: router::Router::new(&config),
             neighbors: neighbors::NeighborTable::new(&config),
+            suppression: suppression::Suppression::new(&config),
             vxlan: tunnel::Vtep::default(),
             events: EventQueue::new(config.event_capacity),
             config,

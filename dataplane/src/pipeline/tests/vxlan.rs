@@ -2,10 +2,14 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::l3::{H0, H1, H2, R0, R1, R2, l3_switch, udp_packet, v4};
+use super::l3::{H0, H1, H2, R0, R1, R2, arp, ipv6, l3_switch, udp_packet, v4, v6};
 use super::*;
+use crate::wire::arp::Operation;
 use crate::wire::vxlan::{self, VXLAN_PORT};
-use crate::wire::{Ecn, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, UdpRepr, VxlanPacket, VxlanRepr};
+use crate::wire::{
+    Ecn, Icmpv6Packet, Icmpv6Repr, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, UdpPacket, UdpRepr, VxlanPacket,
+    VxlanRepr,
+};
 
 const VNI: Vni = 5000;
 
@@ -292,4 +296,79 @@ fn the_underlay_can_run_over_an_svi() {
     let (sport, ident) = (outer_source_port(&got[0].1), outer_ident(&got[0].1));
     let outer = vxlan_ip_with_id(v4("1.1.1.1"), v4("4.4.4.4"), sport, ident, VNI, &reply);
     assert_eq!(got[0].1, frame(peer, r3, None, EtherType::Ipv4, &outer));
+}
+
+/// RFC 7432 section 10: with EVPN's binding of 192.168.100.9 and
+/// 2001:db8:100::9 to a host behind a remote VTEP, the bridge answers a
+/// local host's ARP request and neighbour solicitation itself, out of the
+/// port they came in on, and floods nothing (no copy to the trunk, none to
+/// the VTEPs of the flood list). Unknown targets, gratuitous ARP and DAD
+/// still flood.
+#[test]
+fn arp_and_nd_for_evpn_known_hosts_are_answered_locally_not_flooded() {
+    let mut switch = vtep_switch();
+    let remote_host = mac(9);
+    switch.set_suppression_entry(100, IpAddr::V4(v4("192.168.100.9")), remote_host).unwrap();
+    switch.set_suppression_entry(100, IpAddr::V6(v6("2001:db8:100::9")), remote_host).unwrap();
+    let mut out = Output::new();
+
+    let request = arp(Operation::Request, H2, "192.168.100.2", EthernetAddress::ZERO, "192.168.100.9");
+    let sent = frame(EthernetAddress::BROADCAST, H2, None, EtherType::Arp, &request);
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Consumed);
+    let reply = arp(Operation::Reply, remote_host, "192.168.100.9", H2, "192.168.100.2");
+    assert_eq!(emitted(&out), vec![(Egress::Port(2), frame(H2, remote_host, None, EtherType::Arp, &reply))]);
+    assert_eq!(switch.neighbor_requests_suppressed(), 1);
+
+    // Neighbour solicitation to the solicited-node group: a solicited advertisement back.
+    out.clear();
+    let (host_ip, target) = (v6("2001:db8:100::2"), v6("2001:db8:100::9"));
+    let solicit = Icmpv6Repr::NeighborSolicit { target_addr: target, source_lladdr: Some(H2) };
+    let ns = ipv6(host_ip, v6("ff02::1:ff00:9"), 255, &solicit);
+    let sent = frame(EthernetAddress([0x33, 0x33, 0xff, 0, 0, 9]), H2, None, EtherType::Ipv6, &ns);
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Consumed);
+    let advert = Icmpv6Repr::NeighborAdvert {
+        router_flag: false,
+        solicited_flag: true,
+        override_flag: true,
+        target_addr: target,
+        target_lladdr: Some(remote_host),
+    };
+    let na = ipv6(target, host_ip, 255, &advert);
+    let got = emitted(&out);
+    assert_eq!(got, vec![(Egress::Port(2), frame(H2, remote_host, None, EtherType::Ipv6, &na))]);
+    let icmp = Icmpv6Packet::new_checked(&got[0].1[14 + 40..]).unwrap();
+    assert!(icmp.verify_checksum(target, host_ip));
+    assert_eq!(Ipv6Packet::new_checked(&got[0].1[14..]).unwrap().hop_limit(), 255);
+    assert_eq!(switch.neighbor_requests_suppressed(), 2);
+
+    // Not suppressed: an unknown target, a gratuitous ARP, DAD from ::.
+    let unknown = arp(Operation::Request, H2, "192.168.100.2", EthernetAddress::ZERO, "192.168.100.10");
+    let gratuitous = arp(Operation::Request, H2, "192.168.100.9", EthernetAddress::ZERO, "192.168.100.9");
+    let dad = ipv6(
+        v6("::"),
+        v6("ff02::1:ff00:9"),
+        255,
+        &Icmpv6Repr::NeighborSolicit { target_addr: target, source_lladdr: None },
+    );
+    for (ethertype, body) in [(EtherType::Arp, unknown), (EtherType::Arp, gratuitous), (EtherType::Ipv6, dad)] {
+        out.clear();
+        let dst = if ethertype == EtherType::Arp {
+            EthernetAddress::BROADCAST
+        } else {
+            EthernetAddress([0x33, 0x33, 0xff, 0, 0, 9])
+        };
+        assert_eq!(switch.process(NOW, 2, &frame(dst, H2, None, ethertype, &body), &mut out), Disposition::Flooded);
+        // Ports 0 and 1 are the underlay: one VXLAN copy per remote VTEP.
+        let encapsulated = ports_of(&out).iter().filter(|&&port| port < 2).count();
+        assert_eq!(encapsulated, 2, "flooded to both VTEPs");
+    }
+    assert_eq!(switch.neighbor_requests_suppressed(), 2);
+
+    // Withdrawn binding: flooded again.
+    switch.remove_suppression_entry(100, IpAddr::V4(v4("192.168.100.9"))).unwrap();
+    out.clear();
+    let sent = frame(EthernetAddress::BROADCAST, H2, None, EtherType::Arp, &request);
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Flooded);
+    assert_eq!(switch.remove_suppression_entry(100, IpAddr::V4(v4("192.168.100.9"))), Err(TableError::NotFound));
+    assert!(switch.set_suppression_entry(999, IpAddr::V4(v4("192.168.100.9")), remote_host).is_err(), "no such VLAN");
 }

@@ -191,6 +191,7 @@ impl KernelBackend {
         self.switch = Some((switch.src_mac_address, switch.fdb_aging_time));
         self.bridge_mode = self.probe_vlan_aware_bridge(log, switch)?;
         self.port_vlans.clear();
+        self.bridge_mtu_set = None;
         tracing::info!(
             bridge_mode = self.bridge_mode.name(),
             "kernel backend: {}",
@@ -654,6 +655,9 @@ impl KernelBackend {
         new: &RouterInterface,
     ) -> SaiResult<()> {
         let netdev = self.router_interface(id)?.clone();
+        if matches!(new.rif_type, RouterInterfaceType::Vlan(_)) {
+            self.make_room_for_svi_mtu(log, new.mtu)?;
+        }
         let message = |rif: &RouterInterface| {
             let mut message = link_message(netdev.ifindex);
             message.attributes.push(LinkAttribute::Address(rif.src_mac_address.0.to_vec()));

@@ -129,6 +129,8 @@ pub struct KernelBackend {
     switch: Option<(EthernetAddress, u32)>,
     /// One VLAN-aware bridge, or one bridge per VLAN.
     bridge_mode: vlan_aware::BridgeMode,
+    /// VLAN-aware: the MTU the backend gave the bridge (for its SVIs).
+    bridge_mtu_set: Option<u32>,
     /// VLAN-aware: the bridge VLANs of each port and how it carries them.
     port_vlans: HashMap<ObjectId, BTreeMap<VlanId, TaggingMode>>,
     /// VLAN -> its bridge (in the VLAN-aware model, the one bridge).
@@ -197,6 +199,7 @@ impl KernelBackend {
             switch: None,
             bridge_mode: vlan_aware::BridgeMode::PerVlan,
             port_vlans: HashMap::new(),
+            bridge_mtu_set: None,
             bridges: HashMap::new(),
             vid_of_bridge: HashMap::new(),
             untagged_vlan: HashMap::new(),

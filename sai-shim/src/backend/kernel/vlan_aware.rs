@@ -274,11 +274,38 @@ impl KernelBackend {
         vid: VlanId,
         rif: &RouterInterface,
     ) -> SaiResult<Netdev> {
+        self.make_room_for_svi_mtu(log, rif.mtu)?;
         let mut message = svi_message(&self.config.bridge_name(vid), bridge.ifindex, vid);
         message.attributes.push(LinkAttribute::Address(rif.src_mac_address.0.to_vec()));
         message.attributes.push(LinkAttribute::Mtu(u32::from(rif.mtu)));
         admin(&mut message, rif.admin_state);
         self.create_device(log, &format!("create the SVI of vlan {vid}"), message)
+    }
+
+    /// An 802.1Q device's MTU is at most its lower device's: the VLAN-aware
+    /// bridge is given an MTU of its own (at least `mtu`), so that it
+    /// neither refuses the SVI nor shrinks it when a port with a smaller
+    /// MTU joins (a vxlan device's 1450). Nothing in the per-VLAN model.
+    pub(super) fn make_room_for_svi_mtu(&mut self, log: &mut UndoLog, mtu: u16) -> SaiResult<()> {
+        let Some(bridge) = self.vlan_aware_bridge().cloned() else { return Ok(()) };
+        let current = self
+            .link_by_index(bridge.ifindex)
+            .map_err(|e| super::kernel_error(format!("reading {}", bridge.name), e))?
+            .mtu;
+        let wanted = current.max(u32::from(mtu));
+        // Ours already (a failed call's undo may have put it back: then
+        // the kernel's figure differs).
+        if current == wanted && self.bridge_mtu_set == Some(wanted) {
+            return Ok(());
+        }
+        let request = |mtu: u32| {
+            let mut message = link_message(bridge.ifindex);
+            message.attributes.push(LinkAttribute::Mtu(mtu));
+            super::link::set_link(message)
+        };
+        self.send(log, format!("MTU {wanted} of {}", bridge.name), request(wanted), Some(request(current)))?;
+        self.bridge_mtu_set = Some(wanted);
+        Ok(())
     }
 
     /// A VNI's vxlan device carries its VLAN untagged into the bridge.
