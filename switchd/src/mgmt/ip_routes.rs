@@ -9,7 +9,7 @@
 //! chunks, never under the shim's lock (its sink takes the shim's lock
 //! while holding its own).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
@@ -28,7 +28,8 @@ pub struct IpRouteReader<'a, B: Backend> {
     want_v6: bool,
     /// Administrative distances of BGP's best paths (empty without BGP).
     distances: HashMap<String, u8>,
-    static_prefixes: Vec<IpNetwork>,
+    /// The config's static routes (a set: a million of them are looked up per route).
+    static_prefixes: HashSet<IpNetwork>,
     phase: Phase,
 }
 
