@@ -244,6 +244,11 @@ impl Speaker {
         p.config.address = addr;
         p.fsm.config.remote_addr = addr;
         self.rib.peers[id].addr = Some(addr);
+        if let IpAddr::V6(peer) = addr {
+            // Forwarding must know the port a link-local next hop is on.
+            let change = FibChange::LinkLocalPeer { interface: interface.to_string(), peer };
+            self.outputs.push_back(Output::Fib(change));
+        }
         if !p.config.shutdown {
             self.fsm_event(now, id, Event::ManualStart);
         }

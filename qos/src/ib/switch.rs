@@ -217,6 +217,22 @@ impl IbSwitch {
         Ok(())
     }
 
+    /// Replaces `port`'s VL arbitration tables and LimitOfHighPriority (a
+    /// VLArbitrationTable or PortInfo Set); the walk starts over.
+    pub fn set_port_arbitration(
+        &mut self,
+        port: usize,
+        high: &[ArbitrationEntry],
+        low: &[ArbitrationEntry],
+        high_limit: u8,
+    ) -> Result<(), ArbiterError> {
+        let arbiter = VlArbiter::new(high, low, high_limit)?;
+        if let Some(entry) = self.ports.get_mut(port) {
+            entry.arbiter = arbiter;
+        }
+        Ok(())
+    }
+
     /// The link under `port` went down: its flow control starts over (the
     /// next link must exchange it again before data flows, IBA 7.9.4) and
     /// what waits for it stays queued.

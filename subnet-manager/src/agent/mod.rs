@@ -410,6 +410,8 @@ impl Agent {
             entry.master_sm_lid = wanted.master_sm_lid;
             entry.subnet_timeout = wanted.subnet_timeout;
         }
+        // LimitOfHighPriority of the port's VL arbitration (IBA 7.6.9).
+        entry.vl_high_limit = wanted.vl_high_limit;
         if wanted.operational_vls != 0 {
             entry.operational_vls = wanted.operational_vls.min(entry.vl_cap);
         }

@@ -15,8 +15,8 @@ use qos::ib::switch::{IbSwitch, PacketDesc, PortCounters, Received, SwitchConfig
 use super::frames::{self, FrameError, LinkPacket};
 use super::{FrameStore, default_sl_to_vl, describe_port};
 use crate::agent::{Agent, Disposition};
-use crate::packet::attributes::{AttributeId, PortPhysState, PortState};
-use crate::packet::smp::{PERMISSIVE_LID, SmpRouting};
+use crate::packet::attributes::{AttributeId, Notice, NoticeRepr, PortPhysState, PortState, VlArbBlock, VlArbEntry};
+use crate::packet::smp::{DATA_LEN, PERMISSIVE_LID, SmpRouting};
 use crate::packet::{MAD_LEN, Method, SmpRepr};
 use crate::topology::NodeKind;
 use crate::transport::inband;
@@ -55,6 +55,10 @@ pub struct PlaneCounters {
     pub bad_version: u64,
     /// Frames the port adapter did not take.
     pub tx_refused: u64,
+    /// Traps 128 (link state change) sent to the master SM.
+    pub traps_sent: u64,
+    /// TrapRepress received from the SM.
+    pub traps_repressed: u64,
 }
 
 /// A port as `show ib port` reports it.
@@ -95,6 +99,8 @@ pub struct SwitchPlane {
     counters: PlaneCounters,
     /// MADs for the SM on this switch, in arrival order.
     for_sm: Vec<[u8; MAD_LEN]>,
+    /// Transaction ID of the last trap sent.
+    trap_transaction: u64,
 }
 
 /// Writes a frame out of an IBA port; false if the port did not take it.
@@ -114,7 +120,7 @@ impl SwitchPlane {
             buffer_blocks: config.buffer_blocks,
             flow_control_refresh_ns: config.flow_control_refresh_ns,
             vl_arbitration_high: Vec::new(),
-            vl_arbitration_low: weights,
+            vl_arbitration_low: weights.clone(),
             high_priority_limit: 0,
         })?;
         let (mut agent, guids) = Agent::standalone(config.guid, NodeKind::Switch, num_ports, &config.description);
@@ -133,6 +139,15 @@ impl SwitchPlane {
                 describe_port(info, port.data_vls, port.mtu);
             } else {
                 info.port_phys_state = PortPhysState::Disabled.into();
+            }
+        }
+        // The engine's arbitration as VLArbitrationTable reads it: the low
+        // priority table, block 1.
+        for (number, port) in ports.iter().enumerate() {
+            if port.is_some() {
+                for (entry, weight) in agent.vl_arb[number][0].iter_mut().zip(&weights) {
+                    *entry = VlArbEntry { vl: weight.vl, weight: weight.weight };
+                }
             }
         }
         // SL n on VL n mod the output's data VLs, in the agent's tables (what
@@ -155,6 +170,7 @@ impl SwitchPlane {
             flow_control_frame: [0; 64],
             counters: PlaneCounters::default(),
             for_sm: Vec::new(),
+            trap_transaction: 0,
         })
     }
 
@@ -336,6 +352,11 @@ impl SwitchPlane {
                     self.for_sm.push(smp.to_bytes());
                     return;
                 }
+                if smp.method == Method::TrapRepress {
+                    // The SM has our notice; it wants no answer (IBA 13.4.9).
+                    self.counters.traps_repressed += 1;
+                    return;
+                }
                 self.agent.process(in_port, &guids, &mut smp);
                 self.after_answer(in_port, &smp);
                 let out = if slid == PERMISSIVE_LID { Some(in_port) } else { self.engine.lft.lookup(slid) };
@@ -360,7 +381,12 @@ impl SwitchPlane {
                 entries.copy_from_slice(stored);
                 let _ = self.engine.lft.set_block(block as u16, &entries);
             }
-            AttributeId::PortInfo => self.engine.set_lid(self.agent.ports[0].lid),
+            AttributeId::PortInfo => {
+                self.engine.set_lid(self.agent.ports[0].lid);
+                // VLHighLimit is a PortInfo field.
+                self.program_arbitration(smp.attribute_modifier as usize);
+            }
+            AttributeId::VlArbitrationTable => self.program_arbitration((smp.attribute_modifier & 0xffff) as usize),
             AttributeId::SlToVlMappingTable => {
                 let count = self.agent.ports.len();
                 for input in 0..count {
@@ -371,6 +397,30 @@ impl SwitchPlane {
             }
             _ => {}
         }
+    }
+
+    /// Programs `port`'s arbiter from its VLArbitrationTable blocks and
+    /// VLHighLimit, as the agent holds them. Entries naming VL15 are left
+    /// out (VL15 is always served first); weight 0 entries are skipped by
+    /// the arbiter itself.
+    fn program_arbitration(&mut self, port: usize) {
+        if !self.is_ib_port(port as u8) {
+            return;
+        }
+        let table = |blocks: [VlArbBlock; 2]| -> Vec<ArbitrationEntry> {
+            blocks
+                .iter()
+                .flat_map(|block| self.agent.vl_arb[port][block.number() as usize - 1])
+                .filter(|entry| entry.vl < qos::ib::MANAGEMENT_VL)
+                .map(|entry| ArbitrationEntry { vl: entry.vl, weight: entry.weight })
+                .collect()
+        };
+        let high = table([VlArbBlock::HighLower, VlArbBlock::HighUpper]);
+        let low = table([VlArbBlock::LowLower, VlArbBlock::LowUpper]);
+        let limit = self.agent.ports[port].vl_high_limit;
+        // The tables came through the agent's parser: at most 64 entries of
+        // data VLs, which the arbiter always takes.
+        let _ = self.engine.set_port_arbitration(port, &high, &low, limit);
     }
 
     /// Queues a management packet out of `port` (VL15: one slot, what does
@@ -409,6 +459,28 @@ impl SwitchPlane {
         };
         if changed && let Some(tables) = self.agent.switch.as_mut() {
             tables.info.port_state_change = true;
+            self.send_link_state_trap();
+        }
+    }
+
+    /// Trap 128, "link state of at least one port has changed" (IBA
+    /// 14.2.5.1, table 144), LID routed to the master SM that PortInfo of
+    /// port 0 names. Before an SM has given us a LID and its own there is
+    /// nobody to tell: its next sweep finds PortStateChange set instead.
+    fn send_link_state_trap(&mut self) {
+        let (lid, sm_lid) = (self.lid(), self.agent.ports[0].master_sm_lid);
+        if lid == 0 || sm_lid == 0 {
+            return;
+        }
+        let mut data = [0u8; DATA_LEN];
+        NoticeRepr::link_state_change(lid).emit(&mut Notice::new_unchecked(&mut data[..]));
+        self.trap_transaction += 1;
+        let trap = SmpRepr::lid_routed(Method::Trap, self.trap_transaction, AttributeId::Notice, 0, data).to_bytes();
+        self.counters.traps_sent += 1;
+        if sm_lid == lid {
+            self.for_sm.push(trap);
+        } else if let Some(port) = self.engine.lft.lookup(sm_lid) {
+            self.send_management(port, &trap, sm_lid, lid);
         }
     }
 

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use super::hca::{HcaConfig, HcaPlane, SendError};
 use super::switch::{SwitchPlane, SwitchPlaneConfig, SwitchPortConfig};
 use crate::lid::LidMap;
-use crate::packet::attributes::{LftBlock, LftBlockRepr, PortInfo, PortInfoRepr, PortState};
+use crate::packet::attributes::{LftBlock, LftBlockRepr, Notice, NoticeRepr, PortInfo, PortInfoRepr, PortState};
 use crate::packet::{AttributeId, MadStatus, Method, SmpRepr};
 use crate::sm::{SmConfig, SmEvent, SubnetManager};
 use dataplane::wire::EthernetAddress;
@@ -99,6 +99,13 @@ impl Lab {
             }
         }
         panic!("the lab never settled");
+    }
+
+    /// Lets `ns` pass (flow-control refreshes fall due), then settles.
+    fn wait(&mut self, ns: u64) {
+        self.now += ns;
+        self.poll_all();
+        self.settle(US);
     }
 
     fn poll_all(&mut self) {
@@ -312,6 +319,115 @@ fn unknown_dlid_is_dropped_and_counted_and_malformed_frames_too() {
     frame[40] ^= 0xff;
     lab.switches[0].receive(lab.now, 1, &frame, &mut |_, _| true);
     assert_eq!(lab.switches[0].counters().malformed, 1);
+}
+
+#[test]
+fn a_port_state_change_sends_trap_128_to_the_master_sm() {
+    let mut lab = Lab::new(1, 16);
+    lab.program_by_hand();
+    // No master SM named yet: the change is only flagged in SwitchInfo.
+    lab.switches[1].set_carrier(lab.now, 2, false, &mut |_, _| true);
+    lab.settle(US);
+    assert_eq!(lab.switches[1].counters().traps_sent, 0);
+    assert!(lab.hcas[0].take_for_sm().is_empty());
+    lab.switches[1].set_carrier(lab.now, 2, true, &mut |_, _| true);
+    lab.wait(2_000 * US);
+    assert_eq!(lab.switches[1].port_status()[1].state, PortState::Init, "flow control exchanged again");
+
+    // The "SM" on hca-a (LID 1) tells sw2 where it is.
+    let mut info = PortInfoRepr { lid: 11, master_sm_lid: 1, ..PortInfoRepr::default() };
+    info.port_state = PortState::NoChange.into();
+    let mut data = [0u8; 64];
+    info.emit(&mut PortInfo::new_unchecked(&mut data[..]));
+    let answer = lab.smp(SmpRepr::directed(Method::Set, 3, AttributeId::PortInfo, 0, &[1, 2], data).unwrap());
+    assert_eq!(answer.status, MadStatus::OK);
+
+    // hca-b's cable is pulled: sw2 traps, LID routed through sw1's LFT.
+    let mut out = Vec::new();
+    lab.switches[1].set_carrier(lab.now, 2, false, &mut |port, frame| {
+        out.push((End::Switch(1, port), frame.to_vec()));
+        true
+    });
+    lab.send(out);
+    lab.settle(US);
+    let mads = lab.hcas[0].take_for_sm();
+    assert_eq!(mads.len(), 1, "one trap");
+    let trap = SmpRepr::parse_bytes(&mads[0]).unwrap();
+    assert_eq!((trap.method, trap.attribute_id), (Method::Trap, AttributeId::Notice));
+    let notice = NoticeRepr::parse(&Notice::new_unchecked(&trap.data[..])).unwrap();
+    assert_eq!((notice.trap_number, notice.issuer_lid, notice.lid_address()), (128, 11, 11));
+    assert_eq!(lab.switches[1].counters().traps_sent, 1);
+
+    // The SM's TrapRepress ends it, unanswered.
+    let mut repress = trap;
+    repress.method = Method::TrapRepress;
+    let frame = crate::transport::inband::encode_frame(&repress.to_bytes(), 11, 1, mac(0xa0));
+    lab.send(vec![(End::Hca(0), frame)]);
+    lab.settle(US);
+    assert_eq!(lab.switches[1].counters().traps_repressed, 1);
+    assert!(lab.hcas[0].take_for_sm().is_empty());
+}
+
+/// sw1 queues 3 packets on each of VL0 and VL1 for its port 2 while that
+/// link is down, and sends them when it comes back: in the order its
+/// arbitration tables give.
+fn arrival_order_after_a_backlog(lab: &mut Lab) -> Vec<u8> {
+    lab.switches[0].set_carrier(lab.now, 2, false, &mut |_, _| true);
+    for _ in 0..3 {
+        lab.send_data(0, 2, 0, &[1u8; 256]).unwrap();
+        lab.send_data(0, 2, 1, &[2u8; 256]).unwrap();
+        lab.settle(US);
+    }
+    assert_eq!(lab.switches[0].port_status()[1].vls.iter().map(|vl| vl.queued).sum::<usize>(), 6);
+    let mut out = Vec::new();
+    lab.switches[0].set_carrier(lab.now, 2, true, &mut |port, frame| {
+        out.push((End::Switch(0, port), frame.to_vec()));
+        true
+    });
+    lab.send(out);
+    lab.wait(2_000 * US);
+    core::iter::from_fn(|| lab.hcas[1].take()).map(|packet| packet.vl).collect()
+}
+
+#[test]
+fn vl_arbitration_tables_set_by_smp_program_the_output_port() {
+    use crate::packet::attributes::{VlArbBlock, VlArbEntry, VlArbRepr, VlArbTable, vl_arb_modifier};
+    // The default as the agent reads it: one low-priority table, 32 units
+    // per VL.
+    let mut lab = Lab::new(2, 16);
+    let get = SmpRepr::directed(
+        Method::Get,
+        8,
+        AttributeId::VlArbitrationTable,
+        vl_arb_modifier(VlArbBlock::LowLower, 2),
+        &[1],
+        [0; 64],
+    );
+    let read = VlArbRepr::parse(&VlArbTable::new_unchecked(&lab.smp(get.unwrap()).data[..])).unwrap();
+    assert_eq!(&read.entries[..2], &[VlArbEntry { vl: 0, weight: 32 }, VlArbEntry { vl: 1, weight: 32 }]);
+
+    // One VL alone in the high-priority table, with no LimitOfHighPriority:
+    // its backlog leaves first, whichever it is.
+    for first in [1u8, 0] {
+        let mut lab = Lab::new(2, 16);
+        lab.program_by_hand();
+        let mut high = VlArbRepr { entries: [VlArbEntry::default(); 32] };
+        high.entries[0] = VlArbEntry { vl: first, weight: 255 };
+        let mut data = [0u8; 64];
+        high.emit(&mut VlArbTable::new_unchecked(&mut data[..]));
+        let modifier = vl_arb_modifier(VlArbBlock::HighLower, 2);
+        let set = SmpRepr::directed(Method::Set, 9, AttributeId::VlArbitrationTable, modifier, &[1], data);
+        assert_eq!(lab.smp(set.unwrap()).status, MadStatus::OK);
+        let mut info = PortInfoRepr { vl_high_limit: 255, ..PortInfoRepr::default() };
+        info.port_state = PortState::NoChange.into();
+        let mut data = [0u8; 64];
+        info.emit(&mut PortInfo::new_unchecked(&mut data[..]));
+        let answer = lab.smp(SmpRepr::directed(Method::Set, 10, AttributeId::PortInfo, 2, &[1], data).unwrap());
+        let read = PortInfoRepr::parse(&PortInfo::new_unchecked(&answer.data[..])).unwrap();
+        assert_eq!((answer.status, read.vl_high_limit), (MadStatus::OK, 255));
+        let second = 1 - first;
+        assert_eq!(arrival_order_after_a_backlog(&mut lab), [first, first, first, second, second, second]);
+    }
 }
 
 #[test]
