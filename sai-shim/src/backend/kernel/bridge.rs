@@ -311,7 +311,10 @@ impl KernelBackend {
     /// zebra installs EVPN MACs).
     fn fdb_requests(&self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<NeighbourMessage> {
         let vid = self.vid(key.vlan)?;
-        let dynamic = entry.entry_type == FdbEntryType::Dynamic;
+        // A static entry that allows moves (EVPN's remote MACs) is, as zebra
+        // installs a non-sticky remote MAC, reachable rather than NOARP, so
+        // the bridge lets a host that moved here take it over.
+        let dynamic = entry.entry_type == FdbEntryType::Dynamic || entry.allow_mac_move;
         let message = match self.member_port(store, entry.bridge_port)? {
             Some((port, netdev)) => fdb_message(
                 match self.subinterfaces.get(&(port, vid)) {
