@@ -437,7 +437,7 @@ impl KernelBackend {
                 if record.state == NeighbourState::Noarp { FdbEntryType::Static } else { FdbEntryType::Dynamic };
             out.push(FdbDetail {
                 key: FdbEntryKey { vlan, mac: record.mac },
-                entry: FdbEntry { entry_type, bridge_port },
+                entry: FdbEntry { entry_type, bridge_port, allow_mac_move: false },
                 remote_vtep,
                 last_seen_ns: None,
             });
