@@ -23,7 +23,8 @@
 //! addresses (one on eth1, one on eth2), hosts ping across, and UDP flows
 //! from h1 to h2 use both uplinks. The same with FRR spines (zebra and
 //! bgpd, `neighbor ethN interface remote-as external`), which forward in
-//! their kernels through the leaves' link-local addresses.
+//! their kernels through the leaves' link-local addresses. Between
+//! `switchd`s, BFD (3 x 100 ms) runs over the link-local addresses too.
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
@@ -46,15 +47,17 @@ bgp:
   asn: {}
   timers: {{ hold_time: 9, connect_retry: 1 }}
   redistribute: [loopback]
+  bfd: {{ transmit_interval_ms: 100, receive_interval_ms: 100 }}
   neighbors:
-    - {{ interface: eth1, remote_as: external }}
-    - {{ interface: eth2, remote_as: external }}
+    - {{ interface: eth1, remote_as: external, bfd: true }}
+    - {{ interface: eth2, remote_as: external, bfd: true }}
 ",
         65000 + u32::from(j)
     )
 }
 
-fn leaf(i: u8) -> String {
+/// Leaf `i`; with `bfd`, a BFD session (3 x 100 ms) with each spine.
+fn leaf(i: u8, bfd: bool) -> String {
     format!(
         "name: l{i}
 lldp: {{ enabled: false }}
@@ -68,9 +71,10 @@ bgp:
   timers: {{ hold_time: 9, connect_retry: 1 }}
   multipath: {{ max_paths: 4 }}
   redistribute: [loopback, connected]
+  bfd: {{ transmit_interval_ms: 100, receive_interval_ms: 100 }}
   neighbors:
-    - {{ interface: eth1, remote_as: external }}
-    - {{ interface: eth2, remote_as: external }}
+    - {{ interface: eth1, remote_as: external, bfd: {bfd} }}
+    - {{ interface: eth2, remote_as: external, bfd: {bfd} }}
 ",
         65100 + u32::from(i)
     )
@@ -182,7 +186,7 @@ fn unnumbered_leaf_spine(tag: &str, frr_spines: bool) {
             switch_spines.push(Switchd::start(spine_ns, &spine(j)));
         }
     }
-    let leaves = [Switchd::start(&l1, &leaf(1)), Switchd::start(&l2, &leaf(2))];
+    let leaves = [Switchd::start(&l1, &leaf(1, !frr_spines)), Switchd::start(&l2, &leaf(2, !frr_spines))];
     for sw in switch_spines.iter().chain(&leaves) {
         wait_for("both sessions Established", CONVERGE, || established(sw) == 2);
     }
@@ -197,6 +201,18 @@ fn unnumbered_leaf_spine(tag: &str, frr_spines: bool) {
         assert!(address.starts_with("fe80:"), "the session runs between link-local addresses: {summary}");
     }
     eprintln!("l1# swcli show bgp summary\n{}", leaves[0].swcli(&["show", "bgp", "summary"]));
+    if !frr_spines {
+        // BFD runs between the link-local addresses too, one session per port.
+        wait_for("BFD up with both spines", CONVERGE, || {
+            let peers = swcli_json(&leaves[0].swcli(&["show", "bfd", "peers", "--json"]))["peers"].clone();
+            peers.as_array().is_some_and(|p| {
+                p.len() == 2
+                    && p.iter()
+                        .all(|p| p["state"] == "up" && p["peer"].as_str().is_some_and(|a| a.starts_with("fe80:")))
+            })
+        });
+        eprintln!("l1# swcli show bfd peers\n{}", leaves[0].swcli(&["show", "bfd", "peers"]));
+    }
 
     for (i, sw) in leaves.iter().enumerate() {
         let other = 2 - i;
