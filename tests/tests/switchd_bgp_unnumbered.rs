@@ -21,11 +21,15 @@
 //! Checked: every session Established, each leaf installs the other leaf's
 //! loopback and host subnet as ECMP through both spines' link-local
 //! addresses (one on eth1, one on eth2), hosts ping across, and UDP flows
-//! from h1 to h2 use both uplinks.
+//! from h1 to h2 use both uplinks. The same with FRR spines (zebra and
+//! bgpd, `neighbor ethN interface remote-as external`), which forward in
+//! their kernels through the leaves' link-local addresses. Between
+//! `switchd`s, BFD (3 x 100 ms) runs over the link-local addresses too.
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
+use fabric_tests::frr::{Frr, frr_available};
 use fabric_tests::{Netns, Switchd, require_root_and_tools, swcli_json, veth};
 use serde_json::Value;
 
@@ -43,15 +47,17 @@ bgp:
   asn: {}
   timers: {{ hold_time: 9, connect_retry: 1 }}
   redistribute: [loopback]
+  bfd: {{ transmit_interval_ms: 100, receive_interval_ms: 100 }}
   neighbors:
-    - {{ interface: eth1, remote_as: external }}
-    - {{ interface: eth2, remote_as: external }}
+    - {{ interface: eth1, remote_as: external, bfd: true }}
+    - {{ interface: eth2, remote_as: external, bfd: true }}
 ",
         65000 + u32::from(j)
     )
 }
 
-fn leaf(i: u8) -> String {
+/// Leaf `i`; with `bfd`, a BFD session (3 x 100 ms) with each spine.
+fn leaf(i: u8, bfd: bool) -> String {
     format!(
         "name: l{i}
 lldp: {{ enabled: false }}
@@ -65,9 +71,10 @@ bgp:
   timers: {{ hold_time: 9, connect_retry: 1 }}
   multipath: {{ max_paths: 4 }}
   redistribute: [loopback, connected]
+  bfd: {{ transmit_interval_ms: 100, receive_interval_ms: 100 }}
   neighbors:
-    - {{ interface: eth1, remote_as: external }}
-    - {{ interface: eth2, remote_as: external }}
+    - {{ interface: eth1, remote_as: external, bfd: {bfd} }}
+    - {{ interface: eth2, remote_as: external, bfd: {bfd} }}
 ",
         65100 + u32::from(i)
     )
@@ -115,12 +122,45 @@ fn tx(sw: &Switchd, port: &str) -> u64 {
     sw.counter(port, "tx_packets")
 }
 
+/// bgpd.conf of FRR spine `j`: both leaves by interface.
+fn frr_spine(j: u8) -> String {
+    let mut c = format!(
+        "frr defaults datacenter\nhostname s{j}\nlog stdout informational\nrouter bgp {}\n bgp router-id 10.255.1.{j}\n no bgp ebgp-requires-policy\n no bgp default ipv4-unicast\n",
+        65000 + u32::from(j)
+    );
+    for port in ["eth1", "eth2"] {
+        c.push_str(&format!(
+            " neighbor {port} interface remote-as external\n neighbor {port} timers 3 9\n neighbor {port} timers connect 1\n"
+        ));
+    }
+    for afi in ["ipv4", "ipv6"] {
+        c.push_str(&format!(
+            " address-family {afi} unicast\n  neighbor eth1 activate\n  neighbor eth2 activate\n exit-address-family\n"
+        ));
+    }
+    c.push_str("exit\n");
+    c
+}
+
 #[test]
 fn switchd_unnumbered_leaf_spine_converges_and_forwards_ipv4_over_link_local_next_hops() {
     if !require_root_and_tools("switchd_bgp_unnumbered", &["ip", "ping"]) {
         return;
     }
-    let ns = |name: &str| Netns::new(&format!("un{name}"));
+    unnumbered_leaf_spine("un", false);
+}
+
+#[test]
+fn switchd_unnumbered_leaves_under_frr_spines_configured_by_interface() {
+    if !frr_available("switchd_unnumbered_leaves_under_frr_spines") {
+        return;
+    }
+    unnumbered_leaf_spine("uf", true);
+}
+
+/// Spines of `switchd`, or of FRR (`frr_spines`), over leaves of `switchd`.
+fn unnumbered_leaf_spine(tag: &str, frr_spines: bool) {
+    let ns = |name: &str| Netns::new(&format!("{tag}{name}"));
     let (s1, s2, l1, l2, h1, h2) = (ns("s1"), ns("s2"), ns("l1"), ns("l2"), ns("h1"), ns("h2"));
     for (i, leaf_ns) in [(1, &l1), (2, &l2)] {
         for (j, spine_ns) in [(1, &s1), (2, &s2)] {
@@ -136,10 +176,24 @@ fn switchd_unnumbered_leaf_spine_converges_and_forwards_ipv4_over_link_local_nex
     h1.host_setup("eth0", "192.168.1.10/24", Some("192.168.1.1"));
     h2.host_setup("eth0", "192.168.2.10/24", Some("192.168.2.1"));
 
-    let spines = [Switchd::start(&s1, &spine(1)), Switchd::start(&s2, &spine(2))];
-    let leaves = [Switchd::start(&l1, &leaf(1)), Switchd::start(&l2, &leaf(2))];
-    for sw in spines.iter().chain(&leaves) {
+    let (mut switch_spines, mut frrs) = (Vec::new(), Vec::new());
+    for (j, spine_ns) in [(1, &s1), (2, &s2)] {
+        if frr_spines {
+            spine_ns.sysctl("net.ipv4.ip_forward", "1");
+            spine_ns.sysctl("net.ipv6.conf.all.forwarding", "1");
+            frrs.push(Frr::start_with_zebra(spine_ns, &frr_spine(j)));
+        } else {
+            switch_spines.push(Switchd::start(spine_ns, &spine(j)));
+        }
+    }
+    let leaves = [Switchd::start(&l1, &leaf(1, !frr_spines)), Switchd::start(&l2, &leaf(2, !frr_spines))];
+    for sw in switch_spines.iter().chain(&leaves) {
         wait_for("both sessions Established", CONVERGE, || established(sw) == 2);
+    }
+    for frr in &frrs {
+        wait_for("FRR's sessions Established", CONVERGE, || {
+            ["eth1", "eth2"].iter().all(|p| frr.neighbor_state(p).as_deref() == Some("Established"))
+        });
     }
     let summary = swcli_json(&leaves[0].swcli(&["show", "bgp", "summary", "--json"]));
     for peer in summary["peers"].as_array().unwrap() {
@@ -147,6 +201,18 @@ fn switchd_unnumbered_leaf_spine_converges_and_forwards_ipv4_over_link_local_nex
         assert!(address.starts_with("fe80:"), "the session runs between link-local addresses: {summary}");
     }
     eprintln!("l1# swcli show bgp summary\n{}", leaves[0].swcli(&["show", "bgp", "summary"]));
+    if !frr_spines {
+        // BFD runs between the link-local addresses too, one session per port.
+        wait_for("BFD up with both spines", CONVERGE, || {
+            let peers = swcli_json(&leaves[0].swcli(&["show", "bfd", "peers", "--json"]))["peers"].clone();
+            peers.as_array().is_some_and(|p| {
+                p.len() == 2
+                    && p.iter()
+                        .all(|p| p["state"] == "up" && p["peer"].as_str().is_some_and(|a| a.starts_with("fe80:")))
+            })
+        });
+        eprintln!("l1# swcli show bfd peers\n{}", leaves[0].swcli(&["show", "bfd", "peers"]));
+    }
 
     for (i, sw) in leaves.iter().enumerate() {
         let other = 2 - i;
