@@ -223,30 +223,38 @@ impl Speaker {
 
     /// BGP unnumbered: the neighbour on `interface` is `addr` (its
     /// link-local address, from its router advertisements). A new address
-    /// restarts the session toward it.
-    pub fn set_peer_address(&mut self, now: u64, interface: &str, addr: IpAddr) {
+    /// restarts the session toward it. Returns the address it replaced
+    /// (`::` for none) when it changed.
+    pub fn set_peer_address(&mut self, now: u64, interface: &str, addr: IpAddr) -> Option<IpAddr> {
         let found = self.peer_ids().find(|&id| {
             self.peers[id]
                 .as_ref()
                 .is_some_and(|p| p.config.is_unnumbered() && p.config.interface.as_deref() == Some(interface))
         });
-        let Some(id) = found else { return };
-        let Some(p) = self.peers[id].as_mut() else { return };
+        let id = found?;
+        let p = self.peers[id].as_mut()?;
         if p.config.address == addr {
-            return;
+            return None;
         }
-        let was_known = !p.config.address.is_unspecified();
+        let old = p.config.address;
+        let was_known = !old.is_unspecified();
         tracing::info!(interface, peer = %addr, "unnumbered neighbour found");
         if was_known {
             self.fsm_event(now, id, Event::ManualStop);
         }
-        let Some(p) = self.peers[id].as_mut() else { return };
+        let p = self.peers[id].as_mut()?;
         p.config.address = addr;
         p.fsm.config.remote_addr = addr;
         self.rib.peers[id].addr = Some(addr);
+        if let IpAddr::V6(peer) = addr {
+            // Forwarding must know the port a link-local next hop is on.
+            let change = FibChange::LinkLocalPeer { interface: interface.to_string(), peer };
+            self.outputs.push_back(Output::Fib(change));
+        }
         if !p.config.shutdown {
             self.fsm_event(now, id, Event::ManualStart);
         }
+        Some(old)
     }
 
     pub fn stop_peer(&mut self, now: u64, id: PeerId) {

@@ -8,7 +8,7 @@
 //! replication per RFC 8365 §8).
 
 use std::fmt;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv6Addr};
 
 use crate::packet::evpn::MacAddr;
 use ipnetwork::IpNetwork;
@@ -54,4 +54,8 @@ pub enum FibChange {
     Neighbor { vni: u32, ip: IpAddr, mac: Option<MacAddr> },
     /// `vtep` joins (`present`) or leaves the flood list of `vni`.
     FloodVtep { vni: u32, vtep: IpAddr, present: bool },
+    /// BGP unnumbered: the neighbour with link-local address `peer` is on
+    /// `interface` (the kernel's name): next hops at that address leave
+    /// through it, which no connected subnet can tell.
+    LinkLocalPeer { interface: String, peer: Ipv6Addr },
 }

@@ -76,6 +76,7 @@ impl Installed {
                     }
                 }
             }
+            FibChange::LinkLocalPeer { .. } => {}
         }
     }
 
@@ -172,6 +173,11 @@ pub struct ShimProgrammer<B: Backend> {
     /// Connected subnets (with the switch's own address on each) and their
     /// router interfaces, longest first.
     subnets: Vec<(IpNetwork, ObjectId)>,
+    /// Host interface name -> router interface, for unnumbered neighbours.
+    interfaces: HashMap<String, ObjectId>,
+    /// Unnumbered neighbours' link-local addresses and their router
+    /// interfaces (from [`FibChange::LinkLocalPeer`]).
+    link_local: HashMap<std::net::Ipv6Addr, ObjectId>,
     next_hops: HashMap<IpAddr, (ObjectId, usize)>,
     groups: HashMap<Vec<IpAddr>, Group>,
     routes: HashMap<Nlri, Vec<IpAddr>>,
@@ -189,6 +195,8 @@ impl<B: Backend> ShimProgrammer<B> {
         subnets.sort_by_key(|(net, _)| std::cmp::Reverse(net.prefix()));
         ShimProgrammer {
             subnets,
+            interfaces: HashMap::new(),
+            link_local: HashMap::new(),
             next_hops: HashMap::new(),
             groups: HashMap::new(),
             routes: HashMap::new(),
@@ -204,6 +212,13 @@ impl<B: Backend> ShimProgrammer<B> {
         self
     }
 
+    /// The router interface behind each host interface name (`sw-eth1`),
+    /// where unnumbered neighbours are found.
+    pub fn with_interfaces(mut self, interfaces: HashMap<String, ObjectId>) -> Self {
+        self.interfaces = interfaces;
+        self
+    }
+
     /// The count of changes the shim refused or could not resolve, shared.
     pub fn errors(&self) -> Arc<AtomicU64> {
         self.errors.clone()
@@ -212,6 +227,11 @@ impl<B: Backend> ShimProgrammer<B> {
     /// The router interface to reach `ip` through; none for the switch's
     /// own address.
     fn resolve(&self, ip: IpAddr) -> Option<ObjectId> {
+        if let IpAddr::V6(v6) = ip
+            && let Some(rif) = self.link_local.get(&v6)
+        {
+            return Some(*rif);
+        }
         self.subnets.iter().find(|(net, _)| net.contains(ip) && net.ip() != ip).map(|(_, rif)| *rif)
     }
 
@@ -360,6 +380,13 @@ impl<B: Backend> ShimProgrammer<B> {
                 }
                 Ok(())
             }
+            FibChange::LinkLocalPeer { interface, peer } => match self.interfaces.get(&interface) {
+                Some(rif) => {
+                    self.link_local.insert(peer, *rif);
+                    Ok(())
+                }
+                None => Err(format!("unnumbered neighbour {peer} on {interface}: no router interface there")),
+            },
             FibChange::FloodVtep { vni, vtep, present } => match self.overlay.as_mut() {
                 Some(o) => o.flood(sai, vni, vtep, present),
                 None => Err("not a VTEP: no VXLAN tunnel".to_string()),

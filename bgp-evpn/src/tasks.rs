@@ -91,7 +91,8 @@ impl BgpSpeaker {
         let discovery = unnumbered::spawn(interfaces, found_tx);
         let speaker = Speaker::new(config)?;
         let (tx, rx) = mpsc::channel(64);
-        let task = tokio::spawn(run(speaker, listener, rx, sink, bfd_events, found_rx));
+        let bfd_handle = bfd.as_ref().map(|(b, _)| b.clone());
+        let task = tokio::spawn(run(speaker, listener, rx, sink, bfd_events, found_rx, bfd_handle));
         Ok(BgpSpeaker { commands: tx, listen_addr, task: Some(task), bfd, discovery })
     }
 
@@ -183,8 +184,7 @@ fn start_bfd(
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let (bfd, task) = Bfd::spawn_standard(tx).map_err(|e| format!("bgp.neighbors: bfd: {e}"))?;
-    // Single-hop BFD over link-local addresses (unnumbered) is not built:
-    // a session key would need the interface as well as the address.
+    // Unnumbered neighbours get theirs once their address is known (run).
     for n in config.neighbors.iter().filter(|n| n.bfd && !n.is_unnumbered()) {
         bfd.add(n.address, config.bfd.session_config());
     }
@@ -407,6 +407,7 @@ async fn run(
     sink: Box<dyn RouteSink>,
     mut bfd_events: Option<mpsc::UnboundedReceiver<BfdEvent>>,
     mut discovered: mpsc::UnboundedReceiver<Discovered>,
+    bfd: Option<Bfd>,
 ) {
     let (io_tx, mut io_rx) = mpsc::channel(IO_QUEUE_LEN);
     let mut d = Driver { speaker, sink, conns: HashMap::new(), io_tx, start: Instant::now() };
@@ -436,7 +437,16 @@ async fn run(
         tokio::select! {
             Some(found) = discovered.recv() => {
                 let now = d.now();
-                d.speaker.set_peer_address(now, &found.interface, IpAddr::V6(found.address));
+                let addr = IpAddr::V6(found.address);
+                if let Some(old) = d.speaker.set_peer_address(now, &found.interface, addr)
+                    && let Some(bfd) = &bfd
+                    && d.speaker.peer_by_addr(addr).and_then(|id| d.speaker.peer(id)).is_some_and(|p| p.config.bfd)
+                    && let Some(scope) = interface_index(&found.interface)
+                {
+                    // The unnumbered neighbour's BFD session follows its address.
+                    bfd.remove(old);
+                    bfd.add_scoped(addr, d.speaker.config.bfd.session_config(), scope);
+                }
             }
             Some(event) = bfd_event => {
                 if event.path_failed() {

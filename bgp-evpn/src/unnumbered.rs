@@ -75,9 +75,11 @@ pub enum Heard {
     Other,
 }
 
-/// Classifies a message from `from` that arrived with `hop_limit`.
-pub fn classify(message: &[u8], from: Ipv6Addr, hop_limit: u8) -> Heard {
-    if hop_limit != 255 {
+/// Classifies a message from `from` that arrived with `hop_limit`, on an
+/// interface whose MAC is `own_mac`: our own advertisements, should the
+/// link echo them back, name nobody.
+pub fn classify(message: &[u8], from: Ipv6Addr, hop_limit: u8, own_mac: Option<[u8; 6]>) -> Heard {
+    if hop_limit != 255 || own_mac.is_some_and(|mac| source_link_layer(message) == Some(mac)) {
         return Heard::Other;
     }
     match message.first() {
@@ -87,6 +89,27 @@ pub fn classify(message: &[u8], from: Ipv6Addr, hop_limit: u8) -> Heard {
         Some(&icmpv6::ROUTER_SOLICITATION) if message.len() >= 8 => Heard::Solicited,
         _ => Heard::Other,
     }
+}
+
+/// The Source Link-Layer Address option of an RA (options from octet 16)
+/// or RS (from octet 8).
+fn source_link_layer(message: &[u8]) -> Option<[u8; 6]> {
+    let mut at = match *message.first()? {
+        icmpv6::ROUTER_ADVERTISEMENT => 16,
+        icmpv6::ROUTER_SOLICITATION => 8,
+        _ => return None,
+    };
+    while let [kind, len, ..] = *message.get(at..)? {
+        let end = at + usize::from(len) * 8;
+        if len == 0 || end > message.len() {
+            return None;
+        }
+        if kind == icmpv6::OPTION_SOURCE_LINK_LAYER && len == 1 {
+            return message[at + 2..at + 8].try_into().ok();
+        }
+        at = end;
+    }
+    None
 }
 
 fn is_link_local(ip: Ipv6Addr) -> bool {
@@ -117,6 +140,8 @@ fn open(interface: &str) -> io::Result<(AsyncFd<Socket>, u32)> {
     socket.bind_device(Some(interface.as_bytes()))?;
     socket.set_multicast_if_v6(index)?;
     socket.set_multicast_hops_v6(HOP_LIMIT)?;
+    // Our own advertisements must not come back to us as a peer's.
+    socket.set_multicast_loop_v6(false)?;
     socket.set_unicast_hops_v6(HOP_LIMIT)?;
     socket.set_recv_hoplimit_v6(true)?;
     socket.set_nonblocking(true)?;
@@ -160,7 +185,7 @@ async fn run(interface: String, found: mpsc::UnboundedSender<Discovered>) {
                 let received = guard.try_io(|s| recvmsg_with_ttl(s.get_ref().as_raw_fd(), &mut buf));
                 let Ok(Ok(received)) = received else { continue };
                 let std::net::SocketAddr::V6(from) = received.from else { continue };
-                match classify(&buf[..received.len.min(buf.len())], *from.ip(), received.ttl) {
+                match classify(&buf[..received.len.min(buf.len())], *from.ip(), received.ttl, mac) {
                     Heard::Peer(address) => {
                         let _ = found.send(Discovered { interface: interface.clone(), address });
                     }
@@ -183,11 +208,14 @@ mod tests {
         let ra = router_advertisement(Some([2, 0, 0, 0, 0, 1]));
         assert_eq!(ra.len(), 24);
         assert_eq!(&ra[16..18], &[1, 1], "source link-layer address option");
-        assert_eq!(classify(&ra, ll, 255), Heard::Peer(ll));
-        assert_eq!(classify(&ra, ll, 254), Heard::Other, "forwarded: not from a neighbour");
-        assert_eq!(classify(&ra, "2001:db8::1".parse().unwrap(), 255), Heard::Other);
-        assert_eq!(classify(&ra[..8], ll, 255), Heard::Other, "truncated");
-        assert_eq!(classify(&router_solicitation(None), ll, 255), Heard::Solicited);
+        let mine = Some([2, 0, 0, 0, 0, 2]);
+        assert_eq!(classify(&ra, ll, 255, mine), Heard::Peer(ll));
+        assert_eq!(classify(&ra, ll, 254, mine), Heard::Other, "forwarded: not from a neighbour");
+        assert_eq!(classify(&ra, "2001:db8::1".parse().unwrap(), 255, mine), Heard::Other);
+        assert_eq!(classify(&ra[..8], ll, 255, mine), Heard::Other, "truncated");
+        assert_eq!(classify(&router_solicitation(None), ll, 255, mine), Heard::Solicited);
+        // Our own advertisement, echoed back by the link, is nobody.
+        assert_eq!(classify(&router_advertisement(mine), ll, 255, mine), Heard::Other);
         // Router lifetime 0: nobody takes us as a default router.
         assert_eq!(&ra[6..8], &[0, 0]);
     }

@@ -40,6 +40,12 @@ pub enum Request {
     ShowIpRoute {
         family: AddressFamily,
     },
+    /// `show ip route` streamed: answered with one `IpRoutes` line per
+    /// chunk of routes, an empty chunk last, so neither end holds the
+    /// whole table.
+    StreamIpRoute {
+        family: AddressFamily,
+    },
     /// `show interfaces counters`.
     ShowInterfacesCounters,
     /// `show pfc counters`.

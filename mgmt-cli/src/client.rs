@@ -40,6 +40,34 @@ impl Client {
         Ok(Client { reader: BufReader::new(stream), writer })
     }
 
+    /// Sends a streamed request ([`Request::StreamIpRoute`]) and hands
+    /// each chunk of routes to `chunk` as it arrives; the number of routes.
+    pub fn stream_ip_routes(
+        &mut self,
+        request: &Request,
+        mut chunk: impl FnMut(Vec<crate::api::IpRoute>) -> std::io::Result<()>,
+    ) -> Result<usize, ClientError> {
+        self.writer.write_all(&codec::encode(request)?)?;
+        let mut count = 0;
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            let read = (&mut self.reader).take(codec::MAX_LINE as u64).read_until(b'\n', &mut line)?;
+            if read == 0 {
+                return Err(ClientError::Closed);
+            }
+            match codec::decode::<Response>(&line)? {
+                Response::Ok { reply: Reply::IpRoutes(routes) } if routes.is_empty() => return Ok(count),
+                Response::Ok { reply: Reply::IpRoutes(routes) } => {
+                    count += routes.len();
+                    chunk(routes)?;
+                }
+                Response::Ok { reply } => return Err(ClientError::Server(format!("unexpected answer {reply:?}"))),
+                Response::Error { message } => return Err(ClientError::Server(message)),
+            }
+        }
+    }
+
     /// Sends one request and waits for its answer; a server-side error
     /// becomes [`ClientError::Server`].
     pub fn request(&mut self, request: &Request) -> Result<Reply, ClientError> {

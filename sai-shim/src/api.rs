@@ -141,6 +141,21 @@ impl ObjectStore {
         self.routes.iter()
     }
 
+    /// The route entries after `after` (all of them for `None`), in key
+    /// order: a table read in chunks, the lock let go between them.
+    pub fn route_entries_after(
+        &self,
+        after: Option<&RouteEntryKey>,
+    ) -> impl Iterator<Item = (&RouteEntryKey, &RouteEntry)> + '_ {
+        use std::ops::Bound;
+        let from = after.map_or(Bound::Unbounded, |key| Bound::Excluded(*key));
+        self.routes.range((from, Bound::Unbounded))
+    }
+
+    pub fn route_entry(&self, key: &RouteEntryKey) -> Option<&RouteEntry> {
+        self.routes.get(key)
+    }
+
     pub fn neighbor_entries(&self) -> impl Iterator<Item = (&NeighborEntryKey, &NeighborEntry)> + '_ {
         self.neighbors.iter()
     }

@@ -844,32 +844,38 @@ pub enum FdbEntryType {
 pub enum FdbEntryAttr {
     Type(FdbEntryType),
     BridgePortId(ObjectId),
+    /// A static entry that learning may still move (SAI's ALLOW_MAC_MOVE).
+    AllowMacMove(bool),
 }
 
 attr_names!(FdbEntryAttr {
     Type => "TYPE";
     BridgePortId => "BRIDGE_PORT_ID";
+    AllowMacMove => "ALLOW_MAC_MOVE";
 });
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FdbEntry {
     pub entry_type: FdbEntryType,
     pub bridge_port: ObjectId,
+    pub allow_mac_move: bool,
 }
 
 impl FdbEntry {
     pub(crate) fn build(attrs: &[FdbEntryAttr]) -> SaiResult<FdbEntry> {
-        let (mut kind, mut port) = (None, None);
+        let (mut kind, mut port, mut allow_mac_move) = (None, None, false);
         for attr in attrs {
             match attr {
                 FdbEntryAttr::Type(t) => kind = Some(*t),
                 FdbEntryAttr::BridgePortId(id) => port = Some(*id),
+                FdbEntryAttr::AllowMacMove(allow) => allow_mac_move = *allow,
             }
         }
         Ok(FdbEntry {
             entry_type: kind.ok_or(SaiError::MandatoryAttributeMissing { object: "fdb entry", attribute: "TYPE" })?,
             bridge_port: port
                 .ok_or(SaiError::MandatoryAttributeMissing { object: "fdb entry", attribute: "BRIDGE_PORT_ID" })?,
+            allow_mac_move,
         })
     }
 
@@ -877,6 +883,7 @@ impl FdbEntry {
         match attr {
             FdbEntryAttr::Type(t) => self.entry_type = t,
             FdbEntryAttr::BridgePortId(id) => self.bridge_port = id,
+            FdbEntryAttr::AllowMacMove(allow) => self.allow_mac_move = allow,
         }
     }
 

@@ -112,7 +112,7 @@ fn learning_turns_flooding_into_unicast_and_notifies() {
     let table = s.lab.sai.fdb_table();
     assert!(table.contains(&(
         FdbEntryKey { vlan: s.vlan10, mac: mac(4) },
-        FdbEntry { entry_type: FdbEntryType::Dynamic, bridge_port: s.bridge_ports[3] }
+        FdbEntry { entry_type: FdbEntryType::Dynamic, bridge_port: s.bridge_ports[3], allow_mac_move: false }
     )));
     // Learning is per VLAN: mac(1) is unknown in VLAN 20.
     let result = s.lab.inject(s.ports[1], &l2(mac(1), mac(9), Some(20)));
@@ -212,7 +212,7 @@ fn static_macs_forward_never_move_and_never_age() {
     assert_eq!((result.disposition, result.ports()), (Disposition::Forwarded, vec![p4]));
     assert_eq!(
         s.lab.sai.get_fdb_entry(key).unwrap(),
-        FdbEntry { entry_type: FdbEntryType::Static, bridge_port: s.bridge_ports[3] }
+        FdbEntry { entry_type: FdbEntryType::Static, bridge_port: s.bridge_ports[3], allow_mac_move: false }
     );
     // Removing it makes the MAC unknown again.
     s.lab.sai.remove_fdb_entry(key).unwrap();

@@ -183,12 +183,10 @@ fn remote_macs_are_unicast_to_their_vtep() {
     let expected = vxlan(SPINE_MAC, ROUTER_MAC, LOCAL_VTEP, VTEP3, source_port(frame), 64, VNI, &inner);
     assert_eq!(frame, with_ident_of(expected, frame));
     // The FDB shows it behind the remote VTEP's bridge port.
-    assert!(
-        o.lab
-            .sai
-            .fdb_table()
-            .contains(&(key, FdbEntry { entry_type: FdbEntryType::Static, bridge_port: o.remote_bridge_ports[1] }))
-    );
+    assert!(o.lab.sai.fdb_table().contains(&(
+        key,
+        FdbEntry { entry_type: FdbEntryType::Static, bridge_port: o.remote_bridge_ports[1], allow_mac_move: false }
+    )));
 }
 
 #[test]

@@ -180,7 +180,9 @@ pub fn desired_routes(config: &Config) -> BTreeMap<IpNetwork, RouteSpec> {
     // The kernel behind the host interfaces speaks from its link-local
     // address too (neighbour solicitations before it answers a TCP SYN to a
     // loopback address, for one): what comes back to it must be ip2me.
-    if config.addresses().iter().any(|(_, interface)| interface.is_some()) {
+    // Routed ports without addresses (BGP unnumbered) have only it.
+    let routed_port = config.ports.iter().any(|p| matches!(p.mode, crate::config::PortMode::Routed { .. }));
+    if routed_port || config.addresses().iter().any(|(_, interface)| interface.is_some()) {
         let link_local = link_local_address(switch_mac(&config.name));
         routes.insert(IpNetwork::new(IpAddr::V6(link_local), 128).expect("host prefix"), RouteSpec::Local);
     }

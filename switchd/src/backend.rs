@@ -33,6 +33,10 @@ pub trait DaemonBackend: Backend + Send + Sized + 'static {
     /// The backend for `config`, before anything is programmed.
     fn for_config(config: &Config) -> Result<Self, RunError>;
 
+    /// The config could not be applied at start: removes what the backend
+    /// put outside the process (the soft backend's state dies with it).
+    fn abandon(_sai: &mut Sai<Self>) {}
+
     /// Starts moving frames for the programmed shim: whatever ports, host
     /// interfaces, loopback addresses and threads this backend needs,
     /// owned by what it returns (stopped, they are gone), which follows
@@ -134,6 +138,12 @@ impl DaemonBackend for KernelBackend {
 
     fn for_config(_config: &Config) -> Result<KernelBackend, RunError> {
         KernelBackend::new(KernelConfig::default()).map_err(io_error("open rtnetlink sockets"))
+    }
+
+    fn abandon(sai: &mut Sai<KernelBackend>) {
+        if let Err(error) = sai.backend_mut().remove_all_of_ours() {
+            tracing::warn!(%error, "kernel backend: cannot remove what the refused config installed");
+        }
     }
 
     fn start_forwarding(

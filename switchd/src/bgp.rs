@@ -46,7 +46,13 @@ pub fn programmer<B: Backend>(config: &Config, applied: &Applied) -> ShimProgram
             Some((net, rif))
         })
         .collect();
-    let programmer = ShimProgrammer::new(subnets);
+    // Unnumbered neighbours are on the ports' host interfaces.
+    let interfaces = config
+        .ports
+        .iter()
+        .filter_map(|p| Some((crate::hostif::port_host_name(&p.name), applied.ports.get(&p.name)?.router_interface?)))
+        .collect();
+    let programmer = ShimProgrammer::new(subnets).with_interfaces(interfaces);
     match crate::evpn::overlay(config, applied) {
         Some(overlay) => programmer.with_overlay(overlay),
         None => programmer,

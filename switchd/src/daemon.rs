@@ -79,8 +79,14 @@ pub fn build_shim(config: &Config) -> Result<(Shim, Applied), RunError> {
 /// Builds the shim with backend `B` and programs `config` into it.
 pub fn build_shim_with<B: DaemonBackend>(config: &Config) -> Result<(Sai<B>, Applied), RunError> {
     let mut sai = Sai::new(B::for_config(config)?, &apply::switch_attributes(config))?;
-    let applied = apply::apply(&mut sai, config)?;
-    Ok((sai, applied))
+    match apply::apply(&mut sai, config) {
+        Ok(applied) => Ok((sai, applied)),
+        Err(error) => {
+            // Refused whole: nothing of the half-applied config stays.
+            B::abandon(&mut sai);
+            Err(error.into())
+        }
+    }
 }
 
 /// The LLDP agent for `config`'s switch, with no ports yet.

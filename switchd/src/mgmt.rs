@@ -27,6 +27,8 @@ use crate::commit::ConfigService;
 use crate::config::{Config, PortMode};
 use crate::lldp::{self, LldpAgent};
 
+pub mod ip_routes;
+
 const NS_PER_SEC: u64 = 1_000_000_000;
 
 /// Everything the management API reads, shared with the forwarding thread
@@ -96,7 +98,9 @@ impl<B: Backend> SwitchView<B> {
                 },
                 None => return Response::Error { message: "BGP is not configured".into() },
             },
-            Request::ShowIpRoute { family } => Reply::IpRoutes(self.ip_routes(*family)),
+            Request::ShowIpRoute { family } | Request::StreamIpRoute { family } => {
+                Reply::IpRoutes(self.ip_routes(*family))
+            }
             Request::ShowInterfacesCounters => Reply::InterfaceCounters(self.interface_counters()),
             Request::ShowPfcCounters => Reply::PfcCounters(self.pfc_counters()),
             Request::ShowQueueCounters => Reply::QueueCounters(self.queue_counters()),
@@ -385,105 +389,6 @@ impl<B: Backend> SwitchView<B> {
         out
     }
 
-    /// The routing table with protocols, FRR style: what the shim holds,
-    /// classified by who put it there, plus BGP routes the shim could not
-    /// take (not installed).
-    pub fn ip_routes(&self, family: api::AddressFamily) -> Vec<api::IpRoute> {
-        let want_v6 = family == api::AddressFamily::Ipv6;
-        // Ask the speaker before taking the shim's lock: its sink takes it too.
-        let bgp_installed = self.bgp.as_ref().map(|b| b.installed.0.lock().unwrap_or_else(|e| e.into_inner()).clone());
-        let distances = self.bgp.as_ref().map(|b| b.distances(crate::bgp::family(family))).unwrap_or_default();
-        let bgp_routes: BTreeMap<ipnetwork::IpNetwork, Vec<IpAddr>> =
-            bgp_installed.unwrap_or_default().ip_routes().filter(|(net, _)| net.is_ipv6() == want_v6).collect();
-        let sai = lock(&self.sai);
-        let store = sai.store();
-        let static_prefixes: Vec<_> = self.config.routes.iter().map(|r| r.prefix).collect();
-        let hop = |id| -> Option<api::IpRouteNextHop> {
-            let nh = store.next_hop(id)?;
-            Some(api::IpRouteNextHop {
-                ip: Some(nh.ip),
-                interface: self.applied.router_interface_name(nh.router_interface),
-                active: true,
-            })
-        };
-        let mut out: Vec<(ipnetwork::IpNetwork, api::IpRoute)> = Vec::new();
-        let mut seen = std::collections::HashSet::new();
-        for (key, entry) in store.route_entries() {
-            let net = key.destination;
-            if net.is_ipv6() != want_v6 {
-                continue;
-            }
-            let (protocol, next_hops) = match (entry.packet_action, entry.next_hop) {
-                (sai_shim::PacketAction::Trap, _) => ("local", Vec::new()),
-                (sai_shim::PacketAction::Drop, _) | (_, None) => ("static", Vec::new()),
-                (_, Some(id)) if id == store.cpu_port() => ("local", Vec::new()),
-                (_, Some(id)) => match store.get(id) {
-                    Some(Object::RouterInterface(_)) => (
-                        "connected",
-                        vec![api::IpRouteNextHop {
-                            ip: None,
-                            interface: self.applied.router_interface_name(id),
-                            active: true,
-                        }],
-                    ),
-                    Some(Object::NextHop(_)) => ("static", hop(id).into_iter().collect()),
-                    Some(Object::NextHopGroup(_)) => {
-                        ("static", store.group_members(id).into_iter().filter_map(hop).collect())
-                    }
-                    _ => ("static", Vec::new()),
-                },
-            };
-            let mut protocol = protocol.to_owned();
-            let mut next_hops = next_hops;
-            let mut distance = match protocol.as_str() {
-                "static" => 1,
-                _ => 0,
-            };
-            if protocol == "static" && !static_prefixes.contains(&net) {
-                if let Some(wanted) = bgp_routes.get(&net) {
-                    protocol = "bgp".into();
-                    distance = distances.get(&net.to_string()).copied().unwrap_or(20);
-                    // Next hops BGP chose that the shim could not resolve.
-                    for ip in wanted {
-                        if !next_hops.iter().any(|h| h.ip == Some(*ip)) {
-                            next_hops.push(api::IpRouteNextHop { ip: Some(*ip), interface: None, active: false });
-                        }
-                    }
-                } else {
-                    protocol = "kernel".into();
-                }
-            }
-            if protocol == "bgp" {
-                seen.insert(net);
-            }
-            let route =
-                api::IpRoute { prefix: net.to_string(), protocol, distance, metric: 0, installed: true, next_hops };
-            out.push((net, route));
-        }
-        // BGP routes forwarding does not use: no resolvable next hop, or a
-        // connected/local/static route of the same prefix wins (listed too,
-        // as FRR lists a BGP route that lost to a connected one).
-        for (net, hops) in &bgp_routes {
-            if seen.contains(net) {
-                continue;
-            }
-            let next_hops =
-                hops.iter().map(|ip| api::IpRouteNextHop { ip: Some(*ip), interface: None, active: false }).collect();
-            let distance = distances.get(&net.to_string()).copied().unwrap_or(20);
-            let route = api::IpRoute {
-                prefix: net.to_string(),
-                protocol: "bgp".into(),
-                distance,
-                metric: 0,
-                installed: false,
-                next_hops,
-            };
-            out.push((*net, route));
-        }
-        out.sort_by_key(|(net, r)| (net.network(), net.prefix(), r.protocol != "local", !r.installed));
-        out.into_iter().map(|(_, r)| r).collect()
-    }
-
     /// Non-zero drop counters: the switch's, then each port's.
     pub fn drops(&self) -> Vec<api::DropCount> {
         let sai = lock(&self.sai);
@@ -625,6 +530,12 @@ async fn connection<B: Backend + Send + 'static>(
                     tracing::warn!(user = %peer.user, ?request, "management request refused");
                     Response::Error { message }
                 }
+                None if matches!(request, Request::StreamIpRoute { .. }) => {
+                    let Request::StreamIpRoute { family } = request else { unreachable!() };
+                    let view = view.read().unwrap_or_else(|e| e.into_inner()).clone();
+                    stream_ip_routes(view, family, &mut write).await?;
+                    continue;
+                }
                 None => {
                     tracing::debug!(user = %peer.user, ?request, "management request");
                     let view = view.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -645,6 +556,38 @@ async fn connection<B: Backend + Send + 'static>(
         let bytes = codec::encode(&response).map_err(io::Error::other)?;
         write.write_all(&bytes).await?;
     }
+}
+
+/// Chunks of the route table in flight between the reader and the socket:
+/// what a streamed answer holds in memory at most, beside the one being
+/// read.
+const STREAM_CHUNKS_IN_FLIGHT: usize = 2;
+
+/// `StreamIpRoute`: the table read in chunks on a blocking thread (the
+/// shim's lock held per chunk), each chunk one `IpRoutes` line written as
+/// soon as it is encoded, an empty chunk last.
+async fn stream_ip_routes<B: Backend + Send + 'static>(
+    view: SwitchView<B>,
+    family: api::AddressFamily,
+    write: &mut tokio::net::unix::OwnedWriteHalf,
+) -> io::Result<()> {
+    let (lines, mut ready) = tokio::sync::mpsc::channel::<Vec<u8>>(STREAM_CHUNKS_IN_FLIGHT);
+    let reader = tokio::task::spawn_blocking(move || {
+        let mut reader = ip_routes::IpRouteReader::new(&view, family);
+        while let Some(chunk) = reader.next_chunk(ip_routes::CHUNK) {
+            let line = codec::encode(&Response::Ok { reply: Reply::IpRoutes(chunk) }).map_err(io::Error::other)?;
+            if lines.blocking_send(line).is_err() {
+                return Ok(()); // the client left
+            }
+        }
+        let end = codec::encode(&Response::Ok { reply: Reply::IpRoutes(Vec::new()) }).map_err(io::Error::other)?;
+        let _ = lines.blocking_send(end);
+        Ok::<(), io::Error>(())
+    });
+    while let Some(line) = ready.recv().await {
+        write.write_all(&line).await?;
+    }
+    reader.await.map_err(io::Error::other)?
 }
 
 #[cfg(test)]
@@ -757,6 +700,44 @@ routes:
             .collect();
         assert_eq!(hops, ["10.0.1.2@eth3", "10.0.2.2@eth4"]);
         assert_eq!(routes[0].prefix, "0.0.0.0/0");
+    }
+
+    #[tokio::test]
+    async fn the_route_table_streams_in_chunks_and_matches_the_whole_answer() {
+        let view = view();
+        let whole = view.ip_routes(api::AddressFamily::Ipv4);
+        assert!(whole.len() >= 5, "{whole:?}");
+        // Read two routes at a time: the same routes, in the same order.
+        let mut reader = ip_routes::IpRouteReader::new(&view, api::AddressFamily::Ipv4);
+        let mut chunked = Vec::new();
+        while let Some(chunk) = reader.next_chunk(2) {
+            assert!(chunk.len() <= 2);
+            chunked.extend(chunk);
+        }
+        assert_eq!(chunked, whole);
+        // Over the socket, streamed.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let server = tokio::spawn(serve(bind(&path).unwrap(), Arc::new(RwLock::new(view)), None));
+        let streamed = tokio::task::spawn_blocking(move || {
+            let mut client = Client::connect(&path).unwrap();
+            let mut all = Vec::new();
+            let request = Request::StreamIpRoute { family: api::AddressFamily::Ipv4 };
+            let count = client
+                .stream_ip_routes(&request, |chunk| {
+                    all.extend(chunk);
+                    Ok(())
+                })
+                .unwrap();
+            assert_eq!(count, all.len());
+            // The connection serves the next request after the stream.
+            assert!(matches!(client.request(&Request::ShowMac), Ok(Reply::Mac(_))));
+            all
+        })
+        .await
+        .unwrap();
+        server.abort();
+        assert_eq!(streamed, whole);
     }
 
     #[tokio::test]

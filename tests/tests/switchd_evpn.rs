@@ -424,3 +424,79 @@ fn leaves_answer_arp_for_evpn_known_hosts_and_flood_none_over_the_overlay() {
     assert!(inner.iter().filter(|t| *t == "0x0800").count() >= 6, "the pings crossed the overlay: {inner:?}");
     assert!(!inner.iter().any(|t| t == "0x0806"), "an ARP frame crossed the underlay: {inner:?}");
 }
+
+/// MAC mobility (RFC 7432 section 15): h1 moves from l1 to l2 (its
+/// interface on l1 falls silent, one with the same MAC and address comes
+/// up on l2). l2 learns it over its remote entry and advertises it with
+/// sequence number 1; l1, seeing the higher number, withdraws its own
+/// route and points its FDB at l2; h0 behind l1 reaches h1 on its new leaf.
+#[test]
+fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("ems");
+    let l1 = Netns::new("em1");
+    let l2 = Netns::new("em2");
+    let h0 = Netns::new("emh");
+    let h1 = Netns::new("emi");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h0, "eth0", &l1, "eth3");
+    veth(&h1, "eth0", &l2, "eth3");
+    // h1's interface on l1, the one it starts on.
+    veth(&h1, "eth1", &l1, "eth4");
+    h0.host_setup("eth0", "192.168.100.10/24", None);
+    h0.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    let mac = mac_of(&h1);
+    h1.disable_offloads("eth1");
+    h1.ip(&["link", "set", "eth0", "down"]);
+    h1.ip(&["link", "set", "eth1", "address", &mac, "mtu", "1450"]);
+    h1.ip(&["addr", "add", "192.168.100.11/24", "dev", "eth1"]);
+    // l1 has a second access port in VLAN 10 for h1's first interface.
+    let l1_config = leaf(1).replace(
+        "  - { name: eth3, mode: access, vlan: 10 }\n",
+        "  - { name: eth3, mode: access, vlan: 10 }\n  - { name: eth4, mode: access, vlan: 10 }\n",
+    );
+    let _spine = Switchd::start(&s1, &spine());
+    let leaf1 = Switchd::start(&l1, &l1_config);
+    let leaf2 = Switchd::start(&l2, &leaf(2));
+    wait_for("l2 flooding to l1", || {
+        let vnis = json(&leaf2, &["show", "evpn", "vni"]);
+        (vnis.as_array()?.first()?["remote_vteps"] == serde_json::json!(["10.255.0.1"])).then_some(())
+    });
+    assert!(h0.ping_until("192.168.100.11", CONVERGE), "h0 -> h1 on l1");
+    let before = wait_for("h1 remote on l2", || evpn_mac(&leaf2, &mac).filter(|m| m["kind"] == "remote"));
+    assert_eq!((before["vtep"].as_str(), before["sequence"].as_u64()), (Some("10.255.0.1"), Some(0)), "{before}");
+
+    // The move: h1 leaves l1 and comes up on l2 with the same MAC and
+    // address; its first frames (pings) teach l2.
+    // As a migrated VM: the old place falls silent (another MAC, no
+    // address) without its link going down, so l1 still advertises h1 and
+    // still has it in its FDB when l2 learns it.
+    h1.ip(&["addr", "flush", "dev", "eth1"]);
+    h1.ip(&["link", "set", "eth1", "address", "02:00:00:00:99:99"]);
+    h1.host_setup("eth0", "192.168.100.11/24", None);
+    h1.ip(&["link", "set", "eth0", "address", &mac, "mtu", "1450", "up"]);
+    let moved = wait_for("h1 local on l2", || {
+        let _ = h1.exec_status(&["ping", "-c", "1", "-W", "1", "192.168.100.10"]);
+        evpn_mac(&leaf2, &mac).filter(|m| m["kind"] == "local")
+    });
+    assert_eq!(moved["sequence"], 1, "RFC 7432 15.1: one more than the route it overrides: {moved}");
+    let followed = wait_for("l1 following h1 to l2", || evpn_mac(&leaf1, &mac).filter(|m| m["kind"] == "remote"));
+    assert_eq!((followed["vtep"].as_str(), followed["sequence"].as_u64()), (Some("10.255.0.2"), Some(1)), "{followed}");
+    // l1's own route is withdrawn: only l2's is in l1's table for the MAC.
+    let table = json(&leaf1, &["show", "bgp", "l2vpn", "evpn", "route", "type", "2"]);
+    let rds: Vec<&str> = table["routes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["prefix"].as_str())
+        .filter(|p| p.contains(&mac))
+        .collect();
+    assert!(rds.iter().all(|p| p.starts_with("10.255.0.2:")), "{rds:?}");
+    let fdb = leaf1.show_rows("mac");
+    let entry = fdb.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(&mac)));
+    assert!(entry.and_then(|e| e["destination"].as_str()).is_some_and(|d| d.contains("10.255.0.2")), "{entry:?}");
+    assert!(h0.ping("192.168.100.11", 3), "h0 -> h1 on its new leaf");
+}

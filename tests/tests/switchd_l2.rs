@@ -68,6 +68,18 @@ fn two_hosts_on_one_vlan(backend: &str) {
     // h3 sits on the trunk and speaks raw tagged frames (this kernel may
     // lack 802.1Q sub-interfaces, so no `ip link add ... type vlan`).
 
+    if !trunk {
+        // What this kernel cannot bridge is refused whole, naming it, and
+        // nothing of the half-applied config stays in the kernel.
+        let mut refused =
+            Switchd::spawn(&sw, &format!("backend: {backend}\n{ACCESS}{}{VLANS}", TRUNK.trim_start_matches('\n')));
+        let out = refused.process.wait_timeout(Duration::from_secs(15)).expect("switchd refuses the trunk and exits");
+        let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "{text}");
+        assert!(text.contains("eth3") && text.contains("kernel refused tagged vlan"), "{text}");
+        let links = sw.ip(&["-o", "link", "show"]);
+        assert!(!links.contains("nos-"), "nothing of ours left behind: {links}");
+    }
     let config =
         format!("backend: {backend}\n{ACCESS}{}{VLANS}", if trunk { TRUNK.trim_start_matches('\n') } else { "" });
     let switchd = Switchd::start(&sw, &config);

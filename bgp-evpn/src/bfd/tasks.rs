@@ -89,7 +89,8 @@ pub struct BfdDiscards {
 }
 
 enum Command {
-    Add(IpAddr, SessionConfig),
+    /// A peer, with the interface index a link-local one is reached by.
+    Add(IpAddr, SessionConfig, Option<u32>),
     Remove(IpAddr),
     Peers(oneshot::Sender<(Vec<BfdPeerView>, BfdDiscards)>),
 }
@@ -136,7 +137,13 @@ impl Bfd {
 
     /// Starts a session with `peer` (kept if one exists).
     pub fn add(&self, peer: IpAddr, config: SessionConfig) {
-        let _ = self.commands.send(Command::Add(peer, config));
+        let _ = self.commands.send(Command::Add(peer, config, None));
+    }
+
+    /// Starts a session with a link-local `peer` on interface `scope`
+    /// (BGP unnumbered).
+    pub fn add_scoped(&self, peer: IpAddr, config: SessionConfig, scope: u32) {
+        let _ = self.commands.send(Command::Add(peer, config, Some(scope)));
     }
 
     pub fn remove(&self, peer: IpAddr) {
@@ -169,6 +176,8 @@ struct PeerStats {
 struct Driver {
     sessions: Sessions,
     stats: BTreeMap<IpAddr, PeerStats>,
+    /// Interface indexes of link-local peers.
+    scopes: BTreeMap<IpAddr, u32>,
     discards: BfdDiscards,
     v4: Option<FamilySockets>,
     v6: Option<FamilySockets>,
@@ -237,11 +246,12 @@ impl Driver {
                 IpAddr::V4(_) => self.v4.as_ref().map(|s| &s.send),
                 IpAddr::V6(_) => self.v6.as_ref().map(|s| &s.send),
             };
+            let destination = self.destination(peer);
             let stats = self.stats.entry(peer).or_default();
             match socket {
                 // Straight to the kernel: tokio's try_send_to reports
                 // WouldBlock until its reactor has seen the socket writable.
-                Some(socket) => match SockRef::from(socket).send_to(&bytes, &SocketAddr::new(peer, self.port).into()) {
+                Some(socket) => match SockRef::from(socket).send_to(&bytes, &destination.into()) {
                     Ok(_) => stats.packets_sent += 1,
                     Err(e) => {
                         stats.send_errors += 1;
@@ -253,16 +263,28 @@ impl Driver {
         }
     }
 
+    /// UDP `port` at `peer`, through its interface when link-local.
+    fn destination(&self, peer: IpAddr) -> SocketAddr {
+        match (peer, self.scopes.get(&peer)) {
+            (IpAddr::V6(v6), Some(&scope)) => SocketAddr::V6(std::net::SocketAddrV6::new(v6, self.port, 0, scope)),
+            _ => SocketAddr::new(peer, self.port),
+        }
+    }
+
     fn command(&mut self, command: Command) {
         let now = self.now();
         match command {
-            Command::Add(peer, config) => {
+            Command::Add(peer, config, scope) => {
                 self.sessions.add(peer, config, now);
                 self.stats.entry(peer).or_default();
+                if let Some(scope) = scope {
+                    self.scopes.insert(peer, scope);
+                }
             }
             Command::Remove(peer) => {
                 self.sessions.remove(peer);
                 self.stats.remove(&peer);
+                self.scopes.remove(&peer);
             }
             Command::Peers(tx) => {
                 let _ = tx.send((self.views(now), self.discards.clone()));
@@ -333,6 +355,7 @@ async fn run(
     let mut d = Driver {
         sessions: Sessions::new(),
         stats: BTreeMap::new(),
+        scopes: BTreeMap::new(),
         discards: BfdDiscards::default(),
         v4,
         v6,

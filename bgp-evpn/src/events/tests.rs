@@ -443,6 +443,33 @@ fn next_hop_that_is_multicast_broadcast_or_our_own_makes_no_route() {
     assert_eq!(raw.fib.get(&n("10.9.9.0/24")), None);
 }
 
+/// RFC 8950: IPv4 NLRI with an IPv6 next hop makes a route only when the
+/// Extended Next Hop Encoding capability was negotiated (both offered it).
+#[test]
+fn ipv4_routes_with_ipv6_next_hops_need_the_extended_next_hop_capability() {
+    let offer = Capability::ExtendedNextHop(vec![crate::packet::capability::ExtendedNextHop::IPV4_UNICAST_OVER_IPV6]);
+    // ORIGIN and AS_PATH of GOOD, then MP_REACH_NLRI: AFI 1, SAFI 1, a
+    // 16-octet next hop 2001:db8::2, 10.9.9.0/24.
+    let mut mp = vec![0x80, 14, 25, 0, 1, 1, 16];
+    mp.extend_from_slice(&"2001:db8::2".parse::<std::net::Ipv6Addr>().unwrap().octets());
+    mp.extend_from_slice(&[0, 24, 10, 9, 9]);
+    let update = raw_update(&[&GOOD[..13], &mp].concat(), &[]);
+    for (ours, theirs, installed) in [(true, true, true), (false, true, false), (true, false, false)] {
+        let mut cfg = speaker(65001, "10.0.0.1", &[("10.0.0.2", 65002)]);
+        cfg.neighbors[0].passive = true;
+        cfg.neighbors[0].extended_next_hop = ours;
+        let mut sp = Speaker::new(cfg).unwrap();
+        sp.start(0);
+        let peer = sp.peer_by_addr(ip("10.0.0.2")).unwrap();
+        let mut raw = Raw { sp, peer, conn: 0, sent: Vec::new(), fib: HashMap::new(), closed: false, now: 0 };
+        raw.connect(if theirs { vec![offer.clone()] } else { vec![] });
+        raw.feed(&update);
+        let want = installed.then(|| vec![ip("2001:db8::2")]);
+        assert_eq!(raw.fib.get(&n("10.9.9.0/24")).cloned(), want, "ours {ours}, theirs {theirs}");
+        assert_eq!(raw.state(), State::Established, "an unusable next hop is no reason to reset");
+    }
+}
+
 #[test]
 fn afi_safi_disable_drops_the_family_for_the_session() {
     let mut raw = Raw::new();

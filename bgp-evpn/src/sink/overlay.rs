@@ -74,7 +74,10 @@ impl Overlay {
         let endpoint = sai
             .create_tunnel_endpoint(&[TunnelEndpointAttr::TunnelId(self.tunnel), TunnelEndpointAttr::RemoteIp(vtep)])
             .map_err(|e| format!("tunnel endpoint {vtep}: {e}"))?;
-        let bridge_port = match sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))]) {
+        // RFC 8365 section 5.1: an EVPN VTEP learns remote MACs from the
+        // control plane, never from the frames the remote sends.
+        let attrs = [BridgePortAttr::Type(BridgePortType::Tunnel(endpoint)), BridgePortAttr::Learning(false)];
+        let bridge_port = match sai.create_bridge_port(&attrs) {
             Ok(bp) => bp,
             Err(e) => {
                 let _ = sai.remove(endpoint);
@@ -156,7 +159,8 @@ impl Overlay {
     }
 
     /// `mac` in `vni` is behind `vtep` (`None`: no longer). The entry is
-    /// dynamic so that a host that moves here is learned over it (the
+    /// static (it lives as long as the route, never aged) with MAC moves
+    /// allowed, so that a host that moves here is learned over it (the
     /// speaker then advertises it with a higher sequence number).
     pub fn mac<B: Backend>(
         &mut self,
@@ -180,10 +184,16 @@ impl Overlay {
         }
         if let Some(vtep) = vtep {
             let bridge_port = self.acquire(sai, vtep)?;
-            let attrs = [FdbEntryAttr::Type(FdbEntryType::Dynamic), FdbEntryAttr::BridgePortId(bridge_port)];
+            let attrs = [
+                FdbEntryAttr::Type(FdbEntryType::Static),
+                FdbEntryAttr::AllowMacMove(true),
+                FdbEntryAttr::BridgePortId(bridge_port),
+            ];
+            // A control-plane entry already there (the static config's) gives way.
             let made = match sai.create_fdb_entry(key, &attrs) {
                 Err(sai_shim::SaiError::AlreadyExists(_)) => {
-                    sai.set_fdb_entry_attribute(key, FdbEntryAttr::BridgePortId(bridge_port))
+                    let _ = sai.remove_fdb_entry(key);
+                    sai.create_fdb_entry(key, &attrs)
                 }
                 other => other,
             };

@@ -43,6 +43,19 @@ fn exit_code(status: Status) -> ExitCode {
     }
 }
 
+/// The family of a one-shot `show ip route | json` / `show ipv6 route |
+/// json` (nothing else after it).
+fn streamed_route_table(line: &str) -> Option<mgmt_cli::api::AddressFamily> {
+    let (command, pipe) = line.split_once('|')?;
+    if pipe.trim() != "json" {
+        return None;
+    }
+    match mgmt_cli::shell::grammar::parse(command, mgmt_cli::shell::grammar::Mode::Operational) {
+        Ok(mgmt_cli::shell::grammar::Action::Request(mgmt_cli::api::Request::ShowIpRoute { family })) => Some(family),
+        _ => None,
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let socket = cli
@@ -60,6 +73,20 @@ fn main() -> ExitCode {
         let mut line = cli.words.join(" ");
         if cli.json {
             line.push_str(" | json");
+        }
+        // `show ip route | json` streams: a million routes start at once
+        // and are never whole in memory.
+        if let Some(family) = streamed_route_table(&line) {
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            return match session.stream_ip_routes(family, &mut out) {
+                Ok(_) => ExitCode::SUCCESS,
+                Err(error) => {
+                    drop(out);
+                    eprintln!("swcli: {error}");
+                    exit_code(Status::Refused)
+                }
+            };
         }
         let output = session.execute(&line);
         if matches!(output.status, Status::Ok | Status::Failed) {

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::grammar::{self, Action, Mode, Token, ValueKind};
-use crate::api::{CommitRequest, Completions, Reply, Request};
+use crate::api::{AddressFamily, CommitRequest, Completions, Reply, Request};
 use crate::candidate::{Candidate, LIST_KEYS};
 use crate::render::Render;
 use crate::{Client, ClientError};
@@ -146,6 +146,28 @@ impl Session {
         let client = Client::connect(socket)?;
         let name = "switch".into();
         Ok(Session { client, socket: socket.to_owned(), name, mode: Mode::Operational, candidate: None, live: None })
+    }
+
+    /// `show ip route | json` streamed to `out` as a JSON array, one route
+    /// a line, as chunks arrive: the table is never whole in memory here
+    /// or in the daemon. The number of routes.
+    pub fn stream_ip_routes(
+        &mut self,
+        family: AddressFamily,
+        out: &mut dyn std::io::Write,
+    ) -> Result<usize, ClientError> {
+        out.write_all(b"[")?;
+        let mut first = true;
+        let count = self.client.stream_ip_routes(&Request::StreamIpRoute { family }, |routes| {
+            for route in routes {
+                out.write_all(if first { b"\n" } else { b",\n" })?;
+                first = false;
+                serde_json::to_writer(&mut *out, &route)?;
+            }
+            out.flush()
+        })?;
+        out.write_all(b"\n]\n")?;
+        Ok(count)
     }
 
     /// Learns the switch's name for the prompt.

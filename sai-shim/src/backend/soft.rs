@@ -542,6 +542,7 @@ impl Backend for SoftBackend {
                 BridgePortType::Tunnel(endpoint) => {
                     let endpoint = store.tunnel_endpoint(endpoint).ok_or(SaiError::UnknownObject(endpoint))?;
                     self.bridge_port_of_remote.insert(endpoint.remote_ip, id);
+                    self.switch.set_remote_learning(endpoint.remote_ip, bridge_port.learning);
                 }
             },
             Object::VlanMember(member) => {
@@ -725,6 +726,7 @@ impl Backend for SoftBackend {
                         let remote = FdbDest::Tunnel(endpoint.remote_ip);
                         self.flush_learned(|_, entry| entry.dest == remote);
                         self.bridge_port_of_remote.remove(&endpoint.remote_ip);
+                        self.switch.set_remote_learning(endpoint.remote_ip, true);
                     }
                 }
             },
@@ -791,6 +793,7 @@ impl Backend for SoftBackend {
 
     fn create_fdb_entry(&mut self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<()> {
         let kind = match entry.entry_type {
+            FdbEntryType::Static if entry.allow_mac_move => FdbKind::StaticMovable,
             FdbEntryType::Static => FdbKind::Static,
             FdbEntryType::Dynamic => FdbKind::Dynamic,
         };
@@ -811,10 +814,16 @@ impl Backend for SoftBackend {
         self.create_fdb_entry(store, key, new)
     }
 
-    fn remove_fdb_entry(&mut self, _store: &ObjectStore, key: &FdbEntryKey, _entry: &FdbEntry) -> SaiResult<()> {
-        // An entry already gone (aged, flushed by a link going down) is removed.
+    fn remove_fdb_entry(&mut self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<()> {
+        // An entry already gone (aged, flushed by a link going down) is
+        // removed; one that learning moved elsewhere since (a host that
+        // moved here over an entry allowing moves) is the learned one now,
+        // and stays.
         let vid = self.vid(key.vlan)?;
-        let _ = self.switch.remove_fdb_entry(vid, key.mac);
+        let dest = self.fdb_dest(store, entry.bridge_port).ok();
+        if self.switch.fdb_entry(vid, key.mac).is_some_and(|e| Some(e.dest) == dest) {
+            let _ = self.switch.remove_fdb_entry(vid, key.mac);
+        }
         Ok(())
     }
 
@@ -929,10 +938,11 @@ impl Backend for SoftBackend {
                 let vlan = *self.vlan_of_vid.get(&vid)?;
                 let bridge_port = self.translate_dest(entry.dest)?;
                 let entry_type = match entry.kind {
-                    FdbKind::Static => FdbEntryType::Static,
+                    FdbKind::Static | FdbKind::StaticMovable => FdbEntryType::Static,
                     FdbKind::Dynamic => FdbEntryType::Dynamic,
                 };
-                Some((FdbEntryKey { vlan, mac }, FdbEntry { entry_type, bridge_port }))
+                let allow_mac_move = entry.kind == FdbKind::StaticMovable;
+                Some((FdbEntryKey { vlan, mac }, FdbEntry { entry_type, bridge_port, allow_mac_move }))
             })
             .collect();
         entries.sort_by_key(|(key, _)| *key);
@@ -947,16 +957,17 @@ impl Backend for SoftBackend {
                 let vlan = *self.vlan_of_vid.get(&vid)?;
                 let bridge_port = self.translate_dest(entry.dest)?;
                 let entry_type = match entry.kind {
-                    FdbKind::Static => FdbEntryType::Static,
+                    FdbKind::Static | FdbKind::StaticMovable => FdbEntryType::Static,
                     FdbKind::Dynamic => FdbEntryType::Dynamic,
                 };
+                let allow_mac_move = entry.kind == FdbKind::StaticMovable;
                 let remote_vtep = match entry.dest {
                     FdbDest::Tunnel(remote) => Some(remote),
                     FdbDest::Port(_) => None,
                 };
                 Some(super::FdbDetail {
                     key: FdbEntryKey { vlan, mac },
-                    entry: FdbEntry { entry_type, bridge_port },
+                    entry: FdbEntry { entry_type, bridge_port, allow_mac_move },
                     remote_vtep,
                     last_seen_ns: (entry.kind == FdbKind::Dynamic).then_some(entry.last_seen),
                 })

@@ -332,6 +332,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     for (i, n) in bgp.neighbors.iter().enumerate() {
         let path = |f: &str| format!("bgp.neighbors[{i}].{f}");
         // Who the peer is, and our address facing it when known.
+        let mut unnumbered = false;
         let resolved: Option<(IpAddr, Option<IpAddr>)> = match (&n.address, &n.interface) {
             (Some(_), Some(_)) => {
                 error(path("interface"), "give either address or interface, not both".into());
@@ -366,10 +367,19 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
                     L3Interface::Port(p) => config.port(p).map(|p| matches!(p.mode, PortMode::Routed { .. })),
                     L3Interface::Vlan(id) => config.vlans.iter().find(|v| v.id == *id).map(|v| !v.addresses.is_empty()),
                 };
+                let mine: Vec<&IpNetwork> =
+                    addresses.iter().filter(|(_, i)| i.as_ref() == Some(&iface)).map(|(a, _)| a).collect();
+                let numbered = mine.iter().any(|a| point_to_point_peer(a).is_some());
                 match known {
                     None => {
                         error(path("interface"), format!("unknown interface {name}"));
                         None
+                    }
+                    // BGP unnumbered: a routed port without a point-to-point
+                    // subnet; the peer is found by its router advertisements.
+                    Some(true) if matches!(iface, L3Interface::Port(_)) && !numbered => {
+                        unnumbered = true;
+                        Some((IpAddr::V6(Ipv6Addr::UNSPECIFIED), None))
                     }
                     Some(false) => {
                         error(
@@ -379,8 +389,6 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
                         None
                     }
                     Some(true) => {
-                        let mine: Vec<&IpNetwork> =
-                            addresses.iter().filter(|(_, i)| i.as_ref() == Some(&iface)).map(|(a, _)| a).collect();
                         // IPv4 first: the usual underlay.
                         let peer = mine
                             .iter()
@@ -412,6 +420,8 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
         };
         let external_any = n.remote_as == RemoteAs::Kind(RemoteAsKind::External);
         let families = n.families.clone().unwrap_or_else(|| match resolved {
+            // One link-local session carries both (RFC 8950 for IPv4).
+            _ if unnumbered => vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
             Some((IpAddr::V6(_), _)) => vec![Family::Ipv6Unicast],
             _ => vec![Family::Ipv4Unicast],
         });
@@ -447,14 +457,18 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
             error(path("route_reflector_client"), "only internal (iBGP) neighbours can be reflector clients".into());
         }
         let Some((address, local)) = resolved else { continue };
-        if ebgp && local.is_none() {
+        if ebgp && local.is_none() && !unnumbered {
             // No multihop eBGP: the session runs over a connected subnet.
             error(path("address"), format!("external neighbour {address} is not in a connected subnet"));
         }
-        if let Some(first) = seen.insert(address, i) {
+        if !unnumbered && let Some(first) = seen.insert(address, i) {
             error(path("address"), format!("{address} is also bgp.neighbors[{first}]"));
         }
         let mut neighbor = NeighborConfig::new(address, remote_as);
+        if unnumbered {
+            // The session runs over the port's host interface.
+            neighbor.interface = n.interface.as_deref().map(crate::hostif::port_host_name);
+        }
         neighbor.remote_as_external = external_any;
         neighbor.description = n.description.clone();
         neighbor.passive = n.passive;
@@ -666,8 +680,12 @@ bgp:
 
     #[test]
     fn errors_name_the_field() {
-        let e = refused(&LEAF.replace("interface: eth1,", "interface: eth3,"));
-        assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[0].interface: eth3 has no /31")), "{e:?}");
+        // A routed port without a point-to-point subnet: BGP unnumbered,
+        // the peer found on its host interface, IPv4 and IPv6 on one session.
+        let config = Config::from_yaml(&LEAF.replace("interface: eth1,", "interface: eth3,")).unwrap();
+        let n = &config.bgp.unwrap().neighbors[0];
+        assert_eq!((n.interface.as_deref(), n.is_unnumbered()), (Some("sw-eth3"), true));
+        assert_eq!(n.families, [Family::Ipv4Unicast, Family::Ipv6Unicast]);
         let e = refused(&LEAF.replace("interface: eth1,", "interface: eth4,"));
         assert!(e.iter().any(|e| e.starts_with("bgp.neighbors[0].interface: eth4 has no addresses")), "{e:?}");
         let e = refused(&LEAF.replace("interface: eth1,", "interface: eth9,"));

@@ -126,7 +126,9 @@ impl Stages {
             Some(inner_ecn) => decapsulated_ecn(outer_ecn, inner_ecn).ok_or(DropReason::EcnCeOnNotEct)?,
             None => None,
         };
-        self.tables.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
+        if self.tables.vxlan.not_learned_from.is_empty() || !self.tables.vxlan.not_learned_from.contains(&remote) {
+            self.tables.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
+        }
         let source = BridgeSource::Tunnel { remote, port };
         let pcp = 0;
         let body_start = l2.payload_offset - 2;

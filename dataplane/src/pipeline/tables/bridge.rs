@@ -25,6 +25,11 @@ pub enum FdbKind {
     Dynamic,
     /// Installed by the control plane; never aged, never moved by learning.
     Static,
+    /// Installed by the control plane (EVPN's remote MACs, SAI's static
+    /// entry with ALLOW_MAC_MOVE): never aged, but a frame from elsewhere
+    /// moves it, as learning moves a dynamic entry (RFC 7432 section 15:
+    /// a host that moved here is learned over its remote entry).
+    StaticMovable,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

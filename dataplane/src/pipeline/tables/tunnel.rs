@@ -30,6 +30,9 @@ pub(crate) struct Vtep {
     pub(crate) config: Option<VtepConfig>,
     pub(crate) vni_to_vlan: FxHashMap<Vni, VlanId>,
     pub(crate) flood: FxHashMap<Vni, Vec<Ipv4Addr>>,
+    /// Remote VTEPs whose frames teach the FDB nothing: EVPN's, whose MACs
+    /// come from the control plane (RFC 8365 section 5.1).
+    pub(crate) not_learned_from: rustc_hash::FxHashSet<Ipv4Addr>,
     /// The underlay route to each remote VTEP in use: a hash lookup instead
     /// of a walk of the (possibly large) route table per encapsulated frame.
     /// Cleared whenever a route changes; bounded by `ROUTE_CACHE_CAPACITY`.
@@ -46,6 +49,16 @@ impl Tables {
 
     pub fn vtep(&self) -> Option<VtepConfig> {
         self.vxlan.config
+    }
+
+    /// Whether the source MACs of frames decapsulated from `remote` are
+    /// learned (the default) or not (EVPN's remote VTEPs).
+    pub fn set_remote_learning(&mut self, remote: Ipv4Addr, learning: bool) {
+        if learning {
+            self.vxlan.not_learned_from.remove(&remote);
+        } else {
+            self.vxlan.not_learned_from.insert(remote);
+        }
     }
 
     /// Maps a VLAN to a VNI (one to one).

@@ -372,3 +372,40 @@ fn arp_and_nd_for_evpn_known_hosts_are_answered_locally_not_flooded() {
     assert_eq!(switch.remove_suppression_entry(100, IpAddr::V4(v4("192.168.100.9"))), Err(TableError::NotFound));
     assert!(switch.set_suppression_entry(999, IpAddr::V4(v4("192.168.100.9")), remote_host).is_err(), "no such VLAN");
 }
+
+/// EVPN's remote MACs: a static entry that allows moves never ages, and a
+/// host that shows up on a local port moves it (reported as a move); a
+/// remote VTEP learning is off for teaches the FDB nothing.
+#[test]
+fn evpn_remote_entries_never_age_but_move_and_evpn_vteps_teach_nothing() {
+    let mut switch = vtep_switch();
+    let remote = v4("2.2.2.2");
+    switch.set_fdb_entry(100, mac(20), FdbDest::Tunnel(remote), FdbKind::StaticMovable, 0).unwrap();
+    let mut out = Output::new();
+    switch.poll(NOW + 3600 * 1_000_000_000, &mut out);
+    assert_eq!(switch.fdb_entry(100, mac(20)).map(|e| e.kind), Some(FdbKind::StaticMovable), "never aged");
+    let _ = switch.drain_events().count();
+    // The host moved here: its frame on port 2 moves the entry.
+    let from_host = frame(EthernetAddress::BROADCAST, mac(20), None, EtherType::Arp, &[0; 28]);
+    switch.process(NOW, 2, &from_host, &mut out);
+    let entry = switch.fdb_entry(100, mac(20)).unwrap();
+    assert_eq!((entry.dest, entry.kind), (FdbDest::Port(2), FdbKind::Dynamic));
+    let events: Vec<Event> = switch.drain_events().collect();
+    assert!(events.contains(&Event::FdbMoved {
+        vid: 100,
+        mac: mac(20),
+        from: FdbDest::Tunnel(remote),
+        to: FdbDest::Port(2)
+    }));
+
+    // No learning from 2.2.2.2: its inner source stays unknown.
+    switch.set_remote_learning(remote, false);
+    out.clear();
+    let inner = frame(H2, mac(21), None, EtherType::Ipv4, &udp_packet("192.168.100.21", "192.168.100.2", 5, 64));
+    let outer = frame(R0, H0, None, EtherType::Ipv4, &vxlan_ip(remote, v4("1.1.1.1"), 50000, VNI, &inner));
+    switch.process(NOW, 0, &outer, &mut out);
+    assert_eq!(switch.fdb_entry(100, mac(21)), None);
+    switch.set_remote_learning(remote, true);
+    switch.process(NOW, 0, &outer, &mut out);
+    assert_eq!(switch.fdb_entry(100, mac(21)).map(|e| e.dest), Some(FdbDest::Tunnel(remote)));
+}

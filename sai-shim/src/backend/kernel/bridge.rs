@@ -311,7 +311,10 @@ impl KernelBackend {
     /// zebra installs EVPN MACs).
     fn fdb_requests(&self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<NeighbourMessage> {
         let vid = self.vid(key.vlan)?;
-        let dynamic = entry.entry_type == FdbEntryType::Dynamic;
+        // A static entry that allows moves (EVPN's remote MACs) is, as zebra
+        // installs a non-sticky remote MAC, reachable rather than NOARP, so
+        // the bridge lets a host that moved here take it over.
+        let dynamic = entry.entry_type == FdbEntryType::Dynamic || entry.allow_mac_move;
         let message = match self.member_port(store, entry.bridge_port)? {
             Some((port, netdev)) => fdb_message(
                 match self.subinterfaces.get(&(port, vid)) {
@@ -437,7 +440,7 @@ impl KernelBackend {
                 if record.state == NeighbourState::Noarp { FdbEntryType::Static } else { FdbEntryType::Dynamic };
             out.push(FdbDetail {
                 key: FdbEntryKey { vlan, mac: record.mac },
-                entry: FdbEntry { entry_type, bridge_port },
+                entry: FdbEntry { entry_type, bridge_port, allow_mac_move: false },
                 remote_vtep,
                 last_seen_ns: None,
             });
