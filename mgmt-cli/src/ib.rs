@@ -140,6 +140,7 @@ impl Render for Vec<IbPort> {
             "XMIT WAIT",
             "RELAY ERR",
             "RCV ERR",
+            "XMIT DISC",
             "VL15 DROP",
             "CREDIT/HELD/QUEUED PER VL",
         ]);
@@ -163,6 +164,7 @@ impl Render for Vec<IbPort> {
                 c.xmit_wait.to_string(),
                 c.rcv_switch_relay_errors.to_string(),
                 c.rcv_errors.to_string(),
+                c.xmit_discards.to_string(),
                 c.vl15_dropped.to_string(),
                 vls.join(" "),
             ]);
@@ -244,5 +246,43 @@ impl Render for IbTopology {
             }
         }
         table.render()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_port_table_shows_each_error_counter_in_its_column() {
+        let port = IbPort {
+            name: "eth1".into(),
+            number: 1,
+            state: "active".into(),
+            phys_state: "linkup".into(),
+            data_vls: 2,
+            mtu: 2048,
+            flow_control: true,
+            counters: IbPortCounters {
+                xmit_wait: 11,
+                rcv_switch_relay_errors: 22,
+                rcv_errors: 33,
+                xmit_discards: 44,
+                vl15_dropped: 55,
+                ..IbPortCounters::default()
+            },
+            vls: vec![],
+        };
+        let text = vec![port].render();
+        let mut lines = text.lines();
+        let header: Vec<&str> = lines.next().unwrap().split("  ").map(str::trim).filter(|c| !c.is_empty()).collect();
+        let _rule = lines.next();
+        let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+        for (column, value) in
+            [("XMIT WAIT", "11"), ("RELAY ERR", "22"), ("RCV ERR", "33"), ("XMIT DISC", "44"), ("VL15 DROP", "55")]
+        {
+            let at = header.iter().position(|h| *h == column).unwrap_or_else(|| panic!("{column} in {header:?}"));
+            assert_eq!(row[at], value, "{column}:\n{text}");
+        }
     }
 }
