@@ -78,6 +78,8 @@ pub enum Request {
     ShowIbSm,
     /// `show ib topology`: the fabric the embedded SM discovered.
     ShowIbTopology,
+    /// `show ib routes balance`: the last routing engine run's balance.
+    ShowIbRoutesBalance,
     /// `show bgp l2vpn evpn [route [type N]]`: the EVPN Loc-RIB, every path.
     ShowBgpEvpn {
         route_type: Option<u8>,
@@ -221,6 +223,7 @@ pub enum Reply {
     IbLft(crate::ib::IbLft),
     IbSm(crate::ib::IbSm),
     IbTopology(crate::ib::IbTopology),
+    IbRoutesBalance(crate::ib::IbRoutesBalance),
     BgpEvpnRoutes(BgpEvpnRoutes),
     EvpnVnis(Vec<EvpnVni>),
     EvpnMacs(Vec<EvpnMac>),

@@ -1,6 +1,6 @@
 //! The IB-like plane's part of the management API: `show ib port`, `show
-//! ib lft [SWITCH]`, `show ib sm`, `show ib topology` (types and their
-//! rendering).
+//! ib lft [SWITCH]`, `show ib sm`, `show ib topology`, `show ib routes
+//! balance` (types and their rendering).
 
 use serde::{Deserialize, Serialize};
 
@@ -120,6 +120,124 @@ pub struct IbLink {
     pub remote: String,
     pub remote_port: u8,
     pub state: String,
+}
+
+/// The balance of the last routing engine run of the embedded SM: how
+/// evenly the LFTs spread the CA destinations over the ports (rdma-core's
+/// `check_lft_balance.pl`), the edge-forwarding index and deadlock freedom.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbRoutesBalance {
+    /// The engine whose LFTs these are; None before the first routing.
+    pub engine: Option<String>,
+    /// Engines tried before it that declined the fabric, with why.
+    pub refused: Vec<String>,
+    /// CA destination LIDs routed (every LID of every CA port).
+    pub destinations: usize,
+    /// Over every switch-to-switch port of the fabric.
+    pub max_routes_per_port: u32,
+    pub min_routes_per_port: u32,
+    /// The largest max - min over the up or the down ports of any switch.
+    pub worst_spread: u32,
+    /// The most (source CA, destination) routes over any switch-to-switch
+    /// link direction.
+    pub edge_forwarding_index: u64,
+    pub unreachable_pairs: u64,
+    pub looping_destinations: u64,
+    /// Per VL in use: its channel dependency graph is cycle free.
+    pub deadlock_free_per_vl: Vec<bool>,
+    pub switches: Vec<IbSwitchBalance>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbSwitchBalance {
+    pub switch: String,
+    pub guid: String,
+    /// The switch's linked ports, and any other port routes leave by.
+    pub ports: Vec<IbPortRoutes>,
+    /// Over `ports`.
+    pub max_routes: u32,
+    pub min_routes: u32,
+    /// max - min over the ports towards switches farther from the CAs.
+    pub up_spread: u32,
+    /// max - min over the ports towards switches nearer the CAs.
+    pub down_spread: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbPortRoutes {
+    pub port: u8,
+    /// The node at the other end, if linked.
+    pub remote: Option<String>,
+    /// CA destination LIDs this switch routes out of this port.
+    pub routes: u32,
+}
+
+impl IbRoutesBalance {
+    /// No routing yet (or no SM here).
+    pub fn empty() -> IbRoutesBalance {
+        IbRoutesBalance {
+            engine: None,
+            refused: Vec::new(),
+            destinations: 0,
+            max_routes_per_port: 0,
+            min_routes_per_port: 0,
+            worst_spread: 0,
+            edge_forwarding_index: 0,
+            unreachable_pairs: 0,
+            looping_destinations: 0,
+            deadlock_free_per_vl: Vec::new(),
+            switches: Vec::new(),
+        }
+    }
+}
+
+impl Render for IbRoutesBalance {
+    fn render(&self) -> String {
+        let Some(engine) = &self.engine else {
+            return "no routes computed (no SM in this switch, or no sweep yet)\n".to_owned();
+        };
+        let vls: Vec<String> = self
+            .deadlock_free_per_vl
+            .iter()
+            .enumerate()
+            .map(|(vl, free)| format!("VL{vl} {}", if *free { "yes" } else { "NO" }))
+            .collect();
+        let mut out = format!(
+            "engine {engine}, {} destination LIDs\nroutes per switch-to-switch port: max {}, min {}, worst spread {}\n\
+             edge-forwarding index {}, unreachable pairs {}, looping destinations {}\ndeadlock free: {}\n",
+            self.destinations,
+            self.max_routes_per_port,
+            self.min_routes_per_port,
+            self.worst_spread,
+            self.edge_forwarding_index,
+            self.unreachable_pairs,
+            self.looping_destinations,
+            vls.join(", "),
+        );
+        for refused in &self.refused {
+            out.push_str(&format!("declined: {refused}\n"));
+        }
+        let mut table = Table::new(["SWITCH", "MAX", "MIN", "UP SPREAD", "DOWN SPREAD", "ROUTES PER PORT"]);
+        for switch in &self.switches {
+            let ports: Vec<String> = switch
+                .ports
+                .iter()
+                .map(|p| {
+                    format!("{}{}:{}", p.port, p.remote.as_ref().map_or(String::new(), |r| format!("({r})")), p.routes)
+                })
+                .collect();
+            table.row([
+                switch.switch.clone(),
+                switch.max_routes.to_string(),
+                switch.min_routes.to_string(),
+                switch.up_spread.to_string(),
+                switch.down_spread.to_string(),
+                ports.join(" "),
+            ]);
+        }
+        out.push_str(&table.render());
+        out
+    }
 }
 
 impl Render for Vec<IbPort> {
@@ -252,6 +370,44 @@ impl Render for IbTopology {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_balance_shows_the_engine_the_index_each_vl_and_each_switchs_ports() {
+        let balance = IbRoutesBalance {
+            engine: Some("updn".into()),
+            refused: vec!["ftree: not a fat-tree".into()],
+            destinations: 3,
+            max_routes_per_port: 2,
+            min_routes_per_port: 1,
+            worst_spread: 1,
+            edge_forwarding_index: 4,
+            unreachable_pairs: 0,
+            looping_destinations: 0,
+            deadlock_free_per_vl: vec![true, false],
+            switches: vec![IbSwitchBalance {
+                switch: "s1".into(),
+                guid: "0x0000000000000100".into(),
+                ports: vec![
+                    IbPortRoutes { port: 1, remote: Some("ha".into()), routes: 1 },
+                    IbPortRoutes { port: 2, remote: Some("s2".into()), routes: 2 },
+                ],
+                max_routes: 2,
+                min_routes: 1,
+                up_spread: 0,
+                down_spread: 1,
+            }],
+        };
+        let text = balance.render();
+        assert!(text.starts_with("engine updn, 3 destination LIDs\n"), "{text}");
+        assert!(text.contains("max 2, min 1, worst spread 1\n"), "{text}");
+        assert!(text.contains("edge-forwarding index 4,"), "{text}");
+        assert!(text.contains("deadlock free: VL0 yes, VL1 NO\n"), "{text}");
+        assert!(text.contains("declined: ftree: not a fat-tree\n"), "{text}");
+        let row = text.lines().find(|l| l.starts_with("s1")).unwrap_or_else(|| panic!("{text}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells, ["s1", "2", "1", "0", "1", "1(ha):1", "2(s2):2"], "{text}");
+        assert!(IbRoutesBalance { engine: None, switches: vec![], ..balance }.render().starts_with("no routes"));
+    }
 
     #[test]
     fn the_port_table_shows_each_error_counter_in_its_column() {

@@ -40,6 +40,7 @@ impl Render for Reply {
             Reply::IbLft(v) => v.render(),
             Reply::IbSm(v) => v.render(),
             Reply::IbTopology(v) => v.render(),
+            Reply::IbRoutesBalance(v) => v.render(),
             Reply::BgpEvpnRoutes(v) => v.render(),
             Reply::EvpnVnis(v) => v.render(),
             Reply::EvpnMacs(v) => v.render(),

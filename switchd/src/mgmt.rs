@@ -134,6 +134,12 @@ impl<B: Backend> SwitchView<B> {
                     .map(|ib| crate::ib::lock(ib).show_topology())
                     .unwrap_or(mgmt_cli::ib::IbTopology { nodes: Vec::new() }),
             ),
+            Request::ShowIbRoutesBalance => Reply::IbRoutesBalance(
+                self.ib
+                    .as_ref()
+                    .map(|ib| crate::ib::lock(ib).show_routes_balance())
+                    .unwrap_or_else(mgmt_cli::ib::IbRoutesBalance::empty),
+            ),
             Request::ShowBgpEvpn { .. }
             | Request::ShowEvpnVni { .. }
             | Request::ShowEvpnMac { .. }

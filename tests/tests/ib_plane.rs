@@ -12,7 +12,7 @@
 //!    ibping works; malformed SMPs get IBA's statuses from switchd.
 //! 2. The SM embedded in s1 brings the plane up from nothing: every HCA
 //!    gets a LID and goes Active, every pair pings, `swcli show ib sm`,
-//!    `topology`, `lft`, `port` report it.
+//!    `topology`, `lft`, `port` and `routes balance` report it.
 //!
 //! Needs root and `ip`; skipped otherwise (a failure under CI=true).
 
@@ -292,6 +292,32 @@ fn the_sm_embedded_in_switchd_brings_the_plane_up_and_every_pair_pings() {
     let computed = f.s1.show_json("ib lft s2");
     let held = f.s2.show_json("ib lft");
     assert_eq!(computed["entries"], held["entries"], "{computed} vs {held}");
+    // The routing's balance: every switch, each routing every CA LID out of
+    // one port, the one towards that CA.
+    let balance = f.s1.show_json("ib routes balance");
+    assert_eq!(balance["engine"], "minhop", "{balance}");
+    assert_eq!(balance["destinations"], 3, "{balance}");
+    assert_eq!((balance["unreachable_pairs"].as_u64(), balance["looping_destinations"].as_u64()), (Some(0), Some(0)));
+    assert_eq!(balance["deadlock_free_per_vl"], serde_json::json!([true]), "{balance}");
+    let switches = balance["switches"].as_array().unwrap();
+    let names: Vec<&str> = switches.iter().map(|s| s["switch"].as_str().unwrap()).collect();
+    assert_eq!(names, ["s1", "s2"], "{balance}");
+    let routes_towards = |switch: &str, remote: &str| -> u64 {
+        let ports = switches.iter().find(|s| s["switch"] == switch).unwrap()["ports"].as_array().unwrap();
+        ports.iter().filter(|p| p["remote"] == remote).map(|p| p["routes"].as_u64().unwrap()).sum()
+    };
+    for switch in switches {
+        let ports = switch["ports"].as_array().unwrap();
+        let sum: u64 = ports.iter().map(|p| p["routes"].as_u64().unwrap()).sum();
+        assert_eq!(sum, 3, "{switch}");
+    }
+    // s1 holds ha and hc (named by their GUIDs), and reaches hb through s2;
+    // s2 the other way round.
+    assert_eq!([routes_towards("s1", "0xa0"), routes_towards("s1", "0xc0"), routes_towards("s1", "s2")], [1, 1, 1]);
+    assert_eq!([routes_towards("s2", "0xb0"), routes_towards("s2", "s1")], [1, 2]);
+    // One (source CA, destination) pair per direction over the s1-s2 link
+    // at most: ha and hc to hb, hb to ha and hc, so 2.
+    assert_eq!(balance["edge_forwarding_index"], 2, "{balance}");
 
     // Every HCA pings every other.
     let list: Vec<String> = lids.iter().map(u64::to_string).collect();

@@ -225,6 +225,12 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show ib topology", "the IB-like fabric the subnet manager here discovered", ANY, |_| {
         request(Request::ShowIbTopology)
     }),
+    (
+        "show ib routes balance",
+        "the SM's last routing: routes per port, edge-forwarding index, deadlock free per VL",
+        ANY,
+        |_| request(Request::ShowIbRoutesBalance),
+    ),
     ("show bgp l2vpn evpn", "the EVPN BGP table: every route and path", ANY, |_| {
         request(Request::ShowBgpEvpn { route_type: None })
     }),

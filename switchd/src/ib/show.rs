@@ -1,7 +1,11 @@
 //! What `swcli show ib ...` reads from the IB-like runtime.
 
-use mgmt_cli::ib::{IbLft, IbLftEntry, IbLink, IbNode, IbPort, IbPortCounters, IbSm, IbTopology, IbVl};
+use mgmt_cli::ib::{
+    IbLft, IbLftEntry, IbLink, IbNode, IbPort, IbPortCounters, IbPortRoutes, IbRoutesBalance, IbSm, IbSwitchBalance,
+    IbTopology, IbVl,
+};
 use subnet_manager::packet::attributes::{PortPhysState, PortState};
+use subnet_manager::routing::analyze;
 use subnet_manager::topology::NodeKind;
 
 use super::IbRuntime;
@@ -171,5 +175,60 @@ impl IbRuntime {
             })
             .collect();
         IbTopology { nodes }
+    }
+
+    /// The balance of the LFTs the embedded SM last computed (analysed on
+    /// request: the fabrics a switch-embedded SM runs are small).
+    pub fn show_routes_balance(&self) -> IbRoutesBalance {
+        let Some(embedded) = &self.sm else { return IbRoutesBalance::empty() };
+        let (topology, lfts) = (embedded.sm.topology(), embedded.sm.lfts());
+        let Some(engine) = lfts.engine else { return IbRoutesBalance::empty() };
+        let lmc = embedded.sm.config().routing.lmc;
+        let balance = analyze(topology, lfts, lmc);
+        let ca_ports: usize =
+            topology.nodes.iter().filter(|n| n.kind != NodeKind::Switch).map(|n| n.endpoint_ports().count()).sum();
+        let switches = balance
+            .switches
+            .iter()
+            .map(|switch| {
+                let node = &topology.nodes[switch.node];
+                let ports: Vec<IbPortRoutes> = switch
+                    .routes
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(port, &routes)| {
+                        let remote = node.ports.get(port).and_then(|p| p.remote);
+                        let remote = remote.map(|r| topology.nodes[r.node].description.clone());
+                        (port != 0 && (remote.is_some() || routes > 0)).then_some(IbPortRoutes {
+                            port: port as u8,
+                            remote,
+                            routes,
+                        })
+                    })
+                    .collect();
+                IbSwitchBalance {
+                    switch: node.description.clone(),
+                    guid: guid(node.guid),
+                    max_routes: ports.iter().map(|p| p.routes).max().unwrap_or(0),
+                    min_routes: ports.iter().map(|p| p.routes).min().unwrap_or(0),
+                    ports,
+                    up_spread: switch.up_spread,
+                    down_spread: switch.down_spread,
+                }
+            })
+            .collect();
+        IbRoutesBalance {
+            engine: Some(engine.name().to_owned()),
+            refused: lfts.refused.iter().map(|(engine, why)| format!("{}: {why}", engine.name())).collect(),
+            destinations: ca_ports << lmc,
+            max_routes_per_port: balance.max_routes_per_port,
+            min_routes_per_port: balance.min_routes_per_port,
+            worst_spread: balance.worst_spread,
+            edge_forwarding_index: balance.edge_forwarding_index,
+            unreachable_pairs: balance.unreachable_pairs,
+            looping_destinations: balance.looping_destinations,
+            deadlock_free_per_vl: balance.acyclic_per_vl,
+            switches,
+        }
     }
 }
