@@ -266,6 +266,28 @@ fn links_exchange_flow_control_and_ports_come_up_in_init() {
 }
 
 #[test]
+fn a_silent_peer_takes_the_link_down_and_its_return_brings_it_back_to_init() {
+    let mut lab = Lab::new(2, 16);
+    let port_3 = |lab: &Lab| lab.switches[0].port_status()[2].state;
+    // hca-c's process dies: its frames stop, the carrier stays up.
+    let cable = lab.links.remove(3);
+    assert_eq!(cable, (End::Switch(0, 3), End::Hca(2)));
+    // Within the silence allowed, nothing changes.
+    lab.wait(10 * 1_000 * US);
+    assert_eq!(port_3(&lab), PortState::Init);
+    lab.wait(15 * 1_000 * US);
+    assert_eq!(port_3(&lab), PortState::Down);
+    let switch_info = lab.switches[0].agent().switch.as_ref().unwrap().info;
+    assert!(switch_info.port_state_change, "the SM's light sweep sees it");
+    // The other ports kept hearing their peers.
+    assert!(lab.switches[0].port_status()[..2].iter().all(|p| p.state == PortState::Init));
+    // A new process on the same wire: flow control again, the port in Init.
+    lab.links.push(cable);
+    lab.wait(2 * 1_000 * US);
+    assert_eq!(port_3(&lab), PortState::Init);
+}
+
+#[test]
 fn lfts_set_by_hand_through_smps_carry_data_with_no_loss_to_a_slow_reader() {
     let mut lab = Lab::new(2, 16);
     lab.program_by_hand();
