@@ -50,6 +50,8 @@ struct Host {
     name: &'static str,
     ping_file: PathBuf,
     out_file: PathBuf,
+    /// Times the ping file was written (fabric-host numbers its rounds so).
+    rounds: std::cell::Cell<u32>,
     _process: ProcessGuard,
 }
 
@@ -59,11 +61,13 @@ impl Host {
         text.lines().filter_map(|line| serde_json::from_str(line).ok()).collect()
     }
 
-    /// Pings `lids` (round `round`), waits for every summary and returns
-    /// the replies per LID.
-    fn ping(&self, round: u32, lids: &[u64]) -> BTreeMap<u64, u64> {
+    /// Pings `lids` (the test's round `tag`), waits for every summary and
+    /// returns the replies per LID.
+    fn ping(&self, tag: u32, lids: &[u64]) -> BTreeMap<u64, u64> {
         let list: Vec<String> = lids.iter().map(u64::to_string).collect();
-        std::fs::write(&self.ping_file, format!("round-{round} {}\n", list.join(" "))).unwrap();
+        std::fs::write(&self.ping_file, format!("round-{tag} {}\n", list.join(" "))).unwrap();
+        let round = self.rounds.get() + 1;
+        self.rounds.set(round);
         let done = poll_until(Duration::from_secs(30), Duration::from_millis(200), || {
             let summaries: BTreeMap<u64, u64> = self
                 .events()
@@ -73,7 +77,7 @@ impl Host {
                 .collect();
             (summaries.len() == lids.len()).then_some(summaries)
         });
-        done.unwrap_or_else(|| panic!("{}: round {round} unfinished: {:?}", self.name, self.events()))
+        done.unwrap_or_else(|| panic!("{}: round {tag} unfinished: {:?}", self.name, self.events()))
     }
 }
 
@@ -109,7 +113,7 @@ fn triangle() -> Triangle {
             .stdout(std::fs::File::create(&out_file).unwrap())
             .stderr(Stdio::null());
         let process = ProcessGuard::spawn("fabric-host", command);
-        hosts.push((ns, Host { name, ping_file, out_file, _process: process }));
+        hosts.push((ns, Host { name, ping_file, out_file, rounds: Default::default(), _process: process }));
     }
     let (host_ns, hosts): (Vec<Netns>, Vec<Host>) = hosts.into_iter().unzip();
     Triangle { hosts, _host_ns: host_ns, s1_ns, s2_ns, s3_ns, _dir: dir }
