@@ -126,7 +126,7 @@ impl<B: Backend> SwitchView<B> {
                 let Some(ib) = &self.ib else {
                     return Response::Error { message: "no port is in IB-like mode".into() };
                 };
-                Reply::IbSm(crate::ib::lock(ib).show_sm((self.now)()))
+                Reply::IbSm(Box::new(crate::ib::lock(ib).show_sm((self.now)())))
             }
             Request::ShowIbTopology => Reply::IbTopology(
                 self.ib
