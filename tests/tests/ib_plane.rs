@@ -321,6 +321,14 @@ fn hand_set_lfts_carry_data_between_hcas_losing_nothing_to_a_slow_receiver() {
 
         m_key_protects_s2(&mut tool);
     });
+    // s2's agent counted what m_key_protects_s2 did: two violations, two
+    // traps 256, each repressed, the first after a repeat.
+    let counters = f.s2.show_json("ib counters");
+    let agent = &counters["agent"];
+    assert_eq!(agent["m_key_violations"], 2, "{counters}");
+    assert_eq!((agent["traps_sent"].as_u64(), agent["traps_repressed"].as_u64()), (Some(2), Some(2)), "{counters}");
+    assert!(agent["traps_resent"].as_u64().unwrap() >= 1, "{counters}");
+    assert_eq!(agent["bad_version"], 1, "{counters}");
     let lft = f.s1.show_json("ib lft");
     assert_eq!(lft["lid"], 10);
     assert_eq!(lft["entries"].as_array().unwrap().len(), 4, "{lft}");
