@@ -274,6 +274,9 @@ impl Lab {
                 failed: false,
             });
         }
+        for raised in crate::host_limits::fit_neighbor_tables(lab.nodes.len())? {
+            eprintln!("raised {raised} (the kernel's neighbour table is shared by every namespace)");
+        }
         // Recorded before anything is made: destroy works from here on.
         lab.save()?;
         let result = lab.bring_up(&resolved);
