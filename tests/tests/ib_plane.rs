@@ -561,3 +561,90 @@ fn a_fast_sender_into_slower_egresses_is_throttled_by_credits_and_loses_nothing(
         std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
     );
 }
+
+/// Removes the hold file even when the test fails.
+struct HoldFile(std::path::PathBuf);
+
+impl Drop for HoldFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// A VL stalled towards one port does not block another VL to another
+/// port, checked by counts alone (no CPU load can break it): hb takes
+/// nothing while a hold file exists, so VL0 towards hb stops once the
+/// buffers on the way (about 30 packets each) are full. Stream A (SL0,
+/// VL0, ha -> hb) is then stuck in the VOQs (s1 eth2, VL0) and (s2 eth2,
+/// VL0), while stream B (SL1, VL1, ha -> hc) delivers every packet. With
+/// one queue per input port (or one credit pool per link) B would wait
+/// behind A's head on s1 and never complete while hb holds. Released, A
+/// completes with zero loss.
+#[test]
+fn a_stalled_vl_towards_one_port_does_not_block_another_vl_to_another_port() {
+    if !require_root_and_tools("ib_plane", &["ip"]) {
+        return;
+    }
+    const PACKETS: u64 = 2000;
+    let hold = HoldFile(std::env::temp_dir().join(format!("ib_plane-hold-{}", std::process::id())));
+    std::fs::write(&hold.0, b"").unwrap();
+    let f = fabric_with(&["", "", ""], &["", ""], 512, "");
+    let mut hb = host_with(&f.hb, "0xb0", 512, &["--hold-file", hold.0.to_str().unwrap()]);
+    let mut hc = host_with(&f.hc, "0xc0", 512, &[]);
+    let packets = PACKETS.to_string();
+    let mut ha = host_with(
+        &f.ha,
+        "0xa0",
+        512,
+        &["--send", "2", "--sl", "0", "--flow", "3:1", "--packets", &packets, "--size", "1024"],
+    );
+    let ports_up = poll_until(Duration::from_secs(10), Duration::from_millis(100), || {
+        let rows = f.s1.show_rows("ib port");
+        (rows.len() == 3 && rows.iter().all(|p| p["flow_control"] == true)).then_some(())
+    });
+    assert!(ports_up.is_some(), "{}", f.s1.swcli(&["show", "ib", "port"]));
+    f.ha.enter(|| drop(program_by_hand()));
+
+    let sent = |rows: &[serde_json::Value], i: usize| rows[i]["counters"]["xmit_packets"].as_u64().unwrap_or(0);
+    let queued = |row: &serde_json::Value, vl: u64| {
+        row["vls"].as_array().unwrap().iter().find(|v| v["vl"] == vl).map_or(0, |v| v["queued"].as_u64().unwrap())
+    };
+    // B: every packet out of s1's eth3 towards hc, while hb holds.
+    let b_done = poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
+        (sent(&f.s1.show_rows("ib port"), 2) >= PACKETS).then_some(())
+    });
+    let (s1_ports, s2_ports) = (f.s1.show_rows("ib port"), f.s2.show_rows("ib port"));
+    assert!(b_done.is_some(), "B held back by A's stalled VL0:\n{s1_ports:#?}\n{s2_ports:#?}");
+    // A: stuck, far short of its count; VL0 waits for hb's credit on s2's
+    // eth2 and for s2's on s1's eth2, in those ports' VL0 VOQs.
+    assert!(sent(&s2_ports, 1) < PACKETS / 10, "A is held by hb: {s2_ports:?}");
+    assert!(s2_ports[1]["counters"]["xmit_wait"].as_u64().unwrap() > 0, "{s2_ports:?}");
+    assert!(queued(&s2_ports[1], 0) > 0 && queued(&s1_ports[1], 0) > 0, "A in the VL0 VOQs: {s1_ports:?} {s2_ports:?}");
+    assert_eq!(queued(&s1_ports[2], 1), 0, "B's VOQ drained: {s1_ports:?}");
+
+    // Released, A completes.
+    drop(hold);
+    let a_done = poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
+        (sent(&f.s2.show_rows("ib port"), 1) >= PACKETS).then_some(())
+    });
+    assert!(a_done.is_some(), "{}", f.s2.swcli(&["show", "ib", "port"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let ha_events = events(&ha.stop(Duration::from_secs(3)).unwrap());
+    let hb_events = events(&hb.stop(Duration::from_secs(3)).unwrap());
+    let hc_events = events(&hc.stop(Duration::from_secs(3)).unwrap());
+    let summaries = event(&ha_events, "send_summary");
+    assert!(summaries.len() == 2 && summaries.iter().all(|s| s["sent"] == PACKETS), "{ha_events:?}");
+    for events in [&hb_events, &hc_events] {
+        let s = &event(events, "summary")[0]["streams"][0];
+        assert_eq!(
+            (s["slid"].as_u64(), s["received"].as_u64(), s["gaps"].as_u64(), s["out_of_order"].as_u64()),
+            (Some(1), Some(PACKETS), Some(0), Some(0)),
+            "zero loss: {s}"
+        );
+    }
+    for port in f.s1.show_rows("ib port").iter().chain(f.s2.show_rows("ib port").iter()) {
+        for counter in ["rcv_errors", "xmit_discards", "rcv_switch_relay_errors"] {
+            assert_eq!(port["counters"][counter], 0, "{counter}: {port}");
+        }
+    }
+}

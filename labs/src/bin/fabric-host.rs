@@ -147,6 +147,9 @@ struct IbArgs {
     /// Take at most this many received packets a second (0: no limit): a slow receiver.
     #[arg(long, default_value_t = 0)]
     read_pps: u64,
+    /// Take nothing received while this file exists (a stalled receiver: its credit stays held).
+    #[arg(long)]
+    hold_file: Option<std::path::PathBuf>,
     /// Stop after this many seconds (0: at SIGTERM or SIGINT, or when the ping is done).
     #[arg(long, default_value_t = 0.0)]
     for_secs: f64,
@@ -306,6 +309,7 @@ fn run_ib(args: IbArgs) -> ExitCode {
         sl: args.sl,
         rate: args.rate,
         read_pps: args.read_pps,
+        hold_file: args.hold_file,
         for_secs: args.for_secs,
     };
     match ib::run(options) {

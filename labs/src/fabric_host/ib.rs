@@ -9,7 +9,8 @@
 //! credits), `--line-rate-mbps` (the port's line rate: a fast sender into
 //! a slower fabric),
 //! `--read-pps` (a slow reader: take at most that many packets a second,
-//! the rest wait in the receive buffer holding their credit). It reports
+//! the rest wait in the receive buffer holding their credit), `--hold-file`
+//! (a stalled reader: nothing taken while that file exists). It reports
 //! JSON lines on stdout: `lid` when the port gets a LID, `pong` per reply,
 //! `ping_summary`, `send_summary`, and `summary` at exit (SIGTERM, SIGINT,
 //! or `--for-secs`).
@@ -63,6 +64,10 @@ pub struct Options {
     pub rate: u64,
     /// Packets taken from the receive buffer per second; 0: all at once.
     pub read_pps: u64,
+    /// Take nothing while this file exists: the packets wait in the
+    /// receive buffer holding their VL's credit, so the sender's VL stalls
+    /// (a count-based test of head-of-line blocking, whatever the load).
+    pub hold_file: Option<std::path::PathBuf>,
     /// Stop after this long (0: at SIGTERM/SIGINT).
     pub for_secs: f64,
 }
@@ -206,6 +211,9 @@ pub fn run(options: Options) -> std::io::Result<()> {
             budget = read_allowance as u64;
         }
         last_read = Instant::now();
+        if options.hold_file.as_ref().is_some_and(|path| path.exists()) {
+            budget = 0;
+        }
         let mut taken = 0u64;
         while taken < budget {
             let Some(packet) = hca.take() else { break };
