@@ -545,7 +545,8 @@ fn a_fast_sender_into_slower_egresses_is_throttled_by_credits_and_loses_nothing(
     // B is not held back by A's full VL0: on a machine not starved of CPU
     // it keeps about twice A's rate and ends first. Measured and printed,
     // not asserted (timing: under a load of 50 both ran at what the CPU
-    // gave them).
+    // gave them); asserted by counts in
+    // a_stalled_vl_towards_one_port_does_not_block_another_vl_to_another_port.
     let (rate_a, rate_b) = (stream_wire_bps(&a, PAYLOAD), stream_wire_bps(&b, PAYLOAD));
     let goodput = |rate: f64| rate * PAYLOAD as f64 / wire_bytes(PAYLOAD) as f64;
     eprintln!(
