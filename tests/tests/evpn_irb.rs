@@ -1,7 +1,7 @@
 //! Symmetric IRB between `switchd` VTEPs (RFC 9135 section 4.1): two leaves
 //! and a spine, eBGP as in `switchd_evpn.rs`. Both leaves have VLAN 10 (VNI
-//! 10100, 10.1.0.0/24) and VLAN 20 (VNI 10200, 10.2.0.0/24) with the same
-//! distributed anycast gateway on each (10.1.0.1 and 10.2.0.1, one MAC),
+//! 10100, 172.16.1.0/24) and VLAN 20 (VNI 10200, 172.16.2.0/24) with the same
+//! distributed anycast gateway on each (172.16.1.1 and 172.16.2.1, one MAC),
 //! both SVIs in VRF tenant1 with L3VNI 4001 and a router MAC per leaf.
 //!
 //! ```text
@@ -11,7 +11,7 @@
 //!             eth1                    eth1
 //!   [l1 AS65101 VTEP 10.255.0.1]    [l2 AS65102 VTEP 10.255.0.2]
 //!             eth3 (VLAN 10)              eth3 (VLAN 20)
-//!          [h1 10.1.0.11]            [h2 10.2.0.12]
+//!          [h1 172.16.1.11]            [h2 172.16.2.12]
 //! ```
 //!
 //! Checked: each host reaches its gateway on its own leaf; each leaf learns
@@ -63,8 +63,8 @@ ports:
   - {{ name: eth1, mode: routed, addresses: [10.{i}.0.0/31] }}
   - {{ name: eth3, mode: access, vlan: {host_vlan} }}
 vlans:
-  - {{ id: 10, addresses: [10.1.0.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
-  - {{ id: 20, addresses: [10.2.0.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 10, addresses: [172.16.1.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 20, addresses: [172.16.2.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
 vxlan:
   source: 10.255.0.{i}
   vnis: [{{ vni: 10100, vlan: 10 }}, {{ vni: 10200, vlan: 20 }}]
@@ -113,7 +113,7 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     veth(&s1, "eth2", &l2, "eth1");
     veth(&h1, "eth0", &l1, "eth3");
     veth(&h2, "eth0", &l2, "eth3");
-    for (h, addr, gw) in [(&h1, "10.1.0.11/24", "10.1.0.1"), (&h2, "10.2.0.12/24", "10.2.0.1")] {
+    for (h, addr, gw) in [(&h1, "172.16.1.11/24", "172.16.1.1"), (&h2, "172.16.2.12/24", "172.16.2.1")] {
         h.host_setup("eth0", addr, Some(gw));
         // Room for the 50 bytes of VXLAN encapsulation.
         h.ip(&["link", "set", "eth0", "mtu", "1450"]);
@@ -123,13 +123,15 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let leaf2 = Switchd::start(&l2, &leaf(2, 20));
 
     // The anycast gateway answers on each leaf; each leaf learns its host.
-    assert!(h1.ping_until("10.1.0.1", CONVERGE) && h2.ping_until("10.2.0.1", CONVERGE), "hosts -> gateways");
-    let gateway = h1.ip(&["neigh", "show", "10.1.0.1"]);
+    assert!(h1.ping_until("172.16.1.1", CONVERGE) && h2.ping_until("172.16.2.1", CONVERGE), "hosts -> gateways");
+    let gateway = h1.ip(&["neigh", "show", "172.16.1.1"]);
     assert!(gateway.contains(GATEWAY_MAC), "the gateway answers with the anycast MAC: {gateway}");
 
     // Each leaf has the other's host as a /32 in tenant1 through the other
     // VTEP, on the L3VNI, to the other's router MAC.
-    for (sw, host, vtep, i) in [(&leaf1, "10.2.0.12/32", "10.255.0.2", 2), (&leaf2, "10.1.0.11/32", "10.255.0.1", 1)] {
+    for (sw, host, vtep, i) in
+        [(&leaf1, "172.16.2.12/32", "10.255.0.2", 2), (&leaf2, "172.16.1.11/32", "10.255.0.1", 1)]
+    {
         let hops = wait_for(&format!("{host} in tenant1"), || vrf_route(sw, host));
         let expected = format!("{vtep} vni 4001 rmac {}", router_mac(i));
         assert_eq!(hops, serde_json::json!([expected]), "{host}");
@@ -137,13 +139,13 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     // `show ip route vrf tenant1`: the SVIs' subnets and the remote host by BGP over the L3VNI.
     let table = json(&leaf1, &["show", "ip", "route", "vrf", "tenant1"]);
     let route = |prefix: &str| table.as_array().unwrap().iter().find(|r| r["prefix"] == prefix).cloned();
-    let remote = route("10.2.0.12/32").unwrap_or_else(|| panic!("no route to h2: {table:#}"));
+    let remote = route("172.16.2.12/32").unwrap_or_else(|| panic!("no route to h2: {table:#}"));
     assert_eq!(remote["protocol"], "bgp", "{remote}");
     assert_eq!(remote["next_hops"][0]["ip"], "10.255.0.2", "{remote}");
     assert_eq!(remote["next_hops"][0]["interface"], "vni4001", "{remote}");
-    assert_eq!(route("10.1.0.0/24").unwrap()["protocol"], "connected", "{table:#}");
+    assert_eq!(route("172.16.1.0/24").unwrap()["protocol"], "connected", "{table:#}");
     let default = json(&leaf1, &["show", "ip", "route"]);
-    assert!(!default.to_string().contains("10.1.0.0/24"), "tenant routes stay out of the default VRF: {default}");
+    assert!(!default.to_string().contains("172.16.1.0/24"), "tenant routes stay out of the default VRF: {default}");
     let vrfs = json(&leaf1, &["show", "vrf"]);
     let tenant = &vrfs.as_array().unwrap()[0];
     assert_eq!((tenant["name"].as_str(), tenant["l3vni"].as_u64()), (Some("tenant1"), Some(4001)), "{vrfs:#}");
@@ -154,8 +156,8 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let pcap = pcap.to_str().unwrap().to_string();
     let mut capture = s1.spawn(&["tcpdump", "-i", "eth1", "-n", "-U", "-w", &pcap, "udp", "port", "4789"]);
     std::thread::sleep(Duration::from_millis(1000));
-    assert!(h1.ping_until("10.2.0.12", CONVERGE), "h1 -> h2 across VNIs");
-    assert!(h1.ping("10.2.0.12", 3) && h2.ping("10.1.0.11", 3), "every reply both ways");
+    assert!(h1.ping_until("172.16.2.12", CONVERGE), "h1 -> h2 across VNIs");
+    assert!(h1.ping("172.16.2.12", 3) && h2.ping("172.16.1.11", 3), "every reply both ways");
     std::thread::sleep(Duration::from_millis(500));
     capture.stop(Duration::from_secs(3));
     // tshark decodes UDP 4789 as VXLAN; the last eth.dst is the inner frame's.
@@ -165,6 +167,6 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
         .output()
         .expect("run tshark");
     let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
-    let expected = format!("4001\t{}\t10.2.0.12", router_mac(2));
+    let expected = format!("4001\t{}\t172.16.2.12", router_mac(2));
     assert!(lines.len() >= 3 && lines.iter().all(|l| *l == expected), "echo requests on the underlay: {lines:?}");
 }
