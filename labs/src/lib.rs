@@ -2,8 +2,10 @@
 //! (the lab host program) and the virtual-time simulator.
 
 pub mod check;
+pub mod evpn;
 pub mod fabric_host;
 pub mod generate;
+pub mod host_limits;
 pub mod lossless;
 pub mod netns;
 pub mod ping;

@@ -227,7 +227,8 @@ pub enum Reply {
     Dlb(crate::qos::Dlb),
     IbPorts(Vec<crate::ib::IbPort>),
     IbLft(crate::ib::IbLft),
-    IbSm(crate::ib::IbSm),
+    // Boxed: the largest reply by far.
+    IbSm(Box<crate::ib::IbSm>),
     IbTopology(crate::ib::IbTopology),
     IbRoutesBalance(crate::ib::IbRoutesBalance),
     BgpEvpnRoutes(BgpEvpnRoutes),
@@ -270,6 +271,10 @@ pub struct Counters {
     pub tx_bytes: u64,
     pub rx_drops: u64,
     pub tx_drops: u64,
+    /// Frames the kernel dropped before the switch saw them: the port's
+    /// AF_PACKET receive ring was full (`PACKET_STATISTICS` tp_drops).
+    #[serde(default)]
+    pub rx_ring_drops: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -100,7 +100,7 @@ impl Render for Vec<Interface> {
                 c.rx_bytes.to_string(),
                 c.tx_packets.to_string(),
                 c.tx_bytes.to_string(),
-                (c.rx_drops + c.tx_drops).to_string(),
+                (c.rx_drops + c.tx_drops + c.rx_ring_drops).to_string(),
             ]);
         }
         table.render()
@@ -626,49 +626,57 @@ impl Render for Vec<Vrf> {
     }
 }
 
+/// What the first lines of `show ip route` say (FRR's legend).
+pub const IP_ROUTE_CODES: &str = "Codes: K - kernel route, C - connected, L - local, S - static, B - BGP\n       \
+     > - selected route, * - FIB route\n\n";
+
 impl Render for Vec<IpRoute> {
     fn render(&self) -> String {
-        let mut out = String::from(
-            "Codes: K - kernel route, C - connected, L - local, S - static, B - BGP\n       \
-             > - selected route, * - FIB route\n\n",
-        );
-        for r in self {
-            let code = match r.protocol.as_str() {
-                "connected" => 'C',
-                "local" => 'L',
-                "static" => 'S',
-                "bgp" => 'B',
-                "kernel" => 'K',
-                _ => '?',
-            };
-            let selected = if r.installed { ">" } else { " " };
-            let head = format!("{code}{selected}");
-            let metric = if matches!(r.protocol.as_str(), "connected" | "local") {
-                String::new()
-            } else {
-                format!(" [{}/{}]", r.distance, r.metric)
-            };
-            if r.next_hops.is_empty() {
-                let what = if r.protocol == "local" { "is local" } else { "unreachable (blackhole)" };
-                out.push_str(&format!("{head}{} {}{metric} {what}\n", if r.installed { "*" } else { " " }, r.prefix));
-                continue;
-            }
-            let indent = head.len() + 1 + r.prefix.len() + metric.len();
-            for (i, nh) in r.next_hops.iter().enumerate() {
-                let fib = if nh.active { "*" } else { " " };
-                let iface = nh.interface.as_deref().unwrap_or("-");
-                let via = match nh.ip {
-                    Some(ip) => format!("via {ip}, {iface}"),
-                    None => format!("is directly connected, {iface}"),
-                };
-                if i == 0 {
-                    out.push_str(&format!("{head}{fib} {}{metric} {via}\n", r.prefix));
-                } else {
-                    out.push_str(&format!("  {fib}{:indent$} {via}\n", "", indent = indent - 2));
-                }
-            }
+        let mut out = String::from(IP_ROUTE_CODES);
+        for route in self {
+            render_ip_route(route, &mut out);
         }
         out
+    }
+}
+
+/// One route of `show ip route`, a line per next hop (ECMP members
+/// aligned under the first): rows stand alone, so a streamed table is
+/// printed as its routes arrive.
+pub fn render_ip_route(r: &IpRoute, out: &mut String) {
+    let code = match r.protocol.as_str() {
+        "connected" => 'C',
+        "local" => 'L',
+        "static" => 'S',
+        "bgp" => 'B',
+        "kernel" => 'K',
+        _ => '?',
+    };
+    let selected = if r.installed { ">" } else { " " };
+    let head = format!("{code}{selected}");
+    let metric = if matches!(r.protocol.as_str(), "connected" | "local") {
+        String::new()
+    } else {
+        format!(" [{}/{}]", r.distance, r.metric)
+    };
+    if r.next_hops.is_empty() {
+        let what = if r.protocol == "local" { "is local" } else { "unreachable (blackhole)" };
+        out.push_str(&format!("{head}{} {}{metric} {what}\n", if r.installed { "*" } else { " " }, r.prefix));
+        return;
+    }
+    let indent = head.len() + 1 + r.prefix.len() + metric.len();
+    for (i, nh) in r.next_hops.iter().enumerate() {
+        let fib = if nh.active { "*" } else { " " };
+        let iface = nh.interface.as_deref().unwrap_or("-");
+        let via = match nh.ip {
+            Some(ip) => format!("via {ip}, {iface}"),
+            None => format!("is directly connected, {iface}"),
+        };
+        if i == 0 {
+            out.push_str(&format!("{head}{fib} {}{metric} {via}\n", r.prefix));
+        } else {
+            out.push_str(&format!("  {fib}{:indent$} {via}\n", "", indent = indent - 2));
+        }
     }
 }
 
@@ -778,12 +786,24 @@ mod tests {
             mode: "access 10".into(),
             addresses: vec![],
             mac: None,
-            counters: Counters { rx_packets: 5, rx_bytes: 420, tx_packets: 7, tx_bytes: 600, rx_drops: 1, tx_drops: 1 },
+            counters: Counters {
+                rx_packets: 5,
+                rx_bytes: 420,
+                tx_packets: 7,
+                tx_bytes: 600,
+                rx_drops: 1,
+                tx_drops: 1,
+                rx_ring_drops: 2,
+            },
         }]);
         let text = reply.render();
         let row = text.lines().nth(2).unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cells, ["eth1", "afpacket", "up", "down", "9100", "access", "10", "-", "5", "420", "7", "600", "2"]);
+        assert_eq!(
+            cells,
+            ["eth1", "afpacket", "up", "down", "9100", "access", "10", "-", "5", "420", "7", "600", "4"],
+            "ring drops count with the others"
+        );
     }
 
     fn hop(ip: &str, interface: &str, active: bool) -> IpRouteNextHop {

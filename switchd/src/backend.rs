@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use dataplane::pipeline::{PortId, SwitchConfig};
+use dataplane::pipeline::PortId;
 use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
 use sai_shim::backend::soft::SoftBackend;
 use sai_shim::{Backend, Sai};
@@ -23,7 +23,6 @@ use crate::hostif;
 use crate::ib::{IbRuntime, SharedIb};
 use crate::soft_forwarding::SoftForwarding;
 use dataplane::node::{AnyTrafficManager, QosTrafficManager};
-use qos::dlb::DlbMode;
 
 /// What the daemon needs from a backend beyond the shim API.
 pub trait DaemonBackend: Backend + Send + Sized + 'static {
@@ -74,6 +73,12 @@ pub struct LldpPort {
 pub trait RunningForwarding: FollowsConfig {
     /// Stops it and removes what it created (TAPs, threads, addresses).
     fn stop(&mut self);
+
+    /// Its port adapters' counters (kernel ring drops...), when it has
+    /// adapters of its own.
+    fn io_stats(&self) -> Option<crate::mgmt::IoStatsHandle> {
+        None
+    }
 }
 
 impl FollowsConfig for Box<dyn RunningForwarding> {
@@ -91,8 +96,8 @@ impl FollowsConfig for Box<dyn RunningForwarding> {
 impl DaemonBackend for SoftBackend {
     const NAME: &'static str = "soft";
 
-    fn for_config(_config: &Config) -> Result<SoftBackend, RunError> {
-        Ok(SoftBackend::new(SwitchConfig::default()))
+    fn for_config(config: &Config) -> Result<SoftBackend, RunError> {
+        Ok(SoftBackend::new(config.profile.switch_config()))
     }
 
     fn start_forwarding(
@@ -246,10 +251,11 @@ fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<Traffi
     for index in 0..tm_config.ports.len() {
         tm.set_port_mac(index as PortId, mac);
     }
-    if tm_config.dlb.mode != DlbMode::Static || !tm_config.dlb.groups.is_empty() {
-        let dlb = tm.dlb(tm_config.dlb.clone());
-        sai.backend_mut().set_path_quality(Some(Box::new(dlb)));
-    }
+    // DLB runs with every traffic manager, even when all groups hash
+    // statically, so that a group a later commit creates with a mode of its
+    // own (`qos.dlb.groups`) balances as configured at once.
+    let dlb = tm.dlb(tm_config.dlb.clone());
+    sai.backend_mut().set_path_quality(Some(Box::new(dlb)));
     tracing::info!(
         ports = tm_config.ports.len(),
         pfc = ?tm_config.pfc.priorities,

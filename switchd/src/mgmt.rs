@@ -45,7 +45,13 @@ pub struct SwitchView<B: Backend = SoftBackend> {
     pub now: Arc<dyn Fn() -> u64 + Send + Sync>,
     /// The IB-like plane, when ports are in `mode: ib`.
     pub ib: Option<crate::ib::SharedIb>,
+    /// What the port adapters counted below the pipeline (kernel ring
+    /// drops...), as the forwarding thread last published it.
+    pub io_stats: IoStatsHandle,
 }
+
+/// The forwarding thread's adapter counters, shared with the management API.
+pub type IoStatsHandle = Arc<Mutex<Vec<crate::forwarding::DeviceStats>>>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not take the management API down with it.
@@ -62,6 +68,7 @@ impl<B: Backend> Clone for SwitchView<B> {
             bgp: self.bgp.clone(),
             now: self.now.clone(),
             ib: self.ib.clone(),
+            io_stats: self.io_stats.clone(),
         }
     }
 }
@@ -130,7 +137,7 @@ impl<B: Backend> SwitchView<B> {
                 let Some(ib) = &self.ib else {
                     return Response::Error { message: "no port is in IB-like mode".into() };
                 };
-                Reply::IbSm(crate::ib::lock(ib).show_sm((self.now)()))
+                Reply::IbSm(Box::new(crate::ib::lock(ib).show_sm((self.now)())))
             }
             Request::ShowIbTopology => Reply::IbTopology(
                 self.ib
@@ -195,6 +202,7 @@ impl<B: Backend> SwitchView<B> {
         // IB-like ports count in the IB-like plane (PortCounters, data in
         // 4-byte words); read before the shim, one lock at a time.
         let ib_ports = self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default();
+        let ring_drops = self.ring_drops();
         let sai = lock(&self.sai);
         let mut out = Vec::new();
         for port in &self.config.ports {
@@ -226,6 +234,7 @@ impl<B: Backend> SwitchView<B> {
                         tx_bytes: ib.counters.xmit_data * 4,
                         rx_drops: ib.counters.rcv_switch_relay_errors + ib.counters.rcv_errors,
                         tx_drops: ib.counters.vl15_dropped,
+                        rx_ring_drops: ring_drops.get(&port.name).copied().unwrap_or(0),
                     },
                     None => api::Counters {
                         rx_packets: counters.rx_packets,
@@ -234,6 +243,7 @@ impl<B: Backend> SwitchView<B> {
                         tx_bytes: counters.tx_bytes,
                         rx_drops: counters.rx_drops,
                         tx_drops: counters.tx_drops,
+                        rx_ring_drops: ring_drops.get(&port.name).copied().unwrap_or(0),
                     },
                 },
             });
@@ -398,7 +408,14 @@ impl<B: Backend> SwitchView<B> {
     }
 
     /// Non-zero drop counters: the switch's, then each port's.
+    /// Frames each port's kernel ring dropped, by port name (the adapter
+    /// is named after the port).
+    fn ring_drops(&self) -> std::collections::HashMap<String, u64> {
+        lock(&self.io_stats).iter().map(|device| (device.name.clone(), device.io.rx_ring_drops)).collect()
+    }
+
     pub fn drops(&self) -> Vec<api::DropCount> {
+        let ring_drops = self.ring_drops();
         let sai = lock(&self.sai);
         let rows = |interface: Option<String>, counters: &dataplane::pipeline::DropCounters| -> Vec<api::DropCount> {
             counters
@@ -415,6 +432,10 @@ impl<B: Backend> SwitchView<B> {
         for port in &self.config.ports {
             if let Some(counters) = sai.port_counters(self.applied.ports[&port.name].port) {
                 out.extend(rows(Some(port.name.clone()), &counters.drops));
+            }
+            // Lost before the pipeline: the kernel found the port's ring full.
+            if let Some(&packets) = ring_drops.get(&port.name).filter(|&&packets| packets > 0) {
+                out.push(api::DropCount { interface: Some(port.name.clone()), reason: RX_RING_FULL.into(), packets });
             }
         }
         out
@@ -441,6 +462,9 @@ impl<B: Backend> SwitchView<B> {
             .collect()
     }
 }
+
+/// The `show drops` reason of frames the kernel dropped at a full rx ring.
+pub const RX_RING_FULL: &str = "rx-ring-full";
 
 /// `NeighborMiss` -> `neighbor-miss`.
 fn kebab(name: &str) -> String {
@@ -637,6 +661,7 @@ routes:
             bgp: None,
             now: Arc::new(|| 0),
             ib: None,
+            io_stats: Default::default(),
         }
     }
 
@@ -746,6 +771,55 @@ routes:
         .unwrap();
         server.abort();
         assert_eq!(streamed, whole);
+    }
+
+    /// More routes than one answer may carry (the socket's 16 MiB line):
+    /// the shell's `show ip route | json` and `show ip route | grep`
+    /// stream them, rendered as they arrive.
+    #[tokio::test]
+    async fn the_shell_streams_a_route_table_larger_than_one_answer() {
+        const ROUTES: u32 = 140_000;
+        let view = view();
+        {
+            let mut sai = view.sai.lock().unwrap();
+            let eth3 = crate::config::L3Interface::Port("eth3".into());
+            let via = view.applied.next_hops[&("10.0.1.2".parse().unwrap(), eth3)];
+            let vr = sai.default_virtual_router();
+            for i in 0..ROUTES {
+                let destination =
+                    ipnetwork::IpNetwork::new(std::net::Ipv4Addr::from(0x1400_0000 + i).into(), 32).unwrap();
+                let key = sai_shim::RouteEntryKey { virtual_router: vr, destination };
+                sai.create_route_entry(key, &[sai_shim::RouteEntryAttr::NextHopId(Some(via))]).unwrap();
+            }
+        }
+        let whole = view.ip_routes(api::AddressFamily::Ipv4);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let server = tokio::spawn(serve(bind(&path).unwrap(), Arc::new(RwLock::new(view)), None));
+        let (json, grep) = tokio::task::spawn_blocking(move || {
+            let mut session = mgmt_cli::shell::session::Session::connect(&path).unwrap();
+            let mut run = |line: &str| {
+                let mut out = Vec::new();
+                let output = session.execute_to(line, &mut out);
+                assert_eq!(output.status, mgmt_cli::shell::session::Status::Ok, "{line}: {}", output.text);
+                String::from_utf8(out).unwrap()
+            };
+            (run("show ip route | json"), run("show ip route | grep 20.0.1."))
+        })
+        .await
+        .unwrap();
+        server.abort();
+        // One route a line, a byte more each than in one answer: more than
+        // one answer may carry.
+        assert!(json.len() - whole.len() > codec::MAX_LINE, "{} bytes", json.len());
+        let streamed: Vec<api::IpRoute> = serde_json::from_str(&json).unwrap();
+        assert_eq!(streamed, whole);
+        // The table's rows for 20.0.1.0-255, and nothing else (not the legend).
+        let lines: Vec<&str> = grep.lines().collect();
+        assert_eq!(lines.len(), 256, "{grep}");
+        for (i, line) in lines.iter().enumerate() {
+            assert_eq!(*line, format!("K>* 20.0.1.{i}/32 [0/0] via 10.0.1.2, eth3"));
+        }
     }
 
     #[tokio::test]

@@ -15,8 +15,8 @@ use qos::ib::switch::{IbSwitch, PacketDesc, PortCounters, Received, SwitchConfig
 use super::frames::{self, FrameError, LinkPacket};
 use super::{FrameStore, default_sl_to_vl, describe_port, logical_state, max_wire_len, mtu_bytes};
 use crate::agent::{Agent, Disposition};
-use crate::packet::attributes::{AttributeId, Notice, NoticeRepr, PortPhysState, PortState, VlArbBlock, VlArbEntry};
-use crate::packet::smp::{DATA_LEN, PERMISSIVE_LID, SmpRouting};
+use crate::packet::attributes::{AttributeId, NoticeRepr, PortPhysState, PortState, VlArbBlock, VlArbEntry};
+use crate::packet::smp::{PERMISSIVE_LID, SmpRouting};
 use crate::packet::{MAD_LEN, Method, SmpRepr};
 use crate::topology::NodeKind;
 use crate::transport::inband;
@@ -30,6 +30,10 @@ pub struct SwitchPortConfig {
     pub data_vls: u8,
     /// IB MTU in bytes: 256, 512, 1024, 2048 or 4096.
     pub mtu: u16,
+    /// The port's line rate in bits per second, counting the Ethernet
+    /// frames that carry its packets (`None`: as fast as the link takes
+    /// them).
+    pub rate_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,10 +59,14 @@ pub struct PlaneCounters {
     pub bad_version: u64,
     /// Frames the port adapter did not take.
     pub tx_refused: u64,
-    /// Traps 128 (link state change) sent to the master SM.
+    /// Traps (128 link state change, 256 bad M_Key) sent to the master SM
+    /// for the first time, and repeated for want of a TrapRepress.
     pub traps_sent: u64,
-    /// TrapRepress received from the SM.
+    pub traps_resent: u64,
+    /// TrapRepress from the SM that ended a trap.
     pub traps_repressed: u64,
+    /// SMPs discarded by the M_Key check.
+    pub m_key_violations: u64,
 }
 
 /// A port as `show ib port` reports it.
@@ -94,17 +102,27 @@ pub struct SwitchPlane {
     ports: Vec<Option<SwitchPortConfig>>,
     /// Carrier as the port's adapter reports it, by port number.
     carrier: Vec<bool>,
+    /// When each port last heard a flow-control packet (ns).
+    heard: Vec<u64>,
+    /// A link up that hears no flow control for this long is down.
+    silence_ns: u64,
     frames: FrameStore,
     flow_control_frame: [u8; 64],
     counters: PlaneCounters,
     /// MADs for the SM on this switch, in arrival order.
     for_sm: Vec<[u8; MAD_LEN]>,
-    /// Transaction ID of the last trap sent.
-    trap_transaction: u64,
 }
 
 /// Writes a frame out of an IBA port; false if the port did not take it.
 pub type Transmit<'a> = dyn FnMut(u8, &[u8]) -> bool + 'a;
+
+/// Flow-control refresh periods without one from the peer after which a
+/// link that was up is taken down: the peer sends each data VL's state at
+/// every refresh (IBA 7.9.4.3), so silence means it is gone. Over veth a
+/// peer process that dies leaves the carrier up; a real port would lose
+/// the signal. Generous, so that a loaded machine's late wake-ups do not
+/// drop links.
+pub const SILENT_REFRESHES: u64 = 20;
 
 impl SwitchPlane {
     pub fn new(config: &SwitchPlaneConfig) -> Result<SwitchPlane, SwitchConfigError> {
@@ -130,6 +148,7 @@ impl SwitchPlane {
                 .set_port_vls(usize::from(port.number), port.data_vls, config.buffer_blocks)
                 .map_err(SwitchConfigError::Credits)?;
             engine.set_port_max_len(usize::from(port.number), max_wire_len(port.mtu), max_wire_len(port.mtu));
+            engine.set_port_rate(usize::from(port.number), port.rate_bps.map(super::port_rate));
             ports[usize::from(port.number)] = Some(*port);
         }
         let count = usize::from(num_ports) + 1;
@@ -166,12 +185,13 @@ impl SwitchPlane {
             guids,
             mac: config.mac,
             carrier: vec![true; count],
+            heard: vec![0; count],
+            silence_ns: config.flow_control_refresh_ns.saturating_mul(SILENT_REFRESHES),
             ports,
             frames: FrameStore::default(),
             flow_control_frame: [0; 64],
             counters: PlaneCounters::default(),
             for_sm: Vec::new(),
-            trap_transaction: 0,
         })
     }
 
@@ -194,7 +214,14 @@ impl SwitchPlane {
     }
 
     pub fn counters(&self) -> PlaneCounters {
-        self.counters
+        let agent = &self.agent.counters;
+        PlaneCounters {
+            traps_sent: agent.traps_sent,
+            traps_resent: agent.traps_resent,
+            traps_repressed: agent.traps_repressed,
+            m_key_violations: agent.m_key_violations,
+            ..self.counters
+        }
     }
 
     pub fn lid(&self) -> u16 {
@@ -246,6 +273,7 @@ impl SwitchPlane {
                 return;
             }
             Ok(LinkPacket::FlowControl(update)) => {
+                self.heard[usize::from(number)] = now;
                 self.engine.flow_control_received(usize::from(number), update);
                 self.update_port_state(number);
             }
@@ -282,9 +310,17 @@ impl SwitchPlane {
         self.service(now, tx);
     }
 
-    /// When [`poll`](Self::poll) is next due.
+    /// When [`poll`](Self::poll) is next due: a flow-control refresh, a
+    /// trap's repeat, an M_Key lease's end.
     pub fn next_timer_ns(&self) -> u64 {
-        self.engine.next_timer_ns()
+        let agent = [self.agent.next_trap_ns(), self.agent.next_lease_expiry_ns()];
+        agent.into_iter().flatten().fold(self.engine.next_timer_ns(), u64::min)
+    }
+
+    /// When a rated port's line is next free for what waits for it (after
+    /// `now`), if anything does.
+    pub fn next_transmit_ns(&self, now: u64) -> Option<u64> {
+        self.engine.next_transmit_ns(now)
     }
 
     /// Sends an SMP from the SM on this switch: a directed route starts at
@@ -303,11 +339,15 @@ impl SwitchPlane {
                 self.after_answer(0, &smp);
             }
             SmpRouting::LidRouted => {
-                if dlid == self.lid() {
+                if dlid == self.lid() && smp.method == Method::TrapRepress {
+                    // The SM beside us repressing our own trap.
+                    self.agent.trap_repressed(0, &smp);
+                } else if dlid == self.lid() {
                     let guids = self.guids.clone();
-                    self.agent.process(0, &guids, &mut smp);
-                    self.after_answer(0, &smp);
-                    self.for_sm.push(smp.to_bytes());
+                    if self.agent.process(0, &guids, &mut smp) {
+                        self.after_answer(0, &smp);
+                        self.for_sm.push(smp.to_bytes());
+                    }
                 } else if let Some(port) = self.engine.lft.lookup(dlid) {
                     self.send_management(port, mad, dlid, self.lid());
                 }
@@ -363,10 +403,12 @@ impl SwitchPlane {
                 }
                 if smp.method == Method::TrapRepress {
                     // The SM has our notice; it wants no answer (IBA 13.4.9).
-                    self.counters.traps_repressed += 1;
+                    self.agent.trap_repressed(in_port, &smp);
                     return;
                 }
-                self.agent.process(in_port, &guids, &mut smp);
+                if !self.agent.process(in_port, &guids, &mut smp) {
+                    return;
+                }
                 self.after_answer(in_port, &smp);
                 let out = if slid == PERMISSIVE_LID { Some(in_port) } else { self.engine.lft.lookup(slid) };
                 if let Some(port) = out {
@@ -481,23 +523,24 @@ impl SwitchPlane {
     }
 
     /// Trap 128, "link state of at least one port has changed" (IBA
-    /// 14.2.5.1, table 144), LID routed to the master SM that PortInfo of
-    /// port 0 names. Before an SM has given us a LID and its own there is
-    /// nobody to tell: its next sweep finds PortStateChange set instead.
+    /// 14.2.5.1, table 144), for the master SM that PortInfo of port 0
+    /// names. Before an SM has given us a LID and its own there is nobody
+    /// to tell: its next sweep finds PortStateChange set instead.
     fn send_link_state_trap(&mut self) {
-        let (lid, sm_lid) = (self.lid(), self.agent.ports[0].master_sm_lid);
-        if lid == 0 || sm_lid == 0 {
-            return;
-        }
-        let mut data = [0u8; DATA_LEN];
-        NoticeRepr::link_state_change(lid).emit(&mut Notice::new_unchecked(&mut data[..]));
-        self.trap_transaction += 1;
-        let trap = SmpRepr::lid_routed(Method::Trap, self.trap_transaction, AttributeId::Notice, 0, data).to_bytes();
-        self.counters.traps_sent += 1;
-        if sm_lid == lid {
-            self.for_sm.push(trap);
-        } else if let Some(port) = self.engine.lft.lookup(sm_lid) {
-            self.send_management(port, &trap, sm_lid, lid);
+        self.agent.push_notice(NoticeRepr::link_state_change(self.lid()));
+    }
+
+    /// The agent's traps due now (new, or repeated until the SM represses
+    /// them), LID routed to the master SM.
+    fn send_traps(&mut self, now: u64) {
+        let lid = self.lid();
+        for trap in self.agent.poll_traps(now) {
+            let bytes = trap.smp.to_bytes();
+            if trap.dlid == lid {
+                self.for_sm.push(bytes);
+            } else if let Some(port) = self.engine.lft.lookup(trap.dlid) {
+                self.send_management(port, &bytes, trap.dlid, lid);
+            }
         }
     }
 
@@ -505,12 +548,24 @@ impl SwitchPlane {
     /// downstream credit allows, then the flow-control packets due (the
     /// credit that forwarding just returned included).
     fn service(&mut self, now: u64, tx: &mut Transmit<'_>) {
+        self.agent.advance_clock(now);
+        self.send_traps(now);
+        for number in 1..self.ports.len() {
+            if self.carrier[number]
+                && self.engine.link_ready(number)
+                && now.saturating_sub(self.heard[number]) > self.silence_ns
+            {
+                // The credits start over when the peer speaks again.
+                self.engine.reset_link(number);
+                self.update_port_state(number as u8);
+            }
+        }
         for number in 1..self.ports.len() {
             let Some(_) = self.ports[number] else { continue };
             if !self.carrier[number] {
                 continue;
             }
-            while let Some(out) = self.engine.poll_transmit(number) {
+            while let Some(out) = self.engine.poll_transmit(number, now) {
                 let frame = self.frames.get_mut(out.handle);
                 frames::relay(frame, self.mac, out.vl);
                 if !tx(number as u8, frame) {

@@ -16,6 +16,8 @@ use crate::sm::{SmConfig, SmEvent, SubnetManager};
 use dataplane::wire::EthernetAddress;
 
 const US: u64 = 1_000;
+/// The lab's flow-control refresh period.
+const REFRESH_NS: u64 = 1_000 * US;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -42,9 +44,12 @@ impl Lab {
                 guid,
                 description: format!("sw{guid:x}"),
                 mac: mac(guid as u8),
-                ports: ports.iter().map(|&number| SwitchPortConfig { number, data_vls, mtu: 1024 }).collect(),
+                ports: ports
+                    .iter()
+                    .map(|&number| SwitchPortConfig { number, data_vls, mtu: 1024, rate_bps: None })
+                    .collect(),
                 buffer_blocks,
-                flow_control_refresh_ns: 1_000 * US,
+                flow_control_refresh_ns: REFRESH_NS,
             })
             .unwrap()
         };
@@ -56,7 +61,8 @@ impl Lab {
                 data_vls,
                 mtu: 1024,
                 buffer_blocks,
-                flow_control_refresh_ns: 1_000 * US,
+                flow_control_refresh_ns: REFRESH_NS,
+                line_rate_bps: None,
             })
             .unwrap()
         };
@@ -101,11 +107,18 @@ impl Lab {
         panic!("the lab never settled");
     }
 
-    /// Lets `ns` pass (flow-control refreshes fall due), then settles.
+    /// Lets `ns` pass (flow-control refreshes fall due), then settles;
+    /// everyone is polled at least every refresh period on the way, as the
+    /// daemons' loops do (a link silent for 20 of them goes down).
     fn wait(&mut self, ns: u64) {
-        self.now += ns;
-        self.poll_all();
-        self.settle(US);
+        let mut left = ns;
+        while left > 0 {
+            let step = left.min(REFRESH_NS);
+            left -= step;
+            self.now += step;
+            self.poll_all();
+            self.settle(US);
+        }
     }
 
     fn poll_all(&mut self) {
@@ -266,6 +279,28 @@ fn links_exchange_flow_control_and_ports_come_up_in_init() {
 }
 
 #[test]
+fn a_silent_peer_takes_the_link_down_and_its_return_brings_it_back_to_init() {
+    let mut lab = Lab::new(2, 16);
+    let port_3 = |lab: &Lab| lab.switches[0].port_status()[2].state;
+    // hca-c's process dies: its frames stop, the carrier stays up.
+    let cable = lab.links.remove(3);
+    assert_eq!(cable, (End::Switch(0, 3), End::Hca(2)));
+    // Within the silence allowed, nothing changes.
+    lab.wait(10 * REFRESH_NS);
+    assert_eq!(port_3(&lab), PortState::Init);
+    lab.wait(15 * REFRESH_NS);
+    assert_eq!(port_3(&lab), PortState::Down);
+    let switch_info = lab.switches[0].agent().switch.as_ref().unwrap().info;
+    assert!(switch_info.port_state_change, "the SM's light sweep sees it");
+    // The other ports kept hearing their peers.
+    assert!(lab.switches[0].port_status()[..2].iter().all(|p| p.state == PortState::Init));
+    // A new process on the same wire: flow control again, the port in Init.
+    lab.links.push(cable);
+    lab.wait(2 * REFRESH_NS);
+    assert_eq!(port_3(&lab), PortState::Init);
+}
+
+#[test]
 fn lfts_set_by_hand_through_smps_carry_data_with_no_loss_to_a_slow_reader() {
     let mut lab = Lab::new(2, 16);
     lab.program_by_hand();
@@ -416,7 +451,9 @@ fn a_port_state_change_sends_trap_128_to_the_master_sm() {
     assert_eq!(lab.switches[1].port_status()[1].state, PortState::Init, "flow control exchanged again");
 
     // The "SM" on hca-a (LID 1) tells sw2 where it is.
-    let mut info = PortInfoRepr { lid: 11, master_sm_lid: 1, ..PortInfoRepr::default() };
+    // SubnetTimeout 8: 4.096 us x 2^8, a trap unanswered for 1.05 ms is
+    // sent again.
+    let mut info = PortInfoRepr { lid: 11, master_sm_lid: 1, subnet_timeout: 8, ..PortInfoRepr::default() };
     info.port_state = PortState::NoChange.into();
     let mut data = [0u8; 64];
     info.emit(&mut PortInfo::new_unchecked(&mut data[..]));
@@ -439,6 +476,15 @@ fn a_port_state_change_sends_trap_128_to_the_master_sm() {
     assert_eq!((notice.trap_number, notice.issuer_lid, notice.lid_address()), (128, 11, 11));
     assert_eq!(lab.switches[1].counters().traps_sent, 1);
 
+    // Unanswered, it comes again after the subnet timeout, the same trap.
+    lab.wait(1_000 * US);
+    assert!(lab.hcas[0].take_for_sm().is_empty(), "not before the subnet timeout");
+    lab.wait(100 * US);
+    let again = lab.hcas[0].take_for_sm();
+    assert_eq!(again.len(), 1, "repeated");
+    assert_eq!(SmpRepr::parse_bytes(&again[0]).unwrap(), trap);
+    assert_eq!(lab.switches[1].counters().traps_resent, 1);
+
     // The SM's TrapRepress ends it, unanswered.
     let mut repress = trap;
     repress.method = Method::TrapRepress;
@@ -447,6 +493,9 @@ fn a_port_state_change_sends_trap_128_to_the_master_sm() {
     lab.settle(US);
     assert_eq!(lab.switches[1].counters().traps_repressed, 1);
     assert!(lab.hcas[0].take_for_sm().is_empty());
+    lab.wait(100_000 * US);
+    assert!(lab.hcas[0].take_for_sm().is_empty(), "not repeated once repressed");
+    assert_eq!(lab.switches[1].counters().traps_resent, 1);
 }
 
 #[test]
@@ -540,28 +589,32 @@ fn the_sm_on_a_switch_brings_the_plane_up_and_every_pair_exchanges_data() {
         agent.sm_info = Some(sm.sm_info());
     }
     sm.start(lab.now);
-    let mut up = false;
-    for _ in 0..10_000 {
-        let mut out = Vec::new();
-        while let Some(smp) = sm.poll_transmit(lab.now) {
-            lab.switches[0].send_from_sm(lab.now, &smp.bytes, smp.dlid, &mut |p, f| {
-                out.push((End::Switch(0, p), f.to_vec()));
-                true
-            });
+    // The SM on sw1's port 0, stepped with the lab until the fabric is up.
+    let run = |lab: &mut Lab, sm: &mut SubnetManager| {
+        let mut events = Vec::new();
+        for _ in 0..10_000 {
+            let mut out = Vec::new();
+            while let Some(smp) = sm.poll_transmit(lab.now) {
+                lab.switches[0].send_from_sm(lab.now, &smp.bytes, smp.dlid, &mut |p, f| {
+                    out.push((End::Switch(0, p), f.to_vec()));
+                    true
+                });
+            }
+            lab.send(out);
+            lab.settle(US);
+            for mad in lab.switches[0].take_for_sm() {
+                sm.handle_mad(lab.now, &mad);
+            }
+            sm.handle_timer(lab.now);
+            let before = events.len();
+            events.extend(core::iter::from_fn(|| sm.poll_event()));
+            if events[before..].iter().any(|e| matches!(e, SmEvent::FabricUp { .. })) {
+                break;
+            }
         }
-        lab.send(out);
-        lab.settle(US);
-        for mad in lab.switches[0].take_for_sm() {
-            sm.handle_mad(lab.now, &mad);
-        }
-        sm.handle_timer(lab.now);
-        while let Some(event) = sm.poll_event() {
-            up |= matches!(event, SmEvent::FabricUp { .. });
-        }
-        if up {
-            break;
-        }
-    }
+        events
+    };
+    let up = run(&mut lab, &mut sm).iter().any(|e| matches!(e, SmEvent::FabricUp { .. }));
     assert!(up, "fabric up");
     assert_eq!(sm.status().switches, 2);
     assert_eq!(sm.status().cas, 3);
@@ -578,6 +631,18 @@ fn the_sm_on_a_switch_brings_the_plane_up_and_every_pair_exchanges_data() {
             }
         }
     }
+
+    // hca-c's cable on the SM's own switch is pulled: the switch's trap 128
+    // goes to the SM beside it, whose TrapRepress (LID routed to the
+    // switch's own LID) must reach that agent, or the trap repeats and
+    // every repeat is another heavy sweep.
+    lab.switches[0].set_carrier(lab.now, 3, false, &mut |_, _| true);
+    let events = run(&mut lab, &mut sm);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::Trap { number: 128, .. })), "{events:?}");
+    assert_eq!(lab.switches[0].counters().traps_repressed, 1);
+    lab.wait(100 * REFRESH_NS);
+    assert_eq!(lab.switches[0].counters().traps_resent, 0);
+    assert!(lab.switches[0].take_for_sm().is_empty(), "no trap repeated");
 }
 
 mod arbitrary_frames {

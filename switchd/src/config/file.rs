@@ -10,6 +10,8 @@
 //! lldp:
 //!   tx_interval_secs: 30
 //!   hold_multiplier: 4
+//! profile: small               # table sizes: default | small (config/resources.rs)
+//! port_rings: { rx_kib: 256, tx_kib: 64 }   # AF_PACKET ring memory per port
 //! loopback: [10.255.0.1/32]    # the switch's own addresses (VTEP source...)
 //! ports:
 //!   - name: eth1
@@ -62,6 +64,12 @@ pub struct ConfigFile {
     pub management: ManagementFile,
     #[serde(default)]
     pub lldp: LldpFile,
+    /// Table sizes (see `config/resources.rs`).
+    #[serde(default, skip_serializing_if = "super::resources::Profile::is_default")]
+    pub profile: super::resources::Profile,
+    /// Ring memory of each afpacket port (see `config/resources.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_rings: Option<super::resources::PortRingsFile>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loopback: Vec<IpNetwork>,
     #[serde(default)]
@@ -238,6 +246,11 @@ pub struct PortFile {
     /// headers must fit `mtu`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ib_mtu: Option<u16>,
+    /// IB mode: the port's line rate (`50M`, `10G` or bits per second),
+    /// counting the Ethernet frames its packets travel in; default: as fast
+    /// as the link takes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib_rate: Option<super::qos::SpeedFile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
