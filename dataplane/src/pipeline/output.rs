@@ -355,6 +355,15 @@ impl Output {
         buf
     }
 
+    /// Appends a frame of `len` bytes whose writer sets every byte (a
+    /// forwarded packet copied whole), without zeroing it first.
+    #[inline]
+    pub(crate) fn push_overwritten(&mut self, to: Egress, len: usize) -> &mut [u8] {
+        let frame = self.pool.alloc(len);
+        self.records.push(Record { to, frame, ingress: None, flow_hash: 0 });
+        self.pool.bytes_mut(frame)
+    }
+
     /// Appends a frame made of `parts`, without zeroing first, and returns
     /// its buffer.
     #[inline]
