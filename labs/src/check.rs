@@ -5,9 +5,13 @@
 //!    --json`) and FRR node (`vtysh show bgp summary json`) is Established;
 //! 2. every BGP-speaking `switchd` has the IPv4 loopback of every
 //!    `switchd` in another AS installed (`swcli show ip route --json`);
-//! 3. every host pings every address of every other host it has a route to
+//! 3. every EVPN VTEP floods each of its VNIs to every other VTEP with that
+//!    VNI (type 3 routes, see [`crate::evpn`]);
+//! 4. every host pings every address of every other host it has a route to
 //!    (hosts in different VNIs without a router between them are not a
-//!    pair: the kernel refuses the echo with "network unreachable").
+//!    pair: the kernel refuses the echo with "network unreachable");
+//! 5. every EVPN VTEP has learned the MACs of the hosts behind the other
+//!    VTEPs in its hosts' subnets (type 2 routes).
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -30,6 +34,10 @@ pub struct Report {
     /// When the sessions were up and the routes in, from the start.
     pub sessions_at: Duration,
     pub routes_at: Duration,
+    /// (VNI, remote VTEP) flood entries checked on the EVPN VTEPs.
+    pub evpn_flood_entries: usize,
+    /// Remote MACs checked on the EVPN VTEPs.
+    pub evpn_remote_macs: usize,
 }
 
 impl fmt::Display for Report {
@@ -43,11 +51,19 @@ impl fmt::Display for Report {
             self.routes,
             self.routes_at.as_secs_f64(),
             self.pairs
-        )
+        )?;
+        if self.evpn_flood_entries > 0 {
+            write!(
+                f,
+                ", EVPN: {} remote VTEP flood entries, {} remote MACs learned",
+                self.evpn_flood_entries, self.evpn_remote_macs
+            )?;
+        }
+        Ok(())
     }
 }
 
-fn swcli(node: &NodeState, args: &[&str]) -> Option<Value> {
+pub(crate) fn swcli(node: &NodeState, args: &[&str]) -> Option<Value> {
     let socket = node.config.as_ref()?.with_extension("sock");
     let out =
         Command::new(binary("swcli")).arg("--socket").arg(&socket).args(args).stdin(Stdio::null()).output().ok()?;
@@ -57,7 +73,7 @@ fn swcli(node: &NodeState, args: &[&str]) -> Option<Value> {
     serde_json::from_slice(&out.stdout).ok()
 }
 
-fn config_yaml(node: &NodeState) -> Option<serde_yaml::Value> {
+pub(crate) fn config_yaml(node: &NodeState) -> Option<serde_yaml::Value> {
     serde_yaml::from_str(&std::fs::read_to_string(node.config.as_ref()?).ok()?).ok()
 }
 
@@ -208,7 +224,11 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         std::thread::sleep(poll);
     }
     let routes_at = started.elapsed();
-    // 3. All-pairs ping, retrying the pairs that failed.
+    // 3. EVPN flood lists.
+    let vteps = crate::evpn::vteps(lab);
+    let evpn_flood_entries =
+        wait_for(deadline, timeout, "EVPN flood lists", || crate::evpn::flood_lists_missing(lab, &vteps))?;
+    // 4. All-pairs ping, retrying the pairs that failed.
     let hosts = host_addresses(lab);
     let mut pending: Vec<(String, Vec<Ipv4Addr>)> = hosts
         .iter()
@@ -238,5 +258,38 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         std::thread::sleep(poll);
     }
     let pairs = pairs.unwrap_or(0);
-    Ok(Report { elapsed: started.elapsed(), sessions: established, routes, pairs, sessions_at, routes_at })
+    // 5. EVPN remote MACs, learned from the hosts' pings.
+    let ports = crate::evpn::host_ports(lab);
+    let evpn_remote_macs =
+        wait_for(deadline, timeout, "EVPN remote MACs", || crate::evpn::remote_macs_missing(lab, &vteps, &ports))?;
+    Ok(Report {
+        elapsed: started.elapsed(),
+        sessions: established,
+        routes,
+        pairs,
+        sessions_at,
+        routes_at,
+        evpn_flood_entries,
+        evpn_remote_macs,
+    })
+}
+
+/// Polls `pending` (count checked, what is missing) until nothing is
+/// missing; the count, or an error naming what was still missing.
+fn wait_for(
+    deadline: Instant,
+    timeout: Duration,
+    what: &str,
+    mut pending: impl FnMut() -> (usize, Vec<String>),
+) -> Result<usize, String> {
+    loop {
+        let (checked, missing) = pending();
+        if missing.is_empty() {
+            return Ok(checked);
+        }
+        if Instant::now() >= deadline {
+            return Err(format!("not converged after {timeout:?}: {what}: {}", missing.join("; ")));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
 }

@@ -13,7 +13,7 @@
 //!   spines, K leaves with K/2 uplinks and K/2 hosts each.
 //! - `incast`: one switch, hosts sending to one receiver.
 //! - `evpn-leaf-spine`: 2 spines, 4 leaves, two hosts per leaf in two VNIs;
-//!   the overlay uses static VXLAN flood lists until EVPN lands.
+//!   the overlay is BGP-EVPN over the same eBGP sessions.
 //!
 //! Addressing (readable and collision-free up to 32768 links and 4096
 //! leaves): link k is `10.0.{k/128}.{2(k%128)}/31` (leaf even, spine odd),
@@ -150,40 +150,51 @@ pub fn incast(name: &str, hosts: usize) -> Result<Generated, GenerateError> {
     Ok(clos.finish())
 }
 
+/// The VNIs of `evpn-leaf-spine` with their VLANs (and the hosts' subnets
+/// `192.168.VLAN.0/24`).
+pub const EVPN_VNIS: [(u32, u16); 2] = [(10010, 10), (10020, 20)];
+
 /// 2 spines, `leaves` leaves (the last one run by FRR with a kernel VTEP if
 /// `frr_leaf`), on each leaf a host in VNI 10010 (VLAN 10) and one in VNI
-/// 10020 (VLAN 20); the overlay floods to static remote-VTEP lists.
+/// 10020 (VLAN 20). The overlay is BGP-EVPN (RFC 8365): each leaf
+/// advertises its VNIs (type 3: the flood lists) and its hosts' MACs (type
+/// 2) over eBGP to the spines, which carry L2VPN EVPN with the next hop
+/// unchanged and hold no VNI themselves; no leaf has a static flood list.
 pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Generated, GenerateError> {
     if leaves < 2 {
         return Err(GenerateError("evpn-leaf-spine needs at least two leaves".into()));
     }
+    if leaves > 240 {
+        return Err(GenerateError("evpn-leaf-spine: at most 240 leaves (hosts are .10-.249 of a /24)".into()));
+    }
     let mut clos = Clos::new(name, 2);
+    clos.evpn = true;
     for i in 0..leaves {
         clos.add_leaf(&format!("leaf{}", i + 1));
     }
     if frr_leaf {
         clos.frr_leaves.insert(leaves - 1);
     }
-    let vteps: Vec<Ipv4Addr> = (0..leaves).map(|l| clos.loopback(clos.leaf_switch(l))).collect();
     for leaf in 0..leaves {
-        let mut vnis = Vec::new();
-        for (slot, (vni, vlan)) in [(10010u32, 10u16), (10020, 20)].into_iter().enumerate() {
+        let vtep = clos.loopback(clos.leaf_switch(leaf));
+        let mut vxlan = format!("vxlan:\n  source: {vtep}\n  vnis:\n");
+        let mut vlans = String::from("vlans:\n");
+        let mut evpn = format!("  evpn:\n    vtep_ip: {vtep}\n    vnis:\n");
+        for (vni, vlan) in EVPN_VNIS {
             let host = format!("h{}-vni{vni}", leaf + 1);
             let port = clos.attach_host_port(leaf, &host, "eth1");
             clos.leaf_ports[leaf].push(format!("  - {{ name: {port}, mode: access, vlan: {vlan} }}\n"));
             let address = Ipv4Addr::new(192, 168, vlan as u8, (leaf + FIRST_HOST) as u8);
             clos.add_host(&host, vec![format!("ip addr add {address}/24 dev eth1")]);
-            let flood: Vec<String> =
-                vteps.iter().enumerate().filter(|&(l, _)| l != leaf).map(|(_, v)| v.to_string()).collect();
-            vnis.push((vni, vlan, flood, slot));
+            let _ = writeln!(vxlan, "    - {{ vni: {vni}, vlan: {vlan} }}");
+            let _ = writeln!(vlans, "  - {{ id: {vlan}, name: vni{vni} }}");
+            let _ = writeln!(evpn, "      - {{ vni: {vni} }}");
         }
-        let source = vteps[leaf];
-        let mut section = format!("vxlan:\n  source: {source}\n  vnis:\n");
-        for (vni, vlan, flood, _) in &vnis {
-            let _ = writeln!(section, "    - {{ vni: {vni}, vlan: {vlan}, flood: [{}] }}", flood.join(", "));
-        }
-        section.push_str("vlans:\n  - { id: 10, name: vni10010 }\n  - { id: 20, name: vni10020 }\n");
-        clos.leaf_extra[leaf] = section;
+        clos.leaf_extra[leaf] = format!("{vxlan}{vlans}");
+        evpn.push_str(
+            "    # Symmetric IRB goes here: `vrf: NAME` on each VNI, and\n    # `vrfs: [{ name, l3vni, router_mac }]` with the VLANs' SVIs in them.\n",
+        );
+        clos.leaf_bgp_extra[leaf] = evpn;
         clos.leaf_has_hosts_vlan[leaf] = false;
     }
     Ok(clos.finish())
@@ -207,6 +218,10 @@ struct Clos {
     leaf_ports: Vec<Vec<String>>,
     /// Per leaf: extra top-level YAML (VXLAN).
     leaf_extra: Vec<String>,
+    /// Per leaf: extra YAML inside its `bgp:` section (EVPN).
+    leaf_bgp_extra: Vec<String>,
+    /// Whether the BGP sessions carry L2VPN EVPN besides IPv4 unicast.
+    evpn: bool,
     /// Per leaf: whether its host ports are in VLAN 10 with the subnet's
     /// gateway on the SVI (the default), or set up by the generator.
     leaf_has_hosts_vlan: Vec<bool>,
@@ -225,6 +240,8 @@ impl Clos {
             leaf_names: Vec::new(),
             leaf_ports: Vec::new(),
             leaf_extra: Vec::new(),
+            leaf_bgp_extra: Vec::new(),
+            evpn: false,
             leaf_has_hosts_vlan: Vec::new(),
             next_port: Vec::new(),
             frr_leaves: Default::default(),
@@ -237,6 +254,7 @@ impl Clos {
         self.leaf_names.push(name.to_owned());
         self.leaf_ports.push(Vec::new());
         self.leaf_extra.push(String::new());
+        self.leaf_bgp_extra.push(String::new());
         self.leaf_has_hosts_vlan.push(true);
         // eth1..ethS are the uplinks.
         self.next_port.push(self.spines + 1);
@@ -305,6 +323,9 @@ impl Clos {
             let k = leaf * self.spines + spine;
             Ipv4Addr::new(10, 0, (k / 128) as u8, (2 * (k % 128) + usize::from(spine_side)) as u8)
         };
+        // With EVPN every session carries both families (RFC 8365 section
+        // 5: the overlay's routes ride the underlay's eBGP sessions).
+        let families = if self.evpn { ", families: [ipv4-unicast, l2vpn-evpn]" } else { "" };
         let mut fabric_links = Vec::new();
         for spine in 0..self.spines {
             let name = format!("spine{}", spine + 1);
@@ -316,7 +337,7 @@ impl Clos {
                     writeln!(yaml, "  - {{ name: {port}, mode: routed, addresses: [{}/31] }}", p2p(leaf, spine, true));
                 let _ = writeln!(
                     neighbors,
-                    "    - {{ interface: {port}, remote_as: {}, description: {} }}",
+                    "    - {{ interface: {port}, remote_as: {}, description: {}{families} }}",
                     LEAF_ASN_BASE + leaf as u32 + 1,
                     self.leaf_names[leaf]
                 );
@@ -351,7 +372,7 @@ impl Clos {
                     );
                     let _ = writeln!(
                         neighbors,
-                        "    - {{ interface: eth{}, remote_as: {SPINE_ASN}, description: spine{} }}",
+                        "    - {{ interface: eth{}, remote_as: {SPINE_ASN}, description: spine{}{families} }}",
                         spine + 1,
                         spine + 1
                     );
@@ -370,6 +391,7 @@ impl Clos {
                         "bgp:\n  asn: {asn}\n  timers: {{ hold_time: 9, connect_retry: 2 }}\n  multipath: {{ max_paths: {} }}\n  redistribute: [loopback, connected]\n  neighbors:\n{neighbors}",
                         self.spines.max(1)
                     );
+                    yaml.push_str(&self.leaf_bgp_extra[leaf]);
                 }
                 files.insert(format!("{}/{name}.yaml", self.name), yaml);
             }
@@ -396,8 +418,9 @@ impl Clos {
     }
 
     /// FRR's integrated config for a leaf: the same underlay as a `switchd`
-    /// leaf (eBGP to each spine over the /31s, loopback and host subnets
-    /// announced, ECMP).
+    /// leaf (eBGP to each spine over the /31s, loopback announced, ECMP)
+    /// and, with EVPN, every VNI zebra finds in the kernel advertised
+    /// (`advertise-all-vni`: the VXLAN devices of the node's exec lines).
     fn frr_leaf_config(
         &self,
         leaf: usize,
@@ -418,14 +441,23 @@ impl Clos {
         }
         let _ = write!(
             conf,
-            " address-family ipv4 unicast\n  network {loopback}/32\n  maximum-paths {}\n exit-address-family\nexit\n",
+            " address-family ipv4 unicast\n  network {loopback}/32\n  maximum-paths {}\n exit-address-family\n",
             self.spines.max(1)
         );
+        if self.evpn {
+            conf.push_str(" address-family l2vpn evpn\n");
+            for spine in 0..self.spines {
+                let _ = writeln!(conf, "  neighbor {} activate", p2p(leaf, spine, true));
+            }
+            conf.push_str("  advertise-all-vni\n exit-address-family\n");
+        }
+        conf.push_str("exit\n");
         conf
     }
 
     /// An FRR leaf's addresses and kernel VTEP: per VNI a bridge of the
-    /// host port and a VXLAN device flooding to the other leaves' loopbacks.
+    /// host port and a VXLAN device with no data-plane learning and no
+    /// flood entry: zebra adds the remote VTEPs and MACs from EVPN.
     fn frr_leaf_exec(&self, leaf: usize, loopback: Ipv4Addr) -> Vec<String> {
         let mut exec = vec![format!("ip addr add {loopback}/32 dev lo")];
         for spine in 0..self.spines {
@@ -433,17 +465,12 @@ impl Clos {
             let address = Ipv4Addr::new(10, 0, (k / 128) as u8, (2 * (k % 128)) as u8);
             exec.push(format!("ip addr add {address}/31 dev eth{}", spine + 1));
         }
-        let others: Vec<Ipv4Addr> =
-            (0..self.leaf_names.len()).filter(|&l| l != leaf).map(|l| self.loopback(self.leaf_switch(l))).collect();
         // One plain bridge per VNI (VLAN-aware bridges are not in every
         // kernel): host port eth(S+1) with VNI 10010, eth(S+2) with 10020.
-        for (i, vni) in [10010u32, 10020].into_iter().enumerate() {
+        for (i, (vni, _)) in EVPN_VNIS.into_iter().enumerate() {
             let (bridge, vxlan, port) = (format!("br{vni}"), format!("vx{vni}"), format!("eth{}", self.spines + 1 + i));
             exec.push(format!("ip link add {bridge} type bridge"));
             exec.push(format!("ip link add {vxlan} type vxlan id {vni} local {loopback} dstport 4789 nolearning"));
-            for vtep in &others {
-                exec.push(format!("bridge fdb append 00:00:00:00:00:00 dev {vxlan} dst {vtep}"));
-            }
             for member in [&vxlan, &port] {
                 exec.push(format!("ip link set {member} master {bridge}"));
                 exec.push(format!("ip link set {member} up"));

@@ -2,6 +2,7 @@
 //! (the lab host program) and the virtual-time simulator.
 
 pub mod check;
+pub mod evpn;
 pub mod fabric_host;
 pub mod generate;
 pub mod lossless;

@@ -97,6 +97,22 @@ pub struct PfcwdStats {
     pub storm_restored: u64,
     /// Frames the drop action discarded.
     pub tx_drop: u64,
+    /// The latest storm in the switch's own clock (ns since the forwarding
+    /// thread started): when it began (the pause that stopped the
+    /// backlogged queue, or its last frame sent after) and when the
+    /// watchdog's check saw it; the difference is at most the detection
+    /// time plus one poll interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_storm_began_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_storm_detected_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_detection_ns: Option<u64>,
+    /// The watchdog's settings, so the bound above can be read here.
+    #[serde(default)]
+    pub detection_ms: u32,
+    #[serde(default)]
+    pub poll_interval_ms: u32,
 }
 
 /// `show dlb`.

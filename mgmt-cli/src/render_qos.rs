@@ -141,13 +141,14 @@ impl Render for Vec<BufferPool> {
 
 impl Render for Vec<PfcwdStats> {
     fn render(&self) -> String {
-        let mut table = Table::new(["QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX DROP"]);
+        let mut table = Table::new(["QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX DROP", "LAST DETECTED AFTER"]);
         for s in self {
             table.row([
                 format!("{}:{}", s.port, s.queue),
                 s.status.clone(),
                 format!("{}/{}", s.storm_detected, s.storm_restored),
                 s.tx_drop.to_string(),
+                s.last_detection_ns.map_or_else(|| "-".into(), |ns| format!("{:.1} ms", ns as f64 / 1e6)),
             ]);
         }
         table.render()

@@ -10,7 +10,11 @@
 //! - `alert`: only the storm event and counters.
 //!
 //! Checks run every poll interval, as SONiC's watchdog polls its counters;
-//! a storm is seen at most `detection + poll interval` after it began.
+//! a storm is seen at most `detection + poll interval` after it began. Each
+//! detection records, in the switch's own clock, when the storm began (the
+//! later of the pause that stopped the queue and its last progress) and
+//! when the check saw it, so that bound can be read back
+//! (`show pfcwd stats`).
 
 use serde::{Deserialize, Serialize};
 
@@ -73,6 +77,10 @@ pub struct QueueWatch {
     pub storms_restored: u64,
     /// Frames the drop action discarded.
     pub dropped_frames: u64,
+    /// The latest storm: when it began and when a check detected it (ns,
+    /// the caller's clock; 0: none yet).
+    pub storm_began_at: u64,
+    pub storm_detected_at: u64,
 }
 
 /// What the queue looked like at a check.
@@ -100,6 +108,8 @@ impl QueueWatch {
             {
                 self.storm = true;
                 self.storms_detected += 1;
+                self.storm_began_at = stalled_since;
+                self.storm_detected_at = now;
                 return Some(WatchdogEventKind::StormDetected);
             }
         } else if now.saturating_sub(view.last_pause_at) >= u64::from(config.restoration_ms) * MS {
@@ -108,6 +118,12 @@ impl QueueWatch {
             return Some(WatchdogEventKind::StormRestored);
         }
         None
+    }
+
+    /// How long the latest storm went undetected: at most the detection
+    /// time plus one poll interval when the checks run on time.
+    pub fn detection_delay_ns(&self) -> Option<u64> {
+        (self.storms_detected > 0).then(|| self.storm_detected_at - self.storm_began_at)
     }
 }
 
@@ -128,6 +144,9 @@ mod tests {
         };
         assert_eq!(watch.check(200 * MS, view, &config), None, "stalled only 190 ms");
         assert_eq!(watch.check(210 * MS, view, &config), Some(WatchdogEventKind::StormDetected));
+        // Stalled since the pause at 10 ms (it sent nothing since 0), seen at 210 ms.
+        assert_eq!((watch.storm_began_at, watch.storm_detected_at), (10 * MS, 210 * MS));
+        assert_eq!(watch.detection_delay_ns(), Some(200 * MS));
         assert_eq!(watch.check(220 * MS, view, &config), None);
         // Pauses keep coming: no restoration.
         view.last_pause_at = 400 * MS;

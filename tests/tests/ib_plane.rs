@@ -20,7 +20,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use fabric_tests::{Netns, ProcessGuard, Switchd, poll_until, require_root_and_tools, veth, workspace_binary};
-use subnet_manager::packet::attributes::{LftBlock, LftBlockRepr, PortInfo, PortInfoRepr, PortState};
+use subnet_manager::packet::attributes::{LftBlock, LftBlockRepr, Notice, PortInfo, PortInfoRepr, PortState};
 use subnet_manager::packet::smp::SmpRouting;
 use subnet_manager::packet::{AttributeId, InvalidField, MadStatus, Method, SmpRepr};
 use subnet_manager::transport::inband::{PacketSocket, decode_frame, encode_frame, wait_readable};
@@ -132,6 +132,37 @@ impl SmpTool {
         panic!("no answer to {:?} {:?}", smp.method, smp.attribute_id);
     }
 
+    /// Sends `smp` once and listens for `for_` without expecting an answer:
+    /// every MAD seen on the wire meanwhile that is not ours (traps, the
+    /// answers to others).
+    fn send_unanswered(&mut self, smp: &mut SmpRepr, for_: Duration) -> Vec<SmpRepr> {
+        if let SmpRouting::DirectedRoute { hop_pointer, .. } = &mut smp.routing {
+            *hop_pointer = 1;
+        }
+        self.socket.send(&encode_frame(&smp.to_bytes(), 0xffff, 0, self.socket.mac)).unwrap();
+        self.listen(for_, Some(smp.transaction_id))
+    }
+
+    /// The MADs arriving on the wire for `for_` (none answering
+    /// `transaction`).
+    fn listen(&mut self, for_: Duration, transaction: Option<u64>) -> Vec<SmpRepr> {
+        let deadline = Instant::now() + for_;
+        let mut buffer = vec![0u8; 4096];
+        let mut seen = Vec::new();
+        while Instant::now() < deadline {
+            if wait_readable(&[&self.socket], Duration::from_millis(50)).unwrap().is_none() {
+                continue;
+            }
+            while let Some(len) = self.socket.try_recv(&mut buffer).unwrap() {
+                let Some((mad, _, _)) = decode_frame(&buffer[..len]) else { continue };
+                let Ok(smp) = SmpRepr::parse_bytes(&mad) else { continue };
+                assert!(!(smp.method.is_response() && Some(smp.transaction_id) == transaction), "answered: {smp:?}");
+                seen.push(smp);
+            }
+        }
+        seen
+    }
+
     fn set_lid(&mut self, path: &[u8], lid: u16) {
         let mut info = PortInfoRepr { lid, ..PortInfoRepr::default() };
         info.port_state = PortState::NoChange.into();
@@ -163,6 +194,58 @@ impl SmpTool {
         let answer = self.request(Method::Set, AttributeId::LinearForwardingTable, 0, path, data);
         assert_eq!(answer.status, MadStatus::OK, "LFT Set along {path:?}");
     }
+}
+
+/// M_Key (IBA 14.2.4) on s2, through switchd's agent: s2 gets a key at
+/// protect level 2 and names ha (LID 1) its master SM; a Set with a wrong
+/// key is not answered and changes nothing, and trap 256 comes to ha,
+/// repeated until ha's TrapRepress (with the key) ends it.
+fn m_key_protects_s2(tool: &mut SmpTool) {
+    const KEY: u64 = 0x0102_0304_0506_0708;
+    let answer = tool.request(Method::Get, AttributeId::PortInfo, 0, &[1, 2], [0; 64]);
+    let mut info = PortInfoRepr::parse(&PortInfo::new_unchecked(&answer.data[..])).unwrap();
+    info.port_state = PortState::NoChange.into();
+    (info.m_key, info.m_key_protect_bits, info.master_sm_lid, info.subnet_timeout) = (KEY, 2, 1, 18);
+    let mut data = [0u8; 64];
+    info.emit(&mut PortInfo::new_unchecked(&mut data[..]));
+    assert_eq!(tool.request(Method::Set, AttributeId::PortInfo, 0, &[1, 2], data).status, MadStatus::OK);
+
+    // The wrong key: no answer, LID 11 stays, trap 256 from s2 to ha.
+    let mut wrong = info;
+    wrong.lid = 99;
+    wrong.port_state = PortState::NoChange.into();
+    wrong.emit(&mut PortInfo::new_unchecked(&mut data[..]));
+    let mut smp = SmpRepr::directed(Method::Set, 0x3000, AttributeId::PortInfo, 0, &[1, 2], data).unwrap();
+    smp.m_key = KEY ^ 0xff;
+    let seen = tool.send_unanswered(&mut smp, Duration::from_millis(700));
+    let traps: Vec<&SmpRepr> = seen.iter().filter(|m| m.method == Method::Trap).collect();
+    assert_eq!(traps.len(), 1, "{seen:?}");
+    let notice = Notice::new_checked(&traps[0].data[..]).unwrap();
+    assert_eq!((notice.trap_number(), notice.issuer_lid()), (256, 11));
+    assert_eq!(&notice.data_details()[14..22], &(KEY ^ 0xff).to_be_bytes(), "the offending M_Key");
+    let trap = *traps[0];
+    let mut get = SmpRepr::directed(Method::Get, 0x3001, AttributeId::PortInfo, 0, &[1, 2], [0; 64]).unwrap();
+    get.m_key = KEY;
+    let answer = tool.send(&mut get, None);
+    let now = PortInfoRepr::parse(&PortInfo::new_unchecked(&answer.data[..])).unwrap();
+    assert_eq!((now.lid, now.m_key_violations, now.m_key), (11, 1, KEY), "nothing changed, one violation");
+    // A Get without the key at level 2 is a violation too.
+    let mut get = SmpRepr::directed(Method::Get, 0x3002, AttributeId::NodeInfo, 0, &[1, 2], [0; 64]).unwrap();
+    let seen = tool.send_unanswered(&mut get, Duration::from_millis(300));
+    assert!(seen.iter().all(|m| m.method.is_response() || m.method == Method::Trap), "{seen:?}");
+
+    // Unrepressed, the first trap comes again after s2's subnet timeout
+    // (4.096 us x 2^18, 1.07 s); the TrapRepress with the key ends both.
+    let seen = tool.listen(Duration::from_millis(1500), None);
+    assert!(seen.iter().any(|m| m.method == Method::Trap && m.transaction_id == trap.transaction_id), "{seen:?}");
+    for transaction in [trap.transaction_id, trap.transaction_id + 1] {
+        let mut repress = trap;
+        (repress.method, repress.transaction_id, repress.m_key) = (Method::TrapRepress, transaction, KEY);
+        tool.socket.send(&encode_frame(&repress.to_bytes(), 11, 1, tool.socket.mac)).unwrap();
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    let seen = tool.listen(Duration::from_millis(2500), None);
+    assert!(seen.iter().all(|m| m.method != Method::Trap), "repressed, not repeated: {seen:?}");
 }
 
 #[test]
@@ -217,6 +300,8 @@ fn hand_set_lfts_carry_data_between_hcas_losing_nothing_to_a_slow_receiver() {
         let answer = tool.request(Method::Get, AttributeId::LinearForwardingTable, 0, &[1, 2], [0; 64]);
         assert_eq!(answer.status, MadStatus::OK);
         assert_eq!(&answer.data[..4], &[0xff, 1, 2, 1], "s2's LFT reads back");
+
+        m_key_protects_s2(&mut tool);
     });
     let lft = f.s1.show_json("ib lft");
     assert_eq!(lft["lid"], 10);

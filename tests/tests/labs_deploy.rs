@@ -13,7 +13,7 @@ use fabric_tests::{require_root_and_tools, workspace_binary};
 use labs::runner::{Lab, state_dir};
 
 /// Deploys, converges, checks inspect/exec, destroys and checks it is gone.
-fn deploy_check_destroy(topology: &str, tag: &str, want_pairs: usize) {
+fn deploy_check_destroy(topology: &str, tag: &str, want_pairs: usize) -> String {
     let lab = TestLab::deploy(&topology_file(topology), tag);
     let state = lab.state();
     let report = lab.cli(&["check", "--timeout", "90"]);
@@ -30,6 +30,7 @@ fn deploy_check_destroy(topology: &str, tag: &str, want_pairs: usize) {
     let (ok, links) = lab.exec(&host.name, &["ip", "-o", "link", "show", "eth1"]);
     assert!(ok && links.contains("eth1"), "{links}");
     lab.destroy_and_check(&recorded_pids(&state));
+    report
 }
 
 #[test]
@@ -47,8 +48,12 @@ fn evpn_leaf_spine_with_an_frr_leaf_deploys_converges_and_destroys_clean() {
     {
         return;
     }
-    // Two VNIs of 4 hosts each, one leaf FRR with a kernel VTEP: 2 x 4 x 3.
-    deploy_check_destroy("evpn-leaf-spine", "evp", 24);
+    // Two VNIs of 4 hosts each, one leaf FRR with a kernel VTEP: 2 x 4 x 3
+    // pairs. The overlay is EVPN's: each of the 3 switchd leaves floods its
+    // 2 VNIs to the 3 other VTEPs (FRR's among them) and has learned the 2
+    // hosts of each other leaf from type 2 routes.
+    let report = deploy_check_destroy("evpn-leaf-spine", "evp", 24);
+    assert!(report.contains("EVPN: 18 remote VTEP flood entries, 18 remote MACs learned"), "{report}");
 }
 
 #[test]

@@ -8,7 +8,9 @@
 //! h2 keeps priority 3 of eth2 paused while h1 sends to it on that
 //! priority: eth2's queue 3 stays backlogged and silent, the watchdog calls
 //! it a storm, and its action (drop) empties the queue and drops what
-//! arrives, counted. Once h2 stops pausing, the queue is restored after the
+//! arrives, counted. The switch records, in its own clock, when the storm
+//! began and when its check saw it: within the detection time plus one
+//! poll interval. Once h2 stops pausing, the queue is restored after the
 //! restoration time and h1's traffic flows again. Both events also come
 //! out of the shim as notifications, which switchd logs.
 
@@ -17,6 +19,8 @@ use std::time::Duration;
 use fabric_tests::fabric_host::{FabricHost, Star, pfc_row, queue_row, send_args, show, u64_of};
 use fabric_tests::require_root_and_tools;
 use fabric_tests::wait::poll_until;
+
+const MS: u64 = 1_000_000;
 
 const QOS: &str = "qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000}\n  \
                    watchdog: {action: drop, detection-ms: 200, restoration-ms: 200, poll-interval-ms: 50}\n";
@@ -51,6 +55,17 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
         panic!("no storm detected: {}\n{}", watchdog_row(&lab), lab.switchd.swcli(&["show", "pfc", "counters"]))
     });
     assert_eq!(u64_of(&stormed, "storm_detected"), 1, "{stormed}");
+    // The switch's own record, in its own clock: from the pause that kept
+    // the backlogged queue stopped to the check that saw it, within the
+    // detection time plus one poll interval (200 + 50 ms).
+    let (detection_ms, poll_ms) = (u64_of(&stormed, "detection_ms"), u64_of(&stormed, "poll_interval_ms"));
+    assert_eq!((detection_ms, poll_ms), (200, 50), "{stormed}");
+    let delay_ns = u64_of(&stormed, "last_detection_ns");
+    assert_eq!(delay_ns, u64_of(&stormed, "last_storm_detected_ns") - u64_of(&stormed, "last_storm_began_ns"));
+    assert!(
+        (detection_ms * MS..=(detection_ms + poll_ms) * MS).contains(&delay_ns),
+        "storm detected {delay_ns} ns after it began, not within {detection_ms} + {poll_ms} ms: {stormed}"
+    );
     // Nothing left eth2's queue 3 while it was paused.
     let sent_in_storm = u64_of(&queue_row(&lab.switchd, "eth2", 3), "counter_pkts");
 
@@ -76,9 +91,12 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     assert!(u64_of(&received, "packets") > 0, "{received}");
 
     eprintln!(
-        "storm of {} XOFF frames: detected once, restored once, {dropped} frames dropped by the watchdog; \
-         eth2 UC3 sent {sent_in_storm} frames before the restoration, {sent_after} by the end",
-        storm["pfc_frames_sent"]
+        "storm of {} XOFF frames: detected {:.1} ms after it began (bound {} ms), restored once, {dropped} \
+         frames dropped by the watchdog; eth2 UC3 sent {sent_in_storm} frames before the restoration, \
+         {sent_after} by the end",
+        storm["pfc_frames_sent"],
+        delay_ns as f64 / 1e6,
+        detection_ms + poll_ms
     );
 
     // The shim's notifications, as switchd logged them.

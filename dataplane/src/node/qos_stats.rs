@@ -27,6 +27,10 @@ pub struct QueueStats {
     pub storms_detected: u64,
     pub storms_restored: u64,
     pub watchdog_dropped: u64,
+    /// The latest storm, in the traffic manager's clock (ns): when it began
+    /// and when the watchdog detected it (both 0: none yet).
+    pub storm_began_ns: u64,
+    pub storm_detected_ns: u64,
 }
 
 /// One ingress priority group (SONiC `show priority-group watermark`).
@@ -112,6 +116,8 @@ impl QosTrafficManager {
                         storms_detected: watch.storms_detected,
                         storms_restored: watch.storms_restored,
                         watchdog_dropped: watch.dropped_frames,
+                        storm_began_ns: watch.storm_began_at,
+                        storm_detected_ns: watch.storm_detected_at,
                     };
                     let pg = tm.priority_group(Some(port), class);
                     stats.priority_groups[c] = PriorityGroupStats {

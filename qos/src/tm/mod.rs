@@ -599,7 +599,13 @@ impl<H: Copy> TrafficManager<H> {
             self.publish_cost(p);
         }
         if self.watchdog.enabled && self.watched_queues != 0 && now >= self.next_watchdog {
-            self.next_watchdog = now + u64::from(self.watchdog.poll_interval_ms) * 1_000_000;
+            // The checks keep to a grid from the first: one that runs late
+            // does not push the next ones back.
+            let interval = u64::from(self.watchdog.poll_interval_ms) * 1_000_000;
+            self.next_watchdog = match self.next_watchdog {
+                0 => now + interval,
+                due => now + interval - (now - due) % interval,
+            };
             self.check_watchdog(now);
         }
     }

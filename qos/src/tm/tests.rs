@@ -279,6 +279,48 @@ fn watchdog_detects_a_storm_drops_and_restores() {
     assert_eq!(tm.watchdog(1, 3).storms_restored, 1);
 }
 
+/// The watchdog's own record of a storm: when it began (the pause that
+/// stopped a backlogged queue) and when a check saw it, in the TM's clock;
+/// checks on a 50 ms grid that a late poll does not shift.
+#[test]
+fn watchdog_records_the_storm_and_detects_within_detection_plus_one_poll() {
+    const MS: u64 = 1_000_000;
+    let mut config = lossless_config(2);
+    config.watchdog.detection_ms = 200;
+    config.watchdog.poll_interval_ms = 50;
+    let mut tm = TrafficManager::new(&config, 0u32).unwrap();
+    let mut pause = PfcFrame { class_enable: 0b1000, quanta: [0; 8] };
+    pause.quanta[3] = 0xffff; // 33.5 ms at 1 Gb/s, refreshed every 10 ms
+    // Checks at 0 and (late) 80 ms: the next is still due at 100 ms.
+    tm.poll(0);
+    tm.poll(80 * MS);
+    tm.enqueue(80 * MS, 1, &frame(0, 1, 3, 1500)).unwrap();
+    assert_eq!(tm.next_wakeup(80 * MS), Some(80 * MS), "the frame may go now");
+    assert!(matches!(tm.dequeue(80 * MS, 1), Dequeue::Send { handle: 1, .. }));
+    tm.enqueue(81 * MS, 2, &frame(0, 1, 3, 1500)).unwrap();
+    // The storm: pauses from 87 ms on, the queue backlogged since 81 ms.
+    let mut now = 87 * MS;
+    let mut detected = None;
+    while now <= 600 * MS && detected.is_none() {
+        if (now - 87 * MS).is_multiple_of(10 * MS) {
+            tm.receive_pfc(now, 1, &pause);
+        }
+        // The caller polls only when the TM asks to (and the refreshes above).
+        if tm.next_wakeup(now).is_some_and(|at| at <= now) {
+            assert!(!matches!(tm.dequeue(now, 1), Dequeue::Send { .. }), "paused at {now}");
+            tm.poll(now);
+        }
+        detected = tm.drain_events().next().map(|e| e.at);
+        now += MS;
+    }
+    let watch = tm.watchdog(1, 3);
+    // Began at 87 ms; 287 ms is off the grid (0, 50, 100, ...): seen at 300 ms.
+    assert_eq!((watch.storm_began_at, watch.storm_detected_at), (87 * MS, 300 * MS));
+    assert_eq!(detected, Some(300 * MS));
+    let delay = watch.detection_delay_ns().unwrap();
+    assert!((200 * MS..=250 * MS).contains(&delay), "{delay}");
+}
+
 #[test]
 fn watchdog_forward_action_ignores_the_pause() {
     let mut config = lossless_config(2);

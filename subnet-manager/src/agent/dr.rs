@@ -43,6 +43,9 @@ pub enum DrError {
     BadHopPointer,
     /// Not a directed-route SMP.
     NotDirectedRoute,
+    /// It failed the M_Key check at its destination (IBA 14.2.4.2: no
+    /// response).
+    MKeyViolation,
 }
 
 impl Agent {
@@ -91,7 +94,9 @@ impl Agent {
                     return_path[usize::from(pointer)] = in_port;
                 }
                 *returning = true;
-                self.process(in_port, port_guids, smp);
+                if !self.process(in_port, port_guids, smp) {
+                    return self.discard(DrError::MKeyViolation);
+                }
                 return if count == 0 { Disposition::ToLocalSm } else { Disposition::Respond { port: in_port } };
             }
             return self.discard(DrError::BadHopPointer);

@@ -10,11 +10,17 @@
 //! NodeInfo, NodeDescription, PortInfo, SwitchInfo, LinearForwardingTable,
 //! SLtoVLMappingTable, VLArbitrationTable and SMInfo, with the status IBA
 //! prescribes for anything else (bad version, unsupported method,
-//! unsupported method/attribute, invalid value).
+//! unsupported method/attribute, invalid value). M_Key protection is
+//! [`mkey`]'s; the traps it sends to the master SM, repeated until
+//! repressed, [`traps`]'.
 
 mod dr;
+pub mod mkey;
+pub mod traps;
 
 pub use dr::{Disposition, DrError};
+pub use mkey::{LeaseTimer, MKeyCheck, TRAP_BAD_M_KEY};
+pub use traps::{TrapOut, TrapSender};
 
 use crate::packet::attributes::{
     AttributeId, LftBlock, LftBlockRepr, NodeDescription, NodeInfo, NodeInfoRepr, PortInfo, PortInfoRepr,
@@ -44,6 +50,13 @@ pub struct AgentCounters {
     pub answered: u64,
     pub bad_status: u64,
     pub discarded: u64,
+    /// Get, Set or TrapRepress that failed the M_Key check (discarded).
+    pub m_key_violations: u64,
+    /// Traps sent for the first time, and repeated.
+    pub traps_sent: u64,
+    pub traps_resent: u64,
+    /// TrapRepress that ended an outstanding trap.
+    pub traps_repressed: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +78,11 @@ pub struct Agent {
     pub counters: AgentCounters,
     /// A misbehaving agent for tests: answers every SMP with this status.
     pub forced_status: Option<MadStatus>,
+    /// The caller's clock as last given ([`Agent::advance_clock`]).
+    clock_ns: u64,
+    /// M_Key lease timer per port.
+    m_key_leases: Vec<LeaseTimer>,
+    traps: TrapSender,
 }
 
 impl Agent {
@@ -142,6 +160,9 @@ impl Agent {
             sm_control: None,
             counters: AgentCounters::default(),
             forced_status: None,
+            clock_ns: 0,
+            m_key_leases: vec![LeaseTimer::default(); ports_len],
+            traps: TrapSender::default(),
         }
     }
 
@@ -185,7 +206,14 @@ impl Agent {
     /// Processes an SMP addressed to this agent (the end of its directed
     /// route or its LID) that entered on `in_port`; turns `smp` into the
     /// response. `port_guids` are this node's port GUIDs by port number.
-    pub fn process(&mut self, in_port: u8, port_guids: &[u64], smp: &mut SmpRepr) {
+    /// False when it failed the M_Key check: no response at all (IBA
+    /// 14.2.4.2), `smp` untouched.
+    #[must_use]
+    pub fn process(&mut self, in_port: u8, port_guids: &[u64], smp: &mut SmpRepr) -> bool {
+        let check = self.check_m_key(in_port, smp);
+        if check == MKeyCheck::Violation {
+            return false;
+        }
         let status = match self.forced_status {
             Some(status) => Err(status),
             None => self.answer(in_port, port_guids, smp),
@@ -201,6 +229,10 @@ impl Agent {
                 self.counters.bad_status += 1;
             }
         }
+        if check == MKeyCheck::PassHidingKey && smp.attribute_id == AttributeId::PortInfo {
+            PortInfo::new_unchecked(&mut smp.data[..]).set_m_key(0);
+        }
+        true
     }
 
     fn answer(&mut self, in_port: u8, port_guids: &[u64], smp: &mut SmpRepr) -> Result<(), MadStatus> {
@@ -373,8 +405,11 @@ impl Agent {
         let disposition = match smp.routing {
             SmpRouting::DirectedRoute { .. } => self.receive(in_port, port_guids, &mut smp),
             SmpRouting::LidRouted => {
-                self.process(in_port, port_guids, &mut smp);
-                Disposition::Respond { port: in_port }
+                if self.process(in_port, port_guids, &mut smp) {
+                    Disposition::Respond { port: in_port }
+                } else {
+                    Disposition::Discard(DrError::MKeyViolation)
+                }
             }
         };
         self.forced_status = forced;
@@ -412,6 +447,11 @@ impl Agent {
             entry.lmc = wanted.lmc & 0x7;
             entry.master_sm_lid = wanted.master_sm_lid;
             entry.subnet_timeout = wanted.subnet_timeout;
+            // The M_Key fields (14.2.4): on a switch port 0's protect it all.
+            entry.m_key = wanted.m_key;
+            entry.m_key_protect_bits = wanted.m_key_protect_bits;
+            entry.m_key_lease_period = wanted.m_key_lease_period;
+            entry.m_key_violations = wanted.m_key_violations;
         }
         // NeighborMTU: what the port may send, up to its MTUCap (0: as it
         // is).

@@ -268,6 +268,12 @@ impl HcaPlane {
         if !self.carrier {
             return;
         }
+        // Traps (256, bad M_Key) to the master SM, repeated until repressed.
+        self.agent.advance_clock(now);
+        let lid = self.lid();
+        for trap in self.agent.poll_traps(now) {
+            tx(&inband::encode_frame(&trap.smp.to_bytes(), trap.dlid, lid, self.config.mac));
+        }
         while let Some(update) = self.credits.poll_flow_control(now) {
             let len = frames::flow_control(&mut self.flow_control_frame, self.config.mac, update);
             tx(&self.flow_control_frame[..len]);
@@ -275,7 +281,8 @@ impl HcaPlane {
     }
 
     pub fn next_timer_ns(&self) -> u64 {
-        self.credits.next_refresh_ns()
+        let agent = [self.agent.next_trap_ns(), self.agent.next_lease_expiry_ns()];
+        agent.into_iter().flatten().fold(self.credits.next_refresh_ns(), u64::min)
     }
 
     /// Sends an SMP from an SM on this endpoint (directed route: out of the
@@ -286,7 +293,9 @@ impl HcaPlane {
         let disposition = match smp.routing {
             SmpRouting::DirectedRoute { .. } => self.agent.originate(PORT, &guids, &mut smp),
             SmpRouting::LidRouted if dlid == self.lid() => {
-                self.agent.process(PORT, &guids, &mut smp);
+                if !self.agent.process(PORT, &guids, &mut smp) {
+                    return;
+                }
                 Disposition::ToLocalSm
             }
             SmpRouting::LidRouted => Disposition::Forward { port: PORT },
@@ -328,10 +337,17 @@ impl HcaPlane {
             }
             return;
         }
+        if smp.method == crate::packet::Method::TrapRepress {
+            // The SM has our notice; it wants no answer (IBA 13.4.9).
+            self.agent.trap_repressed(PORT, &smp);
+            return;
+        }
         let (disposition, response_dlid) = match smp.routing {
             SmpRouting::DirectedRoute { .. } => (self.agent.receive(PORT, &guids, &mut smp), PERMISSIVE_LID),
             SmpRouting::LidRouted if dlid == lid || dlid == PERMISSIVE_LID => {
-                self.agent.process(PORT, &guids, &mut smp);
+                if !self.agent.process(PORT, &guids, &mut smp) {
+                    return;
+                }
                 (Disposition::Respond { port: PORT }, slid)
             }
             SmpRouting::LidRouted => return,

@@ -15,8 +15,8 @@ use qos::ib::switch::{IbSwitch, PacketDesc, PortCounters, Received, SwitchConfig
 use super::frames::{self, FrameError, LinkPacket};
 use super::{FrameStore, default_sl_to_vl, describe_port, logical_state, max_wire_len, mtu_bytes};
 use crate::agent::{Agent, Disposition};
-use crate::packet::attributes::{AttributeId, Notice, NoticeRepr, PortPhysState, PortState, VlArbBlock, VlArbEntry};
-use crate::packet::smp::{DATA_LEN, PERMISSIVE_LID, SmpRouting};
+use crate::packet::attributes::{AttributeId, NoticeRepr, PortPhysState, PortState, VlArbBlock, VlArbEntry};
+use crate::packet::smp::{PERMISSIVE_LID, SmpRouting};
 use crate::packet::{MAD_LEN, Method, SmpRepr};
 use crate::topology::NodeKind;
 use crate::transport::inband;
@@ -55,10 +55,14 @@ pub struct PlaneCounters {
     pub bad_version: u64,
     /// Frames the port adapter did not take.
     pub tx_refused: u64,
-    /// Traps 128 (link state change) sent to the master SM.
+    /// Traps (128 link state change, 256 bad M_Key) sent to the master SM
+    /// for the first time, and repeated for want of a TrapRepress.
     pub traps_sent: u64,
-    /// TrapRepress received from the SM.
+    pub traps_resent: u64,
+    /// TrapRepress from the SM that ended a trap.
     pub traps_repressed: u64,
+    /// SMPs discarded by the M_Key check.
+    pub m_key_violations: u64,
 }
 
 /// A port as `show ib port` reports it.
@@ -99,8 +103,6 @@ pub struct SwitchPlane {
     counters: PlaneCounters,
     /// MADs for the SM on this switch, in arrival order.
     for_sm: Vec<[u8; MAD_LEN]>,
-    /// Transaction ID of the last trap sent.
-    trap_transaction: u64,
 }
 
 /// Writes a frame out of an IBA port; false if the port did not take it.
@@ -171,7 +173,6 @@ impl SwitchPlane {
             flow_control_frame: [0; 64],
             counters: PlaneCounters::default(),
             for_sm: Vec::new(),
-            trap_transaction: 0,
         })
     }
 
@@ -194,7 +195,14 @@ impl SwitchPlane {
     }
 
     pub fn counters(&self) -> PlaneCounters {
-        self.counters
+        let agent = &self.agent.counters;
+        PlaneCounters {
+            traps_sent: agent.traps_sent,
+            traps_resent: agent.traps_resent,
+            traps_repressed: agent.traps_repressed,
+            m_key_violations: agent.m_key_violations,
+            ..self.counters
+        }
     }
 
     pub fn lid(&self) -> u16 {
@@ -282,9 +290,11 @@ impl SwitchPlane {
         self.service(now, tx);
     }
 
-    /// When [`poll`](Self::poll) is next due.
+    /// When [`poll`](Self::poll) is next due: a flow-control refresh, a
+    /// trap's repeat, an M_Key lease's end.
     pub fn next_timer_ns(&self) -> u64 {
-        self.engine.next_timer_ns()
+        let agent = [self.agent.next_trap_ns(), self.agent.next_lease_expiry_ns()];
+        agent.into_iter().flatten().fold(self.engine.next_timer_ns(), u64::min)
     }
 
     /// Sends an SMP from the SM on this switch: a directed route starts at
@@ -305,9 +315,10 @@ impl SwitchPlane {
             SmpRouting::LidRouted => {
                 if dlid == self.lid() {
                     let guids = self.guids.clone();
-                    self.agent.process(0, &guids, &mut smp);
-                    self.after_answer(0, &smp);
-                    self.for_sm.push(smp.to_bytes());
+                    if self.agent.process(0, &guids, &mut smp) {
+                        self.after_answer(0, &smp);
+                        self.for_sm.push(smp.to_bytes());
+                    }
                 } else if let Some(port) = self.engine.lft.lookup(dlid) {
                     self.send_management(port, mad, dlid, self.lid());
                 }
@@ -363,10 +374,12 @@ impl SwitchPlane {
                 }
                 if smp.method == Method::TrapRepress {
                     // The SM has our notice; it wants no answer (IBA 13.4.9).
-                    self.counters.traps_repressed += 1;
+                    self.agent.trap_repressed(in_port, &smp);
                     return;
                 }
-                self.agent.process(in_port, &guids, &mut smp);
+                if !self.agent.process(in_port, &guids, &mut smp) {
+                    return;
+                }
                 self.after_answer(in_port, &smp);
                 let out = if slid == PERMISSIVE_LID { Some(in_port) } else { self.engine.lft.lookup(slid) };
                 if let Some(port) = out {
@@ -481,23 +494,24 @@ impl SwitchPlane {
     }
 
     /// Trap 128, "link state of at least one port has changed" (IBA
-    /// 14.2.5.1, table 144), LID routed to the master SM that PortInfo of
-    /// port 0 names. Before an SM has given us a LID and its own there is
-    /// nobody to tell: its next sweep finds PortStateChange set instead.
+    /// 14.2.5.1, table 144), for the master SM that PortInfo of port 0
+    /// names. Before an SM has given us a LID and its own there is nobody
+    /// to tell: its next sweep finds PortStateChange set instead.
     fn send_link_state_trap(&mut self) {
-        let (lid, sm_lid) = (self.lid(), self.agent.ports[0].master_sm_lid);
-        if lid == 0 || sm_lid == 0 {
-            return;
-        }
-        let mut data = [0u8; DATA_LEN];
-        NoticeRepr::link_state_change(lid).emit(&mut Notice::new_unchecked(&mut data[..]));
-        self.trap_transaction += 1;
-        let trap = SmpRepr::lid_routed(Method::Trap, self.trap_transaction, AttributeId::Notice, 0, data).to_bytes();
-        self.counters.traps_sent += 1;
-        if sm_lid == lid {
-            self.for_sm.push(trap);
-        } else if let Some(port) = self.engine.lft.lookup(sm_lid) {
-            self.send_management(port, &trap, sm_lid, lid);
+        self.agent.push_notice(NoticeRepr::link_state_change(self.lid()));
+    }
+
+    /// The agent's traps due now (new, or repeated until the SM represses
+    /// them), LID routed to the master SM.
+    fn send_traps(&mut self, now: u64) {
+        let lid = self.lid();
+        for trap in self.agent.poll_traps(now) {
+            let bytes = trap.smp.to_bytes();
+            if trap.dlid == lid {
+                self.for_sm.push(bytes);
+            } else if let Some(port) = self.engine.lft.lookup(trap.dlid) {
+                self.send_management(port, &bytes, trap.dlid, lid);
+            }
         }
     }
 
@@ -505,6 +519,8 @@ impl SwitchPlane {
     /// downstream credit allows, then the flow-control packets due (the
     /// credit that forwarding just returned included).
     fn service(&mut self, now: u64, tx: &mut Transmit<'_>) {
+        self.agent.advance_clock(now);
+        self.send_traps(now);
         for number in 1..self.ports.len() {
             let Some(_) = self.ports[number] else { continue };
             if !self.carrier[number] {

@@ -416,7 +416,9 @@ fn a_port_state_change_sends_trap_128_to_the_master_sm() {
     assert_eq!(lab.switches[1].port_status()[1].state, PortState::Init, "flow control exchanged again");
 
     // The "SM" on hca-a (LID 1) tells sw2 where it is.
-    let mut info = PortInfoRepr { lid: 11, master_sm_lid: 1, ..PortInfoRepr::default() };
+    // SubnetTimeout 8: 4.096 us x 2^8, a trap unanswered for 1.05 ms is
+    // sent again.
+    let mut info = PortInfoRepr { lid: 11, master_sm_lid: 1, subnet_timeout: 8, ..PortInfoRepr::default() };
     info.port_state = PortState::NoChange.into();
     let mut data = [0u8; 64];
     info.emit(&mut PortInfo::new_unchecked(&mut data[..]));
@@ -439,6 +441,15 @@ fn a_port_state_change_sends_trap_128_to_the_master_sm() {
     assert_eq!((notice.trap_number, notice.issuer_lid, notice.lid_address()), (128, 11, 11));
     assert_eq!(lab.switches[1].counters().traps_sent, 1);
 
+    // Unanswered, it comes again after the subnet timeout, the same trap.
+    lab.wait(1_000 * US);
+    assert!(lab.hcas[0].take_for_sm().is_empty(), "not before the subnet timeout");
+    lab.wait(100 * US);
+    let again = lab.hcas[0].take_for_sm();
+    assert_eq!(again.len(), 1, "repeated");
+    assert_eq!(SmpRepr::parse_bytes(&again[0]).unwrap(), trap);
+    assert_eq!(lab.switches[1].counters().traps_resent, 1);
+
     // The SM's TrapRepress ends it, unanswered.
     let mut repress = trap;
     repress.method = Method::TrapRepress;
@@ -447,6 +458,9 @@ fn a_port_state_change_sends_trap_128_to_the_master_sm() {
     lab.settle(US);
     assert_eq!(lab.switches[1].counters().traps_repressed, 1);
     assert!(lab.hcas[0].take_for_sm().is_empty());
+    lab.wait(100_000 * US);
+    assert!(lab.hcas[0].take_for_sm().is_empty(), "not repeated once repressed");
+    assert_eq!(lab.switches[1].counters().traps_resent, 1);
 }
 
 #[test]

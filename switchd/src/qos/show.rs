@@ -155,6 +155,7 @@ impl<B: Backend> SwitchView<B> {
         let mut out = Vec::new();
         for (port, s) in self.qos_ports() {
             for (q, queue) in s.queues.iter().enumerate().filter(|(q, _)| watched[*q]) {
+                let stormed = queue.storms_detected > 0;
                 out.push(api::PfcwdStats {
                     port: port.clone(),
                     queue: q as u8,
@@ -162,6 +163,11 @@ impl<B: Backend> SwitchView<B> {
                     storm_detected: queue.storms_detected,
                     storm_restored: queue.storms_restored,
                     tx_drop: queue.watchdog_dropped,
+                    last_storm_began_ns: stormed.then_some(queue.storm_began_ns),
+                    last_storm_detected_ns: stormed.then_some(queue.storm_detected_ns),
+                    last_detection_ns: stormed.then(|| queue.storm_detected_ns - queue.storm_began_ns),
+                    detection_ms: tm.watchdog.detection_ms,
+                    poll_interval_ms: tm.watchdog.poll_interval_ms,
                 });
             }
         }
