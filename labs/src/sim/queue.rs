@@ -74,6 +74,9 @@ pub trait Order {
     fn peek_key(&mut self) -> Option<(u64, u64)>;
     fn take(&mut self) -> Option<Entry>;
     fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// An [`Order`] for events in any order, and a FIFO for those pushed in

@@ -194,6 +194,8 @@ pub struct TrafficManager<H> {
     pfc_due: Vec<u64>,
     /// Bit per port: we hold some priority paused (XOFF refreshes fall due).
     pfc_asserted: Vec<u64>,
+    /// Queues in a PFC storm now (the watchdog must keep checking them).
+    storming: u32,
 }
 
 /// Events kept until drained; more are counted as lost.
@@ -289,6 +291,7 @@ impl<H: Copy> TrafficManager<H> {
             backlog: vec![0; words],
             pfc_due: vec![0; words],
             pfc_asserted: vec![0; words],
+            storming: 0,
             maps,
         })
     }
@@ -642,8 +645,12 @@ impl<H: Copy> TrafficManager<H> {
                     } else {
                         self.events_lost += 1;
                     }
-                    if kind == WatchdogEventKind::StormDetected {
-                        self.ports[p].wake = 0;
+                    match kind {
+                        WatchdogEventKind::StormDetected => {
+                            self.storming += 1;
+                            self.ports[p].wake = 0;
+                        }
+                        WatchdogEventKind::StormRestored => self.storming -= 1,
                     }
                 }
             }
@@ -685,7 +692,7 @@ impl<H: Copy> TrafficManager<H> {
                 bits &= bits - 1;
             }
         }
-        if self.watchdog.enabled && self.watched_queues != 0 && (wake.is_some() || self.watch.iter().any(|w| w.storm)) {
+        if self.watchdog.enabled && self.watched_queues != 0 && (wake.is_some() || self.storming > 0) {
             at(&mut wake, self.next_watchdog.max(now));
         }
         wake
