@@ -30,6 +30,10 @@ pub struct SwitchPortConfig {
     pub data_vls: u8,
     /// IB MTU in bytes: 256, 512, 1024, 2048 or 4096.
     pub mtu: u16,
+    /// The port's line rate in bits per second, counting the Ethernet
+    /// frames that carry its packets (`None`: as fast as the link takes
+    /// them).
+    pub rate_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,6 +102,10 @@ pub struct SwitchPlane {
     ports: Vec<Option<SwitchPortConfig>>,
     /// Carrier as the port's adapter reports it, by port number.
     carrier: Vec<bool>,
+    /// When each port last heard a flow-control packet (ns).
+    heard: Vec<u64>,
+    /// A link up that hears no flow control for this long is down.
+    silence_ns: u64,
     frames: FrameStore,
     flow_control_frame: [u8; 64],
     counters: PlaneCounters,
@@ -107,6 +115,14 @@ pub struct SwitchPlane {
 
 /// Writes a frame out of an IBA port; false if the port did not take it.
 pub type Transmit<'a> = dyn FnMut(u8, &[u8]) -> bool + 'a;
+
+/// Flow-control refresh periods without one from the peer after which a
+/// link that was up is taken down: the peer sends each data VL's state at
+/// every refresh (IBA 7.9.4.3), so silence means it is gone. Over veth a
+/// peer process that dies leaves the carrier up; a real port would lose
+/// the signal. Generous, so that a loaded machine's late wake-ups do not
+/// drop links.
+pub const SILENT_REFRESHES: u64 = 20;
 
 impl SwitchPlane {
     pub fn new(config: &SwitchPlaneConfig) -> Result<SwitchPlane, SwitchConfigError> {
@@ -132,6 +148,7 @@ impl SwitchPlane {
                 .set_port_vls(usize::from(port.number), port.data_vls, config.buffer_blocks)
                 .map_err(SwitchConfigError::Credits)?;
             engine.set_port_max_len(usize::from(port.number), max_wire_len(port.mtu), max_wire_len(port.mtu));
+            engine.set_port_rate(usize::from(port.number), port.rate_bps.map(super::port_rate));
             ports[usize::from(port.number)] = Some(*port);
         }
         let count = usize::from(num_ports) + 1;
@@ -168,6 +185,8 @@ impl SwitchPlane {
             guids,
             mac: config.mac,
             carrier: vec![true; count],
+            heard: vec![0; count],
+            silence_ns: config.flow_control_refresh_ns.saturating_mul(SILENT_REFRESHES),
             ports,
             frames: FrameStore::default(),
             flow_control_frame: [0; 64],
@@ -254,6 +273,7 @@ impl SwitchPlane {
                 return;
             }
             Ok(LinkPacket::FlowControl(update)) => {
+                self.heard[usize::from(number)] = now;
                 self.engine.flow_control_received(usize::from(number), update);
                 self.update_port_state(number);
             }
@@ -295,6 +315,12 @@ impl SwitchPlane {
     pub fn next_timer_ns(&self) -> u64 {
         let agent = [self.agent.next_trap_ns(), self.agent.next_lease_expiry_ns()];
         agent.into_iter().flatten().fold(self.engine.next_timer_ns(), u64::min)
+    }
+
+    /// When a rated port's line is next free for what waits for it (after
+    /// `now`), if anything does.
+    pub fn next_transmit_ns(&self, now: u64) -> Option<u64> {
+        self.engine.next_transmit_ns(now)
     }
 
     /// Sends an SMP from the SM on this switch: a directed route starts at
@@ -522,11 +548,21 @@ impl SwitchPlane {
         self.agent.advance_clock(now);
         self.send_traps(now);
         for number in 1..self.ports.len() {
+            if self.carrier[number]
+                && self.engine.link_ready(number)
+                && now.saturating_sub(self.heard[number]) > self.silence_ns
+            {
+                // The credits start over when the peer speaks again.
+                self.engine.reset_link(number);
+                self.update_port_state(number as u8);
+            }
+        }
+        for number in 1..self.ports.len() {
             let Some(_) = self.ports[number] else { continue };
             if !self.carrier[number] {
                 continue;
             }
-            while let Some(out) = self.engine.poll_transmit(number) {
+            while let Some(out) = self.engine.poll_transmit(number, now) {
                 let frame = self.frames.get_mut(out.handle);
                 frames::relay(frame, self.mac, out.vl);
                 if !tx(number as u8, frame) {
