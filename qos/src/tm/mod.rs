@@ -195,6 +195,10 @@ pub struct TrafficManager<H> {
     backlog: Vec<u64>,
     /// Bit per port: a PFC frame is due.
     pfc_due: Vec<u64>,
+    /// Bit per port: we hold some priority paused (XOFF refreshes fall due).
+    pfc_asserted: Vec<u64>,
+    /// Queues in a PFC storm now (the watchdog must keep checking them).
+    storming: u32,
 }
 
 /// Events kept until drained; more are counted as lost.
@@ -290,6 +294,8 @@ impl<H: Copy> TrafficManager<H> {
             window_ns: u64::from(config.dlb.window_us) * 1000,
             backlog: vec![0; words],
             pfc_due: vec![0; words],
+            pfc_asserted: vec![0; words],
+            storming: 0,
             maps,
         })
     }
@@ -360,6 +366,7 @@ impl<H: Copy> TrafficManager<H> {
             if priorities != 0 {
                 self.ports[ingress].pfc_tx.xoff(priorities);
                 set_bit(&mut self.pfc_due, ingress);
+                set_bit(&mut self.pfc_asserted, ingress);
             }
         }
         if self.voqs.push(queue, handle, frame.len, frame_cells, pg as u32).is_err() {
@@ -482,6 +489,9 @@ impl<H: Copy> TrafficManager<H> {
                 self.ports[port].pfc_tx.xon(self.pg_priorities[group]);
                 if self.ports[port].pfc_tx.has_pending() {
                     set_bit(&mut self.pfc_due, port);
+                }
+                if self.ports[port].pfc_tx.asserted() == 0 {
+                    clear_bit(&mut self.pfc_asserted, port);
                 }
             }
         }
@@ -638,8 +648,12 @@ impl<H: Copy> TrafficManager<H> {
                     } else {
                         self.events_lost += 1;
                     }
-                    if kind == WatchdogEventKind::StormDetected {
-                        self.ports[p].wake = 0;
+                    match kind {
+                        WatchdogEventKind::StormDetected => {
+                            self.storming += 1;
+                            self.ports[p].wake = 0;
+                        }
+                        WatchdogEventKind::StormRestored => self.storming -= 1,
                     }
                 }
             }
@@ -662,15 +676,26 @@ impl<H: Copy> TrafficManager<H> {
         if self.pfc_due.iter().any(|&w| w != 0) {
             at(&mut wake, now);
         }
-        for (p, state) in self.ports.iter().enumerate() {
-            if get_bit(&self.backlog, p) {
-                at(&mut wake, state.wake.max(now));
-            }
-            if let Some(refresh) = state.pfc_tx.next_refresh(state.refresh_ns) {
-                at(&mut wake, refresh.max(now));
+        // Only ports with frames waiting or a pause of ours to refresh:
+        // the others need no wake-up (a switch's scan of all its ports at
+        // every event was a fifth of the simulator's time).
+        for (word, (&backlog, &asserted)) in self.backlog.iter().zip(&self.pfc_asserted).enumerate() {
+            let mut bits = backlog | asserted;
+            while bits != 0 {
+                let bit = bits.trailing_zeros();
+                let state = &self.ports[word * 64 + bit as usize];
+                if backlog & (1 << bit) != 0 {
+                    at(&mut wake, state.wake.max(now));
+                }
+                if asserted & (1 << bit) != 0
+                    && let Some(refresh) = state.pfc_tx.next_refresh(state.refresh_ns)
+                {
+                    at(&mut wake, refresh.max(now));
+                }
+                bits &= bits - 1;
             }
         }
-        if self.watchdog.enabled && self.watched_queues != 0 && (wake.is_some() || self.watch.iter().any(|w| w.storm)) {
+        if self.watchdog.enabled && self.watched_queues != 0 && (wake.is_some() || self.storming > 0) {
             at(&mut wake, self.next_watchdog.max(now));
         }
         wake
@@ -769,11 +794,6 @@ fn set_bit(words: &mut [u64], bit: usize) {
 #[inline]
 fn clear_bit(words: &mut [u64], bit: usize) {
     words[bit / 64] &= !(1 << (bit % 64));
-}
-
-#[inline]
-fn get_bit(words: &[u64], bit: usize) -> bool {
-    words[bit / 64] & (1 << (bit % 64)) != 0
 }
 
 #[cfg(test)]
