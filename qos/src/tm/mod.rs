@@ -180,6 +180,9 @@ pub struct TrafficManager<H> {
     /// When each queue last sent or became backlogged.
     last_progress: Vec<u64>,
     watch: Vec<QueueWatch>,
+    /// Per port, bit q: queue q is in a storm (what `dequeue` looks at,
+    /// one byte rather than eight `QueueWatch`es).
+    stormed: Vec<u8>,
     watchdog: WatchdogConfig,
     next_watchdog: u64,
     events: Vec<WatchdogEvent>,
@@ -280,6 +283,7 @@ impl<H: Copy> TrafficManager<H> {
             queue_counters: vec![QueueCounters::default(); ports * CLASSES],
             last_progress: vec![0; ports * CLASSES],
             watch: vec![QueueWatch::default(); ports * CLASSES],
+            stormed: vec![0; ports],
             watchdog: config.watchdog,
             next_watchdog: 0,
             events: Vec::with_capacity(EVENT_CAPACITY),
@@ -331,7 +335,7 @@ impl<H: Copy> TrafficManager<H> {
         let class = self.maps.classify(frame.class);
         let queue = egress * CLASSES + usize::from(class.queue);
         let pg = ingress * CLASSES + usize::from(class.pg);
-        if self.watch[queue].storm && self.watchdog.action == WatchdogAction::Drop {
+        if self.stormed[egress] & (1 << class.queue) != 0 && self.watchdog.action == WatchdogAction::Drop {
             self.watch[queue].dropped_frames += 1;
             return Err(self.count_drop(Some(queue), frame.len, DropReason::WatchdogStorm));
         }
@@ -397,9 +401,9 @@ impl<H: Copy> TrafficManager<H> {
         }
         let base = p * CLASSES;
         // The watchdog's drop action empties a storming queue first, at once.
-        if self.watchdog.action == WatchdogAction::Drop {
+        if self.stormed[p] != 0 && self.watchdog.action == WatchdogAction::Drop {
             for q in 0..CLASSES {
-                if self.watch[base + q].storm && !self.voqs.is_empty(base + q) {
+                if self.stormed[p] & (1 << q) != 0 && !self.voqs.is_empty(base + q) {
                     let descriptor = self.take(now, p, q);
                     self.watch[base + q].dropped_frames += 1;
                     self.count_drop(Some(base + q), descriptor.bytes, DropReason::WatchdogStorm);
@@ -507,13 +511,8 @@ impl<H: Copy> TrafficManager<H> {
                 queues |= 1 << self.priority_queue[priority];
             }
         }
-        for q in 0..CLASSES {
-            if queues & (1 << q) != 0
-                && self.watch[p * CLASSES + q].storm
-                && self.watchdog.action != WatchdogAction::Alert
-            {
-                queues &= !(1 << q);
-            }
+        if self.watchdog.action != WatchdogAction::Alert {
+            queues &= !self.stormed[p];
         }
         queues
     }
@@ -640,6 +639,10 @@ impl<H: Copy> TrafficManager<H> {
                     last_pause_at,
                 };
                 if let Some(kind) = self.watch[index].check(now, view, &self.watchdog) {
+                    match kind {
+                        WatchdogEventKind::StormDetected => self.stormed[p] |= 1 << q,
+                        WatchdogEventKind::StormRestored => self.stormed[p] &= !(1 << q),
+                    }
                     if self.events.len() < EVENT_CAPACITY {
                         self.events.push(WatchdogEvent { at: now, port: p as u16, queue: q as u8, kind });
                     } else {
