@@ -10,7 +10,7 @@
 //! lldp:
 //!   tx_interval_secs: 30
 //!   hold_multiplier: 4
-//! profile: small               # table sizes: default | small (config/resources.rs)
+//! profile: small               # table sizes: default | small | large (config/resources.rs)
 //! port_rings: { rx_kib: 256, tx_kib: 64 }   # AF_PACKET ring memory per port
 //! loopback: [10.255.0.1/32]    # the switch's own addresses (VTEP source...)
 //! ports:
@@ -265,6 +265,15 @@ pub struct VlanFile {
     /// Addresses of the VLAN's router interface (SVI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<IpNetwork>,
+    /// The VRF the SVI routes in (one of `bgp.evpn.vrfs`); default: the
+    /// default VRF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
+    /// The SVI's MAC (`02:00:5e:00:01:01`): the same on every leaf with the
+    /// same addresses makes a distributed anycast gateway. Default: the
+    /// switch's MAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
