@@ -4,9 +4,10 @@
 //! figures and the machine's load go to docs/benchmarks.md.
 //!
 //! Sizes are the gen-fattree presets: 650, 4100, 10k and 50k nodes. sssp
-//! and dfsssp (one Dijkstra per destination; dfsssp adds the channel
-//! dependency check) stop at 4100 nodes: at 50k one run takes minutes, as
-//! OpenSM's does.
+//! (one Dijkstra per destination LID, 44k of them at 50k) stops at 10k
+//! nodes; 50k is still to make fast (issue 11). dfsssp adds the channel
+//! dependency check, kept per destination: 19 s at 4100 (docs/benchmarks.md),
+//! so 650 only.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -31,7 +32,12 @@ fn engines(c: &mut Criterion) {
         let mut topology = FatTree::preset(preset).expect("preset").build();
         lid::assign(&mut topology, 0, 0, &LidMap::default()).expect("LIDs");
         for engine in [Engine::Minhop, Engine::Updn, Engine::Ftree, Engine::Sssp, Engine::Dfsssp] {
-            if matches!(engine, Engine::Sssp | Engine::Dfsssp) && !matches!(preset, "650" | "4100") {
+            let skip = match engine {
+                Engine::Sssp => preset == "50k",
+                Engine::Dfsssp => preset != "650",
+                _ => false,
+            };
+            if skip {
                 continue;
             }
             let config = RoutingConfig { engines: vec![engine], ..RoutingConfig::default() };
