@@ -51,6 +51,10 @@ pub struct BgpConfig {
     /// The timers of the BFD sessions of neighbours with `bfd: true`.
     #[serde(default)]
     pub bfd: BfdTimers,
+    /// Drop a directly connected eBGP session at once when its port loses
+    /// its link (FRR's `bgp fast-external-failover`, on by default there too).
+    #[serde(default = "enabled")]
+    pub fast_external_fallover: bool,
     #[serde(default)]
     pub neighbors: Vec<NeighborConfig>,
     #[serde(default)]
@@ -259,6 +263,9 @@ impl NeighborConfig {
 fn default_port() -> u16 {
     BGP_PORT
 }
+fn enabled() -> bool {
+    true
+}
 fn unspecified() -> IpAddr {
     IpAddr::V6(Ipv6Addr::UNSPECIFIED)
 }
@@ -291,6 +298,7 @@ impl BgpConfig {
             ipv6_next_hop: None,
             timers: Timers::default(),
             bfd: BfdTimers::default(),
+            fast_external_fallover: true,
             neighbors: Vec::new(),
             prefix_lists: HashMap::new(),
             policies: HashMap::new(),

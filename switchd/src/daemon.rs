@@ -166,7 +166,9 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         ib: ib.clone(),
         io_stats: forwarding.lock().unwrap_or_else(|e| e.into_inner()).io_stats().unwrap_or_default(),
     }));
-    if let Some(bgp) = &bgp {
+    if let Some(bgp) = &bgp
+        && config.bgp.as_ref().is_some_and(|b| b.fast_external_fallover)
+    {
         let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("bgp-fallover", 4096);
         tokio::spawn(crate::bgp::run_fallover(subscription, view.clone(), bgp.speaker.clone()));
     }

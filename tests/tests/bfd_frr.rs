@@ -55,6 +55,7 @@ bgp:
   timers: {{ hold_time: 9, connect_retry: 1 }}
   multipath: {{ max_paths: 4 }}
   bfd: {{ transmit_interval_ms: {INTERVAL_MS}, receive_interval_ms: {INTERVAL_MS}, detect_multiplier: {MULTIPLIER} }}
+  fast_external_fallover: false
   redistribute: [loopback, connected]
   neighbors:
     - {{ interface: eth1, remote_as: 65001, bfd: true }}
@@ -209,6 +210,8 @@ fn bfd_with_frr_drops_bgp_on_a_link_cut_and_traffic_moves_to_the_other_spine() {
         .spawn()
         .expect("spawn ping");
     std::thread::sleep(Duration::from_millis(500));
+    // The leaf's end loses its carrier too; `fast_external_fallover: false`
+    // in its config leaves the session to BFD, which is what this checks.
     cut_ns.ip(&["link", "set", "eth1", "down"]);
 
     wait_for("the cut spine's BFD session down", Duration::from_secs(10), || {

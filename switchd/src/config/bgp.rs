@@ -16,6 +16,7 @@
 //!       # per neighbour also: password: KEY (TCP MD5, RFC 2385), ttl_security_hops: 1 (GTSM, RFC 5082),
 //!       # bfd: true (RFC 5880/5881; the session drops when BFD goes down)
 //!   bfd: { transmit_interval_ms: 100, receive_interval_ms: 100, detect_multiplier: 3 }  # default 300/300/3
+//!   fast_external_fallover: false  # default true: a port losing its link drops the eBGP sessions over it at once
 //!   prefix_lists:
 //!     loopbacks: [{ action: permit, prefix: 10.255.0.0/16, ge: 32 }]
 //!   policies:
@@ -50,6 +51,10 @@ pub struct BgpFile {
     /// Timers of the BFD sessions of neighbours with `bfd: true`.
     #[serde(default, skip_serializing_if = "is_default_bfd")]
     pub bfd: BfdTimers,
+    /// A port losing its link drops the eBGP sessions directly over it at
+    /// once (default); `false` leaves them to BFD or the hold timer.
+    #[serde(default = "fallover_default", skip_serializing_if = "is_fallover_default")]
+    pub fast_external_fallover: bool,
     #[serde(default)]
     pub multipath: MultipathFile,
     /// Prefixes originated as written.
@@ -164,6 +169,13 @@ pub struct NeighborFile {
     /// drops as soon as it goes down (RFC 5882 section 10.2).
     #[serde(default, skip_serializing_if = "is_false")]
     pub bfd: bool,
+}
+
+fn fallover_default() -> bool {
+    true
+}
+fn is_fallover_default(on: &bool) -> bool {
+    *on
 }
 
 fn is_default_bfd(t: &BfdTimers) -> bool {
@@ -510,6 +522,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     out.multipath = MultipathConfig { max_paths: bgp.multipath.max_paths, as_path_relax: bgp.multipath.as_path_relax };
     out.timers = bgp.timers;
     out.bfd = bgp.bfd;
+    out.fast_external_fallover = bgp.fast_external_fallover;
     out.networks = networks.into_iter().collect();
     out.neighbors = neighbors;
     out.prefix_lists = policy_set.prefix_lists;
@@ -584,6 +597,18 @@ bgp:
             Ok(_) => panic!("accepted:\n{yaml}"),
             Err(e) => e.errors.iter().map(ToString::to_string).collect(),
         }
+    }
+
+    #[test]
+    fn fast_external_fallover_is_on_unless_turned_off() {
+        let config = Config::from_yaml(LEAF).unwrap();
+        assert!(config.bgp.as_ref().unwrap().fast_external_fallover);
+        let off =
+            LEAF.replace("  networks: [10.200.0.0/24]", "  networks: [10.200.0.0/24]\n  fast_external_fallover: false");
+        let config = Config::from_yaml(&off).unwrap();
+        assert!(!config.bgp.as_ref().unwrap().fast_external_fallover);
+        let again = Config::from_yaml(&config.to_yaml()).unwrap();
+        assert_eq!(again.bgp, config.bgp);
     }
 
     #[test]
