@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use fabric_tests::fabric_host::{FabricHost, pfc_row, queue_row, show, tm_drops, u64_of};
+use fabric_tests::fabric_host::{FabricHost, pfc_row, queue_row, show, start_at, tm_drops, u64_of};
 use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
 
 const SPEED: u64 = 100_000_000;
@@ -69,11 +69,7 @@ fn incast(lab: &Lab, dscp: u8) -> (serde_json::Value, Vec<serde_json::Value>) {
     let receiver = FabricHost::start(&lab.hosts[3], &["recv", "--expect-bytes", &expect, "--idle-ms", "1500"]);
     std::thread::sleep(Duration::from_millis(300));
     // All three start together, once resolved: the incast, not a ramp.
-    let start_at = (std::time::SystemTime::now() + Duration::from_millis(1500))
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis()
-        .to_string();
+    let start_at = start_at(Duration::from_millis(1500));
     let senders: Vec<FabricHost> = (0..3)
         .map(|i| {
             FabricHost::start(

@@ -16,7 +16,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use fabric_tests::fabric_host::{FabricHost, pfc_row, tm_drops, u64_of};
+use fabric_tests::fabric_host::{FabricHost, pfc_row, start_at, tm_drops, u64_of};
 use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
 use labs::sim::fabric::Fabric;
 use labs::sim::queue::HeapQueue;
@@ -110,11 +110,7 @@ fn namespaces() -> Figures {
     let expect = (3 * BYTES).to_string();
     let receiver = FabricHost::start(&hosts[3], &["recv", "--expect-bytes", &expect, "--idle-ms", "1500"]);
     std::thread::sleep(Duration::from_millis(300));
-    let start_at = (std::time::SystemTime::now() + Duration::from_millis(1500))
-        .duration_since(std::time::UNIX_EPOCH)
-        .expect("after 1970")
-        .as_millis()
-        .to_string();
+    let start_at = start_at(Duration::from_millis(1500));
     let senders: Vec<FabricHost> = (0..3)
         .map(|i| {
             let qp = (i + 1).to_string();
