@@ -6,6 +6,7 @@ pub mod evpn;
 pub mod fabric_host;
 pub mod generate;
 pub mod host_limits;
+pub mod ib;
 pub mod lossless;
 pub mod netns;
 pub mod ping;
