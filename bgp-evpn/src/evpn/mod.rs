@@ -19,9 +19,9 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use ipnetwork::IpNetwork;
 
 pub use config::EvpnConfig;
-pub use reconfigure::Rebuild;
 use config::{DuplicateDetection, derived_rd, derived_rt, parse_rd, parse_rt};
 use mobility::{Claim, Moves};
+pub use reconfigure::Rebuild;
 
 use crate::fib::{FibChange, NextHop};
 use crate::packet::evpn::{

@@ -147,7 +147,9 @@ impl Evpn {
             let data = attrs.evpn.unwrap_or_default();
             for &vni in &targets.mac_vrfs {
                 match key {
-                    EvpnRoute::MacIpAdvertisement { mac, ip, .. } => self.remote_mac(now, vni, key, mac, ip, Some(attrs)),
+                    EvpnRoute::MacIpAdvertisement { mac, ip, .. } => {
+                        self.remote_mac(now, vni, key, mac, ip, Some(attrs))
+                    }
                     EvpnRoute::InclusiveMulticast { originator, .. } => {
                         self.remote_vtep(vni, key, originator, Some(attrs))
                     }

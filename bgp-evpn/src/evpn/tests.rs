@@ -351,7 +351,12 @@ fn feed(e: &mut Evpn, routes: &[(EvpnRoute, PathAttrs)]) {
     }
 }
 
-fn reconfigure(e: &mut Evpn, config: &EvpnConfig, rebuild: &Rebuild, best: &[(EvpnRoute, PathAttrs)]) -> Vec<EvpnAction> {
+fn reconfigure(
+    e: &mut Evpn,
+    config: &EvpnConfig,
+    rebuild: &Rebuild,
+    best: &[(EvpnRoute, PathAttrs)],
+) -> Vec<EvpnAction> {
     e.reconfigure(S, config, rebuild, best.iter().map(|(k, a)| (*k, a)));
     e.take_actions()
 }
