@@ -357,6 +357,10 @@ impl<B: Backend> Configurator<B> {
         let mut view = self.view.write().unwrap_or_else(|e| e.into_inner());
         view.config = state.running.clone();
         view.applied = Arc::new(state.applied.clone());
+        // `bgp.evpn` follows commits; the shows read it here.
+        if let (Some(bgp), Some(config)) = (view.bgp.as_mut(), &state.running.bgp) {
+            bgp.config = Arc::new(config.clone());
+        }
         Ok(())
     }
 
