@@ -2,11 +2,19 @@
 //! VXLAN encapsulation and decapsulation, IPv4 LPM routing with ECMP over
 //! 100,000 routes. Each iteration processes a batch of distinct frames (as
 //! the port adapters do) and clears the output buffer once.
+//!
+//! `node_tm/*`: the L2 and VXLAN-encapsulation paths through the node loop
+//! to a port sink, with the FIFO (`fifo`) and with the `qos` traffic
+//! manager (`qos_tm`: classify, ECN decision, admission, VOQ enqueue and
+//! dequeue at the port's line rate; DLB's flowlet choice over the VXLAN
+//! underlay's ECMP group), so that the traffic manager's cost is the
+//! difference between two rows of the same run.
 
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use dataplane::node::{Node, Ports, QosTrafficManager, TrafficManager};
 use dataplane::pipeline::{
     DEFAULT_VRF, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget, RouterInterface, Switch,
     SwitchConfig, VtepConfig,
@@ -15,6 +23,8 @@ use dataplane::wire::{
     Ecn, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, PseudoHeader,
     UdpPacket, UdpRepr, VXLAN_PORT, VxlanPacket, VxlanRepr,
 };
+use qos::dlb::{DlbConfig, DlbMode};
+use qos::tm::{PortConfig as TmPort, TmConfig};
 
 const BATCH: usize = 256;
 const NOW: u64 = 1_000_000_000_000;
@@ -287,5 +297,128 @@ fn ipv4_lpm_ecmp(c: &mut Criterion) {
     run_batch(c, "ipv4_lpm_ecmp_100k_routes", switch, 0, frames, 1);
 }
 
-criterion_group!(benches, l2_known_unicast, vxlan_encap, vxlan_decap, ipv4_lpm_ecmp);
+/// The node's ports: every frame is taken (and counted).
+#[derive(Default)]
+struct Sink {
+    frames: usize,
+}
+
+impl Ports<dataplane::node::HostIfTarget> for Sink {
+    fn transmit(&mut self, _port: u16, frame: &[u8]) -> bool {
+        black_box(frame);
+        self.frames += 1;
+        true
+    }
+
+    fn punt(
+        &mut self,
+        _host_if: Option<dataplane::node::HostIfTarget>,
+        _egress: dataplane::pipeline::Egress,
+        _frame: &[u8],
+    ) {
+    }
+}
+
+/// The frames of a batch as RoCE traffic: DSCP 26 (TC 3, lossless, ECN
+/// profile), ECT(0).
+fn as_roce(mut frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    for frame in &mut frames {
+        let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
+        ip.set_dscp(26);
+        ip.set_ecn(Ecn::Ect0);
+        ip.fill_checksum();
+    }
+    frames
+}
+
+/// Ports at 100 Gb/s (the line rate never holds a frame back at the
+/// bench's 20 ns per frame), the usual RoCE profile.
+fn qos_tm(ports: usize) -> QosTrafficManager {
+    QosTrafficManager::new(&TmConfig::roce((0..ports).map(|_| TmPort::new(100_000_000_000)).collect())).unwrap()
+}
+
+/// The batch through `node` (virtual time 20 ns per frame), every frame
+/// sent to the sink.
+fn run_node<T: TrafficManager>(
+    c: &mut Criterion,
+    name: &str,
+    mut switch: Switch,
+    mut node: Node<T>,
+    ingress: u16,
+    frames: &[Vec<u8>],
+) {
+    let mut sink = Sink::default();
+    let mut now = NOW;
+    for frame in frames.iter().chain(frames) {
+        now += 20;
+        node.receive(&mut switch, now, ingress, frame, &mut sink);
+    }
+    assert_eq!(sink.frames, 2 * frames.len(), "{name}: every frame must be sent ({:?})", node.counters());
+    let mut group = c.benchmark_group("node_tm");
+    group.throughput(Throughput::Elements(frames.len() as u64));
+    group.bench_function(name, |b| {
+        b.iter(|| {
+            for frame in frames {
+                now += 20;
+                node.receive(&mut switch, now, ingress, black_box(frame), &mut sink);
+            }
+        })
+    });
+    group.finish();
+}
+
+fn l2_frames(switch: &mut Switch) -> Vec<Vec<u8>> {
+    (0..BATCH)
+        .map(|i| {
+            switch.set_fdb_entry(10, mac(0xb, i), FdbDest::Port(1), FdbKind::Dynamic, NOW).unwrap();
+            small_udp_frame(mac(0xb, i), mac(0xa, i), Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1), i as u16)
+        })
+        .collect()
+}
+
+fn l2_switch() -> Switch {
+    let mut switch = Switch::new(SwitchConfig::default());
+    switch.create_vlan(10).unwrap();
+    for port in 0..2 {
+        switch.set_port(port, PortConfig { pvid: 10, ..PortConfig::default() }).unwrap();
+        switch.set_vlan_member(10, port, false).unwrap();
+    }
+    switch
+}
+
+fn encap_frames(switch: &mut Switch) -> Vec<Vec<u8>> {
+    (0..BATCH)
+        .map(|i| {
+            let remote = Ipv4Addr::new(2, 2, 0, (i % 16) as u8 + 1);
+            switch.set_fdb_entry(100, mac(0xb, i), FdbDest::Tunnel(remote), FdbKind::Static, NOW).unwrap();
+            small_udp_frame(
+                mac(0xb, i),
+                mac(0xa, i),
+                Ipv4Addr::new(192, 168, 0, 1),
+                Ipv4Addr::new(192, 168, 0, 2),
+                i as u16,
+            )
+        })
+        .collect()
+}
+
+fn node_with_and_without_tm(c: &mut Criterion) {
+    let mut switch = l2_switch();
+    let frames = as_roce(l2_frames(&mut switch));
+    run_node(c, "l2_known_unicast/fifo", switch, Node::new(), 0, &frames);
+    let mut switch = l2_switch();
+    let frames = as_roce(l2_frames(&mut switch));
+    run_node(c, "l2_known_unicast/qos_tm", switch, Node::with_traffic_manager(qos_tm(2)), 0, &frames);
+
+    let mut switch = vtep_switch();
+    let frames = as_roce(encap_frames(&mut switch));
+    run_node(c, "vxlan_encap/fifo", switch, Node::new(), 0, &frames);
+    let mut switch = vtep_switch();
+    let frames = as_roce(encap_frames(&mut switch));
+    let tm = qos_tm(3);
+    switch.set_path_quality(Some(Box::new(tm.dlb(DlbConfig { mode: DlbMode::Flowlet, ..DlbConfig::default() }))));
+    run_node(c, "vxlan_encap/qos_tm", switch, Node::with_traffic_manager(tm), 0, &frames);
+}
+
+criterion_group!(benches, l2_known_unicast, vxlan_encap, vxlan_decap, ipv4_lpm_ecmp, node_with_and_without_tm);
 criterion_main!(benches);

@@ -221,7 +221,8 @@ pub enum Reply {
     Dlb(crate::qos::Dlb),
     IbPorts(Vec<crate::ib::IbPort>),
     IbLft(crate::ib::IbLft),
-    IbSm(crate::ib::IbSm),
+    // Boxed: the largest reply by far.
+    IbSm(Box<crate::ib::IbSm>),
     IbTopology(crate::ib::IbTopology),
     IbRoutesBalance(crate::ib::IbRoutesBalance),
     BgpEvpnRoutes(BgpEvpnRoutes),

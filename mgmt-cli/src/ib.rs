@@ -86,6 +86,16 @@ pub struct IbSm {
     pub last_sweep_age_secs: Option<f64>,
     /// How long the last heavy sweep took to bring the fabric up.
     pub last_sweep_ms: Option<f64>,
+    /// From the last change the SM detected (trap, PortStateChange, a link
+    /// of its switch) to the fabric up with the new LFTs.
+    #[serde(default)]
+    pub last_reroute_ms: Option<f64>,
+    /// LFT blocks the last heavy sweep rewrote (only those that changed).
+    #[serde(default)]
+    pub last_lft_blocks: usize,
+    /// The master a standby polls.
+    #[serde(default)]
+    pub master_guid: Option<String>,
     pub fabric_up: bool,
     pub engine: Option<String>,
     pub switches: usize,
@@ -330,6 +340,15 @@ impl Render for IbSm {
             self.heavy_sweeps, self.light_sweeps, ms(self.last_sweep_ms), self.smps_sent, self.failed_smps,
             self.lft_blocks_set, self.traps,
         ));
+        if let Some(reroute) = self.last_reroute_ms {
+            out.push_str(&format!(
+                "last reroute {reroute:.1} ms from the change to new LFTs ({} LFT blocks rewritten)\n",
+                self.last_lft_blocks
+            ));
+        }
+        if let Some(master) = &self.master_guid {
+            out.push_str(&format!("polling master {master}\n"));
+        }
         if !self.events.is_empty() {
             out.push_str("recent events:\n");
             for event in &self.events {

@@ -626,49 +626,57 @@ impl Render for Vec<Vrf> {
     }
 }
 
+/// What the first lines of `show ip route` say (FRR's legend).
+pub const IP_ROUTE_CODES: &str = "Codes: K - kernel route, C - connected, L - local, S - static, B - BGP\n       \
+     > - selected route, * - FIB route\n\n";
+
 impl Render for Vec<IpRoute> {
     fn render(&self) -> String {
-        let mut out = String::from(
-            "Codes: K - kernel route, C - connected, L - local, S - static, B - BGP\n       \
-             > - selected route, * - FIB route\n\n",
-        );
-        for r in self {
-            let code = match r.protocol.as_str() {
-                "connected" => 'C',
-                "local" => 'L',
-                "static" => 'S',
-                "bgp" => 'B',
-                "kernel" => 'K',
-                _ => '?',
-            };
-            let selected = if r.installed { ">" } else { " " };
-            let head = format!("{code}{selected}");
-            let metric = if matches!(r.protocol.as_str(), "connected" | "local") {
-                String::new()
-            } else {
-                format!(" [{}/{}]", r.distance, r.metric)
-            };
-            if r.next_hops.is_empty() {
-                let what = if r.protocol == "local" { "is local" } else { "unreachable (blackhole)" };
-                out.push_str(&format!("{head}{} {}{metric} {what}\n", if r.installed { "*" } else { " " }, r.prefix));
-                continue;
-            }
-            let indent = head.len() + 1 + r.prefix.len() + metric.len();
-            for (i, nh) in r.next_hops.iter().enumerate() {
-                let fib = if nh.active { "*" } else { " " };
-                let iface = nh.interface.as_deref().unwrap_or("-");
-                let via = match nh.ip {
-                    Some(ip) => format!("via {ip}, {iface}"),
-                    None => format!("is directly connected, {iface}"),
-                };
-                if i == 0 {
-                    out.push_str(&format!("{head}{fib} {}{metric} {via}\n", r.prefix));
-                } else {
-                    out.push_str(&format!("  {fib}{:indent$} {via}\n", "", indent = indent - 2));
-                }
-            }
+        let mut out = String::from(IP_ROUTE_CODES);
+        for route in self {
+            render_ip_route(route, &mut out);
         }
         out
+    }
+}
+
+/// One route of `show ip route`, a line per next hop (ECMP members
+/// aligned under the first): rows stand alone, so a streamed table is
+/// printed as its routes arrive.
+pub fn render_ip_route(r: &IpRoute, out: &mut String) {
+    let code = match r.protocol.as_str() {
+        "connected" => 'C',
+        "local" => 'L',
+        "static" => 'S',
+        "bgp" => 'B',
+        "kernel" => 'K',
+        _ => '?',
+    };
+    let selected = if r.installed { ">" } else { " " };
+    let head = format!("{code}{selected}");
+    let metric = if matches!(r.protocol.as_str(), "connected" | "local") {
+        String::new()
+    } else {
+        format!(" [{}/{}]", r.distance, r.metric)
+    };
+    if r.next_hops.is_empty() {
+        let what = if r.protocol == "local" { "is local" } else { "unreachable (blackhole)" };
+        out.push_str(&format!("{head}{} {}{metric} {what}\n", if r.installed { "*" } else { " " }, r.prefix));
+        return;
+    }
+    let indent = head.len() + 1 + r.prefix.len() + metric.len();
+    for (i, nh) in r.next_hops.iter().enumerate() {
+        let fib = if nh.active { "*" } else { " " };
+        let iface = nh.interface.as_deref().unwrap_or("-");
+        let via = match nh.ip {
+            Some(ip) => format!("via {ip}, {iface}"),
+            None => format!("is directly connected, {iface}"),
+        };
+        if i == 0 {
+            out.push_str(&format!("{head}{fib} {}{metric} {via}\n", r.prefix));
+        } else {
+            out.push_str(&format!("  {fib}{:indent$} {via}\n", "", indent = indent - 2));
+        }
     }
 }
 

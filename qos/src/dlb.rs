@@ -239,6 +239,18 @@ impl Dlb {
         self.groups.iter().map(|(&id, state)| (id, state))
     }
 
+    /// Gives `group` a mode of its own, or (`None`) the default one, from
+    /// its next packet on: a group created, changed or removed while the
+    /// switch runs. Its flowsets and counters start again, as a new
+    /// group's would (a removed group's index may be reused).
+    pub fn set_group_mode(&mut self, group: u32, mode: Option<DlbMode>) {
+        self.config.groups.retain(|g| g.group != group);
+        if let Some(mode) = mode {
+            self.config.groups.push(GroupMode { group, mode });
+        }
+        self.groups.remove(&group);
+    }
+
     /// The member for a packet of `flow_hash` in `group` at `now`, among
     /// `members`, where `static_index` is the seeded hash's choice and
     /// `cost(i)` member i's path cost. A group's state is allocated the first
@@ -353,6 +365,21 @@ mod tests {
         assert!((0..10).all(|t| dlb.choose(t, 9, 42, 3, 0, |i| [30, 10, 20][i]) == 1));
         // The default mode still applies to other groups.
         assert_eq!(dlb.choose(0, 8, 42, 2, 0, |i| [30, 10][i]), 0);
+    }
+
+    #[test]
+    fn a_group_mode_set_later_applies_from_the_next_packet() {
+        let mut dlb = Dlb::new(DlbConfig::default());
+        let cost = |i: usize| [30, 10][i];
+        assert_eq!(dlb.choose(0, 4, 42, 2, 0, cost), 0, "static by default");
+        dlb.set_group_mode(4, Some(DlbMode::Spray));
+        assert_eq!(dlb.choose(1, 4, 42, 2, 0, cost), 1, "sprayed to the cheaper member");
+        assert_eq!((dlb.group(4).unwrap().mode, dlb.group(4).unwrap().packets), (DlbMode::Spray, 1));
+        // Removed (and its index reused by a group without a mode): the default again.
+        dlb.set_group_mode(4, None);
+        assert!(dlb.group(4).is_none());
+        assert_eq!(dlb.choose(2, 4, 42, 2, 0, cost), 0);
+        assert!(dlb.config().groups.is_empty());
     }
 
     #[test]

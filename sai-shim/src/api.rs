@@ -945,8 +945,8 @@ impl<B: Backend> Sai<B> {
         self.create_object(Object::NextHopGroup(NextHopGroup::build(attrs)))
     }
 
-    /// A group's DLB mode is read when the traffic manager is built (at
-    /// start), as the rest of the QoS configuration is.
+    /// A group's DLB mode applies from its next packet, also while the
+    /// traffic manager runs (the soft backend tells the pipeline's DLB).
     pub fn set_next_hop_group_attribute(&mut self, id: ObjectId, attr: NextHopGroupAttr) -> SaiResult<()> {
         check_settable("next-hop group", &attr)?;
         self.set_object(id, ObjectType::NextHopGroup, |o| match o {

@@ -2,8 +2,10 @@
 //! gets 2^LMC consecutive LIDs starting at a multiple of 2^LMC, every
 //! switch one LID for port 0; the SM's own port is served first; a port
 //! keeps the LID it had (the map persists across restarts in OpenSM's
-//! `guid2lid` format, written atomically), and LIDs of ports that left
-//! stay reserved so they get them back when they return.
+//! `guid2lid` format, written atomically), or else the LID it holds now
+//! (as OpenSM keeps the LIDs it finds: an SM taking over changes no
+//! address), and LIDs of ports that left stay reserved so they get them
+//! back when they return.
 
 use std::collections::BTreeMap;
 use std::io::Write as _;
@@ -43,7 +45,7 @@ impl std::error::Error for LidError {}
 
 /// Assigns base LIDs to every endpoint port of `topology` (writing them
 /// into its ports) and returns the map to persist: the old one plus the new
-/// assignments.
+/// assignments. A port's `lid` on entry is the LID it holds (0: none).
 pub fn assign(topology: &mut Topology, lmc: u8, sm_port_guid: u64, persisted: &LidMap) -> Result<LidMap, LidError> {
     let lmc = lmc.min(7);
     let mut used = vec![false; usize::from(MAX_UNICAST_LID) + 1];
@@ -73,6 +75,19 @@ pub fn assign(topology: &mut Topology, lmc: u8, sm_port_guid: u64, persisted: &L
                 assigned[slot] = Some(lid);
                 map.by_guid.insert(guid, lid);
             }
+        }
+    }
+    // Then the LIDs the ports hold, where valid and not taken.
+    for (slot, &(node, port, guid, count)) in endpoints.iter().enumerate() {
+        let lid = topology.nodes[node].ports[usize::from(port)].lid;
+        if assigned[slot].is_some() || lid == 0 || !aligned(lid, count) {
+            continue;
+        }
+        let range = usize::from(lid)..usize::from(lid) + usize::from(count);
+        if !used[range.clone()].iter().any(|&u| u) {
+            used[range].fill(true);
+            assigned[slot] = Some(lid);
+            map.by_guid.insert(guid, lid);
         }
     }
     // LIDs of ports that are not here now stay theirs.
@@ -223,6 +238,33 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn lids_the_ports_hold_are_kept_without_a_map_and_a_map_wins() {
+        // An SM taking over with no map of its own: every port keeps the
+        // LID the last master gave it, its own port included.
+        let mut held = small();
+        let first = assign(&mut held, 0, 0, &LidMap::default()).unwrap();
+        let sm_guid = held.nodes[3].ports[1].guid;
+        let mut again = held.clone();
+        let second = assign(&mut again, 0, sm_guid, &LidMap::default()).unwrap();
+        assert_eq!(second, first);
+        assert_eq!(again.lid_owners(0), held.lid_owners(0));
+        // A held LID that the persisted map gives another port goes to the
+        // map's owner; the holder gets a free one. An unaligned held LID
+        // (LMC 1 wants even bases) is not kept.
+        let (a, b) = (held.nodes[0].ports[1].guid, held.nodes[1].ports[1].guid);
+        let b_lid = held.nodes[1].ports[1].lid;
+        let persisted = LidMap { by_guid: [(a, b_lid)].into_iter().collect() };
+        let mut conflict = held.clone();
+        let third = assign(&mut conflict, 0, 0, &persisted).unwrap();
+        assert_eq!(third.by_guid[&a], b_lid);
+        assert_ne!(third.by_guid[&b], b_lid);
+        let mut odd = small();
+        odd.nodes[0].ports[1].lid = 3;
+        assign(&mut odd, 1, 0, &LidMap::default()).unwrap();
+        assert_ne!(odd.nodes[0].ports[1].lid, 3);
     }
 
     #[test]

@@ -515,10 +515,16 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
         applied.next_hops.insert(key.clone(), id);
     }
     for hops in &want.groups {
-        if applied.groups.contains_key(hops) {
+        let ips: Vec<IpAddr> = hops.iter().map(|hop| hop.0).collect();
+        if let Some(&(group, _)) = applied.groups.get(hops) {
+            // A group kept: its DLB mode may have changed in `qos.dlb.groups`.
+            let mode = candidate.dlb_groups.get(&ips).copied();
+            if sai.get_next_hop_group(group).context(|| "next-hop group".into())?.dlb_mode != mode {
+                sai.set_next_hop_group_attribute(group, NextHopGroupAttr::DlbMode(mode))
+                    .context(|| format!("DLB mode of next-hop group {ips:?}"))?;
+            }
             continue;
         }
-        let ips: Vec<IpAddr> = hops.iter().map(|hop| hop.0).collect();
         let group = match candidate.dlb_groups.get(&ips) {
             Some(&mode) => sai.create_next_hop_group_with(&[NextHopGroupAttr::DlbMode(Some(mode))]),
             None => sai.create_next_hop_group(),

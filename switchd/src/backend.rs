@@ -23,7 +23,6 @@ use crate::hostif;
 use crate::ib::{IbRuntime, SharedIb};
 use crate::soft_forwarding::SoftForwarding;
 use dataplane::node::{AnyTrafficManager, QosTrafficManager};
-use qos::dlb::DlbMode;
 
 /// What the daemon needs from a backend beyond the shim API.
 pub trait DaemonBackend: Backend + Send + Sized + 'static {
@@ -246,10 +245,11 @@ fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<Traffi
     for index in 0..tm_config.ports.len() {
         tm.set_port_mac(index as PortId, mac);
     }
-    if tm_config.dlb.mode != DlbMode::Static || !tm_config.dlb.groups.is_empty() {
-        let dlb = tm.dlb(tm_config.dlb.clone());
-        sai.backend_mut().set_path_quality(Some(Box::new(dlb)));
-    }
+    // DLB runs with every traffic manager, even when all groups hash
+    // statically, so that a group a later commit creates with a mode of its
+    // own (`qos.dlb.groups`) balances as configured at once.
+    let dlb = tm.dlb(tm_config.dlb.clone());
+    sai.backend_mut().set_path_quality(Some(Box::new(dlb)));
     tracing::info!(
         ports = tm_config.ports.len(),
         pfc = ?tm_config.pfc.priorities,

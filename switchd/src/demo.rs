@@ -20,6 +20,7 @@
 //! answers, rendered as `swcli` renders them.
 
 pub mod host;
+pub mod ib;
 pub mod underlay;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -564,6 +565,10 @@ pub struct Summary {
     pub ecmp_spine1: u64,
     pub ecmp_spine2: u64,
     pub vxlan_source_ports: Vec<u16>,
+    /// The IB-like plane: brought up by its SM, and the ping replies
+    /// between every HCA pair (3 per pair).
+    pub ib_up: bool,
+    pub ib_replies: usize,
 }
 
 fn heading(out: &mut String, text: &str) {
@@ -688,7 +693,46 @@ pub fn run() -> (String, Summary) {
         let _ = writeln!(out, "{}:", sw.name);
         out.push_str(&indent(&sw.view.drops().render()));
     }
+    ib_plane(&mut out, &mut summary);
     (out, summary)
+}
+
+/// The IB-like plane, brought up from nothing by the SM embedded in ib-s1.
+fn ib_plane(out: &mut String, summary: &mut Summary) {
+    heading(out, "IB-like plane: 2 switches, 3 HCAs; the SM embedded in ib-s1 brings it up");
+    let _ = writeln!(out, "{}", ib::MAP);
+    let mut plane = ib::IbDemo::build();
+    let up = plane.bring_up(10 * SEC);
+    summary.ib_up = up.is_some();
+    let _ = match up {
+        Some(at) => writeln!(out, "  fabric up after {:.1} ms of virtual time", at as f64 / 1e6),
+        None => writeln!(out, "  the fabric did not come up within 10 s of virtual time"),
+    };
+    let now = plane.now;
+    let (_, s1) = &plane.switches[0];
+    let _ = writeln!(out, "ib-s1 (swcli show ib sm):");
+    out.push_str(&indent(&s1.show_sm(now).render()));
+    let _ = writeln!(out, "ib-s1 (swcli show ib topology):");
+    out.push_str(&indent(&s1.show_topology().render()));
+    let _ = writeln!(out, "ib-s1 (swcli show ib routes balance):");
+    out.push_str(&indent(&s1.show_routes_balance().render()));
+    let (s2_name, s2) = &plane.switches[1];
+    if let Ok(lft) = s2.show_lft(s2_name, None) {
+        let _ = writeln!(out, "ib-s2 (swcli show ib lft), as the SM programmed it:");
+        out.push_str(&indent(&lft.render()));
+    }
+    let lids: Vec<u16> = plane.hcas.iter().map(|h| h.lid()).collect();
+    let _ = writeln!(out, "ibping between every HCA pair, 3 each:");
+    for from in 0..lids.len() {
+        for (to, &lid) in lids.iter().enumerate() {
+            if to == from {
+                continue;
+            }
+            let replies = plane.ping(from, lid, 3);
+            summary.ib_replies += replies;
+            let _ = writeln!(out, "    {} -> {} (LID {lid}): {replies}/3 replies", ib::NAMES[from], ib::NAMES[to]);
+        }
+    }
 }
 
 const MAP: &str = "
@@ -728,7 +772,9 @@ pub fn main() -> ExitCode {
         && summary.routed_replies > 0
         && summary.gateway_replies > 0
         && summary.ipv6_replies > 0
-        && summary.udp_delivered == 64;
+        && summary.udp_delivered == 64
+        && summary.ib_up
+        && summary.ib_replies == 6 * 3;
     println!("\n{}", if ok { "demo: every kind of path worked" } else { "demo: some pings failed (see above)" });
     if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE }
 }
@@ -750,6 +796,8 @@ mod tests {
         // Both spines carry some of the flows.
         assert!(summary.ecmp_spine1 > 0 && summary.ecmp_spine2 > 0, "{summary:?}");
         assert!(!summary.vxlan_source_ports.is_empty(), "{report}");
+        assert!(summary.ib_up, "{report}");
+        assert_eq!(summary.ib_replies, 18, "{report}");
     }
 
     #[test]

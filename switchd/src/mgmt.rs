@@ -126,7 +126,7 @@ impl<B: Backend> SwitchView<B> {
                 let Some(ib) = &self.ib else {
                     return Response::Error { message: "no port is in IB-like mode".into() };
                 };
-                Reply::IbSm(crate::ib::lock(ib).show_sm((self.now)()))
+                Reply::IbSm(Box::new(crate::ib::lock(ib).show_sm((self.now)())))
             }
             Request::ShowIbTopology => Reply::IbTopology(
                 self.ib
@@ -744,6 +744,55 @@ routes:
         .unwrap();
         server.abort();
         assert_eq!(streamed, whole);
+    }
+
+    /// More routes than one answer may carry (the socket's 16 MiB line):
+    /// the shell's `show ip route | json` and `show ip route | grep`
+    /// stream them, rendered as they arrive.
+    #[tokio::test]
+    async fn the_shell_streams_a_route_table_larger_than_one_answer() {
+        const ROUTES: u32 = 140_000;
+        let view = view();
+        {
+            let mut sai = view.sai.lock().unwrap();
+            let eth3 = crate::config::L3Interface::Port("eth3".into());
+            let via = view.applied.next_hops[&("10.0.1.2".parse().unwrap(), eth3)];
+            let vr = sai.default_virtual_router();
+            for i in 0..ROUTES {
+                let destination =
+                    ipnetwork::IpNetwork::new(std::net::Ipv4Addr::from(0x1400_0000 + i).into(), 32).unwrap();
+                let key = sai_shim::RouteEntryKey { virtual_router: vr, destination };
+                sai.create_route_entry(key, &[sai_shim::RouteEntryAttr::NextHopId(Some(via))]).unwrap();
+            }
+        }
+        let whole = view.ip_routes(api::AddressFamily::Ipv4);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let server = tokio::spawn(serve(bind(&path).unwrap(), Arc::new(RwLock::new(view)), None));
+        let (json, grep) = tokio::task::spawn_blocking(move || {
+            let mut session = mgmt_cli::shell::session::Session::connect(&path).unwrap();
+            let mut run = |line: &str| {
+                let mut out = Vec::new();
+                let output = session.execute_to(line, &mut out);
+                assert_eq!(output.status, mgmt_cli::shell::session::Status::Ok, "{line}: {}", output.text);
+                String::from_utf8(out).unwrap()
+            };
+            (run("show ip route | json"), run("show ip route | grep 20.0.1."))
+        })
+        .await
+        .unwrap();
+        server.abort();
+        // One route a line, a byte more each than in one answer: more than
+        // one answer may carry.
+        assert!(json.len() - whole.len() > codec::MAX_LINE, "{} bytes", json.len());
+        let streamed: Vec<api::IpRoute> = serde_json::from_str(&json).unwrap();
+        assert_eq!(streamed, whole);
+        // The table's rows for 20.0.1.0-255, and nothing else (not the legend).
+        let lines: Vec<&str> = grep.lines().collect();
+        assert_eq!(lines.len(), 256, "{grep}");
+        for (i, line) in lines.iter().enumerate() {
+            assert_eq!(*line, format!("K>* 20.0.1.{i}/32 [0/0] via 10.0.1.2, eth3"));
+        }
     }
 
     #[tokio::test]

@@ -13,7 +13,9 @@
 //!   (PortStateChange) and routed around: every HCA pair still reachable,
 //!   the reroute time reported;
 //! * OpenSM (`opensm -o -R ftree`, `minhop`, `updn`) brings the same
-//!   fabric up from scratch: its LFTs route every destination too.
+//!   fabric up from scratch: its LFTs route every destination too, and our
+//!   `opensm-lfts.dump` writer given its LFTs writes its own dump byte for
+//!   byte.
 //!
 //! Needs `ibsim-utils`, `opensm` and `infiniband-diags`; skipped without
 //! them (a failure under CI=true).
@@ -190,7 +192,9 @@ fn opensm_routes_the_same_fabric_with_ftree_minhop_and_updn() {
         let log = sim.dir.path().join("opensm.log");
         let output = sim
             .command("opensm")
-            .args(["-o", "-R", engine, "-f"])
+            // -D 0x43: errors, info and routing, so that it writes
+            // opensm-lfts.dump.
+            .args(["-o", "-R", engine, "-D", "0x43", "-f"])
             .arg(&log)
             .arg("--dump_files_dir")
             .arg(sim.dir.path())
@@ -201,6 +205,10 @@ fn opensm_routes_the_same_fabric_with_ftree_minhop_and_updn() {
         let seen = discover(&sim);
         let (lfts, _) = read_lfts(&sim, &seen);
         spreads.push((engine, check_every_pair(&seen, &lfts, 0, engine)));
+        // Our writer, given the LFTs OpenSM set, writes its dump byte for
+        // byte: the two SMs' dumps diff line by line.
+        let theirs = std::fs::read_to_string(sim.dir.path().join("opensm-lfts.dump")).expect("opensm-lfts.dump");
+        assert_eq!(lfts_dump::write(&seen, &lfts, 0), theirs, "our opensm-lfts.dump vs OpenSM's ({engine})");
     }
     // OpenSM's ftree is balanced on a symmetric fat tree too.
     assert!(spreads[0].1 <= 1, "{spreads:?}");

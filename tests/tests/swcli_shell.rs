@@ -690,3 +690,82 @@ bgp:
     vnis: [{ vni: 10100 }]
 metrics: { listen: 127.0.0.1:9417 }
 ";
+
+/// `swcli COMMAND` run once: its exit status, stdout and stderr.
+fn swcli_once(socket: &std::path::Path, args: &[&str]) -> (i32, String, String) {
+    let out = Command::new(workspace_binary("swcli"))
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run swcli");
+    let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+    (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
+}
+
+/// Every exit status `swcli --help` documents, from the binary against a
+/// live `switchd` and against sockets nobody answers: 0 done, 1 a check
+/// found an error, 2 the command did not parse, 3 switchd refused or
+/// failed it, 4 switchd could not be reached.
+#[test]
+fn swcli_exit_statuses_say_what_failed() {
+    if !require_root_and_tools("swcli_shell", &["ip"]) {
+        return;
+    }
+    let ns = Netns::new("shexit");
+    let sw = Switchd::start(
+        &ns,
+        "name: exitsw\nlldp: { enabled: false }\nports:\n  - { name: eth1, kind: tap, mode: routed, addresses: [10.1.0.1/24] }\n",
+    );
+    let help = Command::new(workspace_binary("swcli")).arg("--help").output().expect("swcli --help");
+    let help = String::from_utf8_lossy(&help.stdout).into_owned();
+    assert!(help.contains("Exit status: 0 done, 1 a check found an error, 2 the command did not parse"), "{help}");
+
+    // 0: done, output on stdout, nothing on stderr.
+    let (code, stdout, stderr) = swcli_once(&sw.socket, &["show", "interfaces"]);
+    assert_eq!((code, stderr.as_str()), (0, ""), "{stdout}");
+    assert!(stdout.contains("eth1"), "{stdout}");
+    let (code, stdout, _) = swcli_once(&sw.socket, &["show", "ip", "route", "--json"]);
+    assert_eq!(code, 0, "{stdout}");
+    assert!(swcli_json(&stdout).as_array().is_some_and(|routes| !routes.is_empty()), "{stdout}");
+
+    // 1: the lossless check finds an error (no traffic manager), and prints it.
+    let (code, stdout, _) = swcli_once(&sw.socket, &["check", "lossless"]);
+    assert_eq!(code, 1, "{stdout}");
+    assert!(stdout.contains("no traffic manager"), "{stdout}");
+
+    // 2: the line does not parse (a command, a filter); nothing is asked.
+    for args in [&["show", "nonsense"][..], &["show", "interfaces", "|", "sort"], &["commit"]] {
+        let (code, stdout, stderr) = swcli_once(&sw.socket, args);
+        assert_eq!(code, 2, "{args:?}: {stdout}{stderr}");
+        assert!(stdout.is_empty() && !stderr.is_empty(), "{args:?}: the reason on stderr: {stdout}{stderr}");
+    }
+
+    // 3: switchd refuses: a request for what is not configured, and a
+    // commit it cannot apply (from a script: the last failure is the status).
+    let (code, stdout, stderr) = swcli_once(&sw.socket, &["show", "bgp", "ipv4", "unicast"]);
+    assert_eq!(code, 3, "{stdout}{stderr}");
+    assert!(stderr.contains("BGP is not configured"), "{stderr}");
+    let (code, text) = sw.swcli_script("configure\nset name other\ncommit\nabort\n");
+    assert_eq!(code, 3, "{text}");
+    assert!(text.contains("the switch name changed"), "{text}");
+    // A script whose lines all work exits 0; one bad line makes it 2.
+    assert_eq!(sw.swcli_script("show interfaces\nshow ip route\n").0, 0);
+    assert_eq!(sw.swcli_script("show interfaces\nshow nonsense\nshow ip route\n").0, 2);
+
+    // 4: nobody answers: no such socket, a stale socket file, a daemon gone.
+    let dir = TempDir::new("swcli-exit");
+    let stale = dir.path().join("stale.sock");
+    drop(std::os::unix::net::UnixListener::bind(&stale).expect("bind a socket"));
+    assert!(stale.exists(), "the socket file outlives its listener");
+    for socket in [dir.path().join("missing.sock"), stale] {
+        let (code, stdout, stderr) = swcli_once(&socket, &["show", "interfaces"]);
+        assert_eq!(code, 4, "{}: {stdout}{stderr}", socket.display());
+        assert!(stderr.contains("cannot connect"), "{stderr}");
+    }
+    let socket = sw.socket.clone();
+    drop(sw);
+    let (code, stdout, stderr) = swcli_once(&socket, &["show", "ip", "route"]);
+    assert_eq!(code, 4, "{stdout}{stderr}");
+}

@@ -197,6 +197,10 @@ impl PathQuality for DlbPathQuality {
         })
     }
 
+    fn set_group_mode(&mut self, group: NextHopGroupId, mode: Option<qos::dlb::DlbMode>) {
+        self.dlb.set_group_mode(group, mode);
+    }
+
     fn report(&self) -> Option<PathQualityReport> {
         let mut groups: Vec<GroupReport> = self
             .dlb
@@ -209,6 +213,16 @@ impl PathQuality for DlbPathQuality {
                 moves: state.moves,
             })
             .collect();
+        // Groups with a mode of their own that carried nothing yet.
+        groups.extend(
+            self.dlb.config().groups.iter().filter(|g| self.dlb.group(g.group).is_none()).map(|g| GroupReport {
+                group: g.group,
+                mode: g.mode.name(),
+                packets: 0,
+                flowlets: 0,
+                moves: 0,
+            }),
+        );
         groups.sort_by_key(|g| g.group);
         let port_costs = (0..self.board.len()).map(|p| self.board.cost(p as u16)).collect();
         Some(PathQualityReport { default_mode: self.dlb.config().mode.name(), groups, port_costs })

@@ -82,6 +82,13 @@ impl Switch {
     }
 
     /// The path-quality hook's state, if one is installed and reports.
+    /// Tells the path-quality source (if any) a group's own balancing mode.
+    pub fn set_group_dlb_mode(&mut self, group: NextHopGroupId, mode: Option<qos::dlb::DlbMode>) {
+        if let Some(quality) = self.stages.state.path_quality.as_mut() {
+            quality.set_group_mode(group, mode);
+        }
+    }
+
     pub fn path_quality_report(&self) -> Option<PathQualityReport> {
         self.stages.state.path_quality.as_ref().and_then(|quality| quality.report())
     }

@@ -26,6 +26,10 @@ pub trait PathQuality: Send {
     fn report(&self) -> Option<PathQualityReport> {
         None
     }
+
+    /// `group` was created or changed with a balancing mode of its own
+    /// (`None`: the default mode; also when it is removed).
+    fn set_group_mode(&mut self, _group: NextHopGroupId, _mode: Option<qos::dlb::DlbMode>) {}
 }
 
 /// A path-quality source's state (`show dlb`).

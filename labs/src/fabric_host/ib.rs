@@ -40,7 +40,9 @@ pub struct Options {
     /// ibping these LIDs, one after the other.
     pub ping: Vec<u16>,
     /// Or the LIDs listed in this file, once it appears (a test learns
-    /// them from the SM after this program started).
+    /// them from the SM after this program started); each time its text
+    /// changes, another round (words that are not LIDs, such as `round-2`,
+    /// make a change without changing the targets).
     pub ping_file: Option<std::path::PathBuf>,
     pub count: u32,
     pub interval: Duration,
@@ -81,6 +83,8 @@ struct StreamStats {
 
 /// ibping: `count` round trips to each target in turn.
 struct Pinger {
+    /// Which reading of the ping file (0 for `--ping`).
+    round: u32,
     targets: Vec<u16>,
     current: usize,
     sent: u32,
@@ -90,8 +94,8 @@ struct Pinger {
 }
 
 impl Pinger {
-    fn new(targets: Vec<u16>) -> Pinger {
-        Pinger { targets, current: 0, sent: 0, replies: 0, rtts_us: Vec::new(), next_at: Instant::now() }
+    fn new(round: u32, targets: Vec<u16>) -> Pinger {
+        Pinger { round, targets, current: 0, sent: 0, replies: 0, rtts_us: Vec::new(), next_at: Instant::now() }
     }
 
     fn target(&self) -> Option<u16> {
@@ -105,12 +109,14 @@ impl Pinger {
         let avg = rtts.iter().sum::<f64>() / rtts.len().max(1) as f64;
         let max = rtts.iter().cloned().fold(0.0, f64::max);
         let min = rtts.iter().cloned().fold(f64::INFINITY, f64::min);
-        emit(json!({"event": "ping_summary", "to": lid, "sent": self.sent, "received": self.replies,
-            "min_us": if self.replies > 0 { min } else { 0.0 }, "avg_us": avg, "max_us": max}));
+        emit(
+            json!({"event": "ping_summary", "round": self.round, "to": lid, "sent": self.sent, "received": self.replies,
+            "min_us": if self.replies > 0 { min } else { 0.0 }, "avg_us": avg, "max_us": max}),
+        );
         *self = Pinger {
             targets: core::mem::take(&mut self.targets),
             current: self.current + 1,
-            ..Pinger::new(Vec::new())
+            ..Pinger::new(self.round, Vec::new())
         };
     }
 }
@@ -152,7 +158,9 @@ pub fn run(options: Options) -> std::io::Result<()> {
     let mut streams: HashMap<u16, StreamStats> = HashMap::new();
     let mut echoed = 0u64;
     let mut pending_echoes: Vec<(u16, u8, Vec<u8>)> = Vec::new();
-    let mut pinger = (!options.ping.is_empty()).then(|| Pinger::new(options.ping.clone()));
+    let mut pinger = (!options.ping.is_empty()).then(|| Pinger::new(0, options.ping.clone()));
+    let mut ping_text = String::new();
+    let mut rounds = 0;
     let mut sender = options.send.map(|lid| Sender { lid, sent: 0, started: None, done: false });
     let mut read_allowance = 0.0f64;
     let mut last_read = Instant::now();
@@ -229,12 +237,15 @@ pub fn run(options: Options) -> std::io::Result<()> {
             !sent
         });
 
-        if pinger.is_none()
+        if pinger.as_ref().is_none_or(|p| p.target().is_none())
             && let Some(path) = &options.ping_file
             && let Ok(text) = std::fs::read_to_string(path)
             && text.ends_with('\n')
+            && text != ping_text
         {
-            pinger = Some(Pinger::new(text.split_whitespace().filter_map(|w| w.parse().ok()).collect()));
+            rounds += 1;
+            pinger = Some(Pinger::new(rounds, text.split_whitespace().filter_map(|w| w.parse().ok()).collect()));
+            ping_text = text;
         }
         if let Some(pinger) = &mut pinger
             && let Some(target) = pinger.target()

@@ -19,7 +19,9 @@ use std::process::ExitCode;
     name = "swcli",
     version,
     about = "The shell of switchd: no command opens it; a command runs once",
-    after_help = "Commands: `swcli help` lists them; in the shell, `?` lists what may follow."
+    after_help = "Commands: `swcli help` lists them; in the shell, `?` lists what may follow.\n\n\
+                  Exit status: 0 done, 1 a check found an error, 2 the command did not parse, 3 switchd refused or \
+                  failed it, 4 switchd could not be reached (commands from standard input: the last failure's)."
 )]
 struct Cli {
     /// The daemon's management socket [env: SWCLI_SOCKET] [default: the only
@@ -43,19 +45,6 @@ fn exit_code(status: Status) -> ExitCode {
     }
 }
 
-/// The family of a one-shot `show ip route | json` / `show ipv6 route |
-/// json` (nothing else after it).
-fn streamed_route_table(line: &str) -> Option<mgmt_cli::api::AddressFamily> {
-    let (command, pipe) = line.split_once('|')?;
-    if pipe.trim() != "json" {
-        return None;
-    }
-    match mgmt_cli::shell::grammar::parse(command, mgmt_cli::shell::grammar::Mode::Operational) {
-        Ok(mgmt_cli::shell::grammar::Action::Request(mgmt_cli::api::Request::ShowIpRoute { family })) => Some(family),
-        _ => None,
-    }
-}
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let socket = cli
@@ -74,24 +63,13 @@ fn main() -> ExitCode {
         if cli.json {
             line.push_str(" | json");
         }
-        // `show ip route | json` streams: a million routes start at once
-        // and are never whole in memory.
-        if let Some(family) = streamed_route_table(&line) {
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
-            return match session.stream_ip_routes(family, &mut out) {
-                Ok(_) => ExitCode::SUCCESS,
-                Err(error) => {
-                    drop(out);
-                    eprintln!("swcli: {error}");
-                    exit_code(Status::Refused)
-                }
-            };
-        }
-        let output = session.execute(&line);
-        if matches!(output.status, Status::Ok | Status::Failed) {
-            print!("{}", output.text);
-        } else {
+        // `show ip route` streams: a million routes start at once and
+        // are never whole in memory.
+        let stdout = std::io::stdout();
+        let mut out = std::io::BufWriter::new(stdout.lock());
+        let output = session.execute_to(&line, &mut out);
+        drop(out);
+        if !output.text.is_empty() {
             eprint!("swcli: {}", output.text.strip_prefix("error: ").unwrap_or(&output.text));
         }
         return exit_code(output.status);
@@ -109,7 +87,7 @@ fn main() -> ExitCode {
     let mut status = Status::Ok;
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
-        let output = session.execute(&line);
+        let output = session.execute_to(&line, &mut std::io::stdout().lock());
         print!("{}", output.text);
         match output.status {
             Status::Exit => break,

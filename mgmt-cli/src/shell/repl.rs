@@ -112,7 +112,7 @@ pub fn run(mut session: Session) -> std::io::Result<()> {
                 pending_line = Some(line);
             }
             Signal::Success(line) => {
-                let output = lock(&session).execute(&line);
+                let output = lock(&session).execute_to(&line, &mut std::io::stdout().lock());
                 print!("{}", output.text);
                 if output.status == Status::Exit {
                     return Ok(());

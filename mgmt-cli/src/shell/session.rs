@@ -148,26 +148,105 @@ impl Session {
         Ok(Session { client, socket: socket.to_owned(), name, mode: Mode::Operational, candidate: None, live: None })
     }
 
-    /// `show ip route | json` streamed to `out` as a JSON array, one route
-    /// a line, as chunks arrive: the table is never whole in memory here
-    /// or in the daemon. The number of routes.
+    /// `show ip route` streamed to `out` as the daemon's chunks arrive:
+    /// the table is never whole in memory here or in the daemon. As JSON
+    /// (`json`) it is an array of one route a line; as a table, the
+    /// legend then each route's lines. Only lines holding every pattern
+    /// of `greps` are written. The number of routes.
     pub fn stream_ip_routes(
         &mut self,
         family: AddressFamily,
+        json: bool,
+        greps: &[String],
         out: &mut dyn std::io::Write,
     ) -> Result<usize, ClientError> {
-        out.write_all(b"[")?;
-        let mut first = true;
-        let count = self.client.stream_ip_routes(&Request::StreamIpRoute { family }, |routes| {
-            for route in routes {
-                out.write_all(if first { b"\n" } else { b",\n" })?;
-                first = false;
-                serde_json::to_writer(&mut *out, &route)?;
+        let mut emit = |text: &str| -> std::io::Result<()> {
+            for line in text.lines().filter(|line| greps.iter().all(|pattern| line.contains(pattern.as_str()))) {
+                out.write_all(line.as_bytes())?;
+                out.write_all(b"\n")?;
             }
-            out.flush()
-        })?;
-        out.write_all(b"\n]\n")?;
+            Ok(())
+        };
+        let started = std::cell::Cell::new(false);
+        let mut first = true;
+        let mut text = String::new();
+        let request = Request::StreamIpRoute { family };
+        let mut chunk = |routes: Vec<crate::api::IpRoute>| -> std::io::Result<()> {
+            text.clear();
+            if !started.replace(true) {
+                text.push_str(if json { "[\n" } else { crate::render::IP_ROUTE_CODES });
+            }
+            for route in &routes {
+                if json {
+                    if !first {
+                        text.push_str(",\n");
+                    }
+                    text.push_str(&serde_json::to_string(route).map_err(std::io::Error::other)?);
+                } else {
+                    crate::render::render_ip_route(route, &mut text);
+                }
+                first = false;
+            }
+            emit(&text)
+        };
+        let count = match self.client.stream_ip_routes(&request, &mut chunk) {
+            // The daemon went away before answering: once more on a new connection.
+            Err(ClientError::Io(_) | ClientError::Closed) if !started.get() => {
+                self.client = Client::connect(&self.socket)?;
+                self.client.stream_ip_routes(&request, &mut chunk)?
+            }
+            other => other?,
+        };
+        let tail = match (started.get(), json) {
+            (false, true) => "[]\n",
+            (false, false) => crate::render::IP_ROUTE_CODES,
+            (true, true) => "\n]\n",
+            (true, false) => "",
+        };
+        emit(tail)?;
+        out.flush()?;
         Ok(count)
+    }
+
+    /// Runs one line as [`Session::execute`] does, but writes the answer
+    /// to `out`, as it comes for a route table (`show ip route`, `show
+    /// ipv6 route`: streamed, `| grep` applied per line). What is
+    /// returned holds only what was not written: the error of a failed
+    /// line.
+    pub fn execute_to(&mut self, line: &str, out: &mut dyn std::io::Write) -> Output {
+        if let Some((family, json, greps)) = self.streamed_route_table(line) {
+            return match self.stream_ip_routes(family, json, &greps, out) {
+                Ok(_) => Output::ok(""),
+                Err(error) => Output { text: format!("error: {error}\n"), status: error_status(&error) },
+            };
+        }
+        let output = self.execute(line);
+        if !matches!(output.status, Status::Ok | Status::Failed | Status::Exit) {
+            return output;
+        }
+        match out.write_all(output.text.as_bytes()).and_then(|()| out.flush()) {
+            Ok(()) => Output { text: String::new(), status: output.status },
+            Err(error) => Output { text: format!("error: output: {error}\n"), status: Status::Refused },
+        }
+    }
+
+    /// The family, `| json` and `| grep` patterns of a route table line.
+    fn streamed_route_table(&self, line: &str) -> Option<(AddressFamily, bool, Vec<String>)> {
+        let mut parts = line.split('|');
+        let command = parts.next()?.trim();
+        let mut json = false;
+        let mut greps = Vec::new();
+        for part in parts {
+            match parse_pipe(part.trim()).ok()? {
+                Pipe::Json => json = true,
+                Pipe::Grep(pattern) => greps.push(pattern),
+                Pipe::NoMore => {}
+            }
+        }
+        match grammar::parse(command, self.mode) {
+            Ok(Action::Request(Request::ShowIpRoute { family })) => Some((family, json, greps)),
+            _ => None,
+        }
     }
 
     /// Learns the switch's name for the prompt.
@@ -220,10 +299,7 @@ impl Session {
         let json = pipes.contains(&Pipe::Json);
         let mut output = match self.run(action, json) {
             Ok(output) => output,
-            Err(error @ (ClientError::Connect { .. } | ClientError::Io(_) | ClientError::Closed)) => {
-                Output { text: format!("error: {error}\n"), status: Status::Unreachable }
-            }
-            Err(error) => Output { text: format!("error: {error}\n"), status: Status::Refused },
+            Err(error) => Output { text: format!("error: {error}\n"), status: error_status(&error) },
         };
         for pipe in &pipes {
             if let Pipe::Grep(pattern) = pipe {
@@ -466,6 +542,14 @@ impl Session {
         let mut seen = std::collections::HashSet::new();
         out.retain(|(value, _)| seen.insert(value.clone()));
         out
+    }
+}
+
+/// What a failed request says about who failed: the connection, or the daemon.
+fn error_status(error: &ClientError) -> Status {
+    match error {
+        ClientError::Connect { .. } | ClientError::Io(_) | ClientError::Closed => Status::Unreachable,
+        _ => Status::Refused,
     }
 }
 

@@ -596,12 +596,15 @@ impl Backend for SoftBackend {
                     return Err(table_error(e, "next hop", "ROUTER_INTERFACE_ID"));
                 }
             }
-            Object::NextHopGroup(_) => {
+            Object::NextHopGroup(group) => {
                 let index = self.groups.allocate(id, "next-hop group")?;
                 if let Err(e) = self.switch.set_next_hop_group(index, &[]) {
                     self.groups.release(id);
                     return Err(table_error(e, "next-hop group", "members"));
                 }
+                // A group created while DLB runs (a route change) balances
+                // as configured; those present at start are in its config.
+                self.switch.set_group_dlb_mode(index, group.dlb_mode);
             }
             Object::NextHopGroupMember(member) => {
                 self.program_group(store, member.group, Some(member.next_hop), None)?
@@ -688,6 +691,10 @@ impl Backend for SoftBackend {
                 self.switch
                     .set_vtep(Some(VtepConfig { source_ip: tunnel.encap_src_ip, udp_port: tunnel.udp_dst_port }));
             }
+            (Object::NextHopGroup(_), Object::NextHopGroup(group)) => {
+                let index = self.groups.get(id).ok_or(SaiError::UnknownObject(id))?;
+                self.switch.set_group_dlb_mode(index, group.dlb_mode);
+            }
             _ => {}
         }
         Ok(())
@@ -764,6 +771,7 @@ impl Backend for SoftBackend {
             Object::NextHopGroup(_) => {
                 let index = self.groups.get(id).ok_or(SaiError::UnknownObject(id))?;
                 self.switch.remove_next_hop_group(index).map_err(|e| table_error(e, "next-hop group", "-"))?;
+                self.switch.set_group_dlb_mode(index, None);
                 self.groups.release(id);
             }
             Object::NextHopGroupMember(member) => self.program_group(store, member.group, None, Some(id))?,

@@ -1,17 +1,20 @@
-//! OpenSM's `opensm-lfts.dump` (written by `opensm` to its dump directory,
-//! `osm_ucast_mgr.c`), so our tables and OpenSM's diff with `diff`:
+//! OpenSM's `opensm-lfts.dump` (written by `opensm` to its dump directory
+//! when routing is logged, `-D 0x43`; `dump_ucast_lfts` in
+//! `osm_dump.c`), byte for byte, so our tables and OpenSM's diff with
+//! `diff`:
 //!
 //! ```text
-//! Unicast lids [0x0-0x1c] of switch Lid 1 guid 0x0002c90300000001 (leaf-0):
-//!   Lid  Out   Destination
-//!        Port     Info
-//! 0x0001 000 : (Switch portguid 0x0002c90300000001: 'leaf-0')
-//! 0x0005 001 : (Channel Adapter portguid 0x0002c90310000001: 'host-0')
-//! 18 valid lids dumped
+//! Unicast lids [0-6] of switch Lid 1 guid 0x0000000000200000 ('Switch1'):
+//! 0x0001 000 # Switch portguid 0x0000000000200000: 'Switch1'
+//! 0x0002 001 # Channel Adapter portguid 0x0000000000100001: 'Hca1'
+//! 6 lids dumped
 //! ```
 //!
-//! This is also what infiniband-diags' `ibroute` prints for one switch, so
-//! `ibroute` output read back from a fabric diffs against it line by line.
+//! Every LID from 0 to the subnet's highest (2^LMC per CA port counted)
+//! that the switch routes to a port it has, named by its owner; the count
+//! at the end is that highest LID, as OpenSM prints it. [`parse`] also
+//! reads infiniband-diags' `ibroute` output (`0x0001 001 : (Channel Adapter
+//! portguid ...)`, "N valid lids dumped").
 
 use std::fmt::Write as _;
 
@@ -21,37 +24,40 @@ use crate::topology::{NodeKind, Topology};
 /// The dump of every switch's LFT; `lmc` names each LID's owner.
 pub fn write(topology: &Topology, lfts: &Lfts, lmc: u8) -> String {
     let owners = topology.lid_owners(lmc);
+    let max_lid = owners.keys().copied().max().unwrap_or(0);
+    // OpenSM walks its switch table keyed by the GUID in network byte order
+    // as a little-endian host compares it.
+    let mut switches: Vec<usize> = topology.switches().collect();
+    switches.sort_by_key(|&switch| topology.nodes[switch].guid.swap_bytes());
     let mut out = String::new();
-    for switch in topology.switches() {
+    for switch in switches {
         let node = &topology.nodes[switch];
         let Some(table) = lfts.table(switch) else { continue };
-        let top = table.len().saturating_sub(1);
         let _ = writeln!(
             out,
-            "Unicast lids [0x0-{top:#x}] of switch Lid {} guid {:#018x} ({}):",
+            "Unicast lids [0-{max_lid}] of switch Lid {} guid {:#018x} ('{}'):",
             node.ports[0].lid, node.guid, node.description
         );
-        out.push_str("  Lid  Out   Destination\n       Port     Info \n");
-        let mut dumped = 0;
-        for (lid, &port) in table.iter().enumerate() {
-            if port == crate::routing::NO_ROUTE {
+        for lid in 0..=max_lid {
+            let port = table.get(usize::from(lid)).copied().unwrap_or(crate::routing::NO_ROUTE);
+            if port > node.num_ports {
                 continue;
             }
-            let Some(owner) = owners.get(&(lid as u16)) else { continue };
-            let owner_node = &topology.nodes[owner.node];
-            let kind = match owner_node.kind {
-                NodeKind::Switch => "Switch",
-                NodeKind::Ca => "Channel Adapter",
-            };
-            let port_guid = owner_node.ports[usize::from(owner.port)].guid;
-            let _ = writeln!(
-                out,
-                "{lid:#06x} {port:03} : ({kind} portguid {port_guid:#018x}: '{}')",
-                owner_node.description
-            );
-            dumped += 1;
+            let _ = write!(out, "{lid:#06x} {port:03} # ");
+            match owners.get(&lid) {
+                Some(owner) => {
+                    let owner_node = &topology.nodes[owner.node];
+                    let kind = match owner_node.kind {
+                        NodeKind::Switch => "Switch",
+                        NodeKind::Ca => "Channel Adapter",
+                    };
+                    let port_guid = owner_node.ports[usize::from(owner.port)].guid;
+                    let _ = writeln!(out, "{kind} portguid {port_guid:#018x}: '{}'", owner_node.description);
+                }
+                None => out.push_str("unknown node and type\n"),
+            }
         }
-        let _ = writeln!(out, "{dumped} valid lids dumped ");
+        let _ = writeln!(out, "{max_lid} lids dumped");
     }
     out
 }
@@ -91,11 +97,13 @@ mod tests {
         crate::lid::assign(&mut topology, 0, 0, &Default::default()).unwrap();
         let lfts = route(&topology, &RoutingConfig { engines: vec![Engine::Ftree], ..Default::default() }).unwrap();
         let text = write(&topology, &lfts, 0);
-        assert!(
-            text.contains("of switch Lid 5 guid 0x0002c90300000001 (leaf-0):\n  Lid  Out   Destination\n"),
-            "{text}"
-        );
-        assert!(text.contains("0x0001 001 : (Channel Adapter portguid 0x0002c90310000001: 'host-0')\n"), "{text}");
+        assert!(text.starts_with("Unicast lids [0-8] of switch Lid "), "{text}");
+        assert!(text.contains(" guid 0x0002c90300000001 ('leaf-0'):\n"), "{text}");
+        assert!(text.contains("0x0001 001 # Channel Adapter portguid 0x0002c90310000001: 'host-0'\n"), "{text}");
+        assert!(text.contains("\n8 lids dumped\n"), "{text}");
+        // ibroute's lines read back too.
+        let ibroute = "Unicast lids [0x0-0x5] of switch Lid 5 guid 0x0002c90300000001 (leaf-0):\n  Lid  Out   Destination\n       Port     Info \n0x0001 001 : (Channel Adapter portguid 0x0002c90310000001: 'host-0')\n1 valid lids dumped \n";
+        assert_eq!(parse(ibroute), [(0x0002c90300000001, 1, 1)]);
         let entries = parse(&text);
         assert_eq!(entries.len(), 4 * 8);
         for (guid, lid, port) in entries {

@@ -98,6 +98,10 @@ pub struct SwitchPlane {
     ports: Vec<Option<SwitchPortConfig>>,
     /// Carrier as the port's adapter reports it, by port number.
     carrier: Vec<bool>,
+    /// When each port last heard a flow-control packet (ns).
+    heard: Vec<u64>,
+    /// A link up that hears no flow control for this long is down.
+    silence_ns: u64,
     frames: FrameStore,
     flow_control_frame: [u8; 64],
     counters: PlaneCounters,
@@ -107,6 +111,14 @@ pub struct SwitchPlane {
 
 /// Writes a frame out of an IBA port; false if the port did not take it.
 pub type Transmit<'a> = dyn FnMut(u8, &[u8]) -> bool + 'a;
+
+/// Flow-control refresh periods without one from the peer after which a
+/// link that was up is taken down: the peer sends each data VL's state at
+/// every refresh (IBA 7.9.4.3), so silence means it is gone. Over veth a
+/// peer process that dies leaves the carrier up; a real port would lose
+/// the signal. Generous, so that a loaded machine's late wake-ups do not
+/// drop links.
+pub const SILENT_REFRESHES: u64 = 20;
 
 impl SwitchPlane {
     pub fn new(config: &SwitchPlaneConfig) -> Result<SwitchPlane, SwitchConfigError> {
@@ -168,6 +180,8 @@ impl SwitchPlane {
             guids,
             mac: config.mac,
             carrier: vec![true; count],
+            heard: vec![0; count],
+            silence_ns: config.flow_control_refresh_ns.saturating_mul(SILENT_REFRESHES),
             ports,
             frames: FrameStore::default(),
             flow_control_frame: [0; 64],
@@ -254,6 +268,7 @@ impl SwitchPlane {
                 return;
             }
             Ok(LinkPacket::FlowControl(update)) => {
+                self.heard[usize::from(number)] = now;
                 self.engine.flow_control_received(usize::from(number), update);
                 self.update_port_state(number);
             }
@@ -521,6 +536,16 @@ impl SwitchPlane {
     fn service(&mut self, now: u64, tx: &mut Transmit<'_>) {
         self.agent.advance_clock(now);
         self.send_traps(now);
+        for number in 1..self.ports.len() {
+            if self.carrier[number]
+                && self.engine.link_ready(number)
+                && now.saturating_sub(self.heard[number]) > self.silence_ns
+            {
+                // The credits start over when the peer speaks again.
+                self.engine.reset_link(number);
+                self.update_port_state(number as u8);
+            }
+        }
         for number in 1..self.ports.len() {
             let Some(_) = self.ports[number] else { continue };
             if !self.carrier[number] {

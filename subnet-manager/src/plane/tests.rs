@@ -16,6 +16,8 @@ use crate::sm::{SmConfig, SmEvent, SubnetManager};
 use dataplane::wire::EthernetAddress;
 
 const US: u64 = 1_000;
+/// The lab's flow-control refresh period.
+const REFRESH_NS: u64 = 1_000 * US;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -44,7 +46,7 @@ impl Lab {
                 mac: mac(guid as u8),
                 ports: ports.iter().map(|&number| SwitchPortConfig { number, data_vls, mtu: 1024 }).collect(),
                 buffer_blocks,
-                flow_control_refresh_ns: 1_000 * US,
+                flow_control_refresh_ns: REFRESH_NS,
             })
             .unwrap()
         };
@@ -56,7 +58,7 @@ impl Lab {
                 data_vls,
                 mtu: 1024,
                 buffer_blocks,
-                flow_control_refresh_ns: 1_000 * US,
+                flow_control_refresh_ns: REFRESH_NS,
             })
             .unwrap()
         };
@@ -101,11 +103,18 @@ impl Lab {
         panic!("the lab never settled");
     }
 
-    /// Lets `ns` pass (flow-control refreshes fall due), then settles.
+    /// Lets `ns` pass (flow-control refreshes fall due), then settles;
+    /// everyone is polled at least every refresh period on the way, as the
+    /// daemons' loops do (a link silent for 20 of them goes down).
     fn wait(&mut self, ns: u64) {
-        self.now += ns;
-        self.poll_all();
-        self.settle(US);
+        let mut left = ns;
+        while left > 0 {
+            let step = left.min(REFRESH_NS);
+            left -= step;
+            self.now += step;
+            self.poll_all();
+            self.settle(US);
+        }
     }
 
     fn poll_all(&mut self) {
@@ -263,6 +272,28 @@ fn links_exchange_flow_control_and_ports_come_up_in_init() {
     assert_eq!(status.len(), 3);
     assert!(status.iter().all(|p| p.flow_control_ready && p.state == PortState::Init));
     assert!(status.iter().all(|p| p.vls.iter().all(|vl| vl.send_credit_blocks == 16)));
+}
+
+#[test]
+fn a_silent_peer_takes_the_link_down_and_its_return_brings_it_back_to_init() {
+    let mut lab = Lab::new(2, 16);
+    let port_3 = |lab: &Lab| lab.switches[0].port_status()[2].state;
+    // hca-c's process dies: its frames stop, the carrier stays up.
+    let cable = lab.links.remove(3);
+    assert_eq!(cable, (End::Switch(0, 3), End::Hca(2)));
+    // Within the silence allowed, nothing changes.
+    lab.wait(10 * REFRESH_NS);
+    assert_eq!(port_3(&lab), PortState::Init);
+    lab.wait(15 * REFRESH_NS);
+    assert_eq!(port_3(&lab), PortState::Down);
+    let switch_info = lab.switches[0].agent().switch.as_ref().unwrap().info;
+    assert!(switch_info.port_state_change, "the SM's light sweep sees it");
+    // The other ports kept hearing their peers.
+    assert!(lab.switches[0].port_status()[..2].iter().all(|p| p.state == PortState::Init));
+    // A new process on the same wire: flow control again, the port in Init.
+    lab.links.push(cable);
+    lab.wait(2 * REFRESH_NS);
+    assert_eq!(port_3(&lab), PortState::Init);
 }
 
 #[test]

@@ -79,6 +79,11 @@ pub enum Phase {
     /// Before `start`.
     Idle,
     Discovering,
+    /// Discovery found nothing beyond the SM's own node (its links not up
+    /// yet): nothing to manage and no mastership to claim, as OpenSM waits
+    /// while its port is down. Sweeps again at the interval or a link
+    /// change.
+    Waiting,
     /// Setting LIDs, LFTs and QoS tables.
     Programming,
     Arming,
@@ -146,6 +151,9 @@ pub enum SmEvent {
     HandedOver {
         to_guid: u64,
     },
+    /// The SM we handed mastership to acknowledged it (SMInfo Set
+    /// ACKNOWLEDGE, IBA 14.4.1).
+    HandoverAcknowledged,
 }
 
 #[derive(Debug, Clone)]
@@ -177,6 +185,8 @@ enum Context {
         priority: u8,
         path: Vec<u8>,
     },
+    /// SMInfo Set(Acknowledge) to the SM that handed over to us.
+    Acknowledge,
     SetPortInfo {
         node: usize,
         port: u8,
@@ -213,6 +223,13 @@ pub struct SmStatus {
     /// how long it took (ns, the SM's clock).
     pub last_sweep_started_ns: u64,
     pub last_sweep_took_ns: Option<u64>,
+    /// From the last change detected (trap, PortStateChange, link event)
+    /// to the fabric up again with new LFTs, and the LFT blocks that sweep
+    /// rewrote (sweeps that changed no LFT do not count).
+    pub last_reroute_ns: Option<u64>,
+    pub last_lft_blocks: usize,
+    /// The master this SM polls while standby.
+    pub master_guid: Option<u64>,
     pub switches: usize,
     pub cas: usize,
     pub engine: Option<Engine>,
@@ -263,13 +280,20 @@ pub struct SubnetManager {
     sweep_failed: bool,
     next_light_sweep: Option<u64>,
     act_count: u32,
-    /// A master SM found during discovery: (guid, priority, path).
+    /// The SM to follow, found during discovery (a master, or a higher
+    /// SM still discovering): (guid, priority, path).
     master: Option<(u64, u8, Vec<u8>)>,
+    /// This SM holds mastership: it brought the fabric up, took over from a
+    /// silent master or was handed it. Until then it reports Discovering
+    /// and defers to a higher SM; after, only to a higher master.
+    mastership: bool,
     master_misses: u8,
     /// Other SMs' ports (IsSM) found by the last heavy sweep.
     peers: Vec<Vec<u8>>,
     sets_this_sweep: (usize, usize),
     last_sweep_took: Option<u64>,
+    last_reroute: Option<u64>,
+    last_lft_blocks: usize,
     pub counters: SmCounters,
 }
 
@@ -305,10 +329,13 @@ impl SubnetManager {
             next_light_sweep: None,
             act_count: 0,
             master: None,
+            mastership: false,
             master_misses: 0,
             peers: Vec::new(),
             sets_this_sweep: (0, 0),
             last_sweep_took: None,
+            last_reroute: None,
+            last_lft_blocks: 0,
             counters: SmCounters::default(),
         }
     }
@@ -360,7 +387,7 @@ impl SubnetManager {
     pub fn sm_info(&self) -> SmInfoRepr {
         let state = match self.phase {
             Phase::Idle => SmState::NotActive,
-            Phase::Discovering if self.sweep <= 1 => SmState::Discovering,
+            Phase::Discovering | Phase::Waiting if !self.mastership => SmState::Discovering,
             Phase::Standby => SmState::Standby,
             _ => SmState::Master,
         };
@@ -384,6 +411,9 @@ impl SubnetManager {
             light_sweeps: self.counters.light_sweeps,
             last_sweep_started_ns: self.sweep_started,
             last_sweep_took_ns: self.last_sweep_took,
+            last_reroute_ns: self.last_reroute,
+            last_lft_blocks: self.last_lft_blocks,
+            master_guid: self.master.as_ref().filter(|_| self.phase == Phase::Standby).map(|m| m.0),
             switches: self.topology.switch_count(),
             cas: self.topology.ca_count(),
             engine: self.lfts.engine,
@@ -405,13 +435,27 @@ impl SubnetManager {
     }
 
     /// An SMInfo Set reached the agent of our node (IBA 14.4.1): a
-    /// handover makes a standby master (and it acknowledges by sweeping);
-    /// the others are not acted on.
+    /// handover makes a standby master, which acknowledges it to the old
+    /// master (SMInfo Set ACKNOWLEDGE carrying our SMInfo, still Standby, as
+    /// OpenSM checks) and sweeps; the old master, standby by then, takes
+    /// the acknowledgement. The other controls are not acted on.
     pub fn handle_sm_control(&mut self, now: u64, control: SmInfoControl) {
-        if control == SmInfoControl::Handover && self.phase == Phase::Standby {
-            self.master = None;
-            self.events.push_back(SmEvent::BecameMaster);
-            self.begin_heavy_sweep(now);
+        match control {
+            SmInfoControl::Handover if self.phase == Phase::Standby => {
+                if let Some((_, _, path)) = self.master.take() {
+                    let mut data = [0u8; DATA_LEN];
+                    self.sm_info().emit(&mut SmInfo::new_unchecked(&mut data[..]));
+                    let acknowledge = SmInfoControl::Acknowledge.into();
+                    self.submit(Context::Acknowledge, Method::Set, AttributeId::SmInfo, acknowledge, &path, data);
+                }
+                self.mastership = true;
+                self.events.push_back(SmEvent::BecameMaster);
+                self.begin_heavy_sweep(now);
+            }
+            SmInfoControl::Acknowledge if self.phase == Phase::Standby => {
+                self.events.push_back(SmEvent::HandoverAcknowledged);
+            }
+            _ => {}
         }
     }
 
@@ -471,7 +515,7 @@ impl SubnetManager {
         self.change_detected_at.get_or_insert(now);
         // A master sweeps at once, whatever light-sweep SMPs are still out
         // (a switch behind the failed link answers nothing any more).
-        if self.phase == Phase::Master {
+        if matches!(self.phase, Phase::Master | Phase::Waiting) {
             self.begin_heavy_sweep(now);
         }
     }
@@ -540,6 +584,7 @@ impl SubnetManager {
             Phase::Master if self.sweep_failed || self.heavy_pending => {
                 self.begin_heavy_sweep(now);
             }
+            Phase::Waiting => self.begin_heavy_sweep(now),
             Phase::Master => {
                 self.counters.light_sweeps += 1;
                 self.act_count = self.act_count.wrapping_add(1);
@@ -590,9 +635,7 @@ impl SubnetManager {
                         self.master_misses += 1;
                         if self.master_misses > self.config.master_poll_retries {
                             // The master is gone: take over (IBA 14.4.2).
-                            self.master = None;
-                            self.events.push_back(SmEvent::BecameMaster);
-                            self.begin_heavy_sweep(now);
+                            self.take_over(now);
                         }
                     }
                     Context::SetLft { guid, .. } => {
@@ -622,36 +665,56 @@ impl SubnetManager {
             Context::PortInfo { node, port } => self.on_port_info(node, port, &data),
             Context::SmInfo { path } => {
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
-                // IBA 14.4.2: a discovering SM that finds a master goes to
-                // standby, whatever the priorities; a master of lower
-                // priority hands over later.
-                if info.guid != self.sm_port_guid && info.sm_state == SmState::Master {
+                // IBA 14.4.1.1: a discovering SM that finds a master goes
+                // to standby, whatever the priorities (a master of lower
+                // priority hands over later), and so does one that finds a
+                // higher SM still discovering or standing by (OpenSM's
+                // "master or higher SM detected"). An SM holding mastership
+                // yields only to a higher master.
+                let higher = self.is_higher(&info);
+                let follow = match info.sm_state {
+                    SmState::Master => !self.mastership || higher,
+                    SmState::Discovering | SmState::Standby => !self.mastership && higher && self.master.is_none(),
+                    SmState::NotActive | SmState::Unknown(_) => false,
+                };
+                if info.guid != self.sm_port_guid && follow {
                     self.master = Some((info.guid, info.priority, path.clone()));
                 }
                 self.peers.push(path);
             }
             Context::PeerSmInfo { path } => {
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
-                let theirs = (info.priority, core::cmp::Reverse(info.guid));
-                let ours = (self.config.priority, core::cmp::Reverse(self.sm_port_guid));
-                if self.phase == Phase::Master && info.sm_state == SmState::Standby && theirs > ours {
+                if self.phase == Phase::Master && info.sm_state == SmState::Master && self.is_higher(&info) {
+                    // Two masters (they came up apart): the lower stands by.
+                    self.stand_by(now, (info.guid, info.priority, path));
+                    return;
+                }
+                if self.phase == Phase::Master && info.sm_state == SmState::Standby && self.is_higher(&info) {
+                    // The Set carries the sender's SMInfo, Master (OpenSM
+                    // refuses a HANDOVER from anything else).
+                    let mut ours = [0u8; DATA_LEN];
+                    self.sm_info().emit(&mut SmInfo::new_unchecked(&mut ours[..]));
                     self.submit(
                         Context::Handover { guid: info.guid, priority: info.priority, path: path.clone() },
                         Method::Set,
                         AttributeId::SmInfo,
                         SmInfoControl::Handover.into(),
                         &path,
-                        data,
+                        ours,
                     );
                 }
             }
             Context::Handover { guid, priority, path } => {
-                self.events.push_back(SmEvent::HandedOver { to_guid: guid });
-                self.master = Some((guid, priority, path));
-                self.master_misses = 0;
-                self.phase = Phase::Standby;
-                self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
+                // The answer carries the SMInfo the target published when
+                // the Set arrived: only a standby takes mastership, so one
+                // that was still discovering leaves us master.
+                let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
+                if info.sm_state == SmState::Standby && self.phase == Phase::Master {
+                    self.events.push_back(SmEvent::HandedOver { to_guid: guid });
+                    self.stand_by(now, (guid, priority, path));
+                }
             }
+            Context::Acknowledge => {}
             Context::SetPortInfo { node, port } => {
                 let info = PortInfoRepr::parse(&PortInfo::new_unchecked(&data[..])).expect("64 bytes");
                 self.port_info.insert((node, port), info);
@@ -682,13 +745,38 @@ impl SubnetManager {
             Context::PollMaster => {
                 self.master_misses = 0;
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
-                if info.sm_state != SmState::Master {
-                    self.master = None;
-                    self.events.push_back(SmEvent::BecameMaster);
-                    self.begin_heavy_sweep(now);
+                // A higher SM still discovering becomes master soon; one that
+                // stands by or stopped leaves the subnet to us.
+                if !matches!(info.sm_state, SmState::Master | SmState::Discovering) {
+                    self.take_over(now);
                 }
             }
         }
+    }
+
+    /// Whether the SM of `info` wins mastership over this one: higher
+    /// priority, then the lower GUID (IBA 14.4.1.1).
+    fn is_higher(&self, info: &SmInfoRepr) -> bool {
+        let theirs = (info.priority, core::cmp::Reverse(info.guid));
+        theirs > (self.config.priority, core::cmp::Reverse(self.sm_port_guid))
+    }
+
+    /// Standby, polling `master` on the light-sweep interval.
+    fn stand_by(&mut self, now: u64, master: (u64, u8, Vec<u8>)) {
+        self.events.push_back(SmEvent::BecameStandby { master_guid: master.0 });
+        self.master = Some(master);
+        self.mastership = false;
+        self.master_misses = 0;
+        self.phase = Phase::Standby;
+        self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
+    }
+
+    /// The master stopped answering or stands by: this SM is master now.
+    fn take_over(&mut self, now: u64) {
+        self.master = None;
+        self.mastership = true;
+        self.events.push_back(SmEvent::BecameMaster);
+        self.begin_heavy_sweep(now);
     }
 
     fn on_node_info(&mut self, path: &[u8], parent: Option<PortRef>, data: &[u8; DATA_LEN]) {
@@ -798,15 +886,27 @@ impl SubnetManager {
             entry.width = info.link_width_active;
             entry.speed = info.link_speed_active;
             entry.vl_cap = info.vl_cap;
+            // The LID the port holds (a switch's on port 0): kept when no
+            // persisted map names it, so that an SM taking over keeps
+            // the subnet's addresses.
+            if !is_switch || port == 0 {
+                entry.lid = info.lid;
+            }
         }
         let up = info.phys_state() == PortPhysState::LinkUp && info.state() != PortState::Down;
         if is_switch && port != 0 && up && self.building.nodes[node].ports[usize::from(port)].remote.is_none() {
             self.probe(node, port);
         }
-        if !is_switch && info.capability_mask & CAPABILITY_IS_SM != 0 {
+        // Another SM: on a CA port, or on a switch's port 0 (an SM embedded
+        // in the switch, IBA 14.2.5.6's IsSM on its management port).
+        if (!is_switch || port == 0) && info.capability_mask & CAPABILITY_IS_SM != 0 {
             let guid = self.building.nodes[node].ports[usize::from(port)].guid;
             if guid != self.sm_port_guid {
-                let path = self.building.nodes[node].ports[usize::from(port)].path.clone();
+                let path = if is_switch {
+                    self.building.nodes[node].path.clone()
+                } else {
+                    self.building.nodes[node].ports[usize::from(port)].path.clone()
+                };
                 self.submit(
                     Context::SmInfo { path: path.clone() },
                     Method::Get,
@@ -837,16 +937,19 @@ impl SubnetManager {
                         cas: self.topology.ca_count(),
                         took_ns: now - self.phase_started,
                     });
-                    if let Some((guid, _, _)) = &self.master {
-                        self.events.push_back(SmEvent::BecameStandby { master_guid: *guid });
-                        self.phase = Phase::Standby;
-                        self.master_misses = 0;
+                    if let Some(master) = self.master.take() {
+                        self.stand_by(now, master);
+                        return;
+                    }
+                    if self.topology.nodes.len() == 1 {
+                        self.phase = Phase::Waiting;
                         self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
                         return;
                     }
                     self.sweep_failed = !self.assign_and_route(now);
                     if self.sweep_failed {
                         self.phase = Phase::Master;
+                        self.mastership = true;
                         self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
                         return;
                     }
@@ -868,7 +971,14 @@ impl SubnetManager {
                 }
                 Phase::Activating => {
                     self.phase = Phase::Master;
+                    self.mastership = true;
                     let reroute_ns = self.change_detected_at.take().map(|at| now - at);
+                    // A sweep after a change that rewrote no LFT (a second
+                    // trap of the same failure) rerouted nothing.
+                    if reroute_ns.is_some() && self.sets_this_sweep.0 > 0 {
+                        self.last_reroute = reroute_ns;
+                        self.last_lft_blocks = self.sets_this_sweep.0;
+                    }
                     self.last_sweep_took = Some(now - self.sweep_started);
                     self.events.push_back(SmEvent::FabricUp {
                         sweep: self.sweep,
@@ -877,7 +987,7 @@ impl SubnetManager {
                     });
                     self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
                 }
-                Phase::Master | Phase::Standby => {
+                Phase::Master | Phase::Standby | Phase::Waiting => {
                     if self.heavy_pending && self.phase == Phase::Master {
                         self.begin_heavy_sweep(now);
                         continue;
@@ -1134,6 +1244,7 @@ fn context_name(context: &Context) -> &'static str {
         Context::PortInfo { .. } => "PortInfo",
         Context::SmInfo { .. } | Context::PollMaster | Context::PeerSmInfo { .. } => "SMInfo",
         Context::Handover { .. } => "SMInfo Set(Handover)",
+        Context::Acknowledge => "SMInfo Set(Acknowledge)",
         Context::SetPortInfo { .. } => "PortInfo Set",
         Context::SetSwitchInfo { .. } => "SwitchInfo Set",
         Context::SetLft { .. } => "LinearForwardingTable Set",

@@ -229,6 +229,83 @@ fn standby_polls_the_master_and_takes_over_when_it_dies() {
 }
 
 #[test]
+fn switch_embedded_sms_fail_over_keep_every_lid_and_hand_back_with_acknowledge() {
+    // Two SMs on switches' port 0, started together: the lower one finds
+    // the higher still discovering and stands by; the higher comes up.
+    let mut fabric = Fabric::new(SHAPE.build());
+    let (high_node, low_node) = (node(&fabric, "spine-0"), node(&fabric, "leaf-1"));
+    let mut high = SubnetManager::new(SmConfig { priority: 9, ..config(Engine::Updn, 0) }, LidMap::default());
+    let mut low = SubnetManager::new(SmConfig { priority: 4, ..config(Engine::Updn, 0) }, LidMap::default());
+    let mut now = 0;
+    high.start(now);
+    low.start(now);
+    fabric.host_sm(high_node, 0, &high);
+    fabric.host_sm(low_node, 0, &low);
+    assert_eq!(fabric.sm_state(high_node), Some(SmState::Discovering));
+    let events = fabric.run(&mut low, low_node, 0, &mut now, 60_000 * MS, 1_000);
+    // (The higher SM has not learnt its own GUID yet: it published 0.)
+    assert!(events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
+    let events = fabric.run(&mut high, high_node, 0, &mut now, 60_000 * MS, 1_000);
+    let high_guid = fabric.topology.nodes[high_node].ports[0].guid;
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    assert_eq!(
+        (fabric.sm_state(high_node), fabric.sm_state(low_node)),
+        (Some(SmState::Master), Some(SmState::Standby))
+    );
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
+    let lids = fabric.ca_lids();
+
+    // The master's switch dies: the standby's polls go unanswered, it takes
+    // over, every host still connects and no LID moves (its map was empty:
+    // it keeps what the ports hold).
+    fabric.unresponsive.insert(high_node);
+    let mut took_over = Vec::new();
+    for _ in 0..10 {
+        let Some(at) = low.next_timer() else { break };
+        now = at;
+        low.handle_timer(now);
+        took_over.extend(fabric.run(&mut low, low_node, 0, &mut now, 60_000 * MS, 1_000));
+        if took_over.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })) {
+            break;
+        }
+    }
+    assert!(took_over.contains(&SmEvent::BecameMaster), "{took_over:?}");
+    assert!(took_over.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{took_over:?}");
+    assert_eq!(low.status().switches, 9, "the dead spine is out of the fabric");
+    assert_eq!(fabric.ca_lids(), lids);
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
+
+    // It comes back with a fresh SM: it finds a master and stands by, the
+    // master learns of it (a link event), hands over, and the new master
+    // acknowledges; again no LID moves.
+    fabric.unresponsive.remove(&high_node);
+    let mut high = SubnetManager::new(SmConfig { priority: 9, ..config(Engine::Updn, 0) }, LidMap::default());
+    high.start(now);
+    fabric.host_sm(high_node, 0, &high);
+    let events = fabric.run(&mut high, high_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
+    low.link_changed(now);
+    let events = fabric.run(&mut low, low_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    now = low.next_timer().unwrap();
+    low.handle_timer(now);
+    let events = fabric.run(&mut low, low_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.contains(&SmEvent::HandedOver { to_guid: high_guid }), "{events:?}");
+    let events = fabric.run(&mut high, high_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.contains(&SmEvent::BecameMaster), "{events:?}");
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    let events = fabric.run(&mut low, low_node, 0, &mut now, 10 * MS, 1_000);
+    assert!(events.contains(&SmEvent::HandoverAcknowledged), "{events:?}");
+    assert_eq!(
+        (fabric.sm_state(high_node), fabric.sm_state(low_node)),
+        (Some(SmState::Master), Some(SmState::Standby))
+    );
+    assert_eq!(low.status().master_guid, Some(high_guid));
+    assert_eq!(fabric.ca_lids(), lids);
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
+}
+
+#[test]
 fn a_sweep_that_finds_nothing_is_tried_again() {
     let mut fabric = Fabric::new(SHAPE.build());
     let mut sm = SubnetManager::new(config(Engine::Ftree, 0), LidMap::default());
@@ -275,6 +352,9 @@ fn a_master_hands_over_to_a_standby_of_higher_priority() {
     assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
     assert_eq!(fabric.sm_state(new_node), Some(SmState::Master));
     assert_eq!(fabric.sm_state(old_node), Some(SmState::Standby));
+    // The new master's ACKNOWLEDGE reaches the old one.
+    let events = fabric.run(&mut old, old_node, 1, &mut now, 10 * MS, 1_000);
+    assert!(events.contains(&SmEvent::HandoverAcknowledged), "{events:?}");
     assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
 }
 

@@ -77,5 +77,9 @@ pub(super) fn encode_ib<B: Backend>(view: &SwitchView<B>, e: &mut DescriptorEnco
     family(e, "switch_ib_sm_switches", "Switches in the subnet", None, size(sm.switches))?;
     family(e, "switch_ib_sm_cas", "Channel adapters in the subnet", None, size(sm.cas))?;
     family(e, "switch_ib_sm_fabric_up", "1 when every port is Active", None, size(usize::from(sm.fabric_up)))?;
+    if let Some(ms) = sm.last_reroute_ms {
+        let seconds = vec![(Labels::new(), prometheus_client::metrics::gauge::ConstGauge::new(ms / 1e3))];
+        family(e, "switch_ib_sm_last_reroute_seconds", "From the last change to new LFTs", None, seconds)?;
+    }
     Ok(())
 }

@@ -138,7 +138,9 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
                         }
                     }
                 } else {
+                    // Put there by something else (FRR shows kernel routes at distance 0).
                     protocol = "kernel".into();
+                    distance = 0;
                 }
             }
             out.push(api::IpRoute {

@@ -252,6 +252,46 @@ qos:
         assert_eq!(dlb.groups[0].mode, DlbMode::Flowlet);
     }
 
+    /// A group that a later commit creates (a new route's next hops) or
+    /// gives another mode balances as `qos.dlb.groups` says at once, and a
+    /// removed group's mode goes with it: the running DLB is told, no
+    /// restart.
+    #[test]
+    fn dlb_groups_of_a_later_commit_get_their_mode_while_dlb_runs() {
+        use dataplane::node::QosTrafficManager;
+        let route = |prefix: &str, hops: &str| format!("  - {{prefix: {prefix}, next_hops: [{hops}]}}\n");
+        let yaml = |routes: &str, groups: &str| {
+            format!("{}  dlb: {{groups: [{groups}]}}\nroutes:\n{routes}", CONFIG.replace("  dlb: {mode: spray}\n", ""))
+        };
+        let config = crate::config::Config::from_yaml(&yaml(&route("10.9.0.0/16", "10.0.1.0, 10.0.2.0"), "")).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        // The daemon's start: DLB from the shim's objects, all groups static.
+        let tm_config = sai.backend().tm_config(sai.store()).unwrap().unwrap();
+        let dlb = QosTrafficManager::new(&tm_config).unwrap().dlb(tm_config.dlb.clone());
+        sai.backend_mut().set_path_quality(Some(Box::new(dlb)));
+        let modes = |sai: &Sai<SoftBackend>| {
+            let report = sai.backend().pipeline().path_quality_report().unwrap();
+            report.groups.iter().map(|g| g.mode).collect::<Vec<_>>()
+        };
+        assert!(modes(&sai).is_empty());
+
+        // A commit adds a route over eth1 and eth3, its group sprayed.
+        let routes = route("10.9.0.0/16", "10.0.1.0, 10.0.2.0") + &route("10.8.0.0/16", "10.0.1.0, 10.0.3.0");
+        let candidate =
+            crate::config::Config::from_yaml(&yaml(&routes, "{next-hops: [10.0.1.0, 10.0.3.0], mode: spray}")).unwrap();
+        crate::apply::reconcile(&mut sai, &mut applied, &candidate).unwrap();
+        assert_eq!(modes(&sai), ["spray"]);
+        // The next commit makes it flowlet, then removes the route (and the group).
+        let candidate =
+            crate::config::Config::from_yaml(&yaml(&routes, "{next-hops: [10.0.1.0, 10.0.3.0], mode: flowlet}"))
+                .unwrap();
+        crate::apply::reconcile(&mut sai, &mut applied, &candidate).unwrap();
+        assert_eq!(modes(&sai), ["flowlet"]);
+        crate::apply::reconcile(&mut sai, &mut applied, &config).unwrap();
+        assert!(modes(&sai).is_empty());
+    }
+
     /// Watchdog events handed to the soft backend come back as
     /// notifications naming the port's queue object.
     #[test]
