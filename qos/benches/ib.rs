@@ -84,7 +84,7 @@ fn ib_switch_path(c: &mut Criterion) {
                     panic!("bench packet not queued");
                 };
                 let out = usize::from(out_port);
-                let transmit = switch.poll_transmit(out).expect("credit granted");
+                let transmit = switch.poll_transmit(out, 0).expect("credit granted");
                 let vl = usize::from(transmit.vl);
                 sent[out][vl] = (sent[out][vl] + blocks(wire_len)) & 0xfff;
                 if handle % 8 == 7 {

@@ -742,7 +742,12 @@ impl<D: Dataplane> Loop<D> {
     /// Sets the timer to the node's next wake-up when that comes before
     /// the loop's own poll interval would wake it.
     fn arm_timer(&mut self) {
-        let wake = self.node.next_wakeup();
+        let mut wake = self.node.next_wakeup();
+        if let Some(ib) = &self.ib
+            && let Some(line_free) = crate::ib::lock(ib).next_wakeup(monotonic_ns())
+        {
+            wake = wake.min(line_free);
+        }
         if wake == self.timer_armed_for {
             return;
         }

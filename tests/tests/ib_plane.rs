@@ -37,30 +37,41 @@ struct Fabric {
 }
 
 fn fabric(s1_extra: &str) -> Fabric {
+    fabric_with(&["", "", ""], &["", ""], 24, s1_extra)
+}
+
+/// The fabric with extra settings per switch port (`ib_rate`) and
+/// `buffer_blocks` per VL.
+fn fabric_with(s1_ports: &[&str; 3], s2_ports: &[&str; 2], buffer_blocks: u16, s1_extra: &str) -> Fabric {
     let (s1_ns, s2_ns) = (Netns::new("ib1"), Netns::new("ib2"));
     let (ha, hb, hc) = (Netns::new("iha"), Netns::new("ihb"), Netns::new("ihc"));
     veth(&ha, "eth1", &s1_ns, "eth1");
     veth(&s1_ns, "eth2", &s2_ns, "eth1");
     veth(&s2_ns, "eth2", &hb, "eth1");
     veth(&s1_ns, "eth3", &hc, "eth1");
-    // Small buffers (16 blocks of 64 bytes per VL) so that credits bite.
+    let port = |n: usize, extra: &str| format!("  - {{ name: eth{n}, mode: ib, data_vls: 2{extra} }}\n");
+    let s1_ports: String = s1_ports.iter().enumerate().map(|(i, extra)| port(i + 1, extra)).collect();
+    let s2_ports: String = s2_ports.iter().enumerate().map(|(i, extra)| port(i + 1, extra)).collect();
     let s1 = Switchd::start(
         &s1_ns,
-        &format!(
-            "name: s1\nports:\n  - {{ name: eth1, mode: ib, data_vls: 2 }}\n  - {{ name: eth2, mode: ib, data_vls: 2 }}\n  - {{ name: eth3, mode: ib, data_vls: 2 }}\nib:\n  guid: 0x100\n  buffer_blocks: 24\n{s1_extra}"
-        ),
+        &format!("name: s1\nports:\n{s1_ports}ib:\n  guid: 0x100\n  buffer_blocks: {buffer_blocks}\n{s1_extra}"),
     );
     let s2 = Switchd::start(
         &s2_ns,
-        "name: s2\nports:\n  - { name: eth1, mode: ib, data_vls: 2 }\n  - { name: eth2, mode: ib, data_vls: 2 }\nib:\n  guid: 0x200\n  buffer_blocks: 24\n",
+        &format!("name: s2\nports:\n{s2_ports}ib:\n  guid: 0x200\n  buffer_blocks: {buffer_blocks}\n"),
     );
     Fabric { ha, hb, hc, s1, s2, _s1_ns: s1_ns, _s2_ns: s2_ns }
 }
 
 fn host(ns: &Netns, guid: &str, args: &[&str]) -> ProcessGuard {
+    host_with(ns, guid, 24, args)
+}
+
+fn host_with(ns: &Netns, guid: &str, buffer_blocks: u16, args: &[&str]) -> ProcessGuard {
     let mut command = ns.command(workspace_binary("fabric-host").to_str().unwrap());
+    let blocks = buffer_blocks.to_string();
     command
-        .args(["ib", "--iface", "eth1", "--guid", guid, "--name", guid, "--data-vls", "2", "--buffer-blocks", "24"])
+        .args(["ib", "--iface", "eth1", "--guid", guid, "--name", guid, "--data-vls", "2", "--buffer-blocks", &blocks])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -196,6 +207,32 @@ impl SmpTool {
     }
 }
 
+/// From ha's wire: LFTs, then LIDs (hb 2, hc 3, s1 10, s2 11 and ha 1 last),
+/// then every port Armed and Active.
+fn program_by_hand() -> SmpTool {
+    let mut tool = SmpTool { socket: PacketSocket::open("eth1").unwrap(), transaction: 0x1000 };
+    tool.set_lft(&[1], &[(1, 1), (2, 2), (3, 3), (11, 2)]);
+    tool.set_lft(&[1, 2], &[(1, 1), (2, 2), (3, 1), (10, 1)]);
+    tool.set_lid(&[1, 2, 2], 2);
+    tool.set_lid(&[1, 3], 3);
+    tool.set_lid(&[1], 10);
+    tool.set_lid(&[1, 2], 11);
+    tool.set_lid(&[1, 1], 1);
+    // No data moves until every port on the way is Active (IBA 7.2); ha
+    // last, as it starts sending then (a packet routed to a port not yet
+    // Active is discarded).
+    let ports: [(&[u8], &[u32]); 5] =
+        [(&[1], &[1, 2, 3]), (&[1, 2], &[1, 2]), (&[1, 2, 2], &[0]), (&[1, 3], &[0]), (&[1, 1], &[0])];
+    for state in [PortState::Armed, PortState::Active] {
+        for (path, numbers) in ports {
+            for &port in numbers {
+                tool.set_state(path, port, state);
+            }
+        }
+    }
+    tool
+}
+
 /// M_Key (IBA 14.2.4) on s2, through switchd's agent: s2 gets a key at
 /// protect level 2 and names ha (LID 1) its master SM; a Set with a wrong
 /// key is not answered and changes nothing, and trap 256 comes to ha,
@@ -268,26 +305,7 @@ fn hand_set_lfts_carry_data_between_hcas_losing_nothing_to_a_slow_receiver() {
     // LFTs by hand, then LIDs: hb 2, hc 3, s1 10, s2 11 and ha 1 last (it
     // starts sending once it has one).
     f.ha.enter(|| {
-        let mut tool = SmpTool { socket: PacketSocket::open("eth1").unwrap(), transaction: 0x1000 };
-        tool.set_lft(&[1], &[(1, 1), (2, 2), (3, 3), (11, 2)]);
-        tool.set_lft(&[1, 2], &[(1, 1), (2, 2), (3, 1), (10, 1)]);
-        tool.set_lid(&[1, 2, 2], 2);
-        tool.set_lid(&[1, 3], 3);
-        tool.set_lid(&[1], 10);
-        tool.set_lid(&[1, 2], 11);
-        tool.set_lid(&[1, 1], 1);
-        // No data moves until every port on the way is Active (IBA 7.2); ha
-        // last, as it starts sending then (a packet routed to a port not yet
-        // Active is discarded).
-        let ports: [(&[u8], &[u32]); 5] =
-            [(&[1], &[1, 2, 3]), (&[1, 2], &[1, 2]), (&[1, 2, 2], &[0]), (&[1, 3], &[0]), (&[1, 1], &[0])];
-        for state in [PortState::Armed, PortState::Active] {
-            for (path, numbers) in ports {
-                for &port in numbers {
-                    tool.set_state(path, port, state);
-                }
-            }
-        }
+        let mut tool = program_by_hand();
 
         // Malformed SMPs: the IBA statuses, from switchd's agent.
         let answer = tool.request(Method::Get, AttributeId::Notice, 0, &[1], [0; 64]);
@@ -418,4 +436,121 @@ fn the_sm_embedded_in_switchd_brings_the_plane_up_and_every_pair_pings() {
             assert_eq!(ping["received"], 3, "host {i} -> {lid}: {ping}");
         }
     }
+}
+
+/// Frame bytes on the wire per data packet of `payload` bytes: Ethernet
+/// header (14), delimiter shim (2), LRH (8), VCRC (2), and the preamble,
+/// FCS and gap (24) a rated port counts.
+fn wire_bytes(payload: u64) -> u64 {
+    payload + 26 + 24
+}
+
+/// A stream's rate in bits per second on the wire, from its first to its
+/// last packet as the receiver took them.
+fn stream_wire_bps(stream: &serde_json::Value, payload: u64) -> f64 {
+    let received = stream["received"].as_u64().unwrap();
+    let span_ns = stream["last_ns"].as_u64().unwrap() - stream["first_ns"].as_u64().unwrap();
+    ((received - 1) * wire_bytes(payload) * 8) as f64 / (span_ns as f64 / 1e9)
+}
+
+/// A fast sender into slower egresses: ha's line runs at 100 Mb/s, stream A
+/// (SL0, VL0) goes to hb through s2's eth2 rated 25 Mb/s, stream B (SL1,
+/// VL1) to hc through s1's eth3 rated 50 Mb/s. Nothing is lost; credits
+/// throttle ha (it waits) and s1's port towards s2 (xmit wait there: s2's
+/// buffer for VL0 is full); A's blocked VL0 does not hold B back, which
+/// keeps twice A's rate and ends first. The rates against the egress rates
+/// are printed for docs/benchmarks.md, not asserted.
+#[test]
+fn a_fast_sender_into_slower_egresses_is_throttled_by_credits_and_loses_nothing() {
+    if !require_root_and_tools("ib_plane", &["ip"]) {
+        return;
+    }
+    const PACKETS: u64 = 6000;
+    const PAYLOAD: u64 = 1024;
+    const RATE_A: f64 = 25e6;
+    const RATE_B: f64 = 50e6;
+    let f = fabric_with(&["", "", ", ib_rate: 50M"], &["", ", ib_rate: 25M"], 512, "");
+    let mut hb = host_with(&f.hb, "0xb0", 512, &[]);
+    let mut hc = host_with(&f.hc, "0xc0", 512, &[]);
+    let packets = PACKETS.to_string();
+    let size = PAYLOAD.to_string();
+    let mut ha = host_with(
+        &f.ha,
+        "0xa0",
+        512,
+        &[
+            "--line-rate-mbps",
+            "100",
+            "--send",
+            "2",
+            "--sl",
+            "0",
+            "--flow",
+            "3:1",
+            "--packets",
+            &packets,
+            "--size",
+            &size,
+        ],
+    );
+    let ports_up = poll_until(Duration::from_secs(10), Duration::from_millis(100), || {
+        let rows = f.s1.show_rows("ib port");
+        (rows.len() == 3 && rows.iter().all(|p| p["flow_control"] == true)).then_some(())
+    });
+    assert!(ports_up.is_some(), "{}", f.s1.swcli(&["show", "ib", "port"]));
+    f.ha.enter(|| drop(program_by_hand()));
+
+    let done = poll_until(Duration::from_secs(60), Duration::from_millis(200), || {
+        let s2 = f.s2.show_rows("ib port");
+        let s1 = f.s1.show_rows("ib port");
+        let sent = |rows: &[serde_json::Value], i: usize| rows[i]["counters"]["xmit_packets"].as_u64().unwrap_or(0);
+        (sent(&s2, 1) >= PACKETS && sent(&s1, 2) >= PACKETS).then_some(())
+    });
+    assert!(done.is_some(), "{}\n{}", f.s1.swcli(&["show", "ib", "port"]), f.s2.swcli(&["show", "ib", "port"]));
+    std::thread::sleep(Duration::from_millis(300));
+    let ha_events = events(&ha.stop(Duration::from_secs(3)).unwrap());
+    let hb_events = events(&hb.stop(Duration::from_secs(3)).unwrap());
+    let hc_events = events(&hc.stop(Duration::from_secs(3)).unwrap());
+    let sent = event(&ha_events, "send_summary");
+    assert_eq!(sent.len(), 2, "{ha_events:?}");
+    assert!(sent.iter().all(|s| s["sent"] == PACKETS), "{sent:?}");
+    let stream = |events: &[serde_json::Value]| event(events, "summary")[0]["streams"][0].clone();
+    let (a, b) = (stream(&hb_events), stream(&hc_events));
+    for s in [&a, &b] {
+        assert_eq!(s["slid"], 1, "{s}");
+        assert_eq!(
+            (s["received"].as_u64(), s["gaps"].as_u64(), s["out_of_order"].as_u64()),
+            (Some(PACKETS), Some(0), Some(0)),
+            "zero loss: {s}"
+        );
+    }
+    // Throttled by credits: ha waited, and s1 waited on s2 (its eth2).
+    assert!(sent[0]["xmit_wait"].as_u64().unwrap() > 0, "{sent:?}");
+    let s1_ports = f.s1.show_rows("ib port");
+    let s2_ports = f.s2.show_rows("ib port");
+    assert!(s1_ports[1]["counters"]["xmit_wait"].as_u64().unwrap() > 0, "{s1_ports:?}");
+    for port in s1_ports.iter().chain(s2_ports.iter()) {
+        for counter in ["rcv_errors", "xmit_discards", "rcv_switch_relay_errors"] {
+            assert_eq!(port["counters"][counter], 0, "{counter}: {port}");
+        }
+    }
+    // B is not held back by A's full VL0: it ends first, at about twice
+    // A's rate (a ratio of two rates measured together, not a bound on
+    // either).
+    let (rate_a, rate_b) = (stream_wire_bps(&a, PAYLOAD), stream_wire_bps(&b, PAYLOAD));
+    assert!(b["last_ns"].as_u64() < a["last_ns"].as_u64(), "B ended first: {a} {b}");
+    assert!(rate_b > 1.5 * rate_a, "B {rate_b} vs A {rate_a}");
+    let goodput = |rate: f64| rate * PAYLOAD as f64 / wire_bytes(PAYLOAD) as f64;
+    eprintln!(
+        "ib_throughput: A {:.2} Mb/s on the wire ({:.4} of 25 Mb/s), goodput {:.2} Mb/s; B {:.2} Mb/s ({:.4} of 50 Mb/s), goodput {:.2} Mb/s; ha xmit_wait {}, s1 eth2 xmit_wait {}; load {}",
+        rate_a / 1e6,
+        rate_a / RATE_A,
+        goodput(rate_a) / 1e6,
+        rate_b / 1e6,
+        rate_b / RATE_B,
+        goodput(rate_b) / 1e6,
+        sent[0]["xmit_wait"],
+        s1_ports[1]["counters"]["xmit_wait"],
+        std::fs::read_to_string("/proc/loadavg").unwrap_or_default().trim(),
+    );
 }

@@ -135,15 +135,31 @@ struct IbArgs {
     size: usize,
     #[arg(long, default_value_t = 0)]
     sl: u8,
+    /// More streams like `--send`'s, each `LID:SL` (its own `--packets`, at `--rate`).
+    #[arg(long, value_parser = parse_flow)]
+    flow: Vec<(u16, u8)>,
     /// Packets per second (0: as fast as credits allow).
     #[arg(long, default_value_t = 0)]
     rate: u64,
+    /// The port's line rate in Mb/s, counting the Ethernet frames it writes (0: as fast as the link takes them).
+    #[arg(long, default_value_t = 0)]
+    line_rate_mbps: u64,
     /// Take at most this many received packets a second (0: no limit): a slow receiver.
     #[arg(long, default_value_t = 0)]
     read_pps: u64,
     /// Stop after this many seconds (0: at SIGTERM or SIGINT, or when the ping is done).
     #[arg(long, default_value_t = 0.0)]
     for_secs: f64,
+}
+
+fn parse_flow(text: &str) -> Result<(u16, u8), String> {
+    let bad = || format!("bad flow {text:?}: LID:SL");
+    let (lid, sl) = text.split_once(':').ok_or_else(bad)?;
+    let sl: u8 = sl.parse().map_err(|_| bad())?;
+    if sl > 15 {
+        return Err(bad());
+    }
+    Ok((lid.parse().map_err(|_| bad())?, sl))
 }
 
 fn parse_guid(text: &str) -> Result<u64, String> {
@@ -283,6 +299,8 @@ fn run_ib(args: IbArgs) -> ExitCode {
         count: args.count,
         interval: Duration::from_millis(args.interval_ms),
         send: args.send,
+        flows: args.flow,
+        line_rate_bps: (args.line_rate_mbps > 0).then_some(args.line_rate_mbps * 1_000_000),
         packets: args.packets,
         size: args.size,
         sl: args.sl,

@@ -4,7 +4,10 @@
 //!
 //! It always answers SMPs and echoes pings. What else it does is chosen by
 //! options: `--ping LID` (ibping-like round trips), `--send LID` (a stream
-//! of sequence-numbered packets, as fast as credits allow or at `--rate`),
+//! of sequence-numbered packets, as fast as credits allow or at `--rate`;
+//! `--flow LID:SL` adds streams, each on its own SL and so its own VL and
+//! credits), `--line-rate-mbps` (the port's line rate: a fast sender into
+//! a slower fabric),
 //! `--read-pps` (a slow reader: take at most that many packets a second,
 //! the rest wait in the receive buffer holding their credit). It reports
 //! JSON lines on stdout: `lid` when the port gets a LID, `pong` per reply,
@@ -46,8 +49,12 @@ pub struct Options {
     pub ping_file: Option<std::path::PathBuf>,
     pub count: u32,
     pub interval: Duration,
-    /// Send a stream of packets to this LID.
+    /// Send a stream of packets to this LID (on `sl`).
     pub send: Option<u16>,
+    /// More streams: (LID, SL).
+    pub flows: Vec<(u16, u8)>,
+    /// The port's line rate in bits per second.
+    pub line_rate_bps: Option<u64>,
     pub packets: u64,
     /// Payload bytes per packet (a multiple of 4, at least 8).
     pub size: usize,
@@ -79,6 +86,11 @@ struct StreamStats {
     next_seq: u64,
     gaps: u64,
     out_of_order: u64,
+    /// Payload bytes, and when the first and last packets were taken (ns
+    /// since start): the stream's goodput.
+    bytes: u64,
+    first_ns: u64,
+    last_ns: u64,
 }
 
 /// ibping: `count` round trips to each target in turn.
@@ -123,6 +135,7 @@ impl Pinger {
 
 struct Sender {
     lid: u16,
+    sl: u8,
     sent: u64,
     started: Option<Instant>,
     done: bool,
@@ -143,6 +156,7 @@ pub fn run(options: Options) -> std::io::Result<()> {
         mtu: options.mtu,
         buffer_blocks: options.buffer_blocks,
         flow_control_refresh_ns: 50_000_000,
+        line_rate_bps: options.line_rate_bps,
     })
     .map_err(|e| std::io::Error::other(e.to_string()))?;
     let start = Instant::now();
@@ -161,7 +175,9 @@ pub fn run(options: Options) -> std::io::Result<()> {
     let mut pinger = (!options.ping.is_empty()).then(|| Pinger::new(0, options.ping.clone()));
     let mut ping_text = String::new();
     let mut rounds = 0;
-    let mut sender = options.send.map(|lid| Sender { lid, sent: 0, started: None, done: false });
+    let flows = options.send.map(|lid| (lid, options.sl)).into_iter().chain(options.flows.iter().copied());
+    let mut senders: Vec<Sender> =
+        flows.map(|(lid, sl)| Sender { lid, sl, sent: 0, started: None, done: false }).collect();
     let mut read_allowance = 0.0f64;
     let mut last_read = Instant::now();
     let deadline = (options.for_secs > 0.0).then(|| start + Duration::from_secs_f64(options.for_secs));
@@ -219,6 +235,12 @@ pub fn run(options: Options) -> std::io::Result<()> {
             } else if body.len() >= 12 && body[..4] == DATA_MAGIC {
                 let seq = u64::from_be_bytes(body[4..12].try_into().unwrap());
                 let stream = streams.entry(packet.slid).or_default();
+                let at = now();
+                if stream.received == 0 {
+                    stream.first_ns = at;
+                }
+                stream.last_ns = at;
+                stream.bytes += body.len() as u64;
                 stream.received += 1;
                 if seq > stream.next_seq {
                     stream.gaps += seq - stream.next_seq;
@@ -269,40 +291,44 @@ pub fn run(options: Options) -> std::io::Result<()> {
             && (pinger.replies == options.count || Instant::now() >= pinger.next_at + Duration::from_secs(2))
         {
             pinger.summarize();
-            if pinger.target().is_none() && sender.is_none() && options.for_secs == 0.0 && options.ping_file.is_none() {
+            if pinger.target().is_none() && senders.is_empty() && options.for_secs == 0.0 && options.ping_file.is_none()
+            {
                 break;
             }
         }
 
-        if let Some(sender) = &mut sender
-            && !sender.done
-            && hca.lid() != 0
-            && hca.link_ready()
-        {
-            let started = *sender.started.get_or_insert_with(Instant::now);
-            loop {
-                if sender.sent == options.packets {
-                    sender.done = true;
-                    let elapsed = started.elapsed().as_secs_f64();
-                    let counters = hca.counters();
-                    emit(json!({"event": "send_summary", "to": sender.lid, "sent": sender.sent,
-                        "elapsed_s": elapsed, "pps": sender.sent as f64 / elapsed.max(1e-9),
-                        "xmit_wait": counters.xmit_wait}));
-                    break;
-                }
-                if options.rate > 0 {
-                    let due = (started.elapsed().as_secs_f64() * options.rate as f64) as u64;
-                    if sender.sent >= due {
-                        break;
+        // The streams, a packet each in turn while credit and the line
+        // allow: a stream whose VL has no credit does not hold the others.
+        if hca.lid() != 0 && hca.link_ready() {
+            let mut progress = true;
+            while progress {
+                progress = false;
+                for sender in senders.iter_mut().filter(|s| !s.done) {
+                    let started = *sender.started.get_or_insert_with(Instant::now);
+                    if sender.sent == options.packets {
+                        sender.done = true;
+                        let elapsed = started.elapsed().as_secs_f64();
+                        emit(json!({"event": "send_summary", "to": sender.lid, "sl": sender.sl, "sent": sender.sent,
+                            "elapsed_s": elapsed, "pps": sender.sent as f64 / elapsed.max(1e-9),
+                            "xmit_wait": hca.counters().xmit_wait}));
+                        continue;
                     }
-                }
-                payload[..4].copy_from_slice(&DATA_MAGIC);
-                payload[4..12].copy_from_slice(&sender.sent.to_be_bytes());
-                match hca.send(now(), sender.lid, options.sl, &payload, &mut tx) {
-                    Ok(()) => sender.sent += 1,
-                    Err(SendError::NoCredit | SendError::LinkDown | SendError::NotActive) => break,
-                    Err(SendError::BadLength) => {
-                        return Err(std::io::Error::other(format!("--size {}: not a valid payload", options.size)));
+                    if options.rate > 0 && sender.sent >= (started.elapsed().as_secs_f64() * options.rate as f64) as u64
+                    {
+                        continue;
+                    }
+                    payload[..4].copy_from_slice(&DATA_MAGIC);
+                    payload[4..12].copy_from_slice(&sender.sent.to_be_bytes());
+                    match hca.send(now(), sender.lid, sender.sl, &payload, &mut tx) {
+                        Ok(()) => {
+                            sender.sent += 1;
+                            progress = true;
+                        }
+                        Err(SendError::NoCredit | SendError::LineBusy | SendError::LinkDown | SendError::NotActive) => {
+                        }
+                        Err(SendError::BadLength) => {
+                            return Err(std::io::Error::other(format!("--size {}: not a valid payload", options.size)));
+                        }
                     }
                 }
             }
@@ -312,7 +338,10 @@ pub fn run(options: Options) -> std::io::Result<()> {
     let counters = hca.counters();
     let streams: Vec<serde_json::Value> = streams
         .iter()
-        .map(|(slid, s)| json!({"slid": slid, "received": s.received, "gaps": s.gaps, "out_of_order": s.out_of_order}))
+        .map(|(slid, s)| {
+            json!({"slid": slid, "received": s.received, "gaps": s.gaps, "out_of_order": s.out_of_order,
+                "bytes": s.bytes, "first_ns": s.first_ns, "last_ns": s.last_ns})
+        })
         .collect();
     emit(json!({
         "event": "summary",

@@ -17,6 +17,13 @@
 //! none; an Active port does both. A packet longer than the input's MTU or
 //! the output's neighbour MTU is discarded and counted.
 //!
+//! A port may have a line rate ([`IbSwitch::set_port_rate`]): it then sends
+//! no faster than the rate lets the frames carrying its packets onto the
+//! wire ([`crate::shaper::LineRate`], the Ethernet traffic manager's
+//! serialisation clock). A packet waiting for the line is not waiting for
+//! credit: only the latter counts as xmit wait. The caller wakes at
+//! [`IbSwitch::next_transmit_ns`].
+//!
 //! VL15 (management) is not flow controlled: each output port holds one
 //! management packet, and one arriving while it is taken is discarded and
 //! counted (IBA 7.9.4). Management packets for the switch itself are handed
@@ -33,6 +40,7 @@ use super::credit::{ConfigError, FlowControlUpdate, LinkCredits, MAX_DATA_VLS};
 use super::lft::LinearForwardingTable;
 use super::sl2vl::SlToVlTables;
 use super::{MANAGEMENT_VL, blocks};
+use crate::shaper::LineRate;
 
 /// The permissive LID (IBA 4.1.3): any port's SMA accepts it.
 pub const PERMISSIVE_LID: u16 = 0xffff;
@@ -142,6 +150,18 @@ pub struct Transmit {
     pub vl: u8,
 }
 
+/// A port's line rate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRate {
+    pub bits_per_s: u64,
+    /// Bytes each packet carries on the wire beyond LRH, payload and VCRC
+    /// (the Ethernet header and delimiter shim of the IB-like link; the
+    /// preamble, FCS and gap [`LineRate`] adds itself).
+    pub frame_overhead: u32,
+    /// How far a late caller may catch up with back-to-back packets.
+    pub catch_up_ns: u64,
+}
+
 /// PortCounters-like counters (IBA 16.1.3.5). Data is counted in 32-bit
 /// words as IBA does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -183,6 +203,8 @@ struct Port {
     receive_max_len: u32,
     transmit_max_len: u32,
     arbiter: VlArbiter,
+    /// The line's clock and the bytes it adds per packet, when rated.
+    line: Option<(LineRate, u32)>,
     voqs: [VecDeque<Queued>; MAX_DATA_VLS],
     vl15: Option<Queued>,
     counters: PortCounters,
@@ -216,6 +238,7 @@ impl IbSwitch {
             receive_max_len: u32::MAX,
             transmit_max_len: u32::MAX,
             arbiter,
+            line: None,
             voqs: core::array::from_fn(|_| VecDeque::with_capacity(voq_capacity)),
             vl15: None,
             counters: PortCounters::default(),
@@ -267,6 +290,26 @@ impl IbSwitch {
             entry.arbiter = arbiter;
         }
         Ok(())
+    }
+
+    /// Gives `port` a line rate (`None`: as fast as the caller takes
+    /// frames).
+    pub fn set_port_rate(&mut self, port: usize, rate: Option<PortRate>) {
+        if let Some(entry) = self.ports.get_mut(port) {
+            entry.line = rate.map(|r| (LineRate::new(r.bits_per_s, r.catch_up_ns), r.frame_overhead));
+        }
+    }
+
+    /// The earliest time after `now` a rated port with packets queued has
+    /// its line free again, for the caller's timer (a port waiting for
+    /// credit is woken by the flow-control packet that brings it).
+    pub fn next_transmit_ns(&self, now: u64) -> Option<u64> {
+        self.ports
+            .iter()
+            .filter(|port| port.vl15.is_some() || port.voqs.iter().any(|voq| !voq.is_empty()))
+            .filter_map(|port| port.line.as_ref().map(|(line, _)| line.free_at(0)))
+            .filter(|&at| at > now)
+            .min()
     }
 
     /// Sets `port`'s logical state (the SM's PortInfo Sets, a link that went
@@ -425,11 +468,15 @@ impl IbSwitch {
         true
     }
 
-    /// The next packet `out_port` may send now, chosen by VL arbitration
-    /// among the VOQs whose head the downstream receiver has credit for.
-    pub fn poll_transmit(&mut self, out_port: usize) -> Option<Transmit> {
+    /// The next packet `out_port` may send at `now`, chosen by VL
+    /// arbitration among the VOQs whose head the downstream receiver has
+    /// credit for, once the port's line (if rated) is free.
+    pub fn poll_transmit(&mut self, out_port: usize, now: u64) -> Option<Transmit> {
         let port = self.ports.get_mut(out_port)?;
-        let Port { credits, arbiter, voqs, vl15, counters, state, .. } = port;
+        let Port { credits, arbiter, voqs, vl15, counters, state, line, .. } = port;
+        if line.as_ref().is_some_and(|(line, _)| !line.idle(now)) {
+            return None;
+        }
         // What was queued before the port left Active waits for it again.
         let ready = credits.exchanged() && *state == LogicalState::Active;
         let chosen = arbiter.select(|vl| {
@@ -454,6 +501,9 @@ impl IbSwitch {
         };
         counters.xmit_packets += 1;
         counters.xmit_data += u64::from(queued.wire_len / 4);
+        if let Some((line, overhead)) = line {
+            line.send(now, queued.wire_len + *overhead);
+        }
         if vl != MANAGEMENT_VL {
             self.ports[usize::from(queued.in_port)].credits.released(queued.in_vl, queued.blocks);
         }
@@ -596,9 +646,38 @@ mod tests {
         assert_eq!(fabric.switch.receive(0, packet(2, 266)), Received::Dropped(DropReason::MtuExceeded));
         assert_eq!(fabric.switch.counters(1).unwrap().xmit_discards, 1);
         assert_eq!(fabric.switch.receive(0, packet(3, 138)), Received::Queued { out_port: 1, vl: 0 });
-        assert_eq!(fabric.switch.poll_transmit(1), Some(Transmit { handle: 3, vl: 0 }));
+        assert_eq!(fabric.switch.poll_transmit(1, 0), Some(Transmit { handle: 3, vl: 0 }));
         // Every discarded packet's blocks went back to the sender.
         assert_eq!(fabric.switch.credits(0).unwrap().receive_credits(0).unwrap().occupied(), 0);
+    }
+
+    #[test]
+    fn a_rated_port_sends_at_its_line_rate_and_waiting_for_the_line_is_no_xmit_wait() {
+        let mut fabric = Fabric::new(2);
+        fabric.exchange(0, 0);
+        fabric.exchange(1, 0);
+        // 8 Mb/s, one byte a microsecond: a 100-byte packet with 16 bytes of
+        // frame and 24 of preamble, FCS and gap holds the line 140 us.
+        fabric.switch.set_port_rate(1, Some(PortRate { bits_per_s: 8_000_000, frame_overhead: 16, catch_up_ns: 0 }));
+        for handle in 1..=3 {
+            let packet = PacketDesc { handle, vl: 0, sl: 0, dlid: 2, wire_len: 100 };
+            assert!(matches!(fabric.switch.receive(0, packet), Received::Queued { .. }));
+        }
+        assert_eq!(fabric.switch.poll_transmit(1, 0), Some(Transmit { handle: 1, vl: 0 }));
+        assert_eq!(fabric.switch.poll_transmit(1, 0), None, "the line is busy");
+        assert_eq!(fabric.switch.next_transmit_ns(0), Some(140_000));
+        assert_eq!(fabric.switch.poll_transmit(1, 139_999), None);
+        assert_eq!(fabric.switch.poll_transmit(1, 140_000), Some(Transmit { handle: 2, vl: 0 }));
+        assert_eq!(fabric.switch.counters(1).unwrap().xmit_wait, 0, "waiting for the line is not for credit");
+        // Late by more than the catch-up allows (none here): the line starts
+        // from now, it does not send a burst.
+        assert_eq!(fabric.switch.poll_transmit(1, 1_000_000), Some(Transmit { handle: 3, vl: 0 }));
+        assert_eq!(fabric.switch.next_transmit_ns(1_000_000), None, "nothing queued");
+        // Unrated, the port sends whenever credit allows.
+        fabric.switch.set_port_rate(1, None);
+        let packet = PacketDesc { handle: 4, vl: 0, sl: 0, dlid: 2, wire_len: 100 };
+        assert!(matches!(fabric.switch.receive(0, packet), Received::Queued { .. }));
+        assert_eq!(fabric.switch.poll_transmit(1, 1_000_001), Some(Transmit { handle: 4, vl: 0 }));
     }
 
     #[test]
@@ -611,10 +690,10 @@ mod tests {
         assert!(fabric.switch.link_ready(0));
         assert_eq!(fabric.switch.receive(0, packet), Received::Queued { out_port: 1, vl: 0 });
         // Port 1's link is not up: the packet waits, it is not dropped.
-        assert_eq!(fabric.switch.poll_transmit(1), None);
+        assert_eq!(fabric.switch.poll_transmit(1, 0), None);
         assert_eq!(fabric.switch.counters(1).unwrap().xmit_wait, 1);
         fabric.exchange(1, 0);
-        assert_eq!(fabric.switch.poll_transmit(1), Some(Transmit { handle: 1, vl: 0 }));
+        assert_eq!(fabric.switch.poll_transmit(1, 0), Some(Transmit { handle: 1, vl: 0 }));
     }
 
     #[test]
@@ -646,7 +725,7 @@ mod tests {
             while fabric.inject(0, sent, 3, 0, 128) {
                 sent += 1;
             }
-            while let Some(transmit) = fabric.switch.poll_transmit(2) {
+            while let Some(transmit) = fabric.switch.poll_transmit(2, 0) {
                 delivered.push(transmit.handle);
                 fabric.peers[2].received(transmit.vl, 2).unwrap();
             }
@@ -658,7 +737,7 @@ mod tests {
                 fabric.exchange(2, u64::from(round));
             }
         }
-        while let Some(transmit) = fabric.switch.poll_transmit(2) {
+        while let Some(transmit) = fabric.switch.poll_transmit(2, 0) {
             delivered.push(transmit.handle);
         }
         let in_flight = fabric.switch.queued(2, 0) as u32;
@@ -677,18 +756,18 @@ mod tests {
         // Fill port 1's downstream VL0 buffer: nothing more on VL0 goes out.
         for handle in 0..4 {
             assert!(fabric.inject(0, handle, 2, 0, 128));
-            assert!(fabric.switch.poll_transmit(1).is_some());
+            assert!(fabric.switch.poll_transmit(1, 0).is_some());
             fabric.exchange(0, 0);
         }
         assert!(fabric.inject(0, 10, 2, 0, 128));
-        assert_eq!(fabric.switch.poll_transmit(1), None);
+        assert_eq!(fabric.switch.poll_transmit(1, 0), None);
         fabric.exchange(0, 1);
         // Same output, other VL: goes.
         assert!(fabric.inject(0, 11, 2, 1, 128));
-        assert_eq!(fabric.switch.poll_transmit(1), Some(Transmit { handle: 11, vl: 1 }));
+        assert_eq!(fabric.switch.poll_transmit(1, 0), Some(Transmit { handle: 11, vl: 1 }));
         // Other output, same input VL: goes.
         assert!(fabric.inject(0, 12, 3, 0, 128));
-        assert_eq!(fabric.switch.poll_transmit(2), Some(Transmit { handle: 12, vl: 0 }));
+        assert_eq!(fabric.switch.poll_transmit(2, 0), Some(Transmit { handle: 12, vl: 0 }));
         assert_eq!(fabric.switch.queued(1, 0), 1);
     }
 
@@ -715,6 +794,6 @@ mod tests {
         assert_eq!(fabric.switch.receive(0, smp(3, 2)), Received::Queued { out_port: 1, vl: MANAGEMENT_VL });
         assert_eq!(fabric.switch.receive(0, smp(4, 2)), Received::Dropped(DropReason::Vl15Full));
         assert_eq!(fabric.switch.counters(0).unwrap().vl15_dropped, 1);
-        assert_eq!(fabric.switch.poll_transmit(1), Some(Transmit { handle: 3, vl: MANAGEMENT_VL }));
+        assert_eq!(fabric.switch.poll_transmit(1, 0), Some(Transmit { handle: 3, vl: MANAGEMENT_VL }));
     }
 }

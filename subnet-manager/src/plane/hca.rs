@@ -14,6 +14,7 @@ use dataplane::wire::EthernetAddress;
 use dataplane::wire::ib::{LrhRepr, MANAGEMENT_VL, NextHeader};
 use qos::ib::blocks;
 use qos::ib::credit::{ConfigError, LinkCredits};
+use qos::shaper::LineRate;
 
 use super::frames::{self, FrameError, LinkPacket};
 use super::{default_sl_to_vl, describe_port, max_wire_len};
@@ -37,6 +38,9 @@ pub struct HcaConfig {
     pub mtu: u16,
     pub buffer_blocks: u16,
     pub flow_control_refresh_ns: u64,
+    /// The port's line rate in bits per second, counting the Ethernet
+    /// frames it writes (`None`: as fast as the link takes them).
+    pub line_rate_bps: Option<u64>,
 }
 
 /// A data packet taken from the receive buffer.
@@ -52,6 +56,9 @@ pub struct Delivered {
 pub enum SendError {
     /// The link has no credit for it on its VL now: try again later.
     NoCredit,
+    /// The port's line is still sending the previous frames (a rated
+    /// port): try again at [`HcaPlane::line_free_at`].
+    LineBusy,
     /// Flow control is not exchanged yet, or the port is down.
     LinkDown,
     /// The port is up but not Active yet (IBA 7.2: the SM arms it and
@@ -91,6 +98,7 @@ pub struct HcaPlane {
     counters: HcaCounters,
     flow_control_frame: [u8; 64],
     for_sm: Vec<[u8; MAD_LEN]>,
+    line: Option<LineRate>,
 }
 
 /// Writes a frame out of the port; false if it did not take it.
@@ -109,12 +117,13 @@ impl HcaPlane {
             credits,
             agent,
             guids,
-            config,
             carrier: true,
             held: VecDeque::new(),
             counters: HcaCounters::default(),
             flow_control_frame: [0; 64],
             for_sm: Vec::new(),
+            line: config.line_rate_bps.map(|bps| LineRate::new(bps, super::LINE_CATCH_UP_NS)),
+            config,
         })
     }
 
@@ -250,12 +259,18 @@ impl HcaPlane {
         let vl = self.vl_for(sl);
         let lrh = LrhRepr { vl, sl, next_header: NextHeader::Raw, dlid, slid: self.lid(), payload_len: payload.len() };
         let size = blocks(lrh.buffer_len() as u32);
+        if self.line.as_ref().is_some_and(|line| !line.idle(now)) {
+            return Err(SendError::LineBusy);
+        }
         if !self.credits.can_send(vl, size) {
             self.counters.xmit_wait += 1;
             return Err(SendError::NoCredit);
         }
         let frame = frames::data(self.config.mac, &lrh, payload).map_err(|_| SendError::BadLength)?;
         self.credits.sent(vl, size);
+        if let Some(line) = &mut self.line {
+            line.send(now, frame.len() as u32);
+        }
         self.counters.xmit_packets += 1;
         self.counters.xmit_data += (lrh.buffer_len() / 4) as u64;
         tx(&frame);
@@ -278,6 +293,11 @@ impl HcaPlane {
             let len = frames::flow_control(&mut self.flow_control_frame, self.config.mac, update);
             tx(&self.flow_control_frame[..len]);
         }
+    }
+
+    /// When a rated port's line is free for the next frame.
+    pub fn line_free_at(&self) -> Option<u64> {
+        self.line.as_ref().map(|line| line.free_at(0))
     }
 
     pub fn next_timer_ns(&self) -> u64 {

@@ -71,6 +71,22 @@ pub fn logical_state(state: crate::packet::attributes::PortState) -> qos::ib::sw
     }
 }
 
+/// How far behind its clock a rated port may catch up with back-to-back
+/// packets: the caller's wake-ups come late on a loaded machine, and a line
+/// that could not make up for them would send below its rate. As the
+/// Ethernet traffic manager's `TM_CATCH_UP` in `switchd`.
+pub const LINE_CATCH_UP_NS: u64 = 5_000_000;
+
+/// The engine's line rate for a port of `bits_per_s`, counting the Ethernet
+/// header and delimiter shim each packet travels with.
+pub fn port_rate(bits_per_s: u64) -> qos::ib::switch::PortRate {
+    qos::ib::switch::PortRate {
+        bits_per_s,
+        frame_overhead: (frames::ETHERNET_HEADER_LEN + dataplane::wire::ib::SHIM_LEN) as u32,
+        catch_up_ns: LINE_CATCH_UP_NS,
+    }
+}
+
 /// The IB MTUs a port may be given.
 pub const MTUS: [u16; 5] = [256, 512, 1024, 2048, 4096];
 

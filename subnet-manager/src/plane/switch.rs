@@ -30,6 +30,10 @@ pub struct SwitchPortConfig {
     pub data_vls: u8,
     /// IB MTU in bytes: 256, 512, 1024, 2048 or 4096.
     pub mtu: u16,
+    /// The port's line rate in bits per second, counting the Ethernet
+    /// frames that carry its packets (`None`: as fast as the link takes
+    /// them).
+    pub rate_bps: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -144,6 +148,7 @@ impl SwitchPlane {
                 .set_port_vls(usize::from(port.number), port.data_vls, config.buffer_blocks)
                 .map_err(SwitchConfigError::Credits)?;
             engine.set_port_max_len(usize::from(port.number), max_wire_len(port.mtu), max_wire_len(port.mtu));
+            engine.set_port_rate(usize::from(port.number), port.rate_bps.map(super::port_rate));
             ports[usize::from(port.number)] = Some(*port);
         }
         let count = usize::from(num_ports) + 1;
@@ -310,6 +315,12 @@ impl SwitchPlane {
     pub fn next_timer_ns(&self) -> u64 {
         let agent = [self.agent.next_trap_ns(), self.agent.next_lease_expiry_ns()];
         agent.into_iter().flatten().fold(self.engine.next_timer_ns(), u64::min)
+    }
+
+    /// When a rated port's line is next free for what waits for it (after
+    /// `now`), if anything does.
+    pub fn next_transmit_ns(&self, now: u64) -> Option<u64> {
+        self.engine.next_transmit_ns(now)
     }
 
     /// Sends an SMP from the SM on this switch: a directed route starts at
@@ -551,7 +562,7 @@ impl SwitchPlane {
             if !self.carrier[number] {
                 continue;
             }
-            while let Some(out) = self.engine.poll_transmit(number) {
+            while let Some(out) = self.engine.poll_transmit(number, now) {
                 let frame = self.frames.get_mut(out.handle);
                 frames::relay(frame, self.mac, out.vl);
                 if !tx(number as u8, frame) {

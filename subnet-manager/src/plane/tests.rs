@@ -44,7 +44,10 @@ impl Lab {
                 guid,
                 description: format!("sw{guid:x}"),
                 mac: mac(guid as u8),
-                ports: ports.iter().map(|&number| SwitchPortConfig { number, data_vls, mtu: 1024 }).collect(),
+                ports: ports
+                    .iter()
+                    .map(|&number| SwitchPortConfig { number, data_vls, mtu: 1024, rate_bps: None })
+                    .collect(),
                 buffer_blocks,
                 flow_control_refresh_ns: REFRESH_NS,
             })
@@ -59,6 +62,7 @@ impl Lab {
                 mtu: 1024,
                 buffer_blocks,
                 flow_control_refresh_ns: REFRESH_NS,
+                line_rate_bps: None,
             })
             .unwrap()
         };

@@ -238,6 +238,11 @@ pub struct PortFile {
     /// headers must fit `mtu`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ib_mtu: Option<u16>,
+    /// IB mode: the port's line rate (`50M`, `10G` or bits per second),
+    /// counting the Ethernet frames its packets travel in; default: as fast
+    /// as the link takes them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ib_rate: Option<super::qos::SpeedFile>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,7 +4,7 @@
 //!
 //! ```yaml
 //! ports:
-//!   - { name: eth1, mode: ib, data_vls: 4, ib_mtu: 1024 }
+//!   - { name: eth1, mode: ib, data_vls: 4, ib_mtu: 1024, ib_rate: 50M }
 //! ib:
 //!   guid: 0x0002c90300000100   # default: from the switch name
 //!   buffer_blocks: 64          # receive buffer per data VL per port, 64-byte blocks
@@ -52,6 +52,8 @@ pub struct IbPort {
     pub data_vls: u8,
     /// IB MTU in bytes: the largest payload of a data packet.
     pub mtu: u16,
+    /// Line rate in bits per second (`None`: unrated).
+    pub rate_bps: Option<u64>,
 }
 
 /// The validated `ib:` section (present whenever a port is in `mode: ib`).
@@ -84,7 +86,11 @@ pub(super) fn check_port(errors: &mut Vec<ConfigError>, file: &ConfigFile, i: us
     let at = |field: &str| format!("ports[{i}].{field}");
     let mut error = |path: String, reason: String| errors.push(ConfigError { path, line: None, reason });
     if port.mode != ModeKind::Ib {
-        for (field, set) in [("data_vls", port.data_vls.is_some()), ("ib_mtu", port.ib_mtu.is_some())] {
+        for (field, set) in [
+            ("data_vls", port.data_vls.is_some()),
+            ("ib_mtu", port.ib_mtu.is_some()),
+            ("ib_rate", port.ib_rate.is_some()),
+        ] {
             if set {
                 error(at(field), "only valid on a port in mode ib".into());
             }
@@ -123,7 +129,15 @@ pub(super) fn check_port(errors: &mut Vec<ConfigError>, file: &ConfigFile, i: us
     if port.kind != super::PortKind::Afpacket {
         error(at("kind"), "IB-like ports are AF_PACKET ports".into());
     }
-    Some(IbPort { data_vls, mtu })
+    let rate_bps = match port.ib_rate.as_ref().map(|rate| rate.bits_per_second()) {
+        Some(Err(reason)) => {
+            error(at("ib_rate"), reason);
+            None
+        }
+        Some(Ok(bps)) => Some(bps),
+        None => None,
+    };
+    Some(IbPort { data_vls, mtu, rate_bps })
 }
 
 /// Checks the `ib:` section; `has_ib_ports` says whether any port uses it.

@@ -307,11 +307,11 @@ fn redirects_are_a_routed_port_setting() {
 #[test]
 fn ib_ports_and_the_embedded_sm_validate() {
     let config = Config::from_yaml(
-        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 2, ib_mtu: 512 }\n  - { name: eth2, mode: ib }\n  - { name: eth3, mode: access, vlan: 10 }\nvlans: [{ id: 10 }]\nib:\n  guid: 0x100\n  sm: { priority: 3, engine: [updn, minhop] }\n",
+        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 2, ib_mtu: 512, ib_rate: 50M }\n  - { name: eth2, mode: ib }\n  - { name: eth3, mode: access, vlan: 10 }\nvlans: [{ id: 10 }]\nib:\n  guid: 0x100\n  sm: { priority: 3, engine: [updn, minhop] }\n",
     )
     .unwrap();
-    assert_eq!(config.ports[0].mode, PortMode::Ib(ib::IbPort { data_vls: 2, mtu: 512 }));
-    assert_eq!(config.ports[1].mode, PortMode::Ib(ib::IbPort { data_vls: 4, mtu: 1024 }));
+    assert_eq!(config.ports[0].mode, PortMode::Ib(ib::IbPort { data_vls: 2, mtu: 512, rate_bps: Some(50_000_000) }));
+    assert_eq!(config.ports[1].mode, PortMode::Ib(ib::IbPort { data_vls: 4, mtu: 1024, rate_bps: None }));
     let ib = config.ib.as_ref().unwrap();
     assert_eq!((ib.guid, ib.buffer_blocks), (0x100, ib::DEFAULT_BUFFER_BLOCKS));
     let sm = ib.sm.as_ref().unwrap();
@@ -325,13 +325,15 @@ fn ib_ports_and_the_embedded_sm_validate() {
 #[test]
 fn bad_ib_settings_are_refused_naming_the_field() {
     let e = errors(
-        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 3, vlan: 10 }\n  - { name: eth2, mode: ib, ib_mtu: 4096 }\n  - { name: eth3, mode: routed, data_vls: 2 }\nib:\n  buffer_blocks: 5000\n  sm: { priority: 16, engine: [fastest] }\n",
+        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 3, vlan: 10 }\n  - { name: eth2, mode: ib, ib_mtu: 4096, ib_rate: fast }\n  - { name: eth3, mode: routed, data_vls: 2, ib_rate: 1G }\nib:\n  buffer_blocks: 5000\n  sm: { priority: 16, engine: [fastest] }\n",
     );
     for path in [
         "ports[0].data_vls",
         "ports[0].vlan",
         "ports[1].ib_mtu",
+        "ports[1].ib_rate",
         "ports[2].data_vls",
+        "ports[2].ib_rate",
         "ib.buffer_blocks",
         "ib.sm.priority",
         "ib.sm.engine[0]",

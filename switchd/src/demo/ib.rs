@@ -95,6 +95,7 @@ impl IbDemo {
                     mtu: 1024,
                     buffer_blocks: 64,
                     flow_control_refresh_ns: crate::ib::FLOW_CONTROL_REFRESH_NS,
+                    line_rate_bps: None,
                 })
                 .expect("HCA config")
             })

@@ -59,7 +59,12 @@ impl IbRuntime {
                 format!("{}: an IB-like port needs a number below 255 (IBA port numbers are 8 bits)", port.name)
             })?;
             let pipeline = index(&port.name);
-            ports.push(SwitchPortConfig { number, data_vls: settings.data_vls, mtu: settings.mtu });
+            ports.push(SwitchPortConfig {
+                number,
+                data_vls: settings.data_vls,
+                mtu: settings.mtu,
+                rate_bps: settings.rate_bps,
+            });
             if number_of.len() <= usize::from(pipeline) {
                 number_of.resize(usize::from(pipeline) + 1, None);
             }
@@ -115,6 +120,12 @@ impl IbRuntime {
         if let Some(sm) = &mut self.sm {
             sm.link_changed(now);
         }
+    }
+
+    /// When the loop must wake for a rated port's line to send what waits
+    /// for it.
+    pub fn next_wakeup(&self, now: u64) -> Option<u64> {
+        self.plane.next_transmit_ns(now)
     }
 
     fn run_sm(&mut self, now: u64, tx: &mut Transmit<'_>) {
