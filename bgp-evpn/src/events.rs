@@ -7,6 +7,7 @@ use std::collections::VecDeque;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 
+use ipnetwork::IpNetwork;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::Serialize;
 
@@ -272,6 +273,26 @@ impl Speaker {
             && self.peers[id].as_ref().is_some_and(|p| p.config.bfd)
         {
             self.fsm_event(now, id, Event::BfdDown(why.to_string()));
+        }
+    }
+
+    /// Fast external fallover: `interface` went down, so the eBGP
+    /// sessions that run directly over it (unnumbered on it, or to an
+    /// address in one of its `subnets`) go at once, as FRR and EOS do by
+    /// default, instead of after the hold time. iBGP sessions, usually
+    /// between loopbacks, may reroute and are left to their timers.
+    pub fn interface_down(&mut self, now: u64, interface: &str, subnets: &[IpNetwork]) {
+        let external_on_link = |peer: &Peer| {
+            let config = &peer.config;
+            let external = config.remote_as_external || config.remote_as != self.config.asn;
+            let on_link = config.interface.as_deref() == Some(interface)
+                || subnets.iter().any(|net| net.contains(config.address));
+            external && on_link
+        };
+        let down: Vec<PeerId> =
+            self.peer_ids().filter(|&id| self.peers[id].as_ref().is_some_and(external_on_link)).collect();
+        for id in down {
+            self.fsm_event(now, id, Event::InterfaceDown);
         }
     }
 

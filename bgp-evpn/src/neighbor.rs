@@ -150,6 +150,10 @@ pub enum Event {
     /// The BFD session protecting this one left Up (RFC 5882 section
     /// 10.2); the text says why (the BFD diagnostic).
     BfdDown(String),
+    /// The interface under this directly connected session went down: the
+    /// session goes at once instead of waiting out the hold time (FRR's and
+    /// EOS's default "fast external fallover").
+    InterfaceDown,
 }
 
 #[allow(clippy::large_enum_variant)]
@@ -350,6 +354,17 @@ impl Neighbor {
                         Notification::cease(cease_subcode::BFD_DOWN),
                         &format!("BFD down ({why})"),
                     );
+                }
+            }
+            Event::InterfaceDown => {
+                // No NOTIFICATION: the link it would leave by is gone. Not
+                // graceful either: the peer did not restart, the path to it
+                // failed, so its routes go now rather than stay stale.
+                if let Some(c) = self.collision.take() {
+                    self.close(c);
+                }
+                if self.state >= State::OpenSent {
+                    self.drop_session(now, "interface down");
                 }
             }
             Event::TcpConnected(c) => self.on_connected(now, c),

@@ -8,6 +8,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::{Duration, Instant};
 
+use ipnetwork::IpNetwork;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -44,6 +45,7 @@ enum Command {
     RemoveNetwork(Nlri),
     StopPeer(IpAddr),
     StartPeer(IpAddr),
+    InterfaceDown(String, Vec<IpNetwork>),
     LocalMac(u32, MacAddr, bool),
     LocalNeighbor(u32, IpAddr, Option<MacAddr>),
     Evpn(oneshot::Sender<EvpnState>),
@@ -151,6 +153,13 @@ impl BgpSpeaker {
 
     pub async fn start_peer(&self, addr: IpAddr) {
         let _ = self.commands.send(Command::StartPeer(addr)).await;
+    }
+
+    /// The port under `interface` (with these subnets) lost its link: the
+    /// eBGP sessions directly over it drop now (fast external fallover,
+    /// [`Speaker::interface_down`]).
+    pub async fn interface_down(&self, interface: &str, subnets: Vec<IpNetwork>) {
+        let _ = self.commands.send(Command::InterfaceDown(interface.to_owned(), subnets)).await;
     }
 
     /// Sends Cease/Administrative Shutdown to every peer and stops.
@@ -489,6 +498,7 @@ async fn run(
                     }
                     Command::StopPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.stop_peer(now, p) },
                     Command::StartPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.start_peer(now, p) },
+                    Command::InterfaceDown(name, subnets) => d.speaker.interface_down(now, &name, &subnets),
                     Command::Shutdown(tx) => {
                         d.speaker.shutdown(now);
                         d.flush();

@@ -255,7 +255,7 @@ fn steady_state_allocates_nothing() {
             "neighbour miss, its queue full",
             0,
             &unresolved,
-            Disposition::Dropped(dataplane::pipeline::DropReason::NeighborMiss),
+            Disposition::Dropped(dataplane::pipeline::DropReason::NeighborQueueFull),
         ),
         ("garbage", 0, &[0xffu8; 9], Disposition::Dropped(dataplane::pipeline::DropReason::Malformed)),
     ];

@@ -238,10 +238,19 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         })
         .collect();
     let mut pairs = None;
-    loop {
+    for pass in 1.. {
+        let pass_started = Instant::now();
         let (tried, failed) = ping_round(&pending);
         pairs.get_or_insert(tried);
         pending = failed;
+        let unanswered: usize = pending.iter().map(|(_, a)| a.len()).sum();
+        let sample: Vec<String> =
+            pending.iter().flat_map(|(ns, a)| a.iter().map(move |a| format!("{ns} -> {a}"))).take(4).collect();
+        eprintln!(
+            "all-pairs ping, pass {pass}: {tried} pairs tried, {unanswered} unanswered ({:.2} s) {}",
+            pass_started.elapsed().as_secs_f64(),
+            sample.join(", ")
+        );
         if pending.is_empty() {
             break;
         }

@@ -55,6 +55,11 @@ const LOSSLESS_POOL_MIN: usize = 8 << 20;
 const LOSSLESS_PORT: &str = ", mtu: 9100, speed: 100M, cable-length: 5";
 /// The links' MTU in a lossless lab (both veth ends).
 pub const LOSSLESS_MTU: u32 = 9100;
+/// What a generated rail fabric's switches reserve: lab-sized tables and
+/// rings (128 + 32 slots of a 1500-byte port: 320 KiB, against 10 MiB by
+/// default), so that a hundred switches fit one machine. See switchd's
+/// `config/resources.rs`.
+pub const LAB_RESOURCES: &str = "profile: small\nport_rings: { rx_kib: 256, tx_kib: 64 }\n";
 /// The first host address in a leaf's subnet.
 const FIRST_HOST: usize = 10;
 
@@ -117,6 +122,7 @@ impl AiRail {
         }
         let mut clos = Clos::new(name, spines);
         clos.lossless = true;
+        clos.resources = LAB_RESOURCES;
         // Leaf (group, rail) is leaf number group * rails + rail.
         for group in 0..groups {
             for rail in 0..rails {
@@ -254,6 +260,9 @@ struct Clos {
     frr_leaves: std::collections::BTreeSet<usize>,
     nodes: BTreeMap<String, Node>,
     links: Vec<Link>,
+    /// Top-level YAML every switchd config gets after its name (table and
+    /// ring sizes); empty for the defaults.
+    resources: &'static str,
 }
 
 impl Clos {
@@ -272,6 +281,7 @@ impl Clos {
             frr_leaves: Default::default(),
             nodes: BTreeMap::new(),
             links: Vec::new(),
+            resources: "",
         }
     }
 
@@ -380,7 +390,8 @@ impl Clos {
         let mut fabric_links = Vec::new();
         for spine in 0..self.spines {
             let name = format!("spine{}", spine + 1);
-            let mut yaml = format!("name: {name}\nloopback: [{}/32]\nports:\n", self.loopback(spine + 1));
+            let mut yaml =
+                format!("name: {name}\n{}loopback: [{}/32]\nports:\n", self.resources, self.loopback(spine + 1));
             let mut neighbors = String::new();
             for leaf in 0..leaves {
                 let port = format!("eth{}", leaf + 1);
@@ -418,7 +429,7 @@ impl Clos {
             if frr {
                 files.insert(format!("{}/{name}.frr.conf", self.name), self.frr_leaf_config(leaf, asn, loopback, &p2p));
             } else {
-                let mut yaml = format!("name: {name}\nloopback: [{loopback}/32]\nports:\n");
+                let mut yaml = format!("name: {name}\n{}loopback: [{loopback}/32]\nports:\n", self.resources);
                 let mut neighbors = String::new();
                 for spine in 0..self.spines {
                     let _ = writeln!(

@@ -5,6 +5,7 @@ pub mod check;
 pub mod evpn;
 pub mod fabric_host;
 pub mod generate;
+pub mod host_limits;
 pub mod hosts;
 pub mod lossless;
 pub mod netns;

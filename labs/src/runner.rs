@@ -274,6 +274,9 @@ impl Lab {
                 failed: false,
             });
         }
+        for raised in crate::host_limits::fit_neighbor_tables(lab.nodes.len())? {
+            eprintln!("raised {raised} (the kernel's neighbour table is shared by every namespace)");
+        }
         // Recorded before anything is made: destroy works from here on.
         lab.save()?;
         let result = lab.bring_up(&resolved);
@@ -287,10 +290,12 @@ impl Lab {
     }
 
     fn bring_up(&mut self, resolved: &[crate::topology::ResolvedNode]) -> Result<(), String> {
-        for node in &self.nodes {
-            run("ip", &["netns", "add", &node.namespace])?;
-            run("ip", &["-n", &node.namespace, "link", "set", "lo", "up"])?;
-        }
+        // One `ip` for every namespace, one for every veth, then one per
+        // node for its interfaces and one for its exec lines, a few nodes at
+        // a time: an `ip` per namespace, interface and line, one after
+        // another, was most of a large lab's deploy time.
+        let namespaces: String = self.nodes.iter().map(|node| format!("netns add {}\n", node.namespace)).collect();
+        run_ip_batch(&namespaces, None)?;
         // Made directly in their namespaces, so names like eth1 never meet
         // in the root namespace.
         let mut batch = String::new();
@@ -306,21 +311,21 @@ impl Lab {
                 a.interface, b.interface
             );
         }
-        run_ip_batch(&batch)?;
-        for (a, b) in &self.links {
-            for end in [a, b] {
-                run("ip", &["-n", &namespace(&self.name, &end.node), "link", "set", &end.interface, "up"])?;
-            }
-        }
+        run_ip_batch(&batch, None)?;
+        let mut setups = Vec::new();
         for node in resolved {
-            let state = self.node(&node.name)?.clone();
+            let mut interfaces = String::from("link set lo up\n");
+            for end in self.links.iter().flat_map(|(a, b)| [a, b]).filter(|end| end.node == node.name) {
+                let _ = writeln!(interfaces, "link set {} up", end.interface);
+            }
+            setups.push((node, self.node(&node.name)?.namespace.clone(), interfaces));
+        }
+        run_bounded(&setups, SETUP_PARALLELISM, |(node, namespace, interfaces)| {
+            run_ip_batch(interfaces, Some(namespace)).map_err(|e| format!("node {}: {e}", node.name))?;
             // Hosts keep the kernel's default offloads, as containerlab leaves
             // them: switchd's ports cut their TSO super-frames to the MTU.
-            for line in &node.exec {
-                run("ip", &["netns", "exec", &state.namespace, "sh", "-c", line])
-                    .map_err(|e| format!("node {} exec {line:?}: {e}", node.name))?;
-            }
-        }
+            run_script(namespace, &node.exec).map_err(|e| format!("node {} exec: {e}", node.name))
+        })?;
         for i in 0..self.nodes.len() {
             if self.nodes[i].role != Role::Host {
                 self.start_node(i)?;
@@ -571,11 +576,57 @@ fn write_switchd_config(source: &Path, runtime: &Path, socket: &Path) -> Result<
     std::fs::write(runtime, text).map_err(|e| format!("{}: {e}", runtime.display()))
 }
 
-fn run_ip_batch(batch: &str) -> Result<(), String> {
+/// Nodes set up at once during deploy.
+const SETUP_PARALLELISM: usize = 8;
+
+/// Runs `job` on every item, `parallelism` at a time; the first error.
+fn run_bounded<T: Sync>(
+    items: &[T],
+    parallelism: usize,
+    job: impl Fn(&T) -> Result<(), String> + Sync,
+) -> Result<(), String> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let errors = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..parallelism.min(items.len()) {
+            scope.spawn(|| {
+                while let Some(item) = items.get(next.fetch_add(1, std::sync::atomic::Ordering::Relaxed)) {
+                    if let Err(error) = job(item) {
+                        errors.lock().unwrap_or_else(|e| e.into_inner()).push(error);
+                    }
+                }
+            });
+        }
+    });
+    match errors.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().next() {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Runs a node's exec lines in its namespace, in one shell that stops at
+/// the first failing line.
+fn run_script(namespace: &str, lines: &[String]) -> Result<(), String> {
+    if lines.is_empty() {
+        return Ok(());
+    }
+    let script = lines.join("\n");
+    let out = Command::new("ip")
+        .args(["netns", "exec", namespace, "sh", "-ec", &script])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
+}
+
+/// `ip -batch`, in `namespace` if given.
+fn run_ip_batch(batch: &str, namespace: Option<&str>) -> Result<(), String> {
     if batch.is_empty() {
         return Ok(());
     }
+    let netns = namespace.map(|ns| ["-n", ns]);
     let mut child = Command::new("ip")
+        .args(netns.iter().flatten())
         .args(["-batch", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())

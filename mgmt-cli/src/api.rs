@@ -265,6 +265,10 @@ pub struct Counters {
     pub tx_bytes: u64,
     pub rx_drops: u64,
     pub tx_drops: u64,
+    /// Frames the kernel dropped before the switch saw them: the port's
+    /// AF_PACKET receive ring was full (`PACKET_STATISTICS` tp_drops).
+    #[serde(default)]
+    pub rx_ring_drops: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -100,7 +100,7 @@ impl Render for Vec<Interface> {
                 c.rx_bytes.to_string(),
                 c.tx_packets.to_string(),
                 c.tx_bytes.to_string(),
-                (c.rx_drops + c.tx_drops).to_string(),
+                (c.rx_drops + c.tx_drops + c.rx_ring_drops).to_string(),
             ]);
         }
         table.render()
@@ -786,12 +786,24 @@ mod tests {
             mode: "access 10".into(),
             addresses: vec![],
             mac: None,
-            counters: Counters { rx_packets: 5, rx_bytes: 420, tx_packets: 7, tx_bytes: 600, rx_drops: 1, tx_drops: 1 },
+            counters: Counters {
+                rx_packets: 5,
+                rx_bytes: 420,
+                tx_packets: 7,
+                tx_bytes: 600,
+                rx_drops: 1,
+                tx_drops: 1,
+                rx_ring_drops: 2,
+            },
         }]);
         let text = reply.render();
         let row = text.lines().nth(2).unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cells, ["eth1", "afpacket", "up", "down", "9100", "access", "10", "-", "5", "420", "7", "600", "2"]);
+        assert_eq!(
+            cells,
+            ["eth1", "afpacket", "up", "down", "9100", "access", "10", "-", "5", "420", "7", "600", "4"],
+            "ring drops count with the others"
+        );
     }
 
     fn hop(ip: &str, interface: &str, active: bool) -> IpRouteNextHop {

@@ -9,7 +9,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use dataplane::pipeline::{PortId, SwitchConfig};
+use dataplane::pipeline::PortId;
 use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
 use sai_shim::backend::soft::SoftBackend;
 use sai_shim::{Backend, Sai};
@@ -73,6 +73,12 @@ pub struct LldpPort {
 pub trait RunningForwarding: FollowsConfig {
     /// Stops it and removes what it created (TAPs, threads, addresses).
     fn stop(&mut self);
+
+    /// Its port adapters' counters (kernel ring drops...), when it has
+    /// adapters of its own.
+    fn io_stats(&self) -> Option<crate::mgmt::IoStatsHandle> {
+        None
+    }
 }
 
 impl FollowsConfig for Box<dyn RunningForwarding> {
@@ -90,8 +96,8 @@ impl FollowsConfig for Box<dyn RunningForwarding> {
 impl DaemonBackend for SoftBackend {
     const NAME: &'static str = "soft";
 
-    fn for_config(_config: &Config) -> Result<SoftBackend, RunError> {
-        Ok(SoftBackend::new(SwitchConfig::default()))
+    fn for_config(config: &Config) -> Result<SoftBackend, RunError> {
+        Ok(SoftBackend::new(config.profile.switch_config()))
     }
 
     fn start_forwarding(

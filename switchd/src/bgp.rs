@@ -11,7 +11,8 @@
 //! connected subnets (given here from the config).
 
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -19,12 +20,14 @@ use bgp_evpn::events::{PeerSummary, RouteView};
 use bgp_evpn::packet::{Family, Nlri};
 use bgp_evpn::sink::{QueueSink, TableSink, Tee, to_network};
 use bgp_evpn::{BgpConfig, BgpSpeaker, RouteSink};
+use ipnetwork::IpNetwork;
 use mgmt_cli::api;
 use sai_shim::backend::soft::SoftBackend;
-use sai_shim::{Backend, Sai};
+use sai_shim::{Backend, Notification, ObjectId, Sai, Subscription};
 
 use crate::apply::Applied;
-use crate::config::{Config, L3Interface};
+use crate::config::{Config, L3Interface, PortMode};
+use crate::mgmt::SwitchView;
 
 #[cfg(test)]
 type Shim = Sai<SoftBackend>;
@@ -101,6 +104,46 @@ pub async fn start<B: Backend + Send + 'static>(
         runtime: tokio::runtime::Handle::current(),
         install_errors,
     })
+}
+
+/// How often port state changes are taken from the shim.
+const FALLOVER_INTERVAL: Duration = Duration::from_millis(20);
+
+/// Fast external fallover (FRR's and EOS's default): a port that loses its
+/// link takes the eBGP sessions directly over it down at once, so routes
+/// through it go in the time port-down detection takes, not the hold time.
+pub async fn run_fallover<B: Backend>(
+    subscription: Subscription,
+    view: Arc<RwLock<SwitchView<B>>>,
+    speaker: Arc<BgpSpeaker>,
+) {
+    let mut tick = tokio::time::interval(FALLOVER_INTERVAL);
+    loop {
+        tick.tick().await;
+        for notification in subscription.drain() {
+            let Notification::PortOperStatus { port, up: false } = notification else { continue };
+            let under = {
+                let view = view.read().unwrap_or_else(|e| e.into_inner());
+                interface_of_port(&view.config, &view.applied, port)
+            };
+            if let Some((interface, subnets)) = under {
+                tracing::info!(%interface, "link down: dropping the eBGP sessions over it");
+                speaker.interface_down(&interface, subnets).await;
+            }
+        }
+    }
+}
+
+/// The host interface a session over `port` runs on, and the port's
+/// subnets (where its directly connected neighbours are).
+fn interface_of_port(config: &Config, applied: &Applied, port: ObjectId) -> Option<(String, Vec<IpNetwork>)> {
+    let (name, _) = applied.ports.iter().find(|(_, objects)| objects.port == port)?;
+    let port = config.ports.iter().find(|p| &p.name == name)?;
+    let subnets = match &port.mode {
+        PortMode::Routed { addresses } => addresses.clone(),
+        _ => Vec::new(),
+    };
+    Some((crate::hostif::port_host_name(name), subnets))
 }
 
 pub fn family(f: api::AddressFamily) -> Family {
@@ -495,6 +538,7 @@ ports:
             bgp: Some(bgp),
             now: Arc::new(|| 0),
             ib: None,
+            io_stats: Default::default(),
         };
         let ask = |request: Request| {
             let view = view.clone();

@@ -6,6 +6,7 @@ pub mod bgp;
 pub mod file;
 pub mod ib;
 pub mod qos;
+pub mod resources;
 mod validate;
 
 use ipnetwork::IpNetwork;
@@ -25,6 +26,10 @@ pub struct Config {
     pub log_level: Option<LogLevel>,
     pub socket: PathBuf,
     pub lldp: Lldp,
+    /// Table sizes of the pipeline.
+    pub profile: resources::Profile,
+    /// Ring memory of each afpacket port.
+    pub port_rings: resources::PortRings,
     /// The switch's own addresses not bound to a port or VLAN.
     pub loopback: Vec<IpNetwork>,
     /// In file order.

@@ -164,7 +164,12 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         bgp: bgp.clone(),
         now: Arc::new(monotonic_ns),
         ib: ib.clone(),
+        io_stats: forwarding.lock().unwrap_or_else(|e| e.into_inner()).io_stats().unwrap_or_default(),
     }));
+    if let Some(bgp) = &bgp {
+        let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("bgp-fallover", 4096);
+        tokio::spawn(crate::bgp::run_fallover(subscription, view.clone(), bgp.speaker.clone()));
+    }
     let configurator = Arc::new(Configurator::new(config.clone(), applied, sai.clone(), view.clone(), path.clone()));
     // Commits add and remove ports and interfaces live: the forwarding
     // thread's I/O and host interfaces first, then LLDP's sockets on them.
@@ -408,7 +413,14 @@ fn set_lldp_ports(
     });
     let new: Vec<&LldpPort> = ports.iter().filter(|port| !sockets.iter().any(|(open, _)| open == *port)).collect();
     for port in new {
-        let config = AfPacketConfig { frame_size: 2048, rx_frames: 64, tx_frames: 16, promiscuous: true, mtu: 1500 };
+        // LLDP only, a frame every few seconds: a small ring bound to its
+        // EtherType, not a copy of every punted frame.
+        let config = AfPacketConfig {
+            rx_frames: 16,
+            tx_frames: 16,
+            protocol: u16::from_be_bytes(ETHERTYPE_LLDP),
+            ..AfPacketConfig::default()
+        };
         let socket = AfPacket::with_config(&port.interface, config)?;
         agent.add_port(port.id, port.name.clone(), port.description.clone(), monotonic_ns());
         sockets.push((port.clone(), socket));

@@ -168,6 +168,7 @@ impl Fabric {
                 bgp: None,
                 now: Arc::new(move || now.load(Ordering::Relaxed)),
                 ib: None,
+                io_stats: Default::default(),
             };
             switches.push(DemoSwitch { name: name.into(), view, port_names, host_interfaces, node: Node::new() });
         }

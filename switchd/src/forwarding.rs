@@ -273,6 +273,11 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
         self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
+    /// The adapter counters as shared state, for readers elsewhere.
+    pub fn device_stats_handle(&self) -> Arc<Mutex<Vec<DeviceStats>>> {
+        self.stats.clone()
+    }
+
     pub fn counters(&self) -> &LoopCounters {
         &self.counters
     }

@@ -100,6 +100,13 @@ where
             None,
             per_port(|c| c.tx_drops),
         )?;
+        family(
+            e,
+            "switch_port_rx_ring_dropped_packets",
+            "Frames the kernel dropped before the switch saw them (the port's receive ring was full)",
+            None,
+            per_port(|c| c.rx_ring_drops),
+        )?;
         let oper: Vec<_> =
             ports.iter().map(|i| (vec![("port", i.name.as_str())], gauge(usize::from(i.oper_up)))).collect();
         family(e, "switch_port_oper_up", "1 when the port is operationally up", None, oper)?;
@@ -296,6 +303,7 @@ mod tests {
             bgp: None,
             now: Arc::new(|| 0),
             ib: None,
+            io_stats: Default::default(),
         };
         let text = scrape(&registry(Arc::new(RwLock::new(view.clone()))));
         assert!(text.contains("# TYPE switch_port_received_bytes counter"), "{text}");

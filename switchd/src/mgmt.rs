@@ -45,7 +45,13 @@ pub struct SwitchView<B: Backend = SoftBackend> {
     pub now: Arc<dyn Fn() -> u64 + Send + Sync>,
     /// The IB-like plane, when ports are in `mode: ib`.
     pub ib: Option<crate::ib::SharedIb>,
+    /// What the port adapters counted below the pipeline (kernel ring
+    /// drops...), as the forwarding thread last published it.
+    pub io_stats: IoStatsHandle,
 }
+
+/// The forwarding thread's adapter counters, shared with the management API.
+pub type IoStatsHandle = Arc<Mutex<Vec<crate::forwarding::DeviceStats>>>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not take the management API down with it.
@@ -62,6 +68,7 @@ impl<B: Backend> Clone for SwitchView<B> {
             bgp: self.bgp.clone(),
             now: self.now.clone(),
             ib: self.ib.clone(),
+            io_stats: self.io_stats.clone(),
         }
     }
 }
@@ -191,6 +198,7 @@ impl<B: Backend> SwitchView<B> {
         // IB-like ports count in the IB-like plane (PortCounters, data in
         // 4-byte words); read before the shim, one lock at a time.
         let ib_ports = self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default();
+        let ring_drops = self.ring_drops();
         let sai = lock(&self.sai);
         let mut out = Vec::new();
         for port in &self.config.ports {
@@ -222,6 +230,7 @@ impl<B: Backend> SwitchView<B> {
                         tx_bytes: ib.counters.xmit_data * 4,
                         rx_drops: ib.counters.rcv_switch_relay_errors + ib.counters.rcv_errors,
                         tx_drops: ib.counters.vl15_dropped,
+                        rx_ring_drops: ring_drops.get(&port.name).copied().unwrap_or(0),
                     },
                     None => api::Counters {
                         rx_packets: counters.rx_packets,
@@ -230,6 +239,7 @@ impl<B: Backend> SwitchView<B> {
                         tx_bytes: counters.tx_bytes,
                         rx_drops: counters.rx_drops,
                         tx_drops: counters.tx_drops,
+                        rx_ring_drops: ring_drops.get(&port.name).copied().unwrap_or(0),
                     },
                 },
             });
@@ -396,7 +406,14 @@ impl<B: Backend> SwitchView<B> {
     }
 
     /// Non-zero drop counters: the switch's, then each port's.
+    /// Frames each port's kernel ring dropped, by port name (the adapter
+    /// is named after the port).
+    fn ring_drops(&self) -> std::collections::HashMap<String, u64> {
+        lock(&self.io_stats).iter().map(|device| (device.name.clone(), device.io.rx_ring_drops)).collect()
+    }
+
     pub fn drops(&self) -> Vec<api::DropCount> {
+        let ring_drops = self.ring_drops();
         let sai = lock(&self.sai);
         let rows = |interface: Option<String>, counters: &dataplane::pipeline::DropCounters| -> Vec<api::DropCount> {
             counters
@@ -413,6 +430,10 @@ impl<B: Backend> SwitchView<B> {
         for port in &self.config.ports {
             if let Some(counters) = sai.port_counters(self.applied.ports[&port.name].port) {
                 out.extend(rows(Some(port.name.clone()), &counters.drops));
+            }
+            // Lost before the pipeline: the kernel found the port's ring full.
+            if let Some(&packets) = ring_drops.get(&port.name).filter(|&&packets| packets > 0) {
+                out.push(api::DropCount { interface: Some(port.name.clone()), reason: RX_RING_FULL.into(), packets });
             }
         }
         out
@@ -439,6 +460,9 @@ impl<B: Backend> SwitchView<B> {
             .collect()
     }
 }
+
+/// The `show drops` reason of frames the kernel dropped at a full rx ring.
+pub const RX_RING_FULL: &str = "rx-ring-full";
 
 /// `NeighborMiss` -> `neighbor-miss`.
 fn kebab(name: &str) -> String {
@@ -635,6 +659,7 @@ routes:
             bgp: None,
             now: Arc::new(|| 0),
             ib: None,
+            io_stats: Default::default(),
         }
     }
 

@@ -15,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use dataplane::io::{AfPacket, AfPacketConfig, PortIo, Tap, TapConfig};
+use dataplane::io::{AfPacket, PortIo, Tap, TapConfig};
 use dataplane::pipeline::PortId;
 use ipnetwork::IpNetwork;
 use sai_shim::backend::soft::SoftBackend;
@@ -24,6 +24,7 @@ use sai_shim::{HostInterfaceAttr, ObjectId, Sai};
 use crate::apply::{self, Applied};
 use crate::backend::RunningForwarding;
 use crate::commit::FollowsConfig;
+use crate::config::resources::PortRings;
 use crate::config::{Config, PortKind, PortMode};
 use crate::forwarding::{Attachment, Forwarding, TrafficManagerSetup};
 use crate::hostif::{self, HostIfSpec, LoopbackAddresses};
@@ -183,7 +184,7 @@ impl SoftForwarding {
         };
         let mut attachments = Vec::new();
         for (name, index, kind, mtu) in &new_ports {
-            match open_port(name, *kind, *mtu) {
+            match open_port(name, *kind, *mtu, target.port_rings) {
                 Ok(io) => attachments.push(Attachment::Port { port: *index, io }),
                 Err(error) => {
                     undo(&self.sai, &specs);
@@ -223,11 +224,10 @@ impl SoftForwarding {
     }
 }
 
-fn open_port(name: &str, kind: PortKind, mtu: u16) -> Result<Box<dyn PortIo>, String> {
+fn open_port(name: &str, kind: PortKind, mtu: u16, rings: PortRings) -> Result<Box<dyn PortIo>, String> {
     Ok(match kind {
         PortKind::Afpacket => Box::new(
-            AfPacket::with_config(name, AfPacketConfig::for_mtu(u32::from(mtu)))
-                .map_err(|e| format!("open {name} (AF_PACKET): {e}"))?,
+            AfPacket::with_config(name, rings.for_mtu(mtu)).map_err(|e| format!("open {name} (AF_PACKET): {e}"))?,
         ),
         PortKind::Tap => Box::new(
             Tap::create(&TapConfig { name: name.to_owned(), mac: None, mtu: Some(u32::from(mtu)), up: true })
@@ -301,6 +301,10 @@ impl FollowsConfig for SoftForwarding {
 }
 
 impl RunningForwarding for SoftForwarding {
+    fn io_stats(&self) -> Option<crate::mgmt::IoStatsHandle> {
+        self.forwarding.as_ref().map(Forwarding::device_stats_handle)
+    }
+
     fn stop(&mut self) {
         if let Some(forwarding) = self.forwarding.take() {
             forwarding.stop();

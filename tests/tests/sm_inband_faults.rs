@@ -197,6 +197,10 @@ fn a_link_taken_down_is_routed_around_rewriting_only_changed_blocks() {
         sm_after["last_lft_blocks"],
         load()
     );
+    // What the SM did meanwhile (failed SMPs would explain a long reroute).
+    for event in sm_after["events"].as_array().unwrap() {
+        println!("  {}", event.as_str().unwrap_or_default());
+    }
     assert!(sm["traps"].as_u64() > sm_before["traps"].as_u64(), "{sm}");
     // Only the changed blocks: s2's and s3's (one block each, LIDs < 64);
     // s1 still reaches every LID the same way.

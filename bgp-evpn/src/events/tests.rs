@@ -228,6 +228,49 @@ fn leaf_spine_installs_ecmp_through_both_spines() {
 }
 
 #[test]
+fn interface_down_drops_directly_connected_ebgp_sessions_at_once() {
+    // Leaf 10.0.1.1 (AS 65101) with two spines and an iBGP peer 10.0.0.3
+    // in the same subnet as spine 1 (10.0.0.0/30 on eth1).
+    let spines = [("10.0.0.1", 65001), ("10.0.0.5", 65002)];
+    let mut leaf = speaker(65101, "10.0.1.1", &[spines[0], spines[1], ("10.0.0.3", 65101)]);
+    leaf.networks = vec![n("10.255.0.1/32")];
+    let mut configs = vec![leaf];
+    for (addr, asn) in spines {
+        let mut spine = speaker(asn, addr, &[("10.0.1.1", 65101), ("10.0.1.2", 65102)]);
+        spine.networks = vec![n(&format!("10.254.0.{}/32", asn - 65000))];
+        configs.push(spine);
+    }
+    configs.push(speaker(65101, "10.0.0.3", &[("10.0.1.1", 65101)]));
+    let mut net = Net::new(configs);
+    assert_eq!(net.state(0, "10.0.0.1"), State::Established);
+    assert_eq!(net.state(0, "10.0.0.3"), State::Established);
+    assert!(net.fib[0].contains_key(&n("10.254.0.1/32")));
+    let sent_before = |net: &Net| net.nodes[0].summary(net.now)[0].counters.sent.notification;
+    let notifications = sent_before(&net);
+
+    // eth1 goes down: no time passes, yet the eBGP session over it is gone
+    // and its routes with it; the other spine and the iBGP peer stay.
+    let subnet: IpNetwork = "10.0.0.0/30".parse().unwrap();
+    net.nodes[0].interface_down(net.now, "sw-eth1", &[subnet]);
+    net.run();
+    assert_eq!(net.state(0, "10.0.0.1"), State::Idle);
+    let spine1 = net.nodes[0].peer_by_addr(ip("10.0.0.1")).unwrap();
+    assert_eq!(net.nodes[0].peer(spine1).unwrap().fsm.last_error.as_deref(), Some("interface down"));
+    assert_eq!(net.state(0, "10.0.0.5"), State::Established);
+    assert_eq!(net.state(0, "10.0.0.3"), State::Established, "iBGP is left to its timers");
+    assert!(!net.fib[0].contains_key(&n("10.254.0.1/32")), "routes withdrawn at once, not kept as stale");
+    assert!(net.fib[0].contains_key(&n("10.254.0.2/32")));
+    assert_eq!(sent_before(&net), notifications, "no NOTIFICATION down a dead link");
+    // An interface that carries no session changes nothing.
+    net.nodes[0].interface_down(net.now, "sw-eth9", &["192.0.2.0/31".parse().unwrap()]);
+    net.run();
+    assert_eq!(net.state(0, "10.0.0.5"), State::Established);
+    // Still enabled: the session comes back once the path does.
+    net.advance(net.now + 5 * S);
+    assert_eq!(net.state(0, "10.0.0.1"), State::Established);
+}
+
+#[test]
 fn route_reflector_reflects_between_clients_with_originator_and_cluster() {
     let mut rr = speaker(65000, "10.0.0.100", &[("10.0.0.1", 65000), ("10.0.0.2", 65000)]);
     for nb in &mut rr.neighbors {

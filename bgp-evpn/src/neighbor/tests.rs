@@ -291,6 +291,28 @@ fn bfd_down_drops_the_session_with_cease_bfd_down_and_it_restarts() {
 }
 
 #[test]
+fn interface_down_drops_the_session_without_notification_and_it_restarts() {
+    // Nothing to drop before the OPEN goes out.
+    let mut n = Neighbor::new(config());
+    n.handle(0, Event::ManualStart);
+    drain(&mut n);
+    n.handle(0, Event::InterfaceDown);
+    assert_eq!(n.state(), State::Connect);
+    let mut n = Neighbor::new(config());
+    let c = establish(&mut n, 0, 90);
+    n.handle(S, Event::InterfaceDown);
+    let actions = drain(&mut n);
+    assert_eq!(sent(&actions), vec![], "the link a NOTIFICATION would take is gone");
+    assert!(actions.contains(&Action::Close(c)), "{actions:?}");
+    assert!(
+        actions.iter().any(|a| matches!(a, Action::Down { reason, graceful: false } if reason == "interface down")),
+        "{actions:?}"
+    );
+    assert_eq!(n.state(), State::Idle);
+    assert!(n.poll_timeout().is_some(), "tries again after the idle hold time");
+}
+
+#[test]
 fn manual_stop_sends_cease_and_stays_down() {
     let mut n = Neighbor::new(config());
     let c = establish(&mut n, 0, 90);

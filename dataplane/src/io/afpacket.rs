@@ -58,11 +58,22 @@ pub struct AfPacketConfig {
     /// The interface's MTU: TCP super-frames are cut into segments whose IP
     /// packets fit it.
     pub mtu: u32,
+    /// The EtherType the socket receives (`ETH_P_ALL` for every frame, as
+    /// a port needs; an agent of one protocol binds to its own, so other
+    /// traffic neither costs it copies nor fills its ring).
+    pub protocol: u16,
 }
 
 impl Default for AfPacketConfig {
     fn default() -> Self {
-        AfPacketConfig { frame_size: 2048, rx_frames: 4096, tx_frames: 1024, promiscuous: true, mtu: 1500 }
+        AfPacketConfig {
+            frame_size: 2048,
+            rx_frames: 4096,
+            tx_frames: 1024,
+            promiscuous: true,
+            mtu: 1500,
+            protocol: libc::ETH_P_ALL as u16,
+        }
     }
 }
 
@@ -81,6 +92,7 @@ impl AfPacketConfig {
             tx_frames: (TX_RING_BYTES / frame_size).max(64),
             promiscuous: true,
             mtu,
+            protocol: libc::ETH_P_ALL as u16,
         }
     }
 }
@@ -244,7 +256,7 @@ impl AfPacket {
         // SAFETY: sockaddr_ll is POD; zeroes are valid.
         let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
         addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = (libc::ETH_P_ALL as u16).to_be();
+        addr.sll_protocol = config.protocol.to_be();
         addr.sll_ifindex = ifindex as libc::c_int;
         // SAFETY: addr is a valid sockaddr_ll of the size given.
         check(unsafe {

@@ -66,10 +66,13 @@ pub enum DropReason {
     /// A decapsulated VXLAN frame that carries a VLAN tag of its own: the
     /// VNI gives the VLAN, and RFC 7348 section 6.1 discards such frames.
     VxlanInnerVlanTag,
+    /// A packet for a neighbour being resolved found that neighbour's hold
+    /// queue (or the whole hold table) full: Linux's `unresolved_discards`.
+    NeighborQueueFull,
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 25] = [
+    pub const ALL: [DropReason; 26] = [
         DropReason::Malformed,
         DropReason::BadChecksum,
         DropReason::UnknownPort,
@@ -95,6 +98,7 @@ impl DropReason {
         DropReason::DirectedBroadcast,
         DropReason::EcnCeOnNotEct,
         DropReason::VxlanInnerVlanTag,
+        DropReason::NeighborQueueFull,
     ];
     pub const COUNT: usize = Self::ALL.len();
 
@@ -129,6 +133,7 @@ impl DropReason {
             DropReason::DirectedBroadcast => "directed_broadcast",
             DropReason::EcnCeOnNotEct => "ecn_ce_on_not_ect",
             DropReason::VxlanInnerVlanTag => "vxlan_inner_vlan_tag",
+            DropReason::NeighborQueueFull => "neighbor_queue_full",
         }
     }
 }

@@ -339,7 +339,10 @@ impl SwitchPlane {
                 self.after_answer(0, &smp);
             }
             SmpRouting::LidRouted => {
-                if dlid == self.lid() {
+                if dlid == self.lid() && smp.method == Method::TrapRepress {
+                    // The SM beside us repressing our own trap.
+                    self.agent.trap_repressed(0, &smp);
+                } else if dlid == self.lid() {
                     let guids = self.guids.clone();
                     if self.agent.process(0, &guids, &mut smp) {
                         self.after_answer(0, &smp);

@@ -589,28 +589,32 @@ fn the_sm_on_a_switch_brings_the_plane_up_and_every_pair_exchanges_data() {
         agent.sm_info = Some(sm.sm_info());
     }
     sm.start(lab.now);
-    let mut up = false;
-    for _ in 0..10_000 {
-        let mut out = Vec::new();
-        while let Some(smp) = sm.poll_transmit(lab.now) {
-            lab.switches[0].send_from_sm(lab.now, &smp.bytes, smp.dlid, &mut |p, f| {
-                out.push((End::Switch(0, p), f.to_vec()));
-                true
-            });
+    // The SM on sw1's port 0, stepped with the lab until the fabric is up.
+    let run = |lab: &mut Lab, sm: &mut SubnetManager| {
+        let mut events = Vec::new();
+        for _ in 0..10_000 {
+            let mut out = Vec::new();
+            while let Some(smp) = sm.poll_transmit(lab.now) {
+                lab.switches[0].send_from_sm(lab.now, &smp.bytes, smp.dlid, &mut |p, f| {
+                    out.push((End::Switch(0, p), f.to_vec()));
+                    true
+                });
+            }
+            lab.send(out);
+            lab.settle(US);
+            for mad in lab.switches[0].take_for_sm() {
+                sm.handle_mad(lab.now, &mad);
+            }
+            sm.handle_timer(lab.now);
+            let before = events.len();
+            events.extend(core::iter::from_fn(|| sm.poll_event()));
+            if events[before..].iter().any(|e| matches!(e, SmEvent::FabricUp { .. })) {
+                break;
+            }
         }
-        lab.send(out);
-        lab.settle(US);
-        for mad in lab.switches[0].take_for_sm() {
-            sm.handle_mad(lab.now, &mad);
-        }
-        sm.handle_timer(lab.now);
-        while let Some(event) = sm.poll_event() {
-            up |= matches!(event, SmEvent::FabricUp { .. });
-        }
-        if up {
-            break;
-        }
-    }
+        events
+    };
+    let up = run(&mut lab, &mut sm).iter().any(|e| matches!(e, SmEvent::FabricUp { .. }));
     assert!(up, "fabric up");
     assert_eq!(sm.status().switches, 2);
     assert_eq!(sm.status().cas, 3);
@@ -627,6 +631,18 @@ fn the_sm_on_a_switch_brings_the_plane_up_and_every_pair_exchanges_data() {
             }
         }
     }
+
+    // hca-c's cable on the SM's own switch is pulled: the switch's trap 128
+    // goes to the SM beside it, whose TrapRepress (LID routed to the
+    // switch's own LID) must reach that agent, or the trap repeats and
+    // every repeat is another heavy sweep.
+    lab.switches[0].set_carrier(lab.now, 3, false, &mut |_, _| true);
+    let events = run(&mut lab, &mut sm);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::Trap { number: 128, .. })), "{events:?}");
+    assert_eq!(lab.switches[0].counters().traps_repressed, 1);
+    lab.wait(100 * REFRESH_NS);
+    assert_eq!(lab.switches[0].counters().traps_resent, 0);
+    assert!(lab.switches[0].take_for_sm().is_empty(), "no trap repeated");
 }
 
 mod arbitrary_frames {

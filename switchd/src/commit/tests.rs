@@ -17,6 +17,7 @@ fn configurator(startup: &Path) -> Configurator<SoftBackend> {
         bgp: None,
         now: Arc::new(|| 0),
         ib: None,
+        io_stats: Default::default(),
     }));
     Configurator::new(config, applied, sai, view, startup.to_owned())
 }

@@ -10,6 +10,8 @@
 //! lldp:
 //!   tx_interval_secs: 30
 //!   hold_multiplier: 4
+//! profile: small               # table sizes: default | small (config/resources.rs)
+//! port_rings: { rx_kib: 256, tx_kib: 64 }   # AF_PACKET ring memory per port
 //! loopback: [10.255.0.1/32]    # the switch's own addresses (VTEP source...)
 //! ports:
 //!   - name: eth1
@@ -62,6 +64,12 @@ pub struct ConfigFile {
     pub management: ManagementFile,
     #[serde(default)]
     pub lldp: LldpFile,
+    /// Table sizes (see `config/resources.rs`).
+    #[serde(default, skip_serializing_if = "super::resources::Profile::is_default")]
+    pub profile: super::resources::Profile,
+    /// Ring memory of each afpacket port (see `config/resources.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub port_rings: Option<super::resources::PortRingsFile>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loopback: Vec<IpNetwork>,
     #[serde(default)]

@@ -36,12 +36,15 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     check_loopback(&mut v, &file.loopback);
 
     check_backend(&mut v, &file);
+    let port_rings = check_resources(&mut v, &file, &ports);
     let config_so_far = Config {
         name: file.name.clone(),
         backend: file.backend,
         log_level: file.log_level,
         socket,
         lldp,
+        profile: file.profile,
+        port_rings,
         loopback: file.loopback.clone(),
         ports,
         vlans,
@@ -69,6 +72,21 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
     Ok(Config { routes, bgp, ib, qos, dlb_groups, ..config_so_far })
+}
+
+/// The ports fit the profile's tables and the rings hold frames of their MTU.
+fn check_resources(v: &mut Validator, file: &ConfigFile, ports: &[Port]) -> super::resources::PortRings {
+    let max_ports = file.profile.max_ports();
+    if ports.len() > max_ports {
+        v.error("ports", format!("{} ports, the {:?} profile takes {max_ports}", ports.len(), file.profile));
+    }
+    let largest_mtu = ports.iter().filter(|p| p.kind == PortKind::Afpacket).map(|p| p.mtu).max().unwrap_or(1500);
+    let mut errors = Vec::new();
+    let rings = super::resources::check_rings(file.port_rings.as_ref(), largest_mtu, &mut errors);
+    for (path, reason) in errors {
+        v.error(path, reason);
+    }
+    rings
 }
 
 /// What a backend cannot do is refused here, naming the backend, rather

@@ -150,7 +150,7 @@ impl Stages {
         let state = self.tables.neighbors.entries.get(&key).map(|neighbor| neighbor.entry.state);
         if state == Some(NeighborState::Incomplete) {
             let Some(buf) = self.tables.neighbors.held.hold(key, ingress, ethertype, ip_len) else {
-                return Err(DropReason::NeighborMiss);
+                return Err(DropReason::NeighborQueueFull);
             };
             write(buf);
             return Ok(Sent::Held);

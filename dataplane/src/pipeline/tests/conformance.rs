@@ -139,12 +139,15 @@ fn gap_11_packets_to_an_unresolved_neighbour_wait_for_it_within_bounds() {
     for ip in &packets[..3] {
         assert_eq!(send(&mut switch, &mut out, ip), Disposition::Held);
     }
-    assert_eq!(send(&mut switch, &mut out, &packets[3]), Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(send(&mut switch, &mut out, &packets[3]), Disposition::Dropped(DropReason::NeighborQueueFull));
     // The table holds four in all: another neighbour gets the one left.
     let other = udp_packet("10.0.1.2", "10.0.0.3", 7, 64);
     assert_eq!(send(&mut switch, &mut out, &other), Disposition::Held);
     let one_more = udp_packet("10.0.1.2", "10.0.0.4", 7, 64);
-    assert_eq!(send(&mut switch, &mut out, &one_more), Disposition::Dropped(DropReason::NeighborMiss));
+    assert_eq!(send(&mut switch, &mut out, &one_more), Disposition::Dropped(DropReason::NeighborQueueFull));
+    // Counted apart from resolution failures, as Linux's unresolved_discards.
+    assert_eq!(switch.drop_counters()[DropReason::NeighborQueueFull], 2);
+    assert_eq!(switch.drop_counters()[DropReason::NeighborMiss], 0);
     // The ARP reply sends the three, oldest first, and nothing for 10.0.0.3.
     out.clear();
     let reply = frame(R0, H0, None, EtherType::Arp, &arp(Operation::Reply, H0, "10.0.0.2", R0, "10.0.0.1"));

@@ -647,6 +647,44 @@ fn neighbor_state_machine_runs_on_poll() {
     assert!(entry.is_static && entry.state == NeighborState::Reachable);
 }
 
+#[test]
+fn a_failed_neighbour_is_retried_by_traffic_after_one_second_and_that_packet_is_delivered() {
+    // A host that was not up yet when first asked (as in a lab being
+    // deployed): resolution fails. Linux's back-off, not the 30 s reachable
+    // time, holds off the next try, and the packet that starts it waits.
+    let config = SwitchConfig::default();
+    let mut switch = l3_switch();
+    let mut out = Output::new();
+    let first = udp_packet("10.0.1.2", "10.0.0.5", 1, 9);
+    switch.set_neighbor(1, IpAddr::V4(v4("10.0.1.2")), H1).unwrap();
+    assert_eq!(switch.process(NOW, 1, &frame(R1, H1, None, EtherType::Ipv4, &first), &mut out), Disposition::Held);
+    let mut t = NOW;
+    while switch.neighbor(0, IpAddr::V4(v4("10.0.0.5"))).unwrap().state != NeighborState::Failed {
+        t += config.neighbor_retrans_ns;
+        switch.poll(t, &mut out);
+        assert!(t < NOW + 10 * SECOND);
+    }
+    let failed_at = t;
+    // One second later the next packet sends exactly one request, and waits.
+    let second = udp_packet("10.0.1.2", "10.0.0.5", 2, 9);
+    out.clear();
+    let retry = switch.process(failed_at + SECOND, 1, &frame(R1, H1, None, EtherType::Ipv4, &second), &mut out);
+    assert_eq!(retry, Disposition::Held);
+    let request = frame(
+        EthernetAddress::BROADCAST,
+        R0,
+        None,
+        EtherType::Arp,
+        &arp(Operation::Request, R0, "10.0.0.1", EthernetAddress::ZERO, "10.0.0.5"),
+    );
+    assert_eq!(emitted(&out), vec![(Egress::Port(0), request)]);
+    // The host is up now and answers: the waiting packet leaves, unchanged but for the TTL.
+    out.clear();
+    let reply = frame(R0, H0, None, EtherType::Arp, &arp(Operation::Reply, H0, "10.0.0.5", R0, "10.0.0.1"));
+    switch.process(failed_at + SECOND + 1, 0, &reply, &mut out);
+    assert_eq!(port_frames(&out), vec![(Egress::Port(0), frame(H0, R0, None, EtherType::Ipv4, &routed(&second)))]);
+}
+
 pub(crate) fn ipv6(src: Ipv6Addr, dst: Ipv6Addr, hop_limit: u8, icmp: &Icmpv6Repr<'_>) -> Vec<u8> {
     let repr = Ipv6Repr {
         src_addr: src,

@@ -1,0 +1,147 @@
+//! What the switch reserves: its table sizes (`profile:`) and the memory of
+//! each AF_PACKET port's rings (`port_rings:`). A lab runs tens of switches
+//! on one machine, each of which needs little; the defaults suit one switch
+//! carrying real traffic.
+//!
+//! ```yaml
+//! profile: small               # default | small
+//! port_rings:                  # per afpacket port; default 8192 / 2048
+//!   rx_kib: 256
+//!   tx_kib: 64
+//! ```
+
+use dataplane::io::AfPacketConfig;
+use dataplane::pipeline::SwitchConfig;
+use serde::{Deserialize, Serialize};
+
+/// The table sizes of the pipeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// A data-centre switch: 64k MACs, 256k routes, 16k neighbours, 64 ports.
+    #[default]
+    Default,
+    /// A lab switch: small tables (4k MACs, 16k routes, 1k neighbours) but
+    /// room for a spine's 256 ports.
+    Small,
+}
+
+impl Profile {
+    pub fn is_default(&self) -> bool {
+        *self == Profile::Default
+    }
+
+    /// The pipeline's sizes for this profile.
+    pub fn switch_config(self) -> SwitchConfig {
+        match self {
+            Profile::Default => SwitchConfig::default(),
+            Profile::Small => SwitchConfig {
+                max_ports: SMALL_MAX_PORTS,
+                max_router_interfaces: SMALL_MAX_PORTS + 64,
+                max_vrfs: 16,
+                fdb_capacity: 4096,
+                route_capacity: 16 * 1024,
+                neighbor_capacity: 1024,
+                neighbor_hold_capacity: 64,
+                event_capacity: 4096,
+                dir24_min_routes: 0,
+                ..SwitchConfig::default()
+            },
+        }
+    }
+
+    /// The most ports the profile takes.
+    pub fn max_ports(self) -> usize {
+        usize::from(self.switch_config().max_ports)
+    }
+}
+
+const SMALL_MAX_PORTS: u16 = 256;
+
+/// `port_rings:` as written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PortRingsFile {
+    /// Receive ring memory per port, KiB.
+    pub rx_kib: u32,
+    /// Transmit ring memory per port, KiB.
+    pub tx_kib: u32,
+}
+
+/// Ring memory of each AF_PACKET port: slots as large as the port's MTU
+/// needs, as many as fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortRings {
+    pub rx_bytes: usize,
+    pub tx_bytes: usize,
+}
+
+impl Default for PortRings {
+    /// What [`AfPacketConfig::for_mtu`] reserves: 8 MiB rx, 2 MiB tx.
+    fn default() -> Self {
+        PortRings { rx_bytes: 8 << 20, tx_bytes: 2 << 20 }
+    }
+}
+
+/// Fewer slots than this and a burst of a few frames is lost.
+pub const MIN_RING_SLOTS: usize = 16;
+const MAX_RING_KIB: u32 = 256 * 1024;
+
+impl PortRings {
+    /// The ring geometry of a port with this MTU.
+    pub fn for_mtu(self, mtu: u16) -> AfPacketConfig {
+        let slot = AfPacketConfig::for_mtu(u32::from(mtu)).frame_size;
+        AfPacketConfig {
+            rx_frames: (self.rx_bytes / slot).max(MIN_RING_SLOTS),
+            tx_frames: (self.tx_bytes / slot).max(MIN_RING_SLOTS),
+            ..AfPacketConfig::for_mtu(u32::from(mtu))
+        }
+    }
+}
+
+/// Checks `port_rings` against the largest MTU of the afpacket ports: each
+/// ring must hold at least [`MIN_RING_SLOTS`] frames of it.
+pub fn check_rings(file: Option<&PortRingsFile>, largest_mtu: u16, errors: &mut Vec<(String, String)>) -> PortRings {
+    let Some(file) = file else { return PortRings::default() };
+    let slot = AfPacketConfig::for_mtu(u32::from(largest_mtu)).frame_size;
+    let min_kib = (slot * MIN_RING_SLOTS / 1024) as u32;
+    for (field, kib) in [("rx_kib", file.rx_kib), ("tx_kib", file.tx_kib)] {
+        if kib < min_kib {
+            errors.push((
+                format!("port_rings.{field}"),
+                format!("{kib} KiB holds fewer than {MIN_RING_SLOTS} frames of MTU {largest_mtu} ({slot}-byte slots): at least {min_kib}"),
+            ));
+        } else if kib > MAX_RING_KIB {
+            errors.push((format!("port_rings.{field}"), format!("{kib} KiB is over the {MAX_RING_KIB} KiB limit")));
+        }
+    }
+    PortRings { rx_bytes: file.rx_kib as usize * 1024, tx_bytes: file.tx_kib as usize * 1024 }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rings_hold_as_many_slots_as_fit_the_memory_given() {
+        let rings = PortRings { rx_bytes: 256 << 10, tx_bytes: 64 << 10 };
+        let standard = rings.for_mtu(1500);
+        assert_eq!((standard.frame_size, standard.rx_frames, standard.tx_frames), (2048, 128, 32));
+        // Jumbo frames take larger slots: fewer of them, never under the minimum.
+        let jumbo = rings.for_mtu(9100);
+        assert_eq!((jumbo.frame_size, jumbo.rx_frames, jumbo.tx_frames), (16384, 16, MIN_RING_SLOTS));
+        let default = PortRings::default().for_mtu(1500);
+        assert_eq!(default, AfPacketConfig::for_mtu(1500));
+    }
+
+    #[test]
+    fn rings_too_small_for_the_mtu_are_refused_naming_the_field() {
+        let mut errors = Vec::new();
+        check_rings(Some(&PortRingsFile { rx_kib: 64, tx_kib: 32 }), 1500, &mut errors);
+        assert_eq!(errors, vec![]);
+        check_rings(Some(&PortRingsFile { rx_kib: 64, tx_kib: 16 }), 9100, &mut errors);
+        let fields: Vec<&str> = errors.iter().map(|(field, _)| field.as_str()).collect();
+        assert_eq!(fields, ["port_rings.rx_kib", "port_rings.tx_kib"]);
+        assert!(errors[0].1.contains("at least 256"), "{errors:?}");
+    }
+}
