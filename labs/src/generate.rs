@@ -60,6 +60,9 @@ pub const LOSSLESS_MTU: u32 = 9100;
 /// default), so that a hundred switches fit one machine. See switchd's
 /// `config/resources.rs`.
 pub const LAB_RESOURCES: &str = "profile: small\nport_rings: { rx_kib: 256, tx_kib: 64 }\n";
+/// The same with the lossless class's jumbo frames (MTU 9100, 16 KiB ring
+/// slots): 32 slots to receive and 16 to send a port.
+pub const LAB_RESOURCES_JUMBO: &str = "profile: small\nport_rings: { rx_kib: 512, tx_kib: 256 }\n";
 /// The first host address in a leaf's subnet.
 const FIRST_HOST: usize = 10;
 
@@ -122,7 +125,7 @@ impl AiRail {
         }
         let mut clos = Clos::new(name, spines);
         clos.lossless = true;
-        clos.resources = LAB_RESOURCES;
+        clos.resources = LAB_RESOURCES_JUMBO;
         // Leaf (group, rail) is leaf number group * rails + rail.
         for group in 0..groups {
             for rail in 0..rails {
