@@ -61,8 +61,9 @@ pub const LOSSLESS_MTU: u32 = 9100;
 /// `config/resources.rs`.
 pub const LAB_RESOURCES: &str = "profile: small\nport_rings: { rx_kib: 256, tx_kib: 64 }\n";
 /// The same with the lossless class's jumbo frames (MTU 9100, 16 KiB ring
-/// slots): 32 slots to receive and 16 to send a port.
-pub const LAB_RESOURCES_JUMBO: &str = "profile: small\nport_rings: { rx_kib: 512, tx_kib: 256 }\n";
+/// slots): 256 slots to receive and 64 to send a port (fewer lose frames
+/// of an all-to-all in the kernel ring, before the traffic manager).
+pub const LAB_RESOURCES_JUMBO: &str = "profile: small\nport_rings: { rx_kib: 4096, tx_kib: 1024 }\n";
 /// The first host address in a leaf's subnet.
 const FIRST_HOST: usize = 10;
 
