@@ -160,6 +160,29 @@ fn ping_round(sources: &[(String, Vec<Ipv4Addr>)]) -> (usize, Vec<(String, Vec<I
     (routed.into_inner(), failed.into_inner().expect("lock"))
 }
 
+/// `f` over `items` on a few threads (each call mostly waits for a
+/// switch's management socket); results in order.
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+    let next = AtomicUsize::new(0);
+    let results = std::sync::Mutex::new(Vec::with_capacity(items.len()));
+    let workers = std::thread::available_parallelism().map(|n| n.get() * 4).unwrap_or(8).min(items.len().max(1));
+    std::thread::scope(|scope| {
+        for _ in 0..workers {
+            scope.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(item) = items.get(i) else { break };
+                    let result = f(i, item);
+                    results.lock().expect("lock").push((i, result));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("lock");
+    results.sort_by_key(|(i, _)| *i);
+    results.into_iter().map(|(_, result)| result).collect()
+}
+
 pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
     let started = Instant::now();
     let deadline = started + timeout;
@@ -170,8 +193,8 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
     loop {
         let mut missing = Vec::new();
         let mut total = 0;
-        for node in &speakers {
-            let (up, configured) = sessions(lab, node);
+        let counts = in_parallel(&speakers, |_, node| sessions(lab, node));
+        for (node, (up, configured)) in speakers.iter().zip(counts) {
             total += up;
             if up < configured {
                 missing.push(format!("{} {up}/{configured}", node.name));
@@ -194,21 +217,24 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
     let switches: Vec<&NodeState> = lab.nodes.iter().filter(|n| n.role == Role::Switchd).collect();
     let bgp_switches: Vec<&NodeState> =
         switches.iter().copied().filter(|n| config_yaml(n).is_some_and(|c| !c["bgp"].is_null())).collect();
+    // A speaker never takes paths through its own AS (RFC 4271 9.1.2), so
+    // switches sharing an AS (the spines) do not learn each other's
+    // loopbacks. Each config is read once, not once per pair and poll.
+    let asns: Vec<Option<u64>> =
+        bgp_switches.iter().map(|n| config_yaml(n).and_then(|c| c["bgp"]["asn"].as_u64())).collect();
+    let own: Vec<Vec<String>> = bgp_switches.iter().map(|n| loopbacks(n)).collect();
+    let wanted: Vec<Vec<String>> = (0..bgp_switches.len())
+        .map(|i| {
+            (0..bgp_switches.len()).filter(|&j| j != i && asns[j] != asns[i]).flat_map(|j| own[j].clone()).collect()
+        })
+        .collect();
     let mut routes = 0;
     loop {
         let mut missing = Vec::new();
         let mut total = 0;
-        for node in &bgp_switches {
-            // A speaker never takes paths through its own AS (RFC 4271
-            // 9.1.2), so switches sharing an AS (the spines) do not learn
-            // each other's loopbacks.
-            let asn = |n: &NodeState| config_yaml(n).and_then(|c| c["bgp"]["asn"].as_u64());
-            let wanted: Vec<String> = bgp_switches
-                .iter()
-                .filter(|other| other.name != node.name && asn(other) != asn(node))
-                .flat_map(|n| loopbacks(n))
-                .collect();
-            let have = installed(node, &wanted);
+        let counts = in_parallel(&bgp_switches, |i, node| installed(node, &wanted[i]));
+        for (i, (node, have)) in bgp_switches.iter().zip(counts).enumerate() {
+            let wanted = &wanted[i];
             total += have;
             if have < wanted.len() {
                 missing.push(format!("{} {have}/{}", node.name, wanted.len()));

@@ -69,6 +69,9 @@ pub enum Request {
     /// `show ib port`: the ports in IB-like mode, their state, credits and
     /// PortCounters.
     ShowIbPorts,
+    /// `show ib counters`: every IB-like port's PortCounters and the
+    /// agent's (SMPs, M_Key violations, traps).
+    ShowIbCounters,
     /// `show ib lft [SWITCH]`: this switch's LFT, or (from the embedded
     /// SM) another switch's by name or GUID.
     ShowIbLft {
@@ -220,6 +223,7 @@ pub enum Reply {
     PfcwdStats(Vec<crate::qos::PfcwdStats>),
     Dlb(crate::qos::Dlb),
     IbPorts(Vec<crate::ib::IbPort>),
+    IbCounters(crate::ib::IbCounters),
     IbLft(crate::ib::IbLft),
     // Boxed: the largest reply by far.
     IbSm(Box<crate::ib::IbSm>),

@@ -1,5 +1,5 @@
 //! The IB-like plane's part of the management API: `show ib port`, `show
-//! ib lft [SWITCH]`, `show ib sm`, `show ib topology`, `show ib routes
+//! ib counters`, `show ib lft [SWITCH]`, `show ib sm`, `show ib topology`, `show ib routes
 //! balance` (types and their rendering).
 
 use serde::{Deserialize, Serialize};
@@ -386,9 +386,132 @@ impl Render for IbTopology {
     }
 }
 
+/// `show ib counters`: every IB-like port's PortCounters, and what the
+/// switch's agent and plane did with management traffic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbCounters {
+    pub ports: Vec<IbPortCountersRow>,
+    pub agent: IbAgentCounters,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbPortCountersRow {
+    pub name: String,
+    pub number: u8,
+    pub counters: IbPortCounters,
+}
+
+/// The subnet management agent's and the plane's counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IbAgentCounters {
+    /// SMPs answered with status OK, and with an error status.
+    pub smps_answered: u64,
+    pub smps_bad_status: u64,
+    /// Directed-route SMPs discarded (bad hop pointer, a CA asked to
+    /// forward, a missing port, a failed M_Key check).
+    pub smps_discarded: u64,
+    /// Get/Set/TrapRepress that failed the M_Key check.
+    pub m_key_violations: u64,
+    /// Traps to the master SM sent, repeated for want of a TrapRepress,
+    /// and ended by one.
+    pub traps_sent: u64,
+    pub traps_resent: u64,
+    pub traps_repressed: u64,
+    /// 0x88B5 frames that did not parse (CRC, length, delimiter).
+    pub malformed_frames: u64,
+    /// VL15 packets for the agent that held no readable SMP.
+    pub bad_smps: u64,
+    /// SMPs answered "bad version".
+    pub bad_version: u64,
+    /// Frames a port adapter did not take.
+    pub tx_refused: u64,
+}
+
+impl Render for IbCounters {
+    fn render(&self) -> String {
+        if self.ports.is_empty() {
+            return "no port in IB-like mode\n".to_owned();
+        }
+        let mut table = Table::new([
+            "PORT",
+            "IB",
+            "XMIT DATA",
+            "RCV DATA",
+            "XMIT PKTS",
+            "RCV PKTS",
+            "XMIT WAIT",
+            "RELAY ERR",
+            "RCV ERR",
+            "XMIT DISC",
+            "VL15 DROP",
+        ]);
+        for p in &self.ports {
+            let c = &p.counters;
+            table.row([
+                p.name.clone(),
+                p.number.to_string(),
+                c.xmit_data.to_string(),
+                c.rcv_data.to_string(),
+                c.xmit_packets.to_string(),
+                c.rcv_packets.to_string(),
+                c.xmit_wait.to_string(),
+                c.rcv_switch_relay_errors.to_string(),
+                c.rcv_errors.to_string(),
+                c.xmit_discards.to_string(),
+                c.vl15_dropped.to_string(),
+            ]);
+        }
+        let a = &self.agent;
+        format!(
+            "{}(data in 4-byte words)\n\
+             agent: {} SMPs answered, {} with an error status, {} discarded, {} M_Key violations\n\
+             traps: {} sent, {} repeated, {} repressed\n\
+             frames: {} malformed, {} bad SMPs, {} bad version, {} refused by a port\n",
+            table.render(),
+            a.smps_answered,
+            a.smps_bad_status,
+            a.smps_discarded,
+            a.m_key_violations,
+            a.traps_sent,
+            a.traps_resent,
+            a.traps_repressed,
+            a.malformed_frames,
+            a.bad_smps,
+            a.bad_version,
+            a.tx_refused,
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_counters_show_data_words_and_the_agents_counters() {
+        let counters = IbCounters {
+            ports: vec![IbPortCountersRow {
+                name: "eth2".into(),
+                number: 2,
+                counters: IbPortCounters { xmit_data: 1000, rcv_data: 2000, vl15_dropped: 7, ..Default::default() },
+            }],
+            agent: IbAgentCounters {
+                m_key_violations: 3,
+                traps_sent: 4,
+                traps_resent: 5,
+                traps_repressed: 6,
+                ..Default::default()
+            },
+        };
+        let text = counters.render();
+        let row = text.lines().find(|l| l.starts_with("eth2")).unwrap_or_else(|| panic!("{text}"));
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells, ["eth2", "2", "1000", "2000", "0", "0", "0", "0", "0", "0", "7"], "{text}");
+        assert!(text.contains(", 3 M_Key violations\n"), "{text}");
+        assert!(text.contains("traps: 4 sent, 5 repeated, 6 repressed\n"), "{text}");
+        let empty = IbCounters { ports: vec![], agent: IbAgentCounters::default() };
+        assert_eq!(empty.render(), "no port in IB-like mode\n");
+    }
 
     #[test]
     fn the_balance_shows_the_engine_the_index_each_vl_and_each_switchs_ports() {

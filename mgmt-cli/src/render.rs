@@ -37,6 +37,7 @@ impl Render for Reply {
             Reply::PfcwdStats(v) => v.render(),
             Reply::Dlb(v) => v.render(),
             Reply::IbPorts(v) => v.render(),
+            Reply::IbCounters(v) => v.render(),
             Reply::IbLft(v) => v.render(),
             Reply::IbSm(v) => v.render(),
             Reply::IbTopology(v) => v.render(),

@@ -4,8 +4,9 @@
 //! figures and the machine's load go to docs/benchmarks.md.
 //!
 //! Sizes are the gen-fattree presets: 650, 4100, 10k and 50k nodes. sssp
-//! (one Dijkstra per destination) stops at 4100 nodes: at 50k one run
-//! takes minutes, as OpenSM's does.
+//! and dfsssp (one Dijkstra per destination; dfsssp adds the channel
+//! dependency check) stop at 4100 nodes: at 50k one run takes minutes, as
+//! OpenSM's does.
 
 use std::hint::black_box;
 use std::time::Duration;
@@ -29,8 +30,8 @@ fn engines(c: &mut Criterion) {
     for &preset in presets(&["650", "4100", "10k", "50k"]) {
         let mut topology = FatTree::preset(preset).expect("preset").build();
         lid::assign(&mut topology, 0, 0, &LidMap::default()).expect("LIDs");
-        for engine in [Engine::Minhop, Engine::Updn, Engine::Ftree, Engine::Sssp] {
-            if engine == Engine::Sssp && !matches!(preset, "650" | "4100") {
+        for engine in [Engine::Minhop, Engine::Updn, Engine::Ftree, Engine::Sssp, Engine::Dfsssp] {
+            if matches!(engine, Engine::Sssp | Engine::Dfsssp) && !matches!(preset, "650" | "4100") {
                 continue;
             }
             let config = RoutingConfig { engines: vec![engine], ..RoutingConfig::default() };

@@ -263,6 +263,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.qos != candidate.qos {
         reasons.push("the traffic manager's settings (qos, port speeds) changed".to_owned());
     }
+    if running.profile != candidate.profile {
+        reasons.push("the table profile changed (the tables are sized at start)".to_owned());
+    }
     if running.metrics != candidate.metrics {
         reasons.push("the metrics endpoint changed".to_owned());
     }

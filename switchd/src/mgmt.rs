@@ -120,6 +120,12 @@ impl<B: Backend> SwitchView<B> {
             Request::ShowIbPorts => {
                 Reply::IbPorts(self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default())
             }
+            Request::ShowIbCounters => {
+                let Some(ib) = &self.ib else {
+                    return Response::Error { message: "no port is in IB-like mode".into() };
+                };
+                Reply::IbCounters(crate::ib::lock(ib).show_counters())
+            }
             Request::ShowIbLft { switch } => {
                 let Some(ib) = &self.ib else {
                     return Response::Error { message: "no port is in IB-like mode".into() };

@@ -98,6 +98,14 @@ impl Forwarding for Switch {
 pub trait Ports<H> {
     /// Writes `frame` out of `port`; `false` if the port could not take it.
     fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool;
+    /// Writes the node's pooled frame `frame` out of `port`. Ports that
+    /// keep frames in memory (the simulator's cables) may hold a reference
+    /// ([`FramePool::retain`]) instead of copying the bytes, and give it
+    /// back later with [`Node::release_frame`]; by default the bytes are
+    /// written with [`Ports::transmit`].
+    fn transmit_pooled(&mut self, port: PortId, pool: &mut FramePool, frame: FrameRef) -> bool {
+        self.transmit(port, pool.bytes(frame))
+    }
     /// Gives a punted frame to the host interface `host_if`, or to nobody
     /// (`None`: no host interface serves it).
     fn punt(&mut self, host_if: Option<H>, egress: Egress, frame: &[u8]);
@@ -257,6 +265,11 @@ impl<T: TrafficManager> Node<T> {
         self.out.pool()
     }
 
+    /// Gives back a reference a [`Ports::transmit_pooled`] kept.
+    pub fn release_frame(&mut self, frame: FrameRef) {
+        self.out.release(frame);
+    }
+
     /// When the node next needs a [`NodeEvent::Timer`].
     pub fn next_wakeup(&self) -> u64 {
         match self.tm.next_wakeup() {
@@ -389,9 +402,8 @@ impl<T: TrafficManager> Node<T> {
         self.tm.backlogged(&mut self.backlog);
         for &port in &self.backlog {
             while let Some(frame) = self.tm.dequeue(now, port) {
-                let bytes = self.out.pool().bytes(frame);
-                if ports.transmit(port, bytes) {
-                    forwarding.count_transmitted(port, bytes);
+                if ports.transmit_pooled(port, self.out.pool_mut(), frame) {
+                    forwarding.count_transmitted(port, self.out.pool().bytes(frame));
                 } else {
                     self.counters.port_refused += 1;
                     forwarding.count_egress_drop(port);

@@ -118,6 +118,18 @@ impl FrameRef {
     /// A handle to no frame: what a queue's unused storage holds. Using it
     /// with a pool panics.
     pub const DANGLING: FrameRef = FrameRef(u32::MAX);
+
+    /// The slot index, for a caller that names frames by number (the
+    /// simulator's events).
+    pub const fn index(self) -> u32 {
+        self.0
+    }
+
+    /// The frame at slot `index` of a pool (valid only while the caller
+    /// holds a reference to it).
+    pub const fn from_index(index: u32) -> FrameRef {
+        FrameRef(index)
+    }
 }
 
 /// Fixed-size, reference-counted frame buffers, preallocated and grown only
@@ -341,6 +353,15 @@ impl Output {
         let buf = self.pool.bytes_mut(frame);
         buf.fill(0);
         buf
+    }
+
+    /// Appends a frame of `len` bytes whose writer sets every byte (a
+    /// forwarded packet copied whole), without zeroing it first.
+    #[inline]
+    pub(crate) fn push_overwritten(&mut self, to: Egress, len: usize) -> &mut [u8] {
+        let frame = self.pool.alloc(len);
+        self.records.push(Record { to, frame, ingress: None, flow_hash: 0 });
+        self.pool.bytes_mut(frame)
     }
 
     /// Appends a frame made of `parts`, without zeroing first, and returns

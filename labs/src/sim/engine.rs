@@ -8,12 +8,12 @@
 use std::net::Ipv4Addr;
 
 use dataplane::node::{HostIfTarget, Node, Ports, QosTrafficManager};
-use dataplane::pipeline::{Egress, PortId, Switch};
+use dataplane::pipeline::{Egress, FramePool, FrameRef, PortId, Switch};
 
 use super::experiment::{DATA_PRIORITY, Experiment, LoadBalancing};
 use super::fabric::{End, Fabric};
 use super::host::{Connection, ConnectionSpec, Host};
-use super::link::{FrameArena, Wire};
+use super::link::{FrameArena, InFlight, Wire};
 use super::queue::{Event, EventQueue};
 use super::routes::{self, Routes, host_mac, switch_mac};
 use super::stats::{DepthHistogram, MessageRecord};
@@ -52,6 +52,7 @@ pub struct Simulation<Q: EventQueue> {
     /// Per host: its leaf, port and cable.
     host_peers: Vec<(u32, u16, u32)>,
     pub link_up: Vec<bool>,
+    flight: Flight,
     wire: Wire,
     pub events: u64,
     pub punts: u64,
@@ -144,6 +145,7 @@ impl<Q: EventQueue> Simulation<Q> {
             queue,
             frames: FrameArena::default(),
             link_up: vec![true; fabric.links.len()],
+            flight: Flight::default(),
             wire: Wire::new(experiment.link_bps, experiment.link_delay_ns),
             fabric,
             experiment,
@@ -217,22 +219,43 @@ impl<Q: EventQueue> Simulation<Q> {
     fn handle(&mut self, event: Event) {
         let now = self.now;
         match event {
-            Event::SwitchFrame { switch, port, slot } => {
-                let frame = self.frames.take(slot);
-                self.with_switch(switch, |node, pipeline, ports| {
-                    node.receive(pipeline, now, port, &frame, ports);
-                });
-                self.frames.put_back(slot, frame);
+            Event::SwitchFrame { switch, port, frame } => {
+                match frame.as_pooled() {
+                    Some(pooled) => self.switch_receive_pooled(switch, port, pooled),
+                    None => {
+                        let slot = frame.as_arena().expect("not pooled");
+                        let bytes = self.frames.take(slot);
+                        self.with_switch(switch, |node, pipeline, ports| {
+                            node.receive(pipeline, now, port, &bytes, ports);
+                        });
+                        self.frames.put_back(slot, bytes);
+                    }
+                }
+                // Counted until handled: its buffer is in use meanwhile.
+                self.flight.landed();
             }
-            Event::HostFrame { host, slot } => {
-                let frame = self.frames.take(slot);
+            Event::HostFrame { host, frame } => {
                 let ips = &self.routes.addressing.host_ips;
                 let connections = &mut self.connections;
                 let src_ip = |qp: u32| -> Ipv4Addr {
                     self.workload.connections.get(qp as usize).map_or(Ipv4Addr::UNSPECIFIED, |&(s, _)| ips[s as usize])
                 };
-                let received = self.hosts[host as usize].receive(now, &frame, connections, src_ip);
-                self.frames.put_back(slot, frame);
+                let nic = &mut self.hosts[host as usize];
+                let received = match frame.as_pooled() {
+                    Some(pooled) => {
+                        let leaf = &mut self.switches[self.host_peers[host as usize].0 as usize].node;
+                        let received = nic.receive(now, leaf.pool().bytes(pooled), connections, src_ip);
+                        leaf.release_frame(pooled);
+                        received
+                    }
+                    None => {
+                        let slot = frame.as_arena().expect("not pooled");
+                        let received = nic.receive(now, self.frames.get(slot), connections, src_ip);
+                        self.frames.free(slot);
+                        received
+                    }
+                };
+                self.flight.landed();
                 if let Some((qp, count)) = received.completed {
                     for _ in 0..count {
                         if let Some((message, _)) = self.connections[qp as usize].in_flight.pop_front() {
@@ -288,7 +311,7 @@ impl<Q: EventQueue> Simulation<Q> {
                 let m = self.workload.messages[message as usize];
                 let (src, _) = self.workload.connections[m.connection as usize];
                 self.hosts[src as usize].retransmit_message(&mut self.connections, m.connection, message, m.bytes);
-                self.queue.push(now + self.experiment.rto_ns, Event::Timeout { message });
+                self.queue.push_monotone(now + self.experiment.rto_ns, Event::Timeout { message });
                 self.wake_host(src, now);
             }
         }
@@ -301,8 +324,30 @@ impl<Q: EventQueue> Simulation<Q> {
         s: u32,
         f: impl FnOnce(&mut Node<QosTrafficManager>, &mut Switch, &mut SwitchPorts<'_, Q>),
     ) {
+        let mut ports = SwitchPorts {
+            now: self.now,
+            peers: &self.switch_peers[s as usize],
+            link_up: &self.link_up,
+            wire: self.wire,
+            queue: &mut self.queue,
+            frames: &mut self.frames,
+            flight: &mut self.flight,
+            punts: &mut self.punts,
+        };
+        drive(&mut self.switches[s as usize], s, &mut ports, f);
+    }
+
+    /// A frame switch `s` receives on `port` that is still in the sending
+    /// switch's pool: read there, then the cable's reference given back.
+    fn switch_receive_pooled(&mut self, s: u32, port: u16, frame: FrameRef) {
+        let Some(Peer { end: End::Switch { switch: sender, .. }, .. }) =
+            self.switch_peers[s as usize][usize::from(port)]
+        else {
+            unreachable!("a pooled frame comes from a switch across the cable");
+        };
+        let [receiver, sender] =
+            self.switches.get_disjoint_mut([s as usize, sender as usize]).expect("a cable joins two switches");
         let now = self.now;
-        let switch = &mut self.switches[s as usize];
         let mut ports = SwitchPorts {
             now,
             peers: &self.switch_peers[s as usize],
@@ -310,14 +355,14 @@ impl<Q: EventQueue> Simulation<Q> {
             wire: self.wire,
             queue: &mut self.queue,
             frames: &mut self.frames,
+            flight: &mut self.flight,
             punts: &mut self.punts,
         };
-        f(&mut switch.node, &mut switch.pipeline, &mut ports);
-        let wake = switch.node.next_wakeup().max(now + 1);
-        if wake < switch.wake_at {
-            switch.wake_at = wake;
-            self.queue.push(wake, Event::SwitchWake { switch: s });
-        }
+        let bytes = sender.node.pool().bytes(frame);
+        drive(receiver, s, &mut ports, |node, pipeline, ports| {
+            node.receive(pipeline, now, port, bytes, ports);
+        });
+        sender.node.release_frame(frame);
     }
 
     /// Asks host `h` to run at `at` (unless it already will by then).
@@ -338,15 +383,17 @@ impl<Q: EventQueue> Simulation<Q> {
         match host.send(now, &mut self.connections, &bytes, &mut self.frames) {
             Ok(sent) => {
                 let (switch, port, link) = self.host_peers[h as usize];
+                // Counted from when the NIC wrote it, as the arena holds it.
+                self.flight.took_off();
                 if self.link_up[link as usize] {
                     let at = self.wire.arrival(now, sent.len);
-                    self.queue.push(at, Event::SwitchFrame { switch, port, slot: sent.slot });
+                    self.queue.push(at, Event::SwitchFrame { switch, port, frame: InFlight::arena(sent.slot) });
                 } else {
-                    let buffer = self.frames.take(sent.slot);
-                    self.frames.put_back(sent.slot, buffer);
+                    self.frames.free(sent.slot);
+                    self.flight.landed();
                 }
                 if let Some(message) = sent.message_sent {
-                    self.queue.push(now + self.experiment.rto_ns, Event::Timeout { message });
+                    self.queue.push_monotone(now + self.experiment.rto_ns, Event::Timeout { message });
                 }
                 // The line is busy for the frame's time: try again then.
                 let next = now + self.wire.serialisation_ns(sent.len);
@@ -421,14 +468,50 @@ impl<Q: EventQueue> Simulation<Q> {
         self.switch_peers[s as usize].get(usize::from(port)).copied().flatten().map(|p| p.end)
     }
 
-    /// Peak of frames in flight (the arena's size).
+    /// Peak of frames in flight (on cables, or being read, at once).
     pub fn frames_allocated(&self) -> usize {
-        self.frames.capacity()
+        self.flight.peak
     }
 
     /// Events still queued.
     pub fn pending_events(&self) -> usize {
         self.queue.len()
+    }
+}
+
+/// Runs `f` on `switch` (number `s`), then asks to be woken when its
+/// node next needs it.
+fn drive<Q: EventQueue>(
+    switch: &mut SimSwitch,
+    s: u32,
+    ports: &mut SwitchPorts<'_, Q>,
+    f: impl FnOnce(&mut Node<QosTrafficManager>, &mut Switch, &mut SwitchPorts<'_, Q>),
+) {
+    f(&mut switch.node, &mut switch.pipeline, ports);
+    let wake = switch.node.next_wakeup().max(ports.now + 1);
+    if wake < switch.wake_at {
+        switch.wake_at = wake;
+        ports.queue.push(wake, Event::SwitchWake { switch: s });
+    }
+}
+
+/// Frames on cables now, and the most there ever were.
+#[derive(Debug, Default)]
+struct Flight {
+    now: usize,
+    peak: usize,
+}
+
+impl Flight {
+    #[inline]
+    fn took_off(&mut self) {
+        self.now += 1;
+        self.peak = self.peak.max(self.now);
+    }
+
+    #[inline]
+    fn landed(&mut self) {
+        self.now -= 1;
     }
 }
 
@@ -440,23 +523,47 @@ struct SwitchPorts<'a, Q> {
     wire: Wire,
     queue: &'a mut Q,
     frames: &'a mut FrameArena,
+    flight: &'a mut Flight,
     punts: &'a mut u64,
+}
+
+impl<Q: EventQueue> SwitchPorts<'_, Q> {
+    /// The cable's far end, if `port` is wired and up.
+    #[inline]
+    fn live_peer(&self, port: PortId) -> Option<End> {
+        let peer = self.peers.get(usize::from(port)).copied().flatten()?;
+        self.link_up[peer.link as usize].then_some(peer.end)
+    }
+
+    /// The frame of `len` bytes reaches `end` after the cable's time.
+    #[inline]
+    fn launch(&mut self, end: End, len: usize, frame: InFlight) {
+        let at = self.wire.arrival(self.now, len);
+        let event = match end {
+            End::Switch { switch, port } => Event::SwitchFrame { switch, port, frame },
+            End::Host { host } => Event::HostFrame { host, frame },
+        };
+        self.flight.took_off();
+        self.queue.push(at, event);
+    }
 }
 
 impl<Q: EventQueue> Ports<HostIfTarget> for SwitchPorts<'_, Q> {
     #[inline]
     fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
-        let Some(peer) = self.peers.get(usize::from(port)).copied().flatten() else { return false };
-        if !self.link_up[peer.link as usize] {
-            return false;
-        }
+        let Some(end) = self.live_peer(port) else { return false };
         let slot = self.frames.store(frame);
-        let at = self.wire.arrival(self.now, frame.len());
-        let event = match peer.end {
-            End::Switch { switch, port } => Event::SwitchFrame { switch, port, slot },
-            End::Host { host } => Event::HostFrame { host, slot },
-        };
-        self.queue.push(at, event);
+        self.launch(end, frame.len(), InFlight::arena(slot));
+        true
+    }
+
+    /// A data frame stays in the switch's pool while on the cable: the
+    /// receiver reads it there and gives the reference back.
+    #[inline]
+    fn transmit_pooled(&mut self, port: PortId, pool: &mut FramePool, frame: FrameRef) -> bool {
+        let Some(end) = self.live_peer(port) else { return false };
+        pool.retain(frame);
+        self.launch(end, pool.bytes(frame).len(), InFlight::pooled(frame));
         true
     }
 

@@ -4,9 +4,11 @@
 //! serialisation time: the switch's traffic manager does that for its
 //! ports (its `LineRate`), the host's NIC for its own ([`super::host`]).
 //!
-//! Frames in flight live in a [`FrameArena`]: slots reused through a free
-//! list, so once the arena has grown to the run's peak nothing allocates.
+//! Frames in flight live in a [`FrameArena`] (slots reused through a free
+//! list, so once the arena has grown to the run's peak nothing allocates)
+//! or, for a switch's frames, stay in its node's frame pool ([`InFlight`]).
 
+use dataplane::pipeline::FrameRef;
 use qos::shaper::LineRate;
 
 /// Every cable's speed and length (the simulator's fabrics are uniform).
@@ -35,6 +37,40 @@ impl Wire {
     #[inline]
     pub fn arrival(&self, now: u64, len: usize) -> u64 {
         now + self.serialisation_ns(len) + self.propagation_ns
+    }
+}
+
+/// Where a frame in flight is: a slot of the simulator's [`FrameArena`]
+/// (frames a host builds, and the PFC frames a switch writes), or a buffer
+/// of the sending switch's own frame pool that its port kept a reference
+/// to (a switch's data frames: never copied onto the cable). The receiver
+/// knows the sender from the cable, so the number alone names the frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct InFlight(u32);
+
+impl InFlight {
+    const POOLED: u32 = 1 << 31;
+
+    pub fn arena(slot: u32) -> InFlight {
+        debug_assert!(slot < Self::POOLED);
+        InFlight(slot)
+    }
+
+    pub fn pooled(frame: FrameRef) -> InFlight {
+        debug_assert!(frame.index() < Self::POOLED);
+        InFlight(frame.index() | Self::POOLED)
+    }
+
+    /// The sender's pool buffer, if the frame is there.
+    #[inline]
+    pub fn as_pooled(self) -> Option<FrameRef> {
+        (self.0 & Self::POOLED != 0).then(|| FrameRef::from_index(self.0 & !Self::POOLED))
+    }
+
+    /// The arena slot, if the frame is there.
+    #[inline]
+    pub fn as_arena(self) -> Option<u32> {
+        (self.0 & Self::POOLED == 0).then_some(self.0)
     }
 }
 
@@ -93,6 +129,12 @@ impl FrameArena {
         std::mem::take(&mut self.slots[slot as usize])
     }
 
+    /// The frame in `slot` has been read: the slot is free.
+    #[inline]
+    pub fn free(&mut self, slot: u32) {
+        self.free.push(slot);
+    }
+
     #[inline]
     pub fn put_back(&mut self, slot: u32, buffer: Vec<u8>) {
         self.slots[slot as usize] = buffer;
@@ -128,5 +170,14 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(arena.get(b), b"de");
         assert_eq!(arena.capacity(), 1);
+    }
+
+    #[test]
+    fn in_flight_names_an_arena_slot_or_a_pool_buffer() {
+        assert_eq!(InFlight::arena(7).as_arena(), Some(7));
+        assert_eq!(InFlight::arena(7).as_pooled(), None);
+        let pooled = InFlight::pooled(FrameRef::from_index(7));
+        assert_eq!(pooled.as_pooled(), Some(FrameRef::from_index(7)));
+        assert_eq!(pooled.as_arena(), None);
     }
 }

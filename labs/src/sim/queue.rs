@@ -8,16 +8,18 @@
 //! beyond it. Neither allocates once it has grown to the run's peak.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
+
+use super::link::InFlight;
 
 /// What happens at an instant. Small and `Copy`: frames live in the
-/// simulator's frame arena and events carry their slot.
+/// simulator's frame arena or the sender's pool, and events name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Event {
     /// A frame's last bit reaches switch `switch` on `port`.
-    SwitchFrame { switch: u32, port: u16, slot: u32 },
+    SwitchFrame { switch: u32, port: u16, frame: InFlight },
     /// A frame's last bit reaches host `host`.
-    HostFrame { host: u32, slot: u32 },
+    HostFrame { host: u32, frame: InFlight },
     /// The switch asked to be woken (its traffic manager may send, a timer is due).
     SwitchWake { switch: u32 },
     /// The host's NIC may send, or a message of its is released.
@@ -36,15 +38,27 @@ pub enum Event {
 
 /// An event and when it happens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Entry {
+pub struct Entry {
     at: u64,
     seq: u64,
     event: Event,
 }
 
+impl Entry {
+    #[inline]
+    fn key(&self) -> (u64, u64) {
+        (self.at, self.seq)
+    }
+}
+
 /// The queue's interface.
 pub trait EventQueue {
     fn push(&mut self, at: u64, event: Event);
+    /// An event no earlier than every event pushed this way before (a
+    /// timer of a fixed delay from the current time): kept in a FIFO
+    /// beside the ordered structure, so the many pending retransmission
+    /// timers cost no heap depth.
+    fn push_monotone(&mut self, at: u64, event: Event);
     /// The earliest event, and its time.
     fn pop(&mut self) -> Option<(u64, Event)>;
     fn len(&self) -> usize;
@@ -53,29 +67,97 @@ pub trait EventQueue {
     }
 }
 
-/// A binary min-heap on (time, sequence).
-#[derive(Default)]
-pub struct HeapQueue {
-    heap: BinaryHeap<Reverse<Entry>>,
-    seq: u64,
-}
-
-impl HeapQueue {
-    pub fn with_capacity(capacity: usize) -> HeapQueue {
-        HeapQueue { heap: BinaryHeap::with_capacity(capacity), seq: 0 }
+/// An ordered structure of entries: the heap or the wheel.
+pub trait Order {
+    fn insert(&mut self, entry: Entry);
+    /// The earliest entry's (time, sequence), without taking it.
+    fn peek_key(&mut self) -> Option<(u64, u64)>;
+    fn take(&mut self) -> Option<Entry>;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
-impl EventQueue for HeapQueue {
+/// An [`Order`] for events in any order, and a FIFO for those pushed in
+/// time order; one sequence counter over both keeps ties in scheduling order.
+#[derive(Default)]
+pub struct Lanes<O> {
+    ordered: O,
+    fifo: VecDeque<Entry>,
+    seq: u64,
+}
+
+/// The binary heap with the FIFO lane.
+pub type HeapQueue = Lanes<HeapOrder>;
+/// The timing wheel with the FIFO lane.
+pub type WheelQueue = Lanes<WheelOrder>;
+
+impl HeapQueue {
+    pub fn with_capacity(capacity: usize) -> HeapQueue {
+        Lanes { ordered: HeapOrder { heap: BinaryHeap::with_capacity(capacity) }, fifo: VecDeque::new(), seq: 0 }
+    }
+}
+
+impl WheelQueue {
+    /// Slots of `2^shift` ns (a slot about one frame time at the fabric's speed is best).
+    pub fn new(shift: u32) -> WheelQueue {
+        Lanes { ordered: WheelOrder::new(shift), fifo: VecDeque::new(), seq: 0 }
+    }
+}
+
+impl<O: Order> EventQueue for Lanes<O> {
     #[inline]
     fn push(&mut self, at: u64, event: Event) {
         self.seq += 1;
-        self.heap.push(Reverse(Entry { at, seq: self.seq, event }));
+        self.ordered.insert(Entry { at, seq: self.seq, event });
+    }
+
+    #[inline]
+    fn push_monotone(&mut self, at: u64, event: Event) {
+        self.seq += 1;
+        match self.fifo.back() {
+            Some(last) if last.at > at => self.ordered.insert(Entry { at, seq: self.seq, event }),
+            _ => self.fifo.push_back(Entry { at, seq: self.seq, event }),
+        }
     }
 
     #[inline]
     fn pop(&mut self) -> Option<(u64, Event)> {
-        self.heap.pop().map(|Reverse(e)| (e.at, e.event))
+        let from_fifo = match (self.fifo.front(), self.ordered.peek_key()) {
+            (Some(head), Some(key)) => head.key() < key,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        let entry = if from_fifo { self.fifo.pop_front() } else { self.ordered.take() }?;
+        Some((entry.at, entry.event))
+    }
+
+    fn len(&self) -> usize {
+        self.ordered.len() + self.fifo.len()
+    }
+}
+
+/// A binary min-heap on (time, sequence).
+#[derive(Default)]
+pub struct HeapOrder {
+    heap: BinaryHeap<Reverse<Entry>>,
+}
+
+impl Order for HeapOrder {
+    #[inline]
+    fn insert(&mut self, entry: Entry) {
+        self.heap.push(Reverse(entry));
+    }
+
+    #[inline]
+    fn peek_key(&mut self) -> Option<(u64, u64)> {
+        self.heap.peek().map(|Reverse(e)| e.key())
+    }
+
+    #[inline]
+    fn take(&mut self) -> Option<Entry> {
+        self.heap.pop().map(|Reverse(e)| e)
     }
 
     fn len(&self) -> usize {
@@ -86,7 +168,7 @@ impl EventQueue for HeapQueue {
 /// A timing wheel: `SLOTS` slots of `2^shift` ns each cover a horizon from
 /// the current slot; an event within it goes to its slot's list (sorted
 /// when the slot is reached), one beyond it to an overflow heap.
-pub struct WheelQueue {
+pub struct WheelOrder {
     shift: u32,
     slots: Vec<Vec<Entry>>,
     /// The slot being drained, sorted descending (pop from the end).
@@ -95,31 +177,28 @@ pub struct WheelQueue {
     cursor: u64,
     overflow: BinaryHeap<Reverse<Entry>>,
     len: usize,
-    seq: u64,
 }
 
 const SLOTS: usize = 4096;
 
-impl WheelQueue {
-    /// Slots of `2^shift` ns (a slot about one frame time at the fabric's speed is best).
-    pub fn new(shift: u32) -> WheelQueue {
-        WheelQueue {
+impl WheelOrder {
+    fn new(shift: u32) -> WheelOrder {
+        WheelOrder {
             shift,
             slots: (0..SLOTS).map(|_| Vec::new()).collect(),
             current: Vec::new(),
             cursor: 0,
             overflow: BinaryHeap::new(),
             len: 0,
-            seq: 0,
         }
     }
 
     #[inline]
-    fn insert(&mut self, entry: Entry) {
+    fn place(&mut self, entry: Entry) {
         let slot = entry.at >> self.shift;
         if slot <= self.cursor {
             // Into the slot being drained: keep it sorted (descending).
-            let at = self.current.partition_point(|e| (e.at, e.seq) > (entry.at, entry.seq));
+            let at = self.current.partition_point(|e| e.key() > entry.key());
             self.current.insert(at, entry);
         } else if slot < self.cursor + SLOTS as u64 {
             self.slots[(slot % SLOTS as u64) as usize].push(entry);
@@ -144,7 +223,7 @@ impl WheelQueue {
                     break;
                 }
                 let Reverse(entry) = self.overflow.pop().expect("peeked");
-                self.insert(entry);
+                self.place(entry);
             }
             let index = (self.cursor % SLOTS as u64) as usize;
             if self.slots[index].is_empty() {
@@ -158,27 +237,34 @@ impl WheelQueue {
                 continue;
             }
             std::mem::swap(&mut self.current, &mut self.slots[index]);
-            self.current.sort_unstable_by_key(|e| Reverse((e.at, e.seq)));
+            self.current.sort_unstable_by_key(|e| Reverse(e.key()));
         }
     }
 }
 
-impl EventQueue for WheelQueue {
+impl Order for WheelOrder {
     #[inline]
-    fn push(&mut self, at: u64, event: Event) {
-        self.seq += 1;
+    fn insert(&mut self, entry: Entry) {
         self.len += 1;
-        self.insert(Entry { at, seq: self.seq, event });
+        self.place(entry);
     }
 
     #[inline]
-    fn pop(&mut self) -> Option<(u64, Event)> {
+    fn peek_key(&mut self) -> Option<(u64, u64)> {
+        if self.current.is_empty() && !self.advance() {
+            return None;
+        }
+        self.current.last().map(Entry::key)
+    }
+
+    #[inline]
+    fn take(&mut self) -> Option<Entry> {
         if self.current.is_empty() && !self.advance() {
             return None;
         }
         let entry = self.current.pop()?;
         self.len -= 1;
-        Some((entry.at, entry.event))
+        Some(entry)
     }
 
     fn len(&self) -> usize {
@@ -190,7 +276,8 @@ impl EventQueue for WheelQueue {
 mod tests {
     use super::*;
 
-    /// Both queues give the same order as sorting by (time, insertion).
+    /// Both queues, with their FIFO lanes, give the same order as sorting by
+    /// (time, insertion).
     #[test]
     fn heap_and_wheel_agree_with_a_sort() {
         let mut rng = 0x1234_5678_u64;
@@ -208,16 +295,23 @@ mod tests {
         let (mut from_heap, mut from_wheel) = (Vec::new(), Vec::new());
         for round in 0..20_000 {
             for _ in 0..(next() % 3) {
-                // Mostly near, sometimes far beyond the horizon, sometimes now.
-                let delta = match next() % 10 {
-                    0 => next() % 100_000_000,
-                    1 => 0,
-                    _ => next() % 5_000,
+                // Mostly near, sometimes far beyond the horizon, sometimes
+                // now, sometimes a fixed-delay timer into the FIFO lane.
+                let (delta, monotone) = match next() % 10 {
+                    0 => (next() % 100_000_000, false),
+                    1 => (0, false),
+                    2 => (4_000, true),
+                    _ => (next() % 5_000, false),
                 };
                 seq += 1;
                 let event = Event::Release { message: seq };
-                heap.push(now + delta, event);
-                wheel.push(now + delta, event);
+                if monotone {
+                    heap.push_monotone(now + delta, event);
+                    wheel.push_monotone(now + delta, event);
+                } else {
+                    heap.push(now + delta, event);
+                    wheel.push(now + delta, event);
+                }
                 reference.push((now + delta, seq));
             }
             if round % 2 == 0 {

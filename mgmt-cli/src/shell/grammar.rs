@@ -217,7 +217,9 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     }),
     ("show ib port", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
     ("show ib ports", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
-    ("show ib counters", "IB-like ports: state, credits per VL, PortCounters", ANY, |_| request(Request::ShowIbPorts)),
+    ("show ib counters", "IB-like ports' PortCounters; the agent's SMPs, M_Key violations and traps", ANY, |_| {
+        request(Request::ShowIbCounters)
+    }),
     ("show ib lft [<text>]", "this switch's LFT, or another switch's (name or GUID) from the SM here", ANY, |args| {
         request(Request::ShowIbLft { switch: args.first().cloned() })
     }),

@@ -66,7 +66,6 @@ pub struct ReceiverCounters {
 
 #[derive(Debug, Clone)]
 struct QueuePair {
-    qp: u32,
     expected_psn: u32,
     /// Held payload lengths + 1 by PSN offset (0 = empty slot), ring indexed by PSN.
     held: [u32; REORDER_WINDOW],
@@ -84,6 +83,9 @@ pub struct Receiver {
     cnp_interval_ns: u64,
     capacity: usize,
     queue_pairs: Vec<QueuePair>,
+    /// (QP number, index in `queue_pairs`), sorted by QP number: a lookup
+    /// among a thousand QPs reads this compact table, not every QP's state.
+    index: Vec<(u32, u32)>,
     totals: ReceiverCounters,
 }
 
@@ -99,6 +101,7 @@ impl Receiver {
             cnp_interval_ns,
             capacity,
             queue_pairs: Vec::with_capacity(capacity),
+            index: Vec::with_capacity(capacity),
             totals: ReceiverCounters::default(),
         }
     }
@@ -107,29 +110,39 @@ impl Receiver {
         self.totals
     }
 
+    fn find(&self, qp: u32) -> Option<&QueuePair> {
+        self.position(qp).ok().map(|i| &self.queue_pairs[self.index[i].1 as usize])
+    }
+
+    /// Where `qp` is in the index, or where it would go.
+    #[inline]
+    fn position(&self, qp: u32) -> Result<usize, usize> {
+        self.index.binary_search_by_key(&qp, |&(q, _)| q)
+    }
+
     /// One QP's counters.
     pub fn qp_counters(&self, qp: u32) -> Option<ReceiverCounters> {
-        self.queue_pairs.iter().find(|q| q.qp == qp).map(|q| q.counters)
+        self.find(qp).map(|q| q.counters)
     }
 
     /// The last message's completion time on `qp`: first arrival to the
     /// in-order delivery of its last packet.
     pub fn flow_completion_ns(&self, qp: u32) -> Option<u64> {
-        self.queue_pairs.iter().find(|q| q.qp == qp).and_then(|q| q.last_fct_ns)
+        self.find(qp).and_then(|q| q.last_fct_ns)
     }
 
     /// The next PSN `qp` expects (the first hole when packets are held).
     pub fn expected_psn(&self, qp: u32) -> Option<u32> {
-        self.queue_pairs.iter().find(|q| q.qp == qp).map(|q| q.expected_psn)
+        self.find(qp).map(|q| q.expected_psn)
     }
 
     /// A data packet arrived at `now_ns`.
     pub fn on_arrival(&mut self, arrival: Arrival, now_ns: u64) -> Result<Outcome, Refusal> {
-        let index = match self.queue_pairs.iter().position(|q| q.qp == arrival.qp) {
-            Some(i) => i,
-            None if self.queue_pairs.len() < self.capacity => {
+        let index = match self.position(arrival.qp) {
+            Ok(i) => self.index[i].1 as usize,
+            Err(at) if self.queue_pairs.len() < self.capacity => {
+                self.index.insert(at, (arrival.qp, self.queue_pairs.len() as u32));
                 self.queue_pairs.push(QueuePair {
-                    qp: arrival.qp,
                     expected_psn: 0,
                     held: [0; REORDER_WINDOW],
                     held_end: [false; REORDER_WINDOW],
@@ -140,7 +153,7 @@ impl Receiver {
                 });
                 self.queue_pairs.len() - 1
             }
-            None => return Err(Refusal::TooManyQueuePairs),
+            Err(_) => return Err(Refusal::TooManyQueuePairs),
         };
         let qp = &mut self.queue_pairs[index];
         let mut outcome = Outcome::default();

@@ -180,6 +180,9 @@ pub struct TrafficManager<H> {
     /// When each queue last sent or became backlogged.
     last_progress: Vec<u64>,
     watch: Vec<QueueWatch>,
+    /// Per port, bit q: queue q is in a storm (what `dequeue` looks at,
+    /// one byte rather than eight `QueueWatch`es).
+    stormed: Vec<u8>,
     watchdog: WatchdogConfig,
     next_watchdog: u64,
     events: Vec<WatchdogEvent>,
@@ -192,6 +195,10 @@ pub struct TrafficManager<H> {
     backlog: Vec<u64>,
     /// Bit per port: a PFC frame is due.
     pfc_due: Vec<u64>,
+    /// Bit per port: we hold some priority paused (XOFF refreshes fall due).
+    pfc_asserted: Vec<u64>,
+    /// Queues in a PFC storm now (the watchdog must keep checking them).
+    storming: u32,
 }
 
 /// Events kept until drained; more are counted as lost.
@@ -276,6 +283,7 @@ impl<H: Copy> TrafficManager<H> {
             queue_counters: vec![QueueCounters::default(); ports * CLASSES],
             last_progress: vec![0; ports * CLASSES],
             watch: vec![QueueWatch::default(); ports * CLASSES],
+            stormed: vec![0; ports],
             watchdog: config.watchdog,
             next_watchdog: 0,
             events: Vec::with_capacity(EVENT_CAPACITY),
@@ -286,6 +294,8 @@ impl<H: Copy> TrafficManager<H> {
             window_ns: u64::from(config.dlb.window_us) * 1000,
             backlog: vec![0; words],
             pfc_due: vec![0; words],
+            pfc_asserted: vec![0; words],
+            storming: 0,
             maps,
         })
     }
@@ -325,7 +335,7 @@ impl<H: Copy> TrafficManager<H> {
         let class = self.maps.classify(frame.class);
         let queue = egress * CLASSES + usize::from(class.queue);
         let pg = ingress * CLASSES + usize::from(class.pg);
-        if self.watch[queue].storm && self.watchdog.action == WatchdogAction::Drop {
+        if self.stormed[egress] & (1 << class.queue) != 0 && self.watchdog.action == WatchdogAction::Drop {
             self.watch[queue].dropped_frames += 1;
             return Err(self.count_drop(Some(queue), frame.len, DropReason::WatchdogStorm));
         }
@@ -356,6 +366,7 @@ impl<H: Copy> TrafficManager<H> {
             if priorities != 0 {
                 self.ports[ingress].pfc_tx.xoff(priorities);
                 set_bit(&mut self.pfc_due, ingress);
+                set_bit(&mut self.pfc_asserted, ingress);
             }
         }
         if self.voqs.push(queue, handle, frame.len, frame_cells, pg as u32).is_err() {
@@ -390,9 +401,9 @@ impl<H: Copy> TrafficManager<H> {
         }
         let base = p * CLASSES;
         // The watchdog's drop action empties a storming queue first, at once.
-        if self.watchdog.action == WatchdogAction::Drop {
+        if self.stormed[p] != 0 && self.watchdog.action == WatchdogAction::Drop {
             for q in 0..CLASSES {
-                if self.watch[base + q].storm && !self.voqs.is_empty(base + q) {
+                if self.stormed[p] & (1 << q) != 0 && !self.voqs.is_empty(base + q) {
                     let descriptor = self.take(now, p, q);
                     self.watch[base + q].dropped_frames += 1;
                     self.count_drop(Some(base + q), descriptor.bytes, DropReason::WatchdogStorm);
@@ -479,6 +490,9 @@ impl<H: Copy> TrafficManager<H> {
                 if self.ports[port].pfc_tx.has_pending() {
                     set_bit(&mut self.pfc_due, port);
                 }
+                if self.ports[port].pfc_tx.asserted() == 0 {
+                    clear_bit(&mut self.pfc_asserted, port);
+                }
             }
         }
     }
@@ -497,13 +511,8 @@ impl<H: Copy> TrafficManager<H> {
                 queues |= 1 << self.priority_queue[priority];
             }
         }
-        for q in 0..CLASSES {
-            if queues & (1 << q) != 0
-                && self.watch[p * CLASSES + q].storm
-                && self.watchdog.action != WatchdogAction::Alert
-            {
-                queues &= !(1 << q);
-            }
+        if self.watchdog.action != WatchdogAction::Alert {
+            queues &= !self.stormed[p];
         }
         queues
     }
@@ -630,13 +639,21 @@ impl<H: Copy> TrafficManager<H> {
                     last_pause_at,
                 };
                 if let Some(kind) = self.watch[index].check(now, view, &self.watchdog) {
+                    match kind {
+                        WatchdogEventKind::StormDetected => self.stormed[p] |= 1 << q,
+                        WatchdogEventKind::StormRestored => self.stormed[p] &= !(1 << q),
+                    }
                     if self.events.len() < EVENT_CAPACITY {
                         self.events.push(WatchdogEvent { at: now, port: p as u16, queue: q as u8, kind });
                     } else {
                         self.events_lost += 1;
                     }
-                    if kind == WatchdogEventKind::StormDetected {
-                        self.ports[p].wake = 0;
+                    match kind {
+                        WatchdogEventKind::StormDetected => {
+                            self.storming += 1;
+                            self.ports[p].wake = 0;
+                        }
+                        WatchdogEventKind::StormRestored => self.storming -= 1,
                     }
                 }
             }
@@ -659,15 +676,26 @@ impl<H: Copy> TrafficManager<H> {
         if self.pfc_due.iter().any(|&w| w != 0) {
             at(&mut wake, now);
         }
-        for (p, state) in self.ports.iter().enumerate() {
-            if get_bit(&self.backlog, p) {
-                at(&mut wake, state.wake.max(now));
-            }
-            if let Some(refresh) = state.pfc_tx.next_refresh(state.refresh_ns) {
-                at(&mut wake, refresh.max(now));
+        // Only ports with frames waiting or a pause of ours to refresh:
+        // the others need no wake-up (a switch's scan of all its ports at
+        // every event was a fifth of the simulator's time).
+        for (word, (&backlog, &asserted)) in self.backlog.iter().zip(&self.pfc_asserted).enumerate() {
+            let mut bits = backlog | asserted;
+            while bits != 0 {
+                let bit = bits.trailing_zeros();
+                let state = &self.ports[word * 64 + bit as usize];
+                if backlog & (1 << bit) != 0 {
+                    at(&mut wake, state.wake.max(now));
+                }
+                if asserted & (1 << bit) != 0
+                    && let Some(refresh) = state.pfc_tx.next_refresh(state.refresh_ns)
+                {
+                    at(&mut wake, refresh.max(now));
+                }
+                bits &= bits - 1;
             }
         }
-        if self.watchdog.enabled && self.watched_queues != 0 && (wake.is_some() || self.watch.iter().any(|w| w.storm)) {
+        if self.watchdog.enabled && self.watched_queues != 0 && (wake.is_some() || self.storming > 0) {
             at(&mut wake, self.next_watchdog.max(now));
         }
         wake
@@ -766,11 +794,6 @@ fn set_bit(words: &mut [u64], bit: usize) {
 #[inline]
 fn clear_bit(words: &mut [u64], bit: usize) {
     words[bit / 64] &= !(1 << (bit % 64));
-}
-
-#[inline]
-fn get_bit(words: &[u64], bit: usize) -> bool {
-    words[bit / 64] & (1 << (bit % 64)) != 0
 }
 
 #[cfg(test)]

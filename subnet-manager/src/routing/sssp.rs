@@ -26,7 +26,8 @@ pub fn route(graph: &SwitchGraph<'_>, weights: Option<Vec<u64>>) -> Lfts {
     let mut next: Vec<(u8, u32)> = vec![(0, UNREACHABLE); switches];
     let mut order: Vec<u32> = Vec::with_capacity(switches);
     let mut flow = vec![0u64; switches];
-    let mut heap = BinaryHeap::new();
+    let mut heap = BinaryHeap::with_capacity(channels.len());
+    let inbound = Inbound::new(graph, &channels);
     for dest in &graph.dests {
         let target = dest.switch as usize;
         dist.fill(u64::MAX);
@@ -34,26 +35,24 @@ pub fn route(graph: &SwitchGraph<'_>, weights: Option<Vec<u64>>) -> Lfts {
         order.clear();
         dist[target] = 0;
         heap.push(Reverse((0u64, target as u32)));
-        // Dijkstra towards the target: relax x <- y over y's channel to x.
+        // Dijkstra towards the target: relax y <- x over y's channels to x.
         while let Some(Reverse((d, x))) = heap.pop() {
             let x = x as usize;
             if d > dist[x] {
                 continue;
             }
             order.push(x as u32);
-            for &(_, y) in &graph.links[x] {
-                let y = y as usize;
-                // The channel y -> x: find y's port to x (first, lowest weight).
+            for &(y, start, end) in inbound.from(x) {
+                // Of parallel channels y -> x, the first with the lowest weight.
                 let mut best: Option<(u64, u8)> = None;
-                for &(port, n) in &graph.links[y] {
-                    if n as usize == x {
-                        let w = weight[channels.id(y, port)];
-                        if best.is_none_or(|(bw, _)| w < bw) {
-                            best = Some((w, port));
-                        }
+                for &(channel, port) in &inbound.channels[start as usize..end as usize] {
+                    let w = weight[channel as usize];
+                    if best.is_none_or(|(bw, _)| w < bw) {
+                        best = Some((w, port));
                     }
                 }
                 let Some((w, port)) = best else { continue };
+                let y = y as usize;
                 let candidate = d + w;
                 if candidate < dist[y] {
                     dist[y] = candidate;
@@ -89,6 +88,52 @@ pub fn route(graph: &SwitchGraph<'_>, weights: Option<Vec<u64>>) -> Lfts {
         }
     }
     lfts
+}
+
+/// The channels into each switch, grouped by the neighbour they leave,
+/// found once rather than by scanning the neighbour's ports on every
+/// relaxation (the per-destination Dijkstra's inner loop).
+struct Inbound {
+    /// `neighbours[start[x]..start[x + 1]]`: (neighbour y, its channels to
+    /// x as `channels[from..to]`), in the order of x's links.
+    start: Vec<usize>,
+    neighbours: Vec<(u32, u32, u32)>,
+    /// (channel id, y's port), in y's link order.
+    channels: Vec<(u32, u8)>,
+}
+
+impl Inbound {
+    fn new(graph: &SwitchGraph<'_>, ids: &Channels) -> Inbound {
+        let switches = graph.switch_count();
+        let mut start = Vec::with_capacity(switches + 1);
+        let mut neighbours = Vec::new();
+        let mut channels = Vec::new();
+        // seen[y] == x + 1: y already grouped for x (parallel links).
+        let mut seen = vec![0usize; switches];
+        for x in 0..switches {
+            start.push(neighbours.len());
+            for &(_, y) in &graph.links[x] {
+                let y = y as usize;
+                if seen[y] == x + 1 {
+                    continue;
+                }
+                seen[y] = x + 1;
+                let from = channels.len() as u32;
+                for &(port, n) in &graph.links[y] {
+                    if n as usize == x {
+                        channels.push((ids.id(y, port) as u32, port));
+                    }
+                }
+                neighbours.push((y as u32, from, channels.len() as u32));
+            }
+        }
+        start.push(neighbours.len());
+        Inbound { start, neighbours, channels }
+    }
+
+    fn from(&self, x: usize) -> &[(u32, u32, u32)] {
+        &self.neighbours[self.start[x]..self.start[x + 1]]
+    }
 }
 
 /// DFSSSP: the balanced routes, then destinations on VLs (as SLs, SL =

@@ -10,7 +10,7 @@
 //! lldp:
 //!   tx_interval_secs: 30
 //!   hold_multiplier: 4
-//! profile: small               # table sizes: default | small (config/resources.rs)
+//! profile: small               # table sizes: default | small | large (config/resources.rs)
 //! port_rings: { rx_kib: 256, tx_kib: 64 }   # AF_PACKET ring memory per port
 //! loopback: [10.255.0.1/32]    # the switch's own addresses (VTEP source...)
 //! ports:

@@ -4,7 +4,7 @@
 //! carrying real traffic.
 //!
 //! ```yaml
-//! profile: small               # default | small
+//! profile: small               # default | small | large
 //! port_rings:                  # per afpacket port; default 8192 / 2048
 //!   rx_kib: 256
 //!   tx_kib: 64
@@ -24,6 +24,10 @@ pub enum Profile {
     /// A lab switch: small tables (4k MACs, 16k routes, 1k neighbours) but
     /// room for a spine's 256 ports.
     Small,
+    /// A border or route-server switch: the default's tables with room for
+    /// 2 Mi routes (a full Internet table twice over, or a million-route
+    /// fabric).
+    Large,
 }
 
 impl Profile {
@@ -47,6 +51,7 @@ impl Profile {
                 dir24_min_routes: 0,
                 ..SwitchConfig::default()
             },
+            Profile::Large => SwitchConfig { route_capacity: LARGE_ROUTES, ..SwitchConfig::default() },
         }
     }
 
@@ -57,6 +62,7 @@ impl Profile {
 }
 
 const SMALL_MAX_PORTS: u16 = 256;
+const LARGE_ROUTES: usize = 2 * 1024 * 1024;
 
 /// `port_rings:` as written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

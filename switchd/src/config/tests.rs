@@ -345,3 +345,14 @@ fn bad_ib_settings_are_refused_naming_the_field() {
     let e = errors("name: s1\nbackend: kernel\nports:\n  - { name: eth1, mode: ib }\n");
     assert!(e.mentions("ports[0].mode"), "{e}");
 }
+
+#[test]
+fn the_large_profile_holds_two_million_routes_and_changing_it_needs_a_restart() {
+    let large = Config::from_yaml(&good_with("log_level: debug", "profile: large")).unwrap();
+    assert_eq!(large.profile.switch_config().route_capacity, 2 * 1024 * 1024);
+    assert_eq!(large.profile.switch_config().fdb_capacity, dataplane::pipeline::SwitchConfig::default().fdb_capacity);
+    assert!(large.to_yaml().contains("profile: large"));
+    let default = Config::from_yaml(GOOD).unwrap();
+    let reasons = crate::daemon::restart_needed(&default, &large);
+    assert!(reasons.iter().any(|r| r.contains("table profile")), "{reasons:?}");
+}

@@ -1,8 +1,8 @@
 //! What `swcli show ib ...` reads from the IB-like runtime.
 
 use mgmt_cli::ib::{
-    IbLft, IbLftEntry, IbLink, IbNode, IbPort, IbPortCounters, IbPortRoutes, IbRoutesBalance, IbSm, IbSwitchBalance,
-    IbTopology, IbVl,
+    IbAgentCounters, IbCounters, IbLft, IbLftEntry, IbLink, IbNode, IbPort, IbPortCounters, IbPortRoutes,
+    IbRoutesBalance, IbSm, IbSwitchBalance, IbTopology, IbVl,
 };
 use subnet_manager::packet::attributes::{PortPhysState, PortState};
 use subnet_manager::routing::analyze;
@@ -67,6 +67,33 @@ impl IbRuntime {
                 }
             })
             .collect()
+    }
+
+    /// `show ib counters`: the ports' PortCounters and the agent's.
+    pub fn show_counters(&self) -> IbCounters {
+        let ports = self
+            .show_ports()
+            .into_iter()
+            .map(|p| mgmt_cli::ib::IbPortCountersRow { name: p.name, number: p.number, counters: p.counters })
+            .collect();
+        let plane = self.plane.counters();
+        let agent = self.plane.agent().counters;
+        IbCounters {
+            ports,
+            agent: IbAgentCounters {
+                smps_answered: agent.answered,
+                smps_bad_status: agent.bad_status,
+                smps_discarded: agent.discarded,
+                m_key_violations: agent.m_key_violations,
+                traps_sent: agent.traps_sent,
+                traps_resent: agent.traps_resent,
+                traps_repressed: agent.traps_repressed,
+                malformed_frames: plane.malformed,
+                bad_smps: plane.bad_smps,
+                bad_version: plane.bad_version,
+                tx_refused: plane.tx_refused,
+            },
+        }
     }
 
     /// This switch's LFT (`switch` None, its name or its GUID), or another

@@ -199,7 +199,7 @@ impl Stages {
             return Err(DropReason::MtuExceeded);
         }
         self.redirect_v4(now, source.rif(), ip, adjacency, out);
-        let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv4, total_len, out, |buf| {
+        let sent = self.forward_ip(now, Some(source.rif()), adjacency, EtherType::Ipv4, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             // RFC 1812 section 5.3.1, with the RFC 1624 checksum update.
             Ipv4Packet::new_unchecked(buf).decrement_ttl_incremental();
@@ -316,7 +316,7 @@ impl Stages {
             return Err(DropReason::MtuExceeded);
         }
         self.redirect_v6(now, source.rif(), frame.src, ip, adjacency, out);
-        let sent = self.send_ip(now, Some(source.rif()), adjacency, EtherType::Ipv6, total_len, out, |buf| {
+        let sent = self.forward_ip(now, Some(source.rif()), adjacency, EtherType::Ipv6, total_len, out, |buf| {
             buf.copy_from_slice(ip);
             Ipv6Packet::new_unchecked(buf).decrement_hop_limit();
         })?;
@@ -437,6 +437,39 @@ impl Stages {
         out: &mut Output,
         write: impl FnOnce(&mut [u8]),
     ) -> Result<Sent, DropReason> {
+        self.send_ip_as(now, ingress, adjacency, ethertype, ip_len, Body::Partial, out, write)
+    }
+
+    /// [`send_ip`](Self::send_ip) for a packet `write` copies whole: its
+    /// buffer is not zeroed first (the forwarding path's cost is the copy).
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn forward_ip(
+        &mut self,
+        now: u64,
+        ingress: Option<RifId>,
+        adjacency: Adjacency,
+        ethertype: EtherType,
+        ip_len: usize,
+        out: &mut Output,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<Sent, DropReason> {
+        self.send_ip_as(now, ingress, adjacency, ethertype, ip_len, Body::Whole, out, write)
+    }
+
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    fn send_ip_as(
+        &mut self,
+        now: u64,
+        ingress: Option<RifId>,
+        adjacency: Adjacency,
+        ethertype: EtherType,
+        ip_len: usize,
+        body: Body,
+        out: &mut Output,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<Sent, DropReason> {
         // The fast path: a next hop on a routed port with a usable
         // neighbour has its rewrite cached; one index, no lookups.
         if let Some(hop) = self.tables.router.hops.get(adjacency.slot as usize)
@@ -446,7 +479,7 @@ impl Stages {
             if ip_len > usize::from(rewrite.mtu) {
                 return Err(DropReason::MtuExceeded);
             }
-            let buf = out.push(Egress::Port(rewrite.port), ethernet::HEADER_LEN + ip_len);
+            let buf = body.push(out, Egress::Port(rewrite.port), ethernet::HEADER_LEN + ip_len);
             buf[..12].copy_from_slice(&rewrite.macs);
             buf[12..14].copy_from_slice(&u16::from(ethertype).to_be_bytes());
             write(&mut buf[ethernet::HEADER_LEN..]);
@@ -462,7 +495,7 @@ impl Stages {
         let Some(mac) = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out) else {
             return self.hold_for_neighbor(now, ingress, adjacency, ethertype, ip_len, out, write);
         };
-        self.rif_send_frame(now, adjacency.rif, mac, ethertype, ip_len, out, write)?;
+        self.rif_send_frame_as(now, adjacency.rif, mac, ethertype, ip_len, body, out, write)?;
         self.cache_rewrite(adjacency, rif, mac);
         Ok(Sent::Now)
     }
@@ -508,6 +541,21 @@ impl Stages {
         out: &mut Output,
         write: impl FnOnce(&mut [u8]),
     ) -> Result<(), DropReason> {
+        self.rif_send_frame_as(now, rif, dst, ethertype, len, Body::Partial, out, write)
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn rif_send_frame_as(
+        &mut self,
+        now: u64,
+        rif: RifId,
+        dst: EthernetAddress,
+        ethertype: EtherType,
+        len: usize,
+        body: Body,
+        out: &mut Output,
+        write: impl FnOnce(&mut [u8]),
+    ) -> Result<(), DropReason> {
         let Some(config) = self.tables.router.rif(rif).copied() else {
             return Err(DropReason::RouterInterfaceDown);
         };
@@ -518,10 +566,9 @@ impl Stages {
                     return Err(DropReason::EgressPortDown);
                 }
                 let header = EthernetRepr { dst_addr: dst, src_addr: config.mac, ethertype };
-                self.emit_port(port, ethernet::HEADER_LEN + len, out, |buf| {
-                    header.emit(&mut EthernetFrame::new_unchecked(&mut *buf));
-                    write(&mut buf[ethernet::HEADER_LEN..]);
-                });
+                let buf = body.push(out, Egress::Port(port), ethernet::HEADER_LEN + len);
+                header.emit(&mut EthernetFrame::new_unchecked(&mut *buf));
+                write(&mut buf[ethernet::HEADER_LEN..]);
                 Ok(())
             }
             RifKind::Vlan(vid) => {
@@ -720,4 +767,23 @@ pub(crate) fn flow_hash(src: u128, dst: u128, protocol: u8, ports: u32) -> u32 {
     h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     h ^= h >> 33;
     h as u32
+}
+
+/// Whether a frame's writer sets every byte of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Body {
+    /// It may leave bytes alone: the buffer is zeroed first.
+    Partial,
+    /// It copies the whole packet in: no zeroing.
+    Whole,
+}
+
+impl Body {
+    #[inline]
+    fn push(self, out: &mut Output, to: Egress, len: usize) -> &mut [u8] {
+        match self {
+            Body::Partial => out.push(to, len),
+            Body::Whole => out.push_overwritten(to, len),
+        }
+    }
 }
