@@ -24,6 +24,7 @@ use crate::fib::{FibChange, NextHop};
 use crate::packet::Nlri;
 use crate::packet::evpn::MacAddr;
 
+pub mod ip_vrf;
 pub mod overlay;
 
 /// Receives forwarding changes, one installer per kind of state.
@@ -185,6 +186,8 @@ pub struct ShimProgrammer<B: Backend> {
     errors: Arc<AtomicU64>,
     /// Where EVPN's remote MACs and flood lists go, when the switch is a VTEP.
     overlay: Option<overlay::Overlay>,
+    /// Where IP-VRF routes go, when the switch has VRFs with L3VNIs.
+    ip_vrfs: Option<ip_vrf::IpVrfs>,
     _backend: std::marker::PhantomData<fn(&mut Sai<B>)>,
 }
 
@@ -202,6 +205,7 @@ impl<B: Backend> ShimProgrammer<B> {
             routes: HashMap::new(),
             errors: Arc::new(AtomicU64::new(0)),
             overlay: None,
+            ip_vrfs: None,
             _backend: std::marker::PhantomData,
         }
     }
@@ -209,6 +213,12 @@ impl<B: Backend> ShimProgrammer<B> {
     /// Installs EVPN's remote MACs and flood lists through `overlay`.
     pub fn with_overlay(mut self, overlay: overlay::Overlay) -> Self {
         self.overlay = Some(overlay);
+        self
+    }
+
+    /// Installs IP-VRF routes (symmetric IRB) through `ip_vrfs`.
+    pub fn with_ip_vrfs(mut self, ip_vrfs: ip_vrf::IpVrfs) -> Self {
+        self.ip_vrfs = Some(ip_vrfs);
         self
     }
 
@@ -364,8 +374,8 @@ impl<B: Backend> ShimProgrammer<B> {
     /// Applies one change. The default VRF's IP routes go into route
     /// entries, next hops and ECMP groups; remote MACs and flood lists into
     /// the overlay's tunnel objects; ARP/ND suppression bindings into the
-    /// VNI's VLAN. Routes in IP-VRFs have no installer in the shim yet: they
-    /// are kept in the speaker's [`Installed`] tables (shown) and logged here.
+    /// VNI's VLAN; routes in IP-VRFs into their virtual routers, through
+    /// tunnel next hops.
     pub fn apply(&mut self, sai: &mut Sai<B>, change: FibChange) {
         let result = match change {
             FibChange::Route { vrf: None, prefix, next_hops } => {
@@ -399,10 +409,10 @@ impl<B: Backend> ShimProgrammer<B> {
                 Some(o) => o.suppression(sai, vni, ip, mac),
                 None => Err("not a VTEP: no VXLAN tunnel".to_string()),
             },
-            other => {
-                tracing::debug!(change = ?other, "no shim installer for this EVPN state yet");
-                Ok(())
-            }
+            FibChange::Route { vrf: Some(vrf), prefix, next_hops } => match self.ip_vrfs.as_mut() {
+                Some(v) => v.route(sai, &vrf, prefix, &next_hops),
+                None => Err(format!("route {prefix} in VRF {vrf}: the switch has no VRF with an L3VNI")),
+            },
         };
         if let Err(error) = result {
             tracing::warn!(%error, "EVPN forwarding change not installed");
@@ -773,5 +783,76 @@ mod tests {
         assert_eq!(target(&sai, "10.100.0.0/24"), None);
         assert_eq!(target(&sai, "10.103.231.0/24").and_then(|t| t.object_type()), Some(ObjectType::NextHopGroup));
         assert_eq!(count(&sai, ObjectType::NextHopGroup), 1);
+    }
+
+    /// Symmetric IRB: IP-VRF routes through remote VTEPs become route
+    /// entries in the VRF's virtual router through tunnel-encap next hops
+    /// (one per VTEP, L3VNI and router MAC), ECMP groups of them, all
+    /// removed with the last route; the pipeline encapsulates with the L3VNI.
+    #[test]
+    fn ip_vrf_routes_go_into_the_virtual_router_through_tunnel_next_hops() {
+        use sai_shim::{NextHopType, TunnelAttr, TunnelMapEntryAttr, VirtualRouterAttr};
+        let (mut sai, p) = shim();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.1.0.1".parse().unwrap())]).unwrap();
+        let rmac = sai_shim::EthernetAddress([2, 0xcc, 0, 0, 0, 1]);
+        let vr = sai.create_virtual_router_with(&[VirtualRouterAttr::SrcMacAddress(rmac)]).unwrap();
+        sai.create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VirtualRouterId(vr),
+            TunnelMapEntryAttr::Vni(4001),
+        ])
+        .unwrap();
+        let mut p = p.with_ip_vrfs(ip_vrf::IpVrfs::new(tunnel, [("tenant1".to_string(), vr)].into()));
+        let hop = |vtep: &str, last: u8| NextHop::Vtep {
+            vtep: ip(vtep),
+            vni: 4001,
+            router_mac: MacAddr([2, 0xcc, 0, 0, 0, last]),
+        };
+        let route = |prefix: &str, next_hops: Vec<NextHop>| FibChange::Route {
+            vrf: Some("tenant1".into()),
+            prefix: prefix.parse().unwrap(),
+            next_hops,
+        };
+        let key = |prefix: &str| RouteEntryKey { virtual_router: vr, destination: prefix.parse().unwrap() };
+        p.apply(&mut sai, route("10.20.0.5/32", vec![hop("10.2.0.2", 2)]));
+        p.apply(&mut sai, route("10.30.0.0/24", vec![hop("10.2.0.2", 2), hop("10.3.0.2", 3)]));
+        assert_eq!(errors(&p), 0);
+        let host = sai.get_route_entry(key("10.20.0.5/32")).unwrap().next_hop.unwrap();
+        let next_hop = sai.get_next_hop(host).unwrap();
+        assert_eq!(next_hop.ip, ip("10.2.0.2"));
+        assert_eq!(
+            next_hop.next_hop_type,
+            NextHopType::TunnelEncap { tunnel, vni: 4001, mac: sai_shim::EthernetAddress([2, 0xcc, 0, 0, 0, 2]) }
+        );
+        let prefix = sai.get_route_entry(key("10.30.0.0/24")).unwrap().next_hop.unwrap();
+        assert_eq!(prefix.object_type(), Some(ObjectType::NextHopGroup));
+        // The next hop to 10.2.0.2 is shared by the host route and the group.
+        assert_eq!(count(&sai, ObjectType::NextHop), 2);
+        assert!(
+            sai.get_route_entry(RouteEntryKey {
+                virtual_router: sai.default_virtual_router(),
+                destination: "10.20.0.5/32".parse().unwrap()
+            })
+            .is_err(),
+            "not in the default VRF"
+        );
+
+        // A VRF the switch lacks is refused and counted.
+        p.apply(
+            &mut sai,
+            FibChange::Route {
+                vrf: Some("other".into()),
+                prefix: "10.9.0.0/24".parse().unwrap(),
+                next_hops: vec![hop("10.2.0.2", 2)],
+            },
+        );
+        assert_eq!(errors(&p), 1);
+
+        p.apply(&mut sai, route("10.20.0.5/32", vec![]));
+        p.apply(&mut sai, route("10.30.0.0/24", vec![]));
+        assert!(sai.get_route_entry(key("10.30.0.0/24")).is_err());
+        assert_eq!(count(&sai, ObjectType::NextHop), 0);
+        assert_eq!(count(&sai, ObjectType::NextHopGroup), 0);
+        sai.remove(vr).unwrap_err();
     }
 }

@@ -40,6 +40,12 @@ pub enum Request {
     ShowIpRoute {
         family: AddressFamily,
     },
+    /// `show ip route vrf NAME`, `show ipv6 route vrf NAME`: one VRF's
+    /// table (its SVIs' subnets and EVPN's routes over the L3VNI).
+    ShowIpRouteVrf {
+        family: AddressFamily,
+        vrf: String,
+    },
     /// `show ip route` streamed: answered with one `IpRoutes` line per
     /// chunk of routes, an empty chunk last, so neither end holds the
     /// whole table.

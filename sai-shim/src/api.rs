@@ -117,7 +117,7 @@ impl ObjectStore {
     /// The VNI a VLAN is stretched over, if a tunnel map entry maps it.
     pub fn vni_of_vlan(&self, vlan: ObjectId) -> Option<u32> {
         self.objects_of(ObjectType::TunnelMapEntry).find_map(|(_, o)| match o {
-            Object::TunnelMapEntry(m) if m.vlan == vlan => Some(m.vni),
+            Object::TunnelMapEntry(m) if m.vlan() == Some(vlan) => Some(m.vni),
             _ => None,
         })
     }
@@ -345,7 +345,7 @@ impl ObjectStore {
             }
             Object::NextHop(next_hop) => {
                 if self.exists_other(id, ObjectType::NextHop, |o| matches!(o, Object::NextHop(n) if n == next_hop)) {
-                    return exists(format!("next hop {} on {}", next_hop.ip, next_hop.router_interface));
+                    return exists(format!("next hop {} ({:?})", next_hop.ip, next_hop.next_hop_type));
                 }
             }
             Object::NextHopGroupMember(member) => {
@@ -361,9 +361,9 @@ impl ObjectStore {
                 if self.exists_other(
                     id,
                     ObjectType::TunnelMapEntry,
-                    |o| matches!(o, Object::TunnelMapEntry(m) if m.vlan == map.vlan),
+                    |o| matches!(o, Object::TunnelMapEntry(m) if m.value == map.value),
                 ) {
-                    return exists(format!("VNI map of {}", map.vlan));
+                    return exists(format!("VNI map of {:?}", map.value));
                 }
                 if self.exists_other(
                     id,
@@ -579,7 +579,7 @@ impl<B: Backend> Sai<B> {
         });
         backend.create(&store, store.cpu_port, &cpu)?;
         store.insert(store.cpu_port, cpu);
-        let vr = Object::VirtualRouter(VirtualRouter {});
+        let vr = Object::VirtualRouter(VirtualRouter::default());
         backend.create(&store, store.default_virtual_router, &vr)?;
         store.insert(store.default_virtual_router, vr);
         Ok(Sai { store, backend, notifications: Vec::new(), bus: Default::default() })
@@ -665,7 +665,7 @@ impl<B: Backend> Sai<B> {
                 .objects_of(ObjectType::VlanMember)
                 .filter(|(_, o)| match o {
                     Object::VlanMember(m) => {
-                        m.vlan == map.vlan
+                        Some(m.vlan) == map.vlan()
                             && matches!(
                                 self.store.bridge_port(m.bridge_port),
                                 Some(BridgePort { bridge_port_type: BridgePortType::Tunnel(_), .. })
@@ -900,7 +900,13 @@ impl<B: Backend> Sai<B> {
     /// Creates a VRF: a virtual router with a routing table of its own,
     /// which router interfaces and route entries name.
     pub fn create_virtual_router(&mut self) -> SaiResult<ObjectId> {
-        self.create_object(Object::VirtualRouter(VirtualRouter {}))
+        self.create_virtual_router_with(&[])
+    }
+
+    /// A VRF with attributes (its router MAC for symmetric IRB).
+    pub fn create_virtual_router_with(&mut self, attrs: &[VirtualRouterAttr]) -> SaiResult<ObjectId> {
+        check_duplicates("virtual router", attrs)?;
+        self.create_object(Object::VirtualRouter(VirtualRouter::build(attrs)?))
     }
 
     pub fn create_router_interface(&mut self, attrs: &[RouterInterfaceAttr]) -> SaiResult<ObjectId> {

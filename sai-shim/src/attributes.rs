@@ -393,9 +393,44 @@ impl BridgePort {
 
 // ---------------------------------------------------------------- routing
 
-/// A virtual router (VRF). It has no attributes yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum VirtualRouterAttr {
+    /// The VRF's router MAC: the inner source of what it routes into the
+    /// overlay, and the inner destination its L3VNI answers to.
+    SrcMacAddress(EthernetAddress),
+}
+
+attr_names!(VirtualRouterAttr {
+    SrcMacAddress => "SRC_MAC_ADDRESS", create_only = true;
+});
+
+/// A virtual router (VRF).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct VirtualRouter {}
+pub struct VirtualRouter {
+    /// `None`: the switch's SRC_MAC_ADDRESS.
+    pub src_mac_address: Option<EthernetAddress>,
+}
+
+impl VirtualRouter {
+    pub(crate) fn build(attrs: &[VirtualRouterAttr]) -> SaiResult<VirtualRouter> {
+        let mut vr = VirtualRouter::default();
+        for attr in attrs {
+            match attr {
+                VirtualRouterAttr::SrcMacAddress(mac) => {
+                    if !mac.is_unicast() || *mac == EthernetAddress::ZERO {
+                        return Err(SaiError::invalid(
+                            ObjectType::VirtualRouter,
+                            "SRC_MAC_ADDRESS",
+                            format!("{mac} is not a unicast address"),
+                        ));
+                    }
+                    vr.src_mac_address = Some(*mac);
+                }
+            }
+        }
+        Ok(vr)
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RouterInterfaceType {
@@ -512,42 +547,106 @@ impl RouterInterface {
 pub enum NextHopAttr {
     Ip(IpAddr),
     RouterInterfaceId(ObjectId),
+    /// With TUNNEL_VNI and TUNNEL_MAC, instead of ROUTER_INTERFACE_ID: a
+    /// next hop of type TUNNEL_ENCAP, IP being the remote VTEP.
+    TunnelId(ObjectId),
+    TunnelVni(u32),
+    /// The inner destination MAC (the remote router MAC).
+    TunnelMac(EthernetAddress),
 }
 
 attr_names!(NextHopAttr {
     Ip => "IP", create_only = true;
     RouterInterfaceId => "ROUTER_INTERFACE_ID", create_only = true;
+    TunnelId => "TUNNEL_ID", create_only = true;
+    TunnelVni => "TUNNEL_VNI", create_only = true;
+    TunnelMac => "TUNNEL_MAC", create_only = true;
 });
 
-/// An IP next hop: a neighbour on a router interface.
+/// SAI's next-hop types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NextHopType {
+    /// A neighbour on a router interface.
+    Ip { router_interface: ObjectId },
+    /// Across the overlay (symmetric IRB): VXLAN with `vni` through
+    /// `tunnel` to the next hop's IP, the inner frame to `mac`.
+    TunnelEncap { tunnel: ObjectId, vni: u32, mac: EthernetAddress },
+}
+
+/// A next hop: an IP neighbour, or a remote VTEP.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NextHop {
     pub ip: IpAddr,
-    pub router_interface: ObjectId,
+    pub next_hop_type: NextHopType,
 }
 
 impl NextHop {
     pub(crate) fn build(attrs: &[NextHopAttr]) -> SaiResult<NextHop> {
-        let (mut ip, mut rif) = (None, None);
+        let (mut ip, mut rif, mut tunnel, mut vni, mut mac) = (None, None, None, None, None);
         for attr in attrs {
             match attr {
                 NextHopAttr::Ip(a) => ip = Some(*a),
                 NextHopAttr::RouterInterfaceId(id) => rif = Some(*id),
+                NextHopAttr::TunnelId(id) => tunnel = Some(*id),
+                NextHopAttr::TunnelVni(v) => vni = Some(*v),
+                NextHopAttr::TunnelMac(m) => mac = Some(*m),
             }
         }
         let ip = mandatory(ObjectType::NextHop, "IP", ip)?;
         if ip.is_unspecified() || ip.is_multicast() {
             return Err(SaiError::invalid(ObjectType::NextHop, "IP", format!("{ip} is not a unicast address")));
         }
-        Ok(NextHop { ip, router_interface: mandatory(ObjectType::NextHop, "ROUTER_INTERFACE_ID", rif)? })
+        let next_hop_type = match (rif, tunnel) {
+            (Some(_), Some(_)) => {
+                return Err(SaiError::invalid(
+                    ObjectType::NextHop,
+                    "TUNNEL_ID",
+                    "a next hop is on a router interface or a tunnel",
+                ));
+            }
+            (None, Some(tunnel)) => {
+                let vni = mandatory(ObjectType::NextHop, "TUNNEL_VNI", vni)?;
+                if vni > VNI_MAX {
+                    return Err(SaiError::invalid(ObjectType::NextHop, "TUNNEL_VNI", format!("{vni} exceeds 24 bits")));
+                }
+                let mac = mandatory(ObjectType::NextHop, "TUNNEL_MAC", mac)?;
+                if !mac.is_unicast() || mac == EthernetAddress::ZERO {
+                    return Err(SaiError::invalid(ObjectType::NextHop, "TUNNEL_MAC", format!("{mac} is not unicast")));
+                }
+                if !ip.is_ipv4() {
+                    return Err(SaiError::invalid(ObjectType::NextHop, "IP", "VTEPs are IPv4"));
+                }
+                NextHopType::TunnelEncap { tunnel, vni, mac }
+            }
+            (rif, None) => {
+                if vni.is_some() || mac.is_some() {
+                    return Err(SaiError::invalid(ObjectType::NextHop, "TUNNEL_VNI", "only a tunnel next hop has one"));
+                }
+                NextHopType::Ip { router_interface: mandatory(ObjectType::NextHop, "ROUTER_INTERFACE_ID", rif)? }
+            }
+        };
+        Ok(NextHop { ip, next_hop_type })
+    }
+
+    /// The router interface of an IP next hop.
+    pub fn router_interface(&self) -> Option<ObjectId> {
+        match self.next_hop_type {
+            NextHopType::Ip { router_interface } => Some(router_interface),
+            NextHopType::TunnelEncap { .. } => None,
+        }
     }
 
     fn references(&self) -> Vec<Reference> {
-        vec![Reference {
-            attribute: "ROUTER_INTERFACE_ID",
-            id: self.router_interface,
-            expected: &[ObjectType::RouterInterface],
-        }]
+        match self.next_hop_type {
+            NextHopType::Ip { router_interface } => vec![Reference {
+                attribute: "ROUTER_INTERFACE_ID",
+                id: router_interface,
+                expected: &[ObjectType::RouterInterface],
+            }],
+            NextHopType::TunnelEncap { tunnel, .. } => {
+                vec![Reference { attribute: "TUNNEL_ID", id: tunnel, expected: &[ObjectType::Tunnel] }]
+            }
+        }
     }
 }
 
@@ -691,32 +790,59 @@ pub const VNI_MAX: u32 = (1 << 24) - 1;
 pub enum TunnelMapEntryAttr {
     TunnelId(ObjectId),
     VlanId(ObjectId),
+    /// Instead of VLAN_ID_VALUE: the VNI is an L3VNI of this virtual router.
+    VirtualRouterId(ObjectId),
     Vni(u32),
 }
 
 attr_names!(TunnelMapEntryAttr {
     TunnelId => "TUNNEL_ID", create_only = true;
     VlanId => "VLAN_ID_VALUE", create_only = true;
+    VirtualRouterId => "VIRTUAL_ROUTER_ID_VALUE", create_only = true;
     Vni => "VNI_ID_KEY", create_only = true;
 });
 
-/// Maps a VLAN to a VNI and back (SAI's VLAN_TO_VNI and VNI_TO_VLAN map
-/// entries in one object: a VLAN stretches over exactly one VNI).
+/// What a VNI maps to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TunnelMapValue {
+    /// A VLAN stretched over the VNI (an L2VNI).
+    Vlan(ObjectId),
+    /// A VRF routed over the VNI (an L3VNI, symmetric IRB).
+    VirtualRouter(ObjectId),
+}
+
+/// Maps a VLAN or a virtual router to a VNI and back (SAI's VLAN_TO_VNI
+/// and VNI_TO_VLAN, or VIRTUAL_ROUTER_ID_TO_VNI and VNI_TO_VIRTUAL_ROUTER_ID,
+/// map entries in one object: each stretches over exactly one VNI).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TunnelMapEntry {
     pub tunnel: ObjectId,
-    pub vlan: ObjectId,
+    pub value: TunnelMapValue,
     pub vni: u32,
 }
 
 impl TunnelMapEntry {
     pub(crate) fn build(attrs: &[TunnelMapEntryAttr]) -> SaiResult<TunnelMapEntry> {
-        let (mut tunnel, mut vlan, mut vni) = (None, None, None);
+        let (mut tunnel, mut value, mut vni) = (None, None, None);
         for attr in attrs {
-            match attr {
-                TunnelMapEntryAttr::TunnelId(id) => tunnel = Some(*id),
-                TunnelMapEntryAttr::VlanId(id) => vlan = Some(*id),
-                TunnelMapEntryAttr::Vni(v) => vni = Some(*v),
+            let next = match attr {
+                TunnelMapEntryAttr::TunnelId(id) => {
+                    tunnel = Some(*id);
+                    continue;
+                }
+                TunnelMapEntryAttr::Vni(v) => {
+                    vni = Some(*v);
+                    continue;
+                }
+                TunnelMapEntryAttr::VlanId(id) => TunnelMapValue::Vlan(*id),
+                TunnelMapEntryAttr::VirtualRouterId(id) => TunnelMapValue::VirtualRouter(*id),
+            };
+            if value.replace(next).is_some() {
+                return Err(SaiError::invalid(
+                    ObjectType::TunnelMapEntry,
+                    "VIRTUAL_ROUTER_ID_VALUE",
+                    "a VNI maps to a VLAN or a virtual router",
+                ));
             }
         }
         let vni = mandatory(ObjectType::TunnelMapEntry, "VNI_ID_KEY", vni)?;
@@ -725,16 +851,27 @@ impl TunnelMapEntry {
         }
         Ok(TunnelMapEntry {
             tunnel: mandatory(ObjectType::TunnelMapEntry, "TUNNEL_ID", tunnel)?,
-            vlan: mandatory(ObjectType::TunnelMapEntry, "VLAN_ID_VALUE", vlan)?,
+            value: mandatory(ObjectType::TunnelMapEntry, "VLAN_ID_VALUE", value)?,
             vni,
         })
     }
 
+    /// The VLAN of an L2VNI map.
+    pub fn vlan(&self) -> Option<ObjectId> {
+        match self.value {
+            TunnelMapValue::Vlan(vlan) => Some(vlan),
+            TunnelMapValue::VirtualRouter(_) => None,
+        }
+    }
+
     fn references(&self) -> Vec<Reference> {
-        vec![
-            Reference { attribute: "TUNNEL_ID", id: self.tunnel, expected: &[ObjectType::Tunnel] },
-            Reference { attribute: "VLAN_ID_VALUE", id: self.vlan, expected: &[ObjectType::Vlan] },
-        ]
+        let value = match self.value {
+            TunnelMapValue::Vlan(id) => Reference { attribute: "VLAN_ID_VALUE", id, expected: &[ObjectType::Vlan] },
+            TunnelMapValue::VirtualRouter(id) => {
+                Reference { attribute: "VIRTUAL_ROUTER_ID_VALUE", id, expected: &[ObjectType::VirtualRouter] }
+            }
+        };
+        vec![Reference { attribute: "TUNNEL_ID", id: self.tunnel, expected: &[ObjectType::Tunnel] }, value]
     }
 }
 

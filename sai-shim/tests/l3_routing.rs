@@ -724,3 +724,99 @@ fn a_virtual_router_has_its_own_routes() {
     lab.sai.remove(vrf_rif).unwrap();
     lab.sai.remove(vrf).unwrap();
 }
+
+/// Symmetric IRB through the shim (RFC 9135 section 4.1): a virtual router
+/// with a router MAC and an L3VNI (a tunnel map entry VNI <-> virtual
+/// router), a route in it through a next hop of type tunnel encap. What
+/// it routes leaves VXLAN-encapsulated with the L3VNI toward the VTEP,
+/// the inner frame from our router MAC to the tunnel MAC; what arrives on
+/// the L3VNI to our router MAC is routed in the virtual router.
+#[test]
+fn a_virtual_router_routes_over_its_l3vni_through_tunnel_next_hops() {
+    use dataplane::wire::{EthernetFrame, Ipv4Packet, UdpPacket, VxlanPacket};
+    const VRF_MAC: EthernetAddress = EthernetAddress([0x02, 0xcc, 0, 0, 0, 1]);
+    const REMOTE_MAC: EthernetAddress = EthernetAddress([0x02, 0xcc, 0, 0, 0, 2]);
+    let (our_vtep, remote_vtep) = (Ipv4Addr::new(1, 1, 1, 1), Ipv4Addr::new(3, 3, 3, 3));
+    let mut lab = Lab::with(SwitchConfig::default(), &[SwitchAttr::SrcMacAddress(ROUTER_MAC)]);
+    let (underlay_port, underlay_rif) = routed_port(&mut lab, "eth3");
+    address(&mut lab, underlay_rif, "1.1.1.1/32", "10.1.0.0/30");
+    let to_r3 = next_hop(&mut lab, underlay_rif, IpAddr::V4(R3_V4), R3_MAC);
+    route(&mut lab, "3.3.3.3/32", to_r3);
+    let tunnel = lab.sai.create_tunnel(&[TunnelAttr::EncapSrcIp(our_vtep)]).unwrap();
+    let vrf = lab.sai.create_virtual_router_with(&[VirtualRouterAttr::SrcMacAddress(VRF_MAC)]).unwrap();
+    lab.sai
+        .create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VirtualRouterId(vrf),
+            TunnelMapEntryAttr::Vni(4001),
+        ])
+        .unwrap();
+    let vrf_port = lab.port("eth5");
+    let vrf_rif = lab
+        .sai
+        .create_router_interface(&[
+            RouterInterfaceAttr::VirtualRouterId(vrf),
+            RouterInterfaceAttr::Type(RouterInterfaceType::Port(vrf_port)),
+        ])
+        .unwrap();
+    lab.sai
+        .create_neighbor_entry(
+            NeighborEntryKey { router_interface: vrf_rif, ip: IpAddr::V4(R4_V4) },
+            &[NeighborEntryAttr::DstMacAddress(R4_MAC)],
+        )
+        .unwrap();
+    let vrf_route = |prefix: &str| RouteEntryKey { virtual_router: vrf, destination: net(prefix) };
+    lab.sai.create_route_entry(vrf_route("10.2.0.0/30"), &[RouteEntryAttr::NextHopId(Some(vrf_rif))]).unwrap();
+    assert!(
+        lab.sai
+            .create_next_hop(&[
+                NextHopAttr::Ip(IpAddr::V4(remote_vtep)),
+                NextHopAttr::RouterInterfaceId(vrf_rif),
+                NextHopAttr::TunnelId(tunnel),
+            ])
+            .is_err(),
+        "a next hop is on a router interface or a tunnel"
+    );
+    let over_tunnel = lab
+        .sai
+        .create_next_hop(&[
+            NextHopAttr::Ip(IpAddr::V4(remote_vtep)),
+            NextHopAttr::TunnelId(tunnel),
+            NextHopAttr::TunnelVni(4001),
+            NextHopAttr::TunnelMac(REMOTE_MAC),
+        ])
+        .unwrap();
+    lab.sai.create_route_entry(vrf_route("172.16.0.0/16"), &[RouteEntryAttr::NextHopId(Some(over_tunnel))]).unwrap();
+
+    let packet = udp4(R4_V4, Ipv4Addr::new(172, 16, 1, 1), 1, 2, 64, b"x");
+    let sent = lab.inject(vrf_port, &eth(ROUTER_MAC, R4_MAC, None, EtherType::Ipv4, &packet));
+    assert_eq!(sent.disposition, Disposition::Forwarded);
+    let frames = by_port(&sent.frames);
+    assert_eq!(frames.len(), 1);
+    assert_eq!(frames[0].0, lab.index(underlay_port));
+    let outer = EthernetFrame::new_checked(&frames[0].1[..]).unwrap();
+    assert_eq!(outer.dst_addr(), R3_MAC);
+    let ip = Ipv4Packet::new_checked(outer.payload()).unwrap();
+    assert_eq!((ip.src_addr(), ip.dst_addr()), (our_vtep, remote_vtep));
+    let udp = UdpPacket::new_checked(ip.payload()).unwrap();
+    assert_eq!(udp.dst_port(), 4789);
+    let vxlan = VxlanPacket::new_checked(udp.payload()).unwrap();
+    assert_eq!(vxlan.vni(), 4001);
+    let routed = udp4(R4_V4, Ipv4Addr::new(172, 16, 1, 1), 1, 2, 63, b"x");
+    assert_eq!(vxlan.payload(), &eth(REMOTE_MAC, VRF_MAC, None, EtherType::Ipv4, &routed)[..]);
+
+    // Back on the L3VNI, to the host behind eth5.
+    let reply = udp4(Ipv4Addr::new(172, 16, 1, 1), R4_V4, 2, 1, 63, b"y");
+    let inner = eth(VRF_MAC, REMOTE_MAC, None, EtherType::Ipv4, &reply);
+    let mut vxlan = vec![0x08, 0, 0, 0, 0, 0x0f, 0xa1, 0];
+    vxlan.extend_from_slice(&inner);
+    let outer = udp4(remote_vtep, our_vtep, 49152, 4789, 64, &vxlan);
+    let sent = lab.inject(underlay_port, &eth(ROUTER_MAC, R3_MAC, None, EtherType::Ipv4, &outer));
+    assert_eq!(sent.disposition, Disposition::Forwarded);
+    let delivered = udp4(Ipv4Addr::new(172, 16, 1, 1), R4_V4, 2, 1, 62, b"y");
+    assert_eq!(
+        by_port(&sent.frames),
+        vec![(lab.index(vrf_port), eth(R4_MAC, ROUTER_MAC, None, EtherType::Ipv4, &delivered))]
+    );
+    assert!(lab.sai.remove(vrf).is_err(), "its L3VNI map and routes hold it");
+}

@@ -67,6 +67,10 @@ pub struct Applied {
     pub groups: BTreeMap<HopSet, (ObjectId, Vec<ObjectId>)>,
     /// Route -> what it was programmed for.
     pub routes: BTreeMap<IpNetwork, RouteSpec>,
+    /// VRF name -> its objects.
+    pub vrfs: BTreeMap<String, crate::apply_vrf::VrfObjects>,
+    /// (VRF, route) -> what it was programmed for: the SVIs' addresses and subnets.
+    pub vrf_routes: BTreeMap<(String, IpNetwork), RouteSpec>,
     /// The traffic manager's objects (created once; a change needs a restart).
     pub qos: crate::qos::QosObjects,
 }
@@ -88,6 +92,15 @@ impl Applied {
         })
     }
 
+    /// Where a next hop leaves: its router interface's name, or for a
+    /// next hop across the overlay its L3VNI (`vni4001`).
+    pub fn next_hop_interface(&self, next_hop: &sai_shim::NextHop) -> Option<String> {
+        match next_hop.next_hop_type {
+            sai_shim::NextHopType::Ip { router_interface } => self.router_interface_name(router_interface),
+            sai_shim::NextHopType::TunnelEncap { vni, .. } => Some(format!("vni{vni}")),
+        }
+    }
+
     pub fn port_name(&self, port: ObjectId) -> Option<&str> {
         self.ports.iter().find(|(_, p)| p.port == port).map(|(name, _)| name.as_str())
     }
@@ -103,7 +116,7 @@ impl Applied {
         self.vlans.iter().find(|(_, v)| v.vlan == vlan).map(|(id, _)| *id)
     }
 
-    fn rif_of(&self, interface: &L3Interface) -> Option<ObjectId> {
+    pub(crate) fn rif_of(&self, interface: &L3Interface) -> Option<ObjectId> {
         match interface {
             L3Interface::Port(name) => self.ports.get(name)?.router_interface,
             L3Interface::Vlan(id) => self.vlans.get(id)?.router_interface,
@@ -119,7 +132,7 @@ pub struct ApplyError {
     pub source: SaiError,
 }
 
-trait Context<T> {
+pub(crate) trait Context<T> {
     fn context(self, what: impl FnOnce() -> String) -> Result<T, ApplyError>;
 }
 
@@ -263,6 +276,8 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
     let want = Desired::of(candidate);
     let vr = sai.default_virtual_router();
     let route_key = |prefix: IpNetwork| RouteEntryKey { virtual_router: vr, destination: prefix };
+    let stale_vrfs = crate::apply_vrf::stale(applied, candidate);
+    crate::apply_vrf::remove_routes_and_maps(sai, applied, candidate, &stale_vrfs)?;
 
     // ---- removals, users before what they use
     let stale_routes: Vec<IpNetwork> =
@@ -337,9 +352,20 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             }
         }
     }
+    // An SVI whose VRF changes is made again (SAI's VIRTUAL_ROUTER_ID is create-only).
+    let moved_svis: BTreeSet<u16> = applied
+        .vlans
+        .iter()
+        .filter_map(|(vid, objects)| {
+            let current = sai.get_router_interface(objects.router_interface?).ok()?.virtual_router;
+            let vrf = candidate.vlans.iter().find(|v| v.id == *vid)?.vrf.as_deref();
+            let wanted = crate::apply_vrf::wanted_virtual_router(sai, applied, &stale_vrfs, vrf);
+            (wanted != Some(current)).then_some(*vid)
+        })
+        .collect();
     for (vid, objects) in applied.vlans.iter_mut() {
         if let Some(rif) = objects.router_interface
-            && !want.svis.contains(vid)
+            && (!want.svis.contains(vid) || moved_svis.contains(vid))
         {
             sai.remove(rif).context(|| format!("remove router interface of vlan {vid}"))?;
             objects.router_interface = None;
@@ -382,6 +408,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             objects.bridge_port = None;
         }
     }
+    crate::apply_vrf::remove_virtual_routers(sai, applied, &stale_vrfs)?;
     let stale_ports: Vec<String> = applied.ports.keys().filter(|n| !want.ports.contains_key(*n)).cloned().collect();
     for name in stale_ports {
         sai.remove(applied.ports[&name].port).context(|| format!("remove port {name}"))?;
@@ -490,18 +517,35 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             .context(|| format!("member {name} of vlan {vid}"))?;
         applied.members.insert((*vid, name.clone()), member);
     }
-    for &vid in &want.svis {
+    crate::apply_vrf::create_virtual_routers(sai, applied, candidate)?;
+    for vlan in candidate.vlans.iter().filter(|v| want.svis.contains(&v.id)) {
+        let vid = vlan.id;
         let mtu = want.svi_mtu(vid);
+        let virtual_router = match &vlan.vrf {
+            Some(name) => applied.vrfs[name].virtual_router,
+            None => vr,
+        };
+        // An anycast gateway's MAC, or the switch's.
+        let mac = vlan.mac.unwrap_or(sai.store().switch().src_mac_address);
         let objects = applied.vlans.get_mut(&vid).expect("created above");
-        if objects.router_interface.is_none() {
-            let rif = sai
-                .create_router_interface(&[
-                    RouterInterfaceAttr::VirtualRouterId(vr),
-                    RouterInterfaceAttr::Type(RouterInterfaceType::Vlan(objects.vlan)),
-                    RouterInterfaceAttr::Mtu(mtu),
-                ])
-                .context(|| format!("router interface of vlan {vid}"))?;
-            objects.router_interface = Some(rif);
+        match objects.router_interface {
+            None => {
+                let rif = sai
+                    .create_router_interface(&[
+                        RouterInterfaceAttr::VirtualRouterId(virtual_router),
+                        RouterInterfaceAttr::Type(RouterInterfaceType::Vlan(objects.vlan)),
+                        RouterInterfaceAttr::SrcMacAddress(mac),
+                        RouterInterfaceAttr::Mtu(mtu),
+                    ])
+                    .context(|| format!("router interface of vlan {vid}"))?;
+                objects.router_interface = Some(rif);
+            }
+            Some(rif) => {
+                if sai.get_router_interface(rif).map(|r| r.src_mac_address).ok() != Some(mac) {
+                    sai.set_router_interface_attribute(rif, RouterInterfaceAttr::SrcMacAddress(mac))
+                        .context(|| format!("mac of vlan {vid}"))?;
+                }
+            }
         }
     }
     for key in &want.next_hops {
@@ -607,6 +651,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             .context(|| format!("flood entry {remote} of vlan {vlan_id}"))?;
         applied.flood_members.insert((vlan_id, remote), member);
     }
+    crate::apply_vrf::create_routes_and_maps(sai, applied, candidate)?;
     Ok(())
 }
 
@@ -854,5 +899,69 @@ routes:
         assert!(matches!(routes[&"2001:db8:1::1/128".parse().unwrap()], RouteTarget::Local));
         assert!(matches!(routes[&"2001:db8:1::/64".parse().unwrap()], RouteTarget::Connected(_)));
         assert!(matches!(routes[&"2001:db8:99::/48".parse().unwrap()], RouteTarget::NextHop(_)));
+    }
+
+    const IRB: &str = r#"
+name: leaf1
+loopback: [10.255.0.1/32]
+ports:
+  - { name: eth1, mode: access, vlan: 100 }
+  - { name: eth3, mode: routed, addresses: [10.0.1.1/31] }
+vlans:
+  - { id: 100, addresses: [10.1.0.1/24], vrf: tenant1, mac: "02:00:5e:00:01:01" }
+vxlan:
+  source: 10.255.0.1
+  vnis: [{ vni: 100, vlan: 100 }]
+bgp:
+  asn: 65001
+  evpn:
+    vtep_ip: 10.255.0.1
+    vnis: [{ vni: 100, vrf: tenant1 }]
+    vrfs: [{ name: tenant1, l3vni: 4001, router_mac: "02:cc:00:00:00:01" }]
+"#;
+
+    /// A VRF of `bgp.evpn.vrfs` becomes a virtual router with the router
+    /// MAC, its L3VNI a tunnel map entry (the pipeline routes VNI 4001 in
+    /// it), and the SVI with `vrf:` is in it with the anycast gateway's MAC,
+    /// its subnet and address routed there and not in the default VRF. A
+    /// VRF dropped from the config goes, the SVI back in the default VRF.
+    #[test]
+    fn vrfs_get_virtual_routers_l3vnis_and_their_svis() {
+        use dataplane::pipeline::L3Vni;
+        let net = |s: &str| s.parse::<IpNetwork>().unwrap();
+        let config = Config::from_yaml(IRB).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        let vrf = &applied.vrfs["tenant1"];
+        assert!(vrf.l3vni_map.is_some());
+        let rif = sai.get_router_interface(applied.vlans[&100].router_interface.unwrap()).unwrap();
+        assert_eq!(rif.virtual_router, vrf.virtual_router);
+        assert_eq!(rif.src_mac_address, EthernetAddress([2, 0, 0x5e, 0, 1, 1]));
+        let pipeline = sai.backend().pipeline();
+        let l3 = pipeline.l3vni(4001).expect("the L3VNI is mapped");
+        assert_eq!(l3, L3Vni { vrf: l3.vrf, router_mac: EthernetAddress([2, 0xcc, 0, 0, 0, 1]) });
+        assert_ne!(l3.vrf, dataplane::pipeline::DEFAULT_VRF);
+        let in_vrf: BTreeMap<IpNetwork, RouteTarget> = pipeline.routes_in(l3.vrf).collect();
+        assert!(matches!(in_vrf[&net("10.1.0.0/24")], RouteTarget::Connected(_)));
+        assert_eq!(in_vrf[&net("10.1.0.1/32")], RouteTarget::Local);
+        assert!(pipeline.route(net("10.1.0.0/24")).is_none(), "not in the default VRF");
+
+        let mut plain = config.clone();
+        plain.vrfs.clear();
+        plain.vlans[0].vrf = None;
+        reconcile(&mut sai, &mut applied, &plain).unwrap();
+        assert!(applied.vrfs.is_empty() && applied.vrf_routes.is_empty());
+        let pipeline = sai.backend().pipeline();
+        assert!(pipeline.l3vni(4001).is_none());
+        assert!(matches!(pipeline.route(net("10.1.0.0/24")), Some(RouteTarget::Connected(_))));
+        assert_eq!(sai.store().objects_of(sai_shim::ObjectType::VirtualRouter).count(), 1);
+    }
+
+    #[test]
+    fn an_svi_vrf_must_be_declared_and_an_l3vni_is_no_vlan_vni() {
+        let bad = IRB.replace("vrf: tenant1, mac", "vrf: tenant9, mac").replace("l3vni: 4001", "l3vni: 100");
+        let errors = Config::from_yaml(&bad).unwrap_err();
+        assert!(errors.mentions("vlans[0].vrf"), "{errors}");
+        assert!(errors.mentions("bgp.evpn.vrfs[0].l3vni"), "{errors}");
     }
 }

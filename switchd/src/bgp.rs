@@ -55,11 +55,18 @@ pub fn programmer<B: Backend>(config: &Config, applied: &Applied) -> ShimProgram
         .iter()
         .filter_map(|p| Some((crate::hostif::port_host_name(&p.name), applied.ports.get(&p.name)?.router_interface?)))
         .collect();
-    let programmer = ShimProgrammer::new(subnets).with_interfaces(interfaces);
-    match crate::evpn::overlay(config, applied) {
-        Some(overlay) => programmer.with_overlay(overlay),
-        None => programmer,
+    let mut programmer = ShimProgrammer::new(subnets).with_interfaces(interfaces);
+    if let Some(overlay) = crate::evpn::overlay(config, applied) {
+        programmer = programmer.with_overlay(overlay);
     }
+    // Symmetric IRB: EVPN's IP-VRF routes into the VRFs' virtual routers.
+    if let Some(tunnel) = applied.tunnel
+        && !applied.vrfs.is_empty()
+    {
+        let virtual_routers = applied.vrfs.iter().map(|(name, v)| (name.clone(), v.virtual_router)).collect();
+        programmer = programmer.with_ip_vrfs(bgp_evpn::sink::ip_vrf::IpVrfs::new(tunnel, virtual_routers));
+    }
+    programmer
 }
 
 /// The running speaker as the management API sees it.
@@ -445,7 +452,7 @@ ports:
         let id = sai.get_route_entry(key).ok()?.next_hop?;
         let hop = |id| {
             let nh = sai.get_next_hop(id).unwrap();
-            format!("{}@{}", nh.ip, applied.router_interface_name(nh.router_interface).unwrap())
+            format!("{}@{}", nh.ip, applied.next_hop_interface(&nh).unwrap())
         };
         let hops = match id.object_type()? {
             ObjectType::NextHop => vec![hop(id)],

@@ -37,6 +37,9 @@ pub struct Config {
     /// Sorted by id.
     pub vlans: Vec<Vlan>,
     pub vxlan: Option<Vxlan>,
+    /// The VRFs SVIs route in (`bgp.evpn.vrfs`: each with its L3VNI and
+    /// router MAC, symmetric IRB), by name.
+    pub vrfs: Vec<Vrf>,
     pub routes: Vec<StaticRoute>,
     /// The BGP speaker's configuration, resolved against the interfaces.
     pub bgp: Option<bgp_evpn::BgpConfig>,
@@ -141,6 +144,18 @@ pub struct Vlan {
     pub name: Option<String>,
     /// SVI addresses; empty means no router interface on this VLAN.
     pub addresses: Vec<IpNetwork>,
+    /// The VRF of the SVI; `None`: the default VRF.
+    pub vrf: Option<String>,
+    /// The SVI's MAC (an anycast gateway's); `None`: the switch's.
+    pub mac: Option<dataplane::wire::EthernetAddress>,
+}
+
+/// A VRF with its L3VNI and router MAC (symmetric IRB, RFC 9135).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Vrf {
+    pub name: String,
+    pub l3vni: u32,
+    pub router_mac: dataplane::wire::EthernetAddress,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -266,12 +281,22 @@ impl Config {
         serde_yaml::to_string(&self.source).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
     }
 
+    /// The addresses of SVIs in VRFs: (VRF, address, SVI).
+    pub fn vrf_addresses(&self) -> Vec<(&str, IpNetwork, L3Interface)> {
+        let in_vrf = self.vlans.iter().filter_map(|v| Some((v.vrf.as_deref()?, v)));
+        in_vrf.flat_map(|(vrf, v)| v.addresses.iter().map(move |a| (vrf, *a, L3Interface::Vlan(v.id)))).collect()
+    }
+
+    pub fn vrf(&self, name: &str) -> Option<&Vrf> {
+        self.vrfs.iter().find(|v| v.name == name)
+    }
+
     pub fn port(&self, name: &str) -> Option<&Port> {
         self.ports.iter().find(|p| p.name == name)
     }
 
-    /// Every address of the switch with the interface that carries it
-    /// (`None` for loopback addresses).
+    /// Every address of the switch in the default VRF with the interface
+    /// that carries it (`None` for loopback addresses).
     pub fn addresses(&self) -> Vec<(IpNetwork, Option<L3Interface>)> {
         let mut all: Vec<(IpNetwork, Option<L3Interface>)> = Vec::new();
         for port in &self.ports {
@@ -279,7 +304,7 @@ impl Config {
                 all.extend(addresses.iter().map(|a| (*a, Some(L3Interface::Port(port.name.clone())))));
             }
         }
-        for vlan in &self.vlans {
+        for vlan in self.vlans.iter().filter(|v| v.vrf.is_none()) {
             all.extend(vlan.addresses.iter().map(|a| (*a, Some(L3Interface::Vlan(vlan.id)))));
         }
         all.extend(self.loopback.iter().map(|a| (*a, None)));

@@ -5,6 +5,7 @@
 
 pub mod access;
 pub mod apply;
+pub mod apply_vrf;
 pub mod backend;
 pub mod bgp;
 pub mod commit;

@@ -108,6 +108,10 @@ impl<B: Backend> SwitchView<B> {
             Request::ShowIpRoute { family } | Request::StreamIpRoute { family } => {
                 Reply::IpRoutes(self.ip_routes(*family))
             }
+            Request::ShowIpRouteVrf { family, vrf } => match self.ip_routes_in(*family, Some(vrf)) {
+                Some(routes) => Reply::IpRoutes(routes),
+                None => return Response::Error { message: format!("no VRF {vrf:?}") },
+            },
             Request::ShowInterfacesCounters => Reply::InterfaceCounters(self.interface_counters()),
             Request::ShowPfcCounters => Reply::PfcCounters(self.pfc_counters()),
             Request::ShowQueueCounters => Reply::QueueCounters(self.queue_counters()),
@@ -371,9 +375,7 @@ impl<B: Backend> SwitchView<B> {
         let static_prefixes: Vec<_> = self.config.routes.iter().map(|r| r.prefix).collect();
         let hop = |id| -> api::NextHop {
             match store.next_hop(id) {
-                Some(nh) => {
-                    api::NextHop { ip: Some(nh.ip), interface: self.applied.router_interface_name(nh.router_interface) }
-                }
+                Some(nh) => api::NextHop { ip: Some(nh.ip), interface: self.applied.next_hop_interface(nh) },
                 None => api::NextHop { ip: None, interface: None },
             }
         };

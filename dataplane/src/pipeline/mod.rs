@@ -38,8 +38,8 @@ pub use tables::bridge::{FdbDest, FdbEntry, FdbKind};
 pub use tables::fib::RouteTarget;
 pub use tables::neighbors::{NeighborEntry, NeighborState};
 pub use tables::ports::PortConfig;
-pub use tables::router::{NextHop, RifKind, RouterInterface};
-pub use tables::tunnel::VtepConfig;
+pub use tables::router::{NextHop, RifKind, RouterInterface, TUNNEL_RIF, TunnelNextHop};
+pub use tables::tunnel::{L3Vni, VtepConfig};
 pub use tables::{DEFAULT_VRF, NextHopGroupId, NextHopId, PortId, RifId, TableError, Tables, Vni, VrfId};
 
 use stages::{ForwardingState, Stages};

@@ -190,6 +190,12 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show ipv6 route", "the IPv6 routing table with protocols", ANY, |_| {
         request(Request::ShowIpRoute { family: AddressFamily::Ipv6 })
     }),
+    ("show ip route vrf <text>", "one VRF's IPv4 routing table", ANY, |args| {
+        request(Request::ShowIpRouteVrf { family: AddressFamily::Ipv4, vrf: args[0].clone() })
+    }),
+    ("show ipv6 route vrf <text>", "one VRF's IPv6 routing table", ANY, |args| {
+        request(Request::ShowIpRouteVrf { family: AddressFamily::Ipv6, vrf: args[0].clone() })
+    }),
     ("show pfc counters", "PFC frames sent and received per port and priority", ANY, |_| {
         request(Request::ShowPfcCounters)
     }),
@@ -586,6 +592,10 @@ mod tests {
         assert_eq!(req("show evpn mac vni all"), Request::ShowEvpnMac { vni: None });
         assert_eq!(req("show evpn arp-cache vni 100"), Request::ShowEvpnArpCache { vni: Some(100) });
         assert_eq!(req("show vrf"), Request::ShowVrf);
+        assert_eq!(
+            req("show ip route vrf tenant1"),
+            Request::ShowIpRouteVrf { family: AddressFamily::Ipv4, vrf: "tenant1".into() }
+        );
         assert!(parse("show bgp l2vpn evpn route type 9", Operational).is_err());
         assert!(parse("show evpn mac vni lots", Operational).is_err());
     }

@@ -11,7 +11,7 @@
 //! back as shim [`Notification`]s, with pipeline indices turned into ids.
 
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
+use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 
 use dataplane::node::QosStats;
@@ -589,9 +589,21 @@ impl Backend for SoftBackend {
                     .map_err(|e| table_error(e, "router interface", "SEND_REDIRECTS"))?;
             }
             Object::NextHop(next_hop) => {
-                let config = pipeline::NextHop { rif: self.rif(next_hop.router_interface)?, ip: next_hop.ip };
                 let index = self.next_hops.allocate(id, "next hop")?;
-                if let Err(e) = self.switch.set_next_hop(index, config) {
+                let made = match (next_hop.next_hop_type, next_hop.ip) {
+                    (NextHopType::Ip { router_interface }, ip) => match self.rif(router_interface) {
+                        Ok(rif) => self.switch.set_next_hop(index, pipeline::NextHop { rif, ip }),
+                        Err(e) => {
+                            self.next_hops.release(id);
+                            return Err(e);
+                        }
+                    },
+                    (NextHopType::TunnelEncap { vni, mac, .. }, IpAddr::V4(remote)) => {
+                        self.switch.set_tunnel_next_hop(index, pipeline::TunnelNextHop { remote, vni, router_mac: mac })
+                    }
+                    (NextHopType::TunnelEncap { .. }, IpAddr::V6(_)) => Err(TableError::Invalid("VTEPs are IPv4")),
+                };
+                if let Err(e) = made {
                     self.next_hops.release(id);
                     return Err(table_error(e, "next hop", "ROUTER_INTERFACE_ID"));
                 }
@@ -617,12 +629,25 @@ impl Backend for SoftBackend {
                     .set_vtep(Some(VtepConfig { source_ip: tunnel.encap_src_ip, udp_port: tunnel.udp_dst_port }));
                 self.tunnel = Some(id);
             }
-            Object::TunnelMapEntry(map) => {
-                let vid = self.vid(map.vlan)?;
-                self.switch
-                    .map_vlan_to_vni(vid, map.vni)
-                    .map_err(|e| table_error(e, "tunnel map entry", "VNI_ID_KEY"))?
-            }
+            Object::TunnelMapEntry(map) => match map.value {
+                TunnelMapValue::Vlan(vlan) => {
+                    let vid = self.vid(vlan)?;
+                    self.switch
+                        .map_vlan_to_vni(vid, map.vni)
+                        .map_err(|e| table_error(e, "tunnel map entry", "VNI_ID_KEY"))?
+                }
+                TunnelMapValue::VirtualRouter(vr) => {
+                    let vrf = self.vrf(vr)?;
+                    let router_mac = match store.get(vr) {
+                        Some(Object::VirtualRouter(vr)) => vr.src_mac_address,
+                        _ => None,
+                    }
+                    .unwrap_or(store.switch().src_mac_address);
+                    self.switch
+                        .map_vni_to_vrf(map.vni, pipeline::L3Vni { vrf, router_mac })
+                        .map_err(|e| table_error(e, "tunnel map entry", "VNI_ID_KEY"))?
+                }
+            },
             Object::TunnelEndpoint(_) => {}
             Object::HostInterface(hostif) => {
                 let target = match hostif.obj.object_type() {
@@ -779,10 +804,15 @@ impl Backend for SoftBackend {
                 self.switch.set_vtep(None);
                 self.tunnel = None;
             }
-            Object::TunnelMapEntry(map) => {
-                let vid = self.vid(map.vlan)?;
-                self.switch.unmap_vlan(vid).map_err(|e| table_error(e, "tunnel map entry", "-"))?
-            }
+            Object::TunnelMapEntry(map) => match map.value {
+                TunnelMapValue::Vlan(vlan) => {
+                    let vid = self.vid(vlan)?;
+                    self.switch.unmap_vlan(vid).map_err(|e| table_error(e, "tunnel map entry", "-"))?
+                }
+                TunnelMapValue::VirtualRouter(_) => {
+                    self.switch.unmap_vni_from_vrf(map.vni).map_err(|e| table_error(e, "tunnel map entry", "-"))?
+                }
+            },
             Object::HostInterface(_) => {
                 if let Some(target) = self.host_interfaces.remove(&id) {
                     self.host_interface_of.remove(&target);

@@ -265,6 +265,15 @@ pub struct VlanFile {
     /// Addresses of the VLAN's router interface (SVI).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<IpNetwork>,
+    /// The VRF the SVI routes in (one of `bgp.evpn.vrfs`); default: the
+    /// default VRF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
+    /// The SVI's MAC (`02:00:5e:00:01:01`): the same on every leaf with the
+    /// same addresses makes a distributed anycast gateway. Default: the
+    /// switch's MAC.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mac: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -4,6 +4,7 @@
 
 use super::file::*;
 use super::*;
+use dataplane::wire::EthernetAddress;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 struct Validator {
@@ -49,6 +50,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         ports,
         vlans,
         vxlan: None,
+        vrfs: Vec::new(),
         routes: Vec::new(),
         bgp: None,
         qos: None,
@@ -63,6 +65,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     // BGP's EVPN part is checked against the VXLAN section.
     let config_so_far = Config { vxlan, ..config_so_far };
     let bgp = file.bgp.as_ref().map(|b| super::bgp::check(b, &config_so_far, &mut v.errors));
+    let vrfs = check_vrfs(&mut v, &file, &config_so_far);
     let qos = super::qos::check(&file, &mut v.errors);
     let dlb_groups = super::qos::check_dlb_groups(&file, &routes, &mut v.errors);
     let has_ib_ports = config_so_far.ports.iter().any(|p| matches!(p.mode, PortMode::Ib(_)));
@@ -71,7 +74,45 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     if !v.errors.is_empty() {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
-    Ok(Config { routes, bgp, ib, qos, dlb_groups, ..config_so_far })
+    Ok(Config { routes, bgp, ib, qos, dlb_groups, vrfs, ..config_so_far })
+}
+
+/// The VRFs are `bgp.evpn.vrfs` (each with its L3VNI and router MAC); an
+/// SVI's `vrf:` names one; an L3VNI is no VLAN's VNI.
+fn check_vrfs(v: &mut Validator, file: &ConfigFile, config: &Config) -> Vec<Vrf> {
+    let evpn = file.bgp.as_ref().and_then(|b| b.evpn.as_ref());
+    let vrfs: Vec<Vrf> = evpn
+        .map(|e| {
+            e.vrfs
+                .iter()
+                .map(|vrf| Vrf {
+                    name: vrf.name.clone(),
+                    l3vni: vrf.l3vni,
+                    router_mac: EthernetAddress(vrf.router_mac.0),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for (i, vrf) in vrfs.iter().enumerate() {
+        let vni_maps = config.vxlan.iter().flat_map(|x| x.vnis.iter());
+        if let Some(map) = vni_maps.clone().find(|m| m.vni == vrf.l3vni) {
+            v.error(
+                format!("bgp.evpn.vrfs[{i}].l3vni"),
+                format!("VNI {} is VLAN {}'s in vxlan.vnis; an L3VNI is the VRF's alone", vrf.l3vni, map.vlan),
+            );
+        }
+        if config.vxlan.is_none() {
+            v.error(format!("bgp.evpn.vrfs[{i}]"), "an L3VNI needs the vxlan section (the tunnel)");
+        }
+    }
+    for (i, vlan) in file.vlans.iter().enumerate() {
+        if let Some(name) = &vlan.vrf
+            && !vrfs.iter().any(|vrf| &vrf.name == name)
+        {
+            v.error(format!("vlans[{i}].vrf"), format!("VRF {name:?} is not declared in bgp.evpn.vrfs"));
+        }
+    }
+    vrfs
 }
 
 /// The ports fit the profile's tables and the rings hold frames of their MTU.
@@ -190,7 +231,30 @@ fn check_vlans(v: &mut Validator, vlans: &[VlanFile]) -> Vec<Vlan> {
         for (j, address) in vlan.addresses.iter().enumerate() {
             check_address(v, format!("vlans[{i}].addresses[{j}]"), address);
         }
-        out.push(Vlan { id: vlan.id, name: vlan.name.clone(), addresses: vlan.addresses.clone() });
+        let mac = vlan.mac.as_deref().and_then(|text| match text.parse::<EthernetAddress>() {
+            Ok(mac) if mac.is_unicast() && mac != EthernetAddress::ZERO => Some(mac),
+            Ok(_) => {
+                v.error(format!("vlans[{i}].mac"), format!("{text} is not a unicast MAC"));
+                None
+            }
+            Err(_) => {
+                v.error(format!("vlans[{i}].mac"), format!("{text:?} is not a MAC address"));
+                None
+            }
+        });
+        if vlan.mac.is_some() && vlan.addresses.is_empty() {
+            v.error(format!("vlans[{i}].mac"), "only a VLAN with addresses has a router interface");
+        }
+        if vlan.vrf.is_some() && vlan.addresses.is_empty() {
+            v.error(format!("vlans[{i}].vrf"), "only a VLAN with addresses has a router interface");
+        }
+        out.push(Vlan {
+            id: vlan.id,
+            name: vlan.name.clone(),
+            addresses: vlan.addresses.clone(),
+            vrf: vlan.vrf.clone(),
+            mac,
+        });
     }
     out.sort_by_key(|vlan| vlan.id);
     out

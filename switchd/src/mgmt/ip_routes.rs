@@ -14,7 +14,7 @@ use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 use mgmt_cli::api;
-use sai_shim::{Backend, Object, RouteEntryKey};
+use sai_shim::{Backend, Object, ObjectId, RouteEntryKey};
 
 use super::{SwitchView, lock};
 
@@ -25,6 +25,9 @@ pub const CHUNK: usize = 4096;
 /// order), then the BGP routes it does not forward.
 pub struct IpRouteReader<'a, B: Backend> {
     view: &'a SwitchView<B>,
+    /// The VRF read (`None`: the default one) and its virtual router.
+    vrf: Option<String>,
+    virtual_router: ObjectId,
     want_v6: bool,
     /// Administrative distances of BGP's best paths (empty without BGP).
     distances: HashMap<String, u8>,
@@ -42,26 +45,42 @@ enum Phase {
 impl<B: Backend> SwitchView<B> {
     /// The whole table, sorted (`show ip route` answered at once).
     pub fn ip_routes(&self, family: api::AddressFamily) -> Vec<api::IpRoute> {
-        let mut reader = IpRouteReader::new(self, family);
+        self.ip_routes_in(family, None).expect("the default VRF exists")
+    }
+
+    /// One VRF's table (`None`: the default VRF's); `None` for no such VRF.
+    pub fn ip_routes_in(&self, family: api::AddressFamily, vrf: Option<&str>) -> Option<Vec<api::IpRoute>> {
+        let mut reader = IpRouteReader::in_vrf(self, family, vrf)?;
         let mut out: Vec<(IpNetwork, api::IpRoute)> = Vec::new();
         while let Some(chunk) = reader.next_chunk(CHUNK) {
             out.extend(chunk.into_iter().map(|r| (r.prefix.parse().expect("printed from an IpNetwork"), r)));
         }
         out.sort_by_key(|(net, r)| (net.network(), net.prefix(), r.protocol != "local", !r.installed));
-        out.into_iter().map(|(_, r)| r).collect()
+        Some(out.into_iter().map(|(_, r)| r).collect())
     }
 }
 
 impl<'a, B: Backend> IpRouteReader<'a, B> {
     pub fn new(view: &'a SwitchView<B>, family: api::AddressFamily) -> IpRouteReader<'a, B> {
+        Self::in_vrf(view, family, None).expect("the default VRF exists")
+    }
+
+    /// The reader of one VRF's table; `None` for no such VRF.
+    pub fn in_vrf(view: &'a SwitchView<B>, family: api::AddressFamily, vrf: Option<&str>) -> Option<Self> {
+        let virtual_router = match vrf {
+            None => lock(&view.sai).default_virtual_router(),
+            Some(name) => view.applied.vrfs.get(name)?.virtual_router,
+        };
         let distances = view.bgp.as_ref().map(|b| b.distances(crate::bgp::family(family))).unwrap_or_default();
-        IpRouteReader {
+        Some(IpRouteReader {
             view,
+            vrf: vrf.map(str::to_owned),
+            virtual_router,
             want_v6: family == api::AddressFamily::Ipv6,
             distances,
             static_prefixes: view.config.routes.iter().map(|r| r.prefix).collect(),
             phase: Phase::Shim(None),
-        }
+        })
     }
 
     /// Up to about `limit` routes; `None` once the table is read.
@@ -100,7 +119,7 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
         let installed = bgp.installed.0.lock().unwrap_or_else(|e| e.into_inner());
         nets.iter()
             .filter_map(|net| {
-                let hops = installed.routes.get(&(None, *net))?;
+                let hops = installed.routes.get(&(self.vrf.clone(), *net))?;
                 Some((*net, hops.iter().filter_map(bgp_evpn::fib::NextHop::ip).collect()))
             })
             .collect()
@@ -114,13 +133,15 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
             sai.store().route_entries_after(after.as_ref()).take(limit).map(|(key, _)| *key).collect()
         };
         let Some(&last) = keys.last() else { return (Vec::new(), None) };
-        let nets: Vec<IpNetwork> = keys.iter().map(|k| k.destination).filter(|n| n.is_ipv6() == self.want_v6).collect();
+        let ours =
+            |k: &&RouteEntryKey| k.virtual_router == self.virtual_router && k.destination.is_ipv6() == self.want_v6;
+        let nets: Vec<IpNetwork> = keys.iter().filter(ours).map(|k| k.destination).collect();
         let bgp_hops = self.bgp_hops(&nets);
         let sai = lock(&self.view.sai);
         let store = sai.store();
         let applied = &self.view.applied;
         let mut out = Vec::with_capacity(nets.len());
-        for key in keys.iter().filter(|k| k.destination.is_ipv6() == self.want_v6) {
+        for key in keys.iter().filter(ours) {
             // Removed since the keys were read: skipped.
             let Some(entry) = store.route_entry(key) else { continue };
             let net = key.destination;
@@ -160,6 +181,10 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
     /// as FRR lists a BGP route that lost to a connected one).
     fn bgp_chunk(&self, after: Option<IpNetwork>, limit: usize) -> (Vec<api::IpRoute>, Option<IpNetwork>) {
         let Some(bgp) = &self.view.bgp else { return (Vec::new(), None) };
+        if self.vrf.is_some() {
+            // EVPN's routes in a VRF the shim refused are counted, not listed.
+            return (Vec::new(), None);
+        }
         let routes: BTreeMap<IpNetwork, Vec<IpAddr>> = {
             use std::ops::Bound;
             let installed = bgp.installed.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -212,11 +237,7 @@ fn classify(
 ) -> (&'static str, Vec<api::IpRouteNextHop>) {
     let hop = |id| -> Option<api::IpRouteNextHop> {
         let nh = store.next_hop(id)?;
-        Some(api::IpRouteNextHop {
-            ip: Some(nh.ip),
-            interface: applied.router_interface_name(nh.router_interface),
-            active: true,
-        })
+        Some(api::IpRouteNextHop { ip: Some(nh.ip), interface: applied.next_hop_interface(nh), active: true })
     };
     match (entry.packet_action, entry.next_hop) {
         (sai_shim::PacketAction::Trap, _) => ("local", Vec::new()),

@@ -217,7 +217,7 @@ fn members<B: Backend>(sai: &Sai<B>, group: ObjectId) -> Vec<(String, Option<Obj
         })
         .filter_map(|hop| match store.get(hop) {
             Some(Object::NextHop(hop)) => {
-                let port = match store.get(hop.router_interface) {
+                let port = match hop.router_interface().and_then(|rif| store.get(rif)) {
                     Some(Object::RouterInterface(rif)) => match rif.rif_type {
                         RouterInterfaceType::Port(port) => Some(port),
                         _ => None,

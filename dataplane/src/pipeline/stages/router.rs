@@ -14,7 +14,7 @@ use crate::pipeline::output::{Egress, Output, PuntReason};
 use crate::pipeline::tables::bridge::{FdbDest, fdb_key};
 use crate::pipeline::tables::fib::{NO_SLOT, Route, RouteTarget};
 use crate::pipeline::tables::neighbors::NeighborState;
-use crate::pipeline::tables::router::{Rewrite, RifKind, RouterInterface};
+use crate::pipeline::tables::router::{Rewrite, RifKind, RouterInterface, TUNNEL_RIF};
 use crate::pipeline::tables::{DEFAULT_VRF, PortId, RifId, VrfId};
 use crate::wire::icmpv6::{self, Icmpv6Message};
 use crate::wire::{
@@ -189,6 +189,9 @@ impl Stages {
             let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
             flow_hash(u128::from(u32::from(src)), u128::from(u32::from(dst)), packet.protocol().into(), ports)
         })?;
+        if adjacency.rif == TUNNEL_RIF {
+            return self.route_into_tunnel(now, vrf, adjacency.slot, EtherType::Ipv4, ip, out);
+        }
         let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
             if !packet.dont_frag() {
@@ -310,6 +313,9 @@ impl Stages {
             };
             flow_hash(u128::from(src), u128::from(dst), protocol.into(), ports ^ packet.flow_label())
         })?;
+        if adjacency.rif == TUNNEL_RIF {
+            return self.route_into_tunnel(now, rif.vrf, adjacency.slot, EtherType::Ipv6, ip, out);
+        }
         let mtu = usize::from(self.tables.router.rif_mtu(adjacency.rif));
         if total_len > mtu {
             self.icmpv6_error(now, source.rif(), ip, Icmpv6Error::PacketTooBig(mtu as u32), out);

@@ -1,5 +1,6 @@
-//! VXLAN encapsulation and decapsulation (RFC 7348), and flooding to the
-//! remote VTEPs of a VNI.
+//! VXLAN encapsulation and decapsulation (RFC 7348), flooding to the
+//! remote VTEPs of a VNI, and the L3VNIs of symmetric IRB (RFC 9135
+//! section 4): routed packets into and out of the overlay.
 
 use std::net::{IpAddr, Ipv4Addr};
 
@@ -10,13 +11,15 @@ use crate::pipeline::counters::DropReason;
 use crate::pipeline::disposition::Disposition;
 use crate::pipeline::output::Output;
 use crate::pipeline::tables::bridge::FdbDest;
-use crate::pipeline::tables::tunnel::ROUTE_CACHE_CAPACITY;
-use crate::pipeline::tables::{DEFAULT_VRF, Vni};
+use crate::pipeline::tables::fib::RouteTarget;
+use crate::pipeline::tables::router::TUNNEL_RIF;
+use crate::pipeline::tables::tunnel::{L3Vni, ROUTE_CACHE_CAPACITY};
+use crate::pipeline::tables::{DEFAULT_VRF, Vni, VrfId};
 use crate::wire::vlan::L2Header;
 use crate::wire::vxlan::{self};
 use crate::wire::{
     Ecn, EtherType, EthernetAddress, IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, UdpPacket, UdpRepr, VlanId,
-    VxlanPacket, VxlanRepr, ipv4, udp,
+    VxlanPacket, VxlanRepr, ipv4, ipv6, udp,
 };
 
 impl Stages {
@@ -32,8 +35,20 @@ impl Stages {
         frame: BridgedFrame<'_>,
         out: &mut Output,
     ) -> Result<(), DropReason> {
-        let vtep = self.tables.vxlan.config.ok_or(DropReason::VxlanUnknownVni)?;
         let vni = self.tables.bridge.vlan(vid).and_then(|vlan| vlan.vni).ok_or(DropReason::VxlanUnknownVni)?;
+        self.vxlan_encap_vni(now, vni, remote, frame, out)
+    }
+
+    /// Encapsulates `frame` with `vni` toward `remote`.
+    pub(crate) fn vxlan_encap_vni(
+        &mut self,
+        now: u64,
+        vni: Vni,
+        remote: Ipv4Addr,
+        frame: BridgedFrame<'_>,
+        out: &mut Output,
+    ) -> Result<(), DropReason> {
+        let vtep = self.tables.vxlan.config.ok_or(DropReason::VxlanUnknownVni)?;
         if self.state.encap_depth > 0 {
             // The underlay path to a VTEP leads into a tunnel again: a loop.
             return Err(DropReason::Unsupported);
@@ -102,7 +117,10 @@ impl Stages {
     ) -> Result<Disposition, DropReason> {
         let packet = VxlanPacket::new_checked(udp_payload).map_err(|_| DropReason::Malformed)?;
         let vni = VxlanRepr::parse(&packet).map_err(|_| DropReason::Malformed)?.vni;
-        let vid = *self.tables.vxlan.vni_to_vlan.get(&vni).ok_or(DropReason::VxlanUnknownVni)?;
+        let Some(&vid) = self.tables.vxlan.vni_to_vlan.get(&vni) else {
+            let l3 = *self.tables.vxlan.l3vnis.get(&vni).ok_or(DropReason::VxlanUnknownVni)?;
+            return self.l3vni_decap(now, l3, outer_ecn, packet.payload(), out);
+        };
         let inner = packet.payload();
         let l2 = L2Header::parse_customer(inner).map_err(|_| DropReason::Malformed)?;
         if l2.src_addr.is_multicast() || l2.src_addr == EthernetAddress::ZERO {
@@ -150,6 +168,172 @@ impl Stages {
         let disposition = self.bridge_forward(now, source, vid, frame, out);
         self.state.scratch.push(scratch);
         Ok(disposition)
+    }
+
+    /// A packet `vrf` routes to the tunnel next hop in `slot` (symmetric
+    /// IRB, RFC 9135 section 4.1): its TTL or hop limit decremented, in a
+    /// frame from our router MAC to the remote router MAC, encapsulated
+    /// with the L3VNI to the remote VTEP.
+    pub(crate) fn route_into_tunnel(
+        &mut self,
+        now: u64,
+        vrf: VrfId,
+        slot: u32,
+        ethertype: EtherType,
+        ip: &[u8],
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let tunnel =
+            self.tables.router.hops.get(slot as usize).and_then(|hop| hop.tunnel).ok_or(DropReason::NoRoute)?;
+        let vxlan = &self.tables.vxlan;
+        // The L3VNI's own router MAC, else the VRF's (a leaked route).
+        let src = vxlan
+            .l3vnis
+            .get(&tunnel.vni)
+            .map(|l3| l3.router_mac)
+            .or_else(|| vxlan.vrf_router_macs.get(&vrf).copied())
+            .ok_or(DropReason::VxlanUnknownVni)?;
+        let mut scratch = self.state.scratch.pop().unwrap_or_default();
+        scratch.clear();
+        scratch.extend_from_slice(&u16::from(ethertype).to_be_bytes());
+        scratch.extend_from_slice(ip);
+        // The router checked the TTL (hop limit) is above 1.
+        let _ = match ethertype {
+            EtherType::Ipv4 => Ipv4Packet::new_unchecked(&mut scratch[2..]).decrement_ttl_incremental(),
+            _ => Ipv6Packet::new_unchecked(&mut scratch[2..]).decrement_hop_limit(),
+        };
+        let frame = BridgedFrame { dst: tunnel.router_mac, src, pcp: 0, body: &scratch };
+        let result = self.vxlan_encap_vni(now, tunnel.vni, tunnel.remote, frame, out);
+        self.state.scratch.push(scratch);
+        result.map(|()| Disposition::Forwarded)
+    }
+
+    /// VXLAN on an L3VNI (RFC 9135 section 4.1): the inner frame must be
+    /// addressed to the VRF's router MAC; its IP packet is routed in the VRF.
+    fn l3vni_decap(
+        &mut self,
+        now: u64,
+        l3: L3Vni,
+        outer_ecn: Ecn,
+        inner: &[u8],
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let l2 = L2Header::parse_customer(inner).map_err(|_| DropReason::Malformed)?;
+        if l2.outer.is_some() {
+            return Err(DropReason::VxlanInnerVlanTag);
+        }
+        if l2.dst_addr != l3.router_mac {
+            return Err(DropReason::NotRouterMac);
+        }
+        let mut scratch = self.state.scratch.pop().unwrap_or_default();
+        scratch.clear();
+        scratch.extend_from_slice(&inner[l2.payload_offset..]);
+        let result = self.route_from_overlay(now, l3.vrf, l2.ethertype, outer_ecn, &mut scratch, out);
+        self.state.scratch.push(scratch);
+        result
+    }
+
+    /// Routes a packet decapsulated from an L3VNI in `vrf`. It has no
+    /// ingress router interface, so nothing is answered with ICMP and
+    /// nothing is punted; and what would go back into the overlay is
+    /// dropped (split horizon: the remote VTEP routed it here).
+    fn route_from_overlay(
+        &mut self,
+        now: u64,
+        vrf: VrfId,
+        ethertype: EtherType,
+        outer_ecn: Ecn,
+        ip: &mut [u8],
+        out: &mut Output,
+    ) -> Result<Disposition, DropReason> {
+        let marked = matches!(outer_ecn, Ecn::Ce | Ecn::Ect1);
+        let (dst, len, hash) = match ethertype {
+            EtherType::Ipv4 => {
+                let packet = Ipv4Packet::new_checked(&*ip).map_err(|_| DropReason::Malformed)?;
+                if packet.version() != 4 {
+                    return Err(DropReason::Malformed);
+                }
+                if !packet.verify_checksum() {
+                    return Err(DropReason::BadChecksum);
+                }
+                let (src, dst) = (packet.src_addr(), packet.dst_addr());
+                if src.is_multicast() || src.is_broadcast() || src.is_loopback() || src.octets()[0] == 0 {
+                    return Err(DropReason::MartianSource);
+                }
+                if dst.is_multicast() || dst.is_broadcast() {
+                    return Err(DropReason::Unsupported);
+                }
+                if packet.ttl() <= 1 {
+                    return Err(DropReason::TtlExpired);
+                }
+                let ports = if packet.is_fragment() { 0 } else { transport_ports(packet.protocol(), packet.payload()) };
+                let hash =
+                    flow_hash(u128::from(u32::from(src)), u128::from(u32::from(dst)), packet.protocol().into(), ports);
+                let (len, ecn) = (usize::from(packet.total_len()), packet.ecn());
+                if marked {
+                    let ecn = decapsulated_ecn(outer_ecn, ecn).ok_or(DropReason::EcnCeOnNotEct)?;
+                    if let Some(ecn) = ecn {
+                        Ipv4Packet::new_unchecked(&mut *ip).set_ecn_incremental(ecn);
+                    }
+                }
+                let _ = Ipv4Packet::new_unchecked(&mut *ip).decrement_ttl_incremental();
+                (IpAddr::V4(dst), len, hash)
+            }
+            EtherType::Ipv6 => {
+                let packet = Ipv6Packet::new_checked(&*ip).map_err(|_| DropReason::Malformed)?;
+                if packet.version() != 6 {
+                    return Err(DropReason::Malformed);
+                }
+                let (src, dst) = (packet.src_addr(), packet.dst_addr());
+                if src.is_multicast() || src.is_loopback() || src.is_unicast_link_local() {
+                    return Err(DropReason::MartianSource);
+                }
+                if dst.is_multicast() || dst.is_unicast_link_local() {
+                    return Err(DropReason::Unsupported);
+                }
+                if packet.hop_limit() <= 1 {
+                    return Err(DropReason::TtlExpired);
+                }
+                let hash =
+                    flow_hash(u128::from(src), u128::from(dst), packet.next_header().into(), packet.flow_label());
+                let (len, ecn) = (ipv6::HEADER_LEN + usize::from(packet.payload_len()), packet.ecn());
+                if marked {
+                    let ecn = decapsulated_ecn(outer_ecn, ecn).ok_or(DropReason::EcnCeOnNotEct)?;
+                    if let Some(ecn) = ecn {
+                        Ipv6Packet::new_unchecked(&mut *ip).set_ecn(ecn);
+                    }
+                }
+                let _ = Ipv6Packet::new_unchecked(&mut *ip).decrement_hop_limit();
+                (IpAddr::V6(dst), len, hash)
+            }
+            _ => return Err(DropReason::UnknownEtherType),
+        };
+        let route = match dst {
+            IpAddr::V4(dst) => self.tables.router.lookup_v4(vrf, dst),
+            IpAddr::V6(dst) => self.tables.router.lookup_v6(vrf, dst),
+        }
+        .ok_or(DropReason::NoRoute)?;
+        match route.target {
+            RouteTarget::Connected(_) | RouteTarget::NextHop(_) | RouteTarget::Group(_) => {}
+            RouteTarget::Drop => return Err(DropReason::Blackhole),
+            // The switch's own addresses are not reached through an L3VNI.
+            RouteTarget::Local | RouteTarget::Punt => return Err(DropReason::Unsupported),
+        }
+        if let (RouteTarget::Connected(rif), IpAddr::V4(dst)) = (route.target, dst)
+            && self.tables.router.is_subnet_broadcast(Some(rif), dst)
+        {
+            return Err(DropReason::DirectedBroadcast);
+        }
+        let adjacency = self.select_next_hop(now, route, dst, || hash)?;
+        if adjacency.rif == TUNNEL_RIF {
+            return Err(DropReason::SplitHorizon);
+        }
+        if len > usize::from(self.tables.router.rif_mtu(adjacency.rif)) {
+            return Err(DropReason::MtuExceeded);
+        }
+        let packet = &ip[..len];
+        let sent = self.send_ip(now, None, adjacency, ethertype, len, out, |buf| buf.copy_from_slice(packet))?;
+        Ok(sent.disposition())
     }
 
     /// Head-end replication of a flooded frame to the VNI's remote VTEPs.

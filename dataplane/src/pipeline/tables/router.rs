@@ -41,6 +41,21 @@ pub struct NextHop {
     pub ip: IpAddr,
 }
 
+/// A next hop across the overlay (symmetric IRB, RFC 9135 section 4.1;
+/// SAI's next hop of type TUNNEL_ENCAP): the routed packet goes in a frame
+/// to the remote router MAC, VXLAN-encapsulated with the L3VNI to the
+/// remote VTEP. Such a next hop has no router interface: [`TUNNEL_RIF`]
+/// stands for it where one is expected.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TunnelNextHop {
+    pub remote: Ipv4Addr,
+    pub vni: super::Vni,
+    pub router_mac: EthernetAddress,
+}
+
+/// The router interface of a tunnel next hop: none (beyond any real id).
+pub const TUNNEL_RIF: RifId = RifId::MAX;
+
 pub(crate) struct Router {
     pub(crate) rifs: Vec<Option<RouterInterface>>,
     /// The default VRF's table, in place: the underlay's and most
@@ -641,13 +656,38 @@ impl Tables {
         if self.router.rif(next_hop.rif).is_none() {
             return Err(TableError::Invalid("no such router interface"));
         }
+        self.put_next_hop(Hop { id, next_hop, tunnel: None, rewrite: Rewrite::default() });
+        Ok(())
+    }
+
+    /// Creates or replaces a next hop across the overlay.
+    pub fn set_tunnel_next_hop(&mut self, id: NextHopId, tunnel: TunnelNextHop) -> Result<(), TableError> {
+        if tunnel.vni > crate::wire::vxlan::VNI_MAX {
+            return Err(TableError::Invalid("VNI is 24 bits"));
+        }
+        if tunnel.router_mac.is_multicast() || tunnel.router_mac == EthernetAddress::ZERO {
+            return Err(TableError::Invalid("router MAC must be unicast"));
+        }
+        let next_hop = NextHop { rif: TUNNEL_RIF, ip: IpAddr::V4(tunnel.remote) };
+        self.put_next_hop(Hop { id, next_hop, tunnel: Some(tunnel), rewrite: Rewrite::default() });
+        Ok(())
+    }
+
+    /// The overlay part of a next hop, if it is a tunnel next hop.
+    pub fn tunnel_next_hop(&self, id: NextHopId) -> Option<TunnelNextHop> {
+        self.router.next_hops.get(&id).and_then(|&slot| self.router.hops[slot as usize].tunnel)
+    }
+
+    fn put_next_hop(&mut self, hop: Hop) {
         let router = &mut self.router;
-        let hop = Hop { id, next_hop, rewrite: Rewrite::default() };
+        let (id, rif) = (hop.id, hop.rif());
         match router.next_hops.get(&id) {
             // Replaced in its slot: the routes and groups using it follow.
             Some(&slot) => {
                 let old = std::mem::replace(&mut router.hops[slot as usize], hop);
-                *router.rif_refs.entry(old.next_hop.rif).or_default() -= 1;
+                if let Some(old) = old.rif() {
+                    *router.rif_refs.entry(old).or_default() -= 1;
+                }
             }
             None => {
                 let slot = match router.free_hops.pop() {
@@ -663,9 +703,10 @@ impl Tables {
                 router.next_hops.insert(id, slot);
             }
         }
-        *router.rif_refs.entry(next_hop.rif).or_default() += 1;
+        if let Some(rif) = rif {
+            *router.rif_refs.entry(rif).or_default() += 1;
+        }
         router.invalidate_rewrites();
-        Ok(())
     }
 
     pub fn remove_next_hop(&mut self, id: NextHopId) -> Result<(), TableError> {
@@ -678,7 +719,9 @@ impl Tables {
         self.router.next_hops.remove(&id);
         self.router.free_hops.push(slot);
         let old = std::mem::take(&mut self.router.hops[slot as usize]);
-        *self.router.rif_refs.entry(old.next_hop.rif).or_default() -= 1;
+        if let Some(rif) = old.rif() {
+            *self.router.rif_refs.entry(rif).or_default() -= 1;
+        }
         self.router.invalidate_rewrites();
         Ok(())
     }
@@ -750,7 +793,16 @@ impl Tables {
 pub(crate) struct Hop {
     pub(crate) id: NextHopId,
     pub(crate) next_hop: NextHop,
+    /// Set for a next hop across the overlay (`next_hop.rif` is then `TUNNEL_RIF`).
+    pub(crate) tunnel: Option<TunnelNextHop>,
     pub(crate) rewrite: Rewrite,
+}
+
+impl Hop {
+    /// The router interface the next hop holds a reference on.
+    fn rif(&self) -> Option<RifId> {
+        self.tunnel.is_none().then_some(self.next_hop.rif)
+    }
 }
 
 impl SlotIds for Router {
@@ -767,7 +819,12 @@ impl SlotIds for Router {
 
 impl Default for Hop {
     fn default() -> Self {
-        Hop { id: 0, next_hop: NextHop { rif: 0, ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED) }, rewrite: Rewrite::default() }
+        Hop {
+            id: 0,
+            next_hop: NextHop { rif: 0, ip: IpAddr::V4(Ipv4Addr::UNSPECIFIED) },
+            tunnel: None,
+            rewrite: Rewrite::default(),
+        }
     }
 }
 

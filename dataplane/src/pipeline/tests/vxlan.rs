@@ -2,7 +2,7 @@
 
 use std::net::{IpAddr, Ipv4Addr};
 
-use super::l3::{H0, H1, H2, R0, R1, R2, arp, ipv6, l3_switch, udp_packet, v4, v6};
+use super::l3::{H0, H1, H2, R0, R1, R2, arp, ipv6, l3_switch, net, udp_packet, v4, v6};
 use super::*;
 use crate::wire::arp::Operation;
 use crate::wire::vxlan::{self, VXLAN_PORT};
@@ -408,4 +408,96 @@ fn evpn_remote_entries_never_age_but_move_and_evpn_vteps_teach_nothing() {
     switch.set_remote_learning(remote, true);
     switch.process(NOW, 0, &outer, &mut out);
     assert_eq!(switch.fdb_entry(100, mac(21)).map(|e| e.dest), Some(FdbDest::Tunnel(remote)));
+}
+
+const L3VNI: Vni = 4001;
+const TENANT: VrfId = 1;
+/// The anycast gateway's MAC, our router MAC on the L3VNI, the remote's.
+const GATEWAY: EthernetAddress = EthernetAddress([0x02, 0x00, 0x5e, 0, 0, 1]);
+const OUR_RMAC: EthernetAddress = EthernetAddress([0x02, 0xcc, 0, 0, 0, 1]);
+const REMOTE_RMAC: EthernetAddress = EthernetAddress([0x02, 0xcc, 0, 0, 0, 2]);
+
+/// `vtep_switch` plus VRF 1 with L3VNI 4001: VLAN 300 on access port 4,
+/// its SVI (RIF 3, 10.30.0.1/24) in the VRF with the gateway MAC; host
+/// 10.40.0.5 behind VTEP 3.3.3.3 (router MAC `REMOTE_RMAC`) as a tunnel
+/// next hop; local host 10.30.0.5 is `mac(30)` on port 4.
+fn irb_switch() -> Switch {
+    let mut switch = vtep_switch();
+    switch.create_vrf(TENANT).unwrap();
+    switch.create_vlan(300).unwrap();
+    switch.set_port(4, PortConfig { pvid: 300, ..PortConfig::default() }).unwrap();
+    switch.set_vlan_member(300, 4, false).unwrap();
+    let svi = RouterInterface { kind: RifKind::Vlan(300), mac: GATEWAY, mtu: 1500, admin_up: true, vrf: TENANT };
+    switch.set_router_interface(3, svi).unwrap();
+    switch.set_route_in(TENANT, net("10.30.0.1/32"), RouteTarget::Local).unwrap();
+    switch.set_route_in(TENANT, net("10.30.0.0/24"), RouteTarget::Connected(3)).unwrap();
+    switch.map_vni_to_vrf(L3VNI, L3Vni { vrf: TENANT, router_mac: OUR_RMAC }).unwrap();
+    let remote = TunnelNextHop { remote: v4("3.3.3.3"), vni: L3VNI, router_mac: REMOTE_RMAC };
+    switch.set_tunnel_next_hop(7, remote).unwrap();
+    switch.set_route_in(TENANT, net("10.40.0.5/32"), RouteTarget::NextHop(7)).unwrap();
+    switch.set_neighbor(3, IpAddr::V4(v4("10.30.0.5")), mac(30)).unwrap();
+    switch.set_fdb_entry(300, mac(30), FdbDest::Port(4), FdbKind::Static, 0).unwrap();
+    switch
+}
+
+/// RFC 9135 section 4.1, symmetric IRB: a packet the VRF routes to a host
+/// behind a remote VTEP leaves with TTL - 1 in a frame from our router MAC
+/// to the remote's, VXLAN on the L3VNI to the VTEP (routed in the underlay:
+/// 3.3.3.3 via 10.0.1.2 on port 1); and back, what arrives on the L3VNI
+/// for our router MAC is routed in the VRF to the local host.
+#[test]
+fn symmetric_irb_routes_into_and_out_of_the_l3vni() {
+    let mut switch = irb_switch();
+    let mut out = Output::new();
+    let sent = frame(GATEWAY, mac(30), None, EtherType::Ipv4, &udp_packet("10.30.0.5", "10.40.0.5", 7, 64));
+    assert_eq!(switch.process(NOW, 4, &sent, &mut out), Disposition::Forwarded);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, Egress::Port(1));
+    let inner = frame(REMOTE_RMAC, OUR_RMAC, None, EtherType::Ipv4, &udp_packet("10.30.0.5", "10.40.0.5", 7, 63));
+    let (sport, ident) = (outer_source_port(&got[0].1), outer_ident(&got[0].1));
+    let outer = vxlan_ip_with_id(v4("1.1.1.1"), v4("3.3.3.3"), sport, ident, L3VNI, &inner);
+    assert_eq!(got[0].1, frame(H1, R1, None, EtherType::Ipv4, &outer));
+
+    out.clear();
+    let inner = frame(OUR_RMAC, REMOTE_RMAC, None, EtherType::Ipv4, &udp_packet("10.40.0.5", "10.30.0.5", 7, 63));
+    let outer = frame(R1, H1, None, EtherType::Ipv4, &vxlan_ip(v4("3.3.3.3"), v4("1.1.1.1"), 50001, L3VNI, &inner));
+    assert_eq!(switch.process(NOW, 1, &outer, &mut out), Disposition::Forwarded);
+    let routed = frame(mac(30), GATEWAY, None, EtherType::Ipv4, &udp_packet("10.40.0.5", "10.30.0.5", 7, 62));
+    assert_eq!(emitted(&out), vec![(Egress::Port(4), routed)]);
+    // Nothing is learned from a routed frame.
+    assert!(switch.fdb_entry(300, REMOTE_RMAC).is_none());
+}
+
+#[test]
+fn the_l3vni_takes_only_frames_to_our_router_mac_and_never_routes_back_into_the_overlay() {
+    let mut switch = irb_switch();
+    let mut out = Output::new();
+    let decap = |switch: &mut Switch, dst_mac, dst: &str, vni, out: &mut Output| {
+        let inner = frame(dst_mac, REMOTE_RMAC, None, EtherType::Ipv4, &udp_packet("10.40.0.9", dst, 7, 63));
+        let outer = frame(R1, H1, None, EtherType::Ipv4, &vxlan_ip(v4("3.3.3.3"), v4("1.1.1.1"), 50001, vni, &inner));
+        switch.process(NOW, 1, &outer, out)
+    };
+    let other = EthernetAddress([0x02, 0xcc, 0, 0, 0, 9]);
+    assert_eq!(decap(&mut switch, other, "10.30.0.5", L3VNI, &mut out), Disposition::Dropped(DropReason::NotRouterMac));
+    // A host route back into the overlay: split horizon.
+    assert_eq!(
+        decap(&mut switch, OUR_RMAC, "10.40.0.5", L3VNI, &mut out),
+        Disposition::Dropped(DropReason::SplitHorizon)
+    );
+    assert_eq!(decap(&mut switch, OUR_RMAC, "10.99.0.1", L3VNI, &mut out), Disposition::Dropped(DropReason::NoRoute));
+    assert_eq!(
+        decap(&mut switch, OUR_RMAC, "10.30.0.5", 4002, &mut out),
+        Disposition::Dropped(DropReason::VxlanUnknownVni)
+    );
+    assert!(out.is_empty());
+    // A VNI is a VLAN's or a VRF's, and a VRF has one L3VNI.
+    assert_eq!(switch.map_vni_to_vrf(VNI, L3Vni { vrf: TENANT, router_mac: OUR_RMAC }), Err(TableError::InUse));
+    assert!(switch.map_vni_to_vrf(4002, L3Vni { vrf: TENANT, router_mac: OUR_RMAC }).is_err());
+    // The tunnel next hop is in use by its route; without the L3VNI the VRF cannot encapsulate.
+    assert_eq!(switch.remove_next_hop(7), Err(TableError::InUse));
+    switch.unmap_vni_from_vrf(L3VNI).unwrap();
+    out.clear();
+    let sent = frame(GATEWAY, mac(30), None, EtherType::Ipv4, &udp_packet("10.30.0.5", "10.40.0.5", 7, 64));
+    assert_eq!(switch.process(NOW, 4, &sent, &mut out), Disposition::Dropped(DropReason::VxlanUnknownVni));
 }

@@ -697,7 +697,10 @@ impl KernelBackend {
     // ------------------------------------------------------------ VXLAN
 
     pub(super) fn create_vni_map(&mut self, log: &mut UndoLog, map: &TunnelMapEntry) -> SaiResult<()> {
-        let vid = self.vid(map.vlan)?;
+        let vlan = map.vlan().ok_or_else(|| {
+            SaiError::NotSupported("the kernel backend has no L3VNIs (a single virtual router)".into())
+        })?;
+        let vid = self.vid(vlan)?;
         let (_, tunnel) = self.tunnel.clone().ok_or(SaiError::UnknownObject(map.tunnel))?;
         let mut message = LinkMessage::default();
         message.attributes.push(LinkAttribute::IfName(self.config.vxlan_name(map.vni)));
@@ -723,7 +726,8 @@ impl KernelBackend {
     }
 
     pub(super) fn remove_vni_map(&mut self, log: &mut UndoLog, map: &TunnelMapEntry) -> SaiResult<()> {
-        let vid = self.vid(map.vlan)?;
+        let Some(vlan) = map.vlan() else { return Ok(()) };
+        let vid = self.vid(vlan)?;
         let _ = log;
         if let Some((_, netdev)) = self.vxlans.get(&vid) {
             self.netlink

@@ -77,7 +77,10 @@ impl KernelBackend {
     }
 
     pub(super) fn create_next_hop(&mut self, log: &mut UndoLog, id: ObjectId, next_hop: &NextHop) -> SaiResult<()> {
-        let oif = self.router_interface(next_hop.router_interface)?.ifindex;
+        let rif = next_hop.router_interface().ok_or_else(|| {
+            SaiError::NotSupported("the kernel backend has no tunnel next hops (symmetric IRB)".into())
+        })?;
+        let oif = self.router_interface(rif)?.ifindex;
         let kernel_id = self.allocate_nexthop_id();
         let mut header = self.nexthop_header(family_byte(next_hop.ip));
         // The gateway is on the router interface's link whether or not the

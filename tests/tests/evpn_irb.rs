@@ -1,0 +1,172 @@
+//! Symmetric IRB between `switchd` VTEPs (RFC 9135 section 4.1): two leaves
+//! and a spine, eBGP as in `switchd_evpn.rs`. Both leaves have VLAN 10 (VNI
+//! 10100, 172.16.1.0/24) and VLAN 20 (VNI 10200, 172.16.2.0/24) with the same
+//! distributed anycast gateway on each (172.16.1.1 and 172.16.2.1, one MAC),
+//! both SVIs in VRF tenant1 with L3VNI 4001 and a router MAC per leaf.
+//!
+//! ```text
+//!                 [s1 AS65000, no VNI]
+//!                 eth1            eth2
+//!      10.1.0.0/31 /                \ 10.2.0.0/31
+//!             eth1                    eth1
+//!   [l1 AS65101 VTEP 10.255.0.1]    [l2 AS65102 VTEP 10.255.0.2]
+//!             eth3 (VLAN 10)              eth3 (VLAN 20)
+//!          [h1 172.16.1.11]            [h2 172.16.2.12]
+//! ```
+//!
+//! Checked: each host reaches its gateway on its own leaf; each leaf learns
+//! its host and advertises a MAC+IP type 2 with both labels and its router
+//! MAC, which the other leaf installs as a /32 in tenant1 (`show vrf`,
+//! `show ip route vrf tenant1`, not in the default table); h1 pings h2 across VNIs; the echo request
+//! crosses the underlay (captured on the spine, decoded by tshark) on the
+//! L3VNI with the inner frame addressed to l2's router MAC.
+
+use std::time::Duration;
+
+use fabric_tests::switchd::TempDir;
+use fabric_tests::{Netns, Switchd, poll_until, require_root_and_tools, swcli_json, veth};
+use serde_json::Value;
+
+const CONVERGE: Duration = Duration::from_secs(60);
+const GATEWAY_MAC: &str = "02:00:5e:00:01:01";
+
+fn router_mac(i: u8) -> String {
+    format!("02:cc:00:00:00:0{i}")
+}
+
+fn spine() -> String {
+    "name: s1
+lldp: { enabled: false }
+loopback: [10.255.1.1/32]
+ports:
+  - { name: eth1, mode: routed, addresses: [10.1.0.1/31] }
+  - { name: eth2, mode: routed, addresses: [10.2.0.1/31] }
+bgp:
+  asn: 65000
+  timers: { hold_time: 9, connect_retry: 2 }
+  redistribute: [loopback]
+  neighbors:
+    - { interface: eth1, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
+    - { interface: eth2, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
+"
+    .into()
+}
+
+/// Leaf `i` with its host port eth3 in `host_vlan`.
+fn leaf(i: u8, host_vlan: u16) -> String {
+    let rmac = router_mac(i);
+    format!(
+        "name: l{i}
+lldp: {{ enabled: false }}
+loopback: [10.255.0.{i}/32]
+ports:
+  - {{ name: eth1, mode: routed, addresses: [10.{i}.0.0/31] }}
+  - {{ name: eth3, mode: access, vlan: {host_vlan} }}
+vlans:
+  - {{ id: 10, addresses: [172.16.1.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 20, addresses: [172.16.2.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
+vxlan:
+  source: 10.255.0.{i}
+  vnis: [{{ vni: 10100, vlan: 10 }}, {{ vni: 10200, vlan: 20 }}]
+bgp:
+  asn: 6510{i}
+  timers: {{ hold_time: 9, connect_retry: 2 }}
+  redistribute: [loopback]
+  neighbors:
+    - {{ interface: eth1, remote_as: 65000, families: [ipv4-unicast, l2vpn-evpn] }}
+  evpn:
+    vtep_ip: 10.255.0.{i}
+    vnis: [{{ vni: 10100, vrf: tenant1 }}, {{ vni: 10200, vrf: tenant1 }}]
+    vrfs: [{{ name: tenant1, l3vni: 4001, router_mac: \"{rmac}\" }}]
+"
+    )
+}
+
+fn json(sw: &Switchd, args: &[&str]) -> Value {
+    let mut argv = args.to_vec();
+    argv.push("--json");
+    swcli_json(&sw.swcli(&argv))
+}
+
+fn wait_for<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
+    poll_until(CONVERGE, Duration::from_millis(250), probe).unwrap_or_else(|| panic!("timed out waiting for {what}"))
+}
+
+/// The next hops of `prefix` in tenant1 as `show vrf` has them.
+fn vrf_route(sw: &Switchd, prefix: &str) -> Option<Value> {
+    let vrfs = json(sw, &["show", "vrf"]);
+    let tenant = vrfs.as_array()?.iter().find(|v| v["name"] == "tenant1")?.clone();
+    tenant["routes"].as_array()?.iter().find(|r| r["prefix"] == prefix).map(|r| r["next_hops"].clone())
+}
+
+#[test]
+fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
+    if !require_root_and_tools("evpn_irb", &["ip", "ping", "tcpdump", "tshark"]) {
+        return;
+    }
+    let s1 = Netns::new("irs");
+    let l1 = Netns::new("ir1");
+    let l2 = Netns::new("ir2");
+    let h1 = Netns::new("irh");
+    let h2 = Netns::new("iri");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h1, "eth0", &l1, "eth3");
+    veth(&h2, "eth0", &l2, "eth3");
+    for (h, addr, gw) in [(&h1, "172.16.1.11/24", "172.16.1.1"), (&h2, "172.16.2.12/24", "172.16.2.1")] {
+        h.host_setup("eth0", addr, Some(gw));
+        // Room for the 50 bytes of VXLAN encapsulation.
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    let _spine = Switchd::start(&s1, &spine());
+    let leaf1 = Switchd::start(&l1, &leaf(1, 10));
+    let leaf2 = Switchd::start(&l2, &leaf(2, 20));
+
+    // The anycast gateway answers on each leaf; each leaf learns its host.
+    assert!(h1.ping_until("172.16.1.1", CONVERGE) && h2.ping_until("172.16.2.1", CONVERGE), "hosts -> gateways");
+    let gateway = h1.ip(&["neigh", "show", "172.16.1.1"]);
+    assert!(gateway.contains(GATEWAY_MAC), "the gateway answers with the anycast MAC: {gateway}");
+
+    // Each leaf has the other's host as a /32 in tenant1 through the other
+    // VTEP, on the L3VNI, to the other's router MAC.
+    for (sw, host, vtep, i) in
+        [(&leaf1, "172.16.2.12/32", "10.255.0.2", 2), (&leaf2, "172.16.1.11/32", "10.255.0.1", 1)]
+    {
+        let hops = wait_for(&format!("{host} in tenant1"), || vrf_route(sw, host));
+        let expected = format!("{vtep} vni 4001 rmac {}", router_mac(i));
+        assert_eq!(hops, serde_json::json!([expected]), "{host}");
+    }
+    // `show ip route vrf tenant1`: the SVIs' subnets and the remote host by BGP over the L3VNI.
+    let table = json(&leaf1, &["show", "ip", "route", "vrf", "tenant1"]);
+    let route = |prefix: &str| table.as_array().unwrap().iter().find(|r| r["prefix"] == prefix).cloned();
+    let remote = route("172.16.2.12/32").unwrap_or_else(|| panic!("no route to h2: {table:#}"));
+    assert_eq!(remote["protocol"], "bgp", "{remote}");
+    assert_eq!(remote["next_hops"][0]["ip"], "10.255.0.2", "{remote}");
+    assert_eq!(remote["next_hops"][0]["interface"], "vni4001", "{remote}");
+    assert_eq!(route("172.16.1.0/24").unwrap()["protocol"], "connected", "{table:#}");
+    let default = json(&leaf1, &["show", "ip", "route"]);
+    assert!(!default.to_string().contains("172.16.1.0/24"), "tenant routes stay out of the default VRF: {default}");
+    let vrfs = json(&leaf1, &["show", "vrf"]);
+    let tenant = &vrfs.as_array().unwrap()[0];
+    assert_eq!((tenant["name"].as_str(), tenant["l3vni"].as_u64()), (Some("tenant1"), Some(4001)), "{vrfs:#}");
+
+    // The underlay, from the spine's side of l1's uplink.
+    let dir = TempDir::new("evpn-irb");
+    let pcap = dir.path().join("eth1.pcap");
+    let pcap = pcap.to_str().unwrap().to_string();
+    let mut capture = s1.spawn(&["tcpdump", "-i", "eth1", "-n", "-U", "-w", &pcap, "udp", "port", "4789"]);
+    std::thread::sleep(Duration::from_millis(1000));
+    assert!(h1.ping_until("172.16.2.12", CONVERGE), "h1 -> h2 across VNIs");
+    assert!(h1.ping("172.16.2.12", 3) && h2.ping("172.16.1.11", 3), "every reply both ways");
+    std::thread::sleep(Duration::from_millis(500));
+    capture.stop(Duration::from_secs(3));
+    // tshark decodes UDP 4789 as VXLAN; the last eth.dst is the inner frame's.
+    let out = std::process::Command::new("tshark")
+        .args(["-r", &pcap, "-Y", "vxlan && icmp.type == 8"])
+        .args(["-T", "fields", "-E", "occurrence=l", "-e", "vxlan.vni", "-e", "eth.dst", "-e", "ip.dst"])
+        .output()
+        .expect("run tshark");
+    let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
+    let expected = format!("4001\t{}\t172.16.2.12", router_mac(2));
+    assert!(lines.len() >= 3 && lines.iter().all(|l| *l == expected), "echo requests on the underlay: {lines:?}");
+}
