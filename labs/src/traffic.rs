@@ -64,6 +64,10 @@ pub struct FlowResult {
     pub delivered_bytes: u64,
     pub completed: bool,
     pub pauses_obeyed: u64,
+    /// Go-back-N's work: frames the sender sent again, NAKs it got, timer expiries.
+    pub retransmitted: u64,
+    pub naks: u64,
+    pub timeouts: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -74,6 +78,12 @@ pub struct ReceiverResult {
     pub expected_bytes: u64,
     pub delivered_bytes: u64,
     pub goodput_bps: u64,
+    /// Frames the kernel dropped before `fabric-host` read them (its
+    /// socket's rx ring full).
+    pub rx_ring_drops: u64,
+    /// Arrivals ahead of a hole, and arrivals already delivered or held.
+    pub out_of_order: u64,
+    pub duplicates: u64,
 }
 
 /// The switches' counters over the run, summed over every `switchd`.
@@ -83,6 +93,10 @@ pub struct SwitchCounters {
     pub pfc_tx: [u64; 8],
     /// Frames the traffic managers refused.
     pub drops: u64,
+    /// Frames the kernel dropped before a switch read them: a port's
+    /// `AF_PACKET` receive ring full while its forwarding thread waited
+    /// for a CPU (ahead of the traffic manager, so PFC cannot prevent it).
+    pub rx_ring_drops: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -149,13 +163,17 @@ impl fmt::Display for TrafficReport {
             self.flows.len()
         )?;
         let obeyed: u64 = self.flows.iter().map(|f| f.pauses_obeyed).sum();
-        write!(
+        let again: u64 = self.flows.iter().map(|f| f.retransmitted).sum();
+        let ring_drops: u64 = self.receivers.iter().map(|r| r.rx_ring_drops).sum();
+        writeln!(
             f,
-            "switches: {} PFC frames sent (per priority {:?}), {obeyed} pauses obeyed by senders, {} frames dropped by traffic managers",
+            "switches: {} PFC frames sent (per priority {:?}), {obeyed} pauses obeyed by senders, {} frames dropped by traffic managers, {} by full port rings",
             self.switches.pfc_tx.iter().sum::<u64>(),
             self.switches.pfc_tx,
-            self.switches.drops
-        )
+            self.switches.drops,
+            self.switches.rx_ring_drops
+        )?;
+        write!(f, "hosts: {ring_drops} frames dropped by full receive rings, {again} frames sent again (go-back-N)")
     }
 }
 
@@ -232,6 +250,10 @@ fn switch_counters(lab: &Lab) -> SwitchCounters {
         for pool in pools.as_array().into_iter().flatten() {
             counters.drops += pool["drops"].as_array().into_iter().flatten().filter_map(|r| r[1].as_u64()).sum::<u64>();
         }
+        let ports = swcli(node, &["show", "interfaces", "--json"]).unwrap_or(Value::Null);
+        for port in ports.as_array().into_iter().flatten() {
+            counters.rx_ring_drops += port["counters"]["rx_ring_drops"].as_u64().unwrap_or(0);
+        }
     }
     counters
 }
@@ -295,6 +317,9 @@ pub fn run(lab: &Lab, options: &TrafficOptions) -> Result<TrafficReport, String>
             delivered_bytes: 0,
             completed: report["completed"].as_bool().unwrap_or(false),
             pauses_obeyed: report["pauses_obeyed"].as_u64().unwrap_or(0),
+            retransmitted: report["transport"]["retransmitted"].as_u64().unwrap_or(0),
+            naks: report["transport"]["naks_received"].as_u64().unwrap_or(0),
+            timeouts: report["transport"]["timeouts"].as_u64().unwrap_or(0),
         });
     }
     let mut receiver_results = Vec::new();
@@ -315,11 +340,18 @@ pub fn run(lab: &Lab, options: &TrafficOptions) -> Result<TrafficReport, String>
             expected_bytes: count as u64 * options.bytes,
             delivered_bytes: report["delivered_bytes"].as_u64().unwrap_or(0),
             goodput_bps: report["goodput_bps"].as_u64().unwrap_or(0),
+            rx_ring_drops: report["rx_ring_drops"].as_u64().unwrap_or(0),
+            out_of_order: report["out_of_order"].as_u64().unwrap_or(0),
+            duplicates: report["duplicates"].as_u64().unwrap_or(0),
         });
     }
     let elapsed_ns = started.elapsed().as_nanos() as u64;
     let after = switch_counters(lab);
-    let mut switches = SwitchCounters { drops: after.drops.saturating_sub(before.drops), ..Default::default() };
+    let mut switches = SwitchCounters {
+        drops: after.drops.saturating_sub(before.drops),
+        rx_ring_drops: after.rx_ring_drops.saturating_sub(before.rx_ring_drops),
+        ..Default::default()
+    };
     for priority in 0..8 {
         switches.pfc_tx[priority] = after.pfc_tx[priority].saturating_sub(before.pfc_tx[priority]);
     }

@@ -17,6 +17,7 @@
 //! socket, the interface's addresses, ARP for the next hop), the clock and
 //! the size/rate arguments.
 
+pub mod go_back_n;
 pub mod ib;
 pub mod roce;
 pub mod storm;
