@@ -12,7 +12,7 @@
 //! MAC routes and half MAC+IP routes for the same MACs (so routes / 2 FDB
 //! entries). GoBGP's CLI adds a route per call (~30 ms), so the routes reach
 //! GoBGP's global RIB over a BGP session from this test (UPDATEs packed by
-//! `bgp_evpn::packet`, with hold time 0) before any receiver starts.
+//! `bgp_evpn::packet`) before any receiver starts.
 //!
 //! ```text
 //!   [this test] --127.0.0.1-- [feeder: gobgpd AS65100] eth1 ---- eth1 [frr: bgpd + zebra, br100 + vx100]
