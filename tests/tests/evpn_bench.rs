@@ -228,11 +228,7 @@ fn feed(
         ..Default::default()
     };
     let mut out = Vec::with_capacity(routes.len() * 48);
-    let per_update: usize =
-        std::env::var("BGP_BENCH_PER_UPDATE").ok().and_then(|v| v.parse().ok()).unwrap_or(usize::MAX);
-    for chunk in routes.chunks(per_update.max(1)) {
-        pack_announce(&attrs, Family::L2vpnEvpn, chunk, &ctx, 4096, &mut out);
-    }
+    pack_announce(&attrs, Family::L2vpnEvpn, routes, &ctx, 4096, &mut out);
     encode_end_of_rib(Family::L2vpnEvpn, &mut out);
     if let Some(sent) = sent {
         let _ = sent.send(Instant::now());
