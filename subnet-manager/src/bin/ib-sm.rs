@@ -169,8 +169,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let config = SmConfig { routing: routing.config()?, timeout_ns: 100_000_000, ..SmConfig::default() };
             let kind = if interfaces.len() > 1 { NodeKind::Switch } else { NodeKind::Ca };
             let (agent, guids) = Agent::standalone(guid, kind, interfaces.len() as u8, "ib-sm");
+            let sm_port_guid = guids[if kind == NodeKind::Switch { 0 } else { 1 }];
             let mut transport = InBandTransport::new(agent, guids, &interfaces).map_err(|e| format!("in band: {e}"))?;
             let mut sm = SubnetManager::new(config, LidMap::default());
+            sm.set_port_guid(sm_port_guid);
             let started = Instant::now();
             let events = drive(
                 &mut sm,
