@@ -19,7 +19,15 @@ fn profile_dir() -> PathBuf {
 /// with the same cargo and profile as the running test, so
 /// `cargo test -p fabric-tests` alone works (cargo builds other packages'
 /// binaries only for `--workspace`).
+///
+/// `FABRIC_BIN_DIR` names a directory of prebuilt binaries to take instead
+/// (benchmarks run release builds under a debug harness).
 pub fn workspace_binary(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("FABRIC_BIN_DIR") {
+        let path = Path::new(&dir).join(name);
+        assert!(path.is_file(), "{} not built (FABRIC_BIN_DIR)", path.display());
+        return path;
+    }
     static BUILT: OnceLock<()> = OnceLock::new();
     let dir = profile_dir();
     BUILT.get_or_init(|| {
