@@ -4,8 +4,8 @@
 //! figures and the machine's load go to docs/benchmarks.md.
 //!
 //! Sizes are the gen-fattree presets: 650, 4100, 10k and 50k nodes, every
-//! engine at every size (sssp and dfsssp run one Dijkstra per destination
-//! LID, 47k of them at 50k: minutes per sample there).
+//! engine at every size (sssp and dfsssp build one tree per destination
+//! LID, 47k of them at 50k: seconds per sample there).
 
 use std::hint::black_box;
 use std::time::Duration;

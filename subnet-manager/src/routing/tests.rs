@@ -244,3 +244,20 @@ fn dfsssp_layers_a_torus_and_each_layer_is_acyclic_by_an_independent_check() {
         assert_eq!(balance.unreachable_pairs, 0);
     }
 }
+
+#[test]
+fn sssp_takes_min_hop_paths_and_balances_channel_load_on_fat_trees() {
+    for shape in [TWO_LEVEL, THREE_LEVEL] {
+        let (_, _, minhop) = routed(shape, Engine::Minhop, 0);
+        let (_, _, sssp) = routed(shape, Engine::Sssp, 0);
+        // Only min-hop paths on a fat tree: up, then down; one VL is enough.
+        assert!(sssp.deadlock_free(), "{shape:?}");
+        assert_eq!(sssp.unreachable_pairs, 0);
+        assert!(
+            sssp.edge_forwarding_index <= minhop.edge_forwarding_index,
+            "{shape:?}: sssp {} minhop {}",
+            sssp.edge_forwarding_index,
+            minhop.edge_forwarding_index
+        );
+    }
+}
