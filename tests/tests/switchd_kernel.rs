@@ -724,3 +724,73 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
         assert!(!has(&removed, mac, &|_| true), "{mac} removed: {removed:#?}");
     }
 }
+
+/// Ports of every kind in the VLAN-aware bridge, read back with `bridge -j
+/// vlan`: access ports carry their VLAN `pvid untagged`, a trunk its VLANs
+/// tagged and its native VLAN `pvid untagged`, the bridge itself every VLAN
+/// (and not the kernel's default VLAN 1), an SVI is an 802.1Q device on it.
+/// A commit that moves the trunk's native VLAN and prunes one moves the
+/// flags with it. Needs a kernel with `CONFIG_BRIDGE_VLAN_FILTERING`: where
+/// this one lacks it, `switchd_kernel_vm` runs this test in a VM on one
+/// that has it.
+#[test]
+fn vlan_aware_membership_is_what_bridge_vlan_shows() {
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge"]) {
+        return;
+    }
+    if !kernel_vlans().vlan_filtering {
+        eprintln!("NOTE switchd_kernel: no VLAN filtering in this kernel; switchd_kernel_vm runs this test in a VM");
+        return;
+    }
+    let sw = Netns::new("kva");
+    let peers: Vec<Netns> = (1..=3).map(|i| Netns::new(&format!("kva{i}"))).collect();
+    for (i, peer) in peers.iter().enumerate() {
+        veth(peer, "eth0", &sw, &format!("eth{}", i + 1));
+    }
+    let switchd = Switchd::start(
+        &sw,
+        "
+name: kva
+backend: kernel
+ports:
+  - { name: eth1, mode: access, vlan: 10 }
+  - { name: eth2, mode: access, vlan: 20 }
+  - { name: eth3, mode: trunk, vlans: [10, 20], native: 30 }
+vlans:
+  - { id: 10 }
+  - { id: 20, addresses: [192.168.20.254/24] }
+  - { id: 30 }
+",
+    );
+    let links = json(&sw, &["ip", "-j", "-d", "link"]);
+    let bridge = &link(&links, "nos-br")["linkinfo"]["info_data"];
+    assert_eq!((bridge["vlan_filtering"].as_u64(), bridge["vlan_default_pvid"].as_u64()), (Some(1), Some(0)), "{bridge}");
+    for port in ["eth1", "eth2", "eth3"] {
+        assert_eq!(link(&links, port)["master"], "nos-br", "{port} in the VLAN-aware bridge");
+    }
+    assert_eq!(bridge_vlans(&sw, "eth1"), [(10, true, true)].into(), "eth1: access vlan 10");
+    assert_eq!(bridge_vlans(&sw, "eth2"), [(20, true, true)].into(), "eth2: access vlan 20");
+    assert_eq!(
+        bridge_vlans(&sw, "eth3"),
+        [(10, false, false), (20, false, false), (30, true, true)].into(),
+        "eth3: trunk 10,20 tagged, native 30"
+    );
+    let on_bridge: BTreeSet<u64> = bridge_vlans(&sw, "nos-br").into_iter().map(|(vid, _, _)| vid).collect();
+    assert_eq!(on_bridge, [10, 20, 30].into(), "the bridge itself carries every VLAN, not VLAN 1");
+    let svi = link(&links, "nos-vlan20");
+    assert_eq!(
+        (svi["linkinfo"]["info_kind"].as_str(), svi["linkinfo"]["info_data"]["id"].as_u64(), svi["link"].as_str()),
+        (Some("vlan"), Some(20), Some("nos-br")),
+        "{svi}"
+    );
+    assert!(!links.iter().any(|l| l["ifname"] == "nos-vlan10"), "no SVI without an address");
+
+    let (code, text) = switchd.swcli_script("configure\nset ports eth3 { mode: trunk, vlans: [20], native: 10 }\ncommit\n");
+    assert!(text.contains("committed (generation"), "the commit applies (exit {code}): {text}");
+    assert_eq!(
+        bridge_vlans(&sw, "eth3"),
+        [(10, true, true), (20, false, false)].into(),
+        "eth3 after the commit: native 10, trunk 20, no 30"
+    );
+    assert_eq!(bridge_vlans(&sw, "eth1"), [(10, true, true)].into(), "eth1 untouched");
+}
