@@ -764,7 +764,11 @@ vlans:
     );
     let links = json(&sw, &["ip", "-j", "-d", "link"]);
     let bridge = &link(&links, "nos-br")["linkinfo"]["info_data"];
-    assert_eq!((bridge["vlan_filtering"].as_u64(), bridge["vlan_default_pvid"].as_u64()), (Some(1), Some(0)), "{bridge}");
+    assert_eq!(
+        (bridge["vlan_filtering"].as_u64(), bridge["vlan_default_pvid"].as_u64()),
+        (Some(1), Some(0)),
+        "{bridge}"
+    );
     for port in ["eth1", "eth2", "eth3"] {
         assert_eq!(link(&links, port)["master"], "nos-br", "{port} in the VLAN-aware bridge");
     }
@@ -785,7 +789,8 @@ vlans:
     );
     assert!(!links.iter().any(|l| l["ifname"] == "nos-vlan10"), "no SVI without an address");
 
-    let (code, text) = switchd.swcli_script("configure\nset ports eth3 { mode: trunk, vlans: [20], native: 10 }\ncommit\n");
+    let (code, text) =
+        switchd.swcli_script("configure\nset ports eth3 { mode: trunk, vlans: [20], native: 10 }\ncommit\n");
     assert!(text.contains("committed (generation"), "the commit applies (exit {code}): {text}");
     assert_eq!(
         bridge_vlans(&sw, "eth3"),
