@@ -799,3 +799,119 @@ vlans:
     );
     assert_eq!(bridge_vlans(&sw, "eth1"), [(10, true, true)].into(), "eth1 untouched");
 }
+
+/// Whether this kernel has l3mdev VRFs (`CONFIG_NET_VRF`), probed in a
+/// throwaway namespace.
+fn kernel_has_vrf() -> bool {
+    let ns = Netns::new("kvrfp");
+    std::process::Command::new("ip")
+        .args(["-n", ns.name(), "link", "add", "v", "type", "vrf", "table", "10"])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// A virtual router other than the default is an l3mdev VRF device with a
+/// table of its own, as zebra maps VRFs: its router interfaces are enslaved
+/// to it, its routes (connected and by nexthop) are in its table and not
+/// in the main one, and hosts on two of its interfaces ping each other
+/// through it. Removed, the router interfaces leave it and it goes. Needs
+/// `CONFIG_NET_VRF`: where this kernel lacks it, `switchd_kernel_vm` runs
+/// this test in a VM on one that has it.
+#[test]
+fn a_virtual_router_is_a_vrf_device_with_its_own_table() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip", "ping"]) {
+        return;
+    }
+    if !kernel_has_vrf() {
+        eprintln!("NOTE switchd_kernel: no VRFs in this kernel; switchd_kernel_vm runs this test in a VM");
+        return;
+    }
+    let sw = Netns::new("kv");
+    let h1 = Netns::new("kvh1");
+    let h2 = Netns::new("kvh2");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&h2, "eth0", &sw, "eth2");
+    h1.host_setup("eth0", "10.1.1.2/24", Some("10.1.1.1"));
+    h2.host_setup("eth0", "10.1.2.2/24", Some("10.1.2.1"));
+    let table = KernelConfig::default().vrf_table_base;
+    let (h1_ns, h2_ns) = (h1.name().to_string(), h2.name().to_string());
+    let ip = |args: &[&str]| {
+        let out = std::process::Command::new("ip").args(args).output().unwrap();
+        assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let json_of = |text: String| -> Vec<Value> { serde_json::from_str(&text).unwrap() };
+    sw.enter(move || {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let red = sai.create_virtual_router().expect("a second virtual router: a VRF");
+        let mut rifs = Vec::new();
+        for (name, address, subnet) in [("eth1", "10.1.1.1/24", "10.1.1.0/24"), ("eth2", "10.1.2.1/24", "10.1.2.0/24")]
+        {
+            let port = sai.create_port(&[PortAttr::Name(name.into()), PortAttr::AdminState(true)]).unwrap();
+            let rif = sai
+                .create_router_interface(&[
+                    RouterInterfaceAttr::VirtualRouterId(red),
+                    RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
+                ])
+                .unwrap();
+            // What switchd does for a routed port's address.
+            ip(&["addr", "add", address, "dev", name]);
+            let key = RouteEntryKey { virtual_router: red, destination: subnet.parse().unwrap() };
+            sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(rif))]).unwrap();
+            rifs.push(rif);
+        }
+        let hop = sai
+            .create_next_hop(&[NextHopAttr::Ip("10.1.2.2".parse().unwrap()), NextHopAttr::RouterInterfaceId(rifs[1])])
+            .unwrap();
+        let routed = RouteEntryKey { virtual_router: red, destination: "10.77.0.0/16".parse().unwrap() };
+        sai.create_route_entry(routed, &[RouteEntryAttr::NextHopId(Some(hop))]).unwrap();
+
+        // ---- read back: the device, its members, its table
+        let links = json_of(ip(&["-j", "-d", "link"]));
+        let vrf_name = format!("nos-vrf{table}");
+        let vrf = link(&links, &vrf_name);
+        assert_eq!(vrf["linkinfo"]["info_kind"], "vrf", "{vrf}");
+        assert_eq!(vrf["linkinfo"]["info_data"]["table"], table, "{vrf}");
+        for port in ["eth1", "eth2"] {
+            assert_eq!(link(&links, port)["master"], vrf_name.as_str(), "{port} in the VRF");
+        }
+        let routes = json_of(ip(&["-j", "route", "show", "table", &table.to_string(), "proto", PROTOCOL]));
+        assert_eq!(
+            destinations(&routes),
+            ["10.1.1.0/24", "10.1.2.0/24", "10.77.0.0/16"].map(String::from).into(),
+            "our routes in the VRF's table: {routes:#?}"
+        );
+        let nexthops = json_of(ip(&["-j", "nexthop"]));
+        let nhid = routes.iter().find(|r| r["dst"] == "10.77.0.0/16").unwrap()["nhid"].as_u64().expect("by nhid");
+        assert_eq!(gateways_of(&nexthops, nhid), ["10.1.2.2".to_string()].into());
+        let main = json_of(ip(&["-j", "route", "show", "table", "main", "proto", PROTOCOL]));
+        assert!(main.is_empty(), "nothing of the VRF's in the main table: {main:#?}");
+        // The kernel routes h1 -> h2 in the VRF (and to the VRF's 10.77/16).
+        let ping = |ns: &str, to: &str| {
+            std::process::Command::new("ip")
+                .args(["netns", "exec", ns, "ping", "-c", "2", "-i", "0.3", "-W", "3", to])
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(ping(&h1_ns, "10.1.2.2"), "h1 -> h2 routed in the VRF");
+        assert!(ping(&h2_ns, "10.1.1.2"), "h2 -> h1 routed in the VRF");
+
+        // ---- removal: routes, router interfaces, the VRF
+        sai.remove_route_entry(routed).unwrap();
+        sai.remove(hop).unwrap();
+        for (rif, prefix) in rifs.iter().zip(["10.1.1.0/24", "10.1.2.0/24"]) {
+            sai.remove_route_entry(RouteEntryKey { virtual_router: red, destination: prefix.parse().unwrap() })
+                .unwrap();
+            sai.remove(*rif).unwrap();
+        }
+        let links = json_of(ip(&["-j", "-d", "link"]));
+        assert!(link(&links, "eth1")["master"].is_null(), "eth1 left the VRF");
+        sai.remove(red).unwrap();
+        let links = json_of(ip(&["-j", "-d", "link"]));
+        assert!(!links.iter().any(|l| l["ifname"] == vrf_name.as_str()), "the VRF device is gone");
+    });
+}
