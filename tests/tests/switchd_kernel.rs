@@ -857,8 +857,9 @@ fn a_virtual_router_is_a_vrf_device_with_its_own_table() {
                     RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
                 ])
                 .unwrap();
-            // What switchd does for a routed port's address.
-            ip(&["addr", "add", address, "dev", name]);
+            // What switchd does for a routed port's address (the route to
+            // its subnet is the shim's connected route).
+            ip(&["addr", "add", address, "dev", name, "noprefixroute"]);
             let key = RouteEntryKey { virtual_router: red, destination: subnet.parse().unwrap() };
             sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(rif))]).unwrap();
             rifs.push(rif);

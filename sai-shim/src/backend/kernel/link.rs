@@ -701,7 +701,7 @@ impl KernelBackend {
 
     pub(super) fn create_vni_map(&mut self, log: &mut UndoLog, map: &TunnelMapEntry) -> SaiResult<()> {
         let vlan = map.vlan().ok_or_else(|| {
-            SaiError::NotSupported("the kernel backend has no L3VNIs (a single virtual router)".into())
+            SaiError::NotSupported("the kernel backend has no L3VNIs yet (VRFs without symmetric IRB)".into())
         })?;
         let vid = self.vid(vlan)?;
         let (_, tunnel) = self.tunnel.clone().ok_or(SaiError::UnknownObject(map.tunnel))?;
