@@ -25,7 +25,15 @@ fn profile_dir() -> PathBuf {
 /// binaries only for `--workspace`). With [`NO_BUILD`] set (inside the
 /// kernel VM, whose view of the target directory is read-only) they must be
 /// built already.
+///
+/// `FABRIC_BIN_DIR` names a directory of prebuilt binaries to take instead
+/// (benchmarks run release builds under a debug harness).
 pub fn workspace_binary(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("FABRIC_BIN_DIR") {
+        let path = Path::new(&dir).join(name);
+        assert!(path.is_file(), "{} not built (FABRIC_BIN_DIR)", path.display());
+        return path;
+    }
     static BUILT: OnceLock<()> = OnceLock::new();
     let dir = profile_dir();
     BUILT.get_or_init(|| {
