@@ -165,6 +165,22 @@ impl Switchd {
         swcli_json(&self.swcli(&args))
     }
 
+    /// Replaces the startup file with `config_yaml` (the management
+    /// section appended as at start) and sends SIGHUP: the daemon commits it
+    /// as a reload, or refuses it and keeps running what it ran.
+    pub fn reload(&self, config_yaml: &str) {
+        let yaml = format!("{}\nmanagement:\n  socket: {}\n", config_yaml.trim_end(), self.socket.display());
+        std::fs::write(&self.config_path, yaml).expect("write config");
+        let status = Command::new("kill").args(["-HUP", &self.process.id().to_string()]).status().expect("run kill");
+        assert!(status.success(), "SIGHUP to switchd failed");
+    }
+
+    /// The running config's generation (commits and reloads count up).
+    pub fn generation(&self) -> u64 {
+        let history = self.show_json("system commit history");
+        history[0]["generation"].as_u64().unwrap_or_else(|| panic!("no generation in {history}"))
+    }
+
     /// Stops the daemon with SIGTERM and returns its exit status and logs.
     pub fn stop(&mut self) -> Option<std::process::Output> {
         self.process.stop(Duration::from_secs(5))
