@@ -11,6 +11,9 @@
 //!   between groups.
 //! - `fattree --radix K`: the two-level fat-tree of K-port switches: K/2
 //!   spines, K leaves with K/2 uplinks and K/2 hosts each.
+//! - `fattree --radix K --ib` (`ib-fattree`): the same shape in the IB-like
+//!   plane instead: every switch port in `mode: ib`, no BGP, the subnet
+//!   manager embedded in `spine1`, and K*K/2 HCAs (`fabric-host ib`).
 //! - `incast`: one switch, hosts sending to one receiver.
 //! - `evpn-leaf-spine`: 2 spines, 4 leaves, two hosts per leaf in two VNIs;
 //!   the overlay is BGP-EVPN over the same eBGP sessions.
@@ -35,11 +38,35 @@ pub const FRR_IMAGE: &str = "quay.io/frrouting/frr:10.2.1";
 pub const SPINE_ASN: u32 = 65000;
 /// Leaf L's AS is this plus L (4-byte private range, RFC 6996).
 pub const LEAF_ASN_BASE: u32 = 4_200_000_000;
+/// The lossless class in every switch of `ai-rail` and `incast`: RoCE's
+/// preset (DSCP 26 -> priority 3 and 48 -> 4 lossless with PFC, DCQCN's
+/// ECN on queues 3 and 4), LLDP every 5 s so that `labs check lossless`
+/// finds each link's far end soon after deploy. The PFC response time is
+/// 20 ms, not a NIC's microsecond: the lab's hosts and switches are
+/// processes that react to a pause when they next run, and the headroom
+/// must hold what they send meanwhile.
+pub const LOSSLESS_QOS: &str = "lldp: { enabled: true, tx_interval_secs: 5 }
+qos:
+  preset: roce
+  pfc: { priorities: [3, 4], response-ns: 20000000 }
+";
+/// The shared buffer of a lossless switch: 1 MiB per port, at least 8 MiB.
+const LOSSLESS_POOL_PER_PORT: usize = 1 << 20;
+const LOSSLESS_POOL_MIN: usize = 8 << 20;
+/// Every switch port of a lossless lab: jumbo MTU, emulated 100 Mb/s (what
+/// a 2-core machine forwards through many switches), 5 m of cable.
+const LOSSLESS_PORT: &str = ", mtu: 9100, speed: 100M, cable-length: 5";
+/// The links' MTU in a lossless lab (both veth ends).
+pub const LOSSLESS_MTU: u32 = 9100;
 /// What a generated rail fabric's switches reserve: lab-sized tables and
 /// rings (128 + 32 slots of a 1500-byte port: 320 KiB, against 10 MiB by
 /// default), so that a hundred switches fit one machine. See switchd's
 /// `config/resources.rs`.
 pub const LAB_RESOURCES: &str = "profile: small\nport_rings: { rx_kib: 256, tx_kib: 64 }\n";
+/// The same with the lossless class's jumbo frames (MTU 9100, 16 KiB ring
+/// slots): 256 slots to receive and 64 to send a port (fewer lose frames
+/// of an all-to-all in the kernel ring, before the traffic manager).
+pub const LAB_RESOURCES_JUMBO: &str = "profile: small\nport_rings: { rx_kib: 4096, tx_kib: 1024 }\n";
 /// The first host address in a leaf's subnet.
 const FIRST_HOST: usize = 10;
 
@@ -101,7 +128,8 @@ impl AiRail {
             return Err(GenerateError("spines: servers in more than one group need at least one spine".into()));
         }
         let mut clos = Clos::new(name, spines);
-        clos.resources = LAB_RESOURCES;
+        clos.lossless = true;
+        clos.resources = LAB_RESOURCES_JUMBO;
         // Leaf (group, rail) is leaf number group * rails + rail.
         for group in 0..groups {
             for rail in 0..rails {
@@ -140,12 +168,114 @@ pub fn fattree(name: &str, radix: usize) -> Result<Generated, GenerateError> {
     AiRail { servers: radix * half, rails: 1, spines: half, servers_per_leaf: half }.generate(name)
 }
 
+/// Data VLs on every port of the IB-like labs.
+pub const IB_DATA_VLS: u8 = 2;
+/// The SM's sweep interval in the IB-like labs: a trap from a switch whose
+/// port changed starts a sweep at once; this bounds how late a change no
+/// trap reported is found.
+pub const IB_SWEEP_MS: u64 = 500;
+/// Echoes per target and their spacing in an HCA's ibping rounds (`labs
+/// check`).
+pub const IB_PING_COUNT: u32 = 3;
+pub const IB_PING_INTERVAL_MS: u64 = 20;
+
+/// Switch n's node GUID in the IB-like labs (spines 1..=S, then leaves).
+fn ib_switch_guid(n: usize) -> u64 {
+    0x0002_c903_0000_0000 | (n as u64) << 8
+}
+
+/// HCA h's node GUID (its port GUID is one more, as `fabric-host` makes it).
+fn ib_hca_guid(h: usize) -> u64 {
+    0x0002_c904_0000_0000 | (h as u64) << 8
+}
+
+/// The two-level fat-tree of radix-K switches in the IB-like plane: K/2
+/// spines, K leaves with K/2 uplinks (`eth1..ethK/2`, one to each spine)
+/// and K/2 HCAs (`ethK/2+1..ethK`). The SM in `spine1` (priority 15,
+/// `ftree` routing with `minhop` where the fabric is no longer a fat tree,
+/// as after a link failure) discovers it, gives LIDs, programs the LFTs and
+/// takes the ports Active; the HCAs answer it and ibping each other.
+pub fn ib_fattree(name: &str, radix: usize) -> Result<Generated, GenerateError> {
+    if radix < 2 || !radix.is_multiple_of(2) {
+        return Err(GenerateError(format!("radix {radix}: an even number of ports, at least 2")));
+    }
+    if radix > 64 {
+        return Err(GenerateError(format!("radix {radix}: at most 64 (2048 HCAs)")));
+    }
+    let half = radix / 2;
+    let spines: Vec<String> = (1..=half).map(|s| format!("spine{s}")).collect();
+    let leaves: Vec<String> = (1..=radix).map(|l| format!("leaf{l}")).collect();
+    let mut nodes = BTreeMap::new();
+    let mut links = Vec::new();
+    let mut files = BTreeMap::new();
+    let port_line = |port: usize| format!("  - {{ name: eth{port}, mode: ib, data_vls: {IB_DATA_VLS} }}\n");
+    let switch_yaml = |switch: &str, n: usize, ports: usize| {
+        let mut yaml = format!("name: {switch}\n{LAB_RESOURCES}ports:\n");
+        (1..=ports).for_each(|port| yaml.push_str(&port_line(port)));
+        let _ = writeln!(yaml, "ib:\n  guid: {:#018x}", ib_switch_guid(n));
+        if n == 1 {
+            let _ =
+                writeln!(yaml, "  sm: {{ priority: 15, engine: [ftree, minhop], sweep_interval_ms: {IB_SWEEP_MS} }}");
+        }
+        yaml
+    };
+    let mut switch_node = |switch: &str, yaml: String| {
+        files.insert(format!("{name}/{switch}.yaml"), yaml);
+        let node = Node {
+            kind: "linux".into(),
+            image: Some(SWITCHD_IMAGE.into()),
+            labels: [(ROLE_LABEL.to_owned(), "switchd".to_owned())].into(),
+            binds: vec![format!("{name}/{switch}.yaml:{SWITCHD_CONFIG}:ro")],
+            ..Node::default()
+        };
+        nodes.insert(switch.to_owned(), node);
+    };
+    for (s, spine) in spines.iter().enumerate() {
+        switch_node(spine, switch_yaml(spine, s + 1, radix));
+    }
+    for (l, leaf) in leaves.iter().enumerate() {
+        switch_node(leaf, switch_yaml(leaf, half + l + 1, radix));
+    }
+    // Uplinks first, so `eth1..ethK/2` of every leaf read top-down.
+    for (l, leaf) in leaves.iter().enumerate() {
+        for (s, spine) in spines.iter().enumerate() {
+            links
+                .push(Link { endpoints: [format!("{leaf}:eth{}", s + 1), format!("{spine}:eth{}", l + 1)], mtu: None });
+        }
+    }
+    for (l, leaf) in leaves.iter().enumerate() {
+        for slot in 0..half {
+            let h = l * half + slot + 1;
+            let hca = format!("hca{h}");
+            links
+                .push(Link { endpoints: [format!("{leaf}:eth{}", half + slot + 1), format!("{hca}:eth1")], mtu: None });
+            let cmd = format!(
+                "ib --iface eth1 --guid {:#018x} --name {hca} --data-vls {IB_DATA_VLS} --count {IB_PING_COUNT} --interval-ms {IB_PING_INTERVAL_MS}",
+                ib_hca_guid(h)
+            );
+            let node = Node {
+                kind: "linux".into(),
+                image: Some(SWITCHD_IMAGE.into()),
+                labels: [(ROLE_LABEL.to_owned(), "hca".to_owned())].into(),
+                entrypoint: Some("fabric-host".into()),
+                cmd: Some(cmd),
+                ..Node::default()
+            };
+            nodes.insert(hca, node);
+        }
+    }
+    let topology =
+        Topology { name: name.to_owned(), topology: Body { kinds: BTreeMap::new(), defaults: None, nodes, links } };
+    Ok(Generated { topology, files })
+}
+
 /// One switch, `hosts` hosts on it; the last one is the incast receiver.
 pub fn incast(name: &str, hosts: usize) -> Result<Generated, GenerateError> {
     if hosts < 2 {
         return Err(GenerateError("incast needs at least two hosts (senders and a receiver)".into()));
     }
     let mut clos = Clos::new(name, 0);
+    clos.lossless = true;
     clos.add_leaf("sw1");
     for i in 0..hosts {
         let host = format!("h{}", i + 1);
@@ -228,6 +358,8 @@ struct Clos {
     leaf_bgp_extra: Vec<String>,
     /// Whether the BGP sessions carry L2VPN EVPN besides IPv4 unicast.
     evpn: bool,
+    /// Whether every switch carries the lossless class (see [`LOSSLESS_QOS`]).
+    lossless: bool,
     /// Per leaf: whether its host ports are in VLAN 10 with the subnet's
     /// gateway on the SVI (the default), or set up by the generator.
     leaf_has_hosts_vlan: Vec<bool>,
@@ -251,6 +383,7 @@ impl Clos {
             leaf_extra: Vec::new(),
             leaf_bgp_extra: Vec::new(),
             evpn: false,
+            lossless: false,
             leaf_has_hosts_vlan: Vec::new(),
             next_port: Vec::new(),
             frr_leaves: Default::default(),
@@ -268,6 +401,30 @@ impl Clos {
         self.leaf_has_hosts_vlan.push(true);
         // eth1..ethS are the uplinks.
         self.next_port.push(self.spines + 1);
+    }
+
+    /// A link's MTU: jumbo frames with the lossless class (RoCE's 4 KiB
+    /// payloads), the kernel's default otherwise.
+    fn link_mtu(&self) -> Option<u32> {
+        self.lossless.then_some(LOSSLESS_MTU)
+    }
+
+    /// What a switch port line adds with the lossless class: its MTU, the
+    /// line rate the traffic manager emulates and the cable length (both
+    /// sized into the PFC headroom).
+    fn port_extra(&self) -> &'static str {
+        if self.lossless { LOSSLESS_PORT } else { "" }
+    }
+
+    /// The `lldp:` and `qos:` sections of a switch with `ports` ports: the
+    /// shared pool grows with the ports, whose lossless PGs each reserve
+    /// headroom for a 20 ms response at 100 Mb/s.
+    fn qos_section(&self, ports: usize) -> String {
+        if !self.lossless {
+            return String::new();
+        }
+        let pool = (ports * LOSSLESS_POOL_PER_PORT).max(LOSSLESS_POOL_MIN);
+        format!("{LOSSLESS_QOS}  pool: {{ size-bytes: {pool}, cell-bytes: 256 }}\n")
     }
 
     /// Switch numbers: spines 1..=S, then the leaves.
@@ -288,14 +445,16 @@ impl Clos {
     fn attach_host_port(&mut self, leaf: usize, host: &str, nic: &str) -> String {
         let port = format!("eth{}", self.next_port[leaf]);
         self.next_port[leaf] += 1;
-        self.links.push(Link { endpoints: [format!("{}:{port}", self.leaf_names[leaf]), format!("{host}:{nic}")] });
+        let endpoints = [format!("{}:{port}", self.leaf_names[leaf]), format!("{host}:{nic}")];
+        self.links.push(Link { endpoints, mtu: self.link_mtu() });
         port
     }
 
     /// A host in the leaf's host VLAN; returns its address.
     fn attach_host(&mut self, leaf: usize, host: &str, nic: &str, slot: usize) -> Ipv4Addr {
         let port = self.attach_host_port(leaf, host, nic);
-        self.leaf_ports[leaf].push(format!("  - {{ name: {port}, mode: access, vlan: 10 }}\n"));
+        let extra = self.port_extra();
+        self.leaf_ports[leaf].push(format!("  - {{ name: {port}, mode: access, vlan: 10{extra} }}\n"));
         self.host_address(leaf, slot)
     }
 
@@ -344,8 +503,12 @@ impl Clos {
             let mut neighbors = String::new();
             for leaf in 0..leaves {
                 let port = format!("eth{}", leaf + 1);
-                let _ =
-                    writeln!(yaml, "  - {{ name: {port}, mode: routed, addresses: [{}/31] }}", p2p(leaf, spine, true));
+                let _ = writeln!(
+                    yaml,
+                    "  - {{ name: {port}, mode: routed, addresses: [{}/31]{} }}",
+                    p2p(leaf, spine, true),
+                    self.port_extra()
+                );
                 let _ = writeln!(
                     neighbors,
                     "    - {{ interface: {port}, remote_as: {}, description: {}{families} }}",
@@ -354,12 +517,14 @@ impl Clos {
                 );
                 fabric_links.push(Link {
                     endpoints: [format!("{}:eth{}", self.leaf_names[leaf], spine + 1), format!("{name}:{port}")],
+                    mtu: self.link_mtu(),
                 });
             }
             let _ = write!(
                 yaml,
                 "bgp:\n  asn: {SPINE_ASN}\n  timers: {{ hold_time: 9, connect_retry: 2 }}\n  multipath: {{ max_paths: 64 }}\n  redistribute: [loopback]\n  neighbors:\n{neighbors}"
             );
+            yaml.push_str(&self.qos_section(leaves));
             files.insert(format!("{}/{name}.yaml", self.name), yaml);
             let node = self.switch_node(&name, false);
             self.nodes.insert(name, node);
@@ -377,9 +542,10 @@ impl Clos {
                 for spine in 0..self.spines {
                     let _ = writeln!(
                         yaml,
-                        "  - {{ name: eth{}, mode: routed, addresses: [{}/31] }}",
+                        "  - {{ name: eth{}, mode: routed, addresses: [{}/31]{} }}",
                         spine + 1,
-                        p2p(leaf, spine, false)
+                        p2p(leaf, spine, false),
+                        self.port_extra()
                     );
                     let _ = writeln!(
                         neighbors,
@@ -404,6 +570,7 @@ impl Clos {
                     );
                     yaml.push_str(&self.leaf_bgp_extra[leaf]);
                 }
+                yaml.push_str(&self.qos_section(self.spines + self.leaf_ports[leaf].len()));
                 files.insert(format!("{}/{name}.yaml", self.name), yaml);
             }
             let node = self.switch_node(&name, frr);
@@ -528,6 +695,34 @@ mod tests {
         assert_eq!(nodes.keys().filter(|n| n.starts_with("leaf")).count(), 8);
         assert_eq!(nodes.keys().filter(|n| n.starts_with("server")).count(), 32);
         assert!(fattree("ft", 7).is_err());
+    }
+
+    #[test]
+    fn ib_fattree_shape_and_configs() {
+        let lab = ib_fattree("ibf", 4).unwrap();
+        let t = &lab.topology;
+        t.check().unwrap();
+        let role = |r: &str| t.topology.nodes.values().filter(|n| n.labels[ROLE_LABEL] == r).count();
+        // 2 spines + 4 leaves, 8 HCAs; every leaf to every spine, every HCA to its leaf.
+        assert_eq!((role("switchd"), role("hca"), role("host")), (6, 8, 0));
+        assert_eq!(t.topology.links.len(), 4 * 2 + 8);
+        assert!(t.topology.links.iter().any(|l| l.endpoints == ["leaf2:eth4".to_owned(), "hca4:eth1".to_owned()]));
+        assert!(t.topology.links.iter().any(|l| l.endpoints == ["leaf3:eth2".to_owned(), "spine2:eth3".to_owned()]));
+        // Only spine1 has the SM; every port of every switch is IB-like.
+        let config = |node: &str| &lab.files[&format!("ibf/{node}.yaml")];
+        assert!(config("spine1").contains("sm: { priority: 15"));
+        assert!(!config("spine2").contains("sm:") && !config("leaf1").contains("sm:"));
+        assert_eq!(config("leaf4").matches("mode: ib").count(), 4);
+        assert!(!config("leaf4").contains("bgp"));
+        // The HCAs' programs, each with its own GUID and name.
+        let nodes = t.resolve(Path::new("")).unwrap();
+        let hca3 = nodes.iter().find(|n| n.name == "hca3").unwrap();
+        assert_eq!(hca3.program[..3], ["fabric-host", "ib", "--iface"]);
+        assert!(hca3.program.windows(2).any(|w| w == ["--name", "hca3"]), "{:?}", hca3.program);
+        let guids: std::collections::BTreeSet<&String> =
+            nodes.iter().filter_map(|n| n.program.iter().skip_while(|w| *w != "--guid").nth(1)).collect();
+        assert_eq!(guids.len(), 8);
+        assert!(ib_fattree("x", 5).is_err() && ib_fattree("x", 66).is_err());
     }
 
     #[test]
