@@ -130,12 +130,20 @@ pub enum TmDrop {
     UnknownPort,
 }
 
-/// What the traffic manager decided for a frame it took.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Admit {
-    /// Congestion: the node sets CE in the frame's IP header (the frame
-    /// is ECN-capable).
+/// A frame the traffic manager lets go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dequeued {
+    pub frame: FrameRef,
+    /// Congestion: the node sets CE in the frame's IP header before it
+    /// leaves (the frame is ECN-capable).
     pub mark_ce: bool,
+}
+
+impl Dequeued {
+    /// A frame sent as it is.
+    pub fn unmarked(frame: FrameRef) -> Dequeued {
+        Dequeued { frame, mark_ce: false }
+    }
 }
 
 /// The traffic manager's place in the node: it holds the frames for ports
@@ -145,9 +153,9 @@ pub struct Admit {
 pub trait TrafficManager {
     /// Accepts a frame for `port` (the node already holds a reference for
     /// it), or refuses it: the node then releases and counts it as dropped.
-    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<Admit, TmDrop>;
+    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<(), TmDrop>;
     /// The next frame `port` may send at `now`, if any.
-    fn dequeue(&mut self, now: u64, port: PortId) -> Option<FrameRef>;
+    fn dequeue(&mut self, now: u64, port: PortId) -> Option<Dequeued>;
     /// Ports that have frames waiting (whether or not they may send now).
     fn backlogged(&self, ports: &mut Vec<PortId>);
     /// A link-level frame received on `port` (PAUSE/PFC): consumed here.
@@ -352,23 +360,10 @@ impl<T: TrafficManager> Node<T> {
                 Egress::Port(port) => {
                     let (buffer, meta) = (emitted.buffer, emitted.meta);
                     self.out.retain(buffer);
-                    match self.tm.enqueue(now, port, buffer, &meta) {
-                        Ok(Admit { mark_ce: true }) => {
-                            // The output's reference and the queue's: any more
-                            // and the buffer is a flood copy other ports send too.
-                            let pool = self.out.pool_mut();
-                            if pool.refs(buffer) <= 2 && set_ce(pool.bytes_mut(buffer), meta.l3_offset) {
-                                self.counters.ce_marked += 1;
-                            } else {
-                                self.counters.ce_unmarkable += 1;
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(_) => {
-                            self.out.release(buffer);
-                            self.counters.tm_drops += 1;
-                            forwarding.count_egress_drop(port);
-                        }
+                    if self.tm.enqueue(now, port, buffer, &meta).is_err() {
+                        self.out.release(buffer);
+                        self.counters.tm_drops += 1;
+                        forwarding.count_egress_drop(port);
                     }
                 }
                 egress @ Egress::Host { .. } => {
@@ -401,7 +396,10 @@ impl<T: TrafficManager> Node<T> {
         self.backlog.clear();
         self.tm.backlogged(&mut self.backlog);
         for &port in &self.backlog {
-            while let Some(frame) = self.tm.dequeue(now, port) {
+            while let Some(Dequeued { frame, mark_ce }) = self.tm.dequeue(now, port) {
+                if mark_ce {
+                    mark_leaving(self.out.pool_mut(), frame, &mut self.counters);
+                }
                 if ports.transmit_pooled(port, self.out.pool_mut(), frame) {
                     forwarding.count_transmitted(port, self.out.pool().bytes(frame));
                 } else {
@@ -411,6 +409,18 @@ impl<T: TrafficManager> Node<T> {
                 self.out.release(frame);
             }
         }
+    }
+}
+
+/// Sets CE in a frame the traffic manager chose to mark as it leaves.
+fn mark_leaving(pool: &mut FramePool, frame: FrameRef, counters: &mut NodeCounters) {
+    // The queue's reference alone: any more and the buffer is a flood copy
+    // other ports send too.
+    let l3_offset = FrameMeta::describe(pool.bytes(frame)).l3_offset;
+    if pool.refs(frame) <= 1 && set_ce(pool.bytes_mut(frame), l3_offset) {
+        counters.ce_marked += 1;
+    } else {
+        counters.ce_unmarkable += 1;
     }
 }
 
