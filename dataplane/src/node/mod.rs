@@ -312,6 +312,39 @@ impl<T: TrafficManager> Node<T> {
         frame: &[u8],
         ports: &mut impl Ports<F::HostIf>,
     ) -> Disposition {
+        let disposition = self.take_in(forwarding, now, port, frame, ports);
+        self.transmit(forwarding, now, ports);
+        disposition
+    }
+
+    /// Frames received together on `port` (one read of its ring): each
+    /// through the pipeline into the traffic manager, then one pass over
+    /// the ports that may send, rather than one after every frame.
+    pub fn receive_batch<'a, F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        port: PortId,
+        frames: impl IntoIterator<Item = &'a [u8]>,
+        ports: &mut impl Ports<F::HostIf>,
+    ) {
+        for frame in frames {
+            self.take_in(forwarding, now, port, frame, ports);
+            self.send_link_frames(now, ports);
+        }
+        self.transmit(forwarding, now, ports);
+    }
+
+    /// The pipeline and the traffic manager for one received frame; the
+    /// caller transmits.
+    fn take_in<F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        port: PortId,
+        frame: &[u8],
+        ports: &mut impl Ports<F::HostIf>,
+    ) -> Disposition {
         self.out.clear();
         let disposition = forwarding.process(now, port, frame, &mut self.out);
         if let Disposition::LinkLevel(kind) = disposition {
@@ -337,6 +370,7 @@ impl<T: TrafficManager> Node<T> {
         self.out.clear();
         forwarding.host_send(now, host_if, frame, &mut self.out);
         self.dispatch(forwarding, now, ports);
+        self.transmit(forwarding, now, ports);
     }
 
     /// Runs the pipeline's timers when due and sends what the traffic
@@ -349,10 +383,11 @@ impl<T: TrafficManager> Node<T> {
         }
         self.tm.poll(now);
         self.dispatch(forwarding, now, ports);
+        self.transmit(forwarding, now, ports);
     }
 
     /// Punts go to the host at once; frames for ports into the traffic
-    /// manager, then out of every port that may send.
+    /// manager (the caller then transmits).
     fn dispatch<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
         for index in 0..self.out.len() {
             let emitted = self.out.get(index).expect("in range");
@@ -376,11 +411,12 @@ impl<T: TrafficManager> Node<T> {
             }
         }
         self.out.clear();
-        self.transmit(forwarding, now, ports);
     }
 
-    /// Sends from every backlogged port what the traffic manager releases.
-    fn transmit<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+    /// PFC frames the traffic manager wants sent: ahead of any data, and
+    /// within a batch after the frame that called for them (a pause sent
+    /// a batch later lets the peer send a batch more into the headroom).
+    fn send_link_frames<H>(&mut self, now: u64, ports: &mut impl Ports<H>) {
         while let Some((port, len)) = self.tm.next_link_frame(now, &mut self.link_frame) {
             if ports.transmit(port, &self.link_frame[..len.min(self.link_frame.len())]) {
                 self.counters.link_frames_sent += 1;
@@ -388,6 +424,11 @@ impl<T: TrafficManager> Node<T> {
                 self.counters.port_refused += 1;
             }
         }
+    }
+
+    /// Sends from every backlogged port what the traffic manager releases.
+    fn transmit<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+        self.send_link_frames(now, ports);
         while let Some((port, frame)) = self.tm.take_discarded() {
             self.out.release(frame);
             self.counters.tm_drops += 1;

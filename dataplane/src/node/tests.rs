@@ -69,6 +69,19 @@ fn frames_are_counted_as_sent_only_when_the_port_takes_them() {
 }
 
 #[test]
+fn a_batch_goes_out_as_its_frames_would_one_by_one() {
+    let mut switch = switch();
+    switch.set_fdb_entry(10, mac(2), crate::pipeline::FdbDest::Port(1), crate::pipeline::FdbKind::Static, NOW).unwrap();
+    let mut node = Node::new();
+    let mut ports = Recorder::default();
+    let frames: Vec<Vec<u8>> = (0..3).map(|i| frame(mac(2), mac(1), DATA, &[i; 50])).collect();
+    node.receive_batch(&mut switch, NOW, 0, frames.iter().map(Vec::as_slice), &mut ports);
+    assert_eq!(ports.sent, frames.iter().map(|f| (1, f.clone())).collect::<Vec<_>>(), "in order, all of them");
+    assert_eq!(switch.port_counters(1).unwrap().tx_packets, 3);
+    assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
+}
+
+#[test]
 fn a_full_egress_queue_drops_and_counts_it_as_a_drop() {
     /// Holds frames and never sends them: a port paused forever.
     struct Stuck(Vec<FrameRef>, usize);

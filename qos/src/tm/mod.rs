@@ -154,6 +154,8 @@ struct PortState {
     refresh_ns: u64,
     frames: u32,
     depth_bytes: u32,
+    /// Bit q: queue q has frames (what the scheduler looks at first).
+    backlogged_queues: u8,
     cost_scale: CostScale,
     /// When the port may next send, after a `Wait` answer (0: now).
     wake: u64,
@@ -251,6 +253,7 @@ impl<H: Copy> TrafficManager<H> {
                 refresh_ns: quanta_ns(config.pfc.quanta, port.speed_bps) / 2,
                 frames: 0,
                 depth_bytes: 0,
+                backlogged_queues: 0,
                 cost_scale: CostScale::new(port.speed_bps, u64::from(config.dlb.window_us) * 1000),
                 wake: 0,
                 utilisation: Utilisation::default(),
@@ -391,6 +394,7 @@ impl<H: Copy> TrafficManager<H> {
         let port = &mut self.ports[egress];
         port.frames += 1;
         port.depth_bytes += frame.len;
+        port.backlogged_queues |= 1 << class.queue;
         port.wake = 0;
         set_bit(&mut self.backlog, egress);
         self.publish_cost(egress);
@@ -427,7 +431,8 @@ impl<H: Copy> TrafficManager<H> {
         let voqs = &self.voqs;
         let shapers = &mut self.queue_shapers[base..base + CLASSES];
         let port_shaper = &mut state.shaper;
-        let chosen = state.scheduler.select(|q| {
+        let backlogged_queues = state.backlogged_queues;
+        let chosen = state.scheduler.select_among(backlogged_queues, |q| {
             if paused_queues & (1 << q) != 0 {
                 return None;
             }
@@ -492,6 +497,7 @@ impl<H: Copy> TrafficManager<H> {
         state.depth_bytes -= descriptor.bytes;
         if self.voqs.is_empty(queue) {
             state.scheduler.emptied(q);
+            state.backlogged_queues &= !(1 << q);
         }
         if state.frames == 0 {
             clear_bit(&mut self.backlog, p);
