@@ -207,7 +207,7 @@ mod tests {
         for _ in 0..20_000 {
             seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
             let q = (seed >> 33) as usize % CLASSES;
-            if (seed >> 40) % 3 != 0 {
+            if !(seed >> 40).is_multiple_of(3) {
                 queued[q] += 1;
             }
             let backlog = queued;
