@@ -294,7 +294,7 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
     }
     let pairs = pairs.unwrap_or(0);
     // 5. EVPN remote MACs, learned from the hosts' pings.
-    let ports = crate::evpn::host_ports(lab);
+    let ports = crate::hosts::host_ports(lab);
     let evpn_remote_macs =
         wait_for(deadline, timeout, "EVPN remote MACs", || crate::evpn::remote_macs_missing(lab, &vteps, &ports))?;
     Ok(Report {

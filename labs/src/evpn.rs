@@ -14,10 +14,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::Ipv4Addr;
 
 use ipnetwork::Ipv4Network;
-use serde_json::Value;
 
 use crate::check::{config_yaml, swcli};
-use crate::runner::{Lab, NodeState, namespace};
+use crate::hosts::HostPort;
+use crate::runner::{Lab, NodeState};
 use crate::topology::{Role, Topology};
 
 /// One EVPN VTEP of the lab.
@@ -26,15 +26,6 @@ pub struct Vtep {
     pub node: String,
     pub address: Ipv4Addr,
     pub vnis: BTreeSet<u32>,
-}
-
-/// A host interface: its MAC, subnet and the node at the other end of its link.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HostPort {
-    pub host: String,
-    pub mac: String,
-    pub subnet: Ipv4Network,
-    pub attached_to: String,
 }
 
 /// What is still missing: `node: what` lines, empty when converged.
@@ -121,49 +112,6 @@ pub fn flood_lists_missing(lab: &Lab, all: &[Vtep]) -> (usize, Missing) {
     (checked, missing)
 }
 
-/// Every host interface with an IPv4 address (`ip -j addr`), and the node
-/// its link goes to.
-pub fn host_ports(lab: &Lab) -> Vec<HostPort> {
-    let mut ports = Vec::new();
-    for host in lab.nodes.iter().filter(|n| n.role == Role::Host) {
-        let Ok(out) = std::process::Command::new("ip")
-            .args(["-n", &namespace(&lab.name, &host.name), "-j", "addr", "show"])
-            .output()
-        else {
-            continue;
-        };
-        let interfaces: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        for interface in interfaces {
-            let (Some(ifname), Some(mac)) = (interface["ifname"].as_str(), interface["address"].as_str()) else {
-                continue;
-            };
-            let peer = lab.links.iter().find_map(|(a, b)| {
-                if a.node == host.name && a.interface == ifname {
-                    Some(b.node.clone())
-                } else if b.node == host.name && b.interface == ifname {
-                    Some(a.node.clone())
-                } else {
-                    None
-                }
-            });
-            let Some(attached_to) = peer else { continue };
-            for info in interface["addr_info"].as_array().into_iter().flatten() {
-                let (Some(local), Some(len)) = (info["local"].as_str(), info["prefixlen"].as_u64()) else { continue };
-                let Ok(address) = local.parse::<Ipv4Addr>() else { continue };
-                let Ok(subnet) = Ipv4Network::new(address, len as u8) else { continue };
-                let subnet = Ipv4Network::new(subnet.network(), len as u8).expect("same length");
-                ports.push(HostPort {
-                    host: host.name.clone(),
-                    mac: mac.to_lowercase(),
-                    subnet,
-                    attached_to: attached_to.clone(),
-                });
-            }
-        }
-    }
-    ports
-}
-
 /// The host MACs a VTEP on `node` must have learned as remote: hosts
 /// behind other nodes, in a subnet that has a host behind `node`.
 pub fn expected_remote_macs(node: &str, ports: &[HostPort]) -> BTreeSet<String> {
@@ -226,7 +174,10 @@ mod tests {
         assert_eq!(lists[&20], BTreeSet::from([Ipv4Addr::new(10, 255, 0, 3)]));
         let port = |host: &str, mac: &str, subnet: &str, leaf: &str| HostPort {
             host: host.into(),
+            namespace: format!("clab-t-{host}"),
+            interface: "eth1".into(),
             mac: mac.into(),
+            address: Ipv4Addr::UNSPECIFIED,
             subnet: subnet.parse().unwrap(),
             attached_to: leaf.into(),
         };

@@ -35,11 +35,35 @@ pub const FRR_IMAGE: &str = "quay.io/frrouting/frr:10.2.1";
 pub const SPINE_ASN: u32 = 65000;
 /// Leaf L's AS is this plus L (4-byte private range, RFC 6996).
 pub const LEAF_ASN_BASE: u32 = 4_200_000_000;
+/// The lossless class in every switch of `ai-rail` and `incast`: RoCE's
+/// preset (DSCP 26 -> priority 3 and 48 -> 4 lossless with PFC, DCQCN's
+/// ECN on queues 3 and 4), LLDP every 5 s so that `labs check lossless`
+/// finds each link's far end soon after deploy. The PFC response time is
+/// 20 ms, not a NIC's microsecond: the lab's hosts and switches are
+/// processes that react to a pause when they next run, and the headroom
+/// must hold what they send meanwhile.
+pub const LOSSLESS_QOS: &str = "lldp: { enabled: true, tx_interval_secs: 5 }
+qos:
+  preset: roce
+  pfc: { priorities: [3, 4], response-ns: 20000000 }
+";
+/// The shared buffer of a lossless switch: 1 MiB per port, at least 8 MiB.
+const LOSSLESS_POOL_PER_PORT: usize = 1 << 20;
+const LOSSLESS_POOL_MIN: usize = 8 << 20;
+/// Every switch port of a lossless lab: jumbo MTU, emulated 100 Mb/s (what
+/// a 2-core machine forwards through many switches), 5 m of cable.
+const LOSSLESS_PORT: &str = ", mtu: 9100, speed: 100M, cable-length: 5";
+/// The links' MTU in a lossless lab (both veth ends).
+pub const LOSSLESS_MTU: u32 = 9100;
 /// What a generated rail fabric's switches reserve: lab-sized tables and
 /// rings (128 + 32 slots of a 1500-byte port: 320 KiB, against 10 MiB by
 /// default), so that a hundred switches fit one machine. See switchd's
 /// `config/resources.rs`.
 pub const LAB_RESOURCES: &str = "profile: small\nport_rings: { rx_kib: 256, tx_kib: 64 }\n";
+/// The same with the lossless class's jumbo frames (MTU 9100, 16 KiB ring
+/// slots): 256 slots to receive and 64 to send a port (fewer lose frames
+/// of an all-to-all in the kernel ring, before the traffic manager).
+pub const LAB_RESOURCES_JUMBO: &str = "profile: small\nport_rings: { rx_kib: 4096, tx_kib: 1024 }\n";
 /// The first host address in a leaf's subnet.
 const FIRST_HOST: usize = 10;
 
@@ -101,7 +125,8 @@ impl AiRail {
             return Err(GenerateError("spines: servers in more than one group need at least one spine".into()));
         }
         let mut clos = Clos::new(name, spines);
-        clos.resources = LAB_RESOURCES;
+        clos.lossless = true;
+        clos.resources = LAB_RESOURCES_JUMBO;
         // Leaf (group, rail) is leaf number group * rails + rail.
         for group in 0..groups {
             for rail in 0..rails {
@@ -146,6 +171,7 @@ pub fn incast(name: &str, hosts: usize) -> Result<Generated, GenerateError> {
         return Err(GenerateError("incast needs at least two hosts (senders and a receiver)".into()));
     }
     let mut clos = Clos::new(name, 0);
+    clos.lossless = true;
     clos.add_leaf("sw1");
     for i in 0..hosts {
         let host = format!("h{}", i + 1);
@@ -228,6 +254,8 @@ struct Clos {
     leaf_bgp_extra: Vec<String>,
     /// Whether the BGP sessions carry L2VPN EVPN besides IPv4 unicast.
     evpn: bool,
+    /// Whether every switch carries the lossless class (see [`LOSSLESS_QOS`]).
+    lossless: bool,
     /// Per leaf: whether its host ports are in VLAN 10 with the subnet's
     /// gateway on the SVI (the default), or set up by the generator.
     leaf_has_hosts_vlan: Vec<bool>,
@@ -251,6 +279,7 @@ impl Clos {
             leaf_extra: Vec::new(),
             leaf_bgp_extra: Vec::new(),
             evpn: false,
+            lossless: false,
             leaf_has_hosts_vlan: Vec::new(),
             next_port: Vec::new(),
             frr_leaves: Default::default(),
@@ -268,6 +297,30 @@ impl Clos {
         self.leaf_has_hosts_vlan.push(true);
         // eth1..ethS are the uplinks.
         self.next_port.push(self.spines + 1);
+    }
+
+    /// A link's MTU: jumbo frames with the lossless class (RoCE's 4 KiB
+    /// payloads), the kernel's default otherwise.
+    fn link_mtu(&self) -> Option<u32> {
+        self.lossless.then_some(LOSSLESS_MTU)
+    }
+
+    /// What a switch port line adds with the lossless class: its MTU, the
+    /// line rate the traffic manager emulates and the cable length (both
+    /// sized into the PFC headroom).
+    fn port_extra(&self) -> &'static str {
+        if self.lossless { LOSSLESS_PORT } else { "" }
+    }
+
+    /// The `lldp:` and `qos:` sections of a switch with `ports` ports: the
+    /// shared pool grows with the ports, whose lossless PGs each reserve
+    /// headroom for a 20 ms response at 100 Mb/s.
+    fn qos_section(&self, ports: usize) -> String {
+        if !self.lossless {
+            return String::new();
+        }
+        let pool = (ports * LOSSLESS_POOL_PER_PORT).max(LOSSLESS_POOL_MIN);
+        format!("{LOSSLESS_QOS}  pool: {{ size-bytes: {pool}, cell-bytes: 256 }}\n")
     }
 
     /// Switch numbers: spines 1..=S, then the leaves.
@@ -288,14 +341,16 @@ impl Clos {
     fn attach_host_port(&mut self, leaf: usize, host: &str, nic: &str) -> String {
         let port = format!("eth{}", self.next_port[leaf]);
         self.next_port[leaf] += 1;
-        self.links.push(Link { endpoints: [format!("{}:{port}", self.leaf_names[leaf]), format!("{host}:{nic}")] });
+        let endpoints = [format!("{}:{port}", self.leaf_names[leaf]), format!("{host}:{nic}")];
+        self.links.push(Link { endpoints, mtu: self.link_mtu() });
         port
     }
 
     /// A host in the leaf's host VLAN; returns its address.
     fn attach_host(&mut self, leaf: usize, host: &str, nic: &str, slot: usize) -> Ipv4Addr {
         let port = self.attach_host_port(leaf, host, nic);
-        self.leaf_ports[leaf].push(format!("  - {{ name: {port}, mode: access, vlan: 10 }}\n"));
+        let extra = self.port_extra();
+        self.leaf_ports[leaf].push(format!("  - {{ name: {port}, mode: access, vlan: 10{extra} }}\n"));
         self.host_address(leaf, slot)
     }
 
@@ -344,8 +399,12 @@ impl Clos {
             let mut neighbors = String::new();
             for leaf in 0..leaves {
                 let port = format!("eth{}", leaf + 1);
-                let _ =
-                    writeln!(yaml, "  - {{ name: {port}, mode: routed, addresses: [{}/31] }}", p2p(leaf, spine, true));
+                let _ = writeln!(
+                    yaml,
+                    "  - {{ name: {port}, mode: routed, addresses: [{}/31]{} }}",
+                    p2p(leaf, spine, true),
+                    self.port_extra()
+                );
                 let _ = writeln!(
                     neighbors,
                     "    - {{ interface: {port}, remote_as: {}, description: {}{families} }}",
@@ -354,12 +413,14 @@ impl Clos {
                 );
                 fabric_links.push(Link {
                     endpoints: [format!("{}:eth{}", self.leaf_names[leaf], spine + 1), format!("{name}:{port}")],
+                    mtu: self.link_mtu(),
                 });
             }
             let _ = write!(
                 yaml,
                 "bgp:\n  asn: {SPINE_ASN}\n  timers: {{ hold_time: 9, connect_retry: 2 }}\n  multipath: {{ max_paths: 64 }}\n  redistribute: [loopback]\n  neighbors:\n{neighbors}"
             );
+            yaml.push_str(&self.qos_section(leaves));
             files.insert(format!("{}/{name}.yaml", self.name), yaml);
             let node = self.switch_node(&name, false);
             self.nodes.insert(name, node);
@@ -377,9 +438,10 @@ impl Clos {
                 for spine in 0..self.spines {
                     let _ = writeln!(
                         yaml,
-                        "  - {{ name: eth{}, mode: routed, addresses: [{}/31] }}",
+                        "  - {{ name: eth{}, mode: routed, addresses: [{}/31]{} }}",
                         spine + 1,
-                        p2p(leaf, spine, false)
+                        p2p(leaf, spine, false),
+                        self.port_extra()
                     );
                     let _ = writeln!(
                         neighbors,
@@ -404,6 +466,7 @@ impl Clos {
                     );
                     yaml.push_str(&self.leaf_bgp_extra[leaf]);
                 }
+                yaml.push_str(&self.qos_section(self.spines + self.leaf_ports[leaf].len()));
                 files.insert(format!("{}/{name}.yaml", self.name), yaml);
             }
             let node = self.switch_node(&name, frr);

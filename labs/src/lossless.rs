@@ -5,6 +5,7 @@
 //! link between two of them and the QoS chain across all.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use mgmt_cli::api::{Reply, Request};
 use mgmt_cli::client::Client;
@@ -40,14 +41,40 @@ pub fn check(sockets: &[PathBuf]) -> Result<(Vec<SwitchProfile>, Vec<Finding>), 
     Ok((profiles, findings))
 }
 
-/// The findings as a table, with the count of links checked.
-pub fn render(profiles: &[SwitchProfile], findings: &[Finding]) -> String {
-    let links = profiles
+/// Links between two of the switches that both ends' LLDP has found.
+pub fn links_seen(profiles: &[SwitchProfile]) -> usize {
+    profiles
         .iter()
         .flat_map(|s| s.ports.iter().filter_map(move |p| p.neighbor.as_ref().map(|n| (s, p, n))))
         .filter(|(_, _, (system, _))| profiles.iter().any(|o| &o.name == system))
         .count()
-        / 2;
+        / 2
+}
+
+/// The lab's check once LLDP has found both ends of every link between
+/// two `switchd` nodes (the check sees a link only through LLDP), or, at
+/// `timeout`, with what it has.
+pub fn check_lab(lab: &Lab, timeout: Duration) -> Result<(Vec<SwitchProfile>, Vec<Finding>), String> {
+    let switch = |node: &str| lab.nodes.iter().any(|n| n.name == node && n.role == Role::Switchd);
+    let cabled = lab.links.iter().filter(|(a, b)| switch(&a.node) && switch(&b.node)).count();
+    let sockets = lab_sockets(lab);
+    let deadline = Instant::now() + timeout;
+    loop {
+        // A switch just started may not have its socket yet.
+        match check(&sockets) {
+            Ok((profiles, findings)) if links_seen(&profiles) >= cabled || Instant::now() >= deadline => {
+                return Ok((profiles, findings));
+            }
+            Err(error) if Instant::now() >= deadline => return Err(error),
+            _ => {}
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// The findings as a table, with the count of links checked.
+pub fn render(profiles: &[SwitchProfile], findings: &[Finding]) -> String {
+    let links = links_seen(profiles);
     let mut out = format!("lossless check: {} switch(es), {links} link(s) between them\n", profiles.len());
     if findings.is_empty() {
         out.push_str("no problem found\n");

@@ -299,11 +299,15 @@ impl Lab {
         // Made directly in their namespaces, so names like eth1 never meet
         // in the root namespace.
         let mut batch = String::new();
-        for (a, b) in &self.links {
+        let mtus: Vec<Option<u32>> = Topology::load(&self.topology)
+            .map(|t| t.links_with_mtu().into_iter().map(|(_, _, mtu)| mtu).collect())
+            .unwrap_or_default();
+        for (i, (a, b)) in self.links.iter().enumerate() {
             let (ns_a, ns_b) = (namespace(&self.name, &a.node), namespace(&self.name, &b.node));
+            let mtu = mtus.get(i).copied().flatten().map(|m| format!(" mtu {m}")).unwrap_or_default();
             let _ = writeln!(
                 batch,
-                "link add {} netns {ns_a} type veth peer name {} netns {ns_b}",
+                "link add {}{mtu} netns {ns_a} type veth peer name {}{mtu} netns {ns_b}",
                 a.interface, b.interface
             );
         }

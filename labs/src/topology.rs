@@ -87,6 +87,10 @@ pub struct Node {
 pub struct Link {
     /// `[node:ifname, node:ifname]`.
     pub endpoints: [String; 2],
+    /// Both ends' MTU (containerlab's brief-link `mtu`); the kernel's
+    /// default (1500) when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mtu: Option<u32>,
 }
 
 /// What the runner runs in a node.
@@ -183,6 +187,9 @@ impl Topology {
         }
         let mut used = BTreeSet::new();
         for (i, link) in self.topology.links.iter().enumerate() {
+            if link.mtu.is_some_and(|mtu| !(68..=65535).contains(&mtu)) {
+                return Err(format!("topology.links[{i}].mtu: 68 to 65535"));
+            }
             for text in &link.endpoints {
                 let endpoint = Endpoint::parse(text).map_err(|e| format!("topology.links[{i}]: {e}"))?;
                 if !self.topology.nodes.contains_key(&endpoint.node) {
@@ -204,10 +211,17 @@ impl Topology {
 
     /// Links as endpoint pairs, in file order.
     pub fn links(&self) -> Vec<(Endpoint, Endpoint)> {
+        self.links_with_mtu().into_iter().map(|(a, b, _)| (a, b)).collect()
+    }
+
+    /// Links as endpoint pairs with their MTU, in file order.
+    pub fn links_with_mtu(&self) -> Vec<(Endpoint, Endpoint, Option<u32>)> {
         self.topology
             .links
             .iter()
-            .filter_map(|l| Some((Endpoint::parse(&l.endpoints[0]).ok()?, Endpoint::parse(&l.endpoints[1]).ok()?)))
+            .filter_map(|l| {
+                Some((Endpoint::parse(&l.endpoints[0]).ok()?, Endpoint::parse(&l.endpoints[1]).ok()?, l.mtu))
+            })
             .collect()
     }
 
@@ -296,11 +310,15 @@ topology:
     #[test]
     fn bad_links_are_refused_naming_the_link() {
         let mut t: Topology = serde_yaml::from_str(SMALL).unwrap();
-        t.topology.links.push(Link { endpoints: ["sw:eth1".into(), "h1:eth2".into()] });
+        t.topology.links.push(Link { endpoints: ["sw:eth1".into(), "h1:eth2".into()], mtu: None });
         assert!(t.check().unwrap_err().contains("links[1]: sw:eth1 is used by another link"));
-        t.topology.links[1] = Link { endpoints: ["sw:eth2".into(), "nope:eth1".into()] };
+        t.topology.links[1] = Link { endpoints: ["sw:eth2".into(), "nope:eth1".into()], mtu: None };
         assert!(t.check().unwrap_err().contains("no node \"nope\""));
-        t.topology.links[1] = Link { endpoints: ["sw:eth2".into(), "h1".into()] };
+        t.topology.links[1] = Link { endpoints: ["sw:eth2".into(), "h1".into()], mtu: None };
+        assert!(t.check().unwrap_err().contains("not node:interface"));
+        t.topology.links[1] = Link { endpoints: ["sw:eth2".into(), "h1:eth2".into()], mtu: Some(20) };
+        assert!(t.check().unwrap_err().contains("links[1].mtu"));
+        t.topology.links[1] = Link { endpoints: ["sw:eth2".into(), "h1".into()], mtu: None };
         assert!(t.check().unwrap_err().contains("not node:interface"));
     }
 

@@ -600,6 +600,10 @@ pub struct IpRouteNextHop {
     pub interface: Option<String>,
     /// In the forwarding table (a BGP next hop may be unresolvable).
     pub active: bool,
+    /// Across the overlay (symmetric IRB): the remote VTEP's router MAC,
+    /// the inner destination of packets sent on the L3VNI.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub router_mac: Option<String>,
 }
 
 /// `show bgp l2vpn evpn`.

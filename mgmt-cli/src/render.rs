@@ -669,8 +669,9 @@ pub fn render_ip_route(r: &IpRoute, out: &mut String) {
     for (i, nh) in r.next_hops.iter().enumerate() {
         let fib = if nh.active { "*" } else { " " };
         let iface = nh.interface.as_deref().unwrap_or("-");
+        let rmac = nh.router_mac.as_deref().map(|m| format!(" rmac {m}")).unwrap_or_default();
         let via = match nh.ip {
-            Some(ip) => format!("via {ip}, {iface}"),
+            Some(ip) => format!("via {ip}, {iface}{rmac}"),
             None => format!("is directly connected, {iface}"),
         };
         if i == 0 {
@@ -808,7 +809,23 @@ mod tests {
     }
 
     fn hop(ip: &str, interface: &str, active: bool) -> IpRouteNextHop {
-        IpRouteNextHop { ip: Some(ip.parse().unwrap()), interface: Some(interface.into()), active }
+        IpRouteNextHop { ip: Some(ip.parse().unwrap()), interface: Some(interface.into()), active, router_mac: None }
+    }
+
+    #[test]
+    fn ip_route_over_the_l3vni_shows_the_router_mac() {
+        let mut hop = hop("10.255.0.2", "vni4001", true);
+        hop.router_mac = Some("02:cc:00:00:00:02".into());
+        let route = IpRoute {
+            prefix: "172.16.2.12/32".into(),
+            protocol: "bgp".into(),
+            distance: 20,
+            metric: 0,
+            installed: true,
+            next_hops: vec![hop],
+        };
+        let text = Reply::IpRoutes(vec![route]).render();
+        assert!(text.contains("B>* 172.16.2.12/32 [20/0] via 10.255.0.2, vni4001 rmac 02:cc:00:00:00:02"), "{text}");
     }
 
     #[test]
@@ -827,7 +844,7 @@ mod tests {
                 "connected",
                 0,
                 true,
-                vec![IpRouteNextHop { ip: None, interface: Some("eth1".into()), active: true }],
+                vec![IpRouteNextHop { ip: None, interface: Some("eth1".into()), active: true, router_mac: None }],
             ),
             route("10.1.1.0/32", "local", 0, true, vec![]),
             route(

@@ -54,10 +54,18 @@ impl Fabric {
 
     /// Marks `node` as running an SM on `port` (PortInfo IsSM) publishing
     /// `info`.
-    pub fn host_sm(&mut self, node: usize, port: u8, sm: &SubnetManager) {
+    pub fn host_sm(&mut self, node: usize, port: u8, sm: &mut SubnetManager) {
+        sm.set_port_guid(self.sm_port_guid(node, port));
         let agent = &mut self.agents[node];
         agent.ports[usize::from(port)].capability_mask |= crate::sm::CAPABILITY_IS_SM;
         agent.sm_info = Some(sm.sm_info());
+    }
+
+    /// The GUID of the port an SM on (`node`, `port`) runs on: a switch's
+    /// port 0, a CA's port.
+    fn sm_port_guid(&self, node: usize, port: u8) -> u64 {
+        let port = if self.topology.nodes[node].is_switch() { 0 } else { usize::from(port) };
+        self.port_guids[node].get(port).copied().unwrap_or(0)
     }
 
     /// Carries one SMP sent by the SM on (`node`, `port`) and returns the

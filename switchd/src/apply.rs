@@ -223,6 +223,14 @@ struct Desired {
 }
 
 impl Desired {
+    /// An SVI's MTU: its member ports' smallest, as a Linux bridge takes
+    /// its ports' smallest (a VLAN of jumbo-frame ports routes jumbo
+    /// frames); the ports' default when it has no member.
+    fn svi_mtu(&self, vid: u16) -> u16 {
+        let member_mtus = self.members.keys().filter(|(v, _)| *v == vid).filter_map(|(_, port)| self.ports.get(port));
+        member_mtus.map(|&(_, mtu, ..)| mtu).min().unwrap_or(1500)
+    }
+
     fn of(config: &Config) -> Desired {
         let mut ports = BTreeMap::new();
         let mut members = BTreeMap::new();
@@ -344,17 +352,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             }
         }
     }
-    // An SVI whose VRF changes is made again (SAI's VIRTUAL_ROUTER_ID is create-only).
-    let moved_svis: BTreeSet<u16> = applied
-        .vlans
-        .iter()
-        .filter_map(|(vid, objects)| {
-            let current = sai.get_router_interface(objects.router_interface?).ok()?.virtual_router;
-            let vrf = candidate.vlans.iter().find(|v| v.id == *vid)?.vrf.as_deref();
-            let wanted = crate::apply_vrf::wanted_virtual_router(sai, applied, &stale_vrfs, vrf);
-            (wanted != Some(current)).then_some(*vid)
-        })
-        .collect();
+    let moved_svis = crate::apply_vrf::moved_svis(sai, applied, candidate);
     for (vid, objects) in applied.vlans.iter_mut() {
         if let Some(rif) = objects.router_interface
             && (!want.svis.contains(vid) || moved_svis.contains(vid))
@@ -512,6 +510,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
     crate::apply_vrf::create_virtual_routers(sai, applied, candidate)?;
     for vlan in candidate.vlans.iter().filter(|v| want.svis.contains(&v.id)) {
         let vid = vlan.id;
+        let mtu = want.svi_mtu(vid);
         let virtual_router = match &vlan.vrf {
             Some(name) => applied.vrfs[name].virtual_router,
             None => vr,
@@ -526,6 +525,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
                         RouterInterfaceAttr::VirtualRouterId(virtual_router),
                         RouterInterfaceAttr::Type(RouterInterfaceType::Vlan(objects.vlan)),
                         RouterInterfaceAttr::SrcMacAddress(mac),
+                        RouterInterfaceAttr::Mtu(mtu),
                     ])
                     .context(|| format!("router interface of vlan {vid}"))?;
                 objects.router_interface = Some(rif);
@@ -811,6 +811,21 @@ routes:
         assert!(!sai.get_router_interface(eth3).unwrap().send_redirects);
         reconcile(&mut sai, &mut applied, &Config::from_yaml(CONFIG).unwrap()).unwrap();
         assert_eq!(silent(&sai), 0, "on again by default");
+    }
+
+    #[test]
+    fn an_svi_takes_its_member_ports_smallest_mtu() {
+        // CHANGED's VLAN 20: eth1 at 9000 and eth2 at the default 1500.
+        let svi_mtu = |yaml: &str| {
+            let config = Config::from_yaml(yaml).unwrap();
+            let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+            let applied = apply(&mut sai, &config).unwrap();
+            sai.get_router_interface(applied.vlans[&20].router_interface.unwrap()).unwrap().mtu
+        };
+        assert_eq!(svi_mtu(CHANGED), 1500);
+        let jumbo = CHANGED
+            .replace("{ name: eth2, mode: trunk, vlans: [20] }", "{ name: eth2, mode: trunk, vlans: [20], mtu: 9100 }");
+        assert_eq!(svi_mtu(&jumbo), 9000);
     }
 
     #[test]

@@ -84,6 +84,18 @@ impl Frr {
     /// dataplane thread batches netlink requests; nexthop groups as kernel
     /// nexthop objects where the kernel has them).
     pub fn start_with_zebra(ns: &Netns, config: &str) -> Frr {
+        Self::start_with_netns_vrfs(ns, "", config, &[])
+    }
+
+    /// As [`Frr::start_with_zebra`], with zebra's VRFs as network namespaces
+    /// (`zebra --vrfwnetns`, FRR's VRF backend where the kernel has no VRF
+    /// devices, as FRR's bgp_evpn_rt5 topotest runs it): each of `vrfs` is a
+    /// VRF named after its namespace. zebra adopts every namespace in
+    /// /run/netns, so zebra and bgpd run in a mount namespace of their own
+    /// whose /run/netns holds only `vrfs`: the other tests' namespaces stay
+    /// out of this FRR. `zebra_conf` is added to zebra.conf (`vrf NAME` /
+    /// ` vni L3VNI`).
+    pub fn start_with_netns_vrfs(ns: &Netns, zebra_conf: &str, config: &str, vrfs: &[&Netns]) -> Frr {
         let dir = TempDir::new("frr");
         // zebra drops to the `frr` user (it keeps only the capabilities it
         // needs and has no switch to stay root), so its directory must be
@@ -91,9 +103,35 @@ impl Frr {
         std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o777))
             .expect("chmod the FRR directory");
         let zserv = dir.path().join("zserv.api");
-        std::fs::write(dir.path().join("zebra.conf"), "hostname zebra\n").expect("write zebra.conf");
+        std::fs::write(dir.path().join("zebra.conf"), format!("hostname zebra\n{zebra_conf}"))
+            .expect("write zebra.conf");
         let log = std::fs::File::create(dir.path().join("zebra.log")).expect("create zebra.log");
-        let mut cmd = ns.command(ZEBRA);
+        let mut cmd = if vrfs.is_empty() {
+            ns.command(ZEBRA)
+        } else {
+            // A private /run/netns with bind mounts of the VRFs' namespaces
+            // only (kept aside first: the tmpfs hides the originals).
+            let mut script = String::from("set -e\nmount --make-rprivate /\n");
+            for vrf in vrfs {
+                let name = vrf.name();
+                let aside = dir.path().join(format!("{name}.netns"));
+                let aside = aside.display();
+                script.push_str(&format!("touch {aside}\nmount --bind /run/netns/{name} {aside}\n"));
+            }
+            script.push_str("mount -t tmpfs netns /run/netns\n");
+            for vrf in vrfs {
+                let name = vrf.name();
+                let aside = dir.path().join(format!("{name}.netns"));
+                script.push_str(&format!(
+                    "touch /run/netns/{name}\nmount --bind {} /run/netns/{name}\n",
+                    aside.display()
+                ));
+            }
+            script.push_str("exec \"$@\"\n");
+            let mut cmd = ns.command("unshare");
+            cmd.args(["-m", "sh", "-c", &script, "sh", ZEBRA, "--vrfwnetns"]);
+            cmd
+        };
         cmd.args(["-P", "0", "-s", "90000000", "--log", "stdout", "--log-level", "info"])
             .arg("-f")
             .arg(dir.path().join("zebra.conf"))
@@ -106,6 +144,7 @@ impl Frr {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("dup log"))
             .stderr(log);
+        // ip netns exec, unshare and sh all exec: the pid is zebra's.
         let zebra = ProcessGuard::spawn("zebra", cmd);
         let deadline = Instant::now() + Duration::from_secs(15);
         while !zserv.exists() {
@@ -116,7 +155,14 @@ impl Frr {
         let conf = dir.path().join("bgpd.conf");
         std::fs::write(&conf, config).expect("write bgpd.conf");
         let log = std::fs::File::create(dir.path().join("bgpd.log")).expect("create bgpd.log");
-        let mut cmd = ns.command(BGPD);
+        let mut cmd = if vrfs.is_empty() {
+            ns.command(BGPD)
+        } else {
+            // bgpd opens its VRFs' sockets through the same /run/netns.
+            let mut cmd = Command::new("nsenter");
+            cmd.arg(format!("--target={}", zebra.id())).args(["--mount", "--net", BGPD]);
+            cmd
+        };
         cmd.args(["-S", "-P", "0", "--log", "stdout", "--log-level", "info"])
             .arg("-f")
             .arg(&conf)
@@ -189,6 +235,20 @@ impl Frr {
         let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&out.stderr));
         (out.status.success(), text)
+    }
+
+    /// vtysh against zebra (`show evpn ...`, `show ip route vrf ...`).
+    #[track_caller]
+    pub fn zebra_vtysh(&self, command: &str) -> String {
+        let out = Command::new(VTYSH)
+            .arg("--vty_socket")
+            .arg(self.dir.path())
+            .args(["-d", "zebra", "-c", command])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run vtysh");
+        assert!(out.status.success(), "vtysh -d zebra -c {command:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// vtysh, panicking unless it succeeds.

@@ -19,7 +19,15 @@ fn profile_dir() -> PathBuf {
 /// with the same cargo and profile as the running test, so
 /// `cargo test -p fabric-tests` alone works (cargo builds other packages'
 /// binaries only for `--workspace`).
+///
+/// `FABRIC_BIN_DIR` names a directory of prebuilt binaries to take instead
+/// (benchmarks run release builds under a debug harness).
 pub fn workspace_binary(name: &str) -> PathBuf {
+    if let Some(dir) = std::env::var_os("FABRIC_BIN_DIR") {
+        let path = Path::new(&dir).join(name);
+        assert!(path.is_file(), "{} not built (FABRIC_BIN_DIR)", path.display());
+        return path;
+    }
     static BUILT: OnceLock<()> = OnceLock::new();
     let dir = profile_dir();
     BUILT.get_or_init(|| {
@@ -146,6 +154,22 @@ impl Switchd {
         args.extend(what.split_whitespace());
         args.push("--json");
         swcli_json(&self.swcli(&args))
+    }
+
+    /// Replaces the startup file with `config_yaml` (the management
+    /// section appended as at start) and sends SIGHUP: the daemon commits it
+    /// as a reload, or refuses it and keeps running what it ran.
+    pub fn reload(&self, config_yaml: &str) {
+        let yaml = format!("{}\nmanagement:\n  socket: {}\n", config_yaml.trim_end(), self.socket.display());
+        std::fs::write(&self.config_path, yaml).expect("write config");
+        let status = Command::new("kill").args(["-HUP", &self.process.id().to_string()]).status().expect("run kill");
+        assert!(status.success(), "SIGHUP to switchd failed");
+    }
+
+    /// The running config's generation (commits and reloads count up).
+    pub fn generation(&self) -> u64 {
+        let history = self.show_json("system commit history");
+        history[0]["generation"].as_u64().unwrap_or_else(|| panic!("no generation in {history}"))
     }
 
     /// Stops the daemon with SIGTERM and returns its exit status and logs.

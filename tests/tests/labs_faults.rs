@@ -17,6 +17,9 @@
 //! - the leaf's `switchd` dies on its own (SIGKILL from outside): the
 //!   supervisor restarts it; time to full service. Bound: 30 s.
 //!
+//! Separate tests, each on its own lab: an EVPN host move in
+//! `evpn-leaf-spine`, and the PFC watchdog in `incast` (bounds stated on each).
+//!
 //! The figures are printed (`cargo test -p fabric-tests --test labs_faults
 //! -- --nocapture`) and recorded in docs/benchmarks.md.
 
@@ -214,5 +217,218 @@ fn fault_scenarios_recover_within_bounds() {
     );
     assert!(crash < Duration::from_secs(30));
 
+    lab.destroy_and_check(&recorded_pids(&lab.state()));
+}
+
+/// `swcli ARGS --json` on a lab's switchd node, parsed.
+fn swcli_json(lab: &TestLab, node: &str, args: &[&str]) -> Option<Value> {
+    let socket = lab.state().node(node).ok()?.config.as_ref()?.with_extension("sock");
+    let out =
+        Command::new(workspace_binary("swcli")).arg("--socket").arg(&socket).args(args).arg("--json").output().ok()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+/// `node`'s EVPN entry for `mac` in VNI 10010: (local or remote, VTEP, sequence).
+fn evpn_mac(lab: &TestLab, node: &str, mac: &str) -> Option<(String, Option<String>, u64)> {
+    let rows = swcli_json(lab, node, &["show", "evpn", "mac", "vni", "10010"])?;
+    let row = rows.as_array()?.iter().find(|r| r["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(mac)))?;
+    Some((row["kind"].as_str()?.to_owned(), row["vtep"].as_str().map(str::to_owned), row["sequence"].as_u64()?))
+}
+
+/// An EVPN host move in `evpn-leaf-spine`: h1-vni10010 (behind leaf1) falls
+/// silent and its MAC and IP come up behind leaf2 (on h2-vni10010's link),
+/// while h3-vni10010 (behind leaf3) pings it every 10 ms. leaf2 learns the
+/// MAC on a local port, advertises it with MAC mobility sequence number 1
+/// (RFC 7432 section 15), and the other VTEPs move it to leaf2's VTEP.
+/// Measured as the switches see it: time until leaf3 and leaf1 have the MAC
+/// remote at leaf2 with the sequence number risen, and pings lost. Bound:
+/// 5 s (learning on the first frame, one UPDATE through a spine, with room
+/// for a loaded machine).
+#[test]
+fn evpn_host_move_is_followed_within_bounds() {
+    if !fabric_tests::frr::frr_available("evpn_host_move")
+        || !require_root_and_tools("evpn_host_move_is_followed_within_bounds", &["ip", "ping"])
+    {
+        return;
+    }
+    const MOVED_IP: &str = "192.168.10.10";
+    const NEW_LINK_PEER: &str = "192.168.10.12";
+    let lab = TestLab::deploy(&topology_file("evpn-leaf-spine"), "mov");
+    println!("{}", lab.cli(&["check", "--timeout", "90"]));
+    let (_, link) = lab.exec("h1-vni10010", &["cat", "/sys/class/net/eth1/address"]);
+    let mac = link.trim().to_owned();
+    let config = std::fs::read_to_string(lab.state().node("leaf2").unwrap().config.clone().unwrap()).unwrap();
+    let config: serde_yaml::Value = serde_yaml::from_str(&config).unwrap();
+    let leaf2_vtep = config["bgp"]["evpn"]["vtep_ip"].as_str().expect("leaf2's VTEP").to_owned();
+    let before = evpn_mac(&lab, "leaf3", &mac).unwrap_or_else(|| panic!("leaf3 has not learned {mac}"));
+    assert_eq!(before.0, "remote", "{before:?}");
+    println!("before the move: leaf3 has {mac} {before:?}");
+
+    // h3 pings the host that moves, every 10 ms, throughout.
+    let ping = Command::new("ip")
+        .args(["netns", "exec", &labs::runner::namespace(&lab.name, "h3-vni10010")])
+        .args(["ping", "-q", "-i", "0.01", MOVED_IP])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("ping");
+    let traffic = Traffic(ping);
+    std::thread::sleep(Duration::from_millis(500));
+
+    // The move, as a migrated VM's: h1 falls silent with its link up (so
+    // leaf1 still has the MAC, as a port going down would have it withdrawn
+    // first and leaf2 would see a new MAC, not a move), and h2's link takes
+    // h1's MAC and address and speaks.
+    let started = Instant::now();
+    for argv in [&["sysctl", "-qw", "net.ipv6.conf.eth1.disable_ipv6=1"][..], &["ip", "addr", "flush", "dev", "eth1"]] {
+        let (ok, out) = lab.exec("h1-vni10010", argv);
+        assert!(ok, "{argv:?}: {out}");
+    }
+    for argv in [
+        &["ip", "link", "set", "eth1", "down"][..],
+        &["ip", "link", "set", "eth1", "address", &mac],
+        &["ip", "addr", "flush", "dev", "eth1"],
+        &["ip", "addr", "add", &format!("{MOVED_IP}/24"), "dev", "eth1"],
+        &["ip", "link", "set", "eth1", "up"],
+    ] {
+        let (ok, out) = lab.exec("h2-vni10010", argv);
+        assert!(ok, "{argv:?}: {out}");
+    }
+    // Its first frames: leaf2 learns the MAC on its port.
+    let _ = lab.exec("h2-vni10010", &["ping", "-c", "3", "-i", "0.2", "-W", "1", NEW_LINK_PEER]);
+
+    let bound = Duration::from_secs(5);
+    let moved_on = |node: &str| -> Duration {
+        loop {
+            if let Some((kind, at, sequence)) = evpn_mac(&lab, node, &mac)
+                && kind == "remote"
+                && at.as_deref() == Some(leaf2_vtep.as_str())
+                && sequence > before.2
+            {
+                return started.elapsed();
+            }
+            assert!(
+                started.elapsed() < bound,
+                "{node} did not move {mac} to leaf2 ({leaf2_vtep}) within {bound:?}: {:?}",
+                evpn_mac(&lab, node, &mac)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    let on_leaf3 = moved_on("leaf3");
+    let on_leaf1 = moved_on("leaf1");
+    let local = evpn_mac(&lab, "leaf2", &mac).expect("leaf2's own entry");
+    assert_eq!(local.0, "local", "{local:?}");
+    // The traffic follows: h3 reaches the moved address at leaf2.
+    let (ok, out) = lab.exec("h3-vni10010", &["ping", "-c", "3", "-i", "0.2", "-W", "1", MOVED_IP]);
+    assert!(ok, "h3 cannot reach the moved host: {out}");
+    std::thread::sleep(Duration::from_millis(300));
+    let counts = traffic.stop();
+    println!(
+        "RECOVERY EVPN host move ({mac} {MOVED_IP}, leaf1 -> leaf2): leaf3 moved it {:.2} s, leaf1 {:.2} s after \
+         the move; MAC mobility sequence {} -> {} (leaf2 local {})",
+        on_leaf3.as_secs_f64(),
+        on_leaf1.as_secs_f64(),
+        before.2,
+        evpn_mac(&lab, "leaf3", &mac).map_or(0, |e| e.2),
+        local.2
+    );
+    lost_report("EVPN host move, pings from h3", on_leaf3, counts);
+    lab.destroy_and_check(&recorded_pids(&lab.state()));
+}
+
+/// The PFC watchdog in the `incast` lab: h4 storms priority 3 (XOFF
+/// without end, `fabric-host pfc-storm`) while h1-h3 send to it on the
+/// lossless class. sw1 finds eth4's queue 3 stormed within its detection
+/// time plus one poll interval, in its own clock (`show pfcwd stats`),
+/// drops what is queued for h4 while the storm lasts, and restores the
+/// queue once the storm ends (bound: the restoration time plus a poll, and
+/// 2 s of slack for a loaded machine, measured here from the storm's end).
+/// The senders' go-back-N then delivers every byte.
+#[test]
+fn pfc_watchdog_in_the_incast_lab_detects_and_restores() {
+    if !require_root_and_tools("pfc_watchdog_in_the_incast_lab", &["ip", "ping"]) {
+        return;
+    }
+    let lab = TestLab::deploy(&topology_file("incast"), "pwd");
+    println!("{}", lab.cli(&["check", "--timeout", "60"]));
+    let row = |lab: &TestLab| -> Value {
+        let rows = swcli_json(lab, "sw1", &["show", "pfcwd", "stats"]).expect("show pfcwd stats");
+        rows.as_array()
+            .and_then(|rows| rows.iter().find(|r| r["port"] == "eth4" && r["queue"] == 3).cloned())
+            .unwrap_or_else(|| panic!("no eth4 queue 3 in show pfcwd stats: {rows}"))
+    };
+    assert_eq!(row(&lab)["status"], "operational");
+    let storm_ms = 2000;
+    let mut storm = Command::new("ip")
+        .args(["netns", "exec", &labs::runner::namespace(&lab.name, "h4")])
+        .arg(workspace_binary("fabric-host"))
+        .args(["--interface", "eth1", "--json", "pfc-storm", "--priority", "3", "--for-ms", &storm_ms.to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("fabric-host pfc-storm");
+    let traffic = Command::new(workspace_binary("labs"))
+        .args(["traffic", "--json", "--name", &lab.name, "--pattern", "incast", "--bytes", "1M", "--rate", "20M"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("labs traffic");
+
+    // Detected, then (after the storm) restored: the storm's end seen here.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let (mut stormed, mut storm_end, mut restored) = (None, None, None);
+    while restored.is_none() {
+        assert!(Instant::now() < deadline, "no detection and restoration: {}", row(&lab));
+        let now = row(&lab);
+        if stormed.is_none() && now["status"] == "stormed" {
+            stormed = Some(now.clone());
+        }
+        if storm_end.is_none() && storm.try_wait().expect("storm").is_some() {
+            storm_end = Some(Instant::now());
+        }
+        if let Some(end) = storm_end
+            && stormed.is_some()
+            && now["status"] == "operational"
+        {
+            restored = Some((now, end.elapsed()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let stormed = stormed.expect("seen stormed");
+    let (restored, restore_after_end) = restored.unwrap();
+    let storm_report = storm.wait_with_output().expect("storm output");
+    let report = traffic.wait_with_output().expect("labs traffic");
+    let report: Value = serde_json::from_slice(&report.stdout)
+        .unwrap_or_else(|e| panic!("labs traffic: {e}: {}", String::from_utf8_lossy(&report.stderr)));
+
+    let u64_of = |v: &Value, key: &str| v[key].as_u64().unwrap_or_else(|| panic!("no {key} in {v}"));
+    let (detection_ms, poll_ms) = (u64_of(&stormed, "detection_ms"), u64_of(&stormed, "poll_interval_ms"));
+    let delay_ns = u64_of(&stormed, "last_detection_ns");
+    assert_eq!(delay_ns, u64_of(&stormed, "last_storm_detected_ns") - u64_of(&stormed, "last_storm_began_ns"));
+    assert!(
+        (detection_ms * 1_000_000..=(detection_ms + poll_ms) * 1_000_000).contains(&delay_ns),
+        "storm detected {delay_ns} ns after it began, not within {detection_ms} + {poll_ms} ms: {stormed}"
+    );
+    // SONiC's default restoration time (200 ms) plus a poll, with slack.
+    let restore_bound = Duration::from_millis(200 + poll_ms + 2000);
+    assert!(restore_after_end <= restore_bound, "restored {restore_after_end:?} after the storm ended: {restored}");
+    assert!(u64_of(&restored, "storm_detected") >= 1 && u64_of(&restored, "storm_restored") >= 1, "{restored}");
+    let dropped = u64_of(&restored, "tx_drop");
+    assert!(dropped > 0, "the drop action dropped nothing: {restored}");
+    // Every byte still arrives: the senders send again what the watchdog dropped.
+    let receiver = &report["receivers"][0];
+    assert_eq!(receiver["delivered_bytes"], receiver["expected_bytes"], "{report:#}");
+    let again: u64 = report["flows"].as_array().unwrap().iter().map(|f| f["retransmitted"].as_u64().unwrap()).sum();
+    println!(
+        "RECOVERY PFC watchdog (incast lab, sw1 eth4 queue 3, {storm_ms} ms storm): detected {:.1} ms after it \
+         began (switch clock; bound {} ms), restored {:.0} ms after the storm ended (bound {} ms); {dropped} \
+         frames dropped by the watchdog, {again} sent again by the senders; every byte delivered ({})",
+        delay_ns as f64 / 1e6,
+        detection_ms + poll_ms,
+        restore_after_end.as_secs_f64() * 1e3,
+        restore_bound.as_millis(),
+        String::from_utf8_lossy(&storm_report.stdout).trim()
+    );
     lab.destroy_and_check(&recorded_pids(&lab.state()));
 }

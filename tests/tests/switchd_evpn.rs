@@ -190,11 +190,26 @@ fn switchd_leaves_build_the_overlay_from_evpn_routes() {
     assert!(!ok && err.contains("not configured"), "{err}");
 }
 
+/// `prefix` in tenant1's routing table (`show ip route vrf tenant1`).
+fn vrf_table_route(sw: &Switchd, prefix: &str) -> Option<Value> {
+    json(sw, &["show", "ip", "route", "vrf", "tenant1"]).as_array()?.iter().find(|r| r["prefix"] == prefix).cloned()
+}
+
+/// The attribute of `type_code` in one path of GoBGP's JSON RIB.
+fn gobgp_attr(path: &Value, type_code: u64) -> Value {
+    fabric_tests::gobgp::path_attr(path, type_code)
+        .cloned()
+        .unwrap_or_else(|| panic!("no attribute {type_code}: {path:#}"))
+}
+
 /// GoBGP (AS 65000, on switchd's link) injects EVPN routes with its CLI:
 /// a type 2 (MAC), a type 3 (flood list) and a type 5 (a prefix for the
 /// IP-VRF). switchd installs the MAC and the flood entry (`show evpn`,
-/// `show mac`, `show vxlan`) and the prefix in its VRF (`show vrf`), and
-/// removes them when GoBGP withdraws; switchd's own type 3 is in GoBGP's RIB.
+/// `show mac`, `show vxlan`) and the prefix in its VRF (`show vrf`, `show
+/// ip route vrf tenant1`: via GoBGP's VTEP on the L3VNI to its router MAC),
+/// and removes them when GoBGP withdraws; switchd's own type 3 and its type 5
+/// for tenant1's network (RD, RT, label, next hop, router MAC) are in
+/// GoBGP's RIB.
 #[test]
 fn gobgp_injects_evpn_routes_that_switchd_installs_and_withdraws() {
     use fabric_tests::gobgp::{Gobgp, GobgpConfig, GobgpNeighbor, gobgp_available};
@@ -226,7 +241,7 @@ bgp:
   evpn:
     vtep_ip: 10.255.0.1
     vnis: [{ vni: 10100, vrf: tenant1 }]
-    vrfs: [{ name: tenant1, l3vni: 4000, router_mac: '02:00:00:00:01:01' }]
+    vrfs: [{ name: tenant1, l3vni: 4000, router_mac: '02:00:00:00:01:01', networks: [10.9.0.0/24] }]
 ";
     let switchd = Switchd::start(&sw, config);
     let mut neighbor = GobgpNeighbor::new("10.1.0.0", 65101);
@@ -308,6 +323,15 @@ bgp:
         routes.into_iter().find(|r| r["prefix"] == "172.16.50.0/24")
     });
     assert_eq!(vrf["next_hops"], serde_json::json!(["10.1.0.1 vni 4000 rmac 02:00:00:00:00:99"]), "{vrf}");
+    // The VRF's routing table: a BGP route through GoBGP's VTEP on the
+    // L3VNI to the router MAC of its route.
+    let route = vrf_table_route(&switchd, "172.16.50.0/24").unwrap_or_else(|| panic!("172.16.50.0/24 in tenant1"));
+    assert_eq!((route["protocol"].as_str(), route["installed"].as_bool()), (Some("bgp"), Some(true)), "{route}");
+    assert_eq!(
+        route["next_hops"],
+        serde_json::json!([{ "ip": "10.1.0.1", "interface": "vni4000", "active": true, "router_mac": "02:00:00:00:00:99" }]),
+        "{route}"
+    );
 
     // Ours in GoBGP's RIB: switchd's type 3 for VNI 10100 with its RD.
     let ours = (0..40)
@@ -318,6 +342,24 @@ bgp:
         .find(|rib| rib.contains("10.255.0.1:10100"))
         .unwrap_or_else(|| gobgp.cli(&["global", "rib", "-a", "evpn"]));
     assert!(ours.contains("10.255.0.1:10100"), "switchd's type 3 in GoBGP's RIB:\n{ours}");
+    // Our type 5 for tenant1's network: RD router-id:L3VNI, the L3VNI as
+    // label, our VTEP as next hop, RT ASN:L3VNI, VXLAN, our router MAC.
+    let type5 = wait_for("switchd's type 5 in GoBGP's RIB", || {
+        let rib = gobgp.json(&["global", "rib", "-a", "evpn"]);
+        rib.as_object()?.iter().find(|(key, _)| key.contains("10.9.0.0/24")).map(|(_, paths)| paths[0].clone())
+    });
+    let nlri = &type5["nlri"];
+    assert_eq!(nlri["type"], 5, "{type5:#}");
+    let rd = &nlri["value"]["rd"];
+    assert_eq!((rd["admin"].as_str(), rd["assigned"].as_u64()), (Some("10.255.0.1"), Some(4000)), "{type5:#}");
+    assert_eq!(nlri["value"]["label"], 4000, "{type5:#}");
+    let reach = gobgp_attr(&type5, 14);
+    assert_eq!(reach["nexthop"], "10.255.0.1", "{type5:#}");
+    let communities = gobgp_attr(&type5, 16)["value"].as_array().cloned().unwrap_or_default();
+    let has = |want: serde_json::Value| communities.contains(&want);
+    assert!(has(serde_json::json!({ "type": 0, "subtype": 2, "value": "65101:4000" })), "RT: {type5:#}");
+    assert!(has(serde_json::json!({ "type": 3, "subtype": 12, "tunnel_type": 8 })), "encapsulation: {type5:#}");
+    assert!(has(serde_json::json!({ "type": 6, "subtype": 3, "mac": "02:00:00:00:01:01" })), "router MAC: {type5:#}");
 
     // GoBGP withdraws: the MAC, the flood entry and the prefix go.
     for route in [&macadv[..], &multicast[..], &prefix[..]] {
@@ -328,7 +370,8 @@ bgp:
     wait_for("everything from GoBGP withdrawn", || {
         let gone = evpn_mac(&switchd, "02:00:00:00:00:aa").is_none()
             && json(&switchd, &["show", "evpn", "vni", "10100"])[0]["remote_vteps"] == serde_json::json!([])
-            && json(&switchd, &["show", "vrf"])[0]["routes"] == serde_json::json!([]);
+            && json(&switchd, &["show", "vrf"])[0]["routes"] == serde_json::json!([])
+            && vrf_table_route(&switchd, "172.16.50.0/24").is_none();
         gone.then_some(())
     });
     let fdb = switchd.show_rows("mac");

@@ -91,7 +91,7 @@ impl Evpn {
                     rd: v.rd.to_string(),
                     import_rts: v.import.iter().map(|i| i.rt.to_string()).collect(),
                     export_rts: v.export.iter().map(|rt| rt.to_string()).collect(),
-                    vrf: v.ip_vrf.map(|i| self.ip_vrfs[i].name.clone()),
+                    vrf: v.ip_vrf.clone(),
                     local_macs: local,
                     remote_macs: remote,
                     arp_entries: v.local_ips.len() + v.installed_ips.len(),
@@ -99,7 +99,7 @@ impl Evpn {
                 }
             })
             .collect();
-        vnis.extend(self.ip_vrfs.iter().map(|v| {
+        vnis.extend(self.ip_vrfs.values().map(|v| {
             let mut vteps: Vec<IpAddr> = v
                 .routes
                 .values()
@@ -177,7 +177,7 @@ impl Evpn {
     /// The IP-VRFs with the routes imported into them.
     pub fn vrfs(&self) -> Vec<VrfView> {
         self.ip_vrfs
-            .iter()
+            .values()
             .map(|v| VrfView {
                 name: v.name.clone(),
                 l3vni: v.l3vni,

@@ -18,8 +18,6 @@
 //! implementation carries no ICRC (the invariant CRC belongs to the transport
 //! headers, which ride in the payload).
 
-use crc::{Algorithm, Crc, Table};
-
 use super::{Error, Field, Rest, Result, read_u16, write_u16};
 
 /// The data virtual lane management packets travel on (IBA 7.6.3): never
@@ -32,28 +30,7 @@ pub const LINK_VERSION: u8 = 0;
 /// Largest packet the 11-bit PktLen field can describe, LRH included.
 pub const MAX_PACKET_LEN: usize = 0x7ff * 4;
 
-/// The CRC of IBA 7.8.2 (VCRC) and 7.9.4.3 (LPCRC): polynomial
-/// x^16 + x^12 + x^3 + x + 1 (0x100B), seeded with all ones, bits processed
-/// least significant first and the remainder inverted.
-pub const VCRC: Algorithm<u16> = Algorithm {
-    width: 16,
-    poly: 0x100b,
-    init: 0xffff,
-    refin: true,
-    refout: true,
-    xorout: 0xffff,
-    check: 0,
-    residue: 0,
-};
-
-/// Slice-by-16 tables (8 KiB): the VCRC covers every data packet, so it is
-/// on the per-packet path.
-static LINK_CRC: Crc<u16, Table<16>> = Crc::<u16, Table<16>>::new(&VCRC);
-
-/// The CRC of IBA's VCRC and LPCRC over `bytes`.
-pub fn link_crc(bytes: &[u8]) -> u16 {
-    LINK_CRC.checksum(bytes)
-}
+pub use super::link_crc::{VCRC, link_crc};
 
 /// The first octet of the Ethernet payload: which kind of link-layer packet
 /// follows (IBA's SDP and SLP start delimiters).

@@ -15,6 +15,7 @@ pub mod icmpv4;
 pub mod icmpv6;
 pub mod ipv4;
 pub mod ipv6;
+pub mod link_crc;
 pub mod lldp;
 pub mod mac_control;
 pub mod udp;

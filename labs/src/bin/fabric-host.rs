@@ -68,6 +68,11 @@ enum Command {
         /// (several senders start together).
         #[arg(long)]
         start_at_unix_ms: Option<u64>,
+        /// Packets sent and not yet acknowledged, at most (go-back-N's
+        /// window). Large by default (4 MiB of 4 KiB packets), as a RoCE
+        /// NIC's: PFC, not the window, holds a sender back in an incast.
+        #[arg(long, default_value_t = 1024)]
+        window: u64,
     },
     /// Receive until --expect-bytes arrived, or --idle-ms after the last
     /// packet, returning CNPs for CE marks.
@@ -186,6 +191,7 @@ fn main() -> ExitCode {
             dcqcn,
             timeout_secs,
             start_at_unix_ms,
+            window,
         } => {
             let options = SendOptions {
                 interface: cli.interface,
@@ -201,12 +207,14 @@ fn main() -> ExitCode {
                 dcqcn,
                 timeout: Duration::from_secs(timeout_secs),
                 start_at: start_at_unix_ms.map(|ms| std::time::UNIX_EPOCH + Duration::from_millis(ms)),
+                window: window.clamp(1, 1 << 20),
             };
             roce::send(&options).map(|report| {
                 let text = format!(
                     "sent {} frames, {} payload bytes in {:.3} s: {:.1} Mb/s on the wire\n\
                      PFC frames received {}, pauses obeyed {}, resumes {}, paused {:.3} ms\n\
-                     CNPs received {}, final rate {:.1} Mb/s{}\n",
+                     CNPs received {}, final rate {:.1} Mb/s{}\n\
+                     ACKs {}, NAKs {}, timeouts {}, frames sent again {}\n",
                     report.frames,
                     report.payload_bytes,
                     report.duration_ns as f64 / 1e9,
@@ -218,6 +226,10 @@ fn main() -> ExitCode {
                     report.cnps_received,
                     report.final_rate_bps as f64 / 1e6,
                     if report.completed { "" } else { " (timed out)" },
+                    report.transport.acks_received,
+                    report.transport.naks_received,
+                    report.transport.timeouts,
+                    report.transport.retransmitted,
                 );
                 (serde_json::to_string(&report).expect("report serializes"), text)
             })

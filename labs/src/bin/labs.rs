@@ -11,6 +11,7 @@
 //! labs check [-t FILE | --name LAB] [--timeout SECS]
 //! labs check lossless [-t FILE | --name LAB | --socket PATH...] [--json]   # exit 1 on an error
 //! labs ping NODE ADDR... [--name LAB]  # one echo each, from the node, as check does
+//! labs traffic [--name LAB] [--pattern all-to-all|incast] [--bytes 1M] [--rate 100M] [--dscp 26] [--json]
 //! labs fault link-down|link-up NODE:ethN | netem NODE:ethN --delay MS --loss PCT | kill NODE | restart NODE
 //! labs destroy [-t FILE | --name LAB]
 //! labs sim --fattree 16 --workload allreduce --size 64MiB --lb flowlet --out DIR
@@ -124,6 +125,27 @@ enum Command {
     Destroy {
         #[command(flatten)]
         which: Which,
+    },
+    /// RoCE-like `fabric-host` flows between the hosts (all-to-all or
+    /// incast), with goodput, PFC frames and drops.
+    Traffic {
+        #[command(flatten)]
+        which: Which,
+        #[arg(long, value_enum, default_value = "all-to-all")]
+        pattern: labs::traffic::Pattern,
+        /// Bytes per flow: 1M, 64K...
+        #[arg(long, default_value = "1M", value_parser = labs::fabric_host::parse_bytes)]
+        bytes: u64,
+        /// Each sender's rate: 100M, 1G...
+        #[arg(long, default_value = "100M", value_parser = labs::fabric_host::parse_rate)]
+        rate: u64,
+        /// 26: the lossless class of the labs' RoCE preset; 8: a lossy one.
+        #[arg(long, default_value_t = 26)]
+        dscp: u8,
+        #[arg(long, default_value_t = 60)]
+        timeout: u64,
+        #[arg(long)]
+        json: bool,
     },
     /// Ping addresses from a node, one echo each on one raw socket (as `check` does).
     Ping {
@@ -270,10 +292,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { what: Some(CheckKind::Lossless), which, socket, json, .. } => {
-            let sockets =
-                if socket.is_empty() { labs::lossless::lab_sockets(&Lab::open(&which.lab_name()?)?) } else { socket };
-            let (profiles, findings) = labs::lossless::check(&sockets)?;
+        Command::Check { what: Some(CheckKind::Lossless), which, socket, json, timeout } => {
+            let (profiles, findings) = if socket.is_empty() {
+                labs::lossless::check_lab(&Lab::open(&which.lab_name()?)?, Duration::from_secs(timeout))?
+            } else {
+                labs::lossless::check(&socket)?
+            };
             if json {
                 println!("{}", serde_json::to_string_pretty(&findings).map_err(|e| e.to_string())?);
             } else {
@@ -317,6 +341,23 @@ fn run(command: Command) -> Result<ExitCode, String> {
             } else {
                 ExitCode::FAILURE
             })
+        }
+        Command::Traffic { which, pattern, bytes, rate, dscp, timeout, json } => {
+            let lab = Lab::open(&which.lab_name()?)?;
+            let options = labs::traffic::TrafficOptions {
+                pattern,
+                bytes,
+                rate_bps: rate,
+                dscp,
+                timeout: Duration::from_secs(timeout),
+            };
+            let report = labs::traffic::run(&lab, &options)?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&report).map_err(|e| e.to_string())?);
+            } else {
+                println!("{report}");
+            }
+            Ok(if report.complete() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
         }
         Command::Supervise { name } => {
             runner::supervise(&name)?;

@@ -17,6 +17,7 @@
 //! socket, the interface's addresses, ARP for the next hop), the clock and
 //! the size/rate arguments.
 
+pub mod go_back_n;
 pub mod ib;
 pub mod roce;
 pub mod storm;
@@ -102,7 +103,9 @@ pub fn interface_ipv4(interface: &str) -> Result<(Ipv4Addr, u8), String> {
 }
 
 /// The next hop towards `destination`: itself when on `interface`'s
-/// subnet, else the default gateway of the main table (`/proc/net/route`).
+/// subnet, else the gateway of the longest matching route of the main table
+/// (`/proc/net/route`) that leaves through `interface` (a server with one
+/// NIC per rail has a route per rail).
 pub fn next_hop(interface: &str, destination: Ipv4Addr) -> Result<Ipv4Addr, String> {
     let (address, prefix) = interface_ipv4(interface)?;
     let mask = if prefix == 0 { 0 } else { u32::MAX << (32 - u32::from(prefix)) };
@@ -110,17 +113,36 @@ pub fn next_hop(interface: &str, destination: Ipv4Addr) -> Result<Ipv4Addr, Stri
         return Ok(destination);
     }
     let table = std::fs::read_to_string("/proc/net/route").map_err(|e| format!("/proc/net/route: {e}"))?;
+    route_lookup(&table, interface, destination)
+        .ok_or_else(|| format!("{destination} is not on {interface}'s subnet and no route through {interface} has it"))
+}
+
+/// An address as `/proc/net/route` prints it: the hex of a little-endian
+/// word holding the address in network order.
+fn proc_route_address(hex: &str) -> Option<Ipv4Addr> {
+    u32::from_str_radix(hex, 16).ok().map(|raw| Ipv4Addr::from(u32::from_be(raw.to_le())))
+}
+
+/// The longest match for `destination` among `table`'s routes through
+/// `interface`: its gateway, or `destination` itself for an on-link route.
+fn route_lookup(table: &str, interface: &str, destination: Ipv4Addr) -> Option<Ipv4Addr> {
+    let mut best: Option<(u32, Ipv4Addr)> = None;
     for line in table.lines().skip(1) {
         let fields: Vec<&str> = line.split_whitespace().collect();
-        if let [_, dest, gateway, ..] = fields[..]
-            && dest == "00000000"
-            && let Ok(raw) = u32::from_str_radix(gateway, 16)
+        let [iface, dest, gateway, _flags, _refcnt, _use, _metric, mask, ..] = fields[..] else { continue };
+        let (Some(dest), Some(gateway), Some(mask)) =
+            (proc_route_address(dest), proc_route_address(gateway), proc_route_address(mask))
+        else {
+            continue;
+        };
+        let mask = u32::from(mask);
+        if iface != interface || u32::from(destination) & mask != u32::from(dest) || best.is_some_and(|(m, _)| m > mask)
         {
-            // The file prints addresses in host byte order of a little-endian word.
-            return Ok(Ipv4Addr::from(u32::from_be(raw.to_le())));
+            continue;
         }
+        best = Some((mask, if gateway.is_unspecified() { destination } else { gateway }));
     }
-    Err(format!("{destination} is not on {interface}'s subnet and there is no default route"))
+    best.map(|(_, hop)| hop)
 }
 
 /// The host's link: an `AF_PACKET` socket on one interface with its MAC
@@ -224,6 +246,22 @@ pub fn wait_readable(fd: RawFd, timeout_ns: u64) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_longest_route_through_the_interface_is_the_next_hop() {
+        // 172.16.2.0/24 via 172.16.0.1 on eth1, default via 172.16.1.1 on eth2.
+        let table = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\tMTU\tWindow\tIRTT
+eth2\t00000000\t010110AC\t0003\t0\t0\t0\t00000000\t0\t0\t0
+eth1\t000210AC\t010010AC\t0003\t0\t0\t0\t00FFFFFF\t0\t0\t0
+eth1\t000010AC\t00000000\t0001\t0\t0\t0\t00FFFFFF\t0\t0\t0
+";
+        let to = |a: &str| a.parse::<Ipv4Addr>().unwrap();
+        assert_eq!(route_lookup(table, "eth1", to("172.16.2.10")), Some(to("172.16.0.1")));
+        assert_eq!(route_lookup(table, "eth1", to("172.16.0.7")), Some(to("172.16.0.7")), "on-link");
+        assert_eq!(route_lookup(table, "eth2", to("10.9.9.9")), Some(to("172.16.1.1")), "default");
+        assert_eq!(route_lookup(table, "eth1", to("10.9.9.9")), None, "no route through eth1");
+    }
+
     use super::*;
 
     #[test]

@@ -9,6 +9,7 @@
 use std::net::{Ipv4Addr, UdpSocket};
 use std::time::Duration;
 
+use dataplane::io::PortIo as _;
 use dataplane::wire::ipv4::{Ecn, Ipv4Packet, Ipv4Repr};
 use dataplane::wire::mac_control::{MacControlPacket, MacControlRepr};
 use dataplane::wire::{
@@ -21,6 +22,7 @@ use qos::endpoint::receiver::{Arrival, Receiver};
 use qos::endpoint::{ROCEV2_UDP_PORT, bth::Repr as BthRepr};
 use serde::Serialize;
 
+use super::go_back_n::{self, Ack, QpState, Requester, RequesterCounters, Responder};
 use super::{Link, monotonic_ns, next_hop, wait_readable};
 
 /// DSCP of CNPs (the usual RoCE setting: their own strict-priority class).
@@ -52,11 +54,22 @@ pub struct SendOptions {
     /// Start sending at this wall-clock time (so several senders start
     /// together), after the next hop is resolved.
     pub start_at: Option<std::time::SystemTime>,
+    /// Packets sent and not yet acknowledged, at most.
+    pub window: u64,
 }
+
+/// The retransmission timer: first value and limit of its doubling. Well
+/// above a lab's round trip (milliseconds, more while a loaded machine
+/// keeps a switch from its CPU or a pause holds the queue), so a packet
+/// is sent again only when it or its ACK was lost.
+const RTO_NS: u64 = 250_000_000;
+const MAX_RTO_NS: u64 = 1_000_000_000;
 
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SendReport {
+    /// Data frames sent, retransmissions included.
     pub frames: u64,
+    /// Payload bytes acknowledged by the receiver.
     pub payload_bytes: u64,
     pub wire_bytes: u64,
     pub duration_ns: u64,
@@ -71,10 +84,16 @@ pub struct SendReport {
     pub final_rate_bps: u64,
     /// DCQCN's lowest rate during the run (its cuts on CNPs).
     pub min_rate_bps: u64,
+    /// Every packet acknowledged.
     pub completed: bool,
+    /// Go-back-N: ACKs, NAKs, timer expiries, packets sent again.
+    pub transport: RequesterCounters,
+    /// Frames the kernel dropped for want of room in this socket's rx ring.
+    pub rx_ring_drops: u64,
 }
 
-/// Sends `bytes` as one message on `qp` and reports what happened.
+/// Sends `bytes` as one message on `qp`, every packet until acknowledged
+/// (go-back-N, [`go_back_n::Requester`]), and reports what happened.
 pub fn send(options: &SendOptions) -> Result<SendReport, String> {
     let mut link = Link::open(&options.interface)?;
     let hop = next_hop(&options.interface, options.to)?;
@@ -90,10 +109,10 @@ pub fn send(options: &SendOptions) -> Result<SendReport, String> {
     let deadline = start + options.timeout.as_nanos() as u64;
     let mut pacer = Pacer::new(options.link_bps, options.priority, options.rate_bps, start);
     let mut rp = ReactionPoint::new(Params::for_line_rate(options.link_bps), options.rate_bps, start);
+    let mut requester = Requester::new(total, options.window.max(1), RTO_NS, MAX_RTO_NS, start);
     let mut report = SendReport { min_rate_bps: options.rate_bps, ..SendReport::default() };
     let mut frame = vec![0u8; frame_len];
-    let mut psn = 0u32;
-    while report.frames < total {
+    while !requester.done() {
         let now = monotonic_ns();
         if now > deadline {
             break;
@@ -103,24 +122,41 @@ pub fn send(options: &SendOptions) -> Result<SendReport, String> {
             if let Some((class_enable, quanta)) = parse_pfc(received) {
                 report.pfc_frames_received += 1;
                 pacer.on_pfc(class_enable, &quanta, now);
-            } else if let Some(cnp) = parse_rocev2(received, link.ip)
-                && cnp.bth.opcode == Opcode::Cnp
-                && cnp.bth.dest_qp == options.qp
-            {
-                report.cnps_received += 1;
-                if options.dcqcn {
-                    rp.on_cnp(now);
+                continue;
+            }
+            // Several senders may share the interface, with the same QP
+            // number towards different receivers: the peer's address tells.
+            let Some(packet) = parse_rocev2(received, link.ip) else { continue };
+            if packet.bth.dest_qp != options.qp || packet.src_ip != options.to {
+                continue;
+            }
+            match packet.bth.opcode {
+                Opcode::Cnp => {
+                    report.cnps_received += 1;
+                    if options.dcqcn {
+                        rp.on_cnp(now);
+                    }
                 }
+                Opcode::Other(go_back_n::ACKNOWLEDGE_OPCODE) => {
+                    if let Some(ack) = Ack::parse(packet.bth.psn, packet.payload) {
+                        requester.on_ack(ack, now);
+                    }
+                }
+                _ => {}
             }
         }
+        requester.poll(now);
         if options.dcqcn {
             rp.advance(now);
             pacer.set_rate_bps(rp.rate_bps());
             report.min_rate_bps = report.min_rate_bps.min(rp.rate_bps());
         }
         let mut burst = 0;
-        while pacer.ready(now) && report.frames < total && burst < 32 {
-            let opcode = match (report.frames, total) {
+        while pacer.ready(now)
+            && burst < 32
+            && let Some(index) = requester.next_packet()
+        {
+            let opcode = match (index, total) {
                 (_, 1) => Opcode::SendOnly,
                 (0, _) => Opcode::SendFirst,
                 (n, t) if n + 1 == t => Opcode::SendLast,
@@ -135,18 +171,21 @@ pub fn send(options: &SendOptions) -> Result<SendReport, String> {
                 ecn: Ecn::Ect0,
                 src_port: options.src_port,
             };
+            let psn = go_back_n::psn_of(index);
             header.emit(&mut frame, BthRepr { opcode, psn, ..BthRepr::cnp(options.qp) }, options.payload);
             link.send(&frame)?;
             pacer.on_sent(frame_len as u64, now);
             rp.on_sent(frame_len as u64, now);
-            psn = (psn + 1) % bth::PSN_MODULUS;
+            requester.on_sent(index, now);
             report.frames += 1;
-            report.payload_bytes += options.payload as u64;
             report.wire_bytes += frame_len as u64 + WIRE_OVERHEAD_BYTES;
             burst += 1;
         }
         link.flush();
-        let wake = pacer.next_send_ns().unwrap_or(u64::MAX).min(now + 1_000_000);
+        // Wake for the next frame the pacer allows, if the window has one,
+        // else for the retransmission timer; an ACK or a pause wakes sooner.
+        let send_at = requester.next_packet().and(pacer.next_send_ns()).unwrap_or(u64::MAX);
+        let wake = send_at.min(requester.timer_due_ns().unwrap_or(u64::MAX)).min(now + 1_000_000);
         wait_readable(link.fd(), wake.saturating_sub(monotonic_ns()));
     }
     let end = monotonic_ns();
@@ -158,7 +197,10 @@ pub fn send(options: &SendOptions) -> Result<SendReport, String> {
     report.resumes = counters.resumes;
     report.paused_ns = counters.paused_ns;
     report.final_rate_bps = pacer.rate_bps();
-    report.completed = report.frames == total;
+    report.payload_bytes = (requester.acked() * options.payload as u64).min(options.bytes);
+    report.completed = requester.done();
+    report.transport = requester.counters();
+    report.rx_ring_drops = link.io.stats().rx_ring_drops;
     Ok(report)
 }
 
@@ -211,10 +253,31 @@ pub struct RecvReport {
     pub duplicates: u64,
     pub beyond_window: u64,
     pub max_reorder_distance: u32,
+    /// Go-back-N acknowledgements returned.
+    pub acks_sent: u64,
+    pub naks_sent: u64,
+    /// Frames the kernel dropped for want of room in this socket's rx ring.
+    pub rx_ring_drops: u64,
     pub queue_pairs: Vec<QpReport>,
 }
 
-/// Receives RoCEv2 data until told enough, answering CE marks with CNPs.
+/// A QP the receiver has heard from: where its acknowledgements go and when.
+struct Peer {
+    qp: u32,
+    /// The data packet's addresses, swapped: the ACK's and CNP's headers.
+    reply: DataHeader,
+    responder: Responder,
+    /// This batch: a packet arrived ahead of a hole, a message completed.
+    hole: bool,
+    message_completed: bool,
+}
+
+/// After the expected bytes arrived, stay this long after the last arrival
+/// to acknowledge again what a sender repeats because it missed the last ACK.
+const LINGER_NS: u64 = 1_500_000_000;
+
+/// Receives RoCEv2 data until told enough, answering CE marks with CNPs
+/// and data with ACKs and NAKs (go-back-N, [`go_back_n::Responder`]).
 pub fn recv(options: &RecvOptions) -> Result<RecvReport, String> {
     let mut link = Link::open(&options.interface)?;
     // Bound, never read: the kernel then answers no datagram to 4791 with
@@ -222,10 +285,12 @@ pub fn recv(options: &RecvOptions) -> Result<RecvReport, String> {
     let _quiet = UdpSocket::bind((link.ip, ROCEV2_UDP_PORT)).map_err(|e| format!("bind UDP 4791: {e}"))?;
     let mut receiver = Receiver::new(256, options.cnp_interval.as_nanos() as u64);
     let start = monotonic_ns();
-    let (mut first, mut last) = (None::<u64>, 0u64);
+    let (mut first, mut last, mut last_delivery) = (None::<u64>, 0u64, 0u64);
     let mut report = RecvReport::default();
     let mut cnp = vec![0u8; HEADERS + bth::CNP_PAYLOAD_LEN + bth::ICRC_LEN];
-    let mut qps: Vec<u32> = Vec::new();
+    let mut ack = vec![0u8; HEADERS + go_back_n::AETH_LEN + bth::ICRC_LEN];
+    let mut peers: Vec<Peer> = Vec::new();
+    let mut done_at = None::<u64>;
     loop {
         let now = monotonic_ns();
         if now - start > options.timeout.as_nanos() as u64 {
@@ -234,16 +299,20 @@ pub fn recv(options: &RecvOptions) -> Result<RecvReport, String> {
         if first.is_some() && now - last > options.idle.as_nanos() as u64 {
             break;
         }
-        if options.expect_bytes.is_some_and(|want| receiver.counters().delivered_bytes >= want) {
+        if done_at.is_none() && options.expect_bytes.is_some_and(|want| receiver.counters().delivered_bytes >= want) {
+            done_at = Some(now);
+        }
+        if done_at.is_some() && now - last > LINGER_NS.min(options.idle.as_nanos() as u64) {
             break;
         }
         wait_readable(link.fd(), 10_000_000);
         let now = monotonic_ns();
         link.receive();
-        let mut replies: Vec<(DataHeader, u32)> = Vec::new();
+        let mut cnps: Vec<(DataHeader, u32)> = Vec::new();
         for frame in link.batch.iter() {
             let Some(data) = parse_rocev2(frame, link.ip) else { continue };
-            if data.bth.opcode == Opcode::Cnp {
+            if !matches!(data.bth.opcode, Opcode::SendFirst | Opcode::SendMiddle | Opcode::SendLast | Opcode::SendOnly)
+            {
                 continue;
             }
             first.get_or_insert(now);
@@ -256,27 +325,62 @@ pub fn recv(options: &RecvOptions) -> Result<RecvReport, String> {
                 payload_len: data.payload_len as u32,
                 congestion_experienced: data.ecn == Ecn::Ce,
             };
-            if !qps.contains(&arrival.qp) {
-                qps.push(arrival.qp);
+            let reply = DataHeader {
+                src_mac: link.mac,
+                dst_mac: data.src_mac,
+                src_ip: link.ip,
+                dst_ip: data.src_ip,
+                dscp: CNP_DSCP,
+                ecn: Ecn::NotEct,
+                src_port: data.src_port,
+            };
+            let peer = match peers.iter().position(|p| p.qp == arrival.qp) {
+                Some(i) => &mut peers[i],
+                None => {
+                    peers.push(Peer {
+                        qp: arrival.qp,
+                        reply,
+                        responder: Responder::new(ACK_EVERY, ACK_DELAY_NS, NAK_INTERVAL_NS),
+                        hole: false,
+                        message_completed: false,
+                    });
+                    peers.last_mut().expect("just pushed")
+                }
+            };
+            let before = receiver.qp_counters(arrival.qp).unwrap_or_default();
+            let Ok(outcome) = receiver.on_arrival(arrival, now) else { continue };
+            let after = receiver.qp_counters(arrival.qp).unwrap_or_default();
+            if after.duplicates > before.duplicates {
+                peer.responder.on_duplicate();
             }
-            if let Ok(outcome) = receiver.on_arrival(arrival, now)
-                && let Some(qp) = outcome.cnp_for_qp
-            {
-                let header = DataHeader {
-                    src_mac: link.mac,
-                    dst_mac: data.src_mac,
-                    src_ip: link.ip,
-                    dst_ip: data.src_ip,
-                    dscp: CNP_DSCP,
-                    ecn: Ecn::NotEct,
-                    src_port: data.src_port,
-                };
-                replies.push((header, qp));
+            if after.out_of_order > before.out_of_order || after.beyond_window > before.beyond_window {
+                peer.hole = true;
+            }
+            if outcome.delivered_packets > 0 {
+                last_delivery = now;
+            }
+            peer.message_completed |= outcome.message_completed;
+            if let Some(qp) = outcome.cnp_for_qp {
+                cnps.push((reply, qp));
             }
         }
-        for (header, qp) in replies {
+        for (header, qp) in cnps {
             header.emit(&mut cnp, BthRepr::cnp(qp), bth::CNP_PAYLOAD_LEN);
             link.send(&cnp)?;
+        }
+        for peer in &mut peers {
+            let Some(expected_psn) = receiver.expected_psn(peer.qp) else { continue };
+            let state = QpState { expected_psn, hole: peer.hole, message_completed: peer.message_completed };
+            (peer.hole, peer.message_completed) = (false, false);
+            let Some(answer) = peer.responder.poll(state, now) else { continue };
+            let bth = BthRepr {
+                opcode: Opcode::Other(go_back_n::ACKNOWLEDGE_OPCODE),
+                psn: answer.psn(),
+                ..BthRepr::cnp(peer.qp)
+            };
+            peer.reply.emit(&mut ack, bth, go_back_n::AETH_LEN);
+            answer.emit_aeth(&mut ack[HEADERS..HEADERS + go_back_n::AETH_LEN]);
+            link.send(&ack)?;
         }
         link.flush();
     }
@@ -290,12 +394,16 @@ pub fn recv(options: &RecvOptions) -> Result<RecvReport, String> {
     report.duplicates = totals.duplicates;
     report.beyond_window = totals.beyond_window;
     report.max_reorder_distance = totals.max_reorder_distance;
-    report.duration_ns = first.map_or(0, |first| last - first);
+    report.acks_sent = peers.iter().map(|p| p.responder.acks_sent).sum();
+    report.naks_sent = peers.iter().map(|p| p.responder.naks_sent).sum();
+    report.rx_ring_drops = link.io.stats().rx_ring_drops;
+    report.duration_ns = first.map_or(0, |first| last_delivery.max(first) - first);
     let per_second =
         |bytes: u64| (u128::from(bytes) * 8 * 1_000_000_000 / u128::from(report.duration_ns.max(1))) as u64;
     report.goodput_bps = per_second(report.delivered_bytes);
     report.wire_bps = per_second(report.wire_bytes);
-    for qp in qps {
+    for peer in &peers {
+        let qp = peer.qp;
         let Some(c) = receiver.qp_counters(qp) else { continue };
         report.queue_pairs.push(QpReport {
             qp,
@@ -314,6 +422,13 @@ pub fn recv(options: &RecvOptions) -> Result<RecvReport, String> {
     }
     Ok(report)
 }
+
+/// Acknowledge every this many packets delivered in order, or after this
+/// long with some unacknowledged, or at a message's end; a hole is NAKed
+/// again after the interval if it stays open.
+const ACK_EVERY: u32 = 16;
+const ACK_DELAY_NS: u64 = 2_000_000;
+const NAK_INTERVAL_NS: u64 = 50_000_000;
 
 /// Everything below the BTH of a RoCEv2 frame.
 #[derive(Debug, Clone, Copy)]
@@ -361,16 +476,18 @@ impl DataHeader {
 }
 
 /// A RoCEv2 frame for `our_ip`, parsed.
-struct Rocev2 {
+struct Rocev2<'a> {
     src_mac: EthernetAddress,
     src_ip: Ipv4Addr,
     src_port: u16,
     ecn: Ecn,
     bth: BthRepr,
     payload_len: usize,
+    /// The bytes after the BTH, up to the ICRC.
+    payload: &'a [u8],
 }
 
-fn parse_rocev2(frame: &[u8], our_ip: Ipv4Addr) -> Option<Rocev2> {
+fn parse_rocev2(frame: &[u8], our_ip: Ipv4Addr) -> Option<Rocev2<'_>> {
     let eth = EthernetFrame::new_checked(frame).ok()?;
     if eth.ethertype() != EtherType::Ipv4 {
         return None;
@@ -394,6 +511,7 @@ fn parse_rocev2(frame: &[u8], our_ip: Ipv4Addr) -> Option<Rocev2> {
         ecn: ip.ecn(),
         bth,
         payload_len,
+        payload: &body[bth::HEADER_LEN..bth::HEADER_LEN + payload_len],
     })
 }
 

@@ -152,7 +152,7 @@ fn node(role: &str) -> Node {
 
 /// A cable between port `pa` (from 0) of `a` and port `pb` of `b`.
 fn cable(a: &str, pa: usize, b: &str, pb: usize) -> Link {
-    Link { endpoints: [format!("{a}:eth{}", pa + 1), format!("{b}:eth{}", pb + 1)] }
+    Link { endpoints: [format!("{a}:eth{}", pa + 1), format!("{b}:eth{}", pb + 1)], mtu: None }
 }
 
 /// A single switch with `hosts` hosts (port i: host i+1).

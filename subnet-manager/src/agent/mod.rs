@@ -57,6 +57,9 @@ pub struct AgentCounters {
     pub traps_resent: u64,
     /// TrapRepress that ended an outstanding trap.
     pub traps_repressed: u64,
+    /// SMInfo Gets and Sets without the SM's SM_Key (answered with the
+    /// key zeroed; a Set not acted on).
+    pub sm_key_mismatches: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -344,20 +347,32 @@ impl Agent {
                 repr.emit(&mut VlArbTable::new_unchecked(&mut data[..]));
             }
             AttributeId::SmInfo => {
-                let info = self.sm_info.as_mut().ok_or(unsupported)?;
+                let mut info = self.sm_info.ok_or(unsupported)?;
+                let request = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..]));
+                if set && request.is_err() {
+                    return Err(invalid);
+                }
+                // IBA 14.4.1: a requester without our SM_Key gets SMInfo
+                // with the key zeroed, and its Set is not acted on (no
+                // handover to or from an SM of another subnet).
+                let key_matches = info.sm_key == 0 || request.is_ok_and(|r| r.sm_key == info.sm_key);
+                if !key_matches {
+                    self.counters.sm_key_mismatches += 1;
+                    info.sm_key = 0;
+                }
+                *data = [0; DATA_LEN];
+                info.emit(&mut SmInfo::new_unchecked(&mut data[..]));
                 if set {
                     // The control (IBA 14.4.1, table 160: handover,
                     // acknowledge, disable, standby, discover) is the SM's
                     // to act on; the agent hands it over and answers with
                     // what the SM last published.
-                    let _ = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).map_err(|_| invalid)?;
                     match SmInfoControl::from(modifier) {
                         SmInfoControl::Unknown(_) => return Err(invalid),
+                        _ if !key_matches => return Err(invalid),
                         control => self.sm_control = Some(control),
                     }
                 }
-                *data = [0; DATA_LEN];
-                info.emit(&mut SmInfo::new_unchecked(&mut data[..]));
             }
             _ => return Err(unsupported),
         }

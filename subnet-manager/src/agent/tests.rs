@@ -1,5 +1,5 @@
 use super::*;
-use crate::packet::attributes::{NodeType, Notice, NoticeRepr, PortState};
+use crate::packet::attributes::{NodeType, Notice, NoticeRepr, PortState, SmState};
 use crate::packet::smp::SmpRouting;
 use crate::topology::{PortRef, Topology};
 
@@ -362,4 +362,47 @@ fn traps_wait_for_a_lid_and_a_master_sm() {
     assert!(switch.poll_traps(0).is_empty(), "nobody to tell: dropped");
     assert_eq!(switch.counters.traps_sent, 0);
     assert_eq!(switch.next_trap_ns(), None);
+}
+
+/// An SMInfo request carrying `sm_key` (the requester's SMInfo as data).
+fn sm_info_request(method: Method, control: SmInfoControl, sm_key: u64) -> SmpRepr {
+    let mut data = [0u8; 64];
+    let requester = SmInfoRepr { guid: 0x99, sm_key, act_count: 0, priority: 3, sm_state: SmState::Master };
+    requester.emit(&mut SmInfo::new_unchecked(&mut data[..]));
+    let modifier = if method == Method::Set { u32::from(control) } else { 0 };
+    SmpRepr::directed(method, 3, AttributeId::SmInfo, modifier, &[], data).unwrap()
+}
+
+#[test]
+fn sm_info_shows_the_sm_key_and_takes_a_handover_only_with_it() {
+    const SM_KEY: u64 = 0x5eed_0000_0000_0001;
+    let (_, _, mut ca) = switch_and_ca();
+    let ours = SmInfoRepr { guid: 0x21, sm_key: SM_KEY, act_count: 7, priority: 1, sm_state: SmState::Standby };
+    ca.sm_info = Some(ours);
+    let answer = |smp: &SmpRepr| SmInfoRepr::parse(&SmInfo::new_unchecked(&smp.data[..])).unwrap();
+    // IBA 14.4.1: the right key reads it, a wrong one reads it zeroed.
+    let mut smp = sm_info_request(Method::Get, SmInfoControl::Handover, SM_KEY);
+    assert!(ca.process(1, &[0, 0x21], &mut smp));
+    assert_eq!(answer(&smp), ours);
+    let mut smp = sm_info_request(Method::Get, SmInfoControl::Handover, SM_KEY ^ 1);
+    assert!(ca.process(1, &[0, 0x21], &mut smp));
+    assert_eq!((smp.status, answer(&smp)), (MadStatus::OK, SmInfoRepr { sm_key: 0, ..ours }));
+    assert_eq!(ca.counters.sm_key_mismatches, 1);
+    // A handover with a wrong key is refused and not passed to the SM.
+    let mut smp = sm_info_request(Method::Set, SmInfoControl::Handover, 0);
+    assert!(ca.process(1, &[0, 0x21], &mut smp));
+    assert_ne!(smp.status, MadStatus::OK);
+    assert_eq!(answer(&smp).sm_key, 0);
+    assert_eq!(ca.sm_control, None);
+    assert_eq!(ca.counters.sm_key_mismatches, 2);
+    let mut smp = sm_info_request(Method::Set, SmInfoControl::Handover, SM_KEY);
+    assert!(ca.process(1, &[0, 0x21], &mut smp));
+    assert_eq!(smp.status, MadStatus::OK);
+    assert_eq!(ca.sm_control, Some(SmInfoControl::Handover));
+    // An SM without a key (0) checks none.
+    ca.sm_info = Some(SmInfoRepr { sm_key: 0, ..ours });
+    let mut smp = sm_info_request(Method::Get, SmInfoControl::Handover, 0x1234);
+    assert!(ca.process(1, &[0, 0x21], &mut smp));
+    assert_eq!(answer(&smp).sm_key, 0);
+    assert_eq!(ca.counters.sm_key_mismatches, 2);
 }

@@ -51,6 +51,24 @@ impl RoutingArgs {
     }
 }
 
+/// The SM's keys (OpenSM's `sm_key`, `m_key`, `m_key_protection_level`,
+/// `m_key_lease_period`); 0: none.
+#[derive(clap::Args, Clone)]
+struct KeyArgs {
+    /// SMInfo SM_Key shared by the subnet's SMs (hex).
+    #[arg(long, value_parser = parse_hex, default_value = "0")]
+    sm_key: u64,
+    /// M_Key set on every CA port and switch port 0 and carried in every SMP (hex).
+    #[arg(long, value_parser = parse_hex, default_value = "0")]
+    m_key: u64,
+    /// M_KeyProtectBits, 0-3.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=3))]
+    m_key_protect: u8,
+    /// M_KeyLeasePeriod in seconds (0: never expires).
+    #[arg(long, default_value_t = 0)]
+    m_key_lease_s: u16,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run the SM over libibumad.
@@ -87,6 +105,8 @@ enum Command {
         /// first change routed around).
         #[arg(long)]
         until_sweep: Option<u64>,
+        #[command(flatten)]
+        keys: KeyArgs,
     },
     /// The SM in band: over 0x88B5 frames on these interfaces (port 1, 2,
     /// ...), its node a CA (one interface) or a switch (several).
@@ -96,7 +116,7 @@ enum Command {
         #[arg(long = "iface", required = true)]
         interfaces: Vec<String>,
         /// Node GUID of the SM's node.
-        #[arg(long, value_parser = parse_guid)]
+        #[arg(long, value_parser = parse_hex)]
         guid: u64,
         #[arg(long)]
         once: bool,
@@ -108,7 +128,7 @@ enum Command {
     Agent {
         #[arg(long = "iface", required = true)]
         interfaces: Vec<String>,
-        #[arg(long, value_parser = parse_guid)]
+        #[arg(long, value_parser = parse_hex)]
         guid: u64,
         /// A switch (forwards directed routes, holds an LFT); else a CA.
         #[arg(long)]
@@ -141,8 +161,9 @@ enum Command {
     },
 }
 
-fn parse_guid(text: &str) -> Result<u64, String> {
-    u64::from_str_radix(text.trim_start_matches("0x"), 16).map_err(|_| format!("bad GUID {text:?}"))
+fn parse_hex(text: &str) -> Result<u64, String> {
+    u64::from_str_radix(text.trim_start_matches("0x"), 16)
+        .map_err(|_| format!("{text:?} is not a hexadecimal 64-bit number"))
 }
 
 fn load_topology(spec: &str) -> Result<Topology, String> {
@@ -169,8 +190,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             let config = SmConfig { routing: routing.config()?, timeout_ns: 100_000_000, ..SmConfig::default() };
             let kind = if interfaces.len() > 1 { NodeKind::Switch } else { NodeKind::Ca };
             let (agent, guids) = Agent::standalone(guid, kind, interfaces.len() as u8, "ib-sm");
+            let sm_port_guid = guids[if kind == NodeKind::Switch { 0 } else { 1 }];
             let mut transport = InBandTransport::new(agent, guids, &interfaces).map_err(|e| format!("in band: {e}"))?;
             let mut sm = SubnetManager::new(config, LidMap::default());
+            sm.set_port_guid(sm_port_guid);
             let started = Instant::now();
             let events = drive(
                 &mut sm,
@@ -322,6 +345,7 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
             qos,
             sweep_interval_ms,
             until_sweep,
+            keys,
         } => {
             let config = SmConfig {
                 routing: routing.config()?,
@@ -331,6 +355,10 @@ fn run(cli: Cli) -> Result<ExitCode, String> {
                 priority: priority.min(15),
                 program_qos: qos,
                 light_sweep_interval_ns: sweep_interval_ms * 1_000_000,
+                sm_key: keys.sm_key,
+                m_key: keys.m_key,
+                m_key_protect_bits: keys.m_key_protect,
+                m_key_lease_period: keys.m_key_lease_s,
                 ..SmConfig::default()
             };
             let lmc = config.routing.lmc;

@@ -586,6 +586,7 @@ fn the_sm_on_a_switch_brings_the_plane_up_and_every_pair_exchanges_data() {
     {
         let agent = lab.switches[0].agent_mut();
         agent.ports[0].capability_mask |= crate::sm::CAPABILITY_IS_SM;
+        sm.set_port_guid(agent.node_info.port_guid);
         agent.sm_info = Some(sm.sm_info());
     }
     sm.start(lab.now);

@@ -6,8 +6,7 @@
 //! dependency graph is acyclic (Dally and Seitz: then the routing cannot
 //! deadlock).
 
-use rustc_hash::FxHashSet;
-
+use super::cdg::{DependencyGraph, Wiring};
 use super::graph::{SwitchGraph, UNREACHABLE};
 use super::{Engine, Lfts};
 use crate::topology::Topology;
@@ -53,84 +52,6 @@ fn neighbour_of_port(graph: &SwitchGraph<'_>) -> Vec<Vec<u32>> {
             by_port
         })
         .collect()
-}
-
-/// The channel dependencies each destination's routes create, kept per
-/// destination so that subsets (VL layers) can be checked.
-pub struct ChannelDependencies {
-    by_lid: rustc_hash::FxHashMap<u16, Vec<(u32, u32)>>,
-    channels: usize,
-}
-
-impl ChannelDependencies {
-    pub fn new(graph: &SwitchGraph<'_>, lfts: &Lfts) -> ChannelDependencies {
-        let channels = Channels::new(graph);
-        let neighbours = neighbour_of_port(graph);
-        let mut by_lid = rustc_hash::FxHashMap::default();
-        // Switch LIDs carry VL15 management traffic only: no credits, no
-        // dependencies.
-        for dest in graph.dests.iter().filter(|d| d.is_ca()) {
-            by_lid.insert(dest.lid, dependencies_of(graph, lfts, &channels, &neighbours, dest.lid));
-        }
-        ChannelDependencies { by_lid, channels: channels.len() }
-    }
-
-    /// Whether the dependencies of these destinations together are acyclic.
-    pub fn acyclic_for(&self, lids: impl Iterator<Item = u16>) -> bool {
-        let mut edges = FxHashSet::default();
-        for lid in lids {
-            if let Some(list) = self.by_lid.get(&lid) {
-                edges.extend(list.iter().copied());
-            }
-        }
-        acyclic(self.channels, &edges)
-    }
-}
-
-/// (channel into a switch) -> (channel out of it) for one destination.
-fn dependencies_of(
-    graph: &SwitchGraph<'_>,
-    lfts: &Lfts,
-    channels: &Channels,
-    neighbours: &[Vec<u32>],
-    lid: u16,
-) -> Vec<(u32, u32)> {
-    let mut edges = Vec::new();
-    for s in 0..graph.switch_count() {
-        let Some(port) = lfts.port(graph.nodes[s], lid) else { continue };
-        let n = neighbours[s].get(usize::from(port)).copied().unwrap_or(UNREACHABLE);
-        if n == UNREACHABLE {
-            continue;
-        }
-        let Some(next) = lfts.port(graph.nodes[n as usize], lid) else { continue };
-        if neighbours[n as usize].get(usize::from(next)).copied().unwrap_or(UNREACHABLE) == UNREACHABLE {
-            continue; // into a CA: a sink, never part of a cycle
-        }
-        edges.push((channels.id(s, port) as u32, channels.id(n as usize, next) as u32));
-    }
-    edges
-}
-
-/// Kahn's algorithm: acyclic when every vertex can be removed.
-fn acyclic(vertices: usize, edges: &FxHashSet<(u32, u32)>) -> bool {
-    let mut indegree = vec![0u32; vertices];
-    let mut out: Vec<Vec<u32>> = vec![Vec::new(); vertices];
-    for &(a, b) in edges {
-        indegree[b as usize] += 1;
-        out[a as usize].push(b);
-    }
-    let mut stack: Vec<u32> = (0..vertices as u32).filter(|&v| indegree[v as usize] == 0).collect();
-    let mut removed = 0;
-    while let Some(v) = stack.pop() {
-        removed += 1;
-        for &w in &out[v as usize] {
-            indegree[w as usize] -= 1;
-            if indegree[w as usize] == 0 {
-                stack.push(w);
-            }
-        }
-    }
-    removed == vertices
 }
 
 /// Routes per port of one switch.
@@ -180,7 +101,7 @@ pub fn analyze(topology: &Topology, lfts: &Lfts, lmc: u8) -> Balance {
     let mut unreachable_pairs = 0u64;
     let mut looping = 0u64;
     let vls = lfts.sl_of_lid.iter().copied().max().map_or(1, |m| usize::from(m) + 1);
-    let mut dependencies: Vec<FxHashSet<(u32, u32)>> = vec![FxHashSet::default(); vls];
+    let mut lids_per_vl: Vec<Vec<u16>> = vec![Vec::new(); vls];
     let sources: Vec<usize> = (0..switches).filter(|&s| graph.cas_attached[s] > 0).collect();
     for dest in graph.dests.iter().filter(|d| d.is_ca()) {
         let target = dest.switch as usize;
@@ -190,7 +111,7 @@ pub fn analyze(topology: &Topology, lfts: &Lfts, lmc: u8) -> Balance {
             }
         }
         let vl = lfts.sl_of_lid.get(usize::from(dest.lid)).copied().unwrap_or(0) as usize;
-        dependencies[vl].extend(dependencies_of(&graph, lfts, &channels, &neighbours, dest.lid));
+        lids_per_vl[vl].push(dest.lid);
         let mut looped = false;
         for &source in &sources {
             let weight = u64::from(graph.cas_attached[source]);
@@ -256,6 +177,23 @@ pub fn analyze(topology: &Topology, lfts: &Lfts, lmc: u8) -> Balance {
         edge_forwarding_index,
         unreachable_pairs,
         looping_destinations: looping,
-        acyclic_per_vl: dependencies.iter().map(|edges| acyclic(channels.len(), edges)).collect(),
+        acyclic_per_vl: acyclic_per_vl(&graph, lfts, &mut lids_per_vl),
     }
+}
+
+/// Per VL: whether the channel dependency graph of the destinations on it
+/// is acyclic. (Switch LIDs carry VL15 management traffic only: no
+/// credits, no dependencies.)
+fn acyclic_per_vl(graph: &SwitchGraph<'_>, lfts: &Lfts, lids_per_vl: &mut [Vec<u16>]) -> Vec<bool> {
+    let wiring = Wiring::new(graph);
+    let mut dependencies = DependencyGraph::new(graph, &wiring);
+    lids_per_vl
+        .iter_mut()
+        .map(|lids| {
+            lids.sort_unstable();
+            dependencies.clear();
+            dependencies.add(lfts, lids);
+            dependencies.is_acyclic()
+        })
+        .collect()
 }

@@ -11,9 +11,9 @@
 //!   ties broken destination-mod-k;
 //! * [`sssp`]: balanced single-source shortest paths (OpenSM's SSSP/DFSSSP):
 //!   each destination's tree by Dijkstra over channel weights that grow with
-//!   the routes already placed; with `layering`, destinations are put on
-//!   virtual lanes so that each lane's channel dependency graph is acyclic
-//!   (DFSSSP).
+//!   the routes already placed;
+//! * [`dfsssp`]: sssp's routes with destinations put on virtual lanes so
+//!   that each lane's channel dependency graph ([`cdg`]) is acyclic.
 //!
 //! [`analysis`] reports each result's balance (routes per switch port,
 //! edge-forwarding index) and whether its channel dependency graph is cycle
@@ -23,6 +23,8 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod analysis;
+pub mod cdg;
+pub mod dfsssp;
 pub mod ftree;
 pub mod graph;
 pub mod minhop;
@@ -177,8 +179,8 @@ pub fn route(topology: &Topology, config: &RoutingConfig) -> Result<Lfts, Vec<(E
             Engine::Minhop => Ok(minhop::route(&graph)),
             Engine::Updn => updn::route(&graph, &config.roots),
             Engine::Ftree => ftree::route(&graph),
-            Engine::Sssp => Ok(sssp::route(&graph, None)),
-            Engine::Dfsssp => sssp::route_layered(&graph, config.max_vls),
+            Engine::Sssp => Ok(sssp::route(&graph)),
+            Engine::Dfsssp => dfsssp::route(&graph, config.max_vls),
         };
         match result {
             Ok(mut lfts) => {

@@ -1,171 +1,159 @@
-//! Balanced shortest paths (OpenSM's SSSP and DFSSSP, after Domke,
-//! Hoefler and Nagel, "Deadlock-Free Oblivious Routing for Arbitrary
-//! Topologies", IPDPS 2011): each destination's routing tree is a
-//! shortest-path tree by Dijkstra over channel weights; after each
-//! destination, every channel's weight grows by the number of CA sources
-//! whose route to it crosses the channel, so later destinations avoid busy
-//! channels. [`route_layered`] then places destinations on virtual lanes so
-//! that every lane's channel dependency graph is acyclic (DFSSSP).
+//! Balanced shortest paths (OpenSM's SSSP, after Domke, Hoefler and
+//! Nagel, "Deadlock-Free Oblivious Routing for Arbitrary Topologies", IPDPS
+//! 2011): each destination's routing tree is a shortest-path tree over
+//! channel weights; after each destination, every channel's weight grows by
+//! the number of CA sources whose route to it crosses the channel, so later
+//! destinations avoid busy channels. [`dfsssp`](super::dfsssp) then places
+//! destinations on virtual lanes.
+//!
+//! OpenSM starts every weight at P^2 (P CA ports) "to force shortest
+//! paths": the load then only chooses among the paths of fewest hops. That
+//! is computed here directly, without Dijkstra's heap: the switches one hop
+//! nearer the destination's switch are found once per switch (breadth
+//! first, shared by every LID behind it), and each switch, nearest first,
+//! takes the channel towards them whose path carries the least load (the
+//! first in its port order on a tie). The trees are those of OpenSM's
+//! Dijkstra whenever no min-hop path's load reaches P^2.
 
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
-
-use super::analysis::{ChannelDependencies, Channels};
+use super::Lfts;
 use super::graph::{SwitchGraph, UNREACHABLE};
-use super::{Lfts, RoutingError};
 
-/// Routes every destination; `weights` (per channel, see [`Channels`])
-/// start at 1 unless given.
-pub fn route(graph: &SwitchGraph<'_>, weights: Option<Vec<u64>>) -> Lfts {
+/// Destinations routed before their LFT entries are written out, switch by
+/// switch (the LFTs are per switch, the trees per destination).
+const BATCH: usize = 64;
+
+/// A channel from a switch to one a hop nearer the destination's switch.
+#[derive(Clone, Copy)]
+struct Nearer {
+    port: u8,
+    neighbour: u32,
+    /// The channel's weight: `weight[link_start[s] + its index in links[s]]`.
+    slot: u32,
+}
+
+/// Routes every destination.
+pub fn route(graph: &SwitchGraph<'_>) -> Lfts {
     let switches = graph.switch_count();
-    let channels = Channels::new(graph);
-    let mut weight = weights.unwrap_or_else(|| vec![1; channels.len()]);
+    let mut link_start = Vec::with_capacity(switches + 1);
+    let mut total = 0;
+    for links in &graph.links {
+        link_start.push(total);
+        total += links.len();
+    }
+    link_start.push(total);
+    let mut weight = vec![0u64; total];
     let mut lfts = graph.empty_lfts();
-    let mut dist = vec![u64::MAX; switches];
-    // next[s] = (port, neighbour) on the tree towards the destination.
-    let mut next: Vec<(u8, u32)> = vec![(0, UNREACHABLE); switches];
-    let mut order: Vec<u32> = Vec::with_capacity(switches);
+    // Per target switch: switches by hop distance, and each one's channels
+    // one hop nearer (`nearer[nearer_start[i]..nearer_start[i + 1]]` for
+    // `order[i]`).
+    let (mut hops, mut order) = (Vec::new(), Vec::new());
+    let mut nearer: Vec<Nearer> = Vec::new();
+    let mut nearer_start: Vec<usize> = Vec::with_capacity(switches + 1);
+    // Per destination: path load to it and the chosen channel per switch.
+    let mut load = vec![0u64; switches];
+    let mut chosen: Vec<Option<Nearer>> = vec![None; switches];
     let mut flow = vec![0u64; switches];
-    let mut heap = BinaryHeap::with_capacity(channels.len());
-    let inbound = Inbound::new(graph, &channels);
-    for dest in &graph.dests {
-        let target = dest.switch as usize;
-        dist.fill(u64::MAX);
-        next.fill((0, UNREACHABLE));
-        order.clear();
-        dist[target] = 0;
-        heap.push(Reverse((0u64, target as u32)));
-        // Dijkstra towards the target: relax y <- x over y's channels to x.
-        while let Some(Reverse((d, x))) = heap.pop() {
-            let x = x as usize;
-            if d > dist[x] {
-                continue;
+    let mut batch = Batch::new(switches);
+    for target in 0..switches {
+        let dests = graph.dests_at(target);
+        if dests.is_empty() {
+            continue;
+        }
+        graph.distances_to(target, &mut hops, &mut order);
+        nearer.clear();
+        nearer_start.clear();
+        for &s in &order {
+            let s = s as usize;
+            nearer_start.push(nearer.len());
+            for (index, &(port, n)) in graph.links[s].iter().enumerate() {
+                if hops[n as usize] != UNREACHABLE && hops[n as usize] + 1 == hops[s] {
+                    let slot = (link_start[s] + index) as u32;
+                    nearer.push(Nearer { port, neighbour: n, slot });
+                }
             }
-            order.push(x as u32);
-            for &(y, start, end) in inbound.from(x) {
-                // Of parallel channels y -> x, the first with the lowest weight.
-                let mut best: Option<(u64, u8)> = None;
-                for &(channel, port) in &inbound.channels[start as usize..end as usize] {
-                    let w = weight[channel as usize];
-                    if best.is_none_or(|(bw, _)| w < bw) {
-                        best = Some((w, port));
+        }
+        nearer_start.push(nearer.len());
+        for dest in dests {
+            load[target] = 0;
+            chosen[target] = None;
+            for (i, &s) in order.iter().enumerate().skip(1) {
+                let mut best: Option<(u64, Nearer)> = None;
+                for &hop in &nearer[nearer_start[i]..nearer_start[i + 1]] {
+                    let l = load[hop.neighbour as usize] + weight[hop.slot as usize];
+                    if best.is_none_or(|(b, _)| l < b) {
+                        best = Some((l, hop));
                     }
                 }
-                let Some((w, port)) = best else { continue };
-                let y = y as usize;
-                let candidate = d + w;
-                if candidate < dist[y] {
-                    dist[y] = candidate;
-                    next[y] = (port, x as u32);
-                    heap.push(Reverse((candidate, y as u32)));
+                let (l, hop) = best.expect("one hop nearer by breadth first");
+                load[s as usize] = l;
+                chosen[s as usize] = Some(hop);
+            }
+            batch.push(dest.lid, |s| {
+                if s == target { dest.port } else { chosen[s].map_or(super::NO_ROUTE, |hop| hop.port) }
+            });
+            if batch.is_full() {
+                batch.write(graph, &mut lfts);
+            }
+            if dest.is_ca() {
+                // Sources crossing each tree channel: the CAs of the subtree,
+                // farthest switches first.
+                for &s in order.iter().rev() {
+                    let s = s as usize;
+                    flow[s] += u64::from(graph.cas_attached[s]);
+                    if let Some(hop) = chosen[s] {
+                        weight[hop.slot as usize] += flow[s];
+                        flow[hop.neighbour as usize] += flow[s];
+                    }
+                }
+                for &s in &order {
+                    flow[s as usize] = 0;
                 }
             }
         }
-        for s in 0..switches {
-            let port = if s == target {
-                dest.port
-            } else if next[s].1 != UNREACHABLE {
-                next[s].0
-            } else {
-                continue;
-            };
-            lfts.set(graph.nodes[s], dest.lid, port);
-        }
-        if dest.is_ca() {
-            // Sources crossing each tree channel: the CAs of the subtree.
-            for &x in order.iter().rev() {
-                let x = x as usize;
-                flow[x] += u64::from(graph.cas_attached[x]);
-                let (port, n) = next[x];
-                if n != UNREACHABLE {
-                    weight[channels.id(x, port)] += flow[x];
-                    flow[n as usize] += flow[x];
-                }
-            }
-            for &x in &order {
-                flow[x as usize] = 0;
-            }
+        // Switches this target does not reach keep no route.
+        for &s in &order {
+            chosen[s as usize] = None;
         }
     }
+    batch.write(graph, &mut lfts);
     lfts
 }
 
-/// The channels into each switch, grouped by the neighbour they leave,
-/// found once rather than by scanning the neighbour's ports on every
-/// relaxation (the per-destination Dijkstra's inner loop).
-struct Inbound {
-    /// `neighbours[start[x]..start[x + 1]]`: (neighbour y, its channels to
-    /// x as `channels[from..to]`), in the order of x's links.
-    start: Vec<usize>,
-    neighbours: Vec<(u32, u32, u32)>,
-    /// (channel id, y's port), in y's link order.
-    channels: Vec<(u32, u8)>,
+/// The LFT entries of up to [`BATCH`] destinations, by switch, so that each
+/// switch's table is written in one pass of nearby LIDs rather than one
+/// scattered entry per destination.
+struct Batch {
+    lids: Vec<u16>,
+    /// `ports[s * BATCH + k]`: switch s's port for `lids[k]`.
+    ports: Vec<u8>,
 }
 
-impl Inbound {
-    fn new(graph: &SwitchGraph<'_>, ids: &Channels) -> Inbound {
-        let switches = graph.switch_count();
-        let mut start = Vec::with_capacity(switches + 1);
-        let mut neighbours = Vec::new();
-        let mut channels = Vec::new();
-        // seen[y] == x + 1: y already grouped for x (parallel links).
-        let mut seen = vec![0usize; switches];
-        for x in 0..switches {
-            start.push(neighbours.len());
-            for &(_, y) in &graph.links[x] {
-                let y = y as usize;
-                if seen[y] == x + 1 {
-                    continue;
-                }
-                seen[y] = x + 1;
-                let from = channels.len() as u32;
-                for &(port, n) in &graph.links[y] {
-                    if n as usize == x {
-                        channels.push((ids.id(y, port) as u32, port));
-                    }
-                }
-                neighbours.push((y as u32, from, channels.len() as u32));
-            }
-        }
-        start.push(neighbours.len());
-        Inbound { start, neighbours, channels }
+impl Batch {
+    fn new(switches: usize) -> Batch {
+        Batch { lids: Vec::with_capacity(BATCH), ports: vec![super::NO_ROUTE; switches * BATCH] }
     }
 
-    fn from(&self, x: usize) -> &[(u32, u32, u32)] {
-        &self.neighbours[self.start[x]..self.start[x + 1]]
+    fn push(&mut self, lid: u16, port_of: impl Fn(usize) -> u8) {
+        let k = self.lids.len();
+        for (s, entry) in self.ports.iter_mut().skip(k).step_by(BATCH).enumerate() {
+            *entry = port_of(s);
+        }
+        self.lids.push(lid);
     }
-}
 
-/// DFSSSP: the balanced routes, then destinations on VLs (as SLs, SL =
-/// VL) so that each VL's channel dependency graph is acyclic. All on VL 0
-/// when that is already so.
-pub fn route_layered(graph: &SwitchGraph<'_>, max_vls: u8) -> Result<Lfts, RoutingError> {
-    let mut lfts = route(graph, None);
-    let dependencies = ChannelDependencies::new(graph, &lfts);
-    if dependencies.acyclic_for(graph.dests.iter().filter(|d| d.is_ca()).map(|d| d.lid)) {
-        return Ok(lfts);
+    fn is_full(&self) -> bool {
+        self.lids.len() == BATCH
     }
-    let mut layers: Vec<Vec<u16>> = Vec::new();
-    let mut sl_of_lid = vec![0u8; usize::from(graph.max_lid) + 1];
-    for dest in graph.dests.iter().filter(|d| d.is_ca()) {
-        let mut placed = false;
-        for (vl, layer) in layers.iter_mut().enumerate() {
-            layer.push(dest.lid);
-            if dependencies.acyclic_for(layer.iter().copied()) {
-                sl_of_lid[usize::from(dest.lid)] = vl as u8;
-                placed = true;
-                break;
+
+    fn write(&mut self, graph: &SwitchGraph<'_>, lfts: &mut Lfts) {
+        for (s, ports) in self.ports.chunks(BATCH).enumerate() {
+            let Some(table) = lfts.table_mut(graph.nodes[s]) else { continue };
+            for (&lid, &port) in self.lids.iter().zip(ports) {
+                if port != super::NO_ROUTE {
+                    table[usize::from(lid)] = port;
+                }
             }
-            layer.pop();
         }
-        if !placed {
-            if layers.len() >= usize::from(max_vls) {
-                return Err(RoutingError::TooManyLayers { needed: layers.len() + 1, available: max_vls });
-            }
-            sl_of_lid[usize::from(dest.lid)] = layers.len() as u8;
-            layers.push(vec![dest.lid]);
-        }
+        self.lids.clear();
     }
-    lfts.sl_of_lid = sl_of_lid;
-    Ok(lfts)
 }

@@ -156,3 +156,108 @@ fn ftree_shift_permutations_are_contention_free_on_a_two_level_fat_tree() {
     let (topology, lfts, _) = routed(shape, Engine::Ftree, 0);
     assert_eq!(worst_shift_contention(&topology, &lfts), 1);
 }
+
+/// A torus of `side` x `side` switches, one host each: shortest paths wrap
+/// round both rings.
+fn torus(side: usize) -> Topology {
+    let name = |x: usize, y: usize| format!("s{}-{}", x % side, y % side);
+    let mut text = String::new();
+    for x in 0..side {
+        for y in 0..side {
+            text.push_str(&format!(
+                "Switch 5 \"{}\"\n[1] \"{}\"[2]\n[2] \"{}\"[1]\n[3] \"{}\"[4]\n[4] \"{}\"[3]\n[5] \"h{x}-{y}\"[1]\n\n",
+                name(x, y),
+                name(x + 1, y),
+                name(x + side - 1, y),
+                name(x, y + 1),
+                name(x, y + side - 1),
+            ));
+        }
+    }
+    for x in 0..side {
+        for y in 0..side {
+            text.push_str(&format!("Hca 1 \"h{x}-{y}\"\n[1] \"{}\"[5]\n\n", name(x, y)));
+        }
+    }
+    crate::interop::ibnet::parse(&text).unwrap()
+}
+
+/// Kahn's algorithm over the (in-channel, out-channel) pairs found by
+/// walking every switch's LFT: a check apart from [`cdg`]'s.
+fn acyclic_by_walking(topology: &Topology, lfts: &Lfts, lids: &[u16]) -> bool {
+    let is_switch = |node: usize| topology.nodes[node].is_switch();
+    let mut edges = std::collections::BTreeSet::new();
+    for &lid in lids {
+        for (s, node) in topology.nodes.iter().enumerate().filter(|(s, _)| is_switch(*s)) {
+            let Some(port) = lfts.port(s, lid) else { continue };
+            let Some(far) = node.ports[usize::from(port)].remote.filter(|r| is_switch(r.node)) else { continue };
+            let Some(next) = lfts.port(far.node, lid) else { continue };
+            let Some(after) = topology.nodes[far.node].ports[usize::from(next)].remote else { continue };
+            if is_switch(after.node) {
+                edges.insert(((s, port), (far.node, next)));
+            }
+        }
+    }
+    let mut indegree: std::collections::BTreeMap<(usize, u8), usize> = Default::default();
+    for &(a, b) in &edges {
+        indegree.entry(a).or_default();
+        *indegree.entry(b).or_default() += 1;
+    }
+    let mut ready: Vec<(usize, u8)> = indegree.iter().filter(|(_, d)| **d == 0).map(|(c, _)| *c).collect();
+    let mut removed = 0;
+    while let Some(c) = ready.pop() {
+        removed += 1;
+        for &(_, b) in edges.range((c, (0, 0))..=(c, (usize::MAX, u8::MAX))) {
+            let d = indegree.get_mut(&b).unwrap();
+            *d -= 1;
+            if *d == 0 {
+                ready.push(b);
+            }
+        }
+    }
+    removed == indegree.len()
+}
+
+#[test]
+fn dfsssp_layers_a_torus_and_each_layer_is_acyclic_by_an_independent_check() {
+    for side in [4, 5, 6] {
+        let mut topology = torus(side);
+        lid::assign(&mut topology, 0, 0, &Default::default()).unwrap();
+        let cas: Vec<u16> = topology.cas().map(|c| topology.nodes[c].ports[1].lid).collect();
+        let sssp =
+            route(&topology, &RoutingConfig { engines: vec![Engine::Sssp], ..RoutingConfig::default() }).unwrap();
+        assert!(!acyclic_by_walking(&topology, &sssp, &cas), "{side}x{side}: one VL deadlocks");
+        assert!(!analyze(&topology, &sssp, 0).deadlock_free(), "{side}x{side}: the analysis sees the cycle");
+        let layered =
+            route(&topology, &RoutingConfig { engines: vec![Engine::Dfsssp], ..RoutingConfig::default() }).unwrap();
+        assert_eq!(layered.tables, sssp.tables, "layering keeps sssp's routes");
+        let vls = usize::from(*layered.sl_of_lid.iter().max().unwrap()) + 1;
+        assert!(vls >= 2, "{side}x{side}");
+        for vl in 0..vls {
+            let on_vl: Vec<u16> =
+                cas.iter().copied().filter(|&lid| usize::from(layered.sl_of_lid[usize::from(lid)]) == vl).collect();
+            assert!(!on_vl.is_empty(), "{side}x{side}: VL {vl} in use");
+            assert!(acyclic_by_walking(&topology, &layered, &on_vl), "{side}x{side}: VL {vl}");
+        }
+        let balance = analyze(&topology, &layered, 0);
+        assert!(balance.deadlock_free());
+        assert_eq!(balance.unreachable_pairs, 0);
+    }
+}
+
+#[test]
+fn sssp_takes_min_hop_paths_and_balances_channel_load_on_fat_trees() {
+    for shape in [TWO_LEVEL, THREE_LEVEL] {
+        let (_, _, minhop) = routed(shape, Engine::Minhop, 0);
+        let (_, _, sssp) = routed(shape, Engine::Sssp, 0);
+        // Only min-hop paths on a fat tree: up, then down; one VL is enough.
+        assert!(sssp.deadlock_free(), "{shape:?}");
+        assert_eq!(sssp.unreachable_pairs, 0);
+        assert!(
+            sssp.edge_forwarding_index <= minhop.edge_forwarding_index,
+            "{shape:?}: sssp {} minhop {}",
+            sssp.edge_forwarding_index,
+            minhop.edge_forwarding_index
+        );
+    }
+}

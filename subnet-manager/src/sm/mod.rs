@@ -19,6 +19,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 pub use requester::{Completion, OutgoingSmp, Requester, RequesterCounters, SmpFailure};
 
+use crate::agent::TRAP_BAD_M_KEY;
 use crate::lid::{self, LidMap};
 use crate::packet::attributes::{
     AttributeId, LftBlock, LftBlockRepr, NodeDescription, NodeDescriptionRepr, NodeInfo, NodeInfoRepr, Notice,
@@ -27,10 +28,14 @@ use crate::packet::attributes::{
     vl_arb_modifier,
 };
 
+use crate::packet::attributes::TRAP_LINK_STATE_CHANGE;
 use crate::packet::smp::{DATA_LEN, MAX_HOPS, SmpRouting};
 use crate::packet::{Method, SmpRepr};
 use crate::routing::{self, Engine, Lfts, RoutingConfig, RoutingError};
 use crate::topology::{Node, NodeKind, PortRef, Topology};
+
+/// Generic trap 258: bad Q_Key (IBA 14.2.5.1, table 144; 257 is bad P_Key).
+const TRAP_BAD_Q_KEY: u16 = 258;
 
 /// PortInfo CapabilityMask bit 1: an SM runs on this port (IBA 14.2.5.6).
 pub const CAPABILITY_IS_SM: u32 = 0x0000_0002;
@@ -55,6 +60,17 @@ pub struct SmConfig {
     pub program_qos: bool,
     /// Polls of a silent master before a standby takes over.
     pub master_poll_retries: u8,
+    /// SMInfo SM_Key (IBA 14.4.1, OpenSM's `sm_key`): SMs of one subnet
+    /// share it; one answering with another key is ignored (no following,
+    /// no handover). 0: not checked.
+    pub sm_key: u64,
+    /// The M_Key given to every CA port and switch port 0, and carried in
+    /// every SMP this SM sends (IBA 14.2.4; OpenSM's `m_key`,
+    /// `m_key_protection_level`, `m_key_lease_period`). 0: no protection.
+    pub m_key: u64,
+    pub m_key_protect_bits: u8,
+    /// Seconds; 0: the lease never runs out.
+    pub m_key_lease_period: u16,
 }
 
 impl Default for SmConfig {
@@ -69,6 +85,10 @@ impl Default for SmConfig {
             subnet_timeout: 18,
             program_qos: false,
             master_poll_retries: 3,
+            sm_key: 0,
+            m_key: 0,
+            m_key_protect_bits: 0,
+            m_key_lease_period: 0,
         }
     }
 }
@@ -143,6 +163,17 @@ pub enum SmEvent {
     },
     /// A change (trap, PortStateChange, link event) will bring a heavy sweep.
     ChangeDetected,
+    /// Trap 256-258 (bad M_Key, P_Key, Q_Key): someone used a wrong key on
+    /// the issuer; counted, nothing to sweep for.
+    SecurityTrap {
+        number: u16,
+        issuer_lid: u16,
+    },
+    /// Another SM answered SMInfo with an SM_Key not ours (zeroed: it does
+    /// not know ours either): not followed, not handed over to.
+    SmKeyMismatch {
+        guid: u64,
+    },
     BecameStandby {
         master_guid: u64,
     },
@@ -242,6 +273,10 @@ pub struct SmCounters {
     pub heavy_sweeps: u64,
     pub light_sweeps: u64,
     pub traps: u64,
+    /// Of those, traps 256-258 (no sweep).
+    pub security_traps: u64,
+    /// SMInfo answers from SMs with another SM_Key.
+    pub sm_key_mismatches: u64,
     pub lft_blocks_set: u64,
     pub failed_smps: u64,
 }
@@ -375,6 +410,15 @@ impl SubnetManager {
         self.sm_port_guid
     }
 
+    /// The GUID of the port this SM runs on, when the transport knows it
+    /// before discovery (the first NodeInfo answer tells it otherwise):
+    /// SMInfo then never shows GUID 0 to another SM.
+    pub fn set_port_guid(&mut self, guid: u64) {
+        if self.sm_port_guid == 0 {
+            self.sm_port_guid = guid;
+        }
+    }
+
     pub fn sweeps(&self) -> u64 {
         self.sweep
     }
@@ -393,7 +437,7 @@ impl SubnetManager {
         };
         SmInfoRepr {
             guid: self.sm_port_guid,
-            sm_key: 0,
+            sm_key: self.config.sm_key,
             act_count: self.act_count,
             priority: self.config.priority,
             sm_state: state,
@@ -523,13 +567,33 @@ impl SubnetManager {
     fn handle_trap(&mut self, now: u64, smp: &SmpRepr) {
         self.counters.traps += 1;
         let Ok(notice) = NoticeRepr::parse(&Notice::new_unchecked(&smp.data[..])) else { return };
-        self.events.push_back(SmEvent::Trap { number: notice.trap_number, issuer_lid: notice.issuer_lid });
-        // TrapRepress (IBA 13.4.9): the same notice back to its issuer.
+        let (number, issuer_lid) = (notice.trap_number, notice.issuer_lid);
+        self.events.push_back(SmEvent::Trap { number, issuer_lid });
+        // TrapRepress (IBA 13.4.9): the same notice back to its issuer,
+        // with the key that passes its M_Key check.
         let mut repress = *smp;
         repress.method = Method::TrapRepress;
+        repress.m_key = self.config.m_key;
         self.outbox.push_back(OutgoingSmp { bytes: repress.to_bytes(), dlid: notice.issuer_lid });
-        if self.phase != Phase::Standby {
-            self.note_change(now);
+        if self.phase == Phase::Standby || !notice.is_generic {
+            return;
+        }
+        match number {
+            TRAP_BAD_M_KEY..=TRAP_BAD_Q_KEY => {
+                // Someone else's SMP or MAD with a wrong key: the fabric
+                // did not change (IBA 14.2.5.1, 14.4.10: log and count).
+                self.counters.security_traps += 1;
+                self.events.push_back(SmEvent::SecurityTrap { number, issuer_lid });
+            }
+            // A port of the issuer changed state: a light sweep reads
+            // every switch's PortStateChange and sweeps heavily if one is
+            // set (OpenSM does the same). During a sweep, that sweep may
+            // have read the port before it changed: sweep again after it.
+            TRAP_LINK_STATE_CHANGE => match self.phase {
+                Phase::Master => self.light_sweep(now),
+                _ => self.note_change(now),
+            },
+            _ => self.note_change(now),
         }
     }
 
@@ -543,7 +607,12 @@ impl SubnetManager {
         data: [u8; DATA_LEN],
     ) {
         match SmpRepr::directed(method, 0, attribute, modifier, path, data) {
-            Ok(smp) => self.requester.submit(context, smp),
+            Ok(mut smp) => {
+                // The key this SM gives every port (a port still holding
+                // M_Key 0 lets any key through).
+                smp.m_key = self.config.m_key;
+                self.requester.submit(context, smp)
+            }
             Err(_) => self.events.push_back(SmEvent::HopLimit { path: path.to_vec() }),
         }
     }
@@ -602,12 +671,13 @@ impl SubnetManager {
                 }
                 for path in self.peers.clone() {
                     let context = Context::PeerSmInfo { path: path.clone() };
-                    self.submit(context, Method::Get, AttributeId::SmInfo, 0, &path, [0; DATA_LEN]);
+                    self.submit(context, Method::Get, AttributeId::SmInfo, 0, &path, self.sm_info_request());
                 }
             }
             Phase::Standby => {
                 if let Some((_, _, path)) = self.master.clone() {
-                    self.submit(Context::PollMaster, Method::Get, AttributeId::SmInfo, 0, &path, [0; DATA_LEN]);
+                    let request = self.sm_info_request();
+                    self.submit(Context::PollMaster, Method::Get, AttributeId::SmInfo, 0, &path, request);
                 }
             }
             _ => {}
@@ -665,6 +735,9 @@ impl SubnetManager {
             Context::PortInfo { node, port } => self.on_port_info(node, port, &data),
             Context::SmInfo { path } => {
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
+                if !self.same_sm_key(&info) {
+                    return;
+                }
                 // IBA 14.4.1.1: a discovering SM that finds a master goes
                 // to standby, whatever the priorities (a master of lower
                 // priority hands over later), and so does one that finds a
@@ -684,6 +757,9 @@ impl SubnetManager {
             }
             Context::PeerSmInfo { path } => {
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
+                if !self.same_sm_key(&info) {
+                    return;
+                }
                 if self.phase == Phase::Master && info.sm_state == SmState::Master && self.is_higher(&info) {
                     // Two masters (they came up apart): the lower stands by.
                     self.stand_by(now, (info.guid, info.priority, path));
@@ -752,6 +828,26 @@ impl SubnetManager {
                 }
             }
         }
+    }
+
+    /// Our SMInfo as the payload of a Get: it carries our SM_Key, which an
+    /// SM of the same subnet answers with its own (IBA 14.4.1).
+    fn sm_info_request(&self) -> [u8; DATA_LEN] {
+        let mut data = [0u8; DATA_LEN];
+        self.sm_info().emit(&mut SmInfo::new_unchecked(&mut data[..]));
+        data
+    }
+
+    /// Whether another SM's SMInfo answer shows our SM_Key (OpenSM ignores
+    /// an SM with another key: "non-matching sm_key"); counted and
+    /// reported when not.
+    fn same_sm_key(&mut self, info: &SmInfoRepr) -> bool {
+        if self.config.sm_key == 0 || info.sm_key == self.config.sm_key {
+            return true;
+        }
+        self.counters.sm_key_mismatches += 1;
+        self.events.push_back(SmEvent::SmKeyMismatch { guid: info.guid });
+        false
     }
 
     /// Whether the SM of `info` wins mastership over this one: higher
@@ -907,13 +1003,14 @@ impl SubnetManager {
                 } else {
                     self.building.nodes[node].ports[usize::from(port)].path.clone()
                 };
+                let request = self.sm_info_request();
                 self.submit(
                     Context::SmInfo { path: path.clone() },
                     Method::Get,
                     AttributeId::SmInfo,
                     0,
                     &path,
-                    [0; DATA_LEN],
+                    request,
                 );
             }
         }
@@ -1047,10 +1144,17 @@ impl SubnetManager {
                 let node = &self.topology.nodes[index];
                 let lid = node.ports[usize::from(port)].lid;
                 let wanted_lmc = if node.is_switch() { 0 } else { lmc };
-                if current.lid == lid && current.lmc == wanted_lmc && current.master_sm_lid == self.sm_lid {
+                let key = (self.config.m_key, self.config.m_key_protect_bits, self.config.m_key_lease_period);
+                if current.lid == lid
+                    && current.lmc == wanted_lmc
+                    && current.master_sm_lid == self.sm_lid
+                    && (current.m_key, current.m_key_protect_bits, current.m_key_lease_period) == key
+                {
                     continue;
                 }
                 let mut wanted = current;
+                // Endpoint ports (CA ports, switch port 0) hold the M_Key.
+                (wanted.m_key, wanted.m_key_protect_bits, wanted.m_key_lease_period) = key;
                 wanted.lid = lid;
                 wanted.lmc = wanted_lmc;
                 wanted.master_sm_lid = self.sm_lid;

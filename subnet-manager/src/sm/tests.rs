@@ -25,7 +25,7 @@ fn bring_up(shape: FatTree, config: SmConfig) -> (Fabric, SubnetManager, Vec<SmE
     let mut fabric = Fabric::new(shape.build());
     let mut sm = SubnetManager::new(config, LidMap::default());
     let host = node(&fabric, "host-0");
-    fabric.host_sm(host, 1, &sm);
+    fabric.host_sm(host, 1, &mut sm);
     let mut now = 0;
     sm.start(now);
     let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
@@ -163,7 +163,8 @@ fn a_failed_link_is_routed_around_rewriting_only_changed_blocks() {
     sm.handle_timer(now);
     let _ = fabric.run(&mut sm, host, 1, &mut now, 100 * MS, 1_000);
     assert_eq!(sm.counters.lft_blocks_set, before);
-    assert_eq!(sm.counters.light_sweeps, 1);
+    // The trap's light sweep, then the interval's.
+    assert_eq!(sm.counters.light_sweeps, 2);
 }
 
 #[test]
@@ -190,8 +191,8 @@ fn standby_polls_the_master_and_takes_over_when_it_dies() {
     let standby_node = node(&fabric, "host-1");
     let mut master = SubnetManager::new(SmConfig { priority: 10, ..config(Engine::Ftree, 0) }, LidMap::default());
     let mut standby = SubnetManager::new(SmConfig { priority: 1, ..config(Engine::Ftree, 0) }, LidMap::default());
-    fabric.host_sm(master_node, 1, &master);
-    fabric.host_sm(standby_node, 1, &standby);
+    fabric.host_sm(master_node, 1, &mut master);
+    fabric.host_sm(standby_node, 1, &mut standby);
     let mut now = 0;
     master.start(now);
     let events = fabric.run(&mut master, master_node, 1, &mut now, 60_000 * MS, 1_000);
@@ -239,8 +240,8 @@ fn switch_embedded_sms_fail_over_keep_every_lid_and_hand_back_with_acknowledge()
     let mut now = 0;
     high.start(now);
     low.start(now);
-    fabric.host_sm(high_node, 0, &high);
-    fabric.host_sm(low_node, 0, &low);
+    fabric.host_sm(high_node, 0, &mut high);
+    fabric.host_sm(low_node, 0, &mut low);
     assert_eq!(fabric.sm_state(high_node), Some(SmState::Discovering));
     let events = fabric.run(&mut low, low_node, 0, &mut now, 60_000 * MS, 1_000);
     // (The higher SM has not learnt its own GUID yet: it published 0.)
@@ -281,7 +282,7 @@ fn switch_embedded_sms_fail_over_keep_every_lid_and_hand_back_with_acknowledge()
     fabric.unresponsive.remove(&high_node);
     let mut high = SubnetManager::new(SmConfig { priority: 9, ..config(Engine::Updn, 0) }, LidMap::default());
     high.start(now);
-    fabric.host_sm(high_node, 0, &high);
+    fabric.host_sm(high_node, 0, &mut high);
     let events = fabric.run(&mut high, high_node, 0, &mut now, 60_000 * MS, 1_000);
     assert!(events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
     low.link_changed(now);
@@ -329,8 +330,8 @@ fn a_master_hands_over_to_a_standby_of_higher_priority() {
     let new_node = node(&fabric, "host-1");
     let mut old = SubnetManager::new(SmConfig { priority: 1, ..config(Engine::Ftree, 0) }, LidMap::default());
     let mut new = SubnetManager::new(SmConfig { priority: 12, ..config(Engine::Ftree, 0) }, LidMap::default());
-    fabric.host_sm(old_node, 1, &old);
-    fabric.host_sm(new_node, 1, &new);
+    fabric.host_sm(old_node, 1, &mut old);
+    fabric.host_sm(new_node, 1, &mut new);
     let mut now = 0;
     old.start(now);
     let events = fabric.run(&mut old, old_node, 1, &mut now, 60_000 * MS, 1_000);
@@ -386,4 +387,164 @@ fn a_change_seen_by_a_light_sweep_brings_a_heavy_sweep_even_with_smps_still_out(
     });
     assert!(reroute.is_some(), "{events:?}");
     assert_eq!(sm.counters.heavy_sweeps, 2);
+}
+
+#[test]
+fn sm_info_names_the_sm_port_before_discovery() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let host = node(&fabric, "host-0");
+    let mut sm = SubnetManager::new(config(Engine::Ftree, 0), LidMap::default());
+    fabric.host_sm(host, 1, &mut sm);
+    let port_guid = fabric.topology.nodes[host].ports[1].guid;
+    assert_ne!(port_guid, 0);
+    assert_eq!(fabric.agents[host].sm_info.map(|i| i.guid), Some(port_guid), "no GUID 0 before the first answer");
+    sm.start(0);
+    assert_eq!(sm.sm_info().guid, port_guid);
+}
+
+#[test]
+fn sms_with_different_sm_keys_ignore_each_other() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let a_node = node(&fabric, "host-0");
+    let b_node = node(&fabric, "host-1");
+    let keyed = |priority, sm_key| SmConfig { priority, sm_key, ..config(Engine::Ftree, 0) };
+    let mut a = SubnetManager::new(keyed(1, 0xa), LidMap::default());
+    let mut b = SubnetManager::new(keyed(12, 0xb), LidMap::default());
+    fabric.host_sm(a_node, 1, &mut a);
+    fabric.host_sm(b_node, 1, &mut b);
+    let mut now = 0;
+    a.start(now);
+    let events = fabric.run(&mut a, a_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })));
+    // a's sweep found b's port (IsSM), read its SMInfo with the key zeroed.
+    assert!(events.iter().any(|e| matches!(e, SmEvent::SmKeyMismatch { .. })), "{events:?}");
+    // b finds a master whose SMInfo comes back with the key zeroed: not
+    // its subnet's SM, so b does not stand by.
+    b.start(now);
+    let events = fabric.run(&mut b, b_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::SmKeyMismatch { .. })), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
+    assert_eq!(b.counters.sm_key_mismatches, 1);
+    // b has the higher priority, but another key: a's light sweep hands
+    // nothing over to it.
+    now = a.next_timer().unwrap();
+    a.handle_timer(now);
+    let events = fabric.run(&mut a, a_node, 1, &mut now, 100 * MS, 1_000);
+    assert!(!events.iter().any(|e| matches!(e, SmEvent::HandedOver { .. })), "{events:?}");
+    assert_eq!(a.phase(), Phase::Master);
+    assert!(fabric.agents[a_node].counters.sm_key_mismatches > 0);
+    // The same key: b stands by as before.
+    let mut c = SubnetManager::new(keyed(12, 0xa), LidMap::default());
+    let c_node = node(&fabric, "host-2");
+    fabric.host_sm(c_node, 1, &mut c);
+    c.start(now);
+    let events = fabric.run(&mut c, c_node, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
+}
+
+#[test]
+fn the_sm_protects_ports_with_its_m_key_and_keeps_managing_them() {
+    const M_KEY: u64 = 0x0123_4567_89ab_cdef;
+    let keyed = SmConfig { m_key: M_KEY, m_key_protect_bits: 2, m_key_lease_period: 60, ..config(Engine::Ftree, 0) };
+    let (mut fabric, mut sm, events, mut now) = bring_up(SHAPE, keyed);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    for (index, node) in fabric.topology.nodes.iter().enumerate() {
+        let port = if node.is_switch() { 0 } else { 1 };
+        let info = fabric.agents[index].ports[port];
+        assert_eq!(
+            (info.m_key, info.m_key_protect_bits, info.m_key_lease_period),
+            (M_KEY, 2, 60),
+            "{}",
+            node.description
+        );
+    }
+    // Protection is on: a Get with M_Key 0 is refused (level 2) ...
+    let leaf = node(&fabric, "leaf-2");
+    let mut probe = SmpRepr::directed(Method::Get, 1, AttributeId::PortInfo, 0, &[], [0; DATA_LEN]).unwrap();
+    assert!(!fabric.agents[leaf].process(0, &[], &mut probe));
+    let violations_before: u64 = fabric.agents.iter().map(|a| a.counters.m_key_violations).sum();
+    assert_eq!(violations_before, 1, "the probe's only");
+    // ... while the SM, carrying the key, reroutes round a failed link.
+    let trap = fabric.link_down(PortRef { node: leaf, port: 6 }, sm.sm_lid()).expect("a trap");
+    now += 10 * MS;
+    sm.handle_mad(now, &trap);
+    let host = node(&fabric, "host-0");
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { reroute_ns: Some(_), .. })), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, SmEvent::SmpFailed { .. })), "{events:?}");
+    let violations: u64 = fabric.agents.iter().map(|a| a.counters.m_key_violations).sum();
+    assert_eq!(violations, violations_before);
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
+}
+
+fn trap(number: u16, issuer_lid: u16) -> [u8; crate::packet::MAD_LEN] {
+    let notice = NoticeRepr { trap_number: number, ..NoticeRepr::link_state_change(issuer_lid) };
+    let mut data = [0u8; DATA_LEN];
+    notice.emit(&mut Notice::new_unchecked(&mut data[..]));
+    SmpRepr::lid_routed(Method::Trap, 9, AttributeId::Notice, 0, data).to_bytes()
+}
+
+#[test]
+fn a_bad_m_key_trap_is_counted_without_a_sweep_and_trap_128_sweeps_lightly_first() {
+    let (mut fabric, mut sm, _, mut now) = bring_up(SHAPE, config(Engine::Ftree, 0));
+    let host = node(&fabric, "host-0");
+    let leaf = node(&fabric, "leaf-2");
+    let leaf_lid = fabric.agents[leaf].ports[0].lid;
+    now += 10 * MS;
+    sm.handle_mad(now, &trap(TRAP_BAD_M_KEY, leaf_lid));
+    let events = fabric.run(&mut sm, host, 1, &mut now, 100 * MS, 1_000);
+    assert!(events.contains(&SmEvent::SecurityTrap { number: 256, issuer_lid: leaf_lid }), "{events:?}");
+    assert!(!events.iter().any(|e| matches!(e, SmEvent::SweepStarted { .. } | SmEvent::ChangeDetected)), "{events:?}");
+    assert_eq!((sm.counters.security_traps, sm.counters.heavy_sweeps), (1, 1));
+    // Trap 128 with nothing changed (no PortStateChange): a light sweep
+    // and no more.
+    sm.handle_mad(now, &trap(TRAP_LINK_STATE_CHANGE, leaf_lid));
+    let events = fabric.run(&mut sm, host, 1, &mut now, 100 * MS, 1_000);
+    assert!(events.contains(&SmEvent::SweepStarted { heavy: false, sweep: 1 }), "{events:?}");
+    assert_eq!((sm.counters.light_sweeps, sm.counters.heavy_sweeps), (1, 1));
+    // A real link failure: the light sweep sees PortStateChange, then heavy.
+    let trap = fabric.link_down(PortRef { node: leaf, port: 6 }, sm.sm_lid()).expect("a trap");
+    sm.handle_mad(now, &trap);
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { sweep: 2, .. })), "{events:?}");
+    assert_eq!((sm.counters.light_sweeps, sm.counters.heavy_sweeps), (2, 2));
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
+}
+
+#[test]
+fn a_trap_during_discovery_is_not_lost_and_does_not_restart_the_sweep() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let host = node(&fabric, "host-0");
+    let mut sm = SubnetManager::new(config(Engine::Ftree, 0), LidMap::default());
+    fabric.host_sm(host, 1, &mut sm);
+    let mut now = 0;
+    sm.start(now);
+    // A few SMPs of the discovery go out and come back ...
+    for _ in 0..3 {
+        let out = sm.poll_transmit(now).expect("discovery SMPs");
+        if let Some(answer) = fabric.carry(host, 1, &out) {
+            sm.handle_mad(now, &answer);
+        }
+    }
+    assert_eq!(sm.phase(), Phase::Discovering);
+    // ... then a link fails and its trap arrives mid-sweep.
+    let leaf = node(&fabric, "leaf-2");
+    let trap = fabric.link_down(PortRef { node: leaf, port: 6 }, 0).expect("a trap");
+    sm.handle_mad(now, &trap);
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    let sweeps: Vec<u64> = events
+        .iter()
+        .filter_map(|e| match e {
+            SmEvent::SweepStarted { heavy: true, sweep } | SmEvent::FabricUp { sweep, .. } => Some(*sweep),
+            _ => None,
+        })
+        .collect();
+    // Sweep 1 goes on to the end; it may have read leaf-2 before the
+    // failure, so sweep 2 starts at once after it.
+    assert_eq!(sweeps, [1, 1, 2], "{events:?}");
+    assert!(matches!(events.last(), Some(SmEvent::SweepStarted { heavy: true, sweep: 2 })), "{events:?}");
+    assert_eq!(sm.phase(), Phase::Discovering, "a second sweep follows");
+    let events = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { sweep: 2, .. })), "{events:?}");
+    assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
 }

@@ -53,6 +53,8 @@ impl EmbeddedSm {
             self.started = true;
             let agent = plane.agent_mut();
             agent.ports[0].capability_mask |= CAPABILITY_IS_SM;
+            // The switch's port 0 GUID (NodeInfo's PortGUID on a switch).
+            self.sm.set_port_guid(agent.node_info.port_guid);
             agent.sm_info = Some(self.sm.sm_info());
             self.sm.start(now);
         }

@@ -155,7 +155,12 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
                     // Next hops BGP chose that the shim could not resolve.
                     for ip in wanted {
                         if !next_hops.iter().any(|h| h.ip == Some(*ip)) {
-                            next_hops.push(api::IpRouteNextHop { ip: Some(*ip), interface: None, active: false });
+                            next_hops.push(api::IpRouteNextHop {
+                                ip: Some(*ip),
+                                interface: None,
+                                active: false,
+                                router_mac: None,
+                            });
                         }
                     }
                 } else {
@@ -212,8 +217,10 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
             if forwarded_as_bgp {
                 continue;
             }
-            let next_hops =
-                hops.iter().map(|ip| api::IpRouteNextHop { ip: Some(*ip), interface: None, active: false }).collect();
+            let next_hops = hops
+                .iter()
+                .map(|ip| api::IpRouteNextHop { ip: Some(*ip), interface: None, active: false, router_mac: None })
+                .collect();
             let distance = self.distances.get(&net.to_string()).copied().unwrap_or(20);
             out.push(api::IpRoute {
                 prefix: net.to_string(),
@@ -237,7 +244,16 @@ fn classify(
 ) -> (&'static str, Vec<api::IpRouteNextHop>) {
     let hop = |id| -> Option<api::IpRouteNextHop> {
         let nh = store.next_hop(id)?;
-        Some(api::IpRouteNextHop { ip: Some(nh.ip), interface: applied.next_hop_interface(nh), active: true })
+        let router_mac = match nh.next_hop_type {
+            sai_shim::NextHopType::TunnelEncap { mac, .. } => Some(mac.to_string()),
+            sai_shim::NextHopType::Ip { .. } => None,
+        };
+        Some(api::IpRouteNextHop {
+            ip: Some(nh.ip),
+            interface: applied.next_hop_interface(nh),
+            active: true,
+            router_mac,
+        })
     };
     match (entry.packet_action, entry.next_hop) {
         (sai_shim::PacketAction::Trap, _) => ("local", Vec::new()),
@@ -246,7 +262,12 @@ fn classify(
         (_, Some(id)) => match store.get(id) {
             Some(Object::RouterInterface(_)) => (
                 "connected",
-                vec![api::IpRouteNextHop { ip: None, interface: applied.router_interface_name(id), active: true }],
+                vec![api::IpRouteNextHop {
+                    ip: None,
+                    interface: applied.router_interface_name(id),
+                    active: true,
+                    router_mac: None,
+                }],
             ),
             Some(Object::NextHop(_)) => ("static", hop(id).into_iter().collect()),
             Some(Object::NextHopGroup(_)) => ("static", store.group_members(id).into_iter().filter_map(hop).collect()),
