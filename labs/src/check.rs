@@ -380,9 +380,10 @@ fn ib_converge(lab: &Lab, started: Instant, deadline: Instant, timeout: Duration
         }
         if Instant::now() >= deadline {
             return Err(format!(
-                "not converged after {timeout:?}: {} HCA pairs do not ibping (e.g. {})",
+                "not converged after {timeout:?}: {} HCA pairs do not ibping (e.g. {})\n{}",
                 failed.len(),
-                failed.iter().take(5).cloned().collect::<Vec<_>>().join(", ")
+                failed.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                crate::ib::diagnostics(lab)
             ));
         }
     }

@@ -156,3 +156,43 @@ fn summaries_since(log: &std::path::Path, offset: u64) -> BTreeMap<u16, (u64, u6
         })
         .collect()
 }
+
+/// What to look at when HCAs do not ibping: every switch port not Active
+/// or with flow control not exchanged, the discards and relay errors
+/// counted, each switch's LFT size, and the master SM's last events.
+pub fn diagnostics(lab: &Lab) -> String {
+    let mut lines = Vec::new();
+    for node in lab.nodes.iter().filter(|n| n.role == Role::Switchd) {
+        let ports =
+            swcli(node, &["show", "ib", "port", "--json"]).and_then(|p| p.as_array().cloned()).unwrap_or_default();
+        for port in &ports {
+            let counters = &port["counters"];
+            let trouble = port["state"] != "active"
+                || port["flow_control"] != true
+                || counters["xmit_discards"].as_u64() > Some(0)
+                || counters["rcv_switch_relay_errors"].as_u64() > Some(0)
+                || counters["rcv_errors"].as_u64() > Some(0);
+            if trouble {
+                lines.push(format!(
+                    "{} {}: {} flow control {} xmit_discards {} relay_errors {} rcv_errors {}",
+                    node.name,
+                    port["name"].as_str().unwrap_or("?"),
+                    port["state"].as_str().unwrap_or("?"),
+                    port["flow_control"],
+                    counters["xmit_discards"],
+                    counters["rcv_switch_relay_errors"],
+                    counters["rcv_errors"]
+                ));
+            }
+        }
+        let lft = swcli(node, &["show", "ib", "lft", "--json"]).unwrap_or(Value::Null);
+        lines.push(format!("{} LFT: {}", node.name, lft["entries"]));
+    }
+    if let Some(sm) = sm_switches(lab).first().and_then(|n| swcli(n, &["show", "ib", "sm", "--json"])) {
+        let events = sm["events"].as_array().cloned().unwrap_or_default();
+        let last: Vec<String> =
+            events.iter().rev().take(8).rev().filter_map(|e| e.as_str().map(str::to_owned)).collect();
+        lines.push(format!("SM: {} fabric_up {} events: {}", sm["state"], sm["fabric_up"], last.join(" | ")));
+    }
+    lines.join("\n")
+}

@@ -160,6 +160,7 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
                     local_macs: v.local_macs,
                     remote_macs: v.remote_macs,
                     arp_entries: v.arp_entries,
+                    duplicate_macs: v.duplicate_macs,
                     remote_vteps: v.remote_vteps,
                 })
                 .collect(),

@@ -29,6 +29,8 @@ pub struct VniView {
     pub local_macs: usize,
     pub remote_macs: usize,
     pub arp_entries: usize,
+    /// MACs found moving too often and frozen (RFC 7432 §15.1).
+    pub duplicate_macs: usize,
     /// The flood list (type 3 routes), or for an L3VNI the VTEPs routes go to.
     pub remote_vteps: Vec<IpAddr>,
 }
@@ -95,6 +97,7 @@ impl Evpn {
                     local_macs: local,
                     remote_macs: remote,
                     arp_entries: v.local_ips.len() + v.installed_ips.len(),
+                    duplicate_macs: v.macs.values().filter(|m| m.moves.frozen()).count(),
                     remote_vteps: v.flood.keys().copied().collect(),
                 }
             })
@@ -121,6 +124,7 @@ impl Evpn {
                 local_macs: 0,
                 remote_macs: 0,
                 arp_entries: 0,
+                duplicate_macs: 0,
                 remote_vteps: vteps,
             }
         }));
