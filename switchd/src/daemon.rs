@@ -39,7 +39,7 @@ use sai_shim::{Backend, Notification, PfcDeadlockEvent, Sai};
 
 use crate::apply::{self, Applied};
 use crate::backend::{DaemonBackend, LldpPort};
-use crate::commit::{ConfigService, Configurator};
+use crate::commit::{ConfigService, Configurator, FollowsConfig};
 use crate::config::{Config, PortMode};
 use crate::forwarding::monotonic_ns;
 use crate::hostif;
@@ -193,15 +193,14 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     tracing::info!(socket = %config.socket.display(), "management API listening");
     let service: Arc<dyn ConfigService> = configurator.clone();
     let server = tokio::spawn(mgmt::serve(socket, view.clone(), Some(service)));
-    let metrics = match config.metrics {
-        Some(listen) => {
-            let server = crate::metrics::MetricsServer::start(listen, crate::metrics::registry(view.clone()))
-                .map_err(io_error(format!("metrics endpoint on {listen}")))?;
-            tracing::info!(%listen, "metrics endpoint listening");
-            Some(server)
-        }
-        None => None,
-    };
+    // The metrics endpoint follows commits too (started, moved, stopped).
+    let metrics = Arc::new(Mutex::new(crate::metrics::MetricsEndpoint::new(view.clone())));
+    metrics
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .add_missing(&config, &view.read().unwrap_or_else(|e| e.into_inner()).applied.clone())
+        .map_err(|error| RunError::Io { what: "metrics endpoint".into(), source: io::Error::other(error) })?;
+    configurator.follow(metrics.clone());
     let housekeeping = tokio::spawn(publish_notifications(sai.clone()));
     let confirmations = tokio::spawn(expire_confirmed_commits(configurator.clone()));
 
@@ -223,9 +222,7 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     server.abort();
     housekeeping.abort();
     confirmations.abort();
-    if let Some(metrics) = metrics {
-        metrics.stop();
-    }
+    metrics.lock().unwrap_or_else(|e| e.into_inner()).stop();
     let _ = server.await;
     drop(view);
     if let Some(bgp) = bgp {
@@ -258,9 +255,10 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, LLDP's settings, the traffic manager, the metrics endpoint,
-/// the BGP speaker and the IB-like plane are set up once at start. Ports,
-/// interfaces and addresses follow commits ([`crate::commit::FollowsConfig`]).
+/// the socket, LLDP's settings, the traffic manager, the BGP speaker and
+/// the IB-like plane are set up once at start. Ports, interfaces,
+/// addresses and the metrics endpoint follow commits
+/// ([`crate::commit::FollowsConfig`]).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
     if running.name != candidate.name {
@@ -277,9 +275,6 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     }
     if running.profile != candidate.profile {
         reasons.push("the table profile changed (the tables are sized at start)".to_owned());
-    }
-    if running.metrics != candidate.metrics {
-        reasons.push("the metrics endpoint changed".to_owned());
     }
     // `bgp.evpn` follows commits (`crate::evpn_follow`); the rest of the
     // speaker's settings, and whether EVPN runs at all, are set at start.

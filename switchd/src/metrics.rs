@@ -21,6 +21,9 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::registry::{Registry, Unit};
 use sai_shim::Backend;
 
+use crate::apply::Applied;
+use crate::commit::FollowsConfig;
+use crate::config::Config;
 use crate::mgmt::SwitchView;
 
 mod planes;
@@ -278,6 +281,60 @@ impl MetricsServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+    }
+}
+
+/// The endpoint where the running config asks for it: started, moved to
+/// another address or stopped by a commit, as a [`FollowsConfig`]
+/// follower (a commit whose new address cannot be bound is refused and the
+/// endpoint stays where it was).
+pub struct MetricsEndpoint<B: Backend + Send + 'static> {
+    view: Arc<RwLock<SwitchView<B>>>,
+    running: Option<(SocketAddr, MetricsServer)>,
+}
+
+impl<B: Backend + Send + 'static> MetricsEndpoint<B>
+where
+    SwitchView<B>: Send + Sync,
+{
+    /// Not listening yet: [`FollowsConfig::add_missing`] starts it.
+    pub fn new(view: Arc<RwLock<SwitchView<B>>>) -> Self {
+        MetricsEndpoint { view, running: None }
+    }
+
+    /// Where it listens (`None`: off).
+    pub fn listening(&self) -> Option<SocketAddr> {
+        self.running.as_ref().map(|(listen, _)| *listen)
+    }
+
+    pub fn stop(&mut self) {
+        if let Some((listen, server)) = self.running.take() {
+            server.stop();
+            tracing::info!(%listen, "metrics endpoint stopped");
+        }
+    }
+}
+
+impl<B: Backend + Send + 'static> FollowsConfig for MetricsEndpoint<B>
+where
+    SwitchView<B>: Send + Sync,
+{
+    fn remove_stale(&mut self, target: &Config, _: &Applied) -> Result<(), String> {
+        if self.listening() != target.metrics {
+            self.stop();
+        }
+        Ok(())
+    }
+
+    fn add_missing(&mut self, target: &Config, _: &Applied) -> Result<(), String> {
+        let Some(listen) = target.metrics else { return Ok(()) };
+        if self.running.is_none() {
+            let server = MetricsServer::start(listen, registry(self.view.clone()))
+                .map_err(|error| format!("metrics.listen: {listen}: {error}"))?;
+            tracing::info!(%listen, "metrics endpoint listening");
+            self.running = Some((listen, server));
+        }
+        Ok(())
     }
 }
 

@@ -697,6 +697,24 @@ print(json.dumps(out))
         let port = v.as_array().and_then(|all| all.iter().find(|p| p["name"] == "eth4")).expect("eth4 in show ib port");
         port["counters"]["xmit_packets"].as_f64().expect("a count")
     });
+
+    // A commit moves the endpoint live: the new address answers, the old
+    // one is closed; an address that cannot be bound is refused whole.
+    let (code, text) = sw.swcli_script("configure\nset metrics listen 127.0.0.1:9418\ncommit\n");
+    assert_eq!(code, 0, "{text}");
+    lab.sw.enter(|| {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect("127.0.0.1:9418").expect("the moved endpoint answers");
+        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: sw\r\n\r\n").expect("request");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("answer");
+        assert!(answer.contains("switch_port_received_packets_total"), "{answer}");
+        assert!(std::net::TcpStream::connect("127.0.0.1:9417").is_err(), "the old address is closed");
+    });
+    let (code, text) = sw.swcli_script("configure\nset metrics listen 192.0.2.1:9418\ncommit\n");
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("metrics"), "{text}");
+    lab.sw.enter(|| std::net::TcpStream::connect("127.0.0.1:9418").expect("still where it was"));
 }
 
 /// The metrics lab: the traffic manager on the routed ports, an EVPN VNI
