@@ -13,11 +13,11 @@ use serde::Serialize;
 
 use crate::config::{BgpConfig, NeighborConfig};
 use crate::decision::PeerKind;
-use crate::evpn::{Evpn, EvpnAction};
+use crate::evpn::{Evpn, EvpnAction, EvpnConfig, Rebuild};
 use crate::fib::FibChange;
 use crate::neighbor::{Action, ConnId, Counters, Event, NANOS_PER_SEC, Neighbor, PeerRestart, State};
 use crate::packet::error::{ErrorAction, cease_subcode};
-use crate::packet::evpn::{EvpnPathData, ExtCommunity, MacAddr, PmsiTunnel};
+use crate::packet::evpn::{EvpnPathData, EvpnRoute, ExtCommunity, MacAddr, PmsiTunnel};
 use crate::packet::update::{encode_end_of_rib, pack_announce, pack_withdraw};
 use crate::packet::{DecodeContext, Family, Message, MessageType, Nlri, Notification, Origin, PathAttrs, Update};
 use crate::policy::{Outcome, PolicySet};
@@ -420,6 +420,44 @@ impl Speaker {
                 }
             }
         }
+    }
+
+    /// A new `evpn:` section (`None`: EVPN off), applied as a diff
+    /// ([`Evpn::reconfigure`]): routes of VRFs that go are withdrawn, new
+    /// VRFs originate theirs and import the Loc-RIB's EVPN routes.
+    pub fn evpn_reconfigure(&mut self, now: u64, config: Option<EvpnConfig>, rebuild: &Rebuild) {
+        self.now = self.now.max(now);
+        let best: Vec<(EvpnRoute, Arc<PathAttrs>)> = self
+            .rib
+            .loc
+            .iter_of(Family::L2vpnEvpn)
+            .filter_map(|(nlri, entry)| {
+                let Nlri::Evpn(key) = nlri else { return None };
+                let best = entry.best();
+                (best.peer != LOCAL_PEER).then(|| (key, best.attrs.clone()))
+            })
+            .collect();
+        let best = best.iter().map(|(key, attrs)| (*key, &**attrs));
+        match (&config, self.evpn.as_mut()) {
+            (Some(new), Some(evpn)) => evpn.reconfigure(self.now, new, rebuild, best),
+            (Some(new), None) => {
+                let empty = EvpnConfig { vnis: Vec::new(), vrfs: Vec::new(), ..new.clone() };
+                let mut evpn = Evpn::new(&empty, self.config.asn, self.config.router_id);
+                evpn.reconfigure(self.now, new, rebuild, best);
+                self.evpn = Some(evpn);
+            }
+            (None, Some(evpn)) => {
+                let config = self.config.evpn.clone().expect("running EVPN has its config");
+                let empty = EvpnConfig { vnis: Vec::new(), vrfs: Vec::new(), ..config };
+                evpn.reconfigure(self.now, &empty, rebuild, best);
+            }
+            (None, None) => {}
+        }
+        self.run_evpn_actions();
+        if config.is_none() {
+            self.evpn = None;
+        }
+        self.config.evpn = config;
     }
 
     /// The dataplane learned (`present`) or aged out `mac` in `vni`: a

@@ -166,6 +166,21 @@ struct Group {
     routes: usize,
 }
 
+/// Work run on a running [`ShimProgrammer`] and the shim, in order with
+/// the changes ([`ShimProgrammer::run_with_control`]).
+pub type ControlJob<B> = Box<dyn FnOnce(&mut ShimProgrammer<B>, &mut Sai<B>) + Send>;
+
+/// The shim objects EVPN installs into: the VXLAN tunnel (none: the switch
+/// is no VTEP), each EVPN VNI's VLAN, the remote VTEPs the config made
+/// itself (static flood lists), each VRF's virtual router.
+#[derive(Debug, Clone, Default)]
+pub struct EvpnBindings {
+    pub tunnel: Option<ObjectId>,
+    pub vlans: HashMap<u32, ObjectId>,
+    pub configured_vteps: Vec<(std::net::Ipv4Addr, (ObjectId, ObjectId))>,
+    pub virtual_routers: HashMap<String, ObjectId>,
+}
+
 /// Programs BGP's routes into the shim: one next-hop object per next hop
 /// (on the router interface whose connected subnet holds it), one next-hop
 /// group per distinct ECMP set, one route entry per prefix; objects are
@@ -496,12 +511,76 @@ impl<B: Backend> ShimProgrammer<B> {
         }
     }
 
+    /// The switch's config is about to remove or make again the objects of
+    /// these VNIs (VLAN, VNI map) and VRFs (virtual router), or the tunnel
+    /// (`all`): what EVPN installed in them is removed now, so they can go.
+    /// The speaker installs it again once it is told
+    /// (`Speaker::evpn_reconfigure` with them to rebuild).
+    pub fn detach(&mut self, sai: &mut Sai<B>, vnis: &[u32], vrfs: &[String]) {
+        if let Some(overlay) = self.overlay.as_mut() {
+            for &vni in vnis {
+                overlay.detach(sai, vni);
+            }
+        }
+        if let Some(ip_vrfs) = self.ip_vrfs.as_mut() {
+            for vrf in vrfs {
+                ip_vrfs.detach(sai, vrf);
+            }
+        }
+    }
+
+    /// The objects EVPN installs into from now on, after the switch's
+    /// config changed (what changed under it was [`Self::detach`]ed).
+    pub fn attach(&mut self, bindings: EvpnBindings) {
+        let Some(tunnel) = bindings.tunnel else {
+            self.overlay = None;
+            self.ip_vrfs = None;
+            return;
+        };
+        match self.overlay.as_mut() {
+            Some(overlay) if overlay.tunnel() == tunnel => overlay.set_vlans(bindings.vlans),
+            _ => self.overlay = Some(overlay::Overlay::new(tunnel, bindings.vlans, bindings.configured_vteps)),
+        }
+        match self.ip_vrfs.as_mut() {
+            Some(ip_vrfs) if ip_vrfs.tunnel() == tunnel => ip_vrfs.set_virtual_routers(bindings.virtual_routers),
+            _ => self.ip_vrfs = Some(ip_vrf::IpVrfs::new(tunnel, bindings.virtual_routers)),
+        }
+    }
+
     /// Applies queued changes until every sender is gone, a batch per lock.
-    pub async fn run(mut self, sai: Arc<Mutex<Sai<B>>>, mut changes: mpsc::UnboundedReceiver<FibChange>) {
+    pub async fn run(self, sai: Arc<Mutex<Sai<B>>>, changes: mpsc::UnboundedReceiver<FibChange>) {
+        let (_keep, control) = mpsc::unbounded_channel();
+        self.run_with_control(sai, changes, control).await;
+    }
+
+    /// [`Self::run`], also running each job sent on `control` on the
+    /// programmer and the shim (under its lock), after the changes queued
+    /// before it: config commits detach and attach through it.
+    pub async fn run_with_control(
+        mut self,
+        sai: Arc<Mutex<Sai<B>>>,
+        mut changes: mpsc::UnboundedReceiver<FibChange>,
+        mut control: mpsc::UnboundedReceiver<ControlJob<B>>,
+    ) {
         let mut batch = Vec::with_capacity(BATCH);
-        while changes.recv_many(&mut batch, BATCH).await > 0 {
-            let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
-            self.apply_batch(&mut shim, batch.drain(..));
+        loop {
+            tokio::select! {
+                received = changes.recv_many(&mut batch, BATCH) => {
+                    if received == 0 {
+                        return;
+                    }
+                    let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
+                    self.apply_batch(&mut shim, batch.drain(..));
+                }
+                Some(job) = control.recv() => {
+                    while let Ok(change) = changes.try_recv() {
+                        batch.push(change);
+                    }
+                    let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
+                    self.apply_batch(&mut shim, batch.drain(..));
+                    job(&mut self, &mut shim);
+                }
+            }
         }
     }
 }
@@ -854,5 +933,73 @@ mod tests {
         assert_eq!(count(&sai, ObjectType::NextHop), 0);
         assert_eq!(count(&sai, ObjectType::NextHopGroup), 0);
         sai.remove(vr).unwrap_err();
+    }
+
+    /// A commit that re-makes a VNI's VLAN and a VRF's virtual router:
+    /// detach removes what EVPN installed in them, so the config can remove
+    /// them; attach points EVPN at the new ones, where the same changes
+    /// install again. Removals for what was detached are no errors.
+    #[test]
+    fn detach_frees_a_vnis_vlan_and_a_vrfs_virtual_router_and_attach_moves_to_the_new_ones() {
+        use sai_shim::{TunnelAttr, TunnelMapEntryAttr, VlanAttr};
+        let (mut sai, p) = shim();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.1.0.1".parse().unwrap())]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let map = sai
+            .create_tunnel_map_entry(&[
+                TunnelMapEntryAttr::TunnelId(tunnel),
+                TunnelMapEntryAttr::VlanId(vlan),
+                TunnelMapEntryAttr::Vni(100),
+            ])
+            .unwrap();
+        let vr = sai.create_virtual_router().unwrap();
+        let mut p = p
+            .with_overlay(overlay::Overlay::new(tunnel, [(100, vlan)].into(), []))
+            .with_ip_vrfs(ip_vrf::IpVrfs::new(tunnel, [("tenant1".to_string(), vr)].into()));
+        let (vtep, mac, host) = (ip("10.2.0.2"), MacAddr([2, 0, 0, 0, 0, 7]), ip("192.168.1.7"));
+        let hop = NextHop::Vtep { vtep, vni: 4001, router_mac: MacAddr([2, 0xcc, 0, 0, 0, 2]) };
+        let changes = |vrf: &str, on: bool| {
+            vec![
+                FibChange::FloodVtep { vni: 100, vtep, present: on },
+                FibChange::RemoteMac { vni: 100, mac, vtep: on.then_some(vtep) },
+                FibChange::Neighbor { vni: 100, ip: host, mac: on.then_some(mac) },
+                FibChange::Route {
+                    vrf: Some(vrf.into()),
+                    prefix: "192.168.1.7/32".parse().unwrap(),
+                    next_hops: if on { vec![hop] } else { vec![] },
+                },
+            ]
+        };
+        p.apply_batch(&mut sai, changes("tenant1", true));
+        assert!(sai.remove(map).is_err() && sai.remove(vr).is_err(), "EVPN's objects hold them");
+        p.detach(&mut sai, &[100], &["tenant1".to_string()]);
+        sai.remove(map).unwrap();
+        sai.remove(vlan).unwrap();
+        sai.remove(vr).unwrap();
+        assert_eq!((count(&sai, ObjectType::TunnelEndpoint), count(&sai, ObjectType::NextHop)), (0, 0));
+        // The speaker's teardown arrives after: nothing left, no error.
+        p.apply_batch(&mut sai, changes("tenant1", false));
+        assert_eq!(errors(&p), 0);
+
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(20)]).unwrap();
+        sai.create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VlanId(vlan),
+            TunnelMapEntryAttr::Vni(100),
+        ])
+        .unwrap();
+        let vr = sai.create_virtual_router().unwrap();
+        p.attach(EvpnBindings {
+            tunnel: Some(tunnel),
+            vlans: [(100, vlan)].into(),
+            configured_vteps: vec![],
+            virtual_routers: [("tenant2".to_string(), vr)].into(),
+        });
+        p.apply_batch(&mut sai, changes("tenant2", true));
+        assert_eq!(errors(&p), 0);
+        let key = sai_shim::FdbEntryKey { vlan, mac: sai_shim::EthernetAddress(mac.0) };
+        assert!(sai.get_fdb_entry(key).is_ok(), "the remote MAC in the new VLAN");
+        let route = RouteEntryKey { virtual_router: vr, destination: "192.168.1.7/32".parse().unwrap() };
+        assert!(sai.get_route_entry(route).is_ok(), "the host route in the new virtual router");
     }
 }

@@ -18,6 +18,7 @@ use crate::bfd::{Bfd, BfdDiscards, BfdEvent, BfdPeerView, BfdTask};
 use crate::config::{BgpConfig, NeighborConfig};
 use crate::events::{Output, PeerSummary, RouteView, Speaker};
 use crate::evpn::show::EvpnState;
+use crate::evpn::{EvpnConfig, Rebuild};
 use crate::neighbor::ConnId;
 use crate::packet::evpn::MacAddr;
 use crate::packet::message::{EXTENDED_MAX_LEN, HEADER_LEN, frame_len};
@@ -49,6 +50,7 @@ enum Command {
     LocalMac(u32, MacAddr, bool),
     LocalNeighbor(u32, IpAddr, Option<MacAddr>),
     Evpn(oneshot::Sender<EvpnState>),
+    EvpnReconfigure(Option<EvpnConfig>, Rebuild, oneshot::Sender<()>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -140,6 +142,12 @@ impl BgpSpeaker {
     /// ARP/ND bound `ip` to `mac` in `vni` (`None`: the binding went).
     pub async fn evpn_local_neighbor(&self, vni: u32, ip: IpAddr, mac: Option<MacAddr>) {
         let _ = self.commands.send(Command::LocalNeighbor(vni, ip, mac)).await;
+    }
+
+    /// A new `evpn:` section applied as a diff ([`Speaker::evpn_reconfigure`]);
+    /// returns once the speaker has queued what forwarding must change.
+    pub async fn evpn_reconfigure(&self, config: Option<EvpnConfig>, rebuild: Rebuild) {
+        let _ = self.ask(|tx| Command::EvpnReconfigure(config, rebuild, tx)).await;
     }
 
     /// The EVPN instance's tables (empty without EVPN).
@@ -493,6 +501,11 @@ async fn run(
                     Command::RemoveNetwork(n) => d.speaker.remove_network(n),
                     Command::LocalMac(vni, mac, present) => d.speaker.evpn_local_mac(now, vni, mac, present),
                     Command::LocalNeighbor(vni, ip, mac) => d.speaker.evpn_local_neighbor(now, vni, ip, mac),
+                    Command::EvpnReconfigure(config, rebuild, tx) => {
+                        d.speaker.evpn_reconfigure(now, config, &rebuild);
+                        d.flush();
+                        let _ = tx.send(());
+                    }
                     Command::Evpn(tx) => {
                         let _ = tx.send(d.speaker.evpn.as_ref().map(|e| e.state(now)).unwrap_or_default());
                     }

@@ -11,7 +11,10 @@
 //!    (hosts in different VNIs without a router between them are not a
 //!    pair: the kernel refuses the echo with "network unreachable");
 //! 5. every EVPN VTEP has learned the MACs of the hosts behind the other
-//!    VTEPs in its hosts' subnets (type 2 routes).
+//!    VTEPs in its hosts' subnets (type 2 routes);
+//! 6. in a lab with HCAs: the SM embedded in a switch is master and has
+//!    swept the fabric, every HCA has a LID, and every HCA ibpings every
+//!    other (see [`crate::ib`]).
 
 use std::fmt;
 use std::net::Ipv4Addr;
@@ -38,20 +41,52 @@ pub struct Report {
     pub evpn_flood_entries: usize,
     /// Remote MACs checked on the EVPN VTEPs.
     pub evpn_remote_macs: usize,
+    pub ib: Option<IbReport>,
+}
+
+/// The IB-like plane's part of a converged lab.
+#[derive(Debug, Clone)]
+pub struct IbReport {
+    /// The switch whose SM is master.
+    pub sm_switch: String,
+    pub switches: u64,
+    pub hcas: usize,
+    /// The SM's own figure for its last sweep.
+    pub last_sweep_ms: Option<f64>,
+    /// When the fabric was up with every HCA's LID, from the start.
+    pub up_at: Duration,
+    /// Ordered HCA pairs whose every ibping came back.
+    pub pairs: usize,
 }
 
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "converged in {:.2} s: {} BGP sessions established ({:.2} s), {} loopback routes installed ({:.2} s), {} host pairs ping",
-            self.elapsed.as_secs_f64(),
-            self.sessions,
-            self.sessions_at.as_secs_f64(),
-            self.routes,
-            self.routes_at.as_secs_f64(),
-            self.pairs
-        )?;
+        write!(f, "converged in {:.2} s", self.elapsed.as_secs_f64())?;
+        // A lab of only the IB-like plane has no BGP and no IP hosts.
+        if self.ib.is_none() || self.sessions > 0 || self.pairs > 0 {
+            write!(
+                f,
+                ": {} BGP sessions established ({:.2} s), {} loopback routes installed ({:.2} s), {} host pairs ping",
+                self.sessions,
+                self.sessions_at.as_secs_f64(),
+                self.routes,
+                self.routes_at.as_secs_f64(),
+                self.pairs
+            )?;
+        }
+        if let Some(ib) = &self.ib {
+            write!(
+                f,
+                "{}IB: SM on {} master, fabric up with {} switches and {} HCAs each with a LID ({:.2} s, last sweep {:.0} ms), {} HCA pairs ibping",
+                if self.sessions > 0 || self.pairs > 0 { ", " } else { ": " },
+                ib.sm_switch,
+                ib.switches,
+                ib.hcas,
+                ib.up_at.as_secs_f64(),
+                ib.last_sweep_ms.unwrap_or(0.0),
+                ib.pairs
+            )?;
+        }
         if self.evpn_flood_entries > 0 {
             write!(
                 f,
@@ -108,7 +143,7 @@ fn sessions(lab: &Lab, node: &NodeState) -> (usize, usize) {
                 .unwrap_or(0);
             (peers.values().filter(|p| p["state"] == "Established").count(), configured)
         }
-        Role::Host => (0, 0),
+        Role::Host | Role::Hca => (0, 0),
     }
 }
 
@@ -188,7 +223,7 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
     let deadline = started + timeout;
     let poll = Duration::from_millis(200);
     // 1. Sessions.
-    let speakers: Vec<&NodeState> = lab.nodes.iter().filter(|n| n.role != Role::Host).collect();
+    let speakers: Vec<&NodeState> = lab.nodes.iter().filter(|n| matches!(n.role, Role::Switchd | Role::Frr)).collect();
     let mut established = 0;
     loop {
         let mut missing = Vec::new();
@@ -264,7 +299,11 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         })
         .collect();
     let mut pairs = None;
+    // (A lab without IP hosts, such as the IB-like one, has no pass to make.)
     for pass in 1.. {
+        if pending.is_empty() {
+            break;
+        }
         let pass_started = Instant::now();
         let (tried, failed) = ping_round(&pending);
         pairs.get_or_insert(tried);
@@ -297,6 +336,8 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
     let ports = crate::hosts::host_ports(lab);
     let evpn_remote_macs =
         wait_for(deadline, timeout, "EVPN remote MACs", || crate::evpn::remote_macs_missing(lab, &vteps, &ports))?;
+    // 6. The IB-like plane: the SM's sweep, LIDs, all-pairs ibping.
+    let ib = if crate::ib::hcas(lab).is_empty() { None } else { Some(ib_converge(lab, started, deadline, timeout)?) };
     Ok(Report {
         elapsed: started.elapsed(),
         sessions: established,
@@ -306,7 +347,47 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         routes_at,
         evpn_flood_entries,
         evpn_remote_macs,
+        ib,
     })
+}
+
+/// Step 6: the SM's sweep done with a LID for every HCA, then ibping
+/// rounds until every pair answers.
+fn ib_converge(lab: &Lab, started: Instant, deadline: Instant, timeout: Duration) -> Result<IbReport, String> {
+    let (sm, lids) =
+        crate::ib::wait_fabric_up(lab, deadline).map_err(|e| format!("not converged after {timeout:?}: {e}"))?;
+    let up_at = started.elapsed();
+    for pass in 1.. {
+        let pass_started = Instant::now();
+        // A round ends when every HCA has its summaries, or at the deadline.
+        let (pairs, failed) = crate::ib::ibping_round(lab, &lids, deadline);
+        eprintln!(
+            "all-pairs ibping, pass {pass}: {pairs} pairs answered, {} not ({:.2} s) {}",
+            failed.len(),
+            pass_started.elapsed().as_secs_f64(),
+            failed.iter().take(4).cloned().collect::<Vec<_>>().join(", ")
+        );
+        if failed.is_empty() {
+            let hcas = lids.len();
+            return Ok(IbReport {
+                sm_switch: sm.switch,
+                switches: sm.switches,
+                hcas,
+                last_sweep_ms: sm.last_sweep_ms,
+                up_at,
+                pairs,
+            });
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "not converged after {timeout:?}: {} HCA pairs do not ibping (e.g. {})\n{}",
+                failed.len(),
+                failed.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                crate::ib::diagnostics(lab)
+            ));
+        }
+    }
+    unreachable!("the loop returns")
 }
 
 /// Polls `pending` (count checked, what is missing) until nothing is

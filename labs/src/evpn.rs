@@ -70,7 +70,7 @@ pub fn vteps(lab: &Lab) -> Vec<Vtep> {
                 let exec = topology.as_ref()?.topology.nodes.get(&node.name)?.exec.clone();
                 kernel_vtep(&node.name, &exec)
             }
-            Role::Host => None,
+            Role::Host | Role::Hca => None,
         })
         .collect()
 }

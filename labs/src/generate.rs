@@ -11,6 +11,9 @@
 //!   between groups.
 //! - `fattree --radix K`: the two-level fat-tree of K-port switches: K/2
 //!   spines, K leaves with K/2 uplinks and K/2 hosts each.
+//! - `fattree --radix K --ib` (`ib-fattree`): the same shape in the IB-like
+//!   plane instead: every switch port in `mode: ib`, no BGP, the subnet
+//!   manager embedded in `spine1`, and K*K/2 HCAs (`fabric-host ib`).
 //! - `incast`: one switch, hosts sending to one receiver.
 //! - `evpn-leaf-spine`: 2 spines, 4 leaves, two hosts per leaf in two VNIs;
 //!   the overlay is BGP-EVPN over the same eBGP sessions.
@@ -163,6 +166,107 @@ pub fn fattree(name: &str, radix: usize) -> Result<Generated, GenerateError> {
     }
     let half = radix / 2;
     AiRail { servers: radix * half, rails: 1, spines: half, servers_per_leaf: half }.generate(name)
+}
+
+/// Data VLs on every port of the IB-like labs.
+pub const IB_DATA_VLS: u8 = 2;
+/// The SM's sweep interval in the IB-like labs: a trap from a switch whose
+/// port changed starts a sweep at once; this bounds how late a change no
+/// trap reported is found.
+pub const IB_SWEEP_MS: u64 = 500;
+/// Echoes per target and their spacing in an HCA's ibping rounds (`labs
+/// check`).
+pub const IB_PING_COUNT: u32 = 3;
+pub const IB_PING_INTERVAL_MS: u64 = 20;
+
+/// Switch n's node GUID in the IB-like labs (spines 1..=S, then leaves).
+fn ib_switch_guid(n: usize) -> u64 {
+    0x0002_c903_0000_0000 | (n as u64) << 8
+}
+
+/// HCA h's node GUID (its port GUID is one more, as `fabric-host` makes it).
+fn ib_hca_guid(h: usize) -> u64 {
+    0x0002_c904_0000_0000 | (h as u64) << 8
+}
+
+/// The two-level fat-tree of radix-K switches in the IB-like plane: K/2
+/// spines, K leaves with K/2 uplinks (`eth1..ethK/2`, one to each spine)
+/// and K/2 HCAs (`ethK/2+1..ethK`). The SM in `spine1` (priority 15,
+/// `ftree` routing with `minhop` where the fabric is no longer a fat tree,
+/// as after a link failure) discovers it, gives LIDs, programs the LFTs and
+/// takes the ports Active; the HCAs answer it and ibping each other.
+pub fn ib_fattree(name: &str, radix: usize) -> Result<Generated, GenerateError> {
+    if radix < 2 || !radix.is_multiple_of(2) {
+        return Err(GenerateError(format!("radix {radix}: an even number of ports, at least 2")));
+    }
+    if radix > 64 {
+        return Err(GenerateError(format!("radix {radix}: at most 64 (2048 HCAs)")));
+    }
+    let half = radix / 2;
+    let spines: Vec<String> = (1..=half).map(|s| format!("spine{s}")).collect();
+    let leaves: Vec<String> = (1..=radix).map(|l| format!("leaf{l}")).collect();
+    let mut nodes = BTreeMap::new();
+    let mut links = Vec::new();
+    let mut files = BTreeMap::new();
+    let port_line = |port: usize| format!("  - {{ name: eth{port}, mode: ib, data_vls: {IB_DATA_VLS} }}\n");
+    let switch_yaml = |switch: &str, n: usize, ports: usize| {
+        let mut yaml = format!("name: {switch}\n{LAB_RESOURCES}ports:\n");
+        (1..=ports).for_each(|port| yaml.push_str(&port_line(port)));
+        let _ = writeln!(yaml, "ib:\n  guid: {:#018x}", ib_switch_guid(n));
+        if n == 1 {
+            let _ =
+                writeln!(yaml, "  sm: {{ priority: 15, engine: [ftree, minhop], sweep_interval_ms: {IB_SWEEP_MS} }}");
+        }
+        yaml
+    };
+    let mut switch_node = |switch: &str, yaml: String| {
+        files.insert(format!("{name}/{switch}.yaml"), yaml);
+        let node = Node {
+            kind: "linux".into(),
+            image: Some(SWITCHD_IMAGE.into()),
+            labels: [(ROLE_LABEL.to_owned(), "switchd".to_owned())].into(),
+            binds: vec![format!("{name}/{switch}.yaml:{SWITCHD_CONFIG}:ro")],
+            ..Node::default()
+        };
+        nodes.insert(switch.to_owned(), node);
+    };
+    for (s, spine) in spines.iter().enumerate() {
+        switch_node(spine, switch_yaml(spine, s + 1, radix));
+    }
+    for (l, leaf) in leaves.iter().enumerate() {
+        switch_node(leaf, switch_yaml(leaf, half + l + 1, radix));
+    }
+    // Uplinks first, so `eth1..ethK/2` of every leaf read top-down.
+    for (l, leaf) in leaves.iter().enumerate() {
+        for (s, spine) in spines.iter().enumerate() {
+            links
+                .push(Link { endpoints: [format!("{leaf}:eth{}", s + 1), format!("{spine}:eth{}", l + 1)], mtu: None });
+        }
+    }
+    for (l, leaf) in leaves.iter().enumerate() {
+        for slot in 0..half {
+            let h = l * half + slot + 1;
+            let hca = format!("hca{h}");
+            links
+                .push(Link { endpoints: [format!("{leaf}:eth{}", half + slot + 1), format!("{hca}:eth1")], mtu: None });
+            let cmd = format!(
+                "ib --iface eth1 --guid {:#018x} --name {hca} --data-vls {IB_DATA_VLS} --count {IB_PING_COUNT} --interval-ms {IB_PING_INTERVAL_MS}",
+                ib_hca_guid(h)
+            );
+            let node = Node {
+                kind: "linux".into(),
+                image: Some(SWITCHD_IMAGE.into()),
+                labels: [(ROLE_LABEL.to_owned(), "hca".to_owned())].into(),
+                entrypoint: Some("fabric-host".into()),
+                cmd: Some(cmd),
+                ..Node::default()
+            };
+            nodes.insert(hca, node);
+        }
+    }
+    let topology =
+        Topology { name: name.to_owned(), topology: Body { kinds: BTreeMap::new(), defaults: None, nodes, links } };
+    Ok(Generated { topology, files })
 }
 
 /// One switch, `hosts` hosts on it; the last one is the incast receiver.
@@ -591,6 +695,34 @@ mod tests {
         assert_eq!(nodes.keys().filter(|n| n.starts_with("leaf")).count(), 8);
         assert_eq!(nodes.keys().filter(|n| n.starts_with("server")).count(), 32);
         assert!(fattree("ft", 7).is_err());
+    }
+
+    #[test]
+    fn ib_fattree_shape_and_configs() {
+        let lab = ib_fattree("ibf", 4).unwrap();
+        let t = &lab.topology;
+        t.check().unwrap();
+        let role = |r: &str| t.topology.nodes.values().filter(|n| n.labels[ROLE_LABEL] == r).count();
+        // 2 spines + 4 leaves, 8 HCAs; every leaf to every spine, every HCA to its leaf.
+        assert_eq!((role("switchd"), role("hca"), role("host")), (6, 8, 0));
+        assert_eq!(t.topology.links.len(), 4 * 2 + 8);
+        assert!(t.topology.links.iter().any(|l| l.endpoints == ["leaf2:eth4".to_owned(), "hca4:eth1".to_owned()]));
+        assert!(t.topology.links.iter().any(|l| l.endpoints == ["leaf3:eth2".to_owned(), "spine2:eth3".to_owned()]));
+        // Only spine1 has the SM; every port of every switch is IB-like.
+        let config = |node: &str| &lab.files[&format!("ibf/{node}.yaml")];
+        assert!(config("spine1").contains("sm: { priority: 15"));
+        assert!(!config("spine2").contains("sm:") && !config("leaf1").contains("sm:"));
+        assert_eq!(config("leaf4").matches("mode: ib").count(), 4);
+        assert!(!config("leaf4").contains("bgp"));
+        // The HCAs' programs, each with its own GUID and name.
+        let nodes = t.resolve(Path::new("")).unwrap();
+        let hca3 = nodes.iter().find(|n| n.name == "hca3").unwrap();
+        assert_eq!(hca3.program[..3], ["fabric-host", "ib", "--iface"]);
+        assert!(hca3.program.windows(2).any(|w| w == ["--name", "hca3"]), "{:?}", hca3.program);
+        let guids: std::collections::BTreeSet<&String> =
+            nodes.iter().filter_map(|n| n.program.iter().skip_while(|w| *w != "--guid").nth(1)).collect();
+        assert_eq!(guids.len(), 8);
+        assert!(ib_fattree("x", 5).is_err() && ib_fattree("x", 66).is_err());
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod fabric_host;
 pub mod generate;
 pub mod host_limits;
 pub mod hosts;
+pub mod ib;
 pub mod lossless;
 pub mod netns;
 pub mod ping;

@@ -7,7 +7,8 @@
 //! runner died half-way; namespaces named `clab-LAB-*` are removed even
 //! without a state file. Per node, `/run/labs/LAB/NODE.log` keeps the
 //! program's output and `NODE.yaml`/`NODE.sock` its config and management
-//! socket.
+//! socket; an HCA's `NODE.ping` is the ping file its `fabric-host ib` reads
+//! (the LIDs `labs check` has it ibping).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -60,6 +61,9 @@ pub struct NodeState {
     /// Set by the supervisor when the node kept exiting; left down.
     #[serde(default)]
     pub failed: bool,
+    /// An HCA's program and arguments, as started.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub program: Vec<String>,
 }
 
 pub fn state_dir(lab: &str) -> PathBuf {
@@ -113,6 +117,23 @@ pub fn binary(name: &str) -> PathBuf {
         }
     }
     PathBuf::from(name)
+}
+
+/// An HCA's command line as the runner starts it: the file's program with
+/// its first word a workspace binary (`fabric-host`, see [`binary`]) and the
+/// node's ping file added, through which `labs check` has it ibping the
+/// others (the namespaces share this machine's files, so each HCA gets its
+/// own).
+fn hca_program(program: &[String], ping_file: &Path) -> Vec<String> {
+    let mut words = program.to_vec();
+    if let Some(first) = words.first_mut()
+        && !first.contains('/')
+    {
+        *first = binary(first).to_string_lossy().into_owned();
+    }
+    words.push("--ping-file".into());
+    words.push(ping_file.to_string_lossy().into_owned());
+    words
 }
 
 /// A user's uid and primary gid.
@@ -262,6 +283,10 @@ impl Lab {
                 }
                 _ => None,
             };
+            let program = match node.role {
+                Role::Hca => hca_program(&node.program, &dir.join(format!("{}.ping", node.name))),
+                _ => Vec::new(),
+            };
             lab.nodes.push(NodeState {
                 name: node.name.clone(),
                 role: node.role,
@@ -272,6 +297,7 @@ impl Lab {
                 helper_pid: None,
                 stopped: false,
                 failed: false,
+                program,
             });
         }
         for raised in crate::host_limits::fit_neighbor_tables(lab.nodes.len())? {
@@ -345,15 +371,17 @@ impl Lab {
         let dir = self.dir();
         let node = &mut self.nodes[index];
         let log = dir.join(format!("{}.log", node.name));
-        let config = node.config.clone().ok_or_else(|| format!("node {} has no config", node.name))?;
+        let config = || node.config.clone().ok_or_else(|| format!("node {} has no config", node.name));
         match node.role {
             Role::Switchd => {
+                let config = config()?;
                 let switchd = binary("switchd");
                 let mut cmd = Command::new("ip");
                 cmd.args(["netns", "exec", &node.namespace]).arg(&switchd).arg("run").arg("--config").arg(&config);
                 node.pid = Some(spawn_detached(&mut cmd, &log)?);
             }
             Role::Frr => {
+                let config = config()?;
                 let vty = dir.join(&node.name);
                 std::fs::create_dir_all(&vty).map_err(|e| e.to_string())?;
                 // The daemons drop to FRR's user before writing pid files
@@ -375,6 +403,11 @@ impl Lab {
                 bgpd.args(["netns", "exec", &node.namespace, BGPD, "-f"]).arg(&config);
                 bgpd.arg("-z").arg(&zserv).arg("--vty_socket").arg(&vty).arg("-i").arg(vty.join("bgpd.pid"));
                 node.pid = Some(spawn_detached(&mut bgpd, &log)?);
+            }
+            Role::Hca => {
+                let mut cmd = Command::new("ip");
+                cmd.args(["netns", "exec", &node.namespace]).args(&node.program);
+                node.pid = Some(spawn_detached(&mut cmd, &log)?);
             }
             Role::Host => {}
         }
@@ -776,6 +809,7 @@ pub fn graph_dot(topology: &Topology) -> String {
             Role::Switchd if name.starts_with("spine") => ("box", "lightblue", "a"),
             Role::Switchd | Role::Frr => ("box", if role == Role::Frr { "khaki" } else { "lightblue" }, "b"),
             Role::Host => ("ellipse", "white", "c"),
+            Role::Hca => ("ellipse", "lightyellow", "c"),
         };
         ranks.entry(rank).or_default().push(name);
         let _ =

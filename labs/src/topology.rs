@@ -25,7 +25,9 @@
 //! Every node is containerlab's `linux` kind; what the runner does with it
 //! is the `labs.role` label: `switchd` (the daemon with the config bound at
 //! [`SWITCHD_CONFIG`]), `frr` (zebra and bgpd with the config bound at
-//! [`FRR_CONFIG`]) or `host` (a plain namespace set up by its `exec` lines).
+//! [`FRR_CONFIG`]), `host` (a plain namespace set up by its `exec` lines) or
+//! `hca` (an HCA-like endpoint of the IB-like plane: the node's
+//! `entrypoint` and `cmd`, `fabric-host ib ...`, as its program).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
@@ -81,6 +83,12 @@ pub struct Node {
     pub exec: Vec<String>,
     #[serde(rename = "mgmt-ipv4", default, skip_serializing_if = "Option::is_none")]
     pub mgmt_ipv4: Option<String>,
+    /// The container's entrypoint and command (containerlab's); an `hca`
+    /// node's program is the two together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entrypoint: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -100,6 +108,7 @@ pub enum Role {
     Switchd,
     Frr,
     Host,
+    Hca,
 }
 
 impl fmt::Display for Role {
@@ -108,6 +117,7 @@ impl fmt::Display for Role {
             Role::Switchd => "switchd",
             Role::Frr => "frr",
             Role::Host => "host",
+            Role::Hca => "hca",
         })
     }
 }
@@ -150,6 +160,8 @@ pub struct ResolvedNode {
     /// The switchd or FRR config on this machine, if bound.
     pub config: Option<PathBuf>,
     pub exec: Vec<String>,
+    /// An `hca` node's program: `entrypoint` then `cmd`, split at spaces.
+    pub program: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -236,12 +248,13 @@ impl Topology {
             .labels
             .get(ROLE_LABEL)
             .or_else(|| self.defaults_for(node).find_map(|d| d.labels.get(ROLE_LABEL)))
-            .ok_or_else(|| format!("no {ROLE_LABEL} label (switchd, frr or host)"))?;
+            .ok_or_else(|| format!("no {ROLE_LABEL} label (switchd, frr, host or hca)"))?;
         match label.as_str() {
             "switchd" => Ok(Role::Switchd),
             "frr" => Ok(Role::Frr),
             "host" => Ok(Role::Host),
-            other => Err(format!("{ROLE_LABEL}: {other:?} is not switchd, frr or host")),
+            "hca" => Ok(Role::Hca),
+            other => Err(format!("{ROLE_LABEL}: {other:?} is not switchd, frr, host or hca")),
         }
     }
 
@@ -254,7 +267,7 @@ impl Topology {
             let wanted = match role {
                 Role::Switchd => Some(SWITCHD_CONFIG),
                 Role::Frr => Some(FRR_CONFIG),
-                Role::Host => None,
+                Role::Host | Role::Hca => None,
             };
             let mut config = None;
             for bind in &node.binds {
@@ -271,8 +284,16 @@ impl Topology {
             {
                 return Err(format!("topology.nodes.{name}: a {role} node needs a bind to {target}"));
             }
+            let program: Vec<String> = [&node.entrypoint, &node.cmd]
+                .into_iter()
+                .flatten()
+                .flat_map(|words| words.split_whitespace().map(str::to_owned))
+                .collect();
+            if role == Role::Hca && program.is_empty() {
+                return Err(format!("topology.nodes.{name}: an hca node needs its program in entrypoint/cmd"));
+            }
             let image = node.image.clone().or_else(|| self.defaults_for(node).find_map(|d| d.image.clone()));
-            nodes.push(ResolvedNode { name: name.clone(), role, image, config, exec: node.exec.clone() });
+            nodes.push(ResolvedNode { name: name.clone(), role, image, config, exec: node.exec.clone(), program });
         }
         Ok(nodes)
     }

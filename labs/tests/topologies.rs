@@ -43,6 +43,7 @@ fn check_lab(validator: &jsonschema::Validator, path: &Path) {
             }
             Role::Frr => assert!(node.config.unwrap().is_file()),
             Role::Host => assert!(!node.exec.is_empty(), "host {} has no addresses", node.name),
+            Role::Hca => assert_eq!(node.program[..2], ["fabric-host", "ib"], "hca {}", node.name),
         }
     }
 }
@@ -60,7 +61,7 @@ fn checked_in_topologies_are_valid() {
         }
     }
     seen.sort();
-    for wanted in ["ai-rail.clab.yml", "evpn-leaf-spine.clab.yml", "incast.clab.yml"] {
+    for wanted in ["ai-rail.clab.yml", "evpn-leaf-spine.clab.yml", "ib-fattree.clab.yml", "incast.clab.yml"] {
         assert!(seen.iter().any(|s| s == wanted), "{wanted} missing from {}", dir.display());
     }
 }
@@ -83,6 +84,7 @@ fn generated_labs_are_valid() {
         AiRail { servers: 64, rails: 2, spines: 16, servers_per_leaf: 8 }.generate("ai32").unwrap(),
     );
     check_generated(&validator, generate::fattree("fattree", 8).unwrap());
+    check_generated(&validator, generate::ib_fattree("ib-fattree", 8).unwrap());
     check_generated(&validator, generate::incast("incast", 4).unwrap());
     check_generated(&validator, generate::evpn_leaf_spine("evpn", 4, true).unwrap());
 }
@@ -101,12 +103,14 @@ fn the_schema_check_catches_a_bad_file() {
 fn checked_in_files_match_the_generators() {
     // The checked-in labs are the generators' output; regenerate with
     // `labs generate incast`, `evpn-leaf-spine`, and
-    // `ai-rail --servers 4 --rails 2 --spines 2 --servers-per-leaf 2` in labs/topologies.
+    // `ai-rail --servers 4 --rails 2 --spines 2 --servers-per-leaf 2` and
+    // `fattree --radix 4 --ib` in labs/topologies.
     let dir = repo_root().join("labs/topologies");
     for lab in [
         generate::incast("incast", 4).unwrap(),
         generate::evpn_leaf_spine("evpn-leaf-spine", 4, true).unwrap(),
         AiRail { servers: 4, rails: 2, spines: 2, servers_per_leaf: 2 }.generate("ai-rail").unwrap(),
+        generate::ib_fattree("ib-fattree", 4).unwrap(),
     ] {
         for (relative, text) in &lab.files {
             let on_disk = std::fs::read_to_string(dir.join(relative)).unwrap();

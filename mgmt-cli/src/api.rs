@@ -655,6 +655,9 @@ pub struct EvpnVni {
     pub local_macs: usize,
     pub remote_macs: usize,
     pub arp_entries: usize,
+    /// MACs frozen by duplicate detection (moved too often, RFC 7432 §15.1).
+    #[serde(default)]
+    pub duplicate_macs: usize,
     pub remote_vteps: Vec<IpAddr>,
 }
 

@@ -2,6 +2,8 @@
 
 use crate::api::{Reply, Request, Response};
 use crate::codec;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -19,6 +21,24 @@ pub enum ClientError {
     Closed,
     #[error("switchd: {0}")]
     Server(String),
+    /// Writing the answer out failed (the reader of a stream left).
+    #[error("output: {0}")]
+    Output(std::io::Error),
+}
+
+/// One line of a streamed route table, its routes left as raw JSON:
+/// `{"status":"ok","reply":{"kind":"ip_routes","data":[ROUTE,...]}}`.
+#[derive(Deserialize)]
+struct RawRoutesAnswer<'a> {
+    #[serde(borrow)]
+    reply: RawReply<'a>,
+}
+
+#[derive(Deserialize)]
+struct RawReply<'a> {
+    kind: &'a str,
+    #[serde(borrow)]
+    data: Vec<&'a RawValue>,
 }
 
 pub struct Client {
@@ -47,6 +67,20 @@ impl Client {
         request: &Request,
         mut chunk: impl FnMut(Vec<crate::api::IpRoute>) -> std::io::Result<()>,
     ) -> Result<usize, ClientError> {
+        self.stream_raw_ip_routes(request, |raw| {
+            let routes = raw.iter().map(|r| serde_json::from_str(r.get())).collect::<Result<Vec<_>, _>>()?;
+            chunk(routes)
+        })
+    }
+
+    /// As [`Client::stream_ip_routes`], but each route is handed over as
+    /// the daemon encoded it, unparsed: `--json` copies the daemon's
+    /// bytes through instead of decoding and encoding every route again.
+    pub fn stream_raw_ip_routes(
+        &mut self,
+        request: &Request,
+        mut chunk: impl FnMut(&[&RawValue]) -> std::io::Result<()>,
+    ) -> Result<usize, ClientError> {
         self.writer.write_all(&codec::encode(request)?)?;
         let mut count = 0;
         let mut line = Vec::new();
@@ -56,14 +90,20 @@ impl Client {
             if read == 0 {
                 return Err(ClientError::Closed);
             }
-            match codec::decode::<Response>(&line)? {
-                Response::Ok { reply: Reply::IpRoutes(routes) } if routes.is_empty() => return Ok(count),
-                Response::Ok { reply: Reply::IpRoutes(routes) } => {
-                    count += routes.len();
-                    chunk(routes)?;
+            let body = line.strip_suffix(b"\n").unwrap_or(&line);
+            match serde_json::from_slice::<RawRoutesAnswer>(body) {
+                Ok(answer) if answer.reply.kind == "ip_routes" => {
+                    if answer.reply.data.is_empty() {
+                        return Ok(count);
+                    }
+                    count += answer.reply.data.len();
+                    chunk(&answer.reply.data)?;
                 }
-                Response::Ok { reply } => return Err(ClientError::Server(format!("unexpected answer {reply:?}"))),
-                Response::Error { message } => return Err(ClientError::Server(message)),
+                // An error, or another answer: decoded whole to say which.
+                _ => match codec::decode::<Response>(&line)? {
+                    Response::Ok { reply } => return Err(ClientError::Server(format!("unexpected answer {reply:?}"))),
+                    Response::Error { message } => return Err(ClientError::Server(message)),
+                },
             }
         }
     }

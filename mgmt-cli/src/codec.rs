@@ -15,6 +15,14 @@ pub fn encode<T: Serialize>(value: &T) -> serde_json::Result<Vec<u8>> {
     Ok(line)
 }
 
+/// `value` as one line of JSON appended to `line`: a stream's chunks
+/// reuse a buffer the size of the last one instead of growing a new one.
+pub fn encode_into<T: Serialize>(value: &T, line: &mut Vec<u8>) -> serde_json::Result<()> {
+    serde_json::to_writer(&mut *line, value)?;
+    line.push(b'\n');
+    Ok(())
+}
+
 /// One message from one line (with or without its trailing newline).
 pub fn decode<T: DeserializeOwned>(line: &[u8]) -> serde_json::Result<T> {
     let line = line.strip_suffix(b"\n").unwrap_or(line);

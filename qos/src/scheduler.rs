@@ -35,6 +35,8 @@ pub const DEFAULT_QUANTUM_UNIT: u32 = 9216;
 #[derive(Debug, Clone, Copy)]
 pub struct PortScheduler {
     disciplines: [Discipline; CLASSES],
+    /// Bit q: queue q is strict.
+    strict: u8,
     quantum: [u32; CLASSES],
     deficit: [u32; CLASSES],
     current: usize,
@@ -48,18 +50,35 @@ impl PortScheduler {
             Discipline::Strict => 0,
             Discipline::Dwrr { weight } => u32::from(weight.max(1)) * quantum_unit.max(1),
         });
-        PortScheduler { disciplines, quantum, deficit: [0; CLASSES], current: 0, fresh: true }
+        let strict = (0..CLASSES).filter(|&q| disciplines[q] == Discipline::Strict).fold(0u8, |m, q| m | 1 << q);
+        PortScheduler { disciplines, strict, quantum, deficit: [0; CLASSES], current: 0, fresh: true }
     }
 
     /// The queue to send from next. `head(q)` gives the length of queue q's
     /// head frame if q may send now (backlogged, not paused, its shaper
     /// conforming), else `None`. The chosen queue's frame must be sent.
     #[inline]
-    pub fn select(&mut self, mut head: impl FnMut(usize) -> Option<u32>) -> Option<usize> {
-        for queue in (0..CLASSES).rev() {
-            if self.disciplines[queue] == Discipline::Strict && head(queue).is_some() {
+    pub fn select(&mut self, head: impl FnMut(usize) -> Option<u32>) -> Option<usize> {
+        self.select_among(u8::MAX, head)
+    }
+
+    /// [`select`](Self::select) knowing which queues have frames (bit q:
+    /// queue q is not empty): the others are never asked about, and the
+    /// round passes over them in one step (an empty queue has no deficit
+    /// to forfeit, [`emptied`](Self::emptied) took it).
+    #[inline]
+    pub fn select_among(&mut self, backlogged: u8, mut head: impl FnMut(usize) -> Option<u32>) -> Option<usize> {
+        let mut strict = backlogged & self.strict;
+        while strict != 0 {
+            let queue = 7 - strict.leading_zeros() as usize;
+            if head(queue).is_some() {
                 return Some(queue);
             }
+            strict &= !(1 << queue);
+        }
+        let dwrr = backlogged & !self.strict;
+        if dwrr == 0 {
+            return None;
         }
         // At most two visits per queue: a fresh quantum is at least the
         // largest frame, except for a tiny quantum unit, hence the bound.
@@ -69,6 +88,12 @@ impl PortScheduler {
                 return None;
             }
             let queue = self.current;
+            if dwrr & (1 << queue) == 0 {
+                let after = (queue + 1) % CLASSES;
+                self.current = (after + dwrr.rotate_right(after as u32).trailing_zeros() as usize) % CLASSES;
+                self.fresh = true;
+                continue;
+            }
             let eligible = self.quantum[queue] > 0 && matches!(self.disciplines[queue], Discipline::Dwrr { .. });
             match head(queue).filter(|_| eligible) {
                 None => {
@@ -167,5 +192,36 @@ mod tests {
         let sizes = [None, None, None, None, None, Some(1500), None, None];
         let sent = serve(&mut scheduler, sizes, 100);
         assert_eq!(sent[5], 150_000);
+    }
+
+    #[test]
+    fn knowing_the_backlog_changes_no_decision() {
+        // Two schedulers, one told which queues have frames: the same picks
+        // while queues fill and empty.
+        let mut disciplines = [Discipline::Dwrr { weight: 1 }; CLASSES];
+        disciplines[2] = Discipline::Dwrr { weight: 3 };
+        disciplines[6] = Discipline::Strict;
+        let (mut told, mut asked) = (PortScheduler::new(disciplines, 1000), PortScheduler::new(disciplines, 1000));
+        let mut queued = [0u32; CLASSES];
+        let mut seed = 7u64;
+        for _ in 0..20_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            let q = (seed >> 33) as usize % CLASSES;
+            if !(seed >> 40).is_multiple_of(3) {
+                queued[q] += 1;
+            }
+            let backlog = queued;
+            let sizes = |q: usize| (backlog[q] > 0).then_some(300 + 100 * q as u32);
+            let mask = (0..CLASSES).filter(|&q| backlog[q] > 0).fold(0u8, |m, q| m | 1 << q);
+            let pick = told.select_among(mask, sizes);
+            assert_eq!(pick, asked.select(sizes));
+            if let Some(q) = pick {
+                queued[q] -= 1;
+                if queued[q] == 0 {
+                    told.emptied(q);
+                    asked.emptied(q);
+                }
+            }
+        }
     }
 }

@@ -13,7 +13,19 @@ pub struct Descriptor<H> {
     pub cells: u32,
     /// Index of the ingress (port, PG) charged.
     pub ingress_pg: u32,
+    /// ECT(0), ECT(1) or CE: its ECN mark is decided when it leaves.
+    pub ecn_capable: bool,
     next: u32,
+}
+
+/// A frame to append: a [`Descriptor`] without its link.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<H> {
+    pub handle: H,
+    pub bytes: u32,
+    pub cells: u32,
+    pub ingress_pg: u32,
+    pub ecn_capable: bool,
 }
 
 const NIL: u32 = u32::MAX;
@@ -50,6 +62,7 @@ impl<H: Copy> VoqSet<H> {
                 bytes: 0,
                 cells: 0,
                 ingress_pg: 0,
+                ecn_capable: false,
                 next: if i + 1 < capacity { i + 1 } else { NIL },
             })
             .collect();
@@ -58,14 +71,15 @@ impl<H: Copy> VoqSet<H> {
 
     /// Appends a frame to `queue`; gives the frame back if the slab is full.
     #[inline]
-    pub fn push(&mut self, queue: usize, handle: H, bytes: u32, cells: u32, ingress_pg: u32) -> Result<(), H> {
+    pub fn push(&mut self, queue: usize, frame: Entry<H>) -> Result<(), H> {
         let slot = self.free;
         if slot == NIL {
-            return Err(handle);
+            return Err(frame.handle);
         }
         let descriptor = &mut self.slab[slot as usize];
         self.free = descriptor.next;
-        *descriptor = Descriptor { handle, bytes, cells, ingress_pg, next: NIL };
+        let Entry { handle, bytes, cells, ingress_pg, ecn_capable } = frame;
+        *descriptor = Descriptor { handle, bytes, cells, ingress_pg, ecn_capable, next: NIL };
         let fifo = &mut self.fifos[queue];
         if fifo.tail == NIL {
             fifo.head = slot;
@@ -118,26 +132,30 @@ impl<H: Copy> VoqSet<H> {
 mod tests {
     use super::*;
 
+    fn entry(handle: u32, bytes: u32, cells: u32, ingress_pg: u32) -> Entry<u32> {
+        Entry { handle, bytes, cells, ingress_pg, ecn_capable: false }
+    }
+
     #[test]
     fn fifos_share_the_slab_in_order() {
         let mut voqs = VoqSet::new(3, 4, 0u32);
-        voqs.push(0, 10, 100, 1, 0).unwrap();
-        voqs.push(2, 20, 200, 1, 5).unwrap();
-        voqs.push(0, 11, 100, 1, 0).unwrap();
-        voqs.push(0, 12, 100, 1, 0).unwrap();
-        assert_eq!(voqs.push(1, 99, 1, 1, 0), Err(99), "slab full");
+        voqs.push(0, entry(10, 100, 1, 0)).unwrap();
+        voqs.push(2, entry(20, 200, 1, 5)).unwrap();
+        voqs.push(0, entry(11, 100, 1, 0)).unwrap();
+        voqs.push(0, entry(12, 100, 1, 0)).unwrap();
+        assert_eq!(voqs.push(1, entry(99, 1, 1, 0)), Err(99), "slab full");
         assert_eq!(voqs.frames(0), 3);
         assert_eq!(voqs.head(2).unwrap().ingress_pg, 5);
         assert_eq!(voqs.pop(0).unwrap().handle, 10);
-        voqs.push(1, 30, 1, 1, 0).unwrap();
+        voqs.push(1, entry(30, 1, 1, 0)).unwrap();
         assert_eq!([voqs.pop(0), voqs.pop(0), voqs.pop(0)].map(|d| d.map(|d| d.handle)), [Some(11), Some(12), None]);
         assert!(voqs.is_empty(0));
         assert_eq!(voqs.pop(1).unwrap().handle, 30);
         assert_eq!(voqs.pop(2).unwrap().handle, 20);
         // Every slot is free again.
         for i in 0..4 {
-            voqs.push(1, i, 1, 1, 0).unwrap();
+            voqs.push(1, entry(i, 1, 1, 0)).unwrap();
         }
-        assert!(voqs.push(1, 5, 1, 1, 0).is_err());
+        assert!(voqs.push(1, entry(5, 1, 1, 0)).is_err());
     }
 }

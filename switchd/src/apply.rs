@@ -352,17 +352,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             }
         }
     }
-    // An SVI whose VRF changes is made again (SAI's VIRTUAL_ROUTER_ID is create-only).
-    let moved_svis: BTreeSet<u16> = applied
-        .vlans
-        .iter()
-        .filter_map(|(vid, objects)| {
-            let current = sai.get_router_interface(objects.router_interface?).ok()?.virtual_router;
-            let vrf = candidate.vlans.iter().find(|v| v.id == *vid)?.vrf.as_deref();
-            let wanted = crate::apply_vrf::wanted_virtual_router(sai, applied, &stale_vrfs, vrf);
-            (wanted != Some(current)).then_some(*vid)
-        })
-        .collect();
+    let moved_svis = crate::apply_vrf::moved_svis(sai, applied, candidate);
     for (vid, objects) in applied.vlans.iter_mut() {
         if let Some(rif) = objects.router_interface
             && (!want.svis.contains(vid) || moved_svis.contains(vid))

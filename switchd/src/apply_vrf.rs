@@ -60,6 +60,23 @@ pub fn wanted_virtual_router<B: Backend>(
     }
 }
 
+/// The SVIs whose router interface the candidate makes again: their VRF
+/// changes, or is made again (SAI's VIRTUAL_ROUTER_ID is create-only).
+/// What holds them (their host interfaces) must let go first.
+pub fn moved_svis<B: Backend>(sai: &Sai<B>, applied: &Applied, candidate: &Config) -> BTreeSet<u16> {
+    let stale = stale(applied, candidate);
+    applied
+        .vlans
+        .iter()
+        .filter_map(|(vid, objects)| {
+            let current = sai.get_router_interface(objects.router_interface?).ok()?.virtual_router;
+            let vrf = candidate.vlans.iter().find(|v| v.id == *vid)?.vrf.as_deref();
+            let wanted = wanted_virtual_router(sai, applied, &stale, vrf);
+            (wanted != Some(current)).then_some(*vid)
+        })
+        .collect()
+}
+
 /// Removes the routes the candidate no longer has in each VRF, and the
 /// L3VNI maps of stale VRFs (before the tunnel may go).
 pub fn remove_routes_and_maps<B: Backend>(

@@ -56,16 +56,8 @@ pub fn programmer<B: Backend>(config: &Config, applied: &Applied) -> ShimProgram
         .filter_map(|p| Some((crate::hostif::port_host_name(&p.name), applied.ports.get(&p.name)?.router_interface?)))
         .collect();
     let mut programmer = ShimProgrammer::new(subnets).with_interfaces(interfaces);
-    if let Some(overlay) = crate::evpn::overlay(config, applied) {
-        programmer = programmer.with_overlay(overlay);
-    }
-    // Symmetric IRB: EVPN's IP-VRF routes into the VRFs' virtual routers.
-    if let Some(tunnel) = applied.tunnel
-        && !applied.vrfs.is_empty()
-    {
-        let virtual_routers = applied.vrfs.iter().map(|(name, v)| (name.clone(), v.virtual_router)).collect();
-        programmer = programmer.with_ip_vrfs(bgp_evpn::sink::ip_vrf::IpVrfs::new(tunnel, virtual_routers));
-    }
+    // EVPN's remote MACs, flood lists and (symmetric IRB) IP-VRF routes.
+    programmer.attach(crate::evpn::bindings(config, applied));
     programmer
 }
 
@@ -84,18 +76,23 @@ pub struct BgpView {
     pub install_errors: Arc<AtomicU64>,
 }
 
+/// Where jobs for the running [`ShimProgrammer`] go (commits detach and
+/// attach EVPN's objects through it).
+pub type ProgrammerControl<B> = tokio::sync::mpsc::UnboundedSender<bgp_evpn::sink::ControlJob<B>>;
+
 /// Starts the speaker; its routes go into `sai` through a [`ShimProgrammer`].
 pub async fn start<B: Backend + Send + 'static>(
     config: BgpConfig,
     programmer: ShimProgrammer<B>,
     sai: Arc<Mutex<Sai<B>>>,
-) -> Result<BgpView, String> {
+) -> Result<(BgpView, ProgrammerControl<B>), String> {
     let installed = TableSink::default();
     let (queue, rx) = QueueSink::new();
     let install_errors = programmer.errors();
     let sink: Box<dyn RouteSink> = Box::new(Tee(vec![Box::new(queue), Box::new(installed.clone())]));
     let speaker = BgpSpeaker::spawn(config.clone(), sink).await?;
-    tokio::spawn(programmer.run(sai, rx));
+    let (control, jobs) = tokio::sync::mpsc::unbounded_channel();
+    tokio::spawn(programmer.run_with_control(sai, rx, jobs));
     tracing::info!(
         asn = config.asn,
         router_id = %config.router_id,
@@ -104,13 +101,14 @@ pub async fn start<B: Backend + Send + 'static>(
         listen = ?speaker.listen_addr,
         "BGP speaker running"
     );
-    Ok(BgpView {
+    let view = BgpView {
         config: Arc::new(config),
         speaker: Arc::new(speaker),
         installed,
         runtime: tokio::runtime::Handle::current(),
         install_errors,
-    })
+    };
+    Ok((view, control))
 }
 
 /// How often port state changes are taken from the shim.
@@ -536,7 +534,7 @@ ports:
         let (sai, applied) = crate::daemon::build_shim(&config).unwrap();
         let sai = Arc::new(Mutex::new(sai));
         let programmer = programmer(&config, &applied);
-        let bgp = start(config.bgp.clone().unwrap(), programmer, sai.clone()).await.unwrap();
+        let (bgp, _control) = start(config.bgp.clone().unwrap(), programmer, sai.clone()).await.unwrap();
         let view = SwitchView {
             config: Arc::new(config.clone()),
             applied: Arc::new(applied),

@@ -305,9 +305,17 @@ impl<B: Backend> Configurator<B> {
         Ok(generation)
     }
 
-    /// When the pending confirmed commit, if any, rolls back.
+    /// When the pending confirmed commit, if any, rolls back. `None` too
+    /// while a commit is being applied: this is asked on the runtime's
+    /// threads, which must not wait for a commit that waits for them (EVPN's
+    /// follower runs work on the speaker and the route programmer).
     pub fn deadline(&self) -> Option<Instant> {
-        lock(&self.state).pending.as_ref().map(|p| p.deadline)
+        let state = match self.state.try_lock() {
+            Ok(state) => state,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        };
+        state.pending.as_ref().map(|p| p.deadline)
     }
 
     /// Rolls back a confirmed commit not confirmed by `now`.
@@ -357,6 +365,10 @@ impl<B: Backend> Configurator<B> {
         let mut view = self.view.write().unwrap_or_else(|e| e.into_inner());
         view.config = state.running.clone();
         view.applied = Arc::new(state.applied.clone());
+        // `bgp.evpn` follows commits; the shows read it here.
+        if let (Some(bgp), Some(config)) = (view.bgp.as_mut(), &state.running.bgp) {
+            bgp.config = Arc::new(config.clone());
+        }
         Ok(())
     }
 

@@ -141,15 +141,22 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     };
 
     // BGP last: its sessions run over the host interfaces made above.
+    let mut evpn_follower = None;
     let bgp = match &config.bgp {
         Some(bgp) => {
             let programmer = crate::bgp::programmer(&config, &applied);
-            let view = crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?;
+            let (view, control) =
+                crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?;
             if bgp.evpn.is_some() {
                 // MACs and neighbours learned here become EVPN routes.
                 let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("evpn", 65536);
-                let feed = crate::evpn::LocalFeed::new(&config, &applied);
-                tokio::spawn(crate::evpn::run_feed(subscription, feed, view.speaker.clone()));
+                let (feed, feeds) =
+                    tokio::sync::watch::channel(Arc::new(crate::evpn::LocalFeed::new(&config, &applied)));
+                tokio::spawn(crate::evpn::run_feed(subscription, feeds, view.speaker.clone()));
+                // Commits change the overlay live.
+                let follower =
+                    crate::evpn_follow::EvpnFollower::new(config.clone(), view.speaker.clone(), control, feed);
+                evpn_follower = Some(Arc::new(Mutex::new(follower)));
             }
             Some(view)
         }
@@ -178,6 +185,9 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     configurator.follow(forwarding.clone());
     if let Some(lldp) = &lldp {
         configurator.follow(lldp.clone());
+    }
+    if let Some(evpn) = evpn_follower {
+        configurator.follow(evpn);
     }
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
@@ -271,8 +281,13 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.metrics != candidate.metrics {
         reasons.push("the metrics endpoint changed".to_owned());
     }
-    if running.bgp != candidate.bgp {
+    // `bgp.evpn` follows commits (`crate::evpn_follow`); the rest of the
+    // speaker's settings, and whether EVPN runs at all, are set at start.
+    let without_evpn = |c: &Config| c.bgp.as_ref().map(|b| bgp_evpn::BgpConfig { evpn: None, ..b.clone() });
+    if without_evpn(running) != without_evpn(candidate) {
         reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
+    } else if running.bgp.as_ref().map(|b| b.evpn.is_some()) != candidate.bgp.as_ref().map(|b| b.evpn.is_some()) {
+        reasons.push("bgp.evpn was added or removed (EVPN's feed and installer start with the speaker)".to_owned());
     }
     let ib_ports = |c: &Config| {
         c.ports

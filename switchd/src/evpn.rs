@@ -10,10 +10,12 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::sync::watch;
+
 use bgp_evpn::BgpSpeaker;
 use bgp_evpn::packet::Family;
 use bgp_evpn::packet::evpn::MacAddr;
-use bgp_evpn::sink::overlay::Overlay;
+use bgp_evpn::sink::EvpnBindings;
 use sai_shim::{FdbEvent, Notification, ObjectId, Subscription};
 
 use mgmt_cli::api::{self, Reply, Request};
@@ -22,14 +24,17 @@ use crate::apply::Applied;
 use crate::bgp::BgpView;
 use crate::config::Config;
 
-/// The shim objects EVPN's remote MACs and flood lists go into, when the
-/// config has both `bgp.evpn` and the VXLAN tunnel.
-pub fn overlay(config: &Config, applied: &Applied) -> Option<Overlay> {
-    let evpn = config.bgp.as_ref()?.evpn.as_ref()?;
-    let tunnel = applied.tunnel?;
-    let vlans = vni_vlans(config, applied).filter(|(vni, _)| evpn.vnis.iter().any(|v| v.vni == *vni)).collect();
-    let configured = applied.remote_vteps.iter().map(|(ip, objects)| (*ip, *objects));
-    Some(Overlay::new(tunnel, vlans, configured))
+/// The shim objects EVPN installs into for `config` as `applied` made
+/// them: no tunnel without `bgp.evpn` or the VXLAN tunnel.
+pub fn bindings(config: &Config, applied: &Applied) -> EvpnBindings {
+    let Some(evpn) = config.bgp.as_ref().and_then(|b| b.evpn.as_ref()) else { return EvpnBindings::default() };
+    let Some(tunnel) = applied.tunnel else { return EvpnBindings::default() };
+    EvpnBindings {
+        tunnel: Some(tunnel),
+        vlans: vni_vlans(config, applied).filter(|(vni, _)| evpn.vnis.iter().any(|v| v.vni == *vni)).collect(),
+        configured_vteps: applied.remote_vteps.iter().map(|(ip, objects)| (*ip, *objects)).collect(),
+        virtual_routers: applied.vrfs.iter().map(|(name, v)| (name.clone(), v.virtual_router)).collect(),
+    }
 }
 
 /// Each VXLAN-mapped VNI with its VLAN object.
@@ -112,13 +117,15 @@ impl LocalFeed {
 /// How often learned state is handed to the speaker.
 const FEED_INTERVAL: Duration = Duration::from_millis(20);
 
-/// Hands what the dataplane learns to the speaker until the subscription ends.
-pub async fn run_feed(subscription: Subscription, feed: LocalFeed, speaker: Arc<BgpSpeaker>) {
+/// Hands what the dataplane learns to the speaker until the subscription
+/// ends, through the latest [`LocalFeed`] (commits send new ones).
+pub async fn run_feed(subscription: Subscription, feeds: watch::Receiver<Arc<LocalFeed>>, speaker: Arc<BgpSpeaker>) {
     let mut tick = tokio::time::interval(FEED_INTERVAL);
     let mut lost = 0;
     loop {
         tick.tick().await;
         let notifications = subscription.drain();
+        let feed = feeds.borrow().clone();
         if subscription.lost() != lost {
             lost = subscription.lost();
             tracing::warn!(lost, "EVPN missed shim notifications (channel full)");
@@ -153,6 +160,7 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
                     local_macs: v.local_macs,
                     remote_macs: v.remote_macs,
                     arp_entries: v.arp_entries,
+                    duplicate_macs: v.duplicate_macs,
                     remote_vteps: v.remote_vteps,
                 })
                 .collect(),

@@ -671,9 +671,7 @@ impl<D: Dataplane> Loop<D> {
             ib,
             now,
         };
-        for frame in self.batch.iter() {
-            self.node.receive(dp, now, port, frame, &mut devices);
-        }
+        self.node.receive_batch(dp, now, port, self.batch.iter(), &mut devices);
     }
 
     /// Takes a port socket's pending error (its interface went down or

@@ -13,6 +13,7 @@ pub mod config;
 pub mod daemon;
 pub mod demo;
 pub mod evpn;
+pub mod evpn_follow;
 pub mod forwarding;
 pub mod hostif;
 pub mod ib;

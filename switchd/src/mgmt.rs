@@ -372,7 +372,8 @@ impl<B: Backend> SwitchView<B> {
     pub fn routes(&self) -> Vec<api::Route> {
         let sai = lock(&self.sai);
         let store = sai.store();
-        let static_prefixes: Vec<_> = self.config.routes.iter().map(|r| r.prefix).collect();
+        // The config's static routes as applied (a lookup, not a scan of the config per route).
+        let configured_static = |net| matches!(self.applied.routes.get(net), Some(crate::apply::RouteSpec::Via(_)));
         let hop = |id| -> api::NextHop {
             match store.next_hop(id) {
                 Some(nh) => api::NextHop { ip: Some(nh.ip), interface: self.applied.next_hop_interface(nh) },
@@ -399,7 +400,7 @@ impl<B: Backend> SwitchView<B> {
                         _ => ("unknown", Vec::new()),
                     },
                 };
-                if kind == "static" && !static_prefixes.contains(&key.destination) {
+                if kind == "static" && !configured_static(&key.destination) {
                     kind = "dynamic";
                 }
                 api::Route { prefix: key.destination.to_string(), kind: kind.into(), next_hops }
@@ -612,8 +613,12 @@ async fn stream_ip_routes<B: Backend + Send + 'static>(
     let (lines, mut ready) = tokio::sync::mpsc::channel::<Vec<u8>>(STREAM_CHUNKS_IN_FLIGHT);
     let reader = tokio::task::spawn_blocking(move || {
         let mut reader = ip_routes::IpRouteReader::new(&view, family);
+        let mut line_size = 0;
         while let Some(chunk) = reader.next_chunk(ip_routes::CHUNK) {
-            let line = codec::encode(&Response::Ok { reply: Reply::IpRoutes(chunk) }).map_err(io::Error::other)?;
+            // Sized as the last line: one allocation per chunk, no regrowth.
+            let mut line = Vec::with_capacity(line_size + line_size / 8);
+            codec::encode_into(&Response::Ok { reply: Reply::IpRoutes(chunk) }, &mut line).map_err(io::Error::other)?;
+            line_size = line.len();
             if lines.blocking_send(line).is_err() {
                 return Ok(()); // the client left
             }
@@ -826,6 +831,57 @@ routes:
         for (i, line) in lines.iter().enumerate() {
             assert_eq!(*line, format!("K>* 20.0.1.{i}/32 [0/0] via 10.0.1.2, eth3"));
         }
+    }
+
+    /// Writes until `room` bytes are taken, then fails as a pipe whose
+    /// reader left (`swcli show ip route | head -1`).
+    struct ReaderLeaves {
+        room: usize,
+    }
+
+    impl std::io::Write for ReaderLeaves {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if self.room == 0 {
+                return Err(std::io::ErrorKind::BrokenPipe.into());
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    /// A reader that leaves in the middle of a streamed table ends the
+    /// line quietly (`Exit`: status 0, nothing printed), not as a daemon
+    /// out of reach, and the session asks the daemon again on a new
+    /// connection (the old one still carries the rest of the stream).
+    #[tokio::test]
+    async fn a_reader_leaving_a_stream_ends_it_quietly() {
+        use mgmt_cli::shell::session::{Session, Status};
+        let view = view();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let server = tokio::spawn(serve(bind(&path).unwrap(), Arc::new(RwLock::new(view)), None));
+        tokio::task::spawn_blocking(move || {
+            let mut session = Session::connect(&path).unwrap();
+            for line in ["show ip route", "show ip route | json", "show ip route | grep via", "show interfaces"] {
+                for room in [0, 10] {
+                    let output = session.execute_to(line, &mut ReaderLeaves { room });
+                    assert_eq!((output.status, output.text.as_str()), (Status::Exit, ""), "{line}, {room} bytes");
+                }
+            }
+            let mut out = Vec::new();
+            let output = session.execute_to("show ip route | json", &mut out);
+            assert_eq!(output.status, Status::Ok, "{}", output.text);
+            let routes: Vec<api::IpRoute> = serde_json::from_slice(&out).unwrap();
+            assert!(routes.iter().any(|r| r.prefix == "0.0.0.0/0"), "{routes:?}");
+        })
+        .await
+        .unwrap();
+        server.abort();
     }
 
     #[tokio::test]

@@ -245,7 +245,7 @@ fn remove_objects(sai: &mut Sai<SoftBackend>, objects: impl Iterator<Item = Obje
 }
 
 impl FollowsConfig for SoftForwarding {
-    fn remove_stale(&mut self, target: &Config, _applied: &Applied) -> Result<(), String> {
+    fn remove_stale(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
         let Some(forwarding) = &self.forwarding else { return Ok(()) };
         let ports = wanted_ports(target);
         let stale_ports: Vec<String> = self
@@ -260,7 +260,14 @@ impl FollowsConfig for SoftForwarding {
             forwarding.detach_port(index);
         }
         let hosts = wanted_hosts(target);
-        let stale_hosts: Vec<HostKey> = self.hosts.keys().filter(|key| !hosts.contains_key(*key)).cloned().collect();
+        // An SVI moving to another VRF is made again: its TAP goes first.
+        let moved = crate::apply_vrf::moved_svis(&lock(&self.sai), applied, target);
+        let stale_hosts: Vec<HostKey> = self
+            .hosts
+            .keys()
+            .filter(|key| !hosts.contains_key(*key) || matches!(key, HostKey::Vlan(id) if moved.contains(id)))
+            .cloned()
+            .collect();
         let mut removed = Vec::new();
         for key in stale_hosts {
             let host = self.hosts.remove(&key).expect("listed");

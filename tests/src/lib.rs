@@ -13,6 +13,7 @@ pub mod frr;
 pub mod gobgp;
 pub mod ibsim;
 pub mod kernel;
+pub mod kernel_vm;
 pub mod labs;
 pub mod netns;
 pub mod switchd;

@@ -7,6 +7,10 @@ use std::time::{Duration, Instant};
 
 use crate::netns::{Netns, ProcessGuard};
 
+/// Set, `workspace_binary` does not run cargo: the binaries were built
+/// before (by the test that boots the kernel VM).
+pub const NO_BUILD: &str = "FABRIC_TESTS_NO_BUILD";
+
 /// The target directory profile folder this test binary was built into
 /// (`target/debug` for `target/debug/deps/switchd_l2-<hash>`).
 fn profile_dir() -> PathBuf {
@@ -18,7 +22,9 @@ fn profile_dir() -> PathBuf {
 /// The path of a workspace binary (`switchd`, `swcli`, `labs`), built on first use
 /// with the same cargo and profile as the running test, so
 /// `cargo test -p fabric-tests` alone works (cargo builds other packages'
-/// binaries only for `--workspace`).
+/// binaries only for `--workspace`). With [`NO_BUILD`] set (inside the
+/// kernel VM, whose view of the target directory is read-only) they must be
+/// built already.
 ///
 /// `FABRIC_BIN_DIR` names a directory of prebuilt binaries to take instead
 /// (benchmarks run release builds under a debug harness).
@@ -31,6 +37,9 @@ pub fn workspace_binary(name: &str) -> PathBuf {
     static BUILT: OnceLock<()> = OnceLock::new();
     let dir = profile_dir();
     BUILT.get_or_init(|| {
+        if std::env::var_os(NO_BUILD).is_some() {
+            return;
+        }
         let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
         let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml");
         let mut cmd = Command::new(cargo);
@@ -154,6 +163,22 @@ impl Switchd {
         args.extend(what.split_whitespace());
         args.push("--json");
         swcli_json(&self.swcli(&args))
+    }
+
+    /// Replaces the startup file with `config_yaml` (the management
+    /// section appended as at start) and sends SIGHUP: the daemon commits it
+    /// as a reload, or refuses it and keeps running what it ran.
+    pub fn reload(&self, config_yaml: &str) {
+        let yaml = format!("{}\nmanagement:\n  socket: {}\n", config_yaml.trim_end(), self.socket.display());
+        std::fs::write(&self.config_path, yaml).expect("write config");
+        let status = Command::new("kill").args(["-HUP", &self.process.id().to_string()]).status().expect("run kill");
+        assert!(status.success(), "SIGHUP to switchd failed");
+    }
+
+    /// The running config's generation (commits and reloads count up).
+    pub fn generation(&self) -> u64 {
+        let history = self.show_json("system commit history");
+        history[0]["generation"].as_u64().unwrap_or_else(|| panic!("no generation in {history}"))
     }
 
     /// Stops the daemon with SIGTERM and returns its exit status and logs.

@@ -54,7 +54,15 @@ bgp:
 
 /// Leaf `i` with its host port eth3 in `host_vlan`.
 fn leaf(i: u8, host_vlan: u16) -> String {
+    leaf_with(i, host_vlan, "tenant1", 4001, false)
+}
+
+/// Leaf `i` with both SVIs in VRF `vrf` of L3VNI `l3vni`; `vni_30`: also
+/// VLAN 30 as VNI 10300 (no SVI, no host).
+fn leaf_with(i: u8, host_vlan: u16, vrf: &str, l3vni: u32, vni_30: bool) -> String {
     let rmac = router_mac(i);
+    let (vlan_30, map_30, evpn_30) =
+        if vni_30 { ("\n  - { id: 30 }", ", { vni: 10300, vlan: 30 }", ", { vni: 10300 }") } else { ("", "", "") };
     format!(
         "name: l{i}
 lldp: {{ enabled: false }}
@@ -63,11 +71,11 @@ ports:
   - {{ name: eth1, mode: routed, addresses: [10.{i}.0.0/31] }}
   - {{ name: eth3, mode: access, vlan: {host_vlan} }}
 vlans:
-  - {{ id: 10, addresses: [172.16.1.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
-  - {{ id: 20, addresses: [172.16.2.1/24], vrf: tenant1, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 10, addresses: [172.16.1.1/24], vrf: {vrf}, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 20, addresses: [172.16.2.1/24], vrf: {vrf}, mac: \"{GATEWAY_MAC}\" }}{vlan_30}
 vxlan:
   source: 10.255.0.{i}
-  vnis: [{{ vni: 10100, vlan: 10 }}, {{ vni: 10200, vlan: 20 }}]
+  vnis: [{{ vni: 10100, vlan: 10 }}, {{ vni: 10200, vlan: 20 }}{map_30}]
 bgp:
   asn: 6510{i}
   timers: {{ hold_time: 9, connect_retry: 2 }}
@@ -76,8 +84,8 @@ bgp:
     - {{ interface: eth1, remote_as: 65000, families: [ipv4-unicast, l2vpn-evpn] }}
   evpn:
     vtep_ip: 10.255.0.{i}
-    vnis: [{{ vni: 10100, vrf: tenant1 }}, {{ vni: 10200, vrf: tenant1 }}]
-    vrfs: [{{ name: tenant1, l3vni: 4001, router_mac: \"{rmac}\" }}]
+    vnis: [{{ vni: 10100, vrf: {vrf} }}, {{ vni: 10200, vrf: {vrf} }}{evpn_30}]
+    vrfs: [{{ name: {vrf}, l3vni: {l3vni}, router_mac: \"{rmac}\" }}]
 "
     )
 }
@@ -94,8 +102,12 @@ fn wait_for<T>(what: &str, probe: impl FnMut() -> Option<T>) -> T {
 
 /// The next hops of `prefix` in tenant1 as `show vrf` has them.
 fn vrf_route(sw: &Switchd, prefix: &str) -> Option<Value> {
+    vrf_route_in(sw, "tenant1", prefix)
+}
+
+fn vrf_route_in(sw: &Switchd, vrf: &str, prefix: &str) -> Option<Value> {
     let vrfs = json(sw, &["show", "vrf"]);
-    let tenant = vrfs.as_array()?.iter().find(|v| v["name"] == "tenant1")?.clone();
+    let tenant = vrfs.as_array()?.iter().find(|v| v["name"] == vrf)?.clone();
     tenant["routes"].as_array()?.iter().find(|r| r["prefix"] == prefix).map(|r| r["next_hops"].clone())
 }
 
@@ -169,4 +181,59 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
     let expected = format!("4001\t{}\t172.16.2.12", router_mac(2));
     assert!(lines.len() >= 3 && lines.iter().all(|l| *l == expected), "echo requests on the underlay: {lines:?}");
+
+    live_changes_to_the_overlay(&leaf1, &leaf2, &h1, &h2);
+}
+
+/// Whether `sw` holds a type 3 route for VNI 10300 from leaf 1.
+fn has_leaf1_vni_10300(sw: &Switchd) -> bool {
+    let routes = json(sw, &["show", "bgp", "l2vpn", "evpn", "route", "type", "3"]);
+    routes["routes"].as_array().is_some_and(|r| r.iter().any(|r| r["rd"] == "10.255.0.1:10300"))
+}
+
+/// Reloads `sw` with `yaml` (SIGHUP) and waits for the new generation.
+fn reload(sw: &Switchd, yaml: &str) {
+    let before = sw.generation();
+    sw.reload(yaml);
+    wait_for("the reload to commit", || (sw.generation() > before).then_some(()));
+}
+
+/// The overlay follows SIGHUP reloads, as a diff: a VNI added originates
+/// its type 3 (and removed, withdraws it); the VRF renamed with a new
+/// L3VNI (the SVIs' `vrf:` with it) takes the remote hosts' routes into the
+/// new VRF, where routing across VNIs goes on over the new L3VNI; a bad
+/// config is refused whole, naming the field, and forwarding stays.
+fn live_changes_to_the_overlay(leaf1: &Switchd, leaf2: &Switchd, h1: &Netns, h2: &Netns) {
+    reload(leaf1, &leaf_with(1, 10, "tenant1", 4001, true));
+    wait_for("leaf 1's type 3 of VNI 10300 at leaf 2", || has_leaf1_vni_10300(leaf2).then_some(()));
+    let vnis = json(leaf1, &["show", "evpn", "vni"]);
+    assert!(vnis.as_array().unwrap().iter().any(|v| v["vni"] == 10300), "{vnis:#}");
+    reload(leaf1, &leaf(1, 10));
+    wait_for("VNI 10300's type 3 withdrawn", || (!has_leaf1_vni_10300(leaf2)).then_some(()));
+
+    reload(leaf1, &leaf_with(1, 10, "tenant2", 4002, false));
+    reload(leaf2, &leaf_with(2, 20, "tenant2", 4002, false));
+    for (sw, host, vtep, i) in [(leaf1, "172.16.2.12/32", "10.255.0.2", 2), (leaf2, "172.16.1.11/32", "10.255.0.1", 1)]
+    {
+        let expected = serde_json::json!([format!("{vtep} vni 4002 rmac {}", router_mac(i))]);
+        wait_for(&format!("{host} in tenant2 over L3VNI 4002"), || {
+            vrf_route_in(sw, "tenant2", host).filter(|hops| *hops == expected)
+        });
+        let vrfs = json(sw, &["show", "vrf"]);
+        let names: Vec<&str> = vrfs.as_array().unwrap().iter().filter_map(|v| v["name"].as_str()).collect();
+        assert_eq!(names, ["tenant2"], "{vrfs:#}");
+    }
+    assert!(h1.ping_until("172.16.2.12", CONVERGE), "h1 -> h2 across VNIs in tenant2");
+    assert!(h2.ping("172.16.1.11", 3), "h2 -> h1 in tenant2");
+
+    // An SVI in a VRF that is not declared: refused whole, naming the
+    // field, by commit and by SIGHUP.
+    let before = leaf1.generation();
+    let bad = leaf_with(1, 10, "tenant2", 4002, false).replacen("vrf: tenant2", "vrf: nosuch", 1);
+    let (_, text) = leaf1.swcli_script("configure\nset vlans 10 vrf nosuch\ncommit\n");
+    assert!(text.contains("vlans[0].vrf") && !text.contains("committed"), "refused naming the field: {text}");
+    leaf1.reload(&bad);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(leaf1.generation(), before, "the bad config is not running");
+    assert!(h1.ping("172.16.2.12", 3), "forwarding as before");
 }

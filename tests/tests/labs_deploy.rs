@@ -1,5 +1,6 @@
 //! The checked-in labs deploy with `labs deploy`, converge (`labs check`:
-//! BGP sessions, loopback routes, all-pairs ping), and `labs destroy`
+//! BGP sessions, loopback routes, all-pairs ping; in `ib-fattree` the SM's
+//! sweep, every HCA's LID and all-pairs ibping), and `labs destroy`
 //! leaves no namespace, veth, state or process behind, also when the runner
 //! was killed half-way through a deploy.
 
@@ -130,6 +131,42 @@ fn traffic(lab: &TestLab, args: &[&str]) -> serde_json::Value {
     let stdout = String::from_utf8_lossy(&out.stdout);
     serde_json::from_str(&stdout)
         .unwrap_or_else(|e| panic!("labs traffic: {e}: {stdout}{}", String::from_utf8_lossy(&out.stderr)))
+}
+
+#[test]
+fn ib_fattree_deploys_the_sm_sweeps_every_hca_pings_and_destroys_clean() {
+    if !require_root_and_tools("ib_fattree_deploys_converges_and_destroys_clean", &["ip"]) {
+        return;
+    }
+    // Radix 4: 2 spines, 4 leaves, 8 HCAs; the SM in spine1 brings the
+    // IB-like plane up from nothing and every HCA ibpings the 7 others.
+    let started = Instant::now();
+    let lab = TestLab::deploy(&topology_file("ib-fattree"), "ibf");
+    let state = lab.state();
+    let report = lab.cli(&["check", "--timeout", "45"]);
+    println!("ib-fattree: {report} (deploy and check {:.1} s)", started.elapsed().as_secs_f64());
+    assert!(
+        report.contains("IB: SM on spine1 master, fabric up with 6 switches and 8 HCAs each with a LID"),
+        "{report}"
+    );
+    assert!(report.contains("56 HCA pairs ibping"), "{report}");
+    // Every node runs its program: six switchd, eight fabric-host ib.
+    let table = lab.cli(&["inspect"]);
+    for node in &state.nodes {
+        let line = table.lines().find(|l| l.starts_with(&node.namespace)).unwrap_or_else(|| panic!("{table}"));
+        assert!(line.contains("running"), "{line}");
+    }
+    let hcas: Vec<_> = state.nodes.iter().filter(|n| n.role == labs::topology::Role::Hca).collect();
+    assert_eq!(hcas.len(), 8);
+    // Each HCA's own log: the SM gave its port a LID.
+    for hca in hcas {
+        let log = std::fs::read_to_string(state_dir(&lab.name).join(format!("{}.log", hca.name))).unwrap();
+        let lid =
+            log.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()).find(|e| e["event"] == "lid");
+        assert!(lid.is_some_and(|e| e["lid"].as_u64() > Some(0)), "{}: {log}", hca.name);
+    }
+    lab.destroy_and_check(&recorded_pids(&state));
+    assert!(started.elapsed() < Duration::from_secs(60), "ib-fattree took {:?}", started.elapsed());
 }
 
 #[test]

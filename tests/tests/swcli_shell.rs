@@ -75,6 +75,7 @@ impl Tmux {
         assert!(status.success(), "tmux new-session");
         let tmux = Tmux { name, _home: home };
         tmux.wait_for("shellsw> ", Duration::from_secs(10));
+        tmux.wait_ready();
         tmux
     }
 
@@ -84,10 +85,47 @@ impl Tmux {
         assert!(Command::new("tmux").args(&args).status().expect("tmux send-keys").success());
     }
 
-    /// Types `line` and presses Enter.
+    /// Types `line` and presses Enter, once the shell waits for a line.
     fn line(&self, line: &str) {
+        self.wait_ready();
         self.send(&["-l", line]);
         self.send(&["Enter"]);
+    }
+
+    /// Waits until the shell's prompt is drawn, empty, with the cursor
+    /// after it. reedline asks the terminal where its cursor is (`ESC [6n`)
+    /// before it draws the prompt; keys sent before the answer arrives
+    /// race with it, and on a loaded machine the answer (`ESC [12;1R`) was
+    /// then read as typed text. Once the prompt is drawn the answer is in.
+    #[track_caller]
+    fn wait_ready(&self) {
+        let ready = poll_until(Duration::from_secs(10), Duration::from_millis(20), || {
+            let cursor = self.tmux_output(&["display-message", "-p", "-t", &self.name, "#{cursor_x} #{cursor_y}"]);
+            let (x, y) = cursor.trim().split_once(' ')?;
+            let (x, y): (usize, usize) = (x.parse().ok()?, y.parse().ok()?);
+            // The cursor's row as drawn, trailing spaces kept (-N).
+            let row = self.tmux_output(&[
+                "capture-pane",
+                "-p",
+                "-N",
+                "-t",
+                &self.name,
+                "-S",
+                &y.to_string(),
+                "-E",
+                &y.to_string(),
+            ]);
+            let row = row.trim_end_matches('\n');
+            let drawn = row.get(..x)?;
+            let prompt = drawn.ends_with("> ") || drawn.ends_with("# ");
+            (prompt && row[x..].trim().is_empty()).then_some(())
+        });
+        assert!(ready.is_some(), "the prompt was not drawn, empty, with the cursor after it:\n{}", self.capture());
+    }
+
+    fn tmux_output(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux").args(args).output().expect("run tmux");
+        String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
     /// The whole pane with its scrollback.
@@ -704,20 +742,51 @@ fn swcli_once(socket: &std::path::Path, args: &[&str]) -> (i32, String, String) 
     (out.status.code().unwrap_or(-1), text(&out.stdout), text(&out.stderr))
 }
 
+/// `swcli ARGS | head -1` (`script` on its standard input): the exit
+/// status, the first line, and stderr. The reader closes the pipe after
+/// one line, while swcli still has more to write.
+fn swcli_head_1(socket: &std::path::Path, args: &[&str], script: &str) -> (i32, String, String) {
+    use std::io::{BufRead, Read, Write};
+    let mut child = Command::new(workspace_binary("swcli"))
+        .arg("--socket")
+        .arg(socket)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run swcli");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(script.as_bytes()).expect("write the script");
+    drop(stdin);
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("read a line");
+    let mut stderr = String::new();
+    child.stderr.take().expect("stderr").read_to_string(&mut stderr).expect("read stderr");
+    let status = child.wait().expect("wait for swcli");
+    (status.code().unwrap_or(-1), first, stderr)
+}
+
 /// Every exit status `swcli --help` documents, from the binary against a
 /// live `switchd` and against sockets nobody answers: 0 done, 1 a check
 /// found an error, 2 the command did not parse, 3 switchd refused or
-/// failed it, 4 switchd could not be reached.
+/// failed it, 4 switchd could not be reached; a reader that leaves early
+/// is no failure (0).
 #[test]
 fn swcli_exit_statuses_say_what_failed() {
     if !require_root_and_tools("swcli_shell", &["ip"]) {
         return;
     }
     let ns = Netns::new("shexit");
-    let sw = Switchd::start(
-        &ns,
-        "name: exitsw\nlldp: { enabled: false }\nports:\n  - { name: eth1, kind: tap, mode: routed, addresses: [10.1.0.1/24] }\n",
+    // Routes enough that their table outgrows a pipe's buffer (64 KiB):
+    // a reader leaving after the first line leaves swcli writing.
+    let mut config = String::from(
+        "name: exitsw\nlldp: { enabled: false }\nports:\n  - { name: eth1, kind: tap, mode: routed, addresses: [10.1.0.1/24] }\nroutes:\n",
     );
+    for i in 0..3000u32 {
+        config.push_str(&format!("  - {{ prefix: 20.0.{}.{}/32, next_hops: [10.1.0.2] }}\n", i >> 8, i & 255));
+    }
+    let sw = Switchd::start(&ns, &config);
     let help = Command::new(workspace_binary("swcli")).arg("--help").output().expect("swcli --help");
     let help = String::from_utf8_lossy(&help.stdout).into_owned();
     assert!(help.contains("Exit status: 0 done, 1 a check found an error, 2 the command did not parse"), "{help}");
@@ -729,6 +798,20 @@ fn swcli_exit_statuses_say_what_failed() {
     let (code, stdout, _) = swcli_once(&sw.socket, &["show", "ip", "route", "--json"]);
     assert_eq!(code, 0, "{stdout}");
     assert!(swcli_json(&stdout).as_array().is_some_and(|routes| !routes.is_empty()), "{stdout}");
+
+    // 0 too: a reader that leaves after the first line (`| head -1`) ends
+    // swcli quietly, streamed (the table, `--json`) or not, one-shot or
+    // from a script.
+    for (args, script) in [
+        (&["show", "ip", "route"][..], ""),
+        (&["show", "ip", "route", "--json"], ""),
+        (&["show", "running-config"], ""),
+        (&[], "show ip route | json\nshow interfaces\n"),
+    ] {
+        let (code, first, stderr) = swcli_head_1(&sw.socket, args, script);
+        assert_eq!((code, stderr.as_str()), (0, ""), "{args:?} {script:?} | head -1: {first}");
+        assert!(!first.is_empty(), "{args:?} {script:?}");
+    }
 
     // 1: the lossless check finds an error (no traffic manager), and prints it.
     let (code, stdout, _) = swcli_once(&sw.socket, &["check", "lossless"]);

@@ -543,3 +543,98 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
     assert!(entry.and_then(|e| e["destination"].as_str()).is_some_and(|d| d.contains("10.255.0.2")), "{entry:?}");
     assert!(h0.ping("192.168.100.11", 3), "h0 -> h1 on its new leaf");
 }
+
+/// Duplicate detection (RFC 7432 section 15.1): one MAC sends from behind
+/// both leaves in turn (ha on l1, hb on l2: two namespaces with the same
+/// MAC and address), each time a move; with `max_moves: 3` in the window,
+/// the third move freezes the MAC on each leaf: `show evpn mac` marks it
+/// duplicate, `show evpn vni` and the metric count it, a warning is logged,
+/// and further frames move it no more (its sequence number stays).
+#[test]
+fn a_mac_flapping_between_leaves_is_frozen_and_reported() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("eds");
+    let l1 = Netns::new("ed1");
+    let l2 = Netns::new("ed2");
+    let h0 = Netns::new("edh");
+    let ha = Netns::new("eda");
+    let hb = Netns::new("edb");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h0, "eth0", &l1, "eth3");
+    veth(&ha, "eth0", &l1, "eth4");
+    veth(&hb, "eth0", &l2, "eth3");
+    h0.host_setup("eth0", "192.168.100.10/24", None);
+    let mac = "02:00:00:00:dd:01";
+    for h in [&ha, &hb] {
+        // Quiet until pinged: no IPv6 chatter teaching both leaves at once.
+        h.sysctl("net.ipv6.conf.all.disable_ipv6", "1");
+        h.sysctl("net.ipv6.conf.default.disable_ipv6", "1");
+        h.ip(&["link", "set", "eth0", "address", mac]);
+        h.host_setup("eth0", "192.168.100.11/24", None);
+    }
+    for h in [&h0, &ha, &hb] {
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    let detection = "    vnis: [{ vni: 10100 }]\n    duplicate_detection: { max_moves: 3, window_secs: 120 }\n";
+    let config = |i: u8| leaf(i).replace("    vnis: [{ vni: 10100 }]\n", detection);
+    let l1_config = config(1).replace(
+        "  - { name: eth3, mode: access, vlan: 10 }\n",
+        "  - { name: eth3, mode: access, vlan: 10 }\n  - { name: eth4, mode: access, vlan: 10 }\n",
+    );
+    let _spine = Switchd::start(&s1, &spine());
+    let mut leaf1 = Switchd::start(&l1, &l1_config);
+    let mut leaf2 = Switchd::start(&l2, &config(2));
+    wait_for("l2 flooding to l1", || {
+        let vnis = json(&leaf2, &["show", "evpn", "vni"]);
+        (vnis.as_array()?.first()?["remote_vteps"] == serde_json::json!(["10.255.0.1"])).then_some(())
+    });
+    let send = |h: &Netns| {
+        let _ = h.exec_status(&["ping", "-c", "1", "-W", "1", "192.168.100.10"]);
+    };
+    // The MAC sends from ha (l1: sequence 0), hb (l2: 1), ha (l1: 2): each
+    // time the other leaf follows it.
+    for (h, here, there, sequence) in [(&ha, &leaf1, &leaf2, 0), (&hb, &leaf2, &leaf1, 1), (&ha, &leaf1, &leaf2, 2)] {
+        wait_for(&format!("the MAC local with sequence {sequence}"), || {
+            send(h);
+            evpn_mac(here, mac).filter(|m| m["kind"] == "local" && m["sequence"] == sequence)
+        });
+        wait_for(&format!("the other leaf following with {sequence}"), || {
+            evpn_mac(there, mac).filter(|m| m["kind"] == "remote" && m["sequence"] == sequence)
+        });
+    }
+    // From hb again: the third move on both leaves.
+    let frozen = |sw: &Switchd| evpn_mac(sw, mac).filter(|m| m["duplicate"] == true);
+    let on_l2 = wait_for("the MAC frozen on l2", || {
+        send(&hb);
+        frozen(&leaf2)
+    });
+    let on_l1 =
+        fabric_tests::poll_until(CONVERGE, Duration::from_millis(250), || frozen(&leaf1)).unwrap_or_else(|| {
+            let table = json(&leaf1, &["show", "bgp", "l2vpn", "evpn", "route", "type", "2"]);
+            panic!("the MAC not frozen on l1: {:?} / l2 {on_l2}; l1's type 2: {table:#}", evpn_mac(&leaf1, mac))
+        });
+    assert_eq!(on_l2["moves"], 3, "{on_l2}");
+    assert_eq!(on_l1["moves"], 3, "{on_l1}");
+    for sw in [&leaf1, &leaf2] {
+        let vnis = json(sw, &["show", "evpn", "vni"]);
+        assert_eq!(vnis[0]["duplicate_macs"], 1, "{vnis:#}");
+    }
+    // Frozen: the MAC sends from ha again, nothing moves.
+    let (l1_before, l2_before) = (on_l1["sequence"].clone(), on_l2["sequence"].clone());
+    for _ in 0..3 {
+        send(&ha);
+        send(&hb);
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(evpn_mac(&leaf1, mac).unwrap()["sequence"], l1_before);
+    assert_eq!(evpn_mac(&leaf2, mac).unwrap()["sequence"], l2_before);
+    assert_eq!(evpn_mac(&leaf2, mac).unwrap()["moves"], 3, "no move is processed once frozen");
+    for sw in [&mut leaf1, &mut leaf2] {
+        let out = sw.stop().expect("switchd stopped");
+        let log = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+        assert!(log.contains("duplicate MAC"), "the operator is told: {log}");
+    }
+}

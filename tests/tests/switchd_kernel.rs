@@ -724,3 +724,195 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
         assert!(!has(&removed, mac, &|_| true), "{mac} removed: {removed:#?}");
     }
 }
+
+/// Ports of every kind in the VLAN-aware bridge, read back with `bridge -j
+/// vlan`: access ports carry their VLAN `pvid untagged`, a trunk its VLANs
+/// tagged and its native VLAN `pvid untagged`, the bridge itself every VLAN
+/// (and not the kernel's default VLAN 1), an SVI is an 802.1Q device on it.
+/// A commit that moves the trunk's native VLAN and prunes one moves the
+/// flags with it. Needs a kernel with `CONFIG_BRIDGE_VLAN_FILTERING`: where
+/// this one lacks it, `switchd_kernel_vm` runs this test in a VM on one
+/// that has it.
+#[test]
+fn vlan_aware_membership_is_what_bridge_vlan_shows() {
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge"]) {
+        return;
+    }
+    if !kernel_vlans().vlan_filtering {
+        eprintln!("NOTE switchd_kernel: no VLAN filtering in this kernel; switchd_kernel_vm runs this test in a VM");
+        return;
+    }
+    let sw = Netns::new("kva");
+    let peers: Vec<Netns> = (1..=3).map(|i| Netns::new(&format!("kva{i}"))).collect();
+    for (i, peer) in peers.iter().enumerate() {
+        veth(peer, "eth0", &sw, &format!("eth{}", i + 1));
+    }
+    let switchd = Switchd::start(
+        &sw,
+        "
+name: kva
+backend: kernel
+ports:
+  - { name: eth1, mode: access, vlan: 10 }
+  - { name: eth2, mode: access, vlan: 20 }
+  - { name: eth3, mode: trunk, vlans: [10, 20], native: 30 }
+vlans:
+  - { id: 10 }
+  - { id: 20, addresses: [192.168.20.254/24] }
+  - { id: 30 }
+",
+    );
+    let links = json(&sw, &["ip", "-j", "-d", "link"]);
+    let bridge = &link(&links, "nos-br")["linkinfo"]["info_data"];
+    assert_eq!(
+        (bridge["vlan_filtering"].as_u64(), bridge["vlan_default_pvid"].as_u64()),
+        (Some(1), Some(0)),
+        "{bridge}"
+    );
+    for port in ["eth1", "eth2", "eth3"] {
+        assert_eq!(link(&links, port)["master"], "nos-br", "{port} in the VLAN-aware bridge");
+    }
+    assert_eq!(bridge_vlans(&sw, "eth1"), [(10, true, true)].into(), "eth1: access vlan 10");
+    assert_eq!(bridge_vlans(&sw, "eth2"), [(20, true, true)].into(), "eth2: access vlan 20");
+    assert_eq!(
+        bridge_vlans(&sw, "eth3"),
+        [(10, false, false), (20, false, false), (30, true, true)].into(),
+        "eth3: trunk 10,20 tagged, native 30"
+    );
+    let on_bridge: BTreeSet<u64> = bridge_vlans(&sw, "nos-br").into_iter().map(|(vid, _, _)| vid).collect();
+    assert_eq!(on_bridge, [10, 20, 30].into(), "the bridge itself carries every VLAN, not VLAN 1");
+    let svi = link(&links, "nos-vlan20");
+    assert_eq!(
+        (svi["linkinfo"]["info_kind"].as_str(), svi["linkinfo"]["info_data"]["id"].as_u64(), svi["link"].as_str()),
+        (Some("vlan"), Some(20), Some("nos-br")),
+        "{svi}"
+    );
+    assert!(!links.iter().any(|l| l["ifname"] == "nos-vlan10"), "no SVI without an address");
+
+    let (code, text) =
+        switchd.swcli_script("configure\nset ports eth3 { mode: trunk, vlans: [20], native: 10 }\ncommit\n");
+    assert!(text.contains("committed (generation"), "the commit applies (exit {code}): {text}");
+    assert_eq!(
+        bridge_vlans(&sw, "eth3"),
+        [(10, true, true), (20, false, false)].into(),
+        "eth3 after the commit: native 10, trunk 20, no 30"
+    );
+    assert_eq!(bridge_vlans(&sw, "eth1"), [(10, true, true)].into(), "eth1 untouched");
+}
+
+/// Whether this kernel has l3mdev VRFs (`CONFIG_NET_VRF`), probed in a
+/// throwaway namespace.
+fn kernel_has_vrf() -> bool {
+    let ns = Netns::new("kvrfp");
+    std::process::Command::new("ip")
+        .args(["-n", ns.name(), "link", "add", "v", "type", "vrf", "table", "10"])
+        .output()
+        .is_ok_and(|out| out.status.success())
+}
+
+/// A virtual router other than the default is an l3mdev VRF device with a
+/// table of its own, as zebra maps VRFs: its router interfaces are enslaved
+/// to it, its routes (connected and by nexthop) are in its table and not
+/// in the main one, and hosts on two of its interfaces ping each other
+/// through it. Removed, the router interfaces leave it and it goes. Needs
+/// `CONFIG_NET_VRF`: where this kernel lacks it, `switchd_kernel_vm` runs
+/// this test in a VM on one that has it.
+#[test]
+fn a_virtual_router_is_a_vrf_device_with_its_own_table() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip", "ping"]) {
+        return;
+    }
+    if !kernel_has_vrf() {
+        eprintln!("NOTE switchd_kernel: no VRFs in this kernel; switchd_kernel_vm runs this test in a VM");
+        return;
+    }
+    let sw = Netns::new("kv");
+    let h1 = Netns::new("kvh1");
+    let h2 = Netns::new("kvh2");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&h2, "eth0", &sw, "eth2");
+    h1.host_setup("eth0", "10.1.1.2/24", Some("10.1.1.1"));
+    h2.host_setup("eth0", "10.1.2.2/24", Some("10.1.2.1"));
+    let table = KernelConfig::default().vrf_table_base;
+    let (h1_ns, h2_ns) = (h1.name().to_string(), h2.name().to_string());
+    let ip = |args: &[&str]| {
+        let out = std::process::Command::new("ip").args(args).output().unwrap();
+        assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let json_of = |text: String| -> Vec<Value> { serde_json::from_str(&text).unwrap() };
+    sw.enter(move || {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let red = sai.create_virtual_router().expect("a second virtual router: a VRF");
+        let mut rifs = Vec::new();
+        for (name, address, subnet) in [("eth1", "10.1.1.1/24", "10.1.1.0/24"), ("eth2", "10.1.2.1/24", "10.1.2.0/24")]
+        {
+            let port = sai.create_port(&[PortAttr::Name(name.into()), PortAttr::AdminState(true)]).unwrap();
+            let rif = sai
+                .create_router_interface(&[
+                    RouterInterfaceAttr::VirtualRouterId(red),
+                    RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
+                ])
+                .unwrap();
+            // What switchd does for a routed port's address (the route to
+            // its subnet is the shim's connected route).
+            ip(&["addr", "add", address, "dev", name, "noprefixroute"]);
+            let key = RouteEntryKey { virtual_router: red, destination: subnet.parse().unwrap() };
+            sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(rif))]).unwrap();
+            rifs.push(rif);
+        }
+        let hop = sai
+            .create_next_hop(&[NextHopAttr::Ip("10.1.2.2".parse().unwrap()), NextHopAttr::RouterInterfaceId(rifs[1])])
+            .unwrap();
+        let routed = RouteEntryKey { virtual_router: red, destination: "10.77.0.0/16".parse().unwrap() };
+        sai.create_route_entry(routed, &[RouteEntryAttr::NextHopId(Some(hop))]).unwrap();
+
+        // ---- read back: the device, its members, its table
+        let links = json_of(ip(&["-j", "-d", "link"]));
+        let vrf_name = format!("nos-vrf{table}");
+        let vrf = link(&links, &vrf_name);
+        assert_eq!(vrf["linkinfo"]["info_kind"], "vrf", "{vrf}");
+        assert_eq!(vrf["linkinfo"]["info_data"]["table"], table, "{vrf}");
+        for port in ["eth1", "eth2"] {
+            assert_eq!(link(&links, port)["master"], vrf_name.as_str(), "{port} in the VRF");
+        }
+        let routes = json_of(ip(&["-j", "route", "show", "table", &table.to_string(), "proto", PROTOCOL]));
+        assert_eq!(
+            destinations(&routes),
+            ["10.1.1.0/24", "10.1.2.0/24", "10.77.0.0/16"].map(String::from).into(),
+            "our routes in the VRF's table: {routes:#?}"
+        );
+        let nexthops = json_of(ip(&["-j", "nexthop"]));
+        let nhid = routes.iter().find(|r| r["dst"] == "10.77.0.0/16").unwrap()["nhid"].as_u64().expect("by nhid");
+        assert_eq!(gateways_of(&nexthops, nhid), ["10.1.2.2".to_string()].into());
+        let main = json_of(ip(&["-j", "route", "show", "table", "main", "proto", PROTOCOL]));
+        assert!(main.is_empty(), "nothing of the VRF's in the main table: {main:#?}");
+        // The kernel routes h1 -> h2 in the VRF (and to the VRF's 10.77/16).
+        let ping = |ns: &str, to: &str| {
+            std::process::Command::new("ip")
+                .args(["netns", "exec", ns, "ping", "-c", "2", "-i", "0.3", "-W", "3", to])
+                .status()
+                .unwrap()
+                .success()
+        };
+        assert!(ping(&h1_ns, "10.1.2.2"), "h1 -> h2 routed in the VRF");
+        assert!(ping(&h2_ns, "10.1.1.2"), "h2 -> h1 routed in the VRF");
+
+        // ---- removal: routes, router interfaces, the VRF
+        sai.remove_route_entry(routed).unwrap();
+        sai.remove(hop).unwrap();
+        for (rif, prefix) in rifs.iter().zip(["10.1.1.0/24", "10.1.2.0/24"]) {
+            sai.remove_route_entry(RouteEntryKey { virtual_router: red, destination: prefix.parse().unwrap() })
+                .unwrap();
+            sai.remove(*rif).unwrap();
+        }
+        let links = json_of(ip(&["-j", "-d", "link"]));
+        assert!(link(&links, "eth1")["master"].is_null(), "eth1 left the VRF");
+        sai.remove(red).unwrap();
+        let links = json_of(ip(&["-j", "-d", "link"]));
+        assert!(!links.iter().any(|l| l["ifname"] == vrf_name.as_str()), "the VRF device is gone");
+    });
+}

@@ -10,6 +10,7 @@
 
 pub mod config;
 pub mod mobility;
+mod reconfigure;
 pub mod show;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -20,6 +21,7 @@ use ipnetwork::IpNetwork;
 pub use config::EvpnConfig;
 use config::{DuplicateDetection, derived_rd, derived_rt, parse_rd, parse_rt};
 use mobility::{Claim, Moves};
+pub use reconfigure::Rebuild;
 
 use crate::fib::{FibChange, NextHop};
 use crate::packet::evpn::{
@@ -39,7 +41,7 @@ pub enum EvpnAction {
 
 /// A route target to import, and whether it was derived (FRR then matches
 /// it with the AS masked, so eBGP leaves with their own ASNs still agree).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct ImportRt {
     rt: ExtCommunity,
     derived: bool,
@@ -104,8 +106,8 @@ struct MacVrf {
     rd: RouteDistinguisher,
     import: Vec<ImportRt>,
     export: Vec<ExtCommunity>,
-    /// The IP-VRF of symmetric IRB for this VNI's hosts (an index into `ip_vrfs`).
-    ip_vrf: Option<usize>,
+    /// The IP-VRF of symmetric IRB for this VNI's hosts (a key of `ip_vrfs`).
+    ip_vrf: Option<String>,
     macs: HashMap<MacAddr, MacState>,
     /// ARP/ND bindings learned on our SVI in this VNI.
     local_ips: BTreeMap<IpAddr, MacAddr>,
@@ -144,7 +146,7 @@ impl IpVrf {
 #[derive(Debug, Default, Clone)]
 struct Imported {
     mac_vrfs: Vec<u32>,
-    ip_vrfs: Vec<usize>,
+    ip_vrfs: Vec<String>,
 }
 
 /// The EVPN instance: every MAC-VRF and IP-VRF of this VTEP.
@@ -152,78 +154,109 @@ struct Imported {
 pub struct Evpn {
     vtep: IpAddr,
     limits: DuplicateDetection,
+    derive: Derive,
     mac_vrfs: BTreeMap<u32, MacVrf>,
-    ip_vrfs: Vec<IpVrf>,
+    ip_vrfs: BTreeMap<String, IpVrf>,
     imported: HashMap<EvpnRoute, Imported>,
     actions: Vec<EvpnAction>,
+}
+
+/// How RDs and RTs not given are derived (as FRR derives them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Derive {
+    asn: u32,
+    router_id: Ipv4Addr,
+}
+
+impl Derive {
+    fn rd(self, given: &Option<String>, evi: u32) -> RouteDistinguisher {
+        given
+            .as_deref()
+            .and_then(|t| parse_rd(t).ok())
+            .or_else(|| derived_rd(self.router_id, evi))
+            .unwrap_or(RouteDistinguisher::Ipv4 { addr: self.router_id, number: 0 })
+    }
+
+    fn ip_vrf(self, v: &config::VrfConfig) -> IpVrf {
+        IpVrf {
+            name: v.name.clone(),
+            l3vni: v.l3vni,
+            router_mac: v.router_mac,
+            rd: self.rd(&v.rd, v.l3vni),
+            import: import_rts(&v.import_rts, derived_rt(self.asn, v.l3vni)),
+            export: export_rts(&v.export_rts, derived_rt(self.asn, v.l3vni)),
+            networks: v.networks.iter().filter_map(Nlri::ip_network).collect(),
+            routes: BTreeMap::new(),
+        }
+    }
+
+    fn mac_vrf(self, v: &config::VniConfig) -> MacVrf {
+        MacVrf {
+            vni: v.vni,
+            rd: self.rd(&v.rd, v.vni),
+            import: import_rts(&v.import_rts, derived_rt(self.asn, v.vni)),
+            export: export_rts(&v.export_rts, derived_rt(self.asn, v.vni)),
+            ip_vrf: v.vrf.clone(),
+            macs: HashMap::new(),
+            local_ips: BTreeMap::new(),
+            remote_ips: BTreeMap::new(),
+            installed_ips: BTreeMap::new(),
+            flood: BTreeMap::new(),
+        }
+    }
 }
 
 impl Evpn {
     /// The instance for a validated `config` (RDs and RTs not given are
     /// derived from `asn` and `router_id` as FRR derives them).
     pub fn new(config: &EvpnConfig, asn: u32, router_id: Ipv4Addr) -> Evpn {
-        let rd = |given: &Option<String>, evi: u32| {
-            given
-                .as_deref()
-                .and_then(|t| parse_rd(t).ok())
-                .or_else(|| derived_rd(router_id, evi))
-                .unwrap_or(RouteDistinguisher::Ipv4 { addr: router_id, number: 0 })
-        };
-        let ip_vrfs: Vec<IpVrf> = config
-            .vrfs
-            .iter()
-            .map(|v| IpVrf {
-                name: v.name.clone(),
-                l3vni: v.l3vni,
-                router_mac: v.router_mac,
-                rd: rd(&v.rd, v.l3vni),
-                import: import_rts(&v.import_rts, derived_rt(asn, v.l3vni)),
-                export: export_rts(&v.export_rts, derived_rt(asn, v.l3vni)),
-                networks: v.networks.iter().filter_map(Nlri::ip_network).collect(),
-                routes: BTreeMap::new(),
-            })
-            .collect();
-        let mac_vrfs = config
-            .vnis
-            .iter()
-            .map(|v| {
-                let vrf = MacVrf {
-                    vni: v.vni,
-                    rd: rd(&v.rd, v.vni),
-                    import: import_rts(&v.import_rts, derived_rt(asn, v.vni)),
-                    export: export_rts(&v.export_rts, derived_rt(asn, v.vni)),
-                    ip_vrf: v.vrf.as_ref().and_then(|name| ip_vrfs.iter().position(|i| &i.name == name)),
-                    macs: HashMap::new(),
-                    local_ips: BTreeMap::new(),
-                    remote_ips: BTreeMap::new(),
-                    installed_ips: BTreeMap::new(),
-                    flood: BTreeMap::new(),
-                };
-                (v.vni, vrf)
-            })
-            .collect();
+        let derive = Derive { asn, router_id };
         Evpn {
             vtep: config.vtep_ip,
             limits: config.duplicate_detection,
-            mac_vrfs,
-            ip_vrfs,
+            derive,
+            mac_vrfs: config.vnis.iter().map(|v| (v.vni, derive.mac_vrf(v))).collect(),
+            ip_vrfs: config.vrfs.iter().map(|v| (v.name.clone(), derive.ip_vrf(v))).collect(),
             imported: HashMap::new(),
             actions: Vec::new(),
         }
     }
 
     /// Originates what this VTEP always advertises: a type 3 route per VNI
-    /// (RFC 8365 §5.1.3: ingress replication, the VNI in the PMSI label)
-    /// and a type 5 route per IP-VRF network (RFC 9136 §3).
+    /// and a type 5 route per IP-VRF network.
     pub fn start(&mut self) {
-        for vrf in self.mac_vrfs.values() {
-            let route = EvpnRoute::InclusiveMulticast { rd: vrf.rd, ethernet_tag: 0, originator: self.vtep };
-            let mut attrs = self.attrs(&vrf.export, None);
-            attrs.pmsi_tunnel = Some(PmsiTunnel::IngressReplication { flags: 0, vni: vrf.vni, endpoint: self.vtep });
+        for vni in self.mac_vrfs.keys().copied().collect::<Vec<_>>() {
+            self.originate_type3(vni);
+        }
+        for name in self.ip_vrfs.keys().cloned().collect::<Vec<_>>() {
+            for (route, attrs) in self.type5_routes(&name) {
+                self.actions.push(EvpnAction::Originate(route, Box::new(attrs)));
+            }
+        }
+    }
+
+    /// The type 3 route of `vni` (RFC 8365 §5.1.3: ingress replication,
+    /// the VNI in the PMSI label).
+    fn type3_route(&self, vni: u32) -> Option<(EvpnRoute, PathAttrs)> {
+        let vrf = self.mac_vrfs.get(&vni)?;
+        let route = EvpnRoute::InclusiveMulticast { rd: vrf.rd, ethernet_tag: 0, originator: self.vtep };
+        let mut attrs = self.attrs(&vrf.export, None);
+        attrs.pmsi_tunnel = Some(PmsiTunnel::IngressReplication { flags: 0, vni: vrf.vni, endpoint: self.vtep });
+        Some((route, attrs))
+    }
+
+    fn originate_type3(&mut self, vni: u32) {
+        if let Some((route, attrs)) = self.type3_route(vni) {
             self.actions.push(EvpnAction::Originate(route, Box::new(attrs)));
         }
-        for vrf in &self.ip_vrfs {
-            for &prefix in &vrf.networks {
+    }
+
+    /// The type 5 routes of IP-VRF `name`: one per network (RFC 9136 §3).
+    fn type5_routes(&self, name: &str) -> Vec<(EvpnRoute, PathAttrs)> {
+        let Some(vrf) = self.ip_vrfs.get(name) else { return Vec::new() };
+        vrf.networks
+            .iter()
+            .map(|&prefix| {
                 let gateway = match prefix {
                     IpNetwork::V4(_) => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
                     IpNetwork::V6(_) => IpAddr::V6(Ipv6Addr::UNSPECIFIED),
@@ -236,10 +269,9 @@ impl Evpn {
                     gateway,
                     label: vrf.l3vni,
                 };
-                let attrs = self.attrs(&vrf.export, Some(vrf.router_mac));
-                self.actions.push(EvpnAction::Originate(route, Box::new(attrs)));
-            }
-        }
+                (route, self.attrs(&vrf.export, Some(vrf.router_mac)))
+            })
+            .collect()
     }
 
     /// What the speaker must do next.
@@ -338,7 +370,7 @@ impl Evpn {
         let Some(state) = vrf.macs.get(&mac) else { return };
         let mut wanted = Vec::new();
         if let Some(claim) = state.winner.filter(|c| c.vtep.is_none()) {
-            let irb = vrf.ip_vrf.map(|i| &self.ip_vrfs[i]);
+            let irb = vrf.ip_vrf.as_ref().and_then(|name| self.ip_vrfs.get(name));
             let ips = vrf.local_ips.iter().filter(|(_, m)| **m == mac).map(|(ip, _)| Some(*ip));
             for ip in std::iter::once(None).chain(ips) {
                 let l3 = irb.filter(|_| ip.is_some());
@@ -399,9 +431,9 @@ impl Evpn {
                 _ => {}
             }
         }
-        for i in old.ip_vrfs.iter().chain(&new.ip_vrfs).copied().collect::<BTreeSet<usize>>() {
-            let wanted = attrs.filter(|_| new.ip_vrfs.contains(&i));
-            self.remote_prefix(i, key, &data, wanted);
+        for name in old.ip_vrfs.iter().chain(&new.ip_vrfs).cloned().collect::<BTreeSet<String>>() {
+            let wanted = attrs.filter(|_| new.ip_vrfs.contains(&name));
+            self.remote_prefix(&name, key, &data, wanted);
         }
         if !new.mac_vrfs.is_empty() || !new.ip_vrfs.is_empty() {
             self.imported.insert(key, new);
@@ -411,7 +443,7 @@ impl Evpn {
     fn import_targets(&self, key: &EvpnRoute, attrs: &PathAttrs) -> Imported {
         let ext = &attrs.ext_communities;
         let mac_vrfs = || self.mac_vrfs.values().filter(|v| imports(&v.import, ext)).map(|v| v.vni).collect();
-        let ip_vrfs = || (0..self.ip_vrfs.len()).filter(|&i| imports(&self.ip_vrfs[i].import, ext)).collect();
+        let ip_vrfs = || self.ip_vrfs.values().filter(|v| imports(&v.import, ext)).map(|v| v.name.clone()).collect();
         let data = attrs.evpn.unwrap_or_default();
         match key {
             EvpnRoute::MacIpAdvertisement { ip, .. } => Imported {
@@ -503,7 +535,7 @@ impl Evpn {
     /// A type 2 (with IP) or type 5 route imported into IP-VRF `i` is now
     /// `attrs`: the VRF's route for its prefix goes through the VTEP on the
     /// L3VNI to the router MAC (RFC 9135 §4.1, RFC 9136 §4.4.1).
-    fn remote_prefix(&mut self, i: usize, key: EvpnRoute, data: &EvpnPathData, attrs: Option<&PathAttrs>) {
+    fn remote_prefix(&mut self, name: &str, key: EvpnRoute, data: &EvpnPathData, attrs: Option<&PathAttrs>) {
         let (prefix, vni) = match key {
             EvpnRoute::MacIpAdvertisement { ip: Some(ip), .. } => (host_prefix(ip), data.label2),
             EvpnRoute::IpPrefix { prefix, .. } => (prefix, Some(data.label1)),
@@ -515,7 +547,7 @@ impl Evpn {
             let vtep = a.next_hop?;
             Some(NextHop::Vtep { vtep, vni: vni?, router_mac: router_mac(&a.ext_communities)? })
         });
-        let vrf = &mut self.ip_vrfs[i];
+        let Some(vrf) = self.ip_vrfs.get_mut(name) else { return };
         let before = vrf.next_hops(&prefix);
         let routes = vrf.routes.entry(prefix).or_default();
         match hop {

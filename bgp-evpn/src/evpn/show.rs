@@ -29,6 +29,8 @@ pub struct VniView {
     pub local_macs: usize,
     pub remote_macs: usize,
     pub arp_entries: usize,
+    /// MACs found moving too often and frozen (RFC 7432 §15.1).
+    pub duplicate_macs: usize,
     /// The flood list (type 3 routes), or for an L3VNI the VTEPs routes go to.
     pub remote_vteps: Vec<IpAddr>,
 }
@@ -91,15 +93,16 @@ impl Evpn {
                     rd: v.rd.to_string(),
                     import_rts: v.import.iter().map(|i| i.rt.to_string()).collect(),
                     export_rts: v.export.iter().map(|rt| rt.to_string()).collect(),
-                    vrf: v.ip_vrf.map(|i| self.ip_vrfs[i].name.clone()),
+                    vrf: v.ip_vrf.clone(),
                     local_macs: local,
                     remote_macs: remote,
                     arp_entries: v.local_ips.len() + v.installed_ips.len(),
+                    duplicate_macs: v.macs.values().filter(|m| m.moves.frozen()).count(),
                     remote_vteps: v.flood.keys().copied().collect(),
                 }
             })
             .collect();
-        vnis.extend(self.ip_vrfs.iter().map(|v| {
+        vnis.extend(self.ip_vrfs.values().map(|v| {
             let mut vteps: Vec<IpAddr> = v
                 .routes
                 .values()
@@ -121,6 +124,7 @@ impl Evpn {
                 local_macs: 0,
                 remote_macs: 0,
                 arp_entries: 0,
+                duplicate_macs: 0,
                 remote_vteps: vteps,
             }
         }));
@@ -177,7 +181,7 @@ impl Evpn {
     /// The IP-VRFs with the routes imported into them.
     pub fn vrfs(&self) -> Vec<VrfView> {
         self.ip_vrfs
-            .iter()
+            .values()
             .map(|v| VrfView {
                 name: v.name.clone(),
                 l3vni: v.l3vni,

@@ -279,3 +279,198 @@ fn derived_route_targets_match_with_the_as_masked_as_frr_does() {
         vec![EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep: ip("10.0.0.9"), present: true })]
     );
 }
+
+fn config_of(vnis: &[(u32, Option<&str>)], vrfs: &[(&str, u32)]) -> EvpnConfig {
+    let config = EvpnConfig {
+        vtep_ip: ip("10.0.0.1"),
+        vnis: vnis
+            .iter()
+            .map(|&(vni, vrf)| VniConfig {
+                vni,
+                rd: None,
+                import_rts: vec![],
+                export_rts: vec![],
+                vrf: vrf.map(str::to_owned),
+            })
+            .collect(),
+        vrfs: vrfs
+            .iter()
+            .map(|&(name, l3vni)| VrfConfig {
+                name: name.into(),
+                l3vni,
+                router_mac: MacAddr([2, 0, 0, 0, 0, 1]),
+                rd: None,
+                import_rts: vec![],
+                export_rts: vec![],
+                networks: vec![],
+            })
+            .collect(),
+        duplicate_detection: DuplicateDetection::default(),
+    };
+    config.validate(Ipv4Addr::new(10, 0, 0, 1)).unwrap();
+    config
+}
+
+/// A remote VTEP's type 3 for `vni` and its MAC+IP route for MAC1 in
+/// `vni` with L3VNI `l3vni`, each with its best path.
+fn remote_routes(vni: u32, l3vni: u32) -> Vec<(EvpnRoute, PathAttrs)> {
+    let vtep = ip("10.0.0.3");
+    let rd = RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 3), number: vni as u16 };
+    let t3 = EvpnRoute::InclusiveMulticast { rd, ethernet_tag: 0, originator: vtep };
+    let t3_attrs = PathAttrs {
+        next_hop: Some(vtep),
+        ext_communities: vec![derived_rt(65000, vni).to_u64()],
+        pmsi_tunnel: Some(PmsiTunnel::IngressReplication { flags: 0, vni, endpoint: vtep }),
+        ..Default::default()
+    };
+    let t2 = EvpnRoute::MacIpAdvertisement {
+        rd,
+        esi: Esi::ZERO,
+        ethernet_tag: 0,
+        mac: MAC1,
+        ip: Some(ip("192.168.1.20")),
+        label1: 0,
+        label2: None,
+    };
+    let t2_attrs = PathAttrs {
+        next_hop: Some(vtep),
+        ext_communities: vec![
+            derived_rt(65000, vni).to_u64(),
+            derived_rt(65000, l3vni).to_u64(),
+            ExtCommunity::RouterMac(MacAddr([2, 0, 0, 0, 0, 3])).to_u64(),
+        ],
+        evpn: Some(crate::packet::evpn::EvpnPathData { label1: vni, label2: Some(l3vni), ..Default::default() }),
+        ..Default::default()
+    };
+    vec![(t3, t3_attrs), (t2, t2_attrs)]
+}
+
+fn feed(e: &mut Evpn, routes: &[(EvpnRoute, PathAttrs)]) {
+    for (key, attrs) in routes {
+        e.route_changed(0, *key, Some(attrs));
+    }
+}
+
+fn reconfigure(
+    e: &mut Evpn,
+    config: &EvpnConfig,
+    rebuild: &Rebuild,
+    best: &[(EvpnRoute, PathAttrs)],
+) -> Vec<EvpnAction> {
+    e.reconfigure(S, config, rebuild, best.iter().map(|(k, a)| (*k, a)));
+    e.take_actions()
+}
+
+#[test]
+fn a_vni_added_live_originates_its_type3_and_imports_what_the_rib_holds() {
+    let mut e = Evpn::new(&config_of(&[(100, None)], &[]), 65000, Ipv4Addr::new(10, 0, 0, 1));
+    e.start();
+    e.local_mac(0, 100, MAC1, true);
+    e.take_actions();
+    let mut best = remote_routes(200, 4001);
+    best.truncate(1);
+    let actions = reconfigure(&mut e, &config_of(&[(100, None), (200, None)], &[]), &Rebuild::default(), &best);
+    let originated: Vec<String> = actions
+        .iter()
+        .filter_map(|a| match a {
+            EvpnAction::Originate(r, _) => Some(r.to_string()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(originated, ["10.0.0.1:200 [3]:[0]:[32]:[10.0.0.1]"], "VNI 100 untouched: {actions:?}");
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::FloodVtep { vni: 200, vtep: ip("10.0.0.3"), present: true })));
+    assert!(!actions.iter().any(|a| matches!(a, EvpnAction::Withdraw(_))), "{actions:?}");
+    assert_eq!(e.state(S).vnis.len(), 2);
+}
+
+#[test]
+fn a_vni_removed_live_withdraws_its_routes_and_forwarding_state() {
+    let config = config_of(&[(100, Some("t1")), (200, None)], &[("t1", 4001)]);
+    let mut e = Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1));
+    e.start();
+    let best = remote_routes(200, 4001);
+    feed(&mut e, &best);
+    e.local_mac(0, 100, MacAddr([2, 0, 0, 0, 0, 0x22]), true);
+    e.take_actions();
+    let actions = reconfigure(&mut e, &config_of(&[(100, Some("t1"))], &[("t1", 4001)]), &Rebuild::default(), &best);
+    let vtep = ip("10.0.0.3");
+    for expected in [
+        EvpnAction::Withdraw(EvpnRoute::InclusiveMulticast {
+            rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 1), number: 200 },
+            ethernet_tag: 0,
+            originator: ip("10.0.0.1"),
+        }),
+        EvpnAction::Fib(FibChange::FloodVtep { vni: 200, vtep, present: false }),
+        EvpnAction::Fib(FibChange::RemoteMac { vni: 200, mac: MAC1, vtep: None }),
+        EvpnAction::Fib(FibChange::Neighbor { vni: 200, ip: ip("192.168.1.20"), mac: None }),
+    ] {
+        assert!(actions.contains(&expected), "{expected:?} in {actions:?}");
+    }
+    // The host route stays in t1: it was imported by the L3VNI's RT.
+    assert!(!actions.iter().any(|a| matches!(a, EvpnAction::Fib(FibChange::Route { .. }))), "{actions:?}");
+    assert!(!actions.iter().any(|a| matches!(a, EvpnAction::Originate(..))), "VNI 100 untouched: {actions:?}");
+    // The route, withdrawn later, finds nothing of VNI 200 to undo.
+    e.route_changed(2 * S, best[1].0, None);
+    let after = e.take_actions();
+    assert_eq!(after.len(), 1, "only t1's host route goes: {after:?}");
+    assert!(matches!(&after[0], EvpnAction::Fib(FibChange::Route { next_hops, .. }) if next_hops.is_empty()));
+}
+
+#[test]
+fn a_vrf_made_again_moves_its_routes_and_rebinds_its_vnis_keeping_local_macs() {
+    let config = config_of(&[(100, Some("t1"))], &[("t1", 4001)]);
+    let mut e = Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1));
+    e.start();
+    let best = remote_routes(100, 4001);
+    feed(&mut e, &best);
+    let local = MacAddr([2, 0, 0, 0, 0, 0x22]);
+    e.local_mac(0, 100, local, true);
+    e.local_neighbor(0, 100, ip("192.168.1.30"), Some(local));
+    e.take_actions();
+    // t1 renamed t2 with L3VNI 4002; the remote still advertises 4001's RT,
+    // which t2 no longer imports: the host route leaves the VRFs.
+    let moved = config_of(&[(100, Some("t2"))], &[("t2", 4002)]);
+    let actions = reconfigure(&mut e, &moved, &Rebuild::default(), &best);
+    let host: IpNetwork = "192.168.1.20/32".parse().unwrap();
+    let removed = FibChange::Route { vrf: Some("t1".into()), prefix: host, next_hops: vec![] };
+    assert!(actions.contains(&EvpnAction::Fib(removed)), "{actions:?}");
+    // Our MAC+IP route is advertised again with the new L3VNI.
+    let label2 = actions.iter().find_map(|a| match a {
+        EvpnAction::Originate(EvpnRoute::MacIpAdvertisement { ip: Some(_), label2, .. }, _) => Some(*label2),
+        _ => None,
+    });
+    assert_eq!(label2, Some(Some(4002)), "{actions:?}");
+    // The remote advertises t2's RT now: the route lands in t2.
+    let best = remote_routes(100, 4002);
+    feed(&mut e, &best);
+    let actions = e.take_actions();
+    let hop = crate::fib::NextHop::Vtep { vtep: ip("10.0.0.3"), vni: 4002, router_mac: MacAddr([2, 0, 0, 0, 0, 3]) };
+    let added = FibChange::Route { vrf: Some("t2".into()), prefix: host, next_hops: vec![hop] };
+    assert!(actions.contains(&EvpnAction::Fib(added)), "{actions:?}");
+    let shown = e.state(S);
+    assert_eq!(shown.vrfs.iter().map(|v| v.name.as_str()).collect::<Vec<_>>(), ["t2"]);
+    assert_eq!(shown.macs.iter().filter(|m| m.kind == "local").count(), 1, "the local MAC stays learned");
+}
+
+#[test]
+fn a_vrf_whose_virtual_router_was_made_again_installs_its_routes_again() {
+    let config = config_of(&[(100, Some("t1"))], &[("t1", 4001)]);
+    let mut e = Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1));
+    e.start();
+    let best = remote_routes(100, 4001);
+    feed(&mut e, &best);
+    e.take_actions();
+    let rebuild = Rebuild { vrfs: ["t1".to_string()].into(), ..Default::default() };
+    let actions = reconfigure(&mut e, &config, &rebuild, &best);
+    let host: IpNetwork = "192.168.1.20/32".parse().unwrap();
+    let routes: Vec<usize> = actions
+        .iter()
+        .filter_map(|a| match a {
+            EvpnAction::Fib(FibChange::Route { prefix, next_hops, .. }) if *prefix == host => Some(next_hops.len()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(routes, [0, 1], "removed from the old virtual router, then installed again: {actions:?}");
+    // Nothing changed, nothing rebuilt: no actions at all.
+    assert_eq!(reconfigure(&mut e, &config, &Rebuild::default(), &best), vec![]);
+}

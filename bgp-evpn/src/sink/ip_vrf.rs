@@ -43,6 +43,35 @@ impl IpVrfs {
         IpVrfs { tunnel, virtual_routers, next_hops: HashMap::new(), groups: HashMap::new(), routes: HashMap::new() }
     }
 
+    /// The tunnel the routes' next hops encapsulate into.
+    pub fn tunnel(&self) -> ObjectId {
+        self.tunnel
+    }
+
+    /// Removes the routes of `vrf` (its virtual router is about to go or
+    /// be made again) and forgets it until [`Self::set_virtual_routers`].
+    pub fn detach<B: Backend>(&mut self, sai: &mut Sai<B>, vrf: &str) {
+        let Some(virtual_router) = self.virtual_routers.remove(vrf) else { return };
+        let routes: Vec<IpNetwork> = self.routes.keys().filter(|(v, _)| v == vrf).map(|(_, p)| *p).collect();
+        for prefix in routes {
+            let Some(old) = self.routes.remove(&(vrf.to_owned(), prefix)) else { continue };
+            if let Err(e) = sai.remove_route_entry(RouteEntryKey { virtual_router, destination: prefix }) {
+                tracing::warn!(vrf, %prefix, error = %e, "removing a VRF route");
+            }
+            self.release(sai, &old);
+        }
+    }
+
+    /// Each VRF's virtual router from now on.
+    pub fn set_virtual_routers(&mut self, virtual_routers: HashMap<String, ObjectId>) {
+        self.virtual_routers = virtual_routers;
+    }
+
+    /// The VRFs routes go into.
+    pub fn vrf_names(&self) -> impl Iterator<Item = &str> {
+        self.virtual_routers.keys().map(String::as_str)
+    }
+
     /// The routes installed, per VRF and prefix.
     pub fn installed(&self) -> impl Iterator<Item = (&(String, IpNetwork), &Vec<NextHop>)> {
         self.routes.iter()
@@ -145,6 +174,10 @@ impl IpVrfs {
         prefix: IpNetwork,
         next_hops: &[NextHop],
     ) -> Result<(), IpVrfError> {
+        if next_hops.is_empty() && !self.virtual_routers.contains_key(vrf) {
+            // Detached with its VRF: nothing of it is left to remove.
+            return Ok(());
+        }
         let virtual_router =
             *self.virtual_routers.get(vrf).ok_or_else(|| format!("VRF {vrf:?} is not one of the switch's"))?;
         let key = RouteEntryKey { virtual_router, destination: prefix };

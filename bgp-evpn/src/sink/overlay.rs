@@ -4,7 +4,7 @@
 //! on them (RFC 7432 §9.2.2), remote MAC+IP bindings as ARP/ND suppression
 //! entries in the VNI's VLAN (§10).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 
 use sai_shim::{
@@ -33,6 +33,8 @@ pub struct Overlay {
     vteps: BTreeMap<Ipv4Addr, Vtep>,
     flood: HashMap<(u32, Ipv4Addr), ObjectId>,
     macs: HashMap<(u32, MacAddr), Ipv4Addr>,
+    /// ARP/ND suppression entries made, per VNI.
+    suppressed: BTreeSet<(u32, IpAddr)>,
 }
 
 /// Why an overlay change was not made.
@@ -51,7 +53,55 @@ impl Overlay {
             .into_iter()
             .map(|(ip, (endpoint, bridge_port))| (ip, Vtep { endpoint, bridge_port, users: 0, configured: true }))
             .collect();
-        Overlay { tunnel, vlans, vteps, flood: HashMap::new(), macs: HashMap::new() }
+        Overlay { tunnel, vlans, vteps, flood: HashMap::new(), macs: HashMap::new(), suppressed: BTreeSet::new() }
+    }
+
+    /// The tunnel EVPN's objects hang off.
+    pub fn tunnel(&self) -> ObjectId {
+        self.tunnel
+    }
+
+    /// Removes what was made in `vni` (its VLAN or VNI map is about to
+    /// go or change) and forgets its VLAN until [`Self::set_vlans`].
+    pub fn detach<B: Backend>(&mut self, sai: &mut Sai<B>, vni: u32) {
+        let Some(vlan) = self.vlans.remove(&vni) else { return };
+        let flood: Vec<(Ipv4Addr, ObjectId)> =
+            self.flood.iter().filter(|((v, _), _)| *v == vni).map(|((_, vtep), m)| (*vtep, *m)).collect();
+        for (vtep, member) in flood {
+            self.flood.remove(&(vni, vtep));
+            if let Err(e) = sai.remove(member) {
+                tracing::warn!(vni, %vtep, error = %e, "removing a flood entry");
+            }
+            self.release(sai, vtep);
+        }
+        let macs: Vec<(MacAddr, Ipv4Addr)> =
+            self.macs.iter().filter(|((v, _), _)| *v == vni).map(|((_, mac), vtep)| (*mac, *vtep)).collect();
+        for (mac, vtep) in macs {
+            self.macs.remove(&(vni, mac));
+            let _ = sai.remove_fdb_entry(FdbEntryKey { vlan, mac: EthernetAddress(mac.0) });
+            self.release(sai, vtep);
+        }
+        let ips: Vec<IpAddr> = self
+            .suppressed
+            .range((vni, IpAddr::from([0u8; 4]))..)
+            .take_while(|(v, _)| *v == vni)
+            .map(|(_, ip)| *ip)
+            .collect();
+        for ip in ips {
+            self.suppressed.remove(&(vni, ip));
+            let _ = sai.remove_suppression_entry(SuppressionEntryKey { vlan, ip });
+        }
+    }
+
+    /// The VLAN of each EVPN VNI from now on (after [`Self::detach`] of
+    /// those whose VLAN changes).
+    pub fn set_vlans(&mut self, vlans: HashMap<u32, ObjectId>) {
+        self.vlans = vlans;
+    }
+
+    /// The VNIs EVPN has objects in (their VLANs).
+    pub fn vlans(&self) -> &HashMap<u32, ObjectId> {
+        &self.vlans
     }
 
     fn vlan(&self, vni: u32) -> Result<ObjectId, OverlayError> {
@@ -109,6 +159,10 @@ impl Overlay {
         vtep: IpAddr,
         present: bool,
     ) -> Result<(), OverlayError> {
+        if !present && !self.vlans.contains_key(&vni) {
+            // Detached with its VNI: nothing of it is left to remove.
+            return Ok(());
+        }
         let (vlan, vtep) = (self.vlan(vni)?, Self::v4(vtep)?);
         match (present, self.flood.get(&(vni, vtep)).copied()) {
             (true, None) => {
@@ -147,13 +201,21 @@ impl Overlay {
         ip: IpAddr,
         mac: Option<MacAddr>,
     ) -> Result<(), OverlayError> {
+        if mac.is_none() && !self.vlans.contains_key(&vni) {
+            return Ok(());
+        }
         let key = SuppressionEntryKey { vlan: self.vlan(vni)?, ip };
         let result = match mac {
-            Some(mac) => sai.set_suppression_entry(key, EthernetAddress(mac.0)),
-            None => match sai.remove_suppression_entry(key) {
-                Err(sai_shim::SaiError::UnknownEntry(_)) => Ok(()),
-                other => other,
-            },
+            Some(mac) => sai.set_suppression_entry(key, EthernetAddress(mac.0)).map(|()| {
+                self.suppressed.insert((vni, ip));
+            }),
+            None => {
+                self.suppressed.remove(&(vni, ip));
+                match sai.remove_suppression_entry(key) {
+                    Err(sai_shim::SaiError::UnknownEntry(_)) => Ok(()),
+                    other => other,
+                }
+            }
         };
         result.map_err(|e| format!("ARP/ND suppression of {ip} in VNI {vni}: {e}"))
     }
@@ -169,6 +231,9 @@ impl Overlay {
         mac: MacAddr,
         vtep: Option<IpAddr>,
     ) -> Result<(), OverlayError> {
+        if vtep.is_none() && !self.vlans.contains_key(&vni) {
+            return Ok(());
+        }
         let vlan = self.vlan(vni)?;
         let key = FdbEntryKey { vlan, mac: EthernetAddress(mac.0) };
         let vtep = vtep.map(Self::v4).transpose()?;

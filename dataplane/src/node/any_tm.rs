@@ -1,7 +1,7 @@
 //! A traffic manager chosen at start-up: the FIFO when the switch has no
 //! QoS configured, the `qos` traffic manager when it has.
 
-use super::{Admit, OutputQueues, QosTrafficManager, TmDrop, TrafficManager};
+use super::{Dequeued, OutputQueues, QosTrafficManager, TmDrop, TrafficManager};
 use crate::pipeline::{FrameMeta, FrameRef, LinkLevelFrame, PortId};
 
 pub enum AnyTrafficManager {
@@ -37,11 +37,11 @@ macro_rules! delegate {
 
 impl TrafficManager for AnyTrafficManager {
     #[inline]
-    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<Admit, TmDrop> {
+    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<(), TmDrop> {
         delegate!(self, tm => tm.enqueue(now, port, frame, meta))
     }
     #[inline]
-    fn dequeue(&mut self, now: u64, port: PortId) -> Option<FrameRef> {
+    fn dequeue(&mut self, now: u64, port: PortId) -> Option<Dequeued> {
         delegate!(self, tm => tm.dequeue(now, port))
     }
     fn backlogged(&self, ports: &mut Vec<PortId>) {

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use super::{Admit, TmDrop, TrafficManager};
+use super::{Dequeued, TmDrop, TrafficManager};
 use crate::pipeline::{FrameMeta, FrameRef, LinkLevelFrame, PortId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl OutputQueues {
 }
 
 impl TrafficManager for OutputQueues {
-    fn enqueue(&mut self, _now: u64, port: PortId, frame: FrameRef, _meta: &FrameMeta) -> Result<Admit, TmDrop> {
+    fn enqueue(&mut self, _now: u64, port: PortId, frame: FrameRef, _meta: &FrameMeta) -> Result<(), TmDrop> {
         let index = usize::from(port);
         if self.queues.len() <= index {
             self.queues.resize_with(index + 1, VecDeque::new);
@@ -59,15 +59,15 @@ impl TrafficManager for OutputQueues {
             self.backlogged.push(port);
         }
         queue.push_back(frame);
-        Ok(Admit::default())
+        Ok(())
     }
 
-    fn dequeue(&mut self, _now: u64, port: PortId) -> Option<FrameRef> {
+    fn dequeue(&mut self, _now: u64, port: PortId) -> Option<Dequeued> {
         let frame = self.queues.get_mut(usize::from(port))?.pop_front()?;
         if self.depth(port) == 0 {
             self.backlogged.retain(|&p| p != port);
         }
-        Some(frame)
+        Some(Dequeued::unmarked(frame))
     }
 
     fn backlogged(&self, ports: &mut Vec<PortId>) {

@@ -130,12 +130,20 @@ pub enum TmDrop {
     UnknownPort,
 }
 
-/// What the traffic manager decided for a frame it took.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Admit {
-    /// Congestion: the node sets CE in the frame's IP header (the frame
-    /// is ECN-capable).
+/// A frame the traffic manager lets go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dequeued {
+    pub frame: FrameRef,
+    /// Congestion: the node sets CE in the frame's IP header before it
+    /// leaves (the frame is ECN-capable).
     pub mark_ce: bool,
+}
+
+impl Dequeued {
+    /// A frame sent as it is.
+    pub fn unmarked(frame: FrameRef) -> Dequeued {
+        Dequeued { frame, mark_ce: false }
+    }
 }
 
 /// The traffic manager's place in the node: it holds the frames for ports
@@ -145,9 +153,9 @@ pub struct Admit {
 pub trait TrafficManager {
     /// Accepts a frame for `port` (the node already holds a reference for
     /// it), or refuses it: the node then releases and counts it as dropped.
-    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<Admit, TmDrop>;
+    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<(), TmDrop>;
     /// The next frame `port` may send at `now`, if any.
-    fn dequeue(&mut self, now: u64, port: PortId) -> Option<FrameRef>;
+    fn dequeue(&mut self, now: u64, port: PortId) -> Option<Dequeued>;
     /// Ports that have frames waiting (whether or not they may send now).
     fn backlogged(&self, ports: &mut Vec<PortId>);
     /// A link-level frame received on `port` (PAUSE/PFC): consumed here.
@@ -304,6 +312,39 @@ impl<T: TrafficManager> Node<T> {
         frame: &[u8],
         ports: &mut impl Ports<F::HostIf>,
     ) -> Disposition {
+        let disposition = self.take_in(forwarding, now, port, frame, ports);
+        self.transmit(forwarding, now, ports);
+        disposition
+    }
+
+    /// Frames received together on `port` (one read of its ring): each
+    /// through the pipeline into the traffic manager, then one pass over
+    /// the ports that may send, rather than one after every frame.
+    pub fn receive_batch<'a, F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        port: PortId,
+        frames: impl IntoIterator<Item = &'a [u8]>,
+        ports: &mut impl Ports<F::HostIf>,
+    ) {
+        for frame in frames {
+            self.take_in(forwarding, now, port, frame, ports);
+            self.send_link_frames(now, ports);
+        }
+        self.transmit(forwarding, now, ports);
+    }
+
+    /// The pipeline and the traffic manager for one received frame; the
+    /// caller transmits.
+    fn take_in<F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        port: PortId,
+        frame: &[u8],
+        ports: &mut impl Ports<F::HostIf>,
+    ) -> Disposition {
         self.out.clear();
         let disposition = forwarding.process(now, port, frame, &mut self.out);
         if let Disposition::LinkLevel(kind) = disposition {
@@ -329,6 +370,7 @@ impl<T: TrafficManager> Node<T> {
         self.out.clear();
         forwarding.host_send(now, host_if, frame, &mut self.out);
         self.dispatch(forwarding, now, ports);
+        self.transmit(forwarding, now, ports);
     }
 
     /// Runs the pipeline's timers when due and sends what the traffic
@@ -341,10 +383,11 @@ impl<T: TrafficManager> Node<T> {
         }
         self.tm.poll(now);
         self.dispatch(forwarding, now, ports);
+        self.transmit(forwarding, now, ports);
     }
 
     /// Punts go to the host at once; frames for ports into the traffic
-    /// manager, then out of every port that may send.
+    /// manager (the caller then transmits).
     fn dispatch<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
         for index in 0..self.out.len() {
             let emitted = self.out.get(index).expect("in range");
@@ -352,23 +395,10 @@ impl<T: TrafficManager> Node<T> {
                 Egress::Port(port) => {
                     let (buffer, meta) = (emitted.buffer, emitted.meta);
                     self.out.retain(buffer);
-                    match self.tm.enqueue(now, port, buffer, &meta) {
-                        Ok(Admit { mark_ce: true }) => {
-                            // The output's reference and the queue's: any more
-                            // and the buffer is a flood copy other ports send too.
-                            let pool = self.out.pool_mut();
-                            if pool.refs(buffer) <= 2 && set_ce(pool.bytes_mut(buffer), meta.l3_offset) {
-                                self.counters.ce_marked += 1;
-                            } else {
-                                self.counters.ce_unmarkable += 1;
-                            }
-                        }
-                        Ok(_) => {}
-                        Err(_) => {
-                            self.out.release(buffer);
-                            self.counters.tm_drops += 1;
-                            forwarding.count_egress_drop(port);
-                        }
+                    if self.tm.enqueue(now, port, buffer, &meta).is_err() {
+                        self.out.release(buffer);
+                        self.counters.tm_drops += 1;
+                        forwarding.count_egress_drop(port);
                     }
                 }
                 egress @ Egress::Host { .. } => {
@@ -381,11 +411,12 @@ impl<T: TrafficManager> Node<T> {
             }
         }
         self.out.clear();
-        self.transmit(forwarding, now, ports);
     }
 
-    /// Sends from every backlogged port what the traffic manager releases.
-    fn transmit<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+    /// PFC frames the traffic manager wants sent: ahead of any data, and
+    /// within a batch after the frame that called for them (a pause sent
+    /// a batch later lets the peer send a batch more into the headroom).
+    fn send_link_frames<H>(&mut self, now: u64, ports: &mut impl Ports<H>) {
         while let Some((port, len)) = self.tm.next_link_frame(now, &mut self.link_frame) {
             if ports.transmit(port, &self.link_frame[..len.min(self.link_frame.len())]) {
                 self.counters.link_frames_sent += 1;
@@ -393,6 +424,11 @@ impl<T: TrafficManager> Node<T> {
                 self.counters.port_refused += 1;
             }
         }
+    }
+
+    /// Sends from every backlogged port what the traffic manager releases.
+    fn transmit<F: Forwarding>(&mut self, forwarding: &mut F, now: u64, ports: &mut impl Ports<F::HostIf>) {
+        self.send_link_frames(now, ports);
         while let Some((port, frame)) = self.tm.take_discarded() {
             self.out.release(frame);
             self.counters.tm_drops += 1;
@@ -401,7 +437,10 @@ impl<T: TrafficManager> Node<T> {
         self.backlog.clear();
         self.tm.backlogged(&mut self.backlog);
         for &port in &self.backlog {
-            while let Some(frame) = self.tm.dequeue(now, port) {
+            while let Some(Dequeued { frame, mark_ce }) = self.tm.dequeue(now, port) {
+                if mark_ce {
+                    mark_leaving(self.out.pool_mut(), frame, &mut self.counters);
+                }
                 if ports.transmit_pooled(port, self.out.pool_mut(), frame) {
                     forwarding.count_transmitted(port, self.out.pool().bytes(frame));
                 } else {
@@ -411,6 +450,18 @@ impl<T: TrafficManager> Node<T> {
                 self.out.release(frame);
             }
         }
+    }
+}
+
+/// Sets CE in a frame the traffic manager chose to mark as it leaves.
+fn mark_leaving(pool: &mut FramePool, frame: FrameRef, counters: &mut NodeCounters) {
+    // The queue's reference alone: any more and the buffer is a flood copy
+    // other ports send too.
+    let l3_offset = FrameMeta::describe(pool.bytes(frame)).l3_offset;
+    if pool.refs(frame) <= 1 && set_ce(pool.bytes_mut(frame), l3_offset) {
+        counters.ce_marked += 1;
+    } else {
+        counters.ce_unmarkable += 1;
     }
 }
 

@@ -12,7 +12,7 @@ use qos::dlb::{Dlb, DlbConfig, LoadBoard};
 use qos::pfc::PfcFrame;
 use qos::tm::{ConfigError, Dequeue, DropReason, FrameInfo, TmConfig};
 
-use super::{Admit, TmDrop, TrafficManager};
+use super::{Dequeued, TmDrop, TrafficManager};
 use crate::pipeline::{
     FrameMeta, FrameRef, GroupReport, LinkLevelFrame, NextHopGroupId, PathQuality, PathQualityReport, PortId,
 };
@@ -97,10 +97,10 @@ impl QosTrafficManager {
 
 impl TrafficManager for QosTrafficManager {
     #[inline]
-    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<Admit, TmDrop> {
+    fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<(), TmDrop> {
         self.now = self.now.max(now);
         match self.tm.enqueue(now, frame, &Self::frame_info(port, meta)) {
-            Ok(admitted) => Ok(Admit { mark_ce: admitted.mark_ce && meta.ecn_capable() }),
+            Ok(_) => Ok(()),
             Err(DropReason::EgressLimit) => Err(TmDrop::QueueFull),
             Err(DropReason::IngressLimit | DropReason::HeadroomOverflow) => Err(TmDrop::NoBuffer),
             Err(DropReason::Wred) => Err(TmDrop::Wred),
@@ -110,11 +110,11 @@ impl TrafficManager for QosTrafficManager {
     }
 
     #[inline]
-    fn dequeue(&mut self, now: u64, port: PortId) -> Option<FrameRef> {
+    fn dequeue(&mut self, now: u64, port: PortId) -> Option<Dequeued> {
         self.now = self.now.max(now);
         loop {
             match self.tm.dequeue(now, port) {
-                Dequeue::Send { handle, .. } => return Some(handle),
+                Dequeue::Send { handle, mark_ce, .. } => return Some(Dequeued { frame: handle, mark_ce }),
                 Dequeue::Discard { handle } => self.discarded.push((port, handle)),
                 Dequeue::Wait(_) | Dequeue::Idle => return None,
             }

@@ -69,18 +69,31 @@ fn frames_are_counted_as_sent_only_when_the_port_takes_them() {
 }
 
 #[test]
+fn a_batch_goes_out_as_its_frames_would_one_by_one() {
+    let mut switch = switch();
+    switch.set_fdb_entry(10, mac(2), crate::pipeline::FdbDest::Port(1), crate::pipeline::FdbKind::Static, NOW).unwrap();
+    let mut node = Node::new();
+    let mut ports = Recorder::default();
+    let frames: Vec<Vec<u8>> = (0..3).map(|i| frame(mac(2), mac(1), DATA, &[i; 50])).collect();
+    node.receive_batch(&mut switch, NOW, 0, frames.iter().map(Vec::as_slice), &mut ports);
+    assert_eq!(ports.sent, frames.iter().map(|f| (1, f.clone())).collect::<Vec<_>>(), "in order, all of them");
+    assert_eq!(switch.port_counters(1).unwrap().tx_packets, 3);
+    assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
+}
+
+#[test]
 fn a_full_egress_queue_drops_and_counts_it_as_a_drop() {
     /// Holds frames and never sends them: a port paused forever.
     struct Stuck(Vec<FrameRef>, usize);
     impl TrafficManager for Stuck {
-        fn enqueue(&mut self, _: u64, _: PortId, frame: FrameRef, _: &FrameMeta) -> Result<Admit, TmDrop> {
+        fn enqueue(&mut self, _: u64, _: PortId, frame: FrameRef, _: &FrameMeta) -> Result<(), TmDrop> {
             if self.0.len() >= self.1 {
                 return Err(TmDrop::QueueFull);
             }
             self.0.push(frame);
-            Ok(Admit::default())
+            Ok(())
         }
-        fn dequeue(&mut self, _: u64, _: PortId) -> Option<FrameRef> {
+        fn dequeue(&mut self, _: u64, _: PortId) -> Option<Dequeued> {
             None
         }
         fn backlogged(&self, _: &mut Vec<PortId>) {}
@@ -292,12 +305,12 @@ mod with_qos {
         for i in 0..6 {
             node.receive(&mut switch, NOW + i, 0, &ipv4(0, Ecn::Ect0, 1000), &mut ports);
         }
-        assert!(node.counters().ce_marked >= 3, "{:?}", node.counters());
         // Let the port drain and look at what left.
         for step in 1..10 {
             node.handle(&mut switch, NOW + step * 1_000_000, NodeEvent::Timer, &mut ports);
         }
         assert_eq!(ports.sent.len(), 6);
+        assert!(node.counters().ce_marked >= 3, "{:?}", node.counters());
         let ecns: Vec<Ecn> = ports
             .sent
             .iter()
@@ -307,8 +320,10 @@ mod with_qos {
                 packet.ecn()
             })
             .collect();
-        assert_eq!(ecns[0], Ecn::Ect0, "an empty queue marks nothing");
-        assert_eq!(ecns[5], Ecn::Ce);
+        // Marked as they leave, on the queue they leave behind.
+        assert_eq!(ecns[0], Ecn::Ect0, "the first left an empty queue");
+        assert_eq!(ecns[1], Ecn::Ce, "the second left four frames behind");
+        assert_eq!(ecns[5], Ecn::Ect0, "the last left an empty queue");
         assert_eq!(ecns.iter().filter(|&&e| e == Ecn::Ce).count() as u64, node.counters().ce_marked);
         // Not ECN-capable: never marked, and passed (the profile says so).
         let before = node.counters().ce_marked;
@@ -342,8 +357,8 @@ mod with_qos {
         for step in 1..10 {
             node.handle(&mut switch, NOW + step * 1_000_000, NodeEvent::Timer, &mut ports);
         }
-        let last = Ipv6Packet::new_checked(&ports.sent[5].1[14..]).unwrap();
-        assert_eq!(last.ecn(), Ecn::Ce);
+        let second = Ipv6Packet::new_checked(&ports.sent[1].1[14..]).unwrap();
+        assert_eq!(second.ecn(), Ecn::Ce, "it left four frames behind");
         assert_eq!(Ipv6Packet::new_checked(&ports.sent[0].1[14..]).unwrap().ecn(), Ecn::Ect0);
     }
 

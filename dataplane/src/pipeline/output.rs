@@ -77,7 +77,7 @@ impl FrameMeta {
     }
 
     /// Reads the descriptor's L2/L3 fields from the frame's headers.
-    fn describe(frame: &[u8]) -> FrameMeta {
+    pub(crate) fn describe(frame: &[u8]) -> FrameMeta {
         let mut meta = FrameMeta { len: frame.len().min(usize::from(u16::MAX)) as u16, ..FrameMeta::default() };
         let Some(&[t0, t1]) = frame.get(12..14) else { return meta };
         let mut ethertype = u16::from_be_bytes([t0, t1]);

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! labs generate ai-rail --servers 16 --rails 8 --spines 4 [-o DIR]
-//! labs generate fattree --radix 8 [-o DIR]
+//! labs generate fattree --radix 8 [--ib] [-o DIR]
 //! labs deploy -t FILE            # one namespace per node, clab-LAB-NODE
 //! labs inspect [-t FILE | --name LAB]
 //! labs exec NODE [-t FILE | --name LAB] -- CMD...
@@ -179,8 +179,12 @@ enum Shape {
     Fattree {
         #[arg(long)]
         radix: usize,
-        #[arg(long, default_value = "fattree")]
-        name: String,
+        /// The IB-like plane: ports in `mode: ib`, the SM in spine1, HCAs (`fabric-host ib`).
+        #[arg(long)]
+        ib: bool,
+        /// Default: fattree, or ib-fattree with --ib.
+        #[arg(long)]
+        name: Option<String>,
     },
     /// One switch and N hosts.
     Incast {
@@ -245,7 +249,12 @@ fn run(command: Command) -> Result<ExitCode, String> {
                 Shape::AiRail { servers, rails, spines, servers_per_leaf, name } => {
                     AiRail { servers, rails, spines, servers_per_leaf }.generate(&name)
                 }
-                Shape::Fattree { radix, name } => generate::fattree(&name, radix),
+                Shape::Fattree { radix, ib: false, name } => {
+                    generate::fattree(name.as_deref().unwrap_or("fattree"), radix)
+                }
+                Shape::Fattree { radix, ib: true, name } => {
+                    generate::ib_fattree(name.as_deref().unwrap_or("ib-fattree"), radix)
+                }
                 Shape::Incast { hosts, name } => generate::incast(&name, hosts),
                 Shape::EvpnLeafSpine { leaves, no_frr, name } => generate::evpn_leaf_spine(&name, leaves, !no_frr),
             }

@@ -146,12 +146,34 @@ struct Sender {
     done: bool,
 }
 
+/// How long an HCA waits for its interface to appear.
+const INTERFACE_WAIT: Duration = Duration::from_secs(120);
+
+/// containerlab starts a node's program first and plugs its links in
+/// afterwards (as the switch image's entrypoint knows), so an HCA node's
+/// `fabric-host ib` waits for its interface rather than failing.
+fn wait_for_interface(iface: &str) -> std::io::Result<()> {
+    let path = std::path::Path::new("/sys/class/net").join(iface);
+    let deadline = Instant::now() + INTERFACE_WAIT;
+    while !path.exists() {
+        if Instant::now() >= deadline || STOP.load(Ordering::Acquire) {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                format!("interface {iface} did not appear within {INTERFACE_WAIT:?}"),
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Ok(())
+}
+
 pub fn run(options: Options) -> std::io::Result<()> {
     // SAFETY: installing a handler that only stores to an atomic.
     unsafe {
         libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
         libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
     }
+    wait_for_interface(&options.iface)?;
     let socket = PacketSocket::open(&options.iface)?;
     let mut hca = HcaPlane::new(HcaConfig {
         guid: options.guid,

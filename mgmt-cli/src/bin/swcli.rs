@@ -5,12 +5,15 @@
 //! `swcli [--socket PATH] [--json] COMMAND...` runs one command, the same
 //! as in the shell: `swcli show ip route`, `swcli show bgp summary --json`.
 //! Exit status: 0 done, 1 a check found an error, 2 the command did not parse, 3 switchd refused or
-//! failed it, 4 switchd could not be reached.
+//! failed it, 4 switchd could not be reached. A reader that leaves early
+//! (`swcli show ip route | head -1`) is not a failure: status 0, nothing
+//! printed (not 141, a death by SIGPIPE, which `set -o pipefail` would
+//! count as a failure).
 
 use clap::Parser;
 use mgmt_cli::shell::repl;
 use mgmt_cli::shell::session::{Session, Status};
-use std::io::{BufRead, IsTerminal};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -21,7 +24,8 @@ use std::process::ExitCode;
     about = "The shell of switchd: no command opens it; a command runs once",
     after_help = "Commands: `swcli help` lists them; in the shell, `?` lists what may follow.\n\n\
                   Exit status: 0 done, 1 a check found an error, 2 the command did not parse, 3 switchd refused or \
-                  failed it, 4 switchd could not be reached (commands from standard input: the last failure's)."
+                  failed it, 4 switchd could not be reached (commands from standard input: the last failure's); a reader \
+                  that leaves early (`| head -1`, a broken pipe) ends it quietly with 0."
 )]
 struct Cli {
     /// The daemon's management socket [env: SWCLI_SOCKET] [default: the only
@@ -88,7 +92,8 @@ fn main() -> ExitCode {
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else { break };
         let output = session.execute_to(&line, &mut std::io::stdout().lock());
-        print!("{}", output.text);
+        // Unwritable only when the reader left: `Exit` says so already.
+        let _ = std::io::stdout().lock().write_all(output.text.as_bytes());
         match output.status {
             Status::Exit => break,
             Status::Ok => {}

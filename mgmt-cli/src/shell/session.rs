@@ -161,6 +161,9 @@ impl Session {
         out: &mut dyn std::io::Write,
     ) -> Result<usize, ClientError> {
         let mut emit = |text: &str| -> std::io::Result<()> {
+            if greps.is_empty() {
+                return out.write_all(text.as_bytes());
+            }
             for line in text.lines().filter(|line| greps.iter().all(|pattern| line.contains(pattern.as_str()))) {
                 out.write_all(line.as_bytes())?;
                 out.write_all(b"\n")?;
@@ -168,43 +171,62 @@ impl Session {
             Ok(())
         };
         let started = std::cell::Cell::new(false);
+        let output_error = std::cell::Cell::new(None);
         let mut first = true;
         let mut text = String::new();
         let request = Request::StreamIpRoute { family };
-        let mut chunk = |routes: Vec<crate::api::IpRoute>| -> std::io::Result<()> {
+        // As JSON each route is the daemon's own bytes, one a line: never
+        // decoded here. The table decodes each route to lay it out.
+        let mut chunk = |routes: &[&serde_json::value::RawValue]| -> std::io::Result<()> {
             text.clear();
             if !started.replace(true) {
                 text.push_str(if json { "[\n" } else { crate::render::IP_ROUTE_CODES });
             }
-            for route in &routes {
+            for route in routes {
                 if json {
                     if !first {
                         text.push_str(",\n");
                     }
-                    text.push_str(&serde_json::to_string(route).map_err(std::io::Error::other)?);
+                    text.push_str(route.get());
                 } else {
-                    crate::render::render_ip_route(route, &mut text);
+                    let route: crate::api::IpRoute = serde_json::from_str(route.get())?;
+                    crate::render::render_ip_route(&route, &mut text);
                 }
                 first = false;
             }
-            emit(&text)
+            // Kept apart from the socket's errors: the reader left, not the daemon.
+            emit(&text).map_err(|error| {
+                let kind = error.kind();
+                output_error.set(Some(error));
+                std::io::Error::new(kind, "output closed")
+            })
         };
-        let count = match self.client.stream_ip_routes(&request, &mut chunk) {
+        let streamed = match self.client.stream_raw_ip_routes(&request, &mut chunk) {
             // The daemon went away before answering: once more on a new connection.
             Err(ClientError::Io(_) | ClientError::Closed) if !started.get() => {
-                self.client = Client::connect(&self.socket)?;
-                self.client.stream_ip_routes(&request, &mut chunk)?
+                Client::connect(&self.socket).and_then(|client| {
+                    self.client = client;
+                    self.client.stream_raw_ip_routes(&request, &mut chunk)
+                })
             }
-            other => other?,
+            other => other,
         };
+        if let Some(error) = output_error.take() {
+            // The rest of the answer is still on its way: a new connection
+            // for what follows (the daemon stops when this one closes).
+            if let Ok(client) = Client::connect(&self.socket) {
+                self.client = client;
+            }
+            return Err(ClientError::Output(error));
+        }
+        let count = streamed?;
         let tail = match (started.get(), json) {
             (false, true) => "[]\n",
             (false, false) => crate::render::IP_ROUTE_CODES,
             (true, true) => "\n]\n",
             (true, false) => "",
         };
-        emit(tail)?;
-        out.flush()?;
+        emit(tail).and_then(|()| out.flush()).map_err(ClientError::Output)?;
         Ok(count)
     }
 
@@ -217,6 +239,7 @@ impl Session {
         if let Some((family, json, greps)) = self.streamed_route_table(line) {
             return match self.stream_ip_routes(family, json, &greps, out) {
                 Ok(_) => Output::ok(""),
+                Err(ClientError::Output(error)) => output_failed(error),
                 Err(error) => Output { text: format!("error: {error}\n"), status: error_status(&error) },
             };
         }
@@ -226,7 +249,7 @@ impl Session {
         }
         match out.write_all(output.text.as_bytes()).and_then(|()| out.flush()) {
             Ok(()) => Output { text: String::new(), status: output.status },
-            Err(error) => Output { text: format!("error: output: {error}\n"), status: Status::Refused },
+            Err(error) => output_failed(error),
         }
     }
 
@@ -551,6 +574,17 @@ fn error_status(error: &ClientError) -> Status {
         ClientError::Connect { .. } | ClientError::Io(_) | ClientError::Closed => Status::Unreachable,
         _ => Status::Refused,
     }
+}
+
+/// The answer could not be written. A reader that left early (`swcli
+/// show ip route | head -1`: a broken pipe) is no failure: the shell ends
+/// quietly with status 0, as [`Status::Exit`]. Anything else is an error
+/// of its own (exit status 1).
+fn output_failed(error: std::io::Error) -> Output {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        return Output { text: String::new(), status: Status::Exit };
+    }
+    Output { text: format!("error: output: {error}\n"), status: Status::Failed }
 }
 
 /// A mistake in the line itself, not the daemon's.

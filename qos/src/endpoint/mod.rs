@@ -11,6 +11,9 @@ pub mod dcqcn;
 pub mod pacer;
 pub mod receiver;
 
+#[cfg(test)]
+mod closed_loop;
+
 /// RoCEv2's registered UDP destination port (IBA Annex A17, "RoCEv2").
 pub const ROCEV2_UDP_PORT: u16 = 4791;
 

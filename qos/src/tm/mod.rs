@@ -3,18 +3,19 @@
 //! handle `H` (the node's pool reference; an integer in tests).
 //!
 //! [`TrafficManager::enqueue`] classifies the frame ([`crate::classify`]),
-//! applies ECN/WRED on its egress queue's depth ([`crate::ecn`]), checks
-//! the lossy queue limit and charges the ingress (port, PG) in the shared
-//! buffer ([`crate::buffer`]), possibly putting the PG in XOFF (a PFC frame
-//! becomes due, [`crate::pfc`]), and appends the frame to the virtual
-//! output queue of (egress port, queue) ([`crate::voq`]). It answers with
-//! the class and whether to mark CE, or a drop reason.
+//! applies WRED to frames that are not ECN-capable on its egress queue's
+//! depth ([`crate::ecn`]), checks the lossy queue limit and charges the
+//! ingress (port, PG) in the shared buffer ([`crate::buffer`]), possibly
+//! putting the PG in XOFF (a PFC frame becomes due, [`crate::pfc`]), and
+//! appends the frame to the virtual output queue of (egress port, queue)
+//! ([`crate::voq`]). It answers with the class, or a drop reason.
 //!
 //! [`TrafficManager::dequeue`] answers "the next frame port P sends at
 //! `now`, or when it may send next": the port's line rate and shaper, the
 //! queues the peer pauses (received PFC), the queue shapers and the
 //! scheduler ([`crate::scheduler`]) decide. A frame leaving returns its
-//! cells, which may end an XOFF (a PFC XON becomes due).
+//! cells, which may end an XOFF (a PFC XON becomes due); an ECN-capable
+//! one is marked CE on the depth of the queue it leaves behind.
 //!
 //! Congestion on one egress never delays another egress: each port has its
 //! own queues and scheduler, and a lossy queue's limit (a dynamic threshold
@@ -34,7 +35,7 @@ use crate::ecn::{EcnVerdict, SplitMix64, WredProfile, decide};
 use crate::pfc::{PfcCounters, PfcFrame, PfcReceiver, PfcSender, quanta_ns};
 use crate::scheduler::PortScheduler;
 use crate::shaper::{LineRate, TokenBucket};
-use crate::voq::VoqSet;
+use crate::voq::{Entry, VoqSet};
 use crate::watchdog::{QueueView, QueueWatch, WatchdogAction, WatchdogConfig, WatchdogEvent, WatchdogEventKind};
 
 /// What the traffic manager needs to know of a frame.
@@ -56,8 +57,6 @@ pub struct FrameInfo {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Admitted {
     pub class: Classified,
-    /// The caller sets CE in the frame's IP header.
-    pub mark_ce: bool,
 }
 
 /// Why a frame was refused.
@@ -118,8 +117,9 @@ impl From<BufferDrop> for DropReason {
 /// The answer to "what does port P send now".
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dequeue<H> {
-    /// Send this frame now.
-    Send { handle: H, bytes: u32, queue: u8 },
+    /// Send this frame now; with `mark_ce` the caller sets CE in its IP
+    /// header first (ECN marking on the depth of the queue it leaves).
+    Send { handle: H, bytes: u32, queue: u8, mark_ce: bool },
     /// Discard this frame (the watchdog's drop action emptied its queue);
     /// the caller releases it and counts it dropped.
     Discard { handle: H },
@@ -154,6 +154,8 @@ struct PortState {
     refresh_ns: u64,
     frames: u32,
     depth_bytes: u32,
+    /// Bit q: queue q has frames (what the scheduler looks at first).
+    backlogged_queues: u8,
     cost_scale: CostScale,
     /// When the port may next send, after a `Wait` answer (0: now).
     wake: u64,
@@ -251,6 +253,7 @@ impl<H: Copy> TrafficManager<H> {
                 refresh_ns: quanta_ns(config.pfc.quanta, port.speed_bps) / 2,
                 frames: 0,
                 depth_bytes: 0,
+                backlogged_queues: 0,
                 cost_scale: CostScale::new(port.speed_bps, u64::from(config.dlb.window_us) * 1000),
                 wake: 0,
                 utilisation: Utilisation::default(),
@@ -341,11 +344,13 @@ impl<H: Copy> TrafficManager<H> {
         }
         let frame_cells = cells(frame.len, self.buffer.cell_bytes());
         let lossless = self.buffer.pg(pg).lossless;
-        let mut mark_ce = false;
-        if let Some(profile) = &self.wred[queue] {
+        // An ECN-capable frame on a marking queue is judged when it leaves
+        // (`dequeue`); WRED's drop of the others can only happen here.
+        if let Some(profile) = &self.wred[queue]
+            && !(profile.ecn && frame.ecn_capable)
+        {
             match decide(profile, self.buffer.queue(queue).bytes, frame.ecn_capable, &mut self.rng) {
-                EcnVerdict::Pass => {}
-                EcnVerdict::MarkCe => mark_ce = true,
+                EcnVerdict::Pass | EcnVerdict::MarkCe => {}
                 // A lossless frame is never dropped for WRED: PFC bounds its queue.
                 EcnVerdict::Drop if lossless => {}
                 EcnVerdict::Drop => {
@@ -369,7 +374,14 @@ impl<H: Copy> TrafficManager<H> {
                 set_bit(&mut self.pfc_asserted, ingress);
             }
         }
-        if self.voqs.push(queue, handle, frame.len, frame_cells, pg as u32).is_err() {
+        let entry = Entry {
+            handle,
+            bytes: frame.len,
+            cells: frame_cells,
+            ingress_pg: pg as u32,
+            ecn_capable: frame.ecn_capable,
+        };
+        if self.voqs.push(queue, entry).is_err() {
             // Unreachable while every frame takes a cell: the slab has one
             // descriptor per cell. Undo and refuse rather than panic.
             self.release_ingress(pg, frame_cells);
@@ -379,16 +391,14 @@ impl<H: Copy> TrafficManager<H> {
             self.last_progress[queue] = now;
         }
         self.buffer.charge_egress(queue, frame_cells, frame.len);
-        if mark_ce {
-            self.queue_counters[queue].ecn_marked += 1;
-        }
         let port = &mut self.ports[egress];
         port.frames += 1;
         port.depth_bytes += frame.len;
+        port.backlogged_queues |= 1 << class.queue;
         port.wake = 0;
         set_bit(&mut self.backlog, egress);
         self.publish_cost(egress);
-        Ok(Admitted { class, mark_ce })
+        Ok(Admitted { class })
     }
 
     /// The next frame `port` sends at `now`, or when it may send next.
@@ -421,7 +431,8 @@ impl<H: Copy> TrafficManager<H> {
         let voqs = &self.voqs;
         let shapers = &mut self.queue_shapers[base..base + CLASSES];
         let port_shaper = &mut state.shaper;
-        let chosen = state.scheduler.select(|q| {
+        let backlogged_queues = state.backlogged_queues;
+        let chosen = state.scheduler.select_among(backlogged_queues, |q| {
             if paused_queues & (1 << q) != 0 {
                 return None;
             }
@@ -453,11 +464,24 @@ impl<H: Copy> TrafficManager<H> {
             shaper.take(now, descriptor.bytes);
         }
         state.utilisation.sent(now, descriptor.bytes, state.speed_bps, self.window_ns);
+        let mark_ce = descriptor.ecn_capable && self.mark_on_leaving(base + q);
         let counters = &mut self.queue_counters[base + q];
         counters.tx_frames += 1;
         counters.tx_bytes += u64::from(descriptor.bytes);
+        counters.ecn_marked += u64::from(mark_ce);
         self.publish_cost(p);
-        Dequeue::Send { handle: descriptor.handle, bytes: descriptor.bytes, queue: q as u8 }
+        Dequeue::Send { handle: descriptor.handle, bytes: descriptor.bytes, queue: q as u8, mark_ce }
+    }
+
+    /// ECN on an ECN-capable frame leaving `queue`, on the depth it leaves
+    /// behind: as ASICs that mark at dequeue do, the receiver then learns of
+    /// the queue as it is now, not as it was when the frame arrived (a mark
+    /// decided at enqueue waits behind the whole queue it reports, and the
+    /// senders keep cutting after the queue has gone).
+    #[inline]
+    fn mark_on_leaving(&mut self, queue: usize) -> bool {
+        let Some(profile) = &self.wred[queue] else { return false };
+        decide(profile, self.buffer.queue(queue).bytes, true, &mut self.rng) == EcnVerdict::MarkCe
     }
 
     /// Pops queue `q` of port `p` and returns its cells.
@@ -473,6 +497,7 @@ impl<H: Copy> TrafficManager<H> {
         state.depth_bytes -= descriptor.bytes;
         if self.voqs.is_empty(queue) {
             state.scheduler.emptied(q);
+            state.backlogged_queues &= !(1 << q);
         }
         if state.frames == 0 {
             clear_bit(&mut self.backlog, p);

@@ -162,25 +162,40 @@ fn received_pfc_stops_only_the_matching_queue() {
 }
 
 #[test]
-fn ecn_marks_above_kmax_and_wred_drops_lossy_non_ect() {
+fn ecn_marks_on_the_depth_left_behind_and_wred_drops_lossy_non_ect_at_enqueue() {
     let mut config = TmConfig { ports: ports(2, GIG), ..TmConfig::default() };
     let profile =
         WredProfile { kmin_bytes: 3000, kmax_bytes: 6000, pmax_percent: 100, ecn: true, non_ect: NonEct::Drop };
     config.queues[1].ecn = EcnSetting::Profile(profile);
     let mut tm = TrafficManager::new(&config, 0u32).unwrap();
     let ect = |len| FrameInfo { ecn_capable: true, ..frame(0, 1, 1, len) };
-    // Depth 0, 1000, 2000, 3000: at or below Kmin, never marked.
-    for h in 0..4 {
-        assert!(!tm.enqueue(0, h, &ect(1000)).unwrap().mark_ce);
+    // 10 x 1000 bytes queued: the queue is far above Kmax, yet nothing is
+    // decided on arrival.
+    for h in 0..10 {
+        tm.enqueue(0, h, &ect(1000)).unwrap();
     }
-    // Above Kmax (depth 6001 after one odd frame): always marked.
-    tm.enqueue(0, 4, &ect(3001)).unwrap();
-    for h in 5..10 {
-        assert!(tm.enqueue(0, h, &ect(100)).unwrap().mark_ce);
-    }
+    assert_eq!(tm.queue_counters(1, 1).ecn_marked, 0);
+    // A non-ECT frame above Kmax is dropped at once (WRED at enqueue).
     assert_eq!(tm.enqueue(0, 10, &frame(0, 1, 1, 100)), Err(DropReason::Wred));
+    // Leaving: the first four (which arrived to an empty queue: a mark
+    // decided on arrival would never have chosen them) leave 9000..6000
+    // bytes behind (at or above Kmax: marked), the next three 5000..3000 (between Kmin and Kmax:
+    // p = (q - 3000) / 3000, so 3000 is never marked), the last three at
+    // or below Kmin: never.
+    let mut marks = Vec::new();
+    let mut now = 0;
+    loop {
+        match tm.dequeue(now, 1) {
+            Dequeue::Send { mark_ce, .. } => marks.push(mark_ce),
+            Dequeue::Wait(at) => now = at,
+            Dequeue::Discard { .. } | Dequeue::Idle => break,
+        }
+    }
+    assert_eq!(marks.len(), 10);
+    assert_eq!(&marks[..4], &[true; 4], "{marks:?}");
+    assert_eq!(&marks[6..], &[false; 4], "{marks:?}");
     let counters = tm.queue_counters(1, 1);
-    assert!(counters.ecn_marked >= 5);
+    assert_eq!(counters.ecn_marked, marks.iter().filter(|&&m| m).count() as u64);
     assert_eq!((counters.wred_dropped, counters.dropped_frames), (1, 1));
 }
 

@@ -84,9 +84,10 @@ pub fn route(graph: &SwitchGraph<'_>) -> Lfts {
                         best = Some((l, hop));
                     }
                 }
-                let (l, hop) = best.expect("one hop nearer by breadth first");
-                load[s as usize] = l;
-                chosen[s as usize] = Some(hop);
+                // None only where a cable is recorded on one side (breadth
+                // first found s from a neighbour that s does not list).
+                load[s as usize] = best.map_or(u64::MAX / 2, |(l, _)| l);
+                chosen[s as usize] = best.map(|(_, hop)| hop);
             }
             batch.push(dest.lid, |s| {
                 if s == target { dest.port } else { chosen[s].map_or(super::NO_ROUTE, |hop| hop.port) }

@@ -13,6 +13,10 @@
 //!     engine: [ftree, updn, minhop]
 //!     lmc: 0
 //!     sweep_interval_ms: 10000
+//!     sm_key: 0x1              # SMInfo SM_Key the subnet's SMs share (0: unchecked)
+//!     m_key: 0x0123456789abcdef  # set on every endpoint port, carried in every SMP (0: none)
+//!     m_key_protect_bits: 1    # 0..3
+//!     m_key_lease_period: 60   # seconds (0: never expires)
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -44,6 +48,14 @@ pub struct IbSmFile {
     pub lmc: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_interval_ms: Option<u64>,
+    #[serde(default)]
+    pub sm_key: u64,
+    #[serde(default)]
+    pub m_key: u64,
+    #[serde(default)]
+    pub m_key_protect_bits: u8,
+    #[serde(default)]
+    pub m_key_lease_period: u16,
 }
 
 /// A port's IB-like settings.
@@ -70,6 +82,11 @@ pub struct IbSm {
     pub engines: Vec<Engine>,
     pub lmc: u8,
     pub sweep_interval_ms: u64,
+    /// The SM's keys, as `subnet_manager::sm::SmConfig` names them.
+    pub sm_key: u64,
+    pub m_key: u64,
+    pub m_key_protect_bits: u8,
+    pub m_key_lease_period: u16,
 }
 
 pub const DEFAULT_DATA_VLS: u8 = 4;
@@ -183,7 +200,19 @@ pub(super) fn check(errors: &mut Vec<ConfigError>, file: &ConfigFile, has_ib_por
         if sweep_interval_ms == 0 {
             error("ib.sm.sweep_interval_ms", "must be above 0".into());
         }
-        IbSm { priority: sm.priority, engines, lmc: sm.lmc, sweep_interval_ms }
+        if sm.m_key_protect_bits > 3 {
+            error("ib.sm.m_key_protect_bits", format!("{} is outside 0..=3", sm.m_key_protect_bits));
+        }
+        IbSm {
+            priority: sm.priority,
+            engines,
+            lmc: sm.lmc,
+            sweep_interval_ms,
+            sm_key: sm.sm_key,
+            m_key: sm.m_key,
+            m_key_protect_bits: sm.m_key_protect_bits,
+            m_key_lease_period: sm.m_key_lease_period,
+        }
     });
     Some(IbConfig { guid, buffer_blocks, sm })
 }

@@ -317,6 +317,13 @@ fn ib_ports_and_the_embedded_sm_validate() {
     let sm = ib.sm.as_ref().unwrap();
     assert_eq!(sm.priority, 3);
     assert_eq!(sm.engines, vec![subnet_manager::routing::Engine::Updn, subnet_manager::routing::Engine::Minhop]);
+    assert_eq!((sm.sm_key, sm.m_key, sm.m_key_protect_bits, sm.m_key_lease_period), (0, 0, 0, 0), "no keys by default");
+    let keyed = Config::from_yaml(
+        "name: s1\nports:\n  - { name: eth1, mode: ib }\nib:\n  sm: { sm_key: 0x5, m_key: 0x1234, m_key_protect_bits: 2, m_key_lease_period: 60 }\n",
+    )
+    .unwrap();
+    let sm = keyed.ib.unwrap().sm.unwrap();
+    assert_eq!((sm.sm_key, sm.m_key, sm.m_key_protect_bits, sm.m_key_lease_period), (5, 0x1234, 2, 60));
     // Without an ib: section, one with defaults and a GUID from the name.
     let config = Config::from_yaml("name: s1\nports:\n  - { name: eth1, mode: ib }\n").unwrap();
     assert_eq!(config.ib.unwrap().guid, ib::guid_from_name("s1"));
@@ -325,7 +332,7 @@ fn ib_ports_and_the_embedded_sm_validate() {
 #[test]
 fn bad_ib_settings_are_refused_naming_the_field() {
     let e = errors(
-        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 3, vlan: 10 }\n  - { name: eth2, mode: ib, ib_mtu: 4096, ib_rate: fast }\n  - { name: eth3, mode: routed, data_vls: 2, ib_rate: 1G }\nib:\n  buffer_blocks: 5000\n  sm: { priority: 16, engine: [fastest] }\n",
+        "name: s1\nports:\n  - { name: eth1, mode: ib, data_vls: 3, vlan: 10 }\n  - { name: eth2, mode: ib, ib_mtu: 4096, ib_rate: fast }\n  - { name: eth3, mode: routed, data_vls: 2, ib_rate: 1G }\nib:\n  buffer_blocks: 5000\n  sm: { priority: 16, engine: [fastest], m_key_protect_bits: 4 }\n",
     );
     for path in [
         "ports[0].data_vls",
@@ -337,6 +344,7 @@ fn bad_ib_settings_are_refused_naming_the_field() {
         "ib.buffer_blocks",
         "ib.sm.priority",
         "ib.sm.engine[0]",
+        "ib.sm.m_key_protect_bits",
     ] {
         assert!(e.mentions(path), "{path}: {e}");
     }

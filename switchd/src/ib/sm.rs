@@ -31,6 +31,10 @@ impl EmbeddedSm {
                 routing: RoutingConfig { engines: config.engines.clone(), lmc: config.lmc, ..RoutingConfig::default() },
                 priority: config.priority,
                 light_sweep_interval_ns: config.sweep_interval_ms * 1_000_000,
+                sm_key: config.sm_key,
+                m_key: config.m_key,
+                m_key_protect_bits: config.m_key_protect_bits,
+                m_key_lease_period: config.m_key_lease_period,
                 timeout_ns: 100_000_000,
                 ..SmConfig::default()
             },

@@ -22,6 +22,7 @@ pub(super) fn encode_evpn<B: Backend>(view: &SwitchView<B>, e: &mut DescriptorEn
     family(e, "switch_evpn_local_macs", "MACs learned on local ports", None, per_vni(|v| v.local_macs))?;
     family(e, "switch_evpn_remote_macs", "MACs from remote VTEPs' type 2 routes", None, per_vni(|v| v.remote_macs))?;
     family(e, "switch_evpn_arp_entries", "IP-to-MAC bindings", None, per_vni(|v| v.arp_entries))?;
+    family(e, "switch_evpn_duplicate_macs", "MACs frozen for moving too often", None, per_vni(|v| v.duplicate_macs))?;
     family(e, "switch_evpn_remote_vteps", "Remote VTEPs flooding the VNI", None, per_vni(|v| v.remote_vteps.len()))?;
     Ok(())
 }

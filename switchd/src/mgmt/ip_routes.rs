@@ -9,7 +9,7 @@
 //! chunks, never under the shim's lock (its sink takes the shim's lock
 //! while holding its own).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
@@ -31,8 +31,6 @@ pub struct IpRouteReader<'a, B: Backend> {
     want_v6: bool,
     /// Administrative distances of BGP's best paths (empty without BGP).
     distances: HashMap<String, u8>,
-    /// The config's static routes (a set: a million of them are looked up per route).
-    static_prefixes: HashSet<IpNetwork>,
     phase: Phase,
 }
 
@@ -78,7 +76,6 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
             virtual_router,
             want_v6: family == api::AddressFamily::Ipv6,
             distances,
-            static_prefixes: view.config.routes.iter().map(|r| r.prefix).collect(),
             phase: Phase::Shim(None),
         })
     }
@@ -112,6 +109,13 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
         }
     }
 
+    /// Whether `net` is one of the config's static routes, as applied (the
+    /// applied routes are at hand: no set of a million prefixes is built
+    /// per answer). A VRF holds none: its routes are its SVIs' and EVPN's.
+    fn configured_static(&self, net: &IpNetwork) -> bool {
+        self.vrf.is_none() && matches!(self.view.applied.routes.get(net), Some(crate::apply::RouteSpec::Via(_)))
+    }
+
     /// The BGP next hops the speaker installed for `nets`, asked before
     /// the shim's lock is taken.
     fn bgp_hops(&self, nets: &[IpNetwork]) -> HashMap<IpNetwork, Vec<IpAddr>> {
@@ -128,27 +132,41 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
     /// The shim's routes after `after`: the routes of the family among the
     /// next `limit` entries, and the last key read (`None` at the end).
     fn shim_chunk(&self, after: Option<RouteEntryKey>, limit: usize) -> (Vec<api::IpRoute>, Option<RouteEntryKey>) {
-        let keys: Vec<RouteEntryKey> = {
-            let sai = lock(&self.view.sai);
-            sai.store().route_entries_after(after.as_ref()).take(limit).map(|(key, _)| *key).collect()
-        };
-        let Some(&last) = keys.last() else { return (Vec::new(), None) };
         let ours =
-            |k: &&RouteEntryKey| k.virtual_router == self.virtual_router && k.destination.is_ipv6() == self.want_v6;
-        let nets: Vec<IpNetwork> = keys.iter().filter(ours).map(|k| k.destination).collect();
-        let bgp_hops = self.bgp_hops(&nets);
+            |k: &RouteEntryKey| k.virtual_router == self.virtual_router && k.destination.is_ipv6() == self.want_v6;
+        // With BGP, what it installed for these prefixes is asked first,
+        // outside the shim's lock; without, the entries are read once.
+        let bgp_hops = match &self.view.bgp {
+            Some(_) => {
+                let nets: Vec<IpNetwork> = {
+                    let sai = lock(&self.view.sai);
+                    sai.store()
+                        .route_entries_after(after.as_ref())
+                        .take(limit)
+                        .filter(|(key, _)| ours(key))
+                        .map(|(key, _)| key.destination)
+                        .collect()
+                };
+                self.bgp_hops(&nets)
+            }
+            None => HashMap::new(),
+        };
         let sai = lock(&self.view.sai);
         let store = sai.store();
-        let applied = &self.view.applied;
-        let mut out = Vec::with_capacity(nets.len());
-        for key in keys.iter().filter(ours) {
-            // Removed since the keys were read: skipped.
-            let Some(entry) = store.route_entry(key) else { continue };
+        let mut last = None;
+        let mut out = Vec::with_capacity(limit);
+        for (key, entry) in store.route_entries_after(after.as_ref()).take(limit) {
+            last = Some(*key);
+            if !ours(key) {
+                continue;
+            }
+            // (A BGP route added since its hops were asked is shown as
+            // `kernel` until the next show: the shim tells no more.)
             let net = key.destination;
-            let (protocol, mut next_hops) = classify(store, applied, entry);
+            let (protocol, mut next_hops) = classify(store, &self.view.applied, entry);
             let mut protocol = protocol.to_owned();
             let mut distance = if protocol == "static" { 1 } else { 0 };
-            if protocol == "static" && !self.static_prefixes.contains(&net) {
+            if protocol == "static" && !self.configured_static(&net) {
                 if let Some(wanted) = bgp_hops.get(&net) {
                     protocol = "bgp".into();
                     distance = self.distances.get(&net.to_string()).copied().unwrap_or(20);
@@ -178,7 +196,7 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
                 next_hops,
             });
         }
-        (out, Some(last))
+        (out, last)
     }
 
     /// BGP routes forwarding does not use: no resolvable next hop, or a
@@ -210,7 +228,7 @@ impl<'a, B: Backend> IpRouteReader<'a, B> {
         for (net, hops) in routes.into_iter().filter(|(net, _)| net.is_ipv6() == self.want_v6) {
             // Listed with the shim's routes already when the shim holds it
             // as a route of its own (not connected, local or configured).
-            let forwarded_as_bgp = !self.static_prefixes.contains(&net)
+            let forwarded_as_bgp = !self.configured_static(&net)
                 && store
                     .route_entry(&RouteEntryKey { virtual_router: vr, destination: net })
                     .is_some_and(|e| classify(store, &self.view.applied, e).0 == "static");

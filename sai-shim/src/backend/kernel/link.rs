@@ -191,6 +191,7 @@ impl KernelBackend {
         self.switch = Some((switch.src_mac_address, switch.fdb_aging_time));
         self.bridge_mode = self.probe_vlan_aware_bridge(log, switch)?;
         self.port_vlans.clear();
+        self.vrfs.clear();
         self.bridge_mtu_set = None;
         tracing::info!(
             bridge_mode = self.bridge_mode.name(),
@@ -642,6 +643,7 @@ impl KernelBackend {
                 bridge
             }
         };
+        self.join_vrf(log, &netdev, rif.virtual_router)?;
         self.rif_of_ifindex.insert(netdev.ifindex, id);
         self.router_interfaces.insert(id, netdev);
         Ok(())
@@ -678,7 +680,6 @@ impl KernelBackend {
         rif: &RouterInterface,
     ) -> SaiResult<()> {
         let netdev = self.router_interface(id)?.clone();
-        let _ = log;
         if matches!(rif.rif_type, RouterInterfaceType::Vlan(_)) && self.vlan_aware_bridge().is_some() {
             // The SVI device of the VLAN-aware model goes. Deleting a
             // device cannot be undone; it is the call's only request.
@@ -687,6 +688,8 @@ impl KernelBackend {
                 Err(error) if error.errno == libc::ENODEV => {}
                 Err(error) => return Err(kernel_error(format!("delete {}", netdev.name), error)),
             }
+        } else {
+            self.leave_vrf(log, &netdev, rif.virtual_router)?;
         }
         self.router_interfaces.remove(&id);
         self.rif_of_ifindex.remove(&netdev.ifindex);
@@ -698,7 +701,7 @@ impl KernelBackend {
 
     pub(super) fn create_vni_map(&mut self, log: &mut UndoLog, map: &TunnelMapEntry) -> SaiResult<()> {
         let vlan = map.vlan().ok_or_else(|| {
-            SaiError::NotSupported("the kernel backend has no L3VNIs (a single virtual router)".into())
+            SaiError::NotSupported("the kernel backend has no L3VNIs yet (VRFs without symmetric IRB)".into())
         })?;
         let vid = self.vid(vlan)?;
         let (_, tunnel) = self.tunnel.clone().ok_or(SaiError::UnknownObject(map.tunnel))?;

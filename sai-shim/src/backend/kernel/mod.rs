@@ -16,6 +16,7 @@
 //! | next-hop group | a nexthop group object; routes reference it, so a member change touches one object. An empty group holds the backend's blackhole nexthop |
 //! | route | a route in the main table referencing its nexthop (`nhid`); connected: `scope link dev`; drop: `blackhole`; to the CPU port: nothing (the address the daemon puts on the interface makes the kernel's local route) |
 //! | neighbour | a permanent neighbour entry |
+//! | virtual router | the first: the main table; the others: an l3mdev VRF device `nos-vrf<TABLE>` with its own table (see [`vrf`]); their router interfaces enslaved to it, their routes in its table |
 //!
 //! That table is the per-VLAN ("traditional") model, the fallback. When the
 //! switch object is created the backend tries to create one VLAN-aware
@@ -53,6 +54,7 @@ pub mod netlink;
 pub mod nexthop_wire;
 mod route;
 pub mod vlan_aware;
+mod vrf;
 
 use std::collections::{BTreeMap, HashMap};
 use std::net::Ipv4Addr;
@@ -77,11 +79,14 @@ pub struct KernelConfig {
     pub protocol: u8,
     /// Our nexthop ids start here (zebra's start low).
     pub nexthop_id_base: u32,
+    /// The routing table of the first VRF (virtual routers but the
+    /// default); the next ones count up from it.
+    pub vrf_table_base: u32,
 }
 
 impl Default for KernelConfig {
     fn default() -> KernelConfig {
-        KernelConfig { device_prefix: "nos-".into(), protocol: 196, nexthop_id_base: 0x4e00_0000 }
+        KernelConfig { device_prefix: "nos-".into(), protocol: 196, nexthop_id_base: 0x4e00_0000, vrf_table_base: 1001 }
     }
 }
 
@@ -99,6 +104,11 @@ impl KernelConfig {
     /// The single bridge of the VLAN-aware model.
     pub fn vlan_aware_bridge_name(&self) -> String {
         format!("{}br", self.device_prefix)
+    }
+
+    /// The VRF device of the VRF with routing table `table`.
+    pub fn vrf_name(&self, table: u32) -> String {
+        format!("{}vrf{table}", self.device_prefix)
     }
 
     pub fn vxlan_name(&self, vni: u32) -> String {
@@ -125,6 +135,8 @@ pub struct KernelBackend {
     monitor: Monitor,
     cpu_port: Option<ObjectId>,
     default_virtual_router: Option<ObjectId>,
+    /// The other virtual routers: VRF devices with their tables.
+    vrfs: HashMap<ObjectId, vrf::Vrf>,
     /// The switch's MAC (the bridges') and FDB aging time, in seconds.
     switch: Option<(EthernetAddress, u32)>,
     /// One VLAN-aware bridge, or one bridge per VLAN.
@@ -196,6 +208,7 @@ impl KernelBackend {
             monitor,
             cpu_port: None,
             default_virtual_router: None,
+            vrfs: HashMap::new(),
             switch: None,
             bridge_mode: vlan_aware::BridgeMode::PerVlan,
             port_vlans: HashMap::new(),
@@ -333,15 +346,7 @@ impl Backend for KernelBackend {
             Object::Vlan(vlan) => this.create_vlan(log, id, vlan),
             Object::BridgePort(bridge_port) => this.create_bridge_port(store, log, id, bridge_port),
             Object::VlanMember(member) => this.create_vlan_member(store, log, member),
-            Object::VirtualRouter(_) => {
-                if this.default_virtual_router.is_some() {
-                    return Err(SaiError::NotSupported(
-                        "the kernel backend has a single virtual router (VRFs are not mapped yet)".into(),
-                    ));
-                }
-                this.default_virtual_router = Some(id);
-                Ok(())
-            }
+            Object::VirtualRouter(_) => this.create_virtual_router(log, id),
             Object::RouterInterface(rif) => this.create_router_interface(log, id, rif),
             Object::NextHop(next_hop) => this.create_next_hop(log, id, next_hop),
             Object::NextHopGroup(_) => this.create_group(log, id),
@@ -399,10 +404,7 @@ impl Backend for KernelBackend {
             Object::Vlan(vlan) => this.remove_vlan(id, vlan),
             Object::BridgePort(bridge_port) => this.remove_bridge_port(store, log, id, bridge_port),
             Object::VlanMember(member) => this.remove_vlan_member(store, log, member),
-            Object::VirtualRouter(_) => {
-                this.default_virtual_router = None;
-                Ok(())
-            }
+            Object::VirtualRouter(_) => this.remove_virtual_router(id),
             Object::RouterInterface(rif) => this.remove_router_interface(log, id, rif),
             Object::NextHop(_) | Object::NextHopGroup(_) => this.remove_nexthop(log, id),
             Object::NextHopGroupMember(member) => this.program_group(store, log, member.group, None, Some(id)),

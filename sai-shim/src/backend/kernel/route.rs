@@ -19,14 +19,14 @@ use super::nexthop_wire::{
     GroupMember, NexthopAttribute, NexthopHeader, NexthopMessage, NexthopOperation, RTNH_F_ONLINK,
 };
 use super::{KernelBackend, UndoLog, kernel_error, type_name};
+
+/// `RT_TABLE_UNSPEC`: the table is in `RTA_TABLE`.
+const RT_TABLE_UNSPEC: u8 = 0;
 use crate::api::ObjectStore;
 use crate::attributes::*;
 use crate::error::{SaiError, SaiResult};
 use crate::notification::{NeighborInfo, NeighborState};
 use crate::object::{NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey};
-
-/// The kernel's main routing table (`RT_TABLE_MAIN`).
-const MAIN_TABLE: u8 = 254;
 
 fn family_of(ip: IpAddr) -> AddressFamily {
     match ip {
@@ -240,7 +240,12 @@ impl KernelBackend {
         let mut message = RouteMessage::default();
         message.header.address_family = family_of(destination.ip());
         message.header.destination_prefix_length = destination.prefix();
-        message.header.table = MAIN_TABLE;
+        // A table past 255 travels in RTA_TABLE, as iproute2 sends it.
+        let table = self.table_of(key.virtual_router);
+        message.header.table = u8::try_from(table).unwrap_or(RT_TABLE_UNSPEC);
+        if table > 255 {
+            message.attributes.push(RouteAttribute::Table(table));
+        }
         message.header.protocol = RouteProtocol::Other(self.config.protocol);
         message.header.scope = RouteScope::Universe;
         message.header.kind = RouteType::Unicast;
