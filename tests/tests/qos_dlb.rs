@@ -140,8 +140,14 @@ impl Lab {
     /// a short burst, and the uplink whose counter grew by most of it.
     fn uplink_of(&self, n: usize, src_port: u16) -> usize {
         let before = self.uplink_bytes();
-        let args = send_args("10.3.0.2", "50M", 256 << 10, 26, 90 + n as u32, &["--src-port", &src_port.to_string()]);
+        // The sender's go-back-N completes only on the receiver's ACKs.
+        let bytes = 256u64 << 10;
+        let receiver =
+            FabricHost::start(&self.hosts[2], &["recv", "--expect-bytes", &bytes.to_string(), "--idle-ms", "1500"]);
+        std::thread::sleep(Duration::from_millis(300));
+        let args = send_args("10.3.0.2", "50M", bytes, 26, 90 + n as u32, &["--src-port", &src_port.to_string()]);
         FabricHost::start_owned(&self.hosts[n - 1], &args).report(Duration::from_secs(30));
+        receiver.report(Duration::from_secs(30));
         std::thread::sleep(Duration::from_millis(300));
         let after = self.uplink_bytes();
         let grown = [after[0] - before[0], after[1] - before[1]];
