@@ -8,6 +8,7 @@
 
 pub mod bgp_speaker;
 pub mod bird;
+pub mod evpn;
 pub mod fabric_host;
 pub mod frr;
 pub mod gobgp;

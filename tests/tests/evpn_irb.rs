@@ -23,6 +23,7 @@
 
 use std::time::Duration;
 
+use fabric_tests::evpn::spine_config;
 use fabric_tests::switchd::TempDir;
 use fabric_tests::{Netns, Switchd, poll_until, require_root_and_tools, swcli_json, veth};
 use serde_json::Value;
@@ -32,24 +33,6 @@ const GATEWAY_MAC: &str = "02:00:5e:00:01:01";
 
 fn router_mac(i: u8) -> String {
     format!("02:cc:00:00:00:0{i}")
-}
-
-fn spine() -> String {
-    "name: s1
-lldp: { enabled: false }
-loopback: [10.255.1.1/32]
-ports:
-  - { name: eth1, mode: routed, addresses: [10.1.0.1/31] }
-  - { name: eth2, mode: routed, addresses: [10.2.0.1/31] }
-bgp:
-  asn: 65000
-  timers: { hold_time: 9, connect_retry: 2 }
-  redistribute: [loopback]
-  neighbors:
-    - { interface: eth1, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
-    - { interface: eth2, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
-"
-    .into()
 }
 
 /// Leaf `i` with its host port eth3 in `host_vlan`.
@@ -130,7 +113,7 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
         // Room for the 50 bytes of VXLAN encapsulation.
         h.ip(&["link", "set", "eth0", "mtu", "1450"]);
     }
-    let _spine = Switchd::start(&s1, &spine());
+    let _spine = Switchd::start(&s1, &spine_config());
     let leaf1 = Switchd::start(&l1, &leaf(1, 10));
     let leaf2 = Switchd::start(&l2, &leaf(2, 20));
 

@@ -25,28 +25,11 @@
 
 use std::time::{Duration, Instant};
 
+use fabric_tests::evpn::spine_config;
 use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
 use serde_json::Value;
 
 const CONVERGE: Duration = Duration::from_secs(60);
-
-fn spine() -> String {
-    "name: s1
-lldp: { enabled: false }
-loopback: [10.255.1.1/32]
-ports:
-  - { name: eth1, mode: routed, addresses: [10.1.0.1/31] }
-  - { name: eth2, mode: routed, addresses: [10.2.0.1/31] }
-bgp:
-  asn: 65000
-  timers: { hold_time: 9, connect_retry: 2 }
-  redistribute: [loopback]
-  neighbors:
-    - { interface: eth1, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
-    - { interface: eth2, remote_as: external, families: [ipv4-unicast, l2vpn-evpn] }
-"
-    .into()
-}
 
 fn leaf(i: u8) -> String {
     leaf_with_svi(i, "")
@@ -126,7 +109,7 @@ fn switchd_leaves_build_the_overlay_from_evpn_routes() {
         // Room for the 50 bytes of VXLAN encapsulation.
         h.ip(&["link", "set", "eth0", "mtu", "1450"]);
     }
-    let spine = Switchd::start(&s1, &spine());
+    let spine = Switchd::start(&s1, &spine_config());
     let leaf1 = Switchd::start(&l1, &leaf(1));
     let leaf2 = Switchd::start(&l2, &leaf(2));
     let (leaves, vteps) = ([&leaf1, &leaf2], ["10.255.0.1", "10.255.0.2"]);
@@ -407,7 +390,7 @@ fn leaves_answer_arp_for_evpn_known_hosts_and_flood_none_over_the_overlay() {
         h.host_setup("eth0", addr, None);
         h.ip(&["link", "set", "eth0", "mtu", "1450"]);
     }
-    let _spine = Switchd::start(&s1, &spine());
+    let _spine = Switchd::start(&s1, &spine_config());
     let leaf1 = Switchd::start(&l1, &leaf_with_svi(1, "192.168.100.1/24"));
     let leaf2 = Switchd::start(&l2, &leaf_with_svi(2, "192.168.100.2/24"));
     let leaves = [&leaf1, &leaf2];
@@ -501,7 +484,7 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
         "  - { name: eth3, mode: access, vlan: 10 }\n",
         "  - { name: eth3, mode: access, vlan: 10 }\n  - { name: eth4, mode: access, vlan: 10 }\n",
     );
-    let _spine = Switchd::start(&s1, &spine());
+    let _spine = Switchd::start(&s1, &spine_config());
     let leaf1 = Switchd::start(&l1, &l1_config);
     let leaf2 = Switchd::start(&l2, &leaf(2));
     wait_for("l2 flooding to l1", || {
@@ -584,7 +567,7 @@ fn a_mac_flapping_between_leaves_is_frozen_and_reported() {
         "  - { name: eth3, mode: access, vlan: 10 }\n",
         "  - { name: eth3, mode: access, vlan: 10 }\n  - { name: eth4, mode: access, vlan: 10 }\n",
     );
-    let _spine = Switchd::start(&s1, &spine());
+    let _spine = Switchd::start(&s1, &spine_config());
     let mut leaf1 = Switchd::start(&l1, &l1_config);
     let mut leaf2 = Switchd::start(&l2, &config(2));
     wait_for("l2 flooding to l1", || {
