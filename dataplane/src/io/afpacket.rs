@@ -28,13 +28,21 @@
 //!   `TP_STATUS_COPY`); it is read with `recv` and cut into MTU-sized segments
 //!   ([`super::gso`]), as the sender's NIC would have. Slots stay MTU-sized.
 //!   What cannot be cut (not TCP) is counted in `rx_truncated` and dropped.
+//! * Slots smaller than the MTU: the same path carries a jumbo frame on a
+//!   port whose slots are smaller (`frame_size` below what `for_mtu` would
+//!   give): it is read whole with `recv` and sent with `send`. A ring's
+//!   memory is allocated at setup and resident for the socket's life (the
+//!   kernel writes every slot in turn), while the socket's queue holds a
+//!   frame only while it waits; so a lab of many idle switches with jumbo
+//!   ports keeps small slots and pays a copy and a system call per jumbo
+//!   frame instead (see `docs/benchmarks.md`, "Labs").
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::gso::{MAX_SUPER_FRAME, Segmenter};
+use super::gso::{MAX_SUPER_FRAME, Segmenter, fits_mtu};
 use super::{FrameBatch, IoStats, PortIo, if_index, if_running_on};
 
 /// Room for the VLAN tag the kernel strips from a super-frame read with `recv`.
@@ -45,7 +53,8 @@ const TAG_ROOM: usize = 4;
 const SUPER_FRAME_QUEUE_BYTES: libc::c_int = 4 << 20;
 
 /// Sizes of the rings. Slots are fixed size; a frame longer than
-/// `frame_size` minus the ring header does not fit and is dropped.
+/// `frame_size` minus the ring header goes through the socket's own queue
+/// instead (a copy and a system call per frame; see the module comment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AfPacketConfig {
     /// Bytes per ring slot: a power of two, at least 2048 for a 1500-byte MTU
@@ -302,11 +311,14 @@ impl AfPacket {
         }
     }
 
-    /// Reads the super-frame the kernel queued on the socket for a
-    /// `TP_STATUS_COPY` slot and loads it into the segmenter, with the VLAN
-    /// tag the kernel stripped put back. Counted as truncated when it cannot
-    /// be read whole or cut.
-    fn load_super_frame(&mut self, tag: Option<(u16, u16)>) {
+    /// Reads the frame the kernel queued on the socket for a `TP_STATUS_COPY`
+    /// slot (one longer than a slot), with the VLAN tag the kernel stripped
+    /// put back. One whose packet fits the MTU (a jumbo frame on a port whose
+    /// slots are smaller than its MTU) goes into the batch whole; a longer
+    /// one is loaded into the segmenter and its first segments pushed.
+    /// Counted as truncated when it cannot be read whole or cut. Returns the
+    /// frames pushed.
+    fn receive_copied(&mut self, tag: Option<(u16, u16)>, checksum_partial: bool, batch: &mut FrameBatch) -> usize {
         let buffer = self.segmenter.buffer();
         // Untagged frames land where the segmenter reads them; tagged ones
         // leave room to put the tag back after the MAC addresses.
@@ -318,7 +330,7 @@ impl AfPacket {
         };
         if rc < 12 || rc as usize > MAX_SUPER_FRAME - offset {
             self.stats.rx_truncated += 1;
-            return;
+            return 0;
         }
         let mut len = rc as usize;
         if let Some((tpid, tci)) = tag {
@@ -327,10 +339,26 @@ impl AfPacket {
             buffer[14..16].copy_from_slice(&tci.to_be_bytes());
             len += TAG_ROOM;
         }
+        if fits_mtu(&buffer[..len], self.mtu) {
+            let slot = batch.next_slot().expect("batch not full");
+            if len > slot.len() {
+                self.stats.rx_truncated += 1;
+                return 0;
+            }
+            slot[..len].copy_from_slice(&buffer[..len]);
+            if checksum_partial {
+                super::offload::complete_l4_checksum(&mut slot[..len]);
+            }
+            batch.commit(len);
+            self.stats.rx_frames += 1;
+            self.stats.rx_bytes += len as u64;
+            return 1;
+        }
         match self.segmenter.load(len, self.mtu) {
             Ok(()) => self.stats.rx_super_frames += 1,
             Err(_) => self.stats.rx_truncated += 1,
         }
+        self.push_segments(batch)
     }
 
     /// Moves segments of the loaded super-frame into the batch while it has
@@ -409,8 +437,7 @@ impl PortIo for AfPacket {
                     };
                     (tpid, header.tp_vlan_tci)
                 });
-                self.load_super_frame(tag);
-                received += self.push_segments(batch);
+                received += self.receive_copied(tag, status & libc::TP_STATUS_CSUMNOTREADY != 0, batch);
             } else if snap < header.tp_len as usize || mac + snap > self.rx.frame_size {
                 self.stats.rx_truncated += 1;
             } else {
@@ -454,8 +481,10 @@ impl PortIo for AfPacket {
 
     fn send(&mut self, frame: &[u8]) -> io::Result<()> {
         if TX_DATA_OFFSET + frame.len() > self.tx.frame_size {
-            self.stats.tx_errors += 1;
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame longer than a tx ring slot"));
+            // Longer than a slot (slots smaller than the MTU): after what is
+            // queued, so frames leave in order, as a plain copy.
+            self.flush()?;
+            return self.send_direct(frame);
         }
         let index = self.tx.head;
         let status = self.tx.status(index).load(Ordering::Acquire);
