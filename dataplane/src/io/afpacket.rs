@@ -157,6 +157,8 @@ pub struct AfPacket {
     /// The super-frame being cut into segments, across calls when a batch
     /// fills up in the middle of one.
     segmenter: Box<Segmenter>,
+    /// The socket [`AfPacket::send_direct`] sends with, opened when first needed.
+    direct: Option<OwnedFd>,
 }
 
 // SAFETY: the mapping is owned by this value alone and only touched through
@@ -260,6 +262,7 @@ impl AfPacket {
             stats: IoStats::default(),
             mtu: config.mtu as usize,
             segmenter: Box::new(Segmenter::new()),
+            direct: None,
         };
 
         // SAFETY: sockaddr_ll is POD; zeroes are valid.
@@ -385,11 +388,24 @@ impl AfPacket {
         pushed
     }
 
-    /// Sends one frame through the socket directly (a copy), for when every
-    /// tx ring slot is still in flight.
+    /// Sends one frame as a copy, for when every tx ring slot is still in
+    /// flight or the frame is longer than a slot. Not through the ring's
+    /// socket: with a tx ring, `send` on it transmits the ring's slots and
+    /// ignores the buffer given (`tpacket_snd`), so a second socket without
+    /// rings, bound to no protocol (it receives nothing), sends these.
     fn send_direct(&mut self, frame: &[u8]) -> io::Result<()> {
+        if self.direct.is_none() {
+            match open_send_only(self.ifindex) {
+                Ok(fd) => self.direct = Some(fd),
+                Err(error) => {
+                    self.stats.tx_errors += 1;
+                    return Err(error);
+                }
+            }
+        }
+        let fd = self.direct.as_ref().expect("opened above").as_raw_fd();
         // SAFETY: frame is a valid buffer for the call.
-        let rc = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), libc::MSG_DONTWAIT) };
+        let rc = unsafe { libc::send(fd, frame.as_ptr().cast(), frame.len(), libc::MSG_DONTWAIT) };
         if rc < 0 {
             self.stats.tx_errors += 1;
             return Err(io::Error::last_os_error());
@@ -575,6 +591,31 @@ impl Drop for AfPacket {
             libc::munmap(self.map.as_ptr().cast(), self.map_len);
         }
     }
+}
+
+/// A raw socket bound to `ifindex` for sending only: protocol 0 receives
+/// nothing, and without rings `send` sends the buffer given.
+fn open_send_only(ifindex: u32) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call, checked.
+    let raw =
+        check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: raw is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let one: libc::c_int = 1;
+    let _ = setsockopt(raw, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+    // SAFETY: sockaddr_ll is POD; zeroes are valid.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_ifindex = ifindex as libc::c_int;
+    // SAFETY: addr is a valid sockaddr_ll of the size given.
+    check(unsafe {
+        libc::bind(
+            raw,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
+    Ok(fd)
 }
 
 fn page_size() -> usize {
