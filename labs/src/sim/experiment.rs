@@ -67,7 +67,7 @@ impl Default for Experiment {
             flowlet_us: 16,
             seed: 1,
             sample_ns: 10_000,
-            queue: QueueKind::Wheel,
+            queue: QueueKind::Heap,
             time_limit_ns: 10_000_000_000,
             link_failure: None,
             rto_ns: 4_000_000,
