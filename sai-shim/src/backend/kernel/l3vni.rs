@@ -240,12 +240,14 @@ impl KernelBackend {
     }
 
     /// `bridge fdb replace <MAC> dev nos-vx<VNI> dst <VTEP> self master
-    /// extern_learn`, as zebra installs a remote router MAC.
+    /// extern_learn`, as zebra installs a remote router MAC. Reachable: the
+    /// vxlan device refuses `noarp` (EINVAL), and `extern_learn` keeps it
+    /// from aging in both the device and the bridge.
     fn router_mac_entry(&self, vxlan: &Netdev, hop: TunnelHop) -> netlink_packet_route::neighbour::NeighbourMessage {
         let mut message = fdb_message(
             vxlan.ifindex,
             hop.mac,
-            NeighbourState::Noarp,
+            NeighbourState::Reachable,
             NeighbourFlags::Own | NeighbourFlags::Controller | NeighbourFlags::ExtLearned,
         );
         message.attributes.push(NeighbourAttribute::Destination(NeighbourAddress::Inet(hop.vtep)));

@@ -17,6 +17,9 @@
 //! | route | a route in the main table referencing its nexthop (`nhid`); connected: `scope link dev`; drop: `blackhole`; to the CPU port: nothing (the address the daemon puts on the interface makes the kernel's local route) |
 //! | neighbour | a permanent neighbour entry |
 //! | virtual router | the first: the main table; the others: an l3mdev VRF device `nos-vrf<TABLE>` with its own table (see [`vrf`]); their router interfaces enslaved to it, their routes in its table |
+//! | tunnel map entry to a virtual router (L3VNI) | a bridge `nos-irb<VNI>` (the SVI, with the router MAC, in the VRF) holding a vxlan device `nos-vx<VNI>` (see [`l3vni`]) |
+//! | next hop of type TUNNEL_ENCAP | a nexthop `via <VTEP> dev nos-irb<VNI> onlink`, a permanent neighbour VTEP -> router MAC on the SVI, an FDB entry router MAC -> VTEP on the vxlan device |
+//! | ARP/ND suppression entry | `neigh_suppress on` on the VNI's vxlan port; a `noarp extern_learn` neighbour on the VLAN's SVI (see [`suppression`]) |
 //!
 //! That table is the per-VLAN ("traditional") model, the fallback. When the
 //! switch object is created the backend tries to create one VLAN-aware
