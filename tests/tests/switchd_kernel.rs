@@ -17,6 +17,11 @@
 //!   management API as a refused commit with the kernel's words.
 //! - FDB entries the shim installs (a static MAC, a remote MAC behind a
 //!   VTEP) are what `bridge -j fdb` shows, and the shim reads them back.
+//! - Symmetric IRB: L3VNIs and tunnel-encap next hops as zebra lays them
+//!   out, read back and routed per VRF to a kernel VTEP (needs VRFs: in the
+//!   VM); ARP suppression answered by the bridge, no ARP on the uplink.
+//! - Forwarding that cannot start after the config was applied leaves
+//!   nothing of ours in the kernel.
 //!
 //! ```text
 //!  [h1 192.168.10.1] -- eth1 [sw] eth3 10.0.1.1/24 -- 10.0.1.2 [r1 + kernel VTEP vx0 192.168.10.3]
@@ -926,9 +931,9 @@ fn parse_mac(text: &str) -> sai_shim::EthernetAddress {
 /// A kernel VTEP laid out as zebra lays out symmetric IRB, in `peer`: VRF
 /// `vrf` (table `table`) with the L3VNI's bridge `br<vni>` (router MAC
 /// `mac`) holding vxlan device `vx<vni>`, a host address `host` on a dummy
-/// in the VRF, and the route back to `back` through our VTEP 10.255.0.1
-/// with our router MAC `our_mac`.
-fn irb_peer_vrf(peer: &Netns, vrf: &str, table: &str, vni: &str, mac: &str, host: &str, back: &str, our_mac: &str) {
+/// in the VRF, and the route back to our hosts' 10.1.1.0/24 through our
+/// VTEP 10.255.0.1 with our router MAC `our_mac`.
+fn irb_peer_vrf(peer: &Netns, vrf: &str, table: &str, vni: &str, mac: &str, host: &str, our_mac: &str) {
     let (bridge, vxlan, dummy) = (format!("br{vni}"), format!("vx{vni}"), format!("d{vni}"));
     peer.ip(&["link", "add", vrf, "type", "vrf", "table", table]);
     peer.ip(&["link", "set", vrf, "up"]);
@@ -939,7 +944,7 @@ fn irb_peer_vrf(peer: &Netns, vrf: &str, table: &str, vni: &str, mac: &str, host
     peer.ip(&["link", "add", &dummy, "type", "dummy"]);
     peer.ip(&["link", "set", &dummy, "master", vrf, "up"]);
     peer.ip(&["addr", "add", host, "dev", &dummy]);
-    peer.ip(&["route", "add", "vrf", vrf, back, "via", "10.255.0.1", "dev", &bridge, "onlink"]);
+    peer.ip(&["route", "add", "vrf", vrf, "10.1.1.0/24", "via", "10.255.0.1", "dev", &bridge, "onlink"]);
     peer.ip(&["neigh", "replace", "10.255.0.1", "lladdr", our_mac, "dev", &bridge, "nud", "permanent"]);
     peer.exec(&["bridge", "fdb", "add", our_mac, "dev", &vxlan, "dst", "10.255.0.1", "self", "permanent"]);
 }
@@ -987,8 +992,8 @@ fn an_l3vni_routes_each_vrf_across_the_overlay_as_zebra_lays_it_out() {
     h2.host_setup("eth0", "10.1.1.2/24", Some("10.1.1.1"));
     peer.host_setup("eth0", "10.0.1.2/24", None);
     peer.ip(&["route", "add", "10.255.0.1/32", "via", "10.0.1.1"]);
-    irb_peer_vrf(&peer, "red", "10", "100", PEER_RED_MAC, "10.2.2.1/32", "10.1.1.0/24", RED_MAC);
-    irb_peer_vrf(&peer, "blue", "20", "200", PEER_BLUE_MAC, "10.2.2.2/32", "10.1.1.0/24", BLUE_MAC);
+    irb_peer_vrf(&peer, "red", "10", "100", PEER_RED_MAC, "10.2.2.1/32", RED_MAC);
+    irb_peer_vrf(&peer, "blue", "20", "200", PEER_BLUE_MAC, "10.2.2.2/32", BLUE_MAC);
     let base = KernelConfig::default().vrf_table_base;
     let (red_vrf, blue_vrf) = (format!("nos-vrf{base}"), format!("nos-vrf{}", base + 1));
     let ip = |args: &[&str]| -> String {
@@ -1259,4 +1264,56 @@ fn an_arp_request_for_a_suppressed_binding_is_answered_by_the_bridge() {
     sai.remove_suppression_entry(SuppressionEntryKey { vlan, ip: "192.168.10.3".parse().unwrap() }).unwrap();
     let neighbours = json(&sw, &["ip", "-j", "neigh", "show", "dev", svi]);
     assert!(neighbours.iter().all(|n| n["dst"] != "192.168.10.3"), "the binding went: {neighbours:#?}");
+}
+
+/// Forwarding that cannot start after the config was applied (here the
+/// loopback's IPv6 address, refused because the namespace has IPv6 off on
+/// `lo`) ends the daemon with nothing of ours left in the kernel: neither
+/// the routed port's address it had put in place, nor the VLAN's bridge,
+/// nor our routes; a foreign address stays.
+#[test]
+fn a_start_that_fails_after_apply_leaves_nothing_of_ours() {
+    if !require_root_and_tools("switchd_kernel", &["ip"]) {
+        return;
+    }
+    let sw = Netns::new("kfs");
+    let peer = Netns::new("kfsp");
+    veth(&peer, "eth0", &sw, "eth3");
+    veth(&peer, "eth1", &sw, "eth1");
+    sw.sysctl("net.ipv6.conf.lo.disable_ipv6", "1");
+    sw.ip(&["addr", "add", "10.9.9.9/32", "dev", "lo"]);
+    let mut switchd = Switchd::spawn(
+        &sw,
+        "
+name: kfs
+backend: kernel
+loopback: [10.255.0.1/32, 'fd00:255::1/128']
+ports:
+  - { name: eth1, mode: access, vlan: 10 }
+  - { name: eth3, mode: routed, addresses: [10.0.1.1/24] }
+vlans:
+  - { id: 10 }
+routes:
+  - { prefix: 10.99.0.0/16, next_hops: [10.0.1.2] }
+",
+    );
+    let out =
+        switchd.process.wait_timeout(Duration::from_secs(20)).expect("switchd exits when forwarding cannot start");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "switchd failed: {stderr}");
+    assert!(stderr.contains("fd00:255::1"), "the error names the refused address: {stderr}");
+    let addresses = json(&sw, &["ip", "-j", "addr"]);
+    let all: Vec<String> = addresses
+        .iter()
+        .flat_map(|link| link["addr_info"].as_array().cloned().unwrap_or_default())
+        .filter_map(|a| a["local"].as_str().map(String::from))
+        .collect();
+    assert!(!all.iter().any(|a| a == "10.0.1.1" || a == "10.255.0.1"), "our addresses went: {all:?}");
+    assert!(all.iter().any(|a| a == "10.9.9.9"), "the foreign address stays: {all:?}");
+    let links = json(&sw, &["ip", "-j", "link"]);
+    assert!(
+        !links.iter().any(|l| l["ifname"].as_str().is_some_and(|n| n.starts_with("nos-"))),
+        "no device of ours: {links:#?}"
+    );
+    assert!(our_routes(&sw).is_empty(), "no route of ours: {:#?}", our_routes(&sw));
 }
