@@ -361,9 +361,10 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             objects.router_interface = None;
         }
     }
+    let moved_ports = crate::apply_vrf::moved_ports(sai, applied, candidate);
     for (name, objects) in applied.ports.iter_mut() {
         if let Some(rif) = objects.router_interface
-            && !want.ports.get(name).is_some_and(|p| p.4)
+            && (!want.ports.get(name).is_some_and(|p| p.4) || moved_ports.contains(name))
         {
             sai.remove(rif).context(|| format!("remove router interface of {name}"))?;
             objects.router_interface = None;
@@ -417,6 +418,8 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             entry.insert(VlanObjects { vlan, router_interface: None });
         }
     }
+    // Before the router interfaces bound to them.
+    crate::apply_vrf::create_virtual_routers(sai, applied, candidate)?;
     for port in &candidate.ports {
         let (admin, mtu, pvid, bridged, routed) = want.ports[&port.name];
         let id = match applied.ports.get(&port.name) {
@@ -461,9 +464,13 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
         if routed {
             match objects.router_interface {
                 None => {
+                    let virtual_router = match &port.vrf {
+                        Some(name) => applied.vrfs[name].virtual_router,
+                        None => vr,
+                    };
                     let rif = sai
                         .create_router_interface(&[
-                            RouterInterfaceAttr::VirtualRouterId(vr),
+                            RouterInterfaceAttr::VirtualRouterId(virtual_router),
                             RouterInterfaceAttr::Type(RouterInterfaceType::Port(id)),
                             RouterInterfaceAttr::Mtu(mtu),
                             RouterInterfaceAttr::AdminState(admin),
@@ -507,7 +514,6 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             .context(|| format!("member {name} of vlan {vid}"))?;
         applied.members.insert((*vid, name.clone()), member);
     }
-    crate::apply_vrf::create_virtual_routers(sai, applied, candidate)?;
     for vlan in candidate.vlans.iter().filter(|v| want.svis.contains(&v.id)) {
         let vid = vlan.id;
         let mtu = want.svi_mtu(vid);
@@ -945,6 +951,66 @@ bgp:
         assert!(pipeline.l3vni(4001).is_none());
         assert!(matches!(pipeline.route(net("10.1.0.0/24")), Some(RouteTarget::Connected(_))));
         assert_eq!(sai.store().objects_of(sai_shim::ObjectType::VirtualRouter).count(), 1);
+    }
+
+    /// A routed port with `vrf:` gets its router interface in the VRF's
+    /// virtual router, its address and subnet routed there (not in the
+    /// default VRF), and its subnet advertised as a type 5 in the VRF; a
+    /// commit that takes it out of the VRF makes the interface again in
+    /// the default VRF, and back.
+    #[test]
+    fn a_routed_port_in_a_vrf_routes_there() {
+        let net = |s: &str| s.parse::<IpNetwork>().unwrap();
+        let in_vrf = IRB.replace(
+            "  - { name: eth3, mode: routed, addresses: [10.0.1.1/31] }\n",
+            "  - { name: eth3, mode: routed, addresses: [10.0.1.1/31] }\n  \
+             - { name: eth4, mode: routed, addresses: [172.16.9.1/24], vrf: tenant1 }\n",
+        );
+        let config = Config::from_yaml(&in_vrf).unwrap();
+        let networks = &config.bgp.as_ref().unwrap().evpn.as_ref().unwrap().vrfs[0].networks;
+        assert_eq!(
+            networks.iter().filter_map(bgp_evpn::packet::Nlri::ip_network).collect::<Vec<_>>(),
+            [net("172.16.9.0/24")]
+        );
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        let in_tenant = |sai: &Sai<SoftBackend>, applied: &Applied| {
+            let rif = sai.get_router_interface(applied.ports["eth4"].router_interface.unwrap()).unwrap();
+            let tenant = applied.vrfs["tenant1"].virtual_router;
+            let pipeline = sai.backend().pipeline();
+            let vrf = pipeline.l3vni(4001).unwrap().vrf;
+            let routes: BTreeMap<IpNetwork, RouteTarget> = pipeline.routes_in(vrf).collect();
+            let connected = matches!(routes.get(&net("172.16.9.0/24")), Some(RouteTarget::Connected(_)));
+            let default = pipeline.route(net("172.16.9.0/24")).is_some();
+            (rif.virtual_router == tenant, connected, routes.get(&net("172.16.9.1/32")).cloned(), default)
+        };
+        assert_eq!(in_tenant(&sai, &applied), (true, true, Some(RouteTarget::Local), false));
+
+        let plain = Config::from_yaml(&in_vrf.replace(", vrf: tenant1 }\n", " }\n")).unwrap();
+        reconcile(&mut sai, &mut applied, &plain).unwrap();
+        assert_eq!(in_tenant(&sai, &applied), (false, false, None, true));
+        reconcile(&mut sai, &mut applied, &config).unwrap();
+        assert_eq!(in_tenant(&sai, &applied), (true, true, Some(RouteTarget::Local), false));
+        let mut fresh = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        apply(&mut fresh, &config).unwrap();
+        assert_eq!(fingerprint(&sai), fingerprint(&fresh));
+    }
+
+    #[test]
+    fn a_routed_port_vrf_must_be_declared_and_is_a_routed_port_setting() {
+        let port = |line: &str| {
+            IRB.replace(
+                "  - { name: eth3, mode: routed, addresses: [10.0.1.1/31] }\n",
+                &format!("  - {{ name: eth3, mode: routed, addresses: [10.0.1.1/31] }}\n  - {line}\n"),
+            )
+        };
+        let refused = |yaml: String, path: &str| {
+            let errors = Config::from_yaml(&yaml).unwrap_err();
+            assert!(errors.mentions(path), "{path}: {errors}");
+        };
+        refused(port("{ name: eth4, mode: routed, addresses: [172.16.9.1/24], vrf: blue }"), "ports[2].vrf");
+        refused(port("{ name: eth4, mode: access, vlan: 100, vrf: tenant1 }"), "ports[2].vrf");
+        refused(port("{ name: eth4, mode: routed, vrf: tenant1 }"), "ports[2].vrf");
     }
 
     #[test]

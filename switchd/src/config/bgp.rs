@@ -517,7 +517,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     }
 
     let mut out = BgpConfig::new(bgp.asn, router_id);
-    out.evpn = bgp.evpn.clone();
+    out.evpn = bgp.evpn.clone().map(|evpn| with_routed_port_subnets(evpn, config));
     out.listen_port = bgp.listen_port;
     out.multipath = MultipathConfig { max_paths: bgp.multipath.max_paths, as_path_relax: bgp.multipath.as_path_relax };
     out.timers = bgp.timers;
@@ -528,6 +528,25 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     out.prefix_lists = policy_set.prefix_lists;
     out.policies = policy_set.policies;
     out
+}
+
+/// Each routed port in a VRF has its connected subnets advertised as type 5
+/// routes in that VRF (as FRR's `advertise ipv4 unicast` with connected
+/// routes redistributed into the VRF): hosts behind a routed port are not
+/// learned as type 2, so the subnet is how the other leaves reach them.
+fn with_routed_port_subnets(mut evpn: bgp_evpn::evpn::EvpnConfig, config: &Config) -> bgp_evpn::evpn::EvpnConfig {
+    for (vrf, address, interface) in config.vrf_addresses() {
+        if !matches!(interface, L3Interface::Port(_)) {
+            continue;
+        }
+        let Some(vrf) = evpn.vrfs.iter_mut().find(|v| v.name == vrf) else { continue };
+        if let Some(subnet) = to_nlri(&address)
+            && !vrf.networks.contains(&subnet)
+        {
+            vrf.networks.push(subnet);
+        }
+    }
+    evpn
 }
 
 /// The `evpn:` part: valid on its own, and the switch is the VTEP it

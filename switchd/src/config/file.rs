@@ -235,6 +235,11 @@ pub struct PortFile {
     /// Metres of cable to the peer, for the PFC headroom (default 5).
     #[serde(default, rename = "cable-length", alias = "cable_length", skip_serializing_if = "Option::is_none")]
     pub cable_length: Option<u32>,
+    /// Routed mode: the VRF the port routes in (one of `bgp.evpn.vrfs`);
+    /// default: the default VRF. Its connected subnet is advertised as an
+    /// EVPN type 5 route in that VRF.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vrf: Option<String>,
     /// Routed mode: ICMP redirects for packets that leave by the port they
     /// came in on (RFC 1812 5.2.7.2); on unless `false`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -78,7 +78,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
 }
 
 /// The VRFs are `bgp.evpn.vrfs` (each with its L3VNI and router MAC); an
-/// SVI's `vrf:` names one; an L3VNI is no VLAN's VNI.
+/// SVI's or a routed port's `vrf:` names one; an L3VNI is no VLAN's VNI.
 fn check_vrfs(v: &mut Validator, file: &ConfigFile, config: &Config) -> Vec<Vrf> {
     let evpn = file.bgp.as_ref().and_then(|b| b.evpn.as_ref());
     let vrfs: Vec<Vrf> = evpn
@@ -110,6 +110,13 @@ fn check_vrfs(v: &mut Validator, file: &ConfigFile, config: &Config) -> Vec<Vrf>
             && !vrfs.iter().any(|vrf| &vrf.name == name)
         {
             v.error(format!("vlans[{i}].vrf"), format!("VRF {name:?} is not declared in bgp.evpn.vrfs"));
+        }
+    }
+    for (i, port) in file.ports.iter().enumerate() {
+        if let Some(name) = &port.vrf
+            && !vrfs.iter().any(|vrf| &vrf.name == name)
+        {
+            v.error(format!("ports[{i}].vrf"), format!("VRF {name:?} is not declared in bgp.evpn.vrfs"));
         }
     }
     vrfs
@@ -379,6 +386,15 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
         if port.redirects.is_some() && !matches!(mode, Some(PortMode::Routed { .. })) {
             v.error(at("redirects"), "only a routed port sends redirects".to_string());
         }
+        if port.vrf.is_some() {
+            match &mode {
+                Some(PortMode::Routed { addresses }) if addresses.is_empty() => {
+                    v.error(at("vrf"), "only a routed port with addresses routes in a VRF")
+                }
+                Some(PortMode::Routed { .. }) | None => {}
+                Some(_) => v.error(at("vrf"), "only a routed port routes in a VRF (an SVI's is the VLAN's vrf)"),
+            }
+        }
         if let (Ok(number), Some(mode)) = (port_number(&port.name), mode) {
             out.push(Port {
                 name: port.name.clone(),
@@ -389,6 +405,7 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 description: port.description.clone(),
                 mode,
                 redirects: port.redirects.unwrap_or(true),
+                vrf: port.vrf.clone(),
             });
         }
     }
