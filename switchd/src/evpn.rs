@@ -191,6 +191,7 @@ pub fn show_state(state: EvpnState, request: &Request) -> Reply {
                     sticky: m.sticky,
                     moves: m.moves,
                     duplicate: m.duplicate,
+                    refused_moves: m.refused_moves,
                 })
                 .collect(),
         ),
