@@ -179,6 +179,7 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
                     sticky: m.sticky,
                     moves: m.moves,
                     duplicate: m.duplicate,
+                    refused_moves: m.refused_moves,
                 })
                 .collect(),
         ),
