@@ -20,10 +20,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use dataplane::wire::EthernetAddress;
 use ipnetwork::IpNetwork;
 use sai_shim::{
-    Backend, BridgePortAttr, BridgePortType, FdbFlush, FdbFlushType, NextHopAttr, NextHopGroupAttr,
-    NextHopGroupMemberAttr, ObjectId, PortAttr, RouteEntryAttr, RouteEntryKey, RouterInterfaceAttr,
-    RouterInterfaceType, Sai, SaiError, SwitchAttr, TaggingMode, TunnelAttr, TunnelEndpointAttr, TunnelMapEntryAttr,
-    VlanAttr, VlanMemberAttr,
+    Backend, BridgePortAttr, BridgePortType, FdbEntryAttr, FdbEntryKey, FdbEntryType, FdbFlush, FdbFlushType,
+    NextHopAttr, NextHopGroupAttr, NextHopGroupMemberAttr, ObjectId, PortAttr, RouteEntryAttr, RouteEntryKey,
+    RouterInterfaceAttr, RouterInterfaceType, Sai, SaiError, SwitchAttr, TaggingMode, TunnelAttr, TunnelEndpointAttr,
+    TunnelMapEntryAttr, VlanAttr, VlanMemberAttr,
 };
 
 use crate::config::{Config, L3Interface, PortMode};
@@ -71,6 +71,8 @@ pub struct Applied {
     pub vrfs: BTreeMap<String, crate::apply_vrf::VrfObjects>,
     /// (VRF, route) -> what it was programmed for: the SVIs' addresses and subnets.
     pub vrf_routes: BTreeMap<(String, IpNetwork), RouteSpec>,
+    /// (VLAN, MAC) -> the port of its static FDB entry.
+    pub static_macs: BTreeMap<(u16, EthernetAddress), String>,
     /// The traffic manager's objects (created once; a change needs a restart).
     pub qos: crate::qos::QosObjects,
 }
@@ -205,6 +207,12 @@ pub fn desired_routes(config: &Config) -> BTreeMap<IpNetwork, RouteSpec> {
         routes.insert(route.prefix, RouteSpec::Via(hops));
     }
     routes
+}
+
+/// The static MACs of `config` by (VLAN, MAC), with their port.
+fn static_macs(config: &Config) -> BTreeMap<(u16, EthernetAddress), String> {
+    let entries = config.vlans.iter().flat_map(|v| v.static_macs.iter().map(move |s| ((v.id, s.mac), s.port.clone())));
+    entries.collect()
 }
 
 /// What the candidate wants, keyed like [`Applied`].
@@ -361,13 +369,26 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             objects.router_interface = None;
         }
     }
+    let moved_ports = crate::apply_vrf::moved_ports(sai, applied, candidate);
     for (name, objects) in applied.ports.iter_mut() {
         if let Some(rif) = objects.router_interface
-            && !want.ports.get(name).is_some_and(|p| p.4)
+            && (!want.ports.get(name).is_some_and(|p| p.4) || moved_ports.contains(name))
         {
             sai.remove(rif).context(|| format!("remove router interface of {name}"))?;
             objects.router_interface = None;
         }
+    }
+    let wanted_macs = static_macs(candidate);
+    let stale_macs: Vec<(u16, EthernetAddress)> = applied
+        .static_macs
+        .iter()
+        .filter(|(key, port)| wanted_macs.get(*key) != Some(*port))
+        .map(|(key, _)| *key)
+        .collect();
+    for (vid, mac) in stale_macs {
+        // Gone already if EVPN installed a remote MAC over it.
+        let _ = sai.remove_fdb_entry(FdbEntryKey { vlan: applied.vlans[&vid].vlan, mac });
+        applied.static_macs.remove(&(vid, mac));
     }
     let members: Vec<((u16, String), ObjectId)> = applied.members.iter().map(|(k, v)| (k.clone(), *v)).collect();
     for (key, member) in members {
@@ -417,6 +438,8 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             entry.insert(VlanObjects { vlan, router_interface: None });
         }
     }
+    // Before the router interfaces bound to them.
+    crate::apply_vrf::create_virtual_routers(sai, applied, candidate)?;
     for port in &candidate.ports {
         let (admin, mtu, pvid, bridged, routed) = want.ports[&port.name];
         let id = match applied.ports.get(&port.name) {
@@ -461,9 +484,13 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
         if routed {
             match objects.router_interface {
                 None => {
+                    let virtual_router = match &port.vrf {
+                        Some(name) => applied.vrfs[name].virtual_router,
+                        None => vr,
+                    };
                     let rif = sai
                         .create_router_interface(&[
-                            RouterInterfaceAttr::VirtualRouterId(vr),
+                            RouterInterfaceAttr::VirtualRouterId(virtual_router),
                             RouterInterfaceAttr::Type(RouterInterfaceType::Port(id)),
                             RouterInterfaceAttr::Mtu(mtu),
                             RouterInterfaceAttr::AdminState(admin),
@@ -507,7 +534,6 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             .context(|| format!("member {name} of vlan {vid}"))?;
         applied.members.insert((*vid, name.clone()), member);
     }
-    crate::apply_vrf::create_virtual_routers(sai, applied, candidate)?;
     for vlan in candidate.vlans.iter().filter(|v| want.svis.contains(&v.id)) {
         let vid = vlan.id;
         let mtu = want.svi_mtu(vid);
@@ -537,6 +563,28 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
                 }
             }
         }
+    }
+    for ((vid, mac), port) in wanted_macs {
+        if applied.static_macs.contains_key(&(vid, mac)) {
+            continue;
+        }
+        let key = FdbEntryKey { vlan: applied.vlans[&vid].vlan, mac };
+        let bridge_port = applied.ports[&port].bridge_port.expect("validated: a member port");
+        let attrs = [
+            FdbEntryAttr::Type(FdbEntryType::Static),
+            FdbEntryAttr::AllowMacMove(false),
+            FdbEntryAttr::BridgePortId(bridge_port),
+        ];
+        // A dynamic entry learned for the MAC gives way.
+        let made = match sai.create_fdb_entry(key, &attrs) {
+            Err(SaiError::AlreadyExists(_)) => {
+                let _ = sai.remove_fdb_entry(key);
+                sai.create_fdb_entry(key, &attrs)
+            }
+            other => other,
+        };
+        made.context(|| format!("static MAC {mac} in vlan {vid}"))?;
+        applied.static_macs.insert((vid, mac), port);
     }
     for key in &want.next_hops {
         if applied.next_hops.contains_key(key) {
@@ -945,6 +993,97 @@ bgp:
         assert!(pipeline.l3vni(4001).is_none());
         assert!(matches!(pipeline.route(net("10.1.0.0/24")), Some(RouteTarget::Connected(_))));
         assert_eq!(sai.store().objects_of(sai_shim::ObjectType::VirtualRouter).count(), 1);
+    }
+
+    /// A routed port with `vrf:` gets its router interface in the VRF's
+    /// virtual router, its address and subnet routed there (not in the
+    /// default VRF), and its subnet advertised as a type 5 in the VRF; a
+    /// commit that takes it out of the VRF makes the interface again in
+    /// the default VRF, and back.
+    #[test]
+    fn a_routed_port_in_a_vrf_routes_there() {
+        let net = |s: &str| s.parse::<IpNetwork>().unwrap();
+        let in_vrf = IRB.replace(
+            "  - { name: eth3, mode: routed, addresses: [10.0.1.1/31] }\n",
+            "  - { name: eth3, mode: routed, addresses: [10.0.1.1/31] }\n  \
+             - { name: eth4, mode: routed, addresses: [172.16.9.1/24], vrf: tenant1 }\n",
+        );
+        let config = Config::from_yaml(&in_vrf).unwrap();
+        let networks = &config.bgp.as_ref().unwrap().evpn.as_ref().unwrap().vrfs[0].networks;
+        assert_eq!(
+            networks.iter().filter_map(bgp_evpn::packet::Nlri::ip_network).collect::<Vec<_>>(),
+            [net("172.16.9.0/24")]
+        );
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        let in_tenant = |sai: &Sai<SoftBackend>, applied: &Applied| {
+            let rif = sai.get_router_interface(applied.ports["eth4"].router_interface.unwrap()).unwrap();
+            let tenant = applied.vrfs["tenant1"].virtual_router;
+            let pipeline = sai.backend().pipeline();
+            let vrf = pipeline.l3vni(4001).unwrap().vrf;
+            let routes: BTreeMap<IpNetwork, RouteTarget> = pipeline.routes_in(vrf).collect();
+            let connected = matches!(routes.get(&net("172.16.9.0/24")), Some(RouteTarget::Connected(_)));
+            let default = pipeline.route(net("172.16.9.0/24")).is_some();
+            (rif.virtual_router == tenant, connected, routes.get(&net("172.16.9.1/32")).cloned(), default)
+        };
+        assert_eq!(in_tenant(&sai, &applied), (true, true, Some(RouteTarget::Local), false));
+
+        let plain = Config::from_yaml(&in_vrf.replace(", vrf: tenant1 }\n", " }\n")).unwrap();
+        reconcile(&mut sai, &mut applied, &plain).unwrap();
+        assert_eq!(in_tenant(&sai, &applied), (false, false, None, true));
+        reconcile(&mut sai, &mut applied, &config).unwrap();
+        assert_eq!(in_tenant(&sai, &applied), (true, true, Some(RouteTarget::Local), false));
+        let mut fresh = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        apply(&mut fresh, &config).unwrap();
+        assert_eq!(fingerprint(&sai), fingerprint(&fresh));
+    }
+
+    #[test]
+    fn a_routed_port_vrf_must_be_declared_and_is_a_routed_port_setting() {
+        let port = |line: &str| {
+            IRB.replace(
+                "  - { name: eth3, mode: routed, addresses: [10.0.1.1/31] }\n",
+                &format!("  - {{ name: eth3, mode: routed, addresses: [10.0.1.1/31] }}\n  - {line}\n"),
+            )
+        };
+        let refused = |yaml: String, path: &str| {
+            let errors = Config::from_yaml(&yaml).unwrap_err();
+            assert!(errors.mentions(path), "{path}: {errors}");
+        };
+        refused(port("{ name: eth4, mode: routed, addresses: [172.16.9.1/24], vrf: blue }"), "ports[2].vrf");
+        refused(port("{ name: eth4, mode: access, vlan: 100, vrf: tenant1 }"), "ports[2].vrf");
+        refused(port("{ name: eth4, mode: routed, vrf: tenant1 }"), "ports[2].vrf");
+    }
+
+    /// A VLAN's static MAC is a static FDB entry on its port that learning
+    /// does not move, handed to EVPN with its sticky bit; a commit without
+    /// it removes it. Its port must be a member of the VLAN.
+    #[test]
+    fn static_macs_are_fixed_fdb_entries_and_evpn_sticky_macs() {
+        let sticky = IRB.replace(
+            "mac: \"02:00:5e:00:01:01\" }",
+            "mac: \"02:00:5e:00:01:01\",\n      static_macs: [{ mac: \"02:aa:00:00:00:01\", port: eth1, sticky: true }] }",
+        );
+        let config = Config::from_yaml(&sticky).unwrap();
+        let vni = &config.bgp.as_ref().unwrap().evpn.as_ref().unwrap().vnis[0];
+        let mac = bgp_evpn::packet::evpn::MacAddr([2, 0xaa, 0, 0, 0, 1]);
+        assert_eq!(vni.static_macs, [bgp_evpn::evpn::config::StaticMac { mac, sticky: true }]);
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        let entry = |sai: &Sai<SoftBackend>| {
+            sai.store().fdb_entries().find(|(k, _)| k.mac == EthernetAddress(mac.0)).map(|(_, e)| e.clone())
+        };
+        let fixed = entry(&sai).expect("a static FDB entry");
+        assert_eq!(fixed.entry_type, FdbEntryType::Static);
+        assert!(!fixed.allow_mac_move);
+        assert_eq!(Some(fixed.bridge_port), applied.ports["eth1"].bridge_port);
+        reconcile(&mut sai, &mut applied, &Config::from_yaml(IRB).unwrap()).unwrap();
+        assert!(entry(&sai).is_none() && applied.static_macs.is_empty());
+
+        let errors = Config::from_yaml(&sticky.replace("port: eth1", "port: eth3")).unwrap_err();
+        assert!(errors.mentions("vlans[0].static_macs[0].port"), "{errors}");
+        let errors = Config::from_yaml(&sticky.replace("02:aa:00:00:00:01", "03:aa:00:00:00:01")).unwrap_err();
+        assert!(errors.mentions("vlans[0].static_macs[0].mac"), "{errors}");
     }
 
     #[test]

@@ -1,8 +1,8 @@
 //! The VRFs of [`crate::apply`]: a virtual router per `bgp.evpn.vrfs` entry
 //! with its router MAC, its L3VNI as a tunnel map entry (VNI <-> virtual
 //! router, symmetric IRB), and the addresses and connected subnets of the
-//! SVIs in it as route entries in it. A VRF whose L3VNI or router MAC
-//! changes is made again, with the SVIs in it.
+//! SVIs and routed ports in it as route entries in it. A VRF whose L3VNI or
+//! router MAC changes is made again, with the interfaces in it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -23,7 +23,8 @@ pub struct VrfObjects {
     pub l3vni_map: Option<ObjectId>,
 }
 
-/// The routes of the VRFs' SVIs: their addresses (to the CPU) and subnets.
+/// The routes of the VRFs' SVIs and routed ports: their addresses (to the
+/// CPU) and subnets.
 pub fn desired_routes(config: &Config) -> BTreeMap<(String, IpNetwork), RouteSpec> {
     let mut routes = BTreeMap::new();
     for (vrf, address, interface) in config.vrf_addresses() {
@@ -73,6 +74,22 @@ pub fn moved_svis<B: Backend>(sai: &Sai<B>, applied: &Applied, candidate: &Confi
             let vrf = candidate.vlans.iter().find(|v| v.id == *vid)?.vrf.as_deref();
             let wanted = wanted_virtual_router(sai, applied, &stale, vrf);
             (wanted != Some(current)).then_some(*vid)
+        })
+        .collect()
+}
+
+/// The routed ports whose router interface the candidate makes again: their
+/// VRF changes, or is made again.
+pub fn moved_ports<B: Backend>(sai: &Sai<B>, applied: &Applied, candidate: &Config) -> BTreeSet<String> {
+    let stale = stale(applied, candidate);
+    applied
+        .ports
+        .iter()
+        .filter_map(|(name, objects)| {
+            let current = sai.get_router_interface(objects.router_interface?).ok()?.virtual_router;
+            let vrf = candidate.port(name)?.vrf.as_deref();
+            let wanted = wanted_virtual_router(sai, applied, &stale, vrf);
+            (wanted != Some(current)).then(|| name.clone())
         })
         .collect()
 }
@@ -152,7 +169,9 @@ pub fn create_routes_and_maps<B: Backend>(
         }
         let (vrf, prefix) = &key;
         let target = match &spec {
-            RouteSpec::Connected(interface) => applied.rif_of(interface).expect("an SVI with addresses has a rif"),
+            RouteSpec::Connected(interface) => {
+                applied.rif_of(interface).expect("an interface with addresses has a rif")
+            }
             _ => sai.cpu_port(),
         };
         let virtual_router = applied.vrfs[vrf].virtual_router;

@@ -78,6 +78,8 @@ pub struct Port {
     pub mode: PortMode,
     /// ICMP redirects on a routed port (RFC 1812 5.2.7.2, RFC 4861 8.2).
     pub redirects: bool,
+    /// The VRF a routed port routes in; `None`: the default VRF.
+    pub vrf: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -148,6 +150,17 @@ pub struct Vlan {
     pub vrf: Option<String>,
     /// The SVI's MAC (an anycast gateway's); `None`: the switch's.
     pub mac: Option<dataplane::wire::EthernetAddress>,
+    /// MACs configured behind member ports.
+    pub static_macs: Vec<StaticMac>,
+}
+
+/// A static FDB entry: `mac` behind `port`, never aged or moved by learning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticMac {
+    pub mac: dataplane::wire::EthernetAddress,
+    pub port: String,
+    /// EVPN's sticky bit.
+    pub sticky: bool,
 }
 
 /// A VRF with its L3VNI and router MAC (symmetric IRB, RFC 9135).
@@ -281,10 +294,25 @@ impl Config {
         serde_yaml::to_string(&self.source).unwrap_or_else(|e| format!("# cannot serialize: {e}\n"))
     }
 
-    /// The addresses of SVIs in VRFs: (VRF, address, SVI).
+    /// The addresses of routed ports and SVIs in VRFs: (VRF, address, interface).
     pub fn vrf_addresses(&self) -> Vec<(&str, IpNetwork, L3Interface)> {
+        let mut all = Vec::new();
+        for port in &self.ports {
+            if let (Some(vrf), PortMode::Routed { addresses }) = (port.vrf.as_deref(), &port.mode) {
+                all.extend(addresses.iter().map(|a| (vrf, *a, L3Interface::Port(port.name.clone()))));
+            }
+        }
         let in_vrf = self.vlans.iter().filter_map(|v| Some((v.vrf.as_deref()?, v)));
-        in_vrf.flat_map(|(vrf, v)| v.addresses.iter().map(move |a| (vrf, *a, L3Interface::Vlan(v.id)))).collect()
+        all.extend(in_vrf.flat_map(|(vrf, v)| v.addresses.iter().map(move |a| (vrf, *a, L3Interface::Vlan(v.id)))));
+        all
+    }
+
+    /// The VRF of a layer-3 interface; `None`: the default VRF.
+    pub fn vrf_of(&self, interface: &L3Interface) -> Option<&str> {
+        match interface {
+            L3Interface::Port(name) => self.port(name)?.vrf.as_deref(),
+            L3Interface::Vlan(id) => self.vlans.iter().find(|v| v.id == *id)?.vrf.as_deref(),
+        }
     }
 
     pub fn vrf(&self, name: &str) -> Option<&Vrf> {
@@ -299,7 +327,7 @@ impl Config {
     /// that carries it (`None` for loopback addresses).
     pub fn addresses(&self) -> Vec<(IpNetwork, Option<L3Interface>)> {
         let mut all: Vec<(IpNetwork, Option<L3Interface>)> = Vec::new();
-        for port in &self.ports {
+        for port in self.ports.iter().filter(|p| p.vrf.is_none()) {
             if let PortMode::Routed { addresses } = &port.mode {
                 all.extend(addresses.iter().map(|a| (*a, Some(L3Interface::Port(port.name.clone())))));
             }

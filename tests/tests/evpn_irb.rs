@@ -19,7 +19,9 @@
 //! MAC, which the other leaf installs as a /32 in tenant1 (`show vrf`,
 //! `show ip route vrf tenant1`, not in the default table); h1 pings h2 across VNIs; the echo request
 //! crosses the underlay (captured on the spine, decoded by tshark) on the
-//! L3VNI with the inner frame addressed to l2's router MAC.
+//! L3VNI with the inner frame addressed to l2's router MAC. Then the
+//! overlay follows reloads, and routed ports in VRFs route over the L3VNI
+//! (see [`routed_ports_in_vrfs`]).
 
 use std::time::Duration;
 
@@ -104,11 +106,21 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let l2 = Netns::new("ir2");
     let h1 = Netns::new("irh");
     let h2 = Netns::new("iri");
+    // Behind routed ports of l1, taken up by a later reload.
+    let h3 = Netns::new("irj");
+    let h4 = Netns::new("irk");
     veth(&s1, "eth1", &l1, "eth1");
     veth(&s1, "eth2", &l2, "eth1");
     veth(&h1, "eth0", &l1, "eth3");
     veth(&h2, "eth0", &l2, "eth3");
-    for (h, addr, gw) in [(&h1, "172.16.1.11/24", "172.16.1.1"), (&h2, "172.16.2.12/24", "172.16.2.1")] {
+    veth(&h3, "eth0", &l1, "eth4");
+    veth(&h4, "eth0", &l1, "eth5");
+    for (h, addr, gw) in [
+        (&h1, "172.16.1.11/24", "172.16.1.1"),
+        (&h2, "172.16.2.12/24", "172.16.2.1"),
+        (&h3, "172.16.9.13/24", "172.16.9.1"),
+        (&h4, "172.16.8.14/24", "172.16.8.1"),
+    ] {
         h.host_setup("eth0", addr, Some(gw));
         // Room for the 50 bytes of VXLAN encapsulation.
         h.ip(&["link", "set", "eth0", "mtu", "1450"]);
@@ -166,6 +178,45 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     assert!(lines.len() >= 3 && lines.iter().all(|l| *l == expected), "echo requests on the underlay: {lines:?}");
 
     live_changes_to_the_overlay(&leaf1, &leaf2, &h1, &h2);
+    routed_ports_in_vrfs(&leaf1, &leaf2, &h3, &h4);
+}
+
+/// Routed ports in VRFs: l1's eth4 (h3, 172.16.9.0/24) is taken into
+/// tenant2 by a commit, eth5 (h4, 172.16.8.0/24) is in VRF blue (its own
+/// L3VNI, which l2 does not have). eth4's subnet reaches l2 as a type 5 in
+/// tenant2 and h3 pings h2 (VNI 10200 on l2) over the L3VNI; h4 reaches its
+/// gateway but not h2.
+fn routed_ports_in_vrfs(leaf1: &Switchd, leaf2: &Switchd, h3: &Netns, h4: &Netns) {
+    let routed = leaf_with(1, 10, "tenant2", 4002, false)
+        .replacen(
+            "  - { name: eth3, mode: access, vlan: 10 }\n",
+            "  - { name: eth3, mode: access, vlan: 10 }\n  \
+             - { name: eth4, mode: routed, addresses: [172.16.9.1/24] }\n  \
+             - { name: eth5, mode: routed, addresses: [172.16.8.1/24], vrf: blue }\n",
+            1,
+        )
+        .replacen("\" }]\n", "\" }, { name: blue, l3vni: 4009, router_mac: \"02:cc:00:00:00:09\" }]\n", 1);
+    reload(leaf1, &routed);
+    assert!(h3.ping_until("172.16.9.1", CONVERGE), "h3 -> its gateway in the default VRF");
+    assert!(!h3.ping("172.16.2.12", 2), "h3 in the default VRF does not reach tenant2");
+
+    let (_, text) = leaf1.swcli_script("configure\nset ports eth4 vrf tenant2\ncommit\n");
+    assert!(text.contains("committed"), "eth4 into tenant2 on commit: {text}");
+    let expected = serde_json::json!([format!("10.255.0.1 vni 4002 rmac {}", router_mac(1))]);
+    wait_for("eth4's subnet as a type 5 in tenant2 at l2", || {
+        vrf_route_in(leaf2, "tenant2", "172.16.9.0/24").filter(|hops| *hops == expected)
+    });
+    let type5 = json(leaf2, &["show", "bgp", "l2vpn", "evpn", "route", "type", "5"]);
+    assert!(type5.to_string().contains("172.16.9.0"), "{type5:#}");
+    let table = json(leaf1, &["show", "ip", "route", "vrf", "tenant2"]);
+    let eth4 = table.as_array().unwrap().iter().find(|r| r["prefix"] == "172.16.9.0/24").cloned();
+    assert_eq!(eth4.map(|r| r["protocol"].clone()), Some("connected".into()), "{table:#}");
+    assert!(h3.ping_until("172.16.2.12", CONVERGE), "h3 (routed port in tenant2) -> h2 (VNI 10200 on l2)");
+    assert!(h3.ping("172.16.2.12", 3), "every reply");
+
+    assert!(h4.ping_until("172.16.8.1", CONVERGE), "h4 -> its gateway in blue");
+    assert!(!h4.ping("172.16.2.12", 3), "blue does not reach tenant2's hosts");
+    assert!(vrf_route_in(leaf2, "tenant2", "172.16.8.0/24").is_none(), "blue's subnet is not imported into tenant2");
 }
 
 /// Whether `sw` holds a type 3 route for VNI 10300 from leaf 1.

@@ -34,6 +34,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     let vlans = check_vlans(&mut v, &file.vlans);
     let declared_vlans: BTreeSet<u16> = vlans.iter().map(|vlan| vlan.id).collect();
     let ports = check_ports(&mut v, &file, &declared_vlans);
+    check_static_mac_ports(&mut v, &file, &ports);
     check_loopback(&mut v, &file.loopback);
 
     check_backend(&mut v, &file);
@@ -78,7 +79,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
 }
 
 /// The VRFs are `bgp.evpn.vrfs` (each with its L3VNI and router MAC); an
-/// SVI's `vrf:` names one; an L3VNI is no VLAN's VNI.
+/// SVI's or a routed port's `vrf:` names one; an L3VNI is no VLAN's VNI.
 fn check_vrfs(v: &mut Validator, file: &ConfigFile, config: &Config) -> Vec<Vrf> {
     let evpn = file.bgp.as_ref().and_then(|b| b.evpn.as_ref());
     let vrfs: Vec<Vrf> = evpn
@@ -112,7 +113,29 @@ fn check_vrfs(v: &mut Validator, file: &ConfigFile, config: &Config) -> Vec<Vrf>
             v.error(format!("vlans[{i}].vrf"), format!("VRF {name:?} is not declared in bgp.evpn.vrfs"));
         }
     }
+    for (i, port) in file.ports.iter().enumerate() {
+        if let Some(name) = &port.vrf
+            && !vrfs.iter().any(|vrf| &vrf.name == name)
+        {
+            v.error(format!("ports[{i}].vrf"), format!("VRF {name:?} is not declared in bgp.evpn.vrfs"));
+        }
+    }
     vrfs
+}
+
+/// A static MAC is behind a member port of its VLAN.
+fn check_static_mac_ports(v: &mut Validator, file: &ConfigFile, ports: &[Port]) {
+    for (i, vlan) in file.vlans.iter().enumerate() {
+        for (j, entry) in vlan.static_macs.iter().enumerate() {
+            let member = ports.iter().find(|p| p.name == entry.port);
+            if !member.is_some_and(|p| p.mode.memberships().iter().any(|(vid, _)| *vid == vlan.id)) {
+                v.error(
+                    format!("vlans[{i}].static_macs[{j}].port"),
+                    format!("{} is not a member port of VLAN {}", entry.port, vlan.id),
+                );
+            }
+        }
+    }
 }
 
 /// The ports fit the profile's tables and the rings hold frames of their MTU.
@@ -248,12 +271,27 @@ fn check_vlans(v: &mut Validator, vlans: &[VlanFile]) -> Vec<Vlan> {
         if vlan.vrf.is_some() && vlan.addresses.is_empty() {
             v.error(format!("vlans[{i}].vrf"), "only a VLAN with addresses has a router interface");
         }
+        let mut static_macs: Vec<StaticMac> = Vec::new();
+        for (j, entry) in vlan.static_macs.iter().enumerate() {
+            let path = format!("vlans[{i}].static_macs[{j}].mac");
+            match entry.mac.parse::<EthernetAddress>() {
+                Ok(mac) if !mac.is_unicast() || mac == EthernetAddress::ZERO => {
+                    v.error(path, format!("{} is not a unicast MAC", entry.mac))
+                }
+                Ok(mac) if static_macs.iter().any(|s| s.mac == mac) => {
+                    v.error(path, format!("{} listed twice", entry.mac))
+                }
+                Ok(mac) => static_macs.push(StaticMac { mac, port: entry.port.clone(), sticky: entry.sticky }),
+                Err(_) => v.error(path, format!("{:?} is not a MAC address", entry.mac)),
+            }
+        }
         out.push(Vlan {
             id: vlan.id,
             name: vlan.name.clone(),
             addresses: vlan.addresses.clone(),
             vrf: vlan.vrf.clone(),
             mac,
+            static_macs,
         });
     }
     out.sort_by_key(|vlan| vlan.id);
@@ -379,6 +417,15 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
         if port.redirects.is_some() && !matches!(mode, Some(PortMode::Routed { .. })) {
             v.error(at("redirects"), "only a routed port sends redirects".to_string());
         }
+        if port.vrf.is_some() {
+            match &mode {
+                Some(PortMode::Routed { addresses }) if addresses.is_empty() => {
+                    v.error(at("vrf"), "only a routed port with addresses routes in a VRF")
+                }
+                Some(PortMode::Routed { .. }) | None => {}
+                Some(_) => v.error(at("vrf"), "only a routed port routes in a VRF (an SVI's is the VLAN's vrf)"),
+            }
+        }
         if let (Ok(number), Some(mode)) = (port_number(&port.name), mode) {
             out.push(Port {
                 name: port.name.clone(),
@@ -389,6 +436,7 @@ fn check_ports(v: &mut Validator, file: &ConfigFile, declared: &BTreeSet<u16>) -
                 description: port.description.clone(),
                 mode,
                 redirects: port.redirects.unwrap_or(true),
+                vrf: port.vrf.clone(),
             });
         }
     }
