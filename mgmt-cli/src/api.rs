@@ -673,6 +673,9 @@ pub struct EvpnMac {
     pub sticky: bool,
     pub moves: u32,
     pub duplicate: bool,
+    /// Moves a sticky MAC refused (RFC 7432 §15.2).
+    #[serde(default)]
+    pub refused_moves: u32,
 }
 
 /// One line of `show evpn arp-cache vni`.

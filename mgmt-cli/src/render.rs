@@ -579,7 +579,7 @@ impl Render for Vec<EvpnVni> {
 
 impl Render for Vec<EvpnMac> {
     fn render(&self) -> String {
-        let mut table = Table::new(["VNI", "MAC", "Type", "Remote VTEP", "Sequence", "Moves", "Flags"]);
+        let mut table = Table::new(["VNI", "MAC", "Type", "Remote VTEP", "Sequence", "Moves", "Refused", "Flags"]);
         for m in self {
             let mut flags = Vec::new();
             if m.sticky {
@@ -595,6 +595,7 @@ impl Render for Vec<EvpnMac> {
                 or_dash(m.vtep),
                 m.sequence.to_string(),
                 m.moves.to_string(),
+                m.refused_moves.to_string(),
                 join(&flags, ","),
             ]);
         }

@@ -20,10 +20,10 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use dataplane::wire::EthernetAddress;
 use ipnetwork::IpNetwork;
 use sai_shim::{
-    Backend, BridgePortAttr, BridgePortType, FdbFlush, FdbFlushType, NextHopAttr, NextHopGroupAttr,
-    NextHopGroupMemberAttr, ObjectId, PortAttr, RouteEntryAttr, RouteEntryKey, RouterInterfaceAttr,
-    RouterInterfaceType, Sai, SaiError, SwitchAttr, TaggingMode, TunnelAttr, TunnelEndpointAttr, TunnelMapEntryAttr,
-    VlanAttr, VlanMemberAttr,
+    Backend, BridgePortAttr, BridgePortType, FdbEntryAttr, FdbEntryKey, FdbEntryType, FdbFlush, FdbFlushType,
+    NextHopAttr, NextHopGroupAttr, NextHopGroupMemberAttr, ObjectId, PortAttr, RouteEntryAttr, RouteEntryKey,
+    RouterInterfaceAttr, RouterInterfaceType, Sai, SaiError, SwitchAttr, TaggingMode, TunnelAttr, TunnelEndpointAttr,
+    TunnelMapEntryAttr, VlanAttr, VlanMemberAttr,
 };
 
 use crate::config::{Config, L3Interface, PortMode};
@@ -71,6 +71,8 @@ pub struct Applied {
     pub vrfs: BTreeMap<String, crate::apply_vrf::VrfObjects>,
     /// (VRF, route) -> what it was programmed for: the SVIs' addresses and subnets.
     pub vrf_routes: BTreeMap<(String, IpNetwork), RouteSpec>,
+    /// (VLAN, MAC) -> the port of its static FDB entry.
+    pub static_macs: BTreeMap<(u16, EthernetAddress), String>,
     /// The traffic manager's objects (created once; a change needs a restart).
     pub qos: crate::qos::QosObjects,
 }
@@ -205,6 +207,12 @@ pub fn desired_routes(config: &Config) -> BTreeMap<IpNetwork, RouteSpec> {
         routes.insert(route.prefix, RouteSpec::Via(hops));
     }
     routes
+}
+
+/// The static MACs of `config` by (VLAN, MAC), with their port.
+fn static_macs(config: &Config) -> BTreeMap<(u16, EthernetAddress), String> {
+    let entries = config.vlans.iter().flat_map(|v| v.static_macs.iter().map(move |s| ((v.id, s.mac), s.port.clone())));
+    entries.collect()
 }
 
 /// What the candidate wants, keyed like [`Applied`].
@@ -369,6 +377,18 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
             sai.remove(rif).context(|| format!("remove router interface of {name}"))?;
             objects.router_interface = None;
         }
+    }
+    let wanted_macs = static_macs(candidate);
+    let stale_macs: Vec<(u16, EthernetAddress)> = applied
+        .static_macs
+        .iter()
+        .filter(|(key, port)| wanted_macs.get(*key) != Some(*port))
+        .map(|(key, _)| *key)
+        .collect();
+    for (vid, mac) in stale_macs {
+        // Gone already if EVPN installed a remote MAC over it.
+        let _ = sai.remove_fdb_entry(FdbEntryKey { vlan: applied.vlans[&vid].vlan, mac });
+        applied.static_macs.remove(&(vid, mac));
     }
     let members: Vec<((u16, String), ObjectId)> = applied.members.iter().map(|(k, v)| (k.clone(), *v)).collect();
     for (key, member) in members {
@@ -543,6 +563,28 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
                 }
             }
         }
+    }
+    for ((vid, mac), port) in wanted_macs {
+        if applied.static_macs.contains_key(&(vid, mac)) {
+            continue;
+        }
+        let key = FdbEntryKey { vlan: applied.vlans[&vid].vlan, mac };
+        let bridge_port = applied.ports[&port].bridge_port.expect("validated: a member port");
+        let attrs = [
+            FdbEntryAttr::Type(FdbEntryType::Static),
+            FdbEntryAttr::AllowMacMove(false),
+            FdbEntryAttr::BridgePortId(bridge_port),
+        ];
+        // A dynamic entry learned for the MAC gives way.
+        let made = match sai.create_fdb_entry(key, &attrs) {
+            Err(SaiError::AlreadyExists(_)) => {
+                let _ = sai.remove_fdb_entry(key);
+                sai.create_fdb_entry(key, &attrs)
+            }
+            other => other,
+        };
+        made.context(|| format!("static MAC {mac} in vlan {vid}"))?;
+        applied.static_macs.insert((vid, mac), port);
     }
     for key in &want.next_hops {
         if applied.next_hops.contains_key(key) {
@@ -1011,6 +1053,37 @@ bgp:
         refused(port("{ name: eth4, mode: routed, addresses: [172.16.9.1/24], vrf: blue }"), "ports[2].vrf");
         refused(port("{ name: eth4, mode: access, vlan: 100, vrf: tenant1 }"), "ports[2].vrf");
         refused(port("{ name: eth4, mode: routed, vrf: tenant1 }"), "ports[2].vrf");
+    }
+
+    /// A VLAN's static MAC is a static FDB entry on its port that learning
+    /// does not move, handed to EVPN with its sticky bit; a commit without
+    /// it removes it. Its port must be a member of the VLAN.
+    #[test]
+    fn static_macs_are_fixed_fdb_entries_and_evpn_sticky_macs() {
+        let sticky = IRB.replace(
+            "mac: \"02:00:5e:00:01:01\" }",
+            "mac: \"02:00:5e:00:01:01\",\n      static_macs: [{ mac: \"02:aa:00:00:00:01\", port: eth1, sticky: true }] }",
+        );
+        let config = Config::from_yaml(&sticky).unwrap();
+        let vni = &config.bgp.as_ref().unwrap().evpn.as_ref().unwrap().vnis[0];
+        let mac = bgp_evpn::packet::evpn::MacAddr([2, 0xaa, 0, 0, 0, 1]);
+        assert_eq!(vni.static_macs, [bgp_evpn::evpn::config::StaticMac { mac, sticky: true }]);
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        let entry = |sai: &Sai<SoftBackend>| {
+            sai.store().fdb_entries().find(|(k, _)| k.mac == EthernetAddress(mac.0)).map(|(_, e)| e.clone())
+        };
+        let fixed = entry(&sai).expect("a static FDB entry");
+        assert_eq!(fixed.entry_type, FdbEntryType::Static);
+        assert!(!fixed.allow_mac_move);
+        assert_eq!(Some(fixed.bridge_port), applied.ports["eth1"].bridge_port);
+        reconcile(&mut sai, &mut applied, &Config::from_yaml(IRB).unwrap()).unwrap();
+        assert!(entry(&sai).is_none() && applied.static_macs.is_empty());
+
+        let errors = Config::from_yaml(&sticky.replace("port: eth1", "port: eth3")).unwrap_err();
+        assert!(errors.mentions("vlans[0].static_macs[0].port"), "{errors}");
+        let errors = Config::from_yaml(&sticky.replace("02:aa:00:00:00:01", "03:aa:00:00:00:01")).unwrap_err();
+        assert!(errors.mentions("vlans[0].static_macs[0].mac"), "{errors}");
     }
 
     #[test]

@@ -32,8 +32,9 @@ pub trait DaemonBackend: Backend + Send + Sized + 'static {
     /// The backend for `config`, before anything is programmed.
     fn for_config(config: &Config) -> Result<Self, RunError>;
 
-    /// The config could not be applied at start: removes what the backend
-    /// put outside the process (the soft backend's state dies with it).
+    /// The config could not be applied, or forwarding not started, at
+    /// start: removes what the backend put outside the process (the soft
+    /// backend's state dies with it).
     fn abandon(_sai: &mut Sai<Self>) {}
 
     /// Starts moving frames for the programmed shim: whatever ports, host
@@ -146,6 +147,9 @@ impl DaemonBackend for KernelBackend {
     }
 
     fn abandon(sai: &mut Sai<KernelBackend>) {
+        if let Err(error) = sai.backend().remove_addresses() {
+            tracing::warn!(%error, "kernel backend: cannot remove the addresses the refused start put in place");
+        }
         if let Err(error) = sai.backend_mut().remove_all_of_ours() {
             tracing::warn!(%error, "kernel backend: cannot remove what the refused config installed");
         }

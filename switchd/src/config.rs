@@ -150,6 +150,17 @@ pub struct Vlan {
     pub vrf: Option<String>,
     /// The SVI's MAC (an anycast gateway's); `None`: the switch's.
     pub mac: Option<dataplane::wire::EthernetAddress>,
+    /// MACs configured behind member ports.
+    pub static_macs: Vec<StaticMac>,
+}
+
+/// A static FDB entry: `mac` behind `port`, never aged or moved by learning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaticMac {
+    pub mac: dataplane::wire::EthernetAddress,
+    pub port: String,
+    /// EVPN's sticky bit.
+    pub sticky: bool,
 }
 
 /// A VRF with its L3VNI and router MAC (symmetric IRB, RFC 9135).

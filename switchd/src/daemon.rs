@@ -119,12 +119,24 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         routes = applied.routes.len(),
         "config applied to the shim"
     );
-    let ib = {
-        let shim = sai.backend();
-        B::ib_runtime(shim, &config, &applied)?
+    let mut sai = sai;
+    let ib = match B::ib_runtime(sai.backend(), &config, &applied) {
+        Ok(ib) => ib,
+        Err(error) => {
+            B::abandon(&mut sai);
+            return Err(error);
+        }
     };
     let sai = Arc::new(Mutex::new(sai));
-    let forwarding = Arc::new(Mutex::new(B::start_forwarding(&sai, &config, &applied, ib.clone())?));
+    let forwarding = match B::start_forwarding(&sai, &config, &applied, ib.clone()) {
+        Ok(forwarding) => Arc::new(Mutex::new(forwarding)),
+        Err(error) => {
+            // The daemon exits: nothing of the applied config stays behind
+            // it (the kernel would forward for a switch that is not there).
+            B::abandon(&mut sai.lock().unwrap_or_else(|e| e.into_inner()));
+            return Err(error);
+        }
+    };
     tracing::info!("forwarding running");
 
     let agent = Arc::new(Mutex::new(lldp_agent(&config)));

@@ -621,3 +621,70 @@ fn a_mac_flapping_between_leaves_is_frozen_and_reported() {
         assert!(log.contains("duplicate MAC"), "the operator is told: {log}");
     }
 }
+
+/// Sticky MACs (RFC 7432 §15.2): a MAC learned behind l2 is configured
+/// sticky behind l1's eth3 by a reload; l1 advertises it with the sticky
+/// bit and l2 follows it there. The MAC sending behind l2 again moves
+/// nothing: l1 still has it local and sticky, l2 remote at l1, and l2
+/// counts the refused move.
+#[test]
+fn a_sticky_mac_stays_at_its_leaf() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("ess");
+    let l1 = Netns::new("es1");
+    let l2 = Netns::new("es2");
+    let ha = Netns::new("esa");
+    let hb = Netns::new("esb");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&ha, "eth0", &l1, "eth3");
+    veth(&hb, "eth0", &l2, "eth3");
+    let mac = "02:00:00:00:5e:01";
+    // Quiet until pinged: ha stays silent, hb sends from the MAC.
+    for h in [&ha, &hb] {
+        h.sysctl("net.ipv6.conf.all.disable_ipv6", "1");
+        h.sysctl("net.ipv6.conf.default.disable_ipv6", "1");
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    hb.ip(&["link", "set", "eth0", "address", mac]);
+    hb.host_setup("eth0", "192.168.100.12/24", None);
+    let _spine = Switchd::start(&s1, &spine_config());
+    let leaf1 = Switchd::start(&l1, &leaf(1));
+    let leaf2 = Switchd::start(&l2, &leaf(2));
+    let send = || {
+        let _ = hb.exec_status(&["ping", "-c", "1", "-W", "1", "192.168.100.10"]);
+    };
+    wait_for("the MAC learned behind l2, remote at l1", || {
+        send();
+        evpn_mac(&leaf1, mac).filter(|m| m["kind"] == "remote" && m["vtep"] == "10.255.0.2")
+    });
+
+    let sticky = leaf(1).replace(
+        "  - { id: 10 }\n",
+        &format!("  - {{ id: 10, static_macs: [{{ mac: \"{mac}\", port: eth3, sticky: true }}] }}\n"),
+    );
+    let before = leaf1.generation();
+    leaf1.reload(&sticky);
+    wait_for("the reload", || (leaf1.generation() > before).then_some(()));
+    let at_l1 = wait_for("the MAC local and sticky at l1", || {
+        evpn_mac(&leaf1, mac).filter(|m| m["kind"] == "local" && m["sticky"] == true)
+    });
+    wait_for("l2 following it to l1", || {
+        evpn_mac(&leaf2, mac).filter(|m| m["kind"] == "remote" && m["vtep"] == "10.255.0.1" && m["sticky"] == true)
+    });
+
+    // The MAC sends behind l2 again: refused there, nothing moves.
+    let refused = wait_for("l2 refusing the move", || {
+        send();
+        evpn_mac(&leaf2, mac).filter(|m| m["refused_moves"].as_u64().is_some_and(|n| n >= 1))
+    });
+    assert_eq!((refused["kind"].as_str(), refused["vtep"].as_str()), (Some("remote"), Some("10.255.0.1")), "{refused}");
+    std::thread::sleep(Duration::from_secs(1));
+    let still = evpn_mac(&leaf1, mac).expect("the MAC at l1");
+    assert_eq!((still["kind"].as_str(), still["sticky"].as_bool()), (Some("local"), Some(true)), "{still}");
+    assert_eq!(still["sequence"], at_l1["sequence"], "{still}");
+    let table = leaf1.swcli(&["show", "evpn", "mac", "vni", "10100"]);
+    assert!(table.contains("sticky"), "{table}");
+}

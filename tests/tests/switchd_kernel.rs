@@ -17,6 +17,11 @@
 //!   management API as a refused commit with the kernel's words.
 //! - FDB entries the shim installs (a static MAC, a remote MAC behind a
 //!   VTEP) are what `bridge -j fdb` shows, and the shim reads them back.
+//! - Symmetric IRB: L3VNIs and tunnel-encap next hops as zebra lays them
+//!   out, read back and routed per VRF to a kernel VTEP (needs VRFs: in the
+//!   VM); ARP suppression answered by the bridge, no ARP on the uplink.
+//! - Forwarding that cannot start after the config was applied leaves
+//!   nothing of ours in the kernel.
 //!
 //! ```text
 //!  [h1 192.168.10.1] -- eth1 [sw] eth3 10.0.1.1/24 -- 10.0.1.2 [r1 + kernel VTEP vx0 192.168.10.3]
@@ -915,4 +920,400 @@ fn a_virtual_router_is_a_vrf_device_with_its_own_table() {
         let links = json_of(ip(&["-j", "-d", "link"]));
         assert!(!links.iter().any(|l| l["ifname"] == vrf_name.as_str()), "the VRF device is gone");
     });
+}
+
+/// `02:00:00:00:0a:01` as the shim's MAC.
+fn parse_mac(text: &str) -> sai_shim::EthernetAddress {
+    let bytes: Vec<u8> = text.split(':').map(|b| u8::from_str_radix(b, 16).expect("hex")).collect();
+    sai_shim::EthernetAddress(bytes.try_into().expect("6 bytes"))
+}
+
+/// A kernel VTEP laid out as zebra lays out symmetric IRB, in `peer`: VRF
+/// `vrf` (table `table`) with the L3VNI's bridge `br<vni>` (router MAC
+/// `mac`) holding vxlan device `vx<vni>`, a host address `host` on a dummy
+/// in the VRF, and the route back to our hosts' 10.1.1.0/24 through our
+/// VTEP 10.255.0.1 with our router MAC `our_mac`.
+fn irb_peer_vrf(peer: &Netns, vrf: &str, table: &str, vni: &str, mac: &str, host: &str, our_mac: &str) {
+    let (bridge, vxlan, dummy) = (format!("br{vni}"), format!("vx{vni}"), format!("d{vni}"));
+    peer.ip(&["link", "add", vrf, "type", "vrf", "table", table]);
+    peer.ip(&["link", "set", vrf, "up"]);
+    peer.ip(&["link", "add", &bridge, "address", mac, "type", "bridge"]);
+    peer.ip(&["link", "set", &bridge, "master", vrf, "up"]);
+    peer.ip(&["link", "add", &vxlan, "type", "vxlan", "id", vni, "local", "10.0.1.2", "dstport", "4789", "nolearning"]);
+    peer.ip(&["link", "set", &vxlan, "master", &bridge, "up"]);
+    peer.ip(&["link", "add", &dummy, "type", "dummy"]);
+    peer.ip(&["link", "set", &dummy, "master", vrf, "up"]);
+    peer.ip(&["addr", "add", host, "dev", &dummy]);
+    peer.ip(&["route", "add", "vrf", vrf, "10.1.1.0/24", "via", "10.255.0.1", "dev", &bridge, "onlink"]);
+    peer.ip(&["neigh", "replace", "10.255.0.1", "lladdr", our_mac, "dev", &bridge, "nud", "permanent"]);
+    peer.exec(&["bridge", "fdb", "add", our_mac, "dev", &vxlan, "dst", "10.255.0.1", "self", "permanent"]);
+}
+
+/// Symmetric IRB through the kernel, as zebra builds it: two virtual
+/// routers with an L3VNI each (100 and 200) are VRF devices whose L3VNI
+/// SVI `nos-irb<VNI>` (a bridge with the router MAC, the vxlan device
+/// `nos-vx<VNI>` in it) is enslaved to the VRF; a route through a
+/// tunnel-encap next hop is a route in the VRF's table via the remote VTEP
+/// `onlink` on that SVI, with a permanent neighbour (VTEP -> remote router
+/// MAC) on the SVI and an FDB entry (router MAC -> VTEP) on the vxlan
+/// device. Read back with `ip -j route show vrf`, `ip -j neigh`, `bridge -j
+/// fdb` and `ip -j -d link`; hosts in two VRFs with the same subnet reach
+/// each its own VRF's remote host across the L3VNI (a kernel VTEP with two
+/// VRFs, as zebra lays them out) and not the other's. A tunnel next hop the
+/// kernel refuses leaves no neighbour or FDB entry behind; the last next
+/// hop to a VTEP takes its neighbour and FDB entry along; a restart
+/// removes the L3VNIs' devices. Needs `CONFIG_NET_VRF` (else
+/// `switchd_kernel_vm` runs it in a VM).
+#[test]
+fn an_l3vni_routes_each_vrf_across_the_overlay_as_zebra_lays_it_out() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge", "ping"]) {
+        return;
+    }
+    if !kernel_has_vrf() {
+        eprintln!("NOTE switchd_kernel: no VRFs in this kernel; switchd_kernel_vm runs the L3VNI test in a VM");
+        return;
+    }
+    const RED_MAC: &str = "02:00:00:00:0a:01";
+    const BLUE_MAC: &str = "02:00:00:00:0a:02";
+    const PEER_RED_MAC: &str = "02:00:00:00:0b:01";
+    const PEER_BLUE_MAC: &str = "02:00:00:00:0b:02";
+    let sw = Netns::new("kl3");
+    let h1 = Netns::new("kl3h1");
+    let h2 = Netns::new("kl3h2");
+    let peer = Netns::new("kl3p");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&h2, "eth0", &sw, "eth2");
+    veth(&peer, "eth0", &sw, "eth3");
+    // One subnet in both VRFs: only the VRFs keep them apart.
+    h1.host_setup("eth0", "10.1.1.2/24", Some("10.1.1.1"));
+    h2.host_setup("eth0", "10.1.1.2/24", Some("10.1.1.1"));
+    peer.host_setup("eth0", "10.0.1.2/24", None);
+    peer.ip(&["route", "add", "10.255.0.1/32", "via", "10.0.1.1"]);
+    irb_peer_vrf(&peer, "red", "10", "100", PEER_RED_MAC, "10.2.2.1/32", RED_MAC);
+    irb_peer_vrf(&peer, "blue", "20", "200", PEER_BLUE_MAC, "10.2.2.2/32", BLUE_MAC);
+    let base = KernelConfig::default().vrf_table_base;
+    let (red_vrf, blue_vrf) = (format!("nos-vrf{base}"), format!("nos-vrf{}", base + 1));
+    let ip = |args: &[&str]| -> String {
+        let out = std::process::Command::new("ip").args(args).output().unwrap();
+        assert!(out.status.success(), "ip {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let run_json = |program: &str, args: &[&str]| -> Vec<Value> {
+        let out = std::process::Command::new(program).args(args).output().unwrap();
+        assert!(out.status.success(), "{program} {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    let ping = |ns: &Netns, to: &str| ns.ping(to, 2);
+    let mac = parse_mac;
+    sw.enter(|| {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let default = sai.default_virtual_router();
+        let red = sai.create_virtual_router_with(&[VirtualRouterAttr::SrcMacAddress(mac(RED_MAC))]).unwrap();
+        let blue = sai.create_virtual_router_with(&[VirtualRouterAttr::SrcMacAddress(mac(BLUE_MAC))]).unwrap();
+        // The underlay: eth3 routed in the default VRF, the VTEP on lo.
+        ip(&["addr", "add", "10.255.0.1/32", "dev", "lo"]);
+        let mut port_rif = |name: &str, vr: ObjectId| {
+            let port = sai.create_port(&[PortAttr::Name(name.into()), PortAttr::AdminState(true)]).unwrap();
+            sai.create_router_interface(&[
+                RouterInterfaceAttr::VirtualRouterId(vr),
+                RouterInterfaceAttr::Type(RouterInterfaceType::Port(port)),
+            ])
+            .unwrap()
+        };
+        let underlay = port_rif("eth3", default);
+        let red_rif = port_rif("eth1", red);
+        let blue_rif = port_rif("eth2", blue);
+        ip(&["addr", "add", "10.0.1.1/24", "dev", "eth3"]);
+        for (port, vr, rif) in [("eth1", red, red_rif), ("eth2", blue, blue_rif)] {
+            ip(&["addr", "add", "10.1.1.1/24", "dev", port, "noprefixroute"]);
+            let key = RouteEntryKey { virtual_router: vr, destination: "10.1.1.0/24".parse().unwrap() };
+            sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(rif))]).unwrap();
+        }
+        let _ = underlay;
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.255.0.1".parse().unwrap())]).unwrap();
+        let mut maps = Vec::new();
+        let mut hops = Vec::new();
+        for (vr, vni, peer_mac) in [(red, 100, PEER_RED_MAC), (blue, 200, PEER_BLUE_MAC)] {
+            maps.push(
+                sai.create_tunnel_map_entry(&[
+                    TunnelMapEntryAttr::TunnelId(tunnel),
+                    TunnelMapEntryAttr::VirtualRouterId(vr),
+                    TunnelMapEntryAttr::Vni(vni),
+                ])
+                .unwrap(),
+            );
+            let hop = sai
+                .create_next_hop(&[
+                    NextHopAttr::Ip("10.0.1.2".parse().unwrap()),
+                    NextHopAttr::TunnelId(tunnel),
+                    NextHopAttr::TunnelVni(vni),
+                    NextHopAttr::TunnelMac(mac(peer_mac)),
+                ])
+                .expect("a tunnel-encap next hop");
+            let key = RouteEntryKey { virtual_router: vr, destination: "10.2.2.0/24".parse().unwrap() };
+            sai.create_route_entry(key, &[RouteEntryAttr::NextHopId(Some(hop))]).unwrap();
+            hops.push(hop);
+        }
+
+        // ---- read back: devices, routes, neighbours, FDB
+        let links = run_json("ip", &["-j", "-d", "link"]);
+        for (vni, vrf, our_mac) in [(100, &red_vrf, RED_MAC), (200, &blue_vrf, BLUE_MAC)] {
+            let (svi_name, vxlan_name) = (format!("nos-irb{vni}"), format!("nos-vx{vni}"));
+            let svi = link(&links, &svi_name);
+            assert_eq!(svi["linkinfo"]["info_kind"], "bridge", "{svi}");
+            assert_eq!(svi["master"], vrf.as_str(), "the L3VNI's SVI in its VRF: {svi}");
+            assert_eq!(svi["address"], our_mac, "the router MAC on the SVI: {svi}");
+            let vxlan = link(&links, &vxlan_name);
+            assert_eq!(vxlan["master"], svi_name.as_str(), "{vxlan}");
+            let data = &vxlan["linkinfo"]["info_data"];
+            assert_eq!(data["id"], vni, "{vxlan}");
+            assert_eq!(data["local"], "10.255.0.1", "{vxlan}");
+            assert_eq!(data["learning"], false, "{vxlan}");
+        }
+        for (vni, vrf, peer_mac) in [(100, &red_vrf, PEER_RED_MAC), (200, &blue_vrf, PEER_BLUE_MAC)] {
+            let svi = format!("nos-irb{vni}");
+            let routes = run_json("ip", &["-j", "route", "show", "vrf", vrf, "proto", PROTOCOL]);
+            let route = routes.iter().find(|r| r["dst"] == "10.2.2.0/24").unwrap_or_else(|| panic!("{routes:#?}"));
+            assert_eq!(route["gateway"], "10.0.1.2", "{route}");
+            assert_eq!(route["dev"], svi.as_str(), "{route}");
+            assert!(route["flags"].as_array().is_some_and(|f| f.iter().any(|f| f == "onlink")), "{route}");
+            assert!(route["nhid"].is_u64(), "through a nexthop object: {route}");
+            let neighbours = run_json("ip", &["-j", "neigh", "show", "dev", &svi]);
+            assert!(
+                neighbours.iter().any(|n| n["dst"] == "10.0.1.2"
+                    && n["lladdr"] == peer_mac
+                    && n["state"].as_array().is_some_and(|s| s.iter().any(|s| s == "PERMANENT"))),
+                "the VTEP -> remote router MAC on {svi}: {neighbours:#?}"
+            );
+            let fdb = run_json("bridge", &["-j", "fdb", "show", "dev", &format!("nos-vx{vni}")]);
+            assert!(
+                fdb.iter().any(|e| e["mac"] == peer_mac && e["dst"] == "10.0.1.2"),
+                "the remote router MAC behind its VTEP on nos-vx{vni}: {fdb:#?}"
+            );
+        }
+        let main = run_json("ip", &["-j", "route", "show", "table", "main", "proto", PROTOCOL]);
+        assert!(main.iter().all(|r| r["dst"] != "10.2.2.0/24"), "no VRF route in the main table: {main:#?}");
+
+        // ---- traffic: each VRF reaches its own remote host, not the other's
+        assert!(ping(&h1, "10.2.2.1"), "red host -> red remote host across L3VNI 100");
+        assert!(ping(&h2, "10.2.2.2"), "blue host -> blue remote host across L3VNI 200");
+        assert!(!ping(&h1, "10.2.2.2"), "red reaches nothing of blue's");
+        assert!(!ping(&h2, "10.2.2.1"), "blue reaches nothing of red's");
+        let stats = run_json("ip", &["-j", "-s", "link", "show", "nos-vx100"]);
+        let sent = stats[0]["stats64"]["tx"]["packets"].as_u64().unwrap_or(0);
+        assert!(sent >= 2, "the red pings left through the L3VNI's vxlan device: {stats:#?}");
+
+        // ---- a refused tunnel next hop leaves nothing behind: the nexthop
+        // id it would take is a foreign nexthop's
+        let nexthops = run_json("ip", &["-j", "nexthop"]);
+        let next_id = nexthops.iter().filter_map(|n| n["id"].as_u64()).max().unwrap() + 1;
+        ip(&["nexthop", "add", "id", &next_id.to_string(), "via", "10.0.1.9", "dev", "eth3", "onlink"]);
+        let refused = sai.create_next_hop(&[
+            NextHopAttr::Ip("10.0.1.3".parse().unwrap()),
+            NextHopAttr::TunnelId(tunnel),
+            NextHopAttr::TunnelVni(100),
+            NextHopAttr::TunnelMac(mac("02:00:00:00:0c:01")),
+        ]);
+        assert!(matches!(refused, Err(SaiError::AlreadyExists(_))), "{refused:?}");
+        let neighbours = run_json("ip", &["-j", "neigh", "show", "dev", "nos-irb100"]);
+        assert!(neighbours.iter().all(|n| n["dst"] != "10.0.1.3"), "the neighbour was undone: {neighbours:#?}");
+        let fdb = run_json("bridge", &["-j", "fdb", "show", "dev", "nos-vx100"]);
+        assert!(fdb.iter().all(|e| e["mac"] != "02:00:00:00:0c:01"), "the FDB entry was undone: {fdb:#?}");
+        ip(&["nexthop", "del", "id", &next_id.to_string()]);
+
+        // ---- blue's route and next hop go: its neighbour and FDB entry too
+        sai.remove_route_entry(RouteEntryKey { virtual_router: blue, destination: "10.2.2.0/24".parse().unwrap() })
+            .unwrap();
+        sai.remove(hops[1]).unwrap();
+        let neighbours = run_json("ip", &["-j", "neigh", "show", "dev", "nos-irb200"]);
+        assert!(neighbours.iter().all(|n| n["dst"] != "10.0.1.2"), "{neighbours:#?}");
+        let fdb = run_json("bridge", &["-j", "fdb", "show", "dev", "nos-vx200"]);
+        assert!(fdb.iter().all(|e| e["mac"] != PEER_BLUE_MAC), "{fdb:#?}");
+        sai.remove(maps[1]).unwrap();
+        let links = run_json("ip", &["-j", "link"]);
+        assert!(!links.iter().any(|l| l["ifname"] == "nos-irb200" || l["ifname"] == "nos-vx200"), "L3VNI 200 went");
+
+        // ---- a restart (the daemon killed: nothing removed) reconciles
+        drop(sai);
+        let _restarted = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let links = run_json("ip", &["-j", "link"]);
+        let ours: Vec<&Value> = links
+            .iter()
+            .filter(|l| l["ifname"].as_str().is_some_and(|n| n.starts_with("nos-irb") || n.starts_with("nos-vx")))
+            .collect();
+        assert!(ours.is_empty(), "a restart removes the L3VNIs of the last run: {ours:#?}");
+    });
+}
+
+/// ARP suppression as zebra sets it up: the VNI's vxlan device has
+/// `neigh_suppress on`, and a remote host's MAC+IP binding is a neighbour
+/// entry on the VLAN's SVI. A local host's ARP request for the remote host
+/// is answered by the bridge (the remote VTEP here has no such host at
+/// all, so the answer can only be ours) and no ARP frame goes into the
+/// overlay (captured on the uplink). Runs in both bridge modes.
+#[test]
+fn an_arp_request_for_a_suppressed_binding_is_answered_by_the_bridge() {
+    use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
+    use sai_shim::*;
+
+    if !require_root_and_tools("switchd_kernel", &["ip", "bridge", "ping", "tcpdump"]) {
+        return;
+    }
+    const REMOTE_MAC: &str = "02:00:00:00:0d:03";
+    let sw = Netns::new("kas");
+    let h1 = Netns::new("kash1");
+    let peer = Netns::new("kasp");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&peer, "eth0", &sw, "eth3");
+    h1.host_setup("eth0", "192.168.10.1/24", None);
+    peer.host_setup("eth0", "10.0.1.2/24", None);
+    let mac = parse_mac;
+    let (mut sai, vlan) = sw.enter(|| {
+        let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
+        let default = sai.default_virtual_router();
+        let uplink = sai.create_port(&[PortAttr::Name("eth3".into()), PortAttr::AdminState(true)]).unwrap();
+        sai.create_router_interface(&[
+            RouterInterfaceAttr::VirtualRouterId(default),
+            RouterInterfaceAttr::Type(RouterInterfaceType::Port(uplink)),
+        ])
+        .unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let port = sai
+            .create_port(&[PortAttr::Name("eth1".into()), PortAttr::AdminState(true), PortAttr::PortVlanId(10)])
+            .unwrap();
+        let bridge_port = sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Port(port))]).unwrap();
+        sai.create_vlan_member(&[
+            VlanMemberAttr::VlanId(vlan),
+            VlanMemberAttr::BridgePortId(bridge_port),
+            VlanMemberAttr::TaggingMode(TaggingMode::Untagged),
+        ])
+        .unwrap();
+        sai.create_router_interface(&[
+            RouterInterfaceAttr::VirtualRouterId(default),
+            RouterInterfaceAttr::Type(RouterInterfaceType::Vlan(vlan)),
+        ])
+        .unwrap();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.0.1.1".parse().unwrap())]).unwrap();
+        sai.create_tunnel_map_entry(&[
+            TunnelMapEntryAttr::TunnelId(tunnel),
+            TunnelMapEntryAttr::VlanId(vlan),
+            TunnelMapEntryAttr::Vni(10010),
+        ])
+        .unwrap();
+        let endpoint = sai
+            .create_tunnel_endpoint(&[
+                TunnelEndpointAttr::TunnelId(tunnel),
+                TunnelEndpointAttr::RemoteIp("10.0.1.2".parse().unwrap()),
+            ])
+            .unwrap();
+        let remote = sai.create_bridge_port(&[BridgePortAttr::Type(BridgePortType::Tunnel(endpoint))]).unwrap();
+        sai.create_vlan_member(&[
+            VlanMemberAttr::VlanId(vlan),
+            VlanMemberAttr::BridgePortId(remote),
+            VlanMemberAttr::TaggingMode(TaggingMode::Untagged),
+        ])
+        .unwrap();
+        sai.create_fdb_entry(
+            FdbEntryKey { vlan, mac: mac(REMOTE_MAC) },
+            &[
+                FdbEntryAttr::Type(FdbEntryType::Static),
+                FdbEntryAttr::BridgePortId(remote),
+                FdbEntryAttr::AllowMacMove(true),
+            ],
+        )
+        .unwrap();
+        sai.set_suppression_entry(SuppressionEntryKey { vlan, ip: "192.168.10.3".parse().unwrap() }, mac(REMOTE_MAC))
+            .expect("the kernel backend suppresses ARP");
+        (sai, vlan)
+    });
+    sw.ip(&["addr", "add", "10.0.1.1/24", "dev", "eth3"]);
+    // The SVI: the VLAN's bridge (per-VLAN) or its 802.1Q device (VLAN-aware).
+    let svi = "nos-vlan10";
+    // ---- read back: the flag on the vxlan port, the binding on the SVI
+    let ports = json(&sw, &["bridge", "-j", "-d", "link", "show", "dev", "nos-vx10010"]);
+    assert_eq!(ports[0]["neigh_suppress"], true, "neigh_suppress on the VNI's vxlan port: {ports:#?}");
+    let neighbours = json(&sw, &["ip", "-j", "neigh", "show", "dev", svi]);
+    assert!(
+        neighbours.iter().any(|n| n["dst"] == "192.168.10.3" && n["lladdr"] == REMOTE_MAC),
+        "the binding on {svi}: {neighbours:#?}"
+    );
+    // ---- a local host's ARP is answered locally, nothing crosses the uplink
+    let capture = std::env::temp_dir().join(format!("{}.pcap", sw.name()));
+    let capture_path = capture.to_string_lossy().into_owned();
+    let mut tcpdump = sw.spawn(&["tcpdump", "-i", "eth3", "-n", "-U", "-w", &capture_path, "udp", "port", "4789"]);
+    std::thread::sleep(Duration::from_millis(800));
+    // The ping itself goes into the overlay (unicast to the remote MAC);
+    // only the answer to its ARP request matters.
+    let _ = h1.exec_status(&["ping", "-c", "1", "-W", "1", "192.168.10.3"]);
+    let learned = json(&h1, &["ip", "-j", "neigh", "show", "192.168.10.3", "dev", "eth0"]);
+    std::thread::sleep(Duration::from_millis(500));
+    tcpdump.stop(Duration::from_secs(2));
+    assert!(
+        learned.iter().any(|n| n["lladdr"] == REMOTE_MAC),
+        "h1 learned the remote host's MAC from the bridge's answer: {learned:#?}"
+    );
+    let decoded = std::process::Command::new("tcpdump").args(["-n", "-r", &capture_path]).output().unwrap();
+    let text = String::from_utf8_lossy(&decoded.stdout).into_owned();
+    let _ = std::fs::remove_file(&capture);
+    assert!(text.contains("ICMP echo request"), "the capture saw the overlay (the ping): {text}");
+    assert!(!text.contains("ARP"), "no ARP frame crossed the uplink: {text}");
+    eprintln!("arp suppression in bridge mode {}", sai.backend().bridge_mode());
+    sai.remove_suppression_entry(SuppressionEntryKey { vlan, ip: "192.168.10.3".parse().unwrap() }).unwrap();
+    let neighbours = json(&sw, &["ip", "-j", "neigh", "show", "dev", svi]);
+    assert!(neighbours.iter().all(|n| n["dst"] != "192.168.10.3"), "the binding went: {neighbours:#?}");
+}
+
+/// Forwarding that cannot start after the config was applied (here the
+/// loopback's IPv6 address, refused because the namespace has IPv6 off on
+/// `lo`) ends the daemon with nothing of ours left in the kernel: neither
+/// the routed port's address it had put in place, nor the VLAN's bridge,
+/// nor our routes; a foreign address stays.
+#[test]
+fn a_start_that_fails_after_apply_leaves_nothing_of_ours() {
+    if !require_root_and_tools("switchd_kernel", &["ip"]) {
+        return;
+    }
+    let sw = Netns::new("kfs");
+    let peer = Netns::new("kfsp");
+    veth(&peer, "eth0", &sw, "eth3");
+    veth(&peer, "eth1", &sw, "eth1");
+    sw.sysctl("net.ipv6.conf.lo.disable_ipv6", "1");
+    sw.ip(&["addr", "add", "10.9.9.9/32", "dev", "lo"]);
+    let mut switchd = Switchd::spawn(
+        &sw,
+        "
+name: kfs
+backend: kernel
+loopback: [10.255.0.1/32, 'fd00:255::1/128']
+ports:
+  - { name: eth1, mode: access, vlan: 10 }
+  - { name: eth3, mode: routed, addresses: [10.0.1.1/24] }
+vlans:
+  - { id: 10 }
+routes:
+  - { prefix: 10.99.0.0/16, next_hops: [10.0.1.2] }
+",
+    );
+    let out =
+        switchd.process.wait_timeout(Duration::from_secs(20)).expect("switchd exits when forwarding cannot start");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "switchd failed: {stderr}");
+    assert!(stderr.contains("fd00:255::1"), "the error names the refused address: {stderr}");
+    let addresses = json(&sw, &["ip", "-j", "addr"]);
+    let all: Vec<String> = addresses
+        .iter()
+        .flat_map(|link| link["addr_info"].as_array().cloned().unwrap_or_default())
+        .filter_map(|a| a["local"].as_str().map(String::from))
+        .collect();
+    assert!(!all.iter().any(|a| a == "10.0.1.1" || a == "10.255.0.1"), "our addresses went: {all:?}");
+    assert!(all.iter().any(|a| a == "10.9.9.9"), "the foreign address stays: {all:?}");
+    let links = json(&sw, &["ip", "-j", "link"]);
+    assert!(
+        !links.iter().any(|l| l["ifname"].as_str().is_some_and(|n| n.starts_with("nos-"))),
+        "no device of ours: {links:#?}"
+    );
+    assert!(our_routes(&sw).is_empty(), "no route of ours: {:#?}", our_routes(&sw));
 }

@@ -13,6 +13,11 @@
 //!   VLAN-aware bridge);
 //! - `switchd_kernel`: a second virtual router is an l3mdev VRF device
 //!   with its own table (`CONFIG_NET_VRF`), hosts routed through it;
+//! - `switchd_kernel`: symmetric IRB, two VRFs each with an L3VNI (a
+//!   bridge SVI in the VRF holding the vxlan device), routes through
+//!   tunnel-encap next hops read back and routed to a kernel VTEP laid out
+//!   as zebra's; ARP suppression on the VLAN-aware bridge (`neigh_suppress`
+//!   on the vxlan port, the binding on the 802.1Q SVI);
 //! - `switchd_l2` on the kernel backend: learning, flooding, and the trunk
 //!   (tagged VLAN 10 in, tagged VLAN 10 out) through the filtering bridge;
 //!
@@ -32,6 +37,8 @@ const IN_THE_VM: &[(&str, &[&str])] = &[
             "fdb_entries_the_shim_installs_are_what_bridge_fdb_shows",
             "vlan_aware_membership_is_what_bridge_vlan_shows",
             "a_virtual_router_is_a_vrf_device_with_its_own_table",
+            "an_l3vni_routes_each_vrf_across_the_overlay_as_zebra_lays_it_out",
+            "an_arp_request_for_a_suppressed_binding_is_answered_by_the_bridge",
         ],
     ),
     ("switchd_l2", &["on_the_kernel_backend_two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports"]),
@@ -76,6 +83,7 @@ fn the_kernel_backend_runs_vlan_aware_on_a_kernel_with_vlan_filtering() {
     // Each ran the VLAN-aware model, and said so.
     assert!(run.output.contains("switchd_kernel: bridge mode vlan-aware"), "switchd_kernel ran VLAN-aware");
     assert!(run.output.contains("fdb read-back in bridge mode vlan-aware"));
+    assert!(run.output.contains("arp suppression in bridge mode vlan-aware"));
     assert!(!run.output.contains("NOTE switchd_kernel"), "no switchd_kernel test skipped its part");
     assert!(run.output.contains("kernel bridge mode on this kernel: ") && !run.output.contains("NOTE switchd_l2"));
 }

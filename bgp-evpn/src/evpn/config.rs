@@ -55,6 +55,22 @@ pub struct VniConfig {
     /// The IP-VRF whose L3VNI this VNI's host routes use (symmetric IRB).
     #[serde(default)]
     pub vrf: Option<String>,
+    /// MACs configured behind a local port (static FDB entries): always
+    /// ours, advertised as type 2; a sticky one never moves (RFC 7432 §15.2).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_macs: Vec<StaticMac>,
+}
+
+/// A MAC configured behind a local port of the VNI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticMac {
+    #[serde(with = "mac_text")]
+    pub mac: MacAddr,
+    /// Advertised with the sticky bit of the MAC Mobility community: no
+    /// remote advertisement moves it.
+    #[serde(default)]
+    pub sticky: bool,
 }
 
 /// One IP-VRF with its L3VNI (RFC 9135 §4, symmetric IRB).
@@ -172,6 +188,15 @@ impl EvpnConfig {
                 && !vrf_names.contains(vrf.as_str())
             {
                 return Err(format!("{}: VRF {vrf:?} is not defined in bgp.evpn.vrfs", field("vrf")));
+            }
+            let mut macs = HashSet::new();
+            for (j, s) in v.static_macs.iter().enumerate() {
+                if s.mac.0[0] & 1 != 0 || s.mac.0 == [0; 6] {
+                    return Err(format!("{}: {} is not a unicast MAC", field(&format!("static_macs[{j}].mac")), s.mac));
+                }
+                if !macs.insert(s.mac) {
+                    return Err(format!("{}: {} listed twice", field(&format!("static_macs[{j}].mac")), s.mac));
+                }
             }
         }
         let mut names = HashSet::new();

@@ -95,6 +95,8 @@ struct MacState {
     /// The claim in force: ours (advertised) or a remote one (installed).
     winner: Option<Claim>,
     moves: Moves,
+    /// Claims from elsewhere that a sticky winner kept out (§15.2).
+    refused_moves: u32,
     /// Our type 2 routes for this MAC, in key form.
     advertised: BTreeSet<EvpnRoute>,
 }
@@ -109,6 +111,9 @@ struct MacVrf {
     /// The IP-VRF of symmetric IRB for this VNI's hosts (a key of `ip_vrfs`).
     ip_vrf: Option<String>,
     macs: HashMap<MacAddr, MacState>,
+    /// MACs configured behind a local port, with their sticky bit: ours
+    /// whatever the dataplane reports.
+    static_macs: BTreeMap<MacAddr, bool>,
     /// ARP/ND bindings learned on our SVI in this VNI.
     local_ips: BTreeMap<IpAddr, MacAddr>,
     /// Bindings from remote MAC+IP routes: per IP, the routes giving one.
@@ -198,6 +203,7 @@ impl Derive {
             export: export_rts(&v.export_rts, derived_rt(self.asn, v.vni)),
             ip_vrf: v.vrf.clone(),
             macs: HashMap::new(),
+            static_macs: v.static_macs.iter().map(|s| (s.mac, s.sticky)).collect(),
             local_ips: BTreeMap::new(),
             remote_ips: BTreeMap::new(),
             installed_ips: BTreeMap::new(),
@@ -227,6 +233,9 @@ impl Evpn {
     pub fn start(&mut self) {
         for vni in self.mac_vrfs.keys().copied().collect::<Vec<_>>() {
             self.originate_type3(vni);
+            for mac in self.claim_static_macs(vni) {
+                self.reselect(0, vni, mac);
+            }
         }
         for name in self.ip_vrfs.keys().cloned().collect::<Vec<_>>() {
             for (route, attrs) in self.type5_routes(&name) {
@@ -297,10 +306,20 @@ impl Evpn {
     /// advertised with "a sequence number one greater than" the remote's.
     pub fn local_mac(&mut self, now: u64, vni: u32, mac: MacAddr, present: bool) {
         let Some(vrf) = self.mac_vrfs.get_mut(&vni) else { return };
+        // A configured MAC is a static entry: ours whatever the dataplane says.
+        if vrf.static_macs.contains_key(&mac) {
+            return;
+        }
         let state = vrf.macs.entry(mac).or_default();
         // Learned again while a remote claim is in force: the MAC moved here.
         let ours = state.winner.is_some_and(|c| c.vtep.is_none());
         if present && ours || !present && state.local.is_none() {
+            return;
+        }
+        // §15.2: a MAC advertised sticky elsewhere does not move here.
+        if present && state.winner.is_some_and(|c| c.sticky) {
+            state.refused_moves += 1;
+            tracing::warn!(vni, %mac, "sticky MAC of another VTEP seen on a local port: not moved (RFC 7432 §15.2)");
             return;
         }
         state.local = present.then(|| {
@@ -308,6 +327,18 @@ impl Evpn {
             Claim { vtep: None, sequence, sticky: false }
         });
         self.reselect(now, vni, mac);
+    }
+
+    /// Claims the configured MACs of `vni` as ours (before selection);
+    /// returns them.
+    fn claim_static_macs(&mut self, vni: u32) -> Vec<MacAddr> {
+        let Some(vrf) = self.mac_vrfs.get_mut(&vni) else { return Vec::new() };
+        for (&mac, &sticky) in &vrf.static_macs {
+            let state = vrf.macs.entry(mac).or_default();
+            let sequence = state.remote.values().map(|c| c.sequence + 1).max().unwrap_or(0);
+            state.local = Some(Claim { vtep: None, sequence, sticky });
+        }
+        vrf.static_macs.keys().copied().collect()
     }
 
     /// ARP/ND on our SVI in `vni` bound `ip` to `mac` (`None`: the binding
@@ -338,8 +369,13 @@ impl Evpn {
         if state.moves.frozen() {
             return;
         }
-        let best = state.local.iter().chain(state.remote.values()).copied().reduce(|a, b| a.better(b, own));
+        let claims = || state.local.iter().chain(state.remote.values()).copied();
+        let mut best = claims().reduce(|a, b| a.better(b, own));
         let old = state.winner;
+        // §15.2: a sticky MAC stays where it is while its claim does.
+        if let Some(kept) = old.filter(|o| o.sticky).and_then(|o| claims().find(|c| c.sticky && c.vtep == o.vtep)) {
+            best = Some(kept);
+        }
         let moved = matches!((old, best), (Some(o), Some(n)) if o.vtep != n.vtep);
         if moved && state.moves.record(now, limits) {
             tracing::warn!(vni, %mac, moves = state.moves.total, "duplicate MAC: moved too often, frozen (RFC 7432 §15.1)");
@@ -347,7 +383,7 @@ impl Evpn {
         state.winner = best;
         // §15.1: a MAC advertised elsewhere with a higher number has moved
         // away; the dataplane's entry becomes the remote one, so ours is gone.
-        if best.is_some_and(|c| c.vtep.is_some()) {
+        if best.is_some_and(|c| c.vtep.is_some()) && !vrf.static_macs.contains_key(&mac) {
             state.local = None;
         }
         let old_remote = old.and_then(|c| c.vtep);
@@ -479,6 +515,13 @@ impl Evpn {
             a.next_hop.map(|vtep| Claim { vtep: Some(vtep), sequence, sticky })
         });
         let state = vrf.macs.entry(mac).or_default();
+        if let (Some(c), Some(winner)) = (claim, state.winner)
+            && winner.sticky
+            && winner.vtep != c.vtep
+        {
+            state.refused_moves += 1;
+            tracing::warn!(vni, %mac, from = ?c.vtep, "advertisement of a sticky MAC elsewhere: not moved (RFC 7432 §15.2)");
+        }
         match claim {
             Some(c) => state.remote.insert(key, c),
             None => state.remote.remove(&key),

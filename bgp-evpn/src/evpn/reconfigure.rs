@@ -19,8 +19,8 @@ pub struct Rebuild {
 
 impl MacVrf {
     fn same_definition(&self, other: &MacVrf) -> bool {
-        (self.vni, self.rd, &self.import, &self.export, &self.ip_vrf)
-            == (other.vni, other.rd, &other.import, &other.export, &other.ip_vrf)
+        (self.vni, self.rd, &self.import, &self.export, &self.ip_vrf, &self.static_macs)
+            == (other.vni, other.rd, &other.import, &other.export, &other.ip_vrf, &other.static_macs)
     }
 }
 
@@ -133,6 +133,7 @@ impl Evpn {
             }
             self.mac_vrfs.insert(vni, vrf);
             self.originate_type3(vni);
+            self.claim_static_macs(vni);
         }
 
         // The Loc-RIB's routes into what is new; the VRFs that stayed have
@@ -194,7 +195,8 @@ impl Evpn {
                 tracing::debug!(vni, %mac, %vtep, "MAC-VRF torn down: remote MAC removed");
                 self.actions.push(EvpnAction::Fib(FibChange::RemoteMac { vni, mac, vtep: None }));
             }
-            if let Some(claim) = state.local {
+            // Configured MACs are claimed again from the new definition.
+            if let Some(claim) = state.local.filter(|_| !vrf.static_macs.contains_key(&mac)) {
                 local.macs.push((mac, claim));
             }
         }

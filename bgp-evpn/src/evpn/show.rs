@@ -48,6 +48,8 @@ pub struct MacView {
     pub moves: u32,
     /// Frozen by duplicate detection.
     pub duplicate: bool,
+    /// Advertisements or local learns from elsewhere a sticky MAC refused.
+    pub refused_moves: u32,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -156,6 +158,7 @@ impl Evpn {
                         sticky: c.sticky,
                         moves: m.moves.total,
                         duplicate: m.moves.frozen(),
+                        refused_moves: m.refused_moves,
                     })
                 })
             })

@@ -11,9 +11,25 @@ fn ip(s: &str) -> IpAddr {
 }
 
 fn instance(max_moves: u32) -> Evpn {
+    instance_with(max_moves, vec![])
+}
+
+fn instance_with(max_moves: u32, static_macs: Vec<config::StaticMac>) -> Evpn {
+    let config = config_with(max_moves, static_macs);
+    Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1))
+}
+
+fn config_with(max_moves: u32, static_macs: Vec<config::StaticMac>) -> EvpnConfig {
     let config = EvpnConfig {
         vtep_ip: ip("10.0.0.1"),
-        vnis: vec![VniConfig { vni: 100, rd: None, import_rts: vec![], export_rts: vec![], vrf: Some("t1".into()) }],
+        vnis: vec![VniConfig {
+            vni: 100,
+            rd: None,
+            import_rts: vec![],
+            export_rts: vec![],
+            vrf: Some("t1".into()),
+            static_macs,
+        }],
         vrfs: vec![VrfConfig {
             name: "t1".into(),
             l3vni: 4001,
@@ -26,7 +42,7 @@ fn instance(max_moves: u32) -> Evpn {
         duplicate_detection: DuplicateDetection { max_moves, window_secs: 60 },
     };
     config.validate(Ipv4Addr::new(10, 0, 0, 1)).unwrap();
-    Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1))
+    config
 }
 
 /// A remote type 2 for MAC1 from `vtep` with MAC mobility `(sticky, seq)`.
@@ -124,6 +140,78 @@ fn equal_sequence_numbers_go_to_the_lower_vtep_address() {
         vtep: Some(ip("10.0.0.3"))
     })));
     assert_eq!(originated_mm(&actions), None, "the sticky remote wins: nothing of ours is advertised");
+}
+
+const STICKY: config::StaticMac = config::StaticMac { mac: MAC1, sticky: true };
+
+/// RFC 7432 §15.2: a configured sticky MAC is advertised with the sticky
+/// bit and stays ours whatever remote VTEPs advertise (sticky or with any
+/// sequence number); each refused move is counted; the dataplane's reports
+/// about it change nothing.
+#[test]
+fn a_static_sticky_mac_is_advertised_sticky_and_never_moves() {
+    let mut e = instance_with(2, vec![STICKY]);
+    e.start();
+    let actions = e.take_actions();
+    assert_eq!(originated_mm(&actions), Some(Some((true, 0))), "the sticky bit, sequence 0: {actions:?}");
+    remote(&mut e, S, "10.0.0.3", Some((false, 7)));
+    remote(&mut e, 2 * S, "10.0.0.2", Some((true, 9)));
+    e.local_mac(3 * S, 100, MAC1, false);
+    let actions = e.take_actions();
+    assert!(
+        !actions.iter().any(|a| matches!(a, EvpnAction::Withdraw(_) | EvpnAction::Fib(FibChange::RemoteMac { .. }))),
+        "nothing moves: {actions:?}"
+    );
+    let shown = &e.macs(3 * S, Some(100))[0];
+    assert_eq!((shown.kind, shown.sticky, shown.moves, shown.refused_moves), ("local", true, 0, 2));
+    assert!(!shown.duplicate, "refused moves are no moves for duplicate detection");
+}
+
+/// A MAC a remote VTEP advertises sticky never moves to a local learn.
+#[test]
+fn a_received_sticky_mac_never_moves_to_a_local_learn() {
+    let mut e = instance(5);
+    remote(&mut e, 0, "10.0.0.3", Some((true, 0)));
+    e.take_actions();
+    e.local_mac(S, 100, MAC1, true);
+    e.local_mac(2 * S, 100, MAC1, true);
+    assert_eq!(e.take_actions(), vec![], "not advertised, the remote entry stays");
+    let shown = &e.macs(2 * S, Some(100))[0];
+    assert_eq!((shown.kind, shown.vtep, shown.refused_moves), ("remote", Some(ip("10.0.0.3")), 2));
+}
+
+/// A sticky MAC added to a VNI by a new configuration is advertised and
+/// takes over from the remote one; removed, it is withdrawn and the
+/// remote advertisement is installed.
+#[test]
+fn static_macs_follow_reconfiguration() {
+    let mut e = instance(5);
+    e.start();
+    let key = remote(&mut e, 0, "10.0.0.3", Some((false, 3)));
+    e.take_actions();
+    let attrs = PathAttrs {
+        next_hop: Some(ip("10.0.0.3")),
+        ext_communities: vec![
+            derived_rt(65000, 100).to_u64(),
+            ExtCommunity::MacMobility { sticky: false, sequence: 3 }.to_u64(),
+        ],
+        evpn: Some(crate::packet::evpn::EvpnPathData { label1: 100, ..Default::default() }),
+        ..Default::default()
+    };
+    e.reconfigure(S, &config_with(5, vec![STICKY]), &Rebuild::default(), [(key, &attrs)]);
+    let actions = e.take_actions();
+    // Sticky: the sequence number does not matter (§15.2), ours stays 0.
+    assert_eq!(originated_mm(&actions), Some(Some((true, 0))), "{actions:?}");
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: None })));
+    assert_eq!(e.macs(S, Some(100))[0].kind, "local");
+    e.reconfigure(2 * S, &config_with(5, vec![]), &Rebuild::default(), [(key, &attrs)]);
+    let actions = e.take_actions();
+    assert!(actions.iter().any(|a| matches!(a, EvpnAction::Withdraw(EvpnRoute::MacIpAdvertisement { .. }))));
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
+        vni: 100,
+        mac: MAC1,
+        vtep: Some(ip("10.0.0.3"))
+    })));
 }
 
 #[test]
@@ -291,6 +379,7 @@ fn config_of(vnis: &[(u32, Option<&str>)], vrfs: &[(&str, u32)]) -> EvpnConfig {
                 import_rts: vec![],
                 export_rts: vec![],
                 vrf: vrf.map(str::to_owned),
+                static_macs: vec![],
             })
             .collect(),
         vrfs: vrfs

@@ -517,7 +517,7 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     }
 
     let mut out = BgpConfig::new(bgp.asn, router_id);
-    out.evpn = bgp.evpn.clone().map(|evpn| with_routed_port_subnets(evpn, config));
+    out.evpn = bgp.evpn.clone().map(|evpn| with_static_macs(with_routed_port_subnets(evpn, config), config));
     out.listen_port = bgp.listen_port;
     out.multipath = MultipathConfig { max_paths: bgp.multipath.max_paths, as_path_relax: bgp.multipath.as_path_relax };
     out.timers = bgp.timers;
@@ -528,6 +528,25 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
     out.prefix_lists = policy_set.prefix_lists;
     out.policies = policy_set.policies;
     out
+}
+
+/// The static MACs of each EVPN VNI's VLAN, for the speaker to advertise
+/// (sticky ones with the sticky bit).
+fn with_static_macs(mut evpn: bgp_evpn::evpn::EvpnConfig, config: &Config) -> bgp_evpn::evpn::EvpnConfig {
+    let maps = config.vxlan.iter().flat_map(|x| x.vnis.iter());
+    for map in maps {
+        let Some(vni) = evpn.vnis.iter_mut().find(|v| v.vni == map.vni) else { continue };
+        let Some(vlan) = config.vlans.iter().find(|v| v.id == map.vlan) else { continue };
+        vni.static_macs = vlan
+            .static_macs
+            .iter()
+            .map(|s| bgp_evpn::evpn::config::StaticMac {
+                mac: bgp_evpn::packet::evpn::MacAddr(s.mac.0),
+                sticky: s.sticky,
+            })
+            .collect();
+    }
+    evpn
 }
 
 /// Each routed port in a VRF has its connected subnets advertised as type 5
@@ -578,6 +597,12 @@ fn check_evpn(
                 format!("VNI {} has a static flood list in vxlan.vnis; EVPN builds it from type 3 routes", v.vni),
             ),
             Some(_) => {}
+        }
+        if !v.static_macs.is_empty() {
+            error(
+                format!("bgp.evpn.vnis[{i}].static_macs"),
+                "a static MAC is configured under its VLAN (vlans[].static_macs), with its port".into(),
+            );
         }
     }
 }

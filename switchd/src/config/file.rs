@@ -279,6 +279,22 @@ pub struct VlanFile {
     /// switch's MAC.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mac: Option<String>,
+    /// MACs configured behind member ports (static FDB entries, never
+    /// aged, never moved by learning); in an EVPN VNI advertised as type 2.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub static_macs: Vec<StaticMacFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StaticMacFile {
+    pub mac: String,
+    /// A member port of the VLAN.
+    pub port: String,
+    /// Advertised with EVPN's sticky bit (RFC 7432 §15.2): no other VTEP's
+    /// advertisement moves it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sticky: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,6 +34,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     let vlans = check_vlans(&mut v, &file.vlans);
     let declared_vlans: BTreeSet<u16> = vlans.iter().map(|vlan| vlan.id).collect();
     let ports = check_ports(&mut v, &file, &declared_vlans);
+    check_static_mac_ports(&mut v, &file, &ports);
     check_loopback(&mut v, &file.loopback);
 
     check_backend(&mut v, &file);
@@ -120,6 +121,21 @@ fn check_vrfs(v: &mut Validator, file: &ConfigFile, config: &Config) -> Vec<Vrf>
         }
     }
     vrfs
+}
+
+/// A static MAC is behind a member port of its VLAN.
+fn check_static_mac_ports(v: &mut Validator, file: &ConfigFile, ports: &[Port]) {
+    for (i, vlan) in file.vlans.iter().enumerate() {
+        for (j, entry) in vlan.static_macs.iter().enumerate() {
+            let member = ports.iter().find(|p| p.name == entry.port);
+            if !member.is_some_and(|p| p.mode.memberships().iter().any(|(vid, _)| *vid == vlan.id)) {
+                v.error(
+                    format!("vlans[{i}].static_macs[{j}].port"),
+                    format!("{} is not a member port of VLAN {}", entry.port, vlan.id),
+                );
+            }
+        }
+    }
 }
 
 /// The ports fit the profile's tables and the rings hold frames of their MTU.
@@ -255,12 +271,27 @@ fn check_vlans(v: &mut Validator, vlans: &[VlanFile]) -> Vec<Vlan> {
         if vlan.vrf.is_some() && vlan.addresses.is_empty() {
             v.error(format!("vlans[{i}].vrf"), "only a VLAN with addresses has a router interface");
         }
+        let mut static_macs: Vec<StaticMac> = Vec::new();
+        for (j, entry) in vlan.static_macs.iter().enumerate() {
+            let path = format!("vlans[{i}].static_macs[{j}].mac");
+            match entry.mac.parse::<EthernetAddress>() {
+                Ok(mac) if !mac.is_unicast() || mac == EthernetAddress::ZERO => {
+                    v.error(path, format!("{} is not a unicast MAC", entry.mac))
+                }
+                Ok(mac) if static_macs.iter().any(|s| s.mac == mac) => {
+                    v.error(path, format!("{} listed twice", entry.mac))
+                }
+                Ok(mac) => static_macs.push(StaticMac { mac, port: entry.port.clone(), sticky: entry.sticky }),
+                Err(_) => v.error(path, format!("{:?} is not a MAC address", entry.mac)),
+            }
+        }
         out.push(Vlan {
             id: vlan.id,
             name: vlan.name.clone(),
             addresses: vlan.addresses.clone(),
             vrf: vlan.vrf.clone(),
             mac,
+            static_macs,
         });
     }
     out.sort_by_key(|vlan| vlan.id);

@@ -178,7 +178,14 @@ const RMAC3: MacAddr = MacAddr([0x02, 0xaa, 0, 0, 0, 3]);
 
 fn leaf(id: &str, router_mac: MacAddr, networks: &[&str]) -> BgpConfig {
     let mut c = evpn_speaker(65000, id, &[("10.0.0.2", 65000)]);
-    let vni = |vni| VniConfig { vni, rd: None, import_rts: vec![], export_rts: vec![], vrf: Some("tenant1".into()) };
+    let vni = |vni| VniConfig {
+        vni,
+        rd: None,
+        import_rts: vec![],
+        export_rts: vec![],
+        vrf: Some("tenant1".into()),
+        static_macs: vec![],
+    };
     c.evpn = Some(EvpnConfig {
         vtep_ip: ip(id),
         vnis: vec![vni(100), vni(200)],

@@ -23,7 +23,12 @@ use crate::notification::{FdbEvent, Notification};
 use crate::object::{FdbEntryKey, ObjectId};
 
 /// An AF_BRIDGE neighbour (FDB) message.
-fn fdb_message(ifindex: u32, mac: EthernetAddress, state: NeighbourState, flags: NeighbourFlags) -> NeighbourMessage {
+pub(super) fn fdb_message(
+    ifindex: u32,
+    mac: EthernetAddress,
+    state: NeighbourState,
+    flags: NeighbourFlags,
+) -> NeighbourMessage {
     let mut message = NeighbourMessage::default();
     message.header.family = AddressFamily::Bridge;
     message.header.ifindex = ifindex;

@@ -94,9 +94,18 @@ impl LinkState {
 /// emitter for it).
 const IFLA_PROTINFO: u16 = 12;
 const IFLA_BRPORT_LEARNING: u16 = 8;
+/// `bridge link set ... neigh_suppress on`: the bridge answers ARP and NS
+/// for hosts behind the port from its neighbour table, and floods none of
+/// those it answered to the port.
+pub(super) const IFLA_BRPORT_NEIGH_SUPPRESS: u16 = 32;
 
 fn learning_attribute(learning: bool) -> LinkAttribute {
-    let inner = DefaultNla::new(IFLA_BRPORT_LEARNING, vec![u8::from(learning)]);
+    bridge_port_flag(IFLA_BRPORT_LEARNING, learning)
+}
+
+/// One bridge-port flag in `IFLA_PROTINFO`.
+pub(super) fn bridge_port_flag(flag: u16, on: bool) -> LinkAttribute {
+    let inner = DefaultNla::new(flag, vec![u8::from(on)]);
     let mut value = vec![0; inner.buffer_len()];
     inner.emit(&mut value);
     LinkAttribute::Other(DefaultNla::new(IFLA_PROTINFO | NLA_F_NESTED, value))
@@ -192,6 +201,8 @@ impl KernelBackend {
         self.bridge_mode = self.probe_vlan_aware_bridge(log, switch)?;
         self.port_vlans.clear();
         self.vrfs.clear();
+        self.l3vnis.clear();
+        self.tunnel_hops.clear();
         self.bridge_mtu_set = None;
         tracing::info!(
             bridge_mode = self.bridge_mode.name(),
@@ -620,7 +631,10 @@ impl KernelBackend {
             }
             RouterInterfaceType::Vlan(vlan) if self.vlan_aware_bridge().is_some() => {
                 let bridge = self.vlan_aware_bridge().cloned().expect("checked");
-                self.create_aware_svi(log, &bridge, self.vid(vlan)?, rif)?
+                let vid = self.vid(vlan)?;
+                let svi = self.create_aware_svi(log, &bridge, vid, rif)?;
+                self.install_kept_bindings(log, &svi, vid)?;
+                svi
             }
             RouterInterfaceType::Vlan(vlan) => {
                 // The VLAN's bridge is its SVI: it takes the router
@@ -699,37 +713,36 @@ impl KernelBackend {
 
     // ------------------------------------------------------------ VXLAN
 
-    pub(super) fn create_vni_map(&mut self, log: &mut UndoLog, map: &TunnelMapEntry) -> SaiResult<()> {
-        let vlan = map.vlan().ok_or_else(|| {
-            SaiError::NotSupported("the kernel backend has no L3VNIs yet (VRFs without symmetric IRB)".into())
-        })?;
+    pub(super) fn create_vni_map(
+        &mut self,
+        store: &ObjectStore,
+        log: &mut UndoLog,
+        map: &TunnelMapEntry,
+    ) -> SaiResult<()> {
+        let vlan = match map.value {
+            TunnelMapValue::Vlan(vlan) => vlan,
+            TunnelMapValue::VirtualRouter(virtual_router) => {
+                return self.create_l3vni(store, log, map.vni, virtual_router);
+            }
+        };
         let vid = self.vid(vlan)?;
         let (_, tunnel) = self.tunnel.clone().ok_or(SaiError::UnknownObject(map.tunnel))?;
-        let mut message = LinkMessage::default();
-        message.attributes.push(LinkAttribute::IfName(self.config.vxlan_name(map.vni)));
+        let mut message = super::l3vni::vxlan_message(&self.config.vxlan_name(map.vni), map.vni, &tunnel);
         message.attributes.push(LinkAttribute::Controller(self.bridge(vid)?.ifindex));
-        message.attributes.push(LinkAttribute::LinkInfo(vec![
-            LinkInfo::Kind(InfoKind::Vxlan),
-            LinkInfo::Data(InfoData::Vxlan(vec![
-                InfoVxlan::Id(map.vni),
-                InfoVxlan::Local(tunnel.encap_src_ip),
-                InfoVxlan::Port(tunnel.udp_dst_port),
-                // Remote MACs come from the control plane (EVPN) or are
-                // flooded to the VNI's VTEPs, as with zebra.
-                InfoVxlan::Learning(false),
-            ])),
-        ]));
-        admin(&mut message, true);
         let netdev = self.create_device(log, "create the vxlan device", message)?;
         if self.vlan_aware_bridge().is_some() {
             self.attach_aware_vxlan(log, &netdev, vid)?;
         }
+        self.set_neigh_suppress(log, &netdev)?;
         self.vxlans.insert(vid, (map.vni, netdev));
         Ok(())
     }
 
     pub(super) fn remove_vni_map(&mut self, log: &mut UndoLog, map: &TunnelMapEntry) -> SaiResult<()> {
-        let Some(vlan) = map.vlan() else { return Ok(()) };
+        let vlan = match map.value {
+            TunnelMapValue::Vlan(vlan) => vlan,
+            TunnelMapValue::VirtualRouter(_) => return self.remove_l3vni(map.vni),
+        };
         let vid = self.vid(vlan)?;
         let _ = log;
         if let Some((_, netdev)) = self.vxlans.get(&vid) {
@@ -744,7 +757,8 @@ impl KernelBackend {
     }
 
     pub(super) fn set_tunnel(&mut self, log: &mut UndoLog, id: ObjectId, old: &Tunnel, new: &Tunnel) -> SaiResult<()> {
-        let devices: Vec<(u32, Netdev)> = self.vxlans.values().cloned().collect();
+        let mut devices: Vec<(u32, Netdev)> = self.vxlans.values().cloned().collect();
+        devices.extend(self.l3vnis.iter().map(|(vni, l3vni)| (*vni, l3vni.vxlan.clone())));
         for (vni, netdev) in devices {
             let message = |tunnel: &Tunnel| {
                 let mut message = link_message(netdev.ifindex);

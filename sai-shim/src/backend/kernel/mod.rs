@@ -17,6 +17,9 @@
 //! | route | a route in the main table referencing its nexthop (`nhid`); connected: `scope link dev`; drop: `blackhole`; to the CPU port: nothing (the address the daemon puts on the interface makes the kernel's local route) |
 //! | neighbour | a permanent neighbour entry |
 //! | virtual router | the first: the main table; the others: an l3mdev VRF device `nos-vrf<TABLE>` with its own table (see [`vrf`]); their router interfaces enslaved to it, their routes in its table |
+//! | tunnel map entry to a virtual router (L3VNI) | a bridge `nos-irb<VNI>` (the SVI, with the router MAC, in the VRF) holding a vxlan device `nos-vx<VNI>` (see [`l3vni`]) |
+//! | next hop of type TUNNEL_ENCAP | a nexthop `via <VTEP> dev nos-irb<VNI> onlink`, a permanent neighbour VTEP -> router MAC on the SVI, an FDB entry router MAC -> VTEP on the vxlan device |
+//! | ARP/ND suppression entry | `neigh_suppress on` on the VNI's vxlan port; a `noarp extern_learn` neighbour on the VLAN's SVI (see [`suppression`]) |
 //!
 //! That table is the per-VLAN ("traditional") model, the fallback. When the
 //! switch object is created the backend tries to create one VLAN-aware
@@ -49,10 +52,12 @@
 mod address;
 mod bridge;
 mod events;
+mod l3vni;
 mod link;
 pub mod netlink;
 pub mod nexthop_wire;
 mod route;
+mod suppression;
 pub mod vlan_aware;
 mod vrf;
 
@@ -67,7 +72,7 @@ use crate::api::ObjectStore;
 use crate::attributes::*;
 use crate::error::{SaiError, SaiResult};
 use crate::notification::{NeighborInfo, Notification};
-use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey};
+use crate::object::{FdbEntryKey, NeighborEntryKey, ObjectId, ObjectType, RouteEntryKey, SuppressionEntryKey};
 
 /// How the backend marks and names what it creates.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,6 +114,11 @@ impl KernelConfig {
     /// The VRF device of the VRF with routing table `table`.
     pub fn vrf_name(&self, table: u32) -> String {
         format!("{}vrf{table}", self.device_prefix)
+    }
+
+    /// The SVI of an L3VNI: a bridge holding its vxlan device.
+    pub fn l3vni_svi_name(&self, vni: u32) -> String {
+        format!("{}irb{vni}", self.device_prefix)
     }
 
     pub fn vxlan_name(&self, vni: u32) -> String {
@@ -163,6 +173,12 @@ pub struct KernelBackend {
     tunnel: Option<(ObjectId, Tunnel)>,
     /// VLAN -> (VNI, its vxlan device).
     vxlans: HashMap<VlanId, (u32, Netdev)>,
+    /// L3VNIs by VNI: their SVIs and vxlan devices.
+    l3vnis: HashMap<u32, l3vni::L3Vni>,
+    /// Next hops across the overlay (symmetric IRB).
+    tunnel_hops: HashMap<ObjectId, l3vni::TunnelHop>,
+    /// ARP/ND suppression bindings: (VID, IP) -> MAC.
+    suppression: HashMap<(VlanId, std::net::IpAddr), EthernetAddress>,
     router_interfaces: HashMap<ObjectId, Netdev>,
     rif_of_ifindex: HashMap<u32, ObjectId>,
     nexthop_ids: HashMap<ObjectId, u32>,
@@ -226,6 +242,9 @@ impl KernelBackend {
             bridge_port_of_remote: HashMap::new(),
             tunnel: None,
             vxlans: HashMap::new(),
+            l3vnis: HashMap::new(),
+            tunnel_hops: HashMap::new(),
+            suppression: HashMap::new(),
             router_interfaces: HashMap::new(),
             rif_of_ifindex: HashMap::new(),
             nexthop_ids: HashMap::new(),
@@ -360,7 +379,7 @@ impl Backend for KernelBackend {
                 this.tunnel = Some((id, tunnel.clone()));
                 Ok(())
             }
-            Object::TunnelMapEntry(map) => this.create_vni_map(log, map),
+            Object::TunnelMapEntry(map) => this.create_vni_map(store, log, map),
             Object::TunnelEndpoint(_) => Ok(()),
             Object::HostInterface(_) => Err(SaiError::NotSupported(
                 "the kernel backend needs no host interfaces: the kernel owns the ports".into(),
@@ -406,7 +425,11 @@ impl Backend for KernelBackend {
             Object::VlanMember(member) => this.remove_vlan_member(store, log, member),
             Object::VirtualRouter(_) => this.remove_virtual_router(id),
             Object::RouterInterface(rif) => this.remove_router_interface(log, id, rif),
-            Object::NextHop(_) | Object::NextHopGroup(_) => this.remove_nexthop(log, id),
+            Object::NextHop(_) => {
+                this.release_tunnel_next_hop(log, id)?;
+                this.remove_nexthop(log, id)
+            }
+            Object::NextHopGroup(_) => this.remove_nexthop(log, id),
             Object::NextHopGroupMember(member) => this.program_group(store, log, member.group, None, Some(id)),
             Object::Tunnel(_) => {
                 this.tunnel = None;
@@ -504,6 +527,19 @@ impl Backend for KernelBackend {
         entry: &NeighborEntry,
     ) -> SaiResult<()> {
         self.atomically(|this, log| this.uninstall_neighbor(log, key, entry))
+    }
+
+    fn set_suppression_entry(
+        &mut self,
+        store: &ObjectStore,
+        key: &SuppressionEntryKey,
+        mac: EthernetAddress,
+    ) -> SaiResult<()> {
+        self.atomically(|this, log| this.set_binding(store, log, key, mac))
+    }
+
+    fn remove_suppression_entry(&mut self, store: &ObjectStore, key: &SuppressionEntryKey) -> SaiResult<()> {
+        self.atomically(|this, log| this.remove_binding(store, log, key))
     }
 
     fn port_oper_status(&self, port: ObjectId) -> bool {

@@ -42,7 +42,7 @@ fn family_byte(ip: IpAddr) -> u8 {
     }
 }
 
-fn delete_nexthop(id: u32) -> Request {
+pub(super) fn delete_nexthop(id: u32) -> Request {
     let mut message = NexthopMessage::new(NexthopOperation::Delete, NexthopHeader::default());
     message.attributes.push(NexthopAttribute::Id(id));
     Request::nexthop(message, 0)
@@ -66,20 +66,23 @@ enum KernelRoute {
 }
 
 impl KernelBackend {
-    fn allocate_nexthop_id(&mut self) -> u32 {
+    pub(super) fn allocate_nexthop_id(&mut self) -> u32 {
         let id = self.next_nexthop_id;
         self.next_nexthop_id = self.next_nexthop_id.wrapping_add(1).max(self.config.nexthop_id_base);
         id
     }
 
-    fn nexthop_header(&self, family: u8) -> NexthopHeader {
+    pub(super) fn nexthop_header(&self, family: u8) -> NexthopHeader {
         NexthopHeader { family, protocol: self.config.protocol, ..NexthopHeader::default() }
     }
 
     pub(super) fn create_next_hop(&mut self, log: &mut UndoLog, id: ObjectId, next_hop: &NextHop) -> SaiResult<()> {
-        let rif = next_hop.router_interface().ok_or_else(|| {
-            SaiError::NotSupported("the kernel backend has no tunnel next hops (symmetric IRB)".into())
-        })?;
+        let rif = match next_hop.next_hop_type {
+            NextHopType::Ip { router_interface } => router_interface,
+            NextHopType::TunnelEncap { vni, mac, .. } => {
+                return self.create_tunnel_next_hop(log, id, next_hop.ip, vni, mac);
+            }
+        };
         let oif = self.router_interface(rif)?.ifindex;
         let kernel_id = self.allocate_nexthop_id();
         let mut header = self.nexthop_header(family_byte(next_hop.ip));
@@ -365,7 +368,7 @@ impl KernelBackend {
 
     // ------------------------------------------------------------ neighbours
 
-    fn neighbor_message(&self, ifindex: u32, ip: IpAddr, mac: Option<[u8; 6]>) -> NeighbourMessage {
+    pub(super) fn neighbor_message(&self, ifindex: u32, ip: IpAddr, mac: Option<[u8; 6]>) -> NeighbourMessage {
         let mut message = NeighbourMessage::default();
         message.header.family = family_of(ip);
         message.header.ifindex = ifindex;
