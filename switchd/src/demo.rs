@@ -26,11 +26,11 @@
 //! frame printed went through the pipeline, and the tables at the end are
 //! the management API's answers, rendered as `swcli` renders them.
 
+pub mod bgp;
 mod evpn;
 pub mod host;
 pub mod ib;
 pub mod trace;
-pub mod underlay;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -49,9 +49,9 @@ use sai_shim::{HostInterfaceAttr, ObjectId};
 use crate::config::Config;
 use crate::daemon;
 use crate::mgmt::SwitchView;
+use bgp::{DemoSpeaker, Speakers};
 use host::Host;
 pub use trace::{OverlayFrame, Trace};
-use underlay::{DemoSpeaker, Underlay};
 
 /// The switches' startup configs, as a deployment would have them.
 pub const CONFIGS: [(&str, &str); 4] = [
@@ -129,7 +129,7 @@ pub struct Fabric {
     /// Frames punted to a switch's host side that no agent consumed.
     pub punted_to_host: u64,
     /// Each switch's BGP speaker and the sessions between them.
-    pub underlay: Underlay,
+    pub bgp: Speakers,
 }
 
 /// What happened to one ping.
@@ -144,7 +144,7 @@ impl Fabric {
     pub fn build() -> Fabric {
         let clock = Arc::new(AtomicU64::new(0));
         let mut switches = Vec::new();
-        let mut underlay = Underlay::default();
+        let mut bgp = Speakers::default();
         for (name, yaml) in CONFIGS {
             let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("embedded config {name} is invalid: {e}"));
             let (mut sai, applied) = daemon::build_shim(&config).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -169,7 +169,7 @@ impl Fabric {
             }
             let now = clock.clone();
             let sai = Arc::new(Mutex::new(sai));
-            underlay.speakers.push(DemoSpeaker::new(&config, &applied, sai.clone()));
+            bgp.speakers.push(DemoSpeaker::new(&config, &applied, sai.clone()));
             let view = SwitchView {
                 config: Arc::new(config),
                 applied: Arc::new(applied),
@@ -190,7 +190,7 @@ impl Fabric {
             clock,
             trace: None,
             punted_to_host: 0,
-            underlay,
+            bgp,
         };
         for (a, pa, b, pb) in CABLES {
             let a = fabric.endpoint(a, pa);
@@ -221,9 +221,9 @@ impl Fabric {
     /// session is up and every route is in the shims.
     fn converge_bgp(&mut self) {
         let deadline = self.now() + 120 * SEC;
-        self.underlay.start(self.now());
-        while let Some(next) = self.underlay.handle_timeout(self.now()) {
-            if self.underlay.all_established() || next > deadline {
+        self.bgp.start(self.now());
+        while let Some(next) = self.bgp.handle_timeout(self.now()) {
+            if self.bgp.all_established() || next > deadline {
                 break;
             }
             self.clock.fetch_max(next, Ordering::Relaxed);
@@ -340,10 +340,10 @@ impl Fabric {
                     }
                     sai.drain_notifications()
                 };
-                self.underlay.learned(now, i, &notifications);
+                self.bgp.learned(now, i, &notifications);
             }
             // Routes the speakers exchanged go into the shims here.
-            self.underlay.handle_timeout(now);
+            self.bgp.handle_timeout(now);
             self.run_until_idle();
         }
     }
@@ -541,9 +541,9 @@ pub fn run() -> (String, Summary) {
         out,
         "  (the daemon runs sessions over TCP through the dataplane; here they are in-memory pipes between the speakers)"
     );
-    summary.bgp_established = fabric.underlay.all_established();
+    summary.bgp_established = fabric.bgp.all_established();
     for (i, sw) in fabric.switches.iter().enumerate() {
-        let Some(bgp) = &fabric.underlay.speakers[i] else { continue };
+        let Some(bgp) = &fabric.bgp.speakers[i] else { continue };
         if sw.name != "spine1" && sw.name != "leaf1" {
             continue;
         }
@@ -556,7 +556,7 @@ pub fn run() -> (String, Summary) {
     heading(&mut out, "leaf1's underlay: the other VTEP through both spines, ECMP (swcli show bgp ipv4 unicast)");
     if let (Some(leaf1), Some(bgp)) = (
         fabric.switches.iter().position(|s| s.name == "leaf1"),
-        fabric.switches.iter().position(|s| s.name == "leaf1").and_then(|i| fabric.underlay.speakers[i].as_ref()),
+        fabric.switches.iter().position(|s| s.name == "leaf1").and_then(|i| fabric.bgp.speakers[i].as_ref()),
     ) {
         let config = fabric.switches[leaf1].view.config.bgp.as_ref().expect("leaf1 runs BGP");
         let routes = bgp.speaker.routes(bgp_evpn::packet::Family::Ipv4Unicast, None);

@@ -16,7 +16,7 @@ impl Fabric {
     pub fn evpn_routes(&self, switch: &str, route_type: Option<u8>) -> api::BgpEvpnRoutes {
         let i = self.switch_index(switch);
         let config = self.switches[i].view.config.bgp.as_ref().expect("the demo's switches run BGP");
-        let routes = self.underlay.speakers[i].as_ref().map(|bgp| bgp.speaker.routes(Family::L2vpnEvpn, None));
+        let routes = self.bgp.speakers[i].as_ref().map(|bgp| bgp.speaker.routes(Family::L2vpnEvpn, None));
         crate::evpn::evpn_table(config, routes.unwrap_or_default(), route_type)
     }
 
@@ -35,7 +35,7 @@ impl Fabric {
     /// `show evpn vni|mac|arp-cache` and `show vrf` of `switch`.
     pub fn evpn_show(&self, switch: &str, request: &Request) -> Reply {
         let i = self.switch_index(switch);
-        let state = self.underlay.speakers[i]
+        let state = self.bgp.speakers[i]
             .as_ref()
             .and_then(|bgp| bgp.speaker.evpn.as_ref())
             .map(|evpn| evpn.state(self.now()))

@@ -55,14 +55,14 @@ impl DemoSpeaker {
 
 /// Every switch's speaker and the sessions between them.
 #[derive(Default)]
-pub struct Underlay {
+pub struct Speakers {
     pub speakers: Vec<Option<DemoSpeaker>>,
     pipes: HashMap<End, End>,
     /// Sessions that came up, in order: (switch, peer address).
     pub log: Vec<String>,
 }
 
-impl Underlay {
+impl Speakers {
     pub fn start(&mut self, now: u64) {
         for s in self.speakers.iter_mut().flatten() {
             s.speaker.start(now);
