@@ -265,19 +265,7 @@ impl AfPacket {
             direct: None,
         };
 
-        // SAFETY: sockaddr_ll is POD; zeroes are valid.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = config.protocol.to_be();
-        addr.sll_ifindex = ifindex as libc::c_int;
-        // SAFETY: addr is a valid sockaddr_ll of the size given.
-        check(unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        })?;
+        bind_to(raw, ifindex, config.protocol)?;
 
         if config.promiscuous {
             // SAFETY: packet_mreq is POD.
@@ -603,9 +591,18 @@ fn open_send_only(ifindex: u32) -> io::Result<OwnedFd> {
     let fd = unsafe { OwnedFd::from_raw_fd(raw) };
     let one: libc::c_int = 1;
     let _ = setsockopt(raw, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+    // Protocol 0: a send-only socket receives nothing.
+    bind_to(raw, ifindex, 0)?;
+    Ok(fd)
+}
+
+/// Binds AF_PACKET socket `raw` to interface `ifindex` for EtherType
+/// `protocol` (host order; 0 receives nothing).
+fn bind_to(raw: libc::c_int, ifindex: u32, protocol: u16) -> io::Result<()> {
     // SAFETY: sockaddr_ll is POD; zeroes are valid.
     let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
     addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = protocol.to_be();
     addr.sll_ifindex = ifindex as libc::c_int;
     // SAFETY: addr is a valid sockaddr_ll of the size given.
     check(unsafe {
@@ -615,7 +612,7 @@ fn open_send_only(ifindex: u32) -> io::Result<OwnedFd> {
             std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
         )
     })?;
-    Ok(fd)
+    Ok(())
 }
 
 fn page_size() -> usize {
