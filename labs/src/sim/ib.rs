@@ -517,12 +517,12 @@ impl IbSimulation {
         while let Some(update) = self.hcas[h as usize].credits.poll_flow_control(now) {
             self.launch(link, to, FLOW_CONTROL_FRAME, IbEvent::FlowControl { at: to, update });
         }
-        if self.hcas[h as usize].line.idle(now) {
-            if let Some(packet) = self.next_packet(h) {
-                let wire_len = self.packets[packet as usize].wire_len();
-                self.hcas[h as usize].line.send(now, wire_len + FRAME_OVERHEAD);
-                self.launch(link, to, (wire_len + FRAME_OVERHEAD) as usize, IbEvent::Packet { at: to, packet });
-            }
+        if self.hcas[h as usize].line.idle(now)
+            && let Some(packet) = self.next_packet(h)
+        {
+            let wire_len = self.packets[packet as usize].wire_len();
+            self.hcas[h as usize].line.send(now, wire_len + FRAME_OVERHEAD);
+            self.launch(link, to, (wire_len + FRAME_OVERHEAD) as usize, IbEvent::Packet { at: to, packet });
         }
         let hca = &self.hcas[h as usize];
         let busy = hca.connections.iter().any(|&c| {
