@@ -288,26 +288,34 @@ impl Stages {
     /// solicited-node group) to resolve, unicast to the known MAC to probe.
     pub(crate) fn send_neighbor_request(&mut self, now: u64, request: Request, out: &mut Output) {
         let Some(rif) = self.tables.router.rif(request.rif).copied() else { return };
+        let source_mac = self.tables.router.probe_mac(&rif);
         match request.ip {
             IpAddr::V4(target) => {
                 let Some(sender) = self.tables.router.source_v4(request.rif, target) else { return };
                 let arp = ArpRepr {
                     operation: Operation::Request,
-                    sender_hardware_addr: rif.mac,
+                    sender_hardware_addr: source_mac,
                     sender_protocol_addr: sender,
                     target_hardware_addr: EthernetAddress::ZERO,
                     target_protocol_addr: target,
                 };
                 let dst = request.unicast.unwrap_or(EthernetAddress::BROADCAST);
-                let _ = self.rif_send_frame(now, request.rif, dst, EtherType::Arp, arp::PACKET_LEN, out, |buf| {
-                    arp.emit(&mut ArpPacket::new_unchecked(buf))
-                });
+                let _ = self.rif_send_frame_from(
+                    now,
+                    request.rif,
+                    source_mac,
+                    dst,
+                    EtherType::Arp,
+                    arp::PACKET_LEN,
+                    out,
+                    |buf| arp.emit(&mut ArpPacket::new_unchecked(buf)),
+                );
             }
             IpAddr::V6(target) => {
                 let Some(src) = self.tables.router.source_v6(request.rif, target) else { return };
                 let dst_ip = if request.unicast.is_some() { target } else { solicited_node(target) };
                 let dst = request.unicast.unwrap_or_else(|| ipv6_multicast_mac(dst_ip));
-                let solicit = Icmpv6Repr::NeighborSolicit { target_addr: target, source_lladdr: Some(rif.mac) };
+                let solicit = Icmpv6Repr::NeighborSolicit { target_addr: target, source_lladdr: Some(source_mac) };
                 self.send_nd(now, request.rif, dst, src, dst_ip, solicit, out);
             }
         }
