@@ -100,6 +100,7 @@ pub struct SimArgs {
     pub flowlet_us: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The event queue: the binary heap or the timing wheel (docs/benchmarks.md); same order, same results.
     #[arg(long, value_enum, default_value = "heap")]
     pub queue: QueueKind,
     /// Queue-depth sampling interval, microseconds (0: off).

@@ -8,7 +8,7 @@
 use std::net::Ipv4Addr;
 
 use dataplane::node::{HostIfTarget, Node, Ports, QosTrafficManager};
-use dataplane::pipeline::{Egress, FramePool, FrameRef, PortId, Switch};
+use dataplane::pipeline::{Egress, FramePool, FrameRef, Output, PortId, Switch};
 
 use super::experiment::{DATA_PRIORITY, Experiment, LoadBalancing};
 use super::fabric::{End, Fabric};
@@ -83,7 +83,11 @@ impl<Q: EventQueue> Simulation<Q> {
             if experiment.lb != LoadBalancing::Ecmp {
                 pipeline.set_path_quality(Some(Box::new(tm.dlb(experiment.dlb_config()))));
             }
-            let node = Node::with_output_capacity(tm, 64);
+            // Pool slots fit the largest frame a host makes (the MTU's
+            // payload and RoCEv2's headers) with room to spare, not a
+            // jumbo frame: half the memory of the queues at 4 KiB.
+            let slot = (experiment.mtu as usize + 256).next_multiple_of(64);
+            let node = Node::with_output(tm, Output::with_pool(FramePool::with_slots_of(64, slot), 64));
             switches.push(SimSwitch { pipeline, node, wake_at: u64::MAX });
         }
         let mut switch_peers: Vec<Vec<Option<Peer>>> =
