@@ -904,10 +904,11 @@ mod tests {
         // Each leaf's table, the same on both: type 3 for the 3 VNIs of
         // each leaf; type 5 for blue's 2 subnets; type 2 for the 7 hosts'
         // MACs and the 7 MAC+IP bindings the leaves resolved (h1, h6, h7
-        // and h3, h4 in IPv4 and IPv6).
+        // and h3, h4 in IPv4 and IPv6), and the leaves' own MACs in the 5
+        // VNIs where they are anycast gateways (docs/evpn.md).
         for leaf in ["leaf1", "leaf2"] {
             let counts = summary.evpn_routes[leaf];
-            assert_eq!((counts[2], counts[3], counts[5]), (14, 6, 2), "{leaf}'s types 2, 3, 5: {report}");
+            assert_eq!((counts[2], counts[3], counts[5]), (19, 6, 2), "{leaf}'s types 2, 3, 5: {report}");
             assert_eq!((counts[1], counts[4]), (0, 0), "{report}");
         }
         // Red across VNIs (10020 on leaf1 -> 10010 on leaf2): symmetric IRB,
