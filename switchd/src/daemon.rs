@@ -153,11 +153,15 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
 
     // BGP last: its sessions run over the host interfaces made above.
     let mut evpn_follower = None;
+    let mut bgp_follower = None;
     let bgp = match &config.bgp {
         Some(bgp) => {
             let programmer = crate::bgp::programmer(&config, &applied);
             let (view, control) =
                 crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?;
+            // Commits change neighbours, networks and multipath live.
+            let follower = crate::bgp_follow::BgpFollower::new(bgp.clone(), view.speaker.clone());
+            bgp_follower = Some(Arc::new(Mutex::new(follower)));
             if bgp.evpn.is_some() {
                 // MACs and neighbours learned here become EVPN routes.
                 let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("evpn", 65536);
@@ -197,6 +201,9 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     configurator.follow(lldp.clone());
     if let Some(evpn) = evpn_follower {
         configurator.follow(evpn);
+    }
+    if let Some(bgp) = bgp_follower {
+        configurator.follow(bgp);
     }
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
@@ -262,9 +269,10 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, the traffic manager, the BGP speaker and the IB-like plane
-/// are set up once at start. Ports, interfaces, addresses, LLDP and the
-/// metrics endpoint follow commits
+/// the socket, the traffic manager, the BGP speaker's identity (ASN,
+/// router id, listener) and the IB-like plane are set up once at start.
+/// Ports, interfaces, addresses, LLDP, BGP neighbours, networks and
+/// multipath, and the metrics endpoint follow commits
 /// ([`crate::commit::FollowsConfig`]).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
@@ -280,13 +288,23 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.profile != candidate.profile {
         reasons.push("the table profile changed (the tables are sized at start)".to_owned());
     }
-    // `bgp.evpn` follows commits (`crate::evpn_follow`); the rest of the
-    // speaker's settings, and whether EVPN runs at all, are set at start.
-    let without_evpn = |c: &Config| c.bgp.as_ref().map(|b| bgp_evpn::BgpConfig { evpn: None, ..b.clone() });
-    if without_evpn(running) != without_evpn(candidate) {
-        reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
-    } else if running.bgp.as_ref().map(|b| b.evpn.is_some()) != candidate.bgp.as_ref().map(|b| b.evpn.is_some()) {
-        reasons.push("bgp.evpn was added or removed (EVPN's feed and installer start with the speaker)".to_owned());
+    // `bgp.evpn` follows commits (`crate::evpn_follow`), the rest of
+    // `bgp:` too (`crate::bgp_follow`) unless it needs a new speaker.
+    match (&running.bgp, &candidate.bgp) {
+        (None, None) => {}
+        (Some(_), None) | (None, Some(_)) => {
+            reasons.push("bgp: was added or removed (the speaker starts once)".to_owned())
+        }
+        (Some(old), Some(new)) => {
+            let has_bfd = old.neighbors.iter().any(|n| n.bfd);
+            if let Some(why) = bgp_evpn::events::reconfigure::live_restart_reason(old, new, has_bfd) {
+                reasons.push(format!("the BGP settings changed and need a new speaker: {why}"));
+            } else if old.evpn.is_some() != new.evpn.is_some() {
+                reasons.push(
+                    "bgp.evpn was added or removed (EVPN's feed and installer start with the speaker)".to_owned(),
+                );
+            }
+        }
     }
     let ib_ports = |c: &Config| {
         c.ports

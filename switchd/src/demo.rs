@@ -482,6 +482,10 @@ pub struct Summary {
     pub vxlan_replies: usize,
     pub vxlan_source_ports: Vec<u16>,
     pub gateway_replies: usize,
+    /// ARP for the anycast gateway: answers to the asking host (one, from
+    /// its own leaf) and ARP frames that crossed the fabric (none).
+    pub gateway_arp_answers: usize,
+    pub gateway_arp_on_fabric: usize,
     /// Red, VNI 10020 -> 10010 across the leaves (symmetric IRB).
     pub routed_replies: usize,
     /// The VXLAN frames of that ping's answered exchange.
@@ -600,8 +604,15 @@ pub fn run() -> (String, Summary) {
     );
 
     heading(&mut out, "ping h3 -> 192.168.20.1: the anycast gateway (leaf1's SVI in VRF red answers itself)");
-    let (outcomes, _) = fabric.ping("h3", "192.168.20.1".parse().unwrap(), 2);
+    let (outcomes, trace) = fabric.ping("h3", "192.168.20.1".parse().unwrap(), 2);
     summary.gateway_replies = ping_summary(&mut out, &outcomes);
+    summary.gateway_arp_answers = trace.delivered_to("h3", |d| d.starts_with("ARP 192.168.20.1 is-at"));
+    summary.gateway_arp_on_fabric = trace.overlay().iter().filter(|f| f.inner.contains("ARP")).count();
+    let _ = writeln!(
+        out,
+        "    ARP answers to h3 for its gateway: {}; ARP frames on the fabric: {}",
+        summary.gateway_arp_answers, summary.gateway_arp_on_fabric
+    );
 
     heading(&mut out, "ping h3 -> h4: red VLAN 20 -> VLAN 10 on leaf2, routed over the L3VNI (symmetric IRB)");
     let _ = writeln!(
@@ -870,6 +881,8 @@ mod tests {
         assert!(summary.vxlan_replies >= 2, "{report}");
         assert!(!summary.vxlan_source_ports.is_empty(), "{report}");
         assert!(summary.gateway_replies >= 1, "{report}");
+        assert_eq!(summary.gateway_arp_answers, 1, "{report}");
+        assert_eq!(summary.gateway_arp_on_fabric, 0, "{report}");
         assert!(summary.routed_replies >= 2, "{report}");
         assert!(summary.ipv6_replies >= 2, "{report}");
         assert_eq!(summary.udp_delivered, 64, "{report}");

@@ -200,6 +200,58 @@ fn the_svi_answers_arp_from_a_remote_host_through_the_tunnel() {
     assert_eq!(&reply_inner[..12], &[mac(20).0, R2.0].concat()[..]);
 }
 
+/// Issue 9: a local host's ARP request and neighbour solicitation for its
+/// anycast gateway (the SVI's own address on a VLAN mapped to a VNI) are
+/// answered once, by this leaf's SVI, and never cross the overlay: every
+/// other leaf's SVI has the same address and would answer again. The local
+/// members still get their copy, as from Linux's bridge with neigh_suppress.
+#[test]
+fn arp_and_nd_for_the_anycast_gateway_are_answered_locally_and_kept_off_the_overlay() {
+    let mut switch = vtep_switch();
+    switch.set_route(net("2001:db8:100::1/128"), RouteTarget::Local).unwrap();
+    switch.set_route(net("2001:db8:100::/64"), RouteTarget::Connected(2)).unwrap();
+    let mut out = Output::new();
+    // Ports 0 and 1 are the underlay, 2 (the host's) and 3 the VLAN's members.
+    let underlay = |out: &Output| ports_of(out).iter().filter(|&&port| port < 2).count();
+
+    let request = arp(Operation::Request, H2, "192.168.100.2", EthernetAddress::ZERO, "192.168.100.1");
+    let sent = frame(EthernetAddress::BROADCAST, H2, None, EtherType::Arp, &request);
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Consumed);
+    assert_eq!(underlay(&out), 0, "no VXLAN copy");
+    let got = emitted(&out);
+    assert!(got.iter().any(|(to, _)| *to == Egress::Port(3)), "the other local member still gets it");
+    let reply = arp(Operation::Reply, R2, "192.168.100.1", H2, "192.168.100.2");
+    let replies: Vec<_> = got.iter().filter(|(to, _)| *to == Egress::Port(2)).collect();
+    assert_eq!(replies, vec![&(Egress::Port(2), frame(H2, R2, None, EtherType::Arp, &reply))], "one local reply");
+    assert_eq!(switch.neighbor_requests_suppressed(), 1);
+
+    out.clear();
+    let (host_ip, gateway) = (v6("2001:db8:100::2"), v6("2001:db8:100::1"));
+    let solicit = Icmpv6Repr::NeighborSolicit { target_addr: gateway, source_lladdr: Some(H2) };
+    let ns = ipv6(host_ip, v6("ff02::1:ff00:1"), 255, &solicit);
+    let sent = frame(EthernetAddress([0x33, 0x33, 0xff, 0, 0, 1]), H2, None, EtherType::Ipv6, &ns);
+    switch.process(NOW, 2, &sent, &mut out);
+    assert_eq!(underlay(&out), 0, "no VXLAN copy");
+    let got = emitted(&out);
+    let adverts: Vec<_> = got.iter().filter(|(to, _)| *to == Egress::Port(2)).collect();
+    assert_eq!(adverts.len(), 1, "one local advertisement");
+    let packet = Ipv6Packet::new_checked(&adverts[0].1[14..]).unwrap();
+    let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
+    let advert = Icmpv6Repr::parse(&icmp, packet.src_addr(), packet.dst_addr()).unwrap();
+    assert!(
+        matches!(advert, Icmpv6Repr::NeighborAdvert { target_addr, solicited_flag: true, .. } if target_addr == gateway)
+    );
+    assert_eq!(switch.neighbor_requests_suppressed(), 2);
+
+    // A request for another host in the VNI still floods to the remote VTEPs.
+    out.clear();
+    let other = arp(Operation::Request, H2, "192.168.100.2", EthernetAddress::ZERO, "192.168.100.7");
+    let sent = frame(EthernetAddress::BROADCAST, H2, None, EtherType::Arp, &other);
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Flooded);
+    assert_eq!(underlay(&out), 2, "one VXLAN copy per remote VTEP");
+    assert_eq!(switch.neighbor_requests_suppressed(), 2);
+}
+
 #[test]
 fn vni_and_flood_list_management() {
     let mut switch = vtep_switch();
