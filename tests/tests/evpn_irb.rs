@@ -275,11 +275,12 @@ fn live_changes_to_the_overlay(leaf1: &Switchd, leaf2: &Switchd, h1: &Netns, h2:
 /// The anycast gateway of one leaf resolving a host behind another
 /// (docs/evpn.md, "The anycast gateway's own ARP requests"): h1 behind l1
 /// is silent, so l2 has no host route to it and routes h2's ping on the
-/// subnet of its VLAN 10 SVI, whose ARP request crosses the tunnel from
-/// l2's own MAC. h1's answer comes back to l2 (its neighbour table has h1),
-/// and no leaf learns the anycast MAC behind a VTEP.
+/// subnet of its VLAN 10 SVI, whose ARP request floods in the VNI. h1
+/// answers the anycast MAC, l1 takes it and advertises h1's MAC+IP, and l2
+/// takes that binding as its answer (its neighbour table has h1); no leaf
+/// learns the anycast MAC behind a VTEP.
 #[test]
-fn a_remote_anycast_gateways_arp_request_is_answered_to_that_leaf() {
+fn a_remote_gateways_request_for_a_silent_host_is_answered_through_evpn() {
     if !require_root_and_tools("evpn_irb", &["ip", "ping"]) {
         return;
     }
@@ -310,11 +311,17 @@ fn a_remote_anycast_gateways_arp_request_is_answered_to_that_leaf() {
     let h1_mac = h1.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_lowercase();
 
     assert!(h2.ping_until("172.16.1.11", CONVERGE), "h2 -> h1, resolved by l2's SVI");
-    let resolved = wait_for("h1 in l2's neighbour table", || {
+    let resolved = wait_for("h1 resolved in l2's neighbour table", || {
         let neighbors = json(&leaf2, &["show", "arp"]);
-        neighbors.as_array()?.iter().find(|n| n["ip"] == "172.16.1.11" && n["interface"] == "vlan10").cloned()
+        let h1 =
+            |n: &&serde_json::Value| n["ip"] == "172.16.1.11" && n["interface"] == "vlan10" && n["mac"].is_string();
+        neighbors.as_array()?.iter().find(h1).cloned()
     });
-    assert_eq!(resolved["mac"].as_str(), Some(h1_mac.as_str()), "l2's probe answered to l2: {resolved}");
+    assert_eq!(
+        resolved["mac"].as_str(),
+        Some(h1_mac.as_str()),
+        "l2's request answered by l1's MAC+IP route: {resolved}"
+    );
     for sw in [&leaf1, &leaf2] {
         let macs = json(sw, &["show", "mac"]);
         let anycast = macs.as_array().unwrap().iter().find(|m| m["mac"] == GATEWAY_MAC).cloned();

@@ -513,7 +513,6 @@ impl Backend for SoftBackend {
                     self.config.fdb_aging_ns = aging_ns;
                     self.switch = pipeline::Switch::new(self.config.clone());
                 }
-                self.switch.set_system_mac(switch.src_mac_address);
             }
             Object::Port(port) => {
                 if self.cpu_port.is_none() && port.name == "cpu" && id == store.cpu_port() {

@@ -531,25 +531,20 @@ pub(super) fn check(bgp: &BgpFile, config: &Config, errors: &mut Vec<ConfigError
 }
 
 /// The static MACs of each EVPN VNI's VLAN, for the speaker to advertise
-/// (sticky ones with the sticky bit); and in a VNI whose SVI is an anycast
-/// gateway (`mac:`), the switch's own MAC, sticky: that SVI's ARP requests
-/// and neighbour solicitations come from it (docs/evpn.md), so the other
-/// leaves send the answers straight to this one (as FRR's
-/// `advertise-svi-ip` makes the SVI's own MAC known).
+/// (sticky ones with the sticky bit).
 fn with_static_macs(mut evpn: bgp_evpn::evpn::EvpnConfig, config: &Config) -> bgp_evpn::evpn::EvpnConfig {
-    use bgp_evpn::evpn::config::StaticMac;
-    use bgp_evpn::packet::evpn::MacAddr;
-    let system_mac = crate::apply::switch_mac(&config.name);
     let maps = config.vxlan.iter().flat_map(|x| x.vnis.iter());
     for map in maps {
         let Some(vni) = evpn.vnis.iter_mut().find(|v| v.vni == map.vni) else { continue };
         let Some(vlan) = config.vlans.iter().find(|v| v.id == map.vlan) else { continue };
-        vni.static_macs =
-            vlan.static_macs.iter().map(|s| StaticMac { mac: MacAddr(s.mac.0), sticky: s.sticky }).collect();
-        let anycast = vlan.mac.is_some_and(|mac| mac != system_mac) && !vlan.addresses.is_empty();
-        if anycast && !vlan.static_macs.iter().any(|s| s.mac == system_mac) {
-            vni.static_macs.push(StaticMac { mac: MacAddr(system_mac.0), sticky: true });
-        }
+        vni.static_macs = vlan
+            .static_macs
+            .iter()
+            .map(|s| bgp_evpn::evpn::config::StaticMac {
+                mac: bgp_evpn::packet::evpn::MacAddr(s.mac.0),
+                sticky: s.sticky,
+            })
+            .collect();
     }
     evpn
 }

@@ -148,7 +148,7 @@ impl Stages {
             && source != BridgeSource::Cpu
         {
             let rif_mac = self.tables.router.rif_mac(rif);
-            if self.tables.router.svi_takes(rif_mac, frame.dst) {
+            if rif_mac == Some(frame.dst) {
                 let Some(l3) = frame.l3() else {
                     return self.drop(source.ingress_port(), DropReason::Malformed);
                 };

@@ -101,11 +101,7 @@ impl Stages {
             Some(rif) if rif.admin_up => *rif,
             _ => return Err(DropReason::RouterInterfaceDown),
         };
-        let takes = match rif.kind {
-            RifKind::Vlan(_) => self.tables.router.svi_takes(Some(rif.mac), frame.dst),
-            RifKind::Port(_) => frame.dst == rif.mac,
-        };
-        if !takes && !frame.dst.is_multicast() {
+        if frame.dst != rif.mac && !frame.dst.is_multicast() {
             return Err(DropReason::NotRouterMac);
         }
         match frame.ethertype {
@@ -505,7 +501,7 @@ impl Stages {
         let Some(mac) = self.resolve_neighbor(now, adjacency.rif, adjacency.next_hop, out) else {
             return self.hold_for_neighbor(now, ingress, adjacency, ethertype, ip_len, out, write);
         };
-        self.rif_send_frame_as(now, adjacency.rif, None, mac, ethertype, ip_len, body, out, write)?;
+        self.rif_send_frame_as(now, adjacency.rif, mac, ethertype, ip_len, body, out, write)?;
         self.cache_rewrite(adjacency, rif, mac);
         Ok(Sent::Now)
     }
@@ -551,23 +547,7 @@ impl Stages {
         out: &mut Output,
         write: impl FnOnce(&mut [u8]),
     ) -> Result<(), DropReason> {
-        self.rif_send_frame_as(now, rif, None, dst, ethertype, len, Body::Partial, out, write)
-    }
-
-    /// [`Self::rif_send_frame`] from `src` rather than the interface's MAC.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn rif_send_frame_from(
-        &mut self,
-        now: u64,
-        rif: RifId,
-        src: EthernetAddress,
-        dst: EthernetAddress,
-        ethertype: EtherType,
-        len: usize,
-        out: &mut Output,
-        write: impl FnOnce(&mut [u8]),
-    ) -> Result<(), DropReason> {
-        self.rif_send_frame_as(now, rif, Some(src), dst, ethertype, len, Body::Partial, out, write)
+        self.rif_send_frame_as(now, rif, dst, ethertype, len, Body::Partial, out, write)
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -575,7 +555,6 @@ impl Stages {
         &mut self,
         now: u64,
         rif: RifId,
-        src: Option<EthernetAddress>,
         dst: EthernetAddress,
         ethertype: EtherType,
         len: usize,
@@ -586,14 +565,13 @@ impl Stages {
         let Some(config) = self.tables.router.rif(rif).copied() else {
             return Err(DropReason::RouterInterfaceDown);
         };
-        let src = src.unwrap_or(config.mac);
         match config.kind {
             RifKind::Port(port) => {
                 if !self.tables.port(port).is_some_and(|p| p.is_up()) {
                     self.tables.count_tx_drop(port);
                     return Err(DropReason::EgressPortDown);
                 }
-                let header = EthernetRepr { dst_addr: dst, src_addr: src, ethertype };
+                let header = EthernetRepr { dst_addr: dst, src_addr: config.mac, ethertype };
                 let buf = body.push(out, Egress::Port(port), ethernet::HEADER_LEN + len);
                 header.emit(&mut EthernetFrame::new_unchecked(&mut *buf));
                 write(&mut buf[ethernet::HEADER_LEN..]);
@@ -607,7 +585,7 @@ impl Stages {
                 scratch.resize(2 + len, 0);
                 scratch[..2].copy_from_slice(&u16::from(ethertype).to_be_bytes());
                 write(&mut scratch[2..]);
-                let frame = BridgedFrame { dst, src, pcp: 0, body: &scratch };
+                let frame = BridgedFrame { dst, src: config.mac, pcp: 0, body: &scratch };
                 let result = match self.tables.bridge.fdb.get(&fdb_key(vid, dst)).map(|entry| entry.dest) {
                     Some(FdbDest::Port(port)) if !dst.is_multicast() => self.send_bridged(port, vid, frame, out),
                     Some(FdbDest::Tunnel(remote)) if !dst.is_multicast() => {

@@ -95,12 +95,6 @@ pub(crate) struct Router {
     /// The MACs of all router interfaces (usually one), never a valid
     /// source on a front-panel port.
     router_macs: Vec<EthernetAddress>,
-    /// The switch's own MAC, unique in the fabric: what an SVI with a MAC
-    /// of its own (a distributed anycast gateway's, the same on every leaf)
-    /// sends its ARP requests and neighbour solicitations from, so that
-    /// the answer comes back to this switch and no other (and what such an
-    /// SVI takes frames for, besides its own MAC).
-    system_mac: Option<EthernetAddress>,
     /// Connected subnets, to pick the source address on an interface.
     pub(crate) connected: Vec<(IpNetwork, RifId)>,
     /// Per router interface, the largest IP packet that can leave by it:
@@ -136,7 +130,6 @@ impl Router {
             own_v6: FxHashSet::default(),
             own_filter: [0; 4],
             router_macs: Vec::new(),
-            system_mac: None,
             connected: Vec::new(),
             effective_mtus: vec![0; usize::from(config.max_router_interfaces)],
             redirects_off: vec![false; usize::from(config.max_router_interfaces)],
@@ -174,23 +167,6 @@ impl Router {
     #[inline]
     pub(crate) fn is_router_mac(&self, mac: EthernetAddress) -> bool {
         self.router_macs.contains(&mac)
-    }
-
-    /// The source MAC of the neighbour requests `rif` sends: the switch's
-    /// own on an SVI whose MAC is another (an anycast gateway's).
-    #[inline]
-    pub(crate) fn probe_mac(&self, rif: &RouterInterface) -> EthernetAddress {
-        match (rif.kind, self.system_mac) {
-            (RifKind::Vlan(_), Some(system)) => system,
-            _ => rif.mac,
-        }
-    }
-
-    /// Whether an SVI with MAC `rif_mac` takes a frame for `dst`: its own
-    /// MAC, or the switch's (the answers to its neighbour requests).
-    #[inline]
-    pub(crate) fn svi_takes(&self, rif_mac: Option<EthernetAddress>, dst: EthernetAddress) -> bool {
-        rif_mac == Some(dst) || (rif_mac.is_some() && self.system_mac == Some(dst))
     }
 
     fn refresh_router_macs(&mut self) {
@@ -405,12 +381,6 @@ impl Router {
 }
 
 impl Tables {
-    /// The switch's own MAC (see `RouterTable::system_mac`): SVIs probe
-    /// from it and take frames for it.
-    pub fn set_system_mac(&mut self, mac: EthernetAddress) {
-        self.router.system_mac = Some(mac);
-    }
-
     // ---- router interfaces ----
 
     /// Creates or replaces a router interface. A routed port stops bridging;
