@@ -593,6 +593,12 @@ impl<B: Backend> Sai<B> {
         &self.backend
     }
 
+    /// The backend, the shim done with: what a simulator drives once the
+    /// configuration is programmed.
+    pub fn into_backend(self) -> B {
+        self.backend
+    }
+
     /// The backend, for its own entry points (the soft backend's packet path).
     pub fn backend_mut(&mut self) -> &mut B {
         &mut self.backend

@@ -42,9 +42,12 @@ pub enum SimSubcommand {
 /// The fabric, the workload and the experiment.
 #[derive(Args, Clone, Debug)]
 pub struct SimArgs {
-    /// A containerlab topology file.
+    /// A containerlab topology file; its switches are built from their switchd configs (the nodes' binds).
     #[arg(long, short = 't', group = "shape")]
     pub topology: Option<PathBuf>,
+    /// With --topology: the simulator's own switches and addresses, not the switchd configs.
+    #[arg(long)]
+    pub no_switch_configs: bool,
     /// A k-ary fat-tree of radix K (three tiers; `--tiers 2` for leaf-spine).
     #[arg(long, group = "shape")]
     pub fattree: Option<usize>,
@@ -182,6 +185,19 @@ impl SimArgs {
         Err("no fabric: --topology FILE, --fattree K, --rail SxR or --star N".into())
     }
 
+    /// The topology and the fabric it describes: with a topology file,
+    /// switches built from their switchd configs (unless `--no-switch-configs`).
+    pub fn fabric(&self) -> Result<(Topology, Fabric), String> {
+        match &self.topology {
+            Some(path) if !self.no_switch_configs => Fabric::from_topology_file(path),
+            _ => {
+                let topology = self.topology()?;
+                let fabric = Fabric::from_topology(&topology)?;
+                Ok((topology, fabric))
+            }
+        }
+    }
+
     pub fn experiment(&self, lb: LoadBalancing) -> Result<Experiment, String> {
         let link_failure = match &self.fail_link {
             None => None,
@@ -245,8 +261,7 @@ impl SimArgs {
 
 /// One run, written into `out`; its report.
 pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) -> Result<super::Run, String> {
-    let topology = args.topology()?;
-    let fabric = Fabric::from_topology(&topology)?;
+    let (topology, fabric) = args.fabric()?;
     let watch = args.watch(&fabric)?;
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {

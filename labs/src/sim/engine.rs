@@ -10,6 +10,7 @@ use std::net::Ipv4Addr;
 use dataplane::node::{HostIfTarget, Node, Ports, QosTrafficManager};
 use dataplane::pipeline::{Egress, FramePool, FrameRef, Output, PortId, Switch};
 
+use super::configured;
 use super::experiment::{DATA_PRIORITY, Experiment, LoadBalancing};
 use super::fabric::{End, Fabric};
 use super::host::{Connection, ConnectionSpec, Host};
@@ -53,7 +54,8 @@ pub struct Simulation<Q: EventQueue> {
     host_peers: Vec<(u32, u16, u32)>,
     pub link_up: Vec<bool>,
     flight: Flight,
-    wire: Wire,
+    /// Per cable: its speed and propagation delay.
+    wires: Vec<Wire>,
     pub events: u64,
     pub punts: u64,
     /// Reconvergences after link failures, routes they rewrote, and refusals.
@@ -70,19 +72,34 @@ impl<Q: EventQueue> Simulation<Q> {
     /// Builds every node and schedules the workload's first messages.
     pub fn new(fabric: Fabric, experiment: Experiment, workload: Workload, queue: Q) -> Result<Self, String> {
         let seed = experiment.seed;
-        let (pipelines, routes) = routes::build_switches(&fabric, |s| {
+        let hash_seed = |s: u32| {
             seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(u64::from(s).wrapping_mul(0xbf58_476d_1ce4_e5b9)) | 1
-        })?;
+        };
+        let (pipelines, traffic_managers, routes, wires) = if fabric.configured() {
+            let built = configured::build(&fabric, &experiment, hash_seed)?;
+            (built.pipelines, built.traffic_managers.into_iter().map(Some).collect(), built.routes, built.wires)
+        } else {
+            let (pipelines, routes) = routes::build_switches(&fabric, hash_seed)?;
+            let wire = Wire::new(experiment.link_bps, experiment.link_delay_ns);
+            (pipelines, Vec::new(), routes, vec![wire; fabric.links.len()])
+        };
+        let mut traffic_managers = traffic_managers.into_iter();
         let mut switches = Vec::with_capacity(pipelines.len());
         for (s, mut pipeline) in pipelines.into_iter().enumerate() {
-            let ports = fabric.switches[s].ports.max(1);
-            let mut tm = experiment.traffic_manager(ports)?;
-            for port in 0..ports {
-                tm.set_port_mac(port, switch_mac(s as u32, port));
-            }
-            if experiment.lb != LoadBalancing::Ecmp {
-                pipeline.set_path_quality(Some(Box::new(tm.dlb(experiment.dlb_config()))));
-            }
+            let tm = match traffic_managers.next().flatten() {
+                Some(configured) => configured,
+                None => {
+                    let ports = fabric.switches[s].ports.max(1);
+                    let mut tm = experiment.traffic_manager(ports)?;
+                    for port in 0..ports {
+                        tm.set_port_mac(port, switch_mac(s as u32, port));
+                    }
+                    if experiment.lb != LoadBalancing::Ecmp {
+                        pipeline.set_path_quality(Some(Box::new(tm.dlb(experiment.dlb_config()))));
+                    }
+                    tm
+                }
+            };
             // Pool slots fit the largest frame a host makes (the MTU's
             // payload and RoCEv2's headers) with room to spare, not a
             // jumbo frame: half the memory of the queues at 4 KiB.
@@ -114,12 +131,12 @@ impl<Q: EventQueue> Simulation<Q> {
         }
         let hosts: Vec<Host> = (0..fabric.hosts.len())
             .map(|h| {
-                let (switch, port, _) = host_peers[h];
+                let (_, _, link) = host_peers[h];
                 Host::new(
                     host_mac(h as u32),
-                    switch_mac(switch, port),
+                    routes.addressing.gateway_macs[h],
                     routes.addressing.host_ips[h],
-                    experiment.link_bps,
+                    wires[link as usize].speed_bps,
                     experiment.mtu,
                     receive_qps[h].max(1),
                 )
@@ -132,13 +149,13 @@ impl<Q: EventQueue> Simulation<Q> {
             .map(|(qp, &(src, dst))| {
                 let spec = ConnectionSpec {
                     src_mac: hosts[src as usize].mac,
-                    gateway_mac: hosts[src as usize].gateway_mac,
+                    gateway_mac: routes.addressing.next_hop_mac(src, dst),
                     src_ip: hosts[src as usize].ip,
                     dst_ip: hosts[dst as usize].ip,
                     qp: qp as u32,
                     ecn: experiment.ecn,
                     dcqcn: experiment.ecn,
-                    link_bps: experiment.link_bps,
+                    link_bps: wires[host_peers[src as usize].2 as usize].speed_bps,
                 };
                 Connection::new(src, dst, &spec)
             })
@@ -150,7 +167,7 @@ impl<Q: EventQueue> Simulation<Q> {
             frames: FrameArena::default(),
             link_up: vec![true; fabric.links.len()],
             flight: Flight::default(),
-            wire: Wire::new(experiment.link_bps, experiment.link_delay_ns),
+            wires,
             fabric,
             experiment,
             routes,
@@ -190,9 +207,9 @@ impl<Q: EventQueue> Simulation<Q> {
         self.watched = ports;
     }
 
-    /// The wire every cable is.
-    pub fn wire(&self) -> Wire {
-        self.wire
+    /// The cable of host `h`'s NIC.
+    pub fn host_wire(&self, h: u32) -> Wire {
+        self.wires[self.host_peers[h as usize].2 as usize]
     }
 
     pub fn finished(&self) -> bool {
@@ -332,7 +349,7 @@ impl<Q: EventQueue> Simulation<Q> {
             now: self.now,
             peers: &self.switch_peers[s as usize],
             link_up: &self.link_up,
-            wire: self.wire,
+            wires: &self.wires,
             queue: &mut self.queue,
             frames: &mut self.frames,
             flight: &mut self.flight,
@@ -356,7 +373,7 @@ impl<Q: EventQueue> Simulation<Q> {
             now,
             peers: &self.switch_peers[s as usize],
             link_up: &self.link_up,
-            wire: self.wire,
+            wires: &self.wires,
             queue: &mut self.queue,
             frames: &mut self.frames,
             flight: &mut self.flight,
@@ -389,8 +406,9 @@ impl<Q: EventQueue> Simulation<Q> {
                 let (switch, port, link) = self.host_peers[h as usize];
                 // Counted from when the NIC wrote it, as the arena holds it.
                 self.flight.took_off();
+                let wire = self.wires[link as usize];
                 if self.link_up[link as usize] {
-                    let at = self.wire.arrival(now, sent.len);
+                    let at = wire.arrival(now, sent.len);
                     self.queue.push(at, Event::SwitchFrame { switch, port, frame: InFlight::arena(sent.slot) });
                 } else {
                     self.frames.free(sent.slot);
@@ -400,7 +418,7 @@ impl<Q: EventQueue> Simulation<Q> {
                     self.queue.push_monotone(now + self.experiment.rto_ns, Event::Timeout { message });
                 }
                 // The line is busy for the frame's time: try again then.
-                let next = now + self.wire.serialisation_ns(sent.len);
+                let next = now + wire.serialisation_ns(sent.len);
                 self.wake_host(h, next);
             }
             Err(u64::MAX) => {}
@@ -524,7 +542,7 @@ struct SwitchPorts<'a, Q> {
     now: u64,
     peers: &'a [Option<Peer>],
     link_up: &'a [bool],
-    wire: Wire,
+    wires: &'a [Wire],
     queue: &'a mut Q,
     frames: &'a mut FrameArena,
     flight: &'a mut Flight,
@@ -534,16 +552,16 @@ struct SwitchPorts<'a, Q> {
 impl<Q: EventQueue> SwitchPorts<'_, Q> {
     /// The cable's far end, if `port` is wired and up.
     #[inline]
-    fn live_peer(&self, port: PortId) -> Option<End> {
+    fn live_peer(&self, port: PortId) -> Option<Peer> {
         let peer = self.peers.get(usize::from(port)).copied().flatten()?;
-        self.link_up[peer.link as usize].then_some(peer.end)
+        self.link_up[peer.link as usize].then_some(peer)
     }
 
-    /// The frame of `len` bytes reaches `end` after the cable's time.
+    /// The frame of `len` bytes reaches the cable's far end after its time.
     #[inline]
-    fn launch(&mut self, end: End, len: usize, frame: InFlight) {
-        let at = self.wire.arrival(self.now, len);
-        let event = match end {
+    fn launch(&mut self, peer: Peer, len: usize, frame: InFlight) {
+        let at = self.wires[peer.link as usize].arrival(self.now, len);
+        let event = match peer.end {
             End::Switch { switch, port } => Event::SwitchFrame { switch, port, frame },
             End::Host { host } => Event::HostFrame { host, frame },
         };
@@ -555,9 +573,9 @@ impl<Q: EventQueue> SwitchPorts<'_, Q> {
 impl<Q: EventQueue> Ports<HostIfTarget> for SwitchPorts<'_, Q> {
     #[inline]
     fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
-        let Some(end) = self.live_peer(port) else { return false };
+        let Some(peer) = self.live_peer(port) else { return false };
         let slot = self.frames.store(frame);
-        self.launch(end, frame.len(), InFlight::arena(slot));
+        self.launch(peer, frame.len(), InFlight::arena(slot));
         true
     }
 
@@ -565,9 +583,9 @@ impl<Q: EventQueue> Ports<HostIfTarget> for SwitchPorts<'_, Q> {
     /// receiver reads it there and gives the reference back.
     #[inline]
     fn transmit_pooled(&mut self, port: PortId, pool: &mut FramePool, frame: FrameRef) -> bool {
-        let Some(end) = self.live_peer(port) else { return false };
+        let Some(peer) = self.live_peer(port) else { return false };
         pool.retain(frame);
-        self.launch(end, pool.bytes(frame).len(), InFlight::pooled(frame));
+        self.launch(peer, pool.bytes(frame).len(), InFlight::pooled(frame));
         true
     }
 

@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod configured;
 pub mod engine;
 pub mod experiment;
 pub mod fabric;

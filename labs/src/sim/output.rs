@@ -212,7 +212,7 @@ pub fn path_links<Q: EventQueue>(sim: &Simulation<Q>, src: u32, dst: u32) -> u64
 pub fn ideal_fct_ns<Q: EventQueue>(sim: &Simulation<Q>, message: u32) -> u64 {
     let m = &sim.workload.messages[message as usize];
     let (src, dst) = sim.workload.connections[m.connection as usize];
-    let wire = sim.wire();
+    let wire = sim.host_wire(src);
     let mtu = u64::from(sim.experiment.mtu);
     let bytes = m.bytes.max(1);
     let full = bytes / mtu;

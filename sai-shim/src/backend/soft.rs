@@ -154,6 +154,12 @@ impl SoftBackend {
         &self.switch
     }
 
+    /// The pipeline, programmed: the simulator (`labs sim`) drives it
+    /// bare, as switchd's forwarding thread drives it through the shim.
+    pub fn into_pipeline(self) -> pipeline::Switch {
+        self.switch
+    }
+
     /// The `qos` traffic manager's configuration from the QoS objects and
     /// port speeds, ports by pipeline index; `None` when nothing is
     /// configured (forwarding then runs the FIFO).

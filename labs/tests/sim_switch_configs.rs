@@ -1,0 +1,150 @@
+//! The simulator's switches built from the lab's `switchd` YAML: what the
+//! file says (a port's speed, PFC priorities, ECN) changes the simulated
+//! run as it would the switch, and a bad file is refused naming the field.
+
+use std::path::Path;
+
+use labs::sim::fabric::Fabric;
+use labs::sim::{self, Experiment, Kind, Report, WorkloadSpec};
+
+const TOPOLOGY: &str = "
+name: incast
+topology:
+  nodes:
+    sw1: { kind: linux, labels: { labs.role: switchd }, binds: ['sw1.yaml:/etc/switchd/config.yaml:ro'] }
+    h1: { kind: linux, labels: { labs.role: host }, exec: ['ip addr add 172.16.0.10/24 dev eth1'] }
+    h2: { kind: linux, labels: { labs.role: host }, exec: ['ip addr add 172.16.0.11/24 dev eth1'] }
+    h3: { kind: linux, labels: { labs.role: host }, exec: ['ip addr add 172.16.0.12/24 dev eth1'] }
+    h4: { kind: linux, labels: { labs.role: host }, exec: ['ip addr add 172.16.0.13/24 dev eth1'] }
+  links:
+    - endpoints: ['sw1:eth1', 'h1:eth1']
+    - endpoints: ['sw1:eth2', 'h2:eth1']
+    - endpoints: ['sw1:eth3', 'h3:eth1']
+    - endpoints: ['sw1:eth4', 'h4:eth1']
+";
+
+/// The incast lab's `sw1.yaml` with the receiver's port at `h4_speed` and
+/// `qos` lines after the preset.
+fn switch_yaml(h4_speed: &str, qos: &str) -> String {
+    format!(
+        "name: sw1
+ports:
+  - {{ name: eth1, mode: access, vlan: 10, mtu: 9100, speed: 100M, cable-length: 5 }}
+  - {{ name: eth2, mode: access, vlan: 10, mtu: 9100, speed: 100M, cable-length: 5 }}
+  - {{ name: eth3, mode: access, vlan: 10, mtu: 9100, speed: 100M, cable-length: 5 }}
+  - {{ name: eth4, mode: access, vlan: 10, mtu: 9100, speed: {h4_speed}, cable-length: 5 }}
+vlans:
+  - {{ id: 10, name: hosts, addresses: [172.16.0.1/24] }}
+qos:
+  preset: roce
+{qos}"
+    )
+}
+
+fn fabric_with(dir: &Path, switch: &str) -> Result<Fabric, String> {
+    std::fs::write(dir.join("incast.clab.yml"), TOPOLOGY).unwrap();
+    std::fs::write(dir.join("sw1.yaml"), switch).unwrap();
+    Fabric::from_topology_file(&dir.join("incast.clab.yml")).map(|(_, fabric)| fabric)
+}
+
+/// Three hosts send `bytes` each into the fourth, in 1024-byte packets.
+fn incast(switch: &str, ecn: bool, bytes: u64) -> Report {
+    let dir = tempfile::tempdir().unwrap();
+    let fabric = fabric_with(dir.path(), switch).unwrap();
+    assert!(fabric.configured());
+    let experiment = Experiment { mtu: 1024, ecn, sample_ns: 0, ..Experiment::default() };
+    let spec = WorkloadSpec { kind: Kind::Incast, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let run = sim::run("incast", fabric, experiment, spec, None, None).unwrap();
+    assert!(run.report.finished, "{:?}", run.report);
+    run.report
+}
+
+/// Seconds to move `bytes` of payload in 1024-byte packets at `bps`: each
+/// packet is a 1082-byte frame (Ethernet, IPv4, UDP, BTH, ICRC) plus 24
+/// bytes of preamble, FCS and gap on the wire.
+fn payload_seconds(bytes: u64, bps: f64) -> f64 {
+    bytes as f64 / 1024.0 * (1082.0 + 24.0) * 8.0 / bps
+}
+
+#[test]
+fn the_incast_lab_file_runs_with_its_own_switch_config() {
+    let (topology, fabric) =
+        Fabric::from_topology_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/incast.clab.yml")).unwrap();
+    assert_eq!(topology.name, "incast");
+    assert!(fabric.configured());
+    let experiment = Experiment { mtu: 1024, sample_ns: 0, ..Experiment::default() };
+    let spec = WorkloadSpec { kind: Kind::Incast, bytes: 512 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let run = sim::run("incast", fabric, experiment, spec, None, None).unwrap();
+    let report = &run.report;
+    assert!(report.finished);
+    // sw1.yaml: 100 Mb/s ports, the roce preset (priority 3 lossless).
+    assert_eq!(report.drops_total, 0, "lossless priority 3");
+    assert!(report.pfc_frames_sent > 0, "the receiver's port is the bottleneck: PFC to the senders");
+    let jct = report.collectives[0].jct_ns.unwrap() as f64 / 1e9;
+    let expected = payload_seconds(3 * (512 << 10), 100e6);
+    assert!((jct - expected).abs() / expected < 0.02, "JCT {jct} s, the 100 Mb/s bottleneck says {expected} s");
+}
+
+#[test]
+fn the_receivers_port_speed_in_the_yaml_sets_the_bottleneck() {
+    let bytes = 256 << 10;
+    let slow = incast(&switch_yaml("100M", ""), false, bytes);
+    let fast = incast(&switch_yaml("200M", ""), false, bytes);
+    let seconds = |r: &Report| r.collectives[0].jct_ns.unwrap() as f64 / 1e9;
+    for (report, bps) in [(&slow, 100e6), (&fast, 200e6)] {
+        let expected = payload_seconds(3 * bytes, bps);
+        let jct = seconds(report);
+        assert!((jct - expected).abs() / expected < 0.02, "JCT {jct} s at {bps} b/s, expected {expected} s");
+        assert_eq!(report.drops_total, 0);
+    }
+}
+
+#[test]
+fn pfc_priorities_in_the_yaml_decide_lossless_or_drops() {
+    // A small pool so that the lossy class overflows.
+    let pool = "  pool: { size-bytes: 1048576, cell-bytes: 256 }\n";
+    let lossless = incast(&switch_yaml("100M", &format!("{pool}  pfc: {{ priorities: [3, 4] }}\n")), false, 256 << 10);
+    assert_eq!(lossless.drops_total, 0, "priority 3 lossless: {lossless:?}");
+    assert!(lossless.pfc_frames_sent > 0);
+    let lossy = incast(&switch_yaml("100M", &format!("{pool}  pfc: {{ priorities: [4] }}\n")), false, 256 << 10);
+    assert!(lossy.drops_total > 0, "priority 3 lossy: the incast overflows the pool");
+    assert_eq!(lossy.pfc_frames_sent, 0, "no PFC on priority 3");
+}
+
+#[test]
+fn ecn_in_the_yaml_marks_or_not() {
+    let marking = incast(&switch_yaml("100M", ""), true, 256 << 10);
+    assert!(marking.ecn_marked > 0, "the roce preset marks queue 3 (DCQCN)");
+    let off = incast(&switch_yaml("100M", "  queues: { 3: { ecn: { mode: off } } }\n"), true, 256 << 10);
+    assert_eq!(off.ecn_marked, 0, "queue 3's ECN off in the YAML");
+    assert_eq!(off.drops_total, 0);
+}
+
+#[test]
+fn a_bad_switch_config_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = fabric_with(dir.path(), &switch_yaml("fast", "")).unwrap_err();
+    assert!(error.contains("ports[3].speed"), "{error}");
+    assert!(error.contains("sw1"), "{error}");
+    let error = fabric_with(dir.path(), &switch_yaml("100M", "  pfc: { priorities: [9] }\n")).unwrap_err();
+    assert!(error.contains("qos.pfc"), "{error}");
+    // A cabled port the config does not have.
+    let three_ports = switch_yaml("100M", "")
+        .replace("  - { name: eth4, mode: access, vlan: 10, mtu: 9100, speed: 100M, cable-length: 5 }\n", "");
+    let error = fabric_with(dir.path(), &three_ports).unwrap_err();
+    assert!(error.contains("topology.links[3]") && error.contains("sw1:eth4"), "{error}");
+}
+
+#[test]
+fn the_ai_rail_lab_routes_between_rails_through_the_bgp_shortcut() {
+    let (_, fabric) =
+        Fabric::from_topology_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/ai-rail.clab.yml")).unwrap();
+    assert!(fabric.configured());
+    let experiment = Experiment { mtu: 1024, sample_ns: 0, ..Experiment::default() };
+    let spec = WorkloadSpec { kind: Kind::AllToAll, bytes: 64 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let run = sim::run("ai-rail", fabric, experiment, spec, None, None).unwrap();
+    let report = &run.report;
+    assert!(report.finished, "{report:?}");
+    assert_eq!(report.drops_total, 0);
+    assert_eq!(report.timeouts, 0, "nothing lost: every route and neighbour in place");
+}
