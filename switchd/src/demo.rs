@@ -130,6 +130,8 @@ pub struct Fabric {
     pub punted_to_host: u64,
     /// Each switch's BGP speaker and the sessions between them.
     pub bgp: Speakers,
+    /// The trace of each exchange of the last [`Fabric::ping`], in order.
+    pub exchanges: Vec<Trace>,
 }
 
 /// What happened to one ping.
@@ -191,6 +193,7 @@ impl Fabric {
             trace: None,
             punted_to_host: 0,
             bgp,
+            exchanges: Vec::new(),
         };
         for (a, pa, b, pb) in CABLES {
             let a = fabric.endpoint(a, pa);
@@ -358,6 +361,7 @@ impl Fabric {
         let mut shown_trace: Option<Trace> = None;
         let mut shown_answered = false;
         let mut sent_at = Vec::new();
+        self.exchanges.clear();
         for seq in 1..=count {
             self.trace = Some(Trace::default());
             let sent = self.now();
@@ -371,6 +375,7 @@ impl Fabric {
             }
             self.run_until_idle();
             let trace = self.trace.take().unwrap_or_default();
+            self.exchanges.push(trace.clone());
             let answered = self.hosts[h].echo_replies.iter().any(|r| r.ident == ident && r.from == dst);
             // Show the first exchange in which a reply came back (or the
             // first attempt, if none did).
@@ -490,6 +495,12 @@ pub struct Summary {
     pub routed_replies: usize,
     /// The VXLAN frames of that ping's answered exchange.
     pub routed_overlay: Vec<OverlayFrame>,
+    /// The ARP frames on the fabric in that ping's first exchange (the
+    /// anycast gateway's request for a host no route binds yet, flooded in
+    /// its VNI), and how many crossed in the later ones (none: the MAC+IP
+    /// route answers).
+    pub routed_probe: Vec<OverlayFrame>,
+    pub routed_arp_later: usize,
     /// ARP for a host known by EVPN: answered by the local leaf (replies to
     /// the asking host) and ARP frames that crossed the fabric anyway.
     pub suppressed_arp_answers: usize,
@@ -617,14 +628,27 @@ pub fn run() -> (String, Summary) {
     heading(&mut out, "ping h3 -> h4: red VLAN 20 -> VLAN 10 on leaf2, routed over the L3VNI (symmetric IRB)");
     let _ = writeln!(
         out,
-        "  (h4 has not spoken: leaf1 asks for it in VLAN 10; h4 answers the anycast gateway, which is leaf2 too, and\n   \
-         leaf2 advertises h4's MAC+IP as a type 2 route with the L3VNI and its router MAC, which leaf1 installs as a /32)"
+        "  (h4 has not spoken: leaf1 asks for it in VLAN 10, a request flooded in VNI 10010; h4 answers the anycast\n   \
+         gateway, which is leaf2 too, and leaf2 advertises h4's MAC+IP as a type 2 route with the L3VNI and its\n   \
+         router MAC, which leaf1 installs as a /32 and takes as the answer to its request (the echo request held\n   \
+         for it leaves then). No later exchange asks for h4 across the fabric)"
     );
     let (outcomes, trace) = fabric.ping("h3", h4.into(), 5);
     push_trace(&mut out, &trace);
     summary.routed_replies = ping_summary(&mut out, &outcomes);
     summary.routed_overlay = trace.overlay();
     overlay_summary(&mut out, &fabric, &summary.routed_overlay);
+    let arp_on_fabric = |trace: &Trace| -> Vec<OverlayFrame> {
+        trace.overlay().into_iter().filter(|f| f.inner.contains("ARP")).collect()
+    };
+    summary.routed_probe = fabric.exchanges.first().map(arp_on_fabric).unwrap_or_default();
+    summary.routed_arp_later = fabric.exchanges.iter().skip(1).map(|t| arp_on_fabric(t).len()).sum();
+    let _ = writeln!(
+        out,
+        "    ARP frames on the fabric: {} in the first exchange (leaf1's request for h4), {} after",
+        summary.routed_probe.len(),
+        summary.routed_arp_later
+    );
 
     heading(
         &mut out,
@@ -928,6 +952,20 @@ mod tests {
         assert!(summary.routed_replies >= 2, "{report}");
         let red = [(LEAF1_VTEP, "02:00:01:00:00:01"), (LEAF2_VTEP, "02:00:02:00:00:01")];
         assert_routed_over(&summary.routed_overlay, 4001, red, &report);
+        // h4 was silent: leaf1's anycast gateway asked for it in VNI 10010,
+        // flooded to leaf2 (docs/evpn.md); h4's answer went to the anycast
+        // MAC and stayed on leaf2, which advertised the binding. Once it
+        // was known nothing asked for h4 across the fabric again.
+        assert!(!summary.routed_probe.is_empty(), "{report}");
+        for frame in &summary.routed_probe {
+            assert_eq!(
+                (frame.vni, frame.vtep_src, frame.inner_src, frame.inner_dst),
+                (10010, LEAF1_VTEP, mac("02:00:5e:00:01:01"), EthernetAddress::BROADCAST),
+                "only leaf1's request for h4: {frame:?} {report}"
+            );
+            assert!(frame.inner.contains("who-has 192.168.10.14 tell 192.168.10.1"), "{frame:?}");
+        }
+        assert_eq!(summary.routed_arp_later, 0, "{report}");
         // Blue (10030 on leaf1 -> 10040 on leaf2, by the type 5 route).
         assert!(summary.blue_replies >= 2, "{report}");
         let blue = [(LEAF1_VTEP, "02:00:01:00:00:02"), (LEAF2_VTEP, "02:00:02:00:00:02")];

@@ -271,3 +271,65 @@ fn live_changes_to_the_overlay(leaf1: &Switchd, leaf2: &Switchd, h1: &Netns, h2:
     assert_eq!(leaf1.generation(), before, "the bad config is not running");
     assert!(h1.ping("172.16.2.12", 3), "forwarding as before");
 }
+
+/// The anycast gateway of one leaf resolving a host behind another
+/// (docs/evpn.md, "The anycast gateway's own ARP requests"): h1 behind l1
+/// is silent, so l2 has no host route to it and routes h2's ping on the
+/// subnet of its VLAN 10 SVI, whose ARP request floods in the VNI. h1
+/// answers the anycast MAC, l1 takes it and advertises h1's MAC+IP, and l2
+/// takes that binding as its answer (its neighbour table has h1); no leaf
+/// learns the anycast MAC behind a VTEP.
+#[test]
+fn a_remote_gateways_request_for_a_silent_host_is_answered_through_evpn() {
+    if !require_root_and_tools("evpn_irb", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("ias");
+    let l1 = Netns::new("ia1");
+    let l2 = Netns::new("ia2");
+    let h1 = Netns::new("iah");
+    let h2 = Netns::new("iai");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h1, "eth0", &l1, "eth3");
+    veth(&h2, "eth0", &l2, "eth3");
+    for (h, addr, gw) in [(&h1, "172.16.1.11/24", "172.16.1.1"), (&h2, "172.16.2.12/24", "172.16.2.1")] {
+        // h1 silent until asked: no IPv6 chatter.
+        h.sysctl("net.ipv6.conf.all.disable_ipv6", "1");
+        h.sysctl("net.ipv6.conf.default.disable_ipv6", "1");
+        h.host_setup("eth0", addr, Some(gw));
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    let _spine = Switchd::start(&s1, &spine_config());
+    let leaf1 = Switchd::start(&l1, &leaf(1, 10));
+    let leaf2 = Switchd::start(&l2, &leaf(2, 20));
+    wait_for("l2 flooding VNI 10100 to l1", || {
+        let vnis = json(&leaf2, &["show", "evpn", "vni", "10100"]);
+        (vnis.as_array()?.first()?["remote_vteps"] == serde_json::json!(["10.255.0.1"])).then_some(())
+    });
+    assert!(vrf_route(&leaf2, "172.16.1.11/32").is_none(), "h1 is not known yet");
+    let h1_mac = h1.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_lowercase();
+
+    assert!(h2.ping_until("172.16.1.11", CONVERGE), "h2 -> h1, resolved by l2's SVI");
+    let resolved = wait_for("h1 resolved in l2's neighbour table", || {
+        let neighbors = json(&leaf2, &["show", "arp"]);
+        let h1 =
+            |n: &&serde_json::Value| n["ip"] == "172.16.1.11" && n["interface"] == "vlan10" && n["mac"].is_string();
+        neighbors.as_array()?.iter().find(h1).cloned()
+    });
+    assert_eq!(
+        resolved["mac"].as_str(),
+        Some(h1_mac.as_str()),
+        "l2's request answered by l1's MAC+IP route: {resolved}"
+    );
+    for sw in [&leaf1, &leaf2] {
+        let macs = json(sw, &["show", "mac"]);
+        let anycast = macs.as_array().unwrap().iter().find(|m| m["mac"] == GATEWAY_MAC).cloned();
+        assert!(
+            anycast.is_none_or(|m| !m["destination"].as_str().unwrap_or("").starts_with("vtep")),
+            "the anycast MAC is never behind a VTEP: {macs:#}"
+        );
+        let evpn = json(sw, &["show", "evpn", "mac", "vni", "all"]);
+        assert!(!evpn.to_string().contains(GATEWAY_MAC), "nor an EVPN MAC: {evpn:#}");
+    }
+}

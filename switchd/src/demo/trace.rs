@@ -12,12 +12,12 @@ use dataplane::wire::{
 };
 
 /// The frames of one exchange, in the order they were delivered.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Trace {
     entries: Vec<Entry>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 enum Entry {
     Delivery { at: u64, from: String, to: String, frame: Vec<u8> },
     Dropped { switch: String, reason: String },

@@ -553,3 +553,43 @@ fn the_l3vni_takes_only_frames_to_our_router_mac_and_never_routes_back_into_the_
     let sent = frame(GATEWAY, mac(30), None, EtherType::Ipv4, &udp_packet("10.30.0.5", "10.40.0.5", 7, 64));
     assert_eq!(switch.process(NOW, 4, &sent, &mut out), Disposition::Dropped(DropReason::VxlanUnknownVni));
 }
+
+/// RFC 7432 section 10 for the router itself: the SVI resolving a host that
+/// an EVPN MAC+IP route binds in its VLAN takes the binding as the answer
+/// and asks nothing over the overlay. A request sent before the binding
+/// came (a silent host, flooded in the VNI) is answered by it at the next
+/// retransmission, and the packet held for it leaves then.
+#[test]
+fn the_svi_takes_evpn_bindings_as_answers_instead_of_asking_across_the_overlay() {
+    let mut switch = vtep_switch();
+    let (known, silent) = (mac(9), mac(10));
+    switch.set_suppression_entry(100, IpAddr::V4(v4("192.168.100.9")), known).unwrap();
+    switch.set_fdb_entry(100, known, FdbDest::Tunnel(v4("3.3.3.3")), FdbKind::Static, 0).unwrap();
+    let arp_sent =
+        |out: &Output| emitted(out).iter().filter(|(_, bytes)| bytes.windows(2).any(|w| w == [0x08, 0x06])).count();
+    let mut out = Output::new();
+    let packet = frame(R0, H0, None, EtherType::Ipv4, &udp_packet("10.0.0.2", "192.168.100.9", 7, 64));
+    assert_eq!(switch.process(NOW, 0, &packet, &mut out), Disposition::Forwarded);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, outer_dst(&got[0].1)), (Egress::Port(1), v4("3.3.3.3")), "routed into VLAN 100, over VXLAN");
+    assert_eq!(arp_sent(&out), 0);
+    let neighbor = switch.neighbor(2, IpAddr::V4(v4("192.168.100.9"))).unwrap();
+    assert_eq!((neighbor.mac, neighbor.state), (Some(known), NeighborState::Reachable));
+
+    // A silent host: the request floods (the local members and both VTEPs), the packet waits.
+    out.clear();
+    let packet = frame(R0, H0, None, EtherType::Ipv4, &udp_packet("10.0.0.2", "192.168.100.10", 7, 64));
+    switch.process(NOW, 0, &packet, &mut out);
+    assert_eq!(ports_of(&out).iter().filter(|&&port| port < 2).count(), 2, "the request crosses to both VTEPs");
+    // Its MAC+IP route arrives before the next retransmission, which asks nothing.
+    switch.set_suppression_entry(100, IpAddr::V4(v4("192.168.100.10")), silent).unwrap();
+    switch.set_fdb_entry(100, silent, FdbDest::Tunnel(v4("3.3.3.3")), FdbKind::Static, 0).unwrap();
+    out.clear();
+    switch.poll(NOW + switch.config().neighbor_retrans_ns, &mut out);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1, "only the held packet: {got:?}");
+    assert_eq!(outer_dst(&got[0].1), v4("3.3.3.3"));
+    let neighbor = switch.neighbor(2, IpAddr::V4(v4("192.168.100.10"))).unwrap();
+    assert_eq!((neighbor.mac, neighbor.state), (Some(silent), NeighborState::Reachable));
+}
