@@ -25,7 +25,7 @@ fn fat_tree() -> Fabric {
 
 /// Payload bits per second of an IB-like link: each 4096-byte payload
 /// travels with LRH, BTH, ICRC and VCRC (26 bytes), the Ethernet header
-/// and shim (16) and 24 bytes of preamble, FCS and gap.
+/// and shim (16) and 24 bytes of preamble, FCS and gap: 333 ns a packet.
 fn ib_payload_bps(experiment: &IbExperiment) -> f64 {
     let wire = 4096 + PACKET_OVERHEAD + FRAME_OVERHEAD + 24;
     experiment.link_bps as f64 * 4096.0 / f64::from(wire)
@@ -130,7 +130,7 @@ fn an_allreduce_on_ib_credits_beside_the_ethernet_lossless_class() {
     // (ftree LFTs, credits) and the Ethernet lossless class (ECMP, PFC).
     let size = 4u64 << 20;
     let ib_experiment = IbExperiment::default();
-    let ib = run(fat_tree(), ib_experiment.clone(), spec(Kind::Allreduce, size));
+    let ib = run(fat_tree(), ib_experiment, spec(Kind::Allreduce, size));
     let ethernet_experiment = Experiment { sample_ns: 0, ..Experiment::default() };
     let ethernet = sim::run("ft4", fat_tree(), ethernet_experiment, spec(Kind::Allreduce, size), None, None).unwrap();
     assert!(ib.finished && ethernet.report.finished);
@@ -147,13 +147,23 @@ fn an_allreduce_on_ib_credits_beside_the_ethernet_lossless_class() {
         ethernet_jct / 1e3,
         ib_jct / ethernet_jct
     );
-    // The bandwidth term 2(N-1)/N S/B at the IB-like payload rate, plus
-    // per step the last packet's way between ring neighbours on different
-    // leaves: four cables, each its serialisation (333 ns) and 500 ns.
-    let bandwidth = 2.0 * (n - 1) as f64 / n as f64 * (size * 8) as f64 / ib_payload_bps(&ib_experiment) * 1e9;
-    let per_step = 4.0 * (333.0 + 500.0);
-    let expected = bandwidth + 2.0 * (n - 1) as f64 * per_step;
-    assert!((ib_jct - expected).abs() / expected < 0.01, "IB JCT {ib_jct} ns, arithmetic {expected} ns");
+    // Against arithmetic: the bandwidth term 2(N-1)/N S/B at each plane's
+    // payload rate, plus per step the last packet's way to the ring
+    // neighbour. Step s of host h waits for step s-1 of h-1, so the chain
+    // alternates leaf-local steps (two cables) and cross-leaf ones (four),
+    // each cable the frame's serialisation and 500 ns. On the IB-like
+    // plane each host's sending direction also carries a flow-control
+    // frame (60 bytes: 7 ns) per packet it receives, 128 a step.
+    let steps = 2.0 * (n - 1) as f64;
+    let chunk_packets = (size / n / 4096) as f64;
+    let mean_path = |serialisation: f64| (2.0 + 4.0) / 2.0 * (serialisation + 500.0);
+    let ib_expected = steps * (chunk_packets * 333.0 + mean_path(333.0) + chunk_packets * 7.0);
+    let ethernet_expected = steps * (chunk_packets * 335.0 + mean_path(335.0));
+    assert!((ib_jct - ib_expected).abs() / ib_expected < 0.01, "IB JCT {ib_jct} ns, arithmetic {ib_expected} ns");
+    assert!(
+        (ethernet_jct - ethernet_expected).abs() / ethernet_expected < 0.01,
+        "Ethernet JCT {ethernet_jct} ns, arithmetic {ethernet_expected} ns"
+    );
     // Both lossless at line rate: within a few percent of each other.
     assert!((ib_jct - ethernet_jct).abs() / ethernet_jct < 0.03, "IB {ib_jct} ns, Ethernet {ethernet_jct} ns");
 }
