@@ -93,9 +93,9 @@ fn every_routing_engine_carries_an_incast_across_the_fat_tree_without_drops() {
     }
 }
 
-#[test]
-fn ftree_declines_what_is_not_a_fat_tree_and_the_next_engine_routes_it() {
-    // A star is a one-switch fat-tree; a ring of switches is not.
+/// `count` switches in a ring, a host on each: not a fat-tree, and from
+/// five on with cyclic channel dependencies under shortest paths.
+fn ring_of_switches(count: usize) -> Fabric {
     let mut nodes = std::collections::BTreeMap::new();
     let mut links = Vec::new();
     let node = |role: &str| labs::topology::Node {
@@ -103,20 +103,24 @@ fn ftree_declines_what_is_not_a_fat_tree_and_the_next_engine_routes_it() {
         labels: [(labs::topology::ROLE_LABEL.to_owned(), role.to_owned())].into(),
         ..labs::topology::Node::default()
     };
-    for s in 1..=3 {
+    for s in 1..=count {
         nodes.insert(format!("sw{s}"), node("switchd"));
         nodes.insert(format!("h{s}"), node("host"));
         links.push(labs::topology::Link { endpoints: [format!("sw{s}:eth1"), format!("h{s}:eth1")], mtu: None });
-        let next = s % 3 + 1;
+        let next = s % count + 1;
         links.push(labs::topology::Link { endpoints: [format!("sw{s}:eth2"), format!("sw{next}:eth3")], mtu: None });
     }
     let topology = labs::topology::Topology {
         name: "ring".into(),
         topology: labs::topology::Body { nodes, links, ..Default::default() },
     };
-    let fabric = Fabric::from_topology(&topology).unwrap();
+    Fabric::from_topology(&topology).unwrap()
+}
+
+#[test]
+fn ftree_declines_what_is_not_a_fat_tree_and_the_next_engine_routes_it() {
     let experiment = IbExperiment { engines: vec![Engine::Ftree, Engine::Updn], ..IbExperiment::default() };
-    let report = run(fabric, experiment, spec(Kind::AllToAll, 64 << 10));
+    let report = run(ring_of_switches(3), experiment, spec(Kind::AllToAll, 64 << 10));
     assert_eq!(report.routing_engine, "updn");
     assert!(report.routing_refused[0].starts_with("ftree"), "{:?}", report.routing_refused);
     assert!(report.finished);
@@ -166,4 +170,58 @@ fn an_allreduce_on_ib_credits_beside_the_ethernet_lossless_class() {
     );
     // Both lossless at line rate: within a few percent of each other.
     assert!((ib_jct - ethernet_jct).abs() / ethernet_jct < 0.03, "IB {ib_jct} ns, Ethernet {ethernet_jct} ns");
+}
+
+#[test]
+fn dfsssp_layers_travel_on_their_own_vls_with_credits_per_vl() {
+    // dfsssp breaks the ring's dependency cycle by putting destinations on
+    // two SLs, mapped to two VLs with their own buffers and credits and
+    // arbitrated at every port.
+    let experiment = IbExperiment { engines: vec![Engine::Dfsssp], buffer_blocks: 256, ..IbExperiment::default() };
+    let report = run(ring_of_switches(5), experiment, spec(Kind::AllToAll, 1 << 20));
+    assert_eq!(report.routing_engine, "dfsssp");
+    assert_eq!(report.vls, 2);
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+}
+
+#[test]
+fn the_same_ib_run_twice_gives_the_same_report() {
+    let experiment = IbExperiment { buffer_blocks: 256, ..IbExperiment::default() };
+    let workload =
+        WorkloadSpec { kind: Kind::AllToAll, bytes: 1 << 20, jitter_ns: 5_000, compute_ns: 0, iterations: 1 };
+    let once = serde_json::to_string(&run(fat_tree(), experiment.clone(), workload.clone())).unwrap();
+    let twice = serde_json::to_string(&run(fat_tree(), experiment, workload)).unwrap();
+    assert_eq!(once, twice);
+}
+
+#[test]
+fn minhop_deadlocks_a_ring_on_credits_and_updn_and_dfsssp_do_not() {
+    // One packet of buffer per VL (65 blocks) on a ring of five switches,
+    // an all-to-all of 4 MiB: minhop's shortest paths chain each switch's
+    // buffer to the next around the ring, the buffers fill and every
+    // sender waits for a credit that a full buffer downstream holds back
+    // (a credit loop: nothing is dropped, nothing moves). updn forbids the
+    // cycle's last turn; dfsssp puts it on another VL.
+    let deadline = 5_000_000;
+    let ring = |engine: Engine| {
+        let experiment = IbExperiment {
+            engines: vec![engine],
+            buffer_blocks: 65,
+            time_limit_ns: deadline,
+            ..IbExperiment::default()
+        };
+        run(ring_of_switches(5), experiment, spec(Kind::AllToAll, 4 << 20))
+    };
+    let minhop = ring(Engine::Minhop);
+    assert!(!minhop.finished, "minhop's credit loop");
+    assert_eq!(minhop.drops, 0, "a deadlock, not a loss");
+    let stuck = minhop.fcts_ns.iter().filter(|(_, _, fct)| fct.is_none()).count();
+    assert!(stuck > 0);
+    for engine in [Engine::Updn, Engine::Dfsssp] {
+        let report = ring(engine);
+        assert!(report.finished, "{engine:?}");
+        assert_eq!(report.drops, 0, "{engine:?}");
+        assert!(report.simulated_ns < deadline / 2, "{engine:?}: {} ns", report.simulated_ns);
+    }
 }

@@ -206,6 +206,8 @@ pub struct IbReport {
     /// The routing engine that routed the fabric, and those that declined it.
     pub routing_engine: String,
     pub routing_refused: Vec<String>,
+    /// Data VLs every port operates: one, or as many as the engine's SL layers (dfsssp).
+    pub vls: u8,
     pub switches: usize,
     pub hosts: usize,
     pub finished: bool,
@@ -670,6 +672,7 @@ impl IbSimulation {
             experiment: self.experiment.clone(),
             routing_engine: self.engine.name().to_owned(),
             routing_refused: self.refused.clone(),
+            vls: self.hcas.first().map_or(1, |h| h.credits.operational_vls()),
             switches: self.switches.len(),
             hosts: self.hcas.len(),
             finished: self.finished(),
