@@ -334,7 +334,8 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
 }
 
 /// One IB-like run on the fabric's shape (switch configs are not read:
-/// the plane's own switches), its `summary.json` written into `out`.
+/// the plane's own switches), its `summary.json`, `messages.csv` and
+/// `ports.csv` written into `out`.
 pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String> {
     let topology = args.topology()?;
     let fabric = Fabric::from_topology(&topology)?;
@@ -343,9 +344,7 @@ pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String>
     let mut simulation = IbSimulation::new(fabric, experiment, workload)?;
     simulation.run();
     let report = simulation.report(&topology.name);
-    std::fs::create_dir_all(out).map_err(|e| format!("creating {}: {e}", out.display()))?;
-    let json = serde_json::to_string_pretty(&report).expect("serialises");
-    std::fs::write(out.join("summary.json"), json + "\n").map_err(|e| format!("writing summary.json: {e}"))?;
+    report.write(out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
     Ok(report)
 }
 

@@ -697,6 +697,33 @@ impl IbSimulation {
     }
 }
 
+impl IbReport {
+    /// Writes `summary.json`, `messages.csv` (per message: source,
+    /// destination, FCT) and `ports.csv` (per switch port: bytes, packets,
+    /// xmit wait, discards) into `dir`.
+    pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        use std::fmt::Write as _;
+        std::fs::create_dir_all(dir)?;
+        let json = serde_json::to_string_pretty(self).expect("the report serialises");
+        std::fs::write(dir.join("summary.json"), json + "\n")?;
+        let mut csv = String::from("message,src,dst,fct_ns\n");
+        for (m, (src, dst, fct)) in self.fcts_ns.iter().enumerate() {
+            let fct = fct.map_or(String::new(), |f| f.to_string());
+            let _ = writeln!(csv, "{m},{src},{dst},{fct}");
+        }
+        std::fs::write(dir.join("messages.csv"), csv)?;
+        let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,discards\n");
+        for p in &self.ports {
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{},{}",
+                p.switch, p.port, p.xmit_bytes, p.xmit_packets, p.xmit_wait, p.discards
+            );
+        }
+        std::fs::write(dir.join("ports.csv"), csv)
+    }
+}
+
 /// The fabric as the SM sees it (switches, then one CA per host; switch
 /// port N is the fabric's port N-1), its LIDs assigned by
 /// `subnet_manager::lid`, and the LFTs of the first engine that takes it.
