@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! labs sim --fattree 16 --workload allreduce --size 64MiB --lb flowlet --out DIR
-//! labs sim --topology lab.clab.yml --workload incast --size 4MiB --no-pfc --out DIR
+//! labs sim --topology lab.clab.yml --workload incast --size 4MiB --out DIR        # switches from the lab's switchd YAML
+//! labs sim --topology lab.clab.yml --no-switch-configs --no-pfc --workload incast --out DIR
+//! labs sim --fattree 4 --tiers 2 --fabric ib --routing ftree,updn --workload allreduce --out DIR
 //! labs sim --rail 128x8 --spines 8 --workload all-to-all --size 16MiB --out DIR
 //! labs sim compare --fattree 4 --workload permutation --size 8MiB --lb ecmp,flowlet,spray --out DIR
 //! ```
@@ -299,6 +301,11 @@ impl SimArgs {
 /// One run, written into `out`; its report.
 pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) -> Result<super::Run, String> {
     let (topology, fabric) = args.fabric()?;
+    if fabric.configured() && (args.no_pfc || args.buffer.is_some()) {
+        return Err("--no-pfc and --buffer set the simulator's own switches; these switches take PFC and buffers \
+                    from their switchd configs (edit qos:, or run with --no-switch-configs)"
+            .into());
+    }
     let watch = args.watch(&fabric)?;
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {
