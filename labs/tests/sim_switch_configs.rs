@@ -148,3 +148,60 @@ fn the_ai_rail_lab_routes_between_rails_through_the_bgp_shortcut() {
     assert_eq!(report.drops_total, 0);
     assert_eq!(report.timeouts, 0, "nothing lost: every route and neighbour in place");
 }
+
+const TWO_SWITCHES: &str = "
+name: two
+topology:
+  nodes:
+    sw1: { kind: linux, labels: { labs.role: switchd }, binds: ['sw1.yaml:/etc/switchd/config.yaml:ro'] }
+    sw2: { kind: linux, labels: { labs.role: switchd }, binds: ['sw2.yaml:/etc/switchd/config.yaml:ro'] }
+    h1: { kind: linux, labels: { labs.role: host }, exec: ['ip addr add 172.16.1.10/24 dev eth1', 'ip route add 172.16.2.0/24 via 172.16.1.1 dev eth1'] }
+    h2: { kind: linux, labels: { labs.role: host }, exec: ['ip addr add 172.16.2.10/24 dev eth1', 'ip route add 172.16.1.0/24 via 172.16.2.1 dev eth1'] }
+  links:
+    - endpoints: ['sw1:eth1', 'h1:eth1']
+    - endpoints: ['sw2:eth1', 'h2:eth1']
+    - endpoints: ['sw1:eth2', 'sw2:eth2']
+";
+
+/// A switch with hosts in VLAN 10 on `172.16.N.0/24`, a routed link
+/// `10.0.0.N-1/31` to the other, and `routes` (no BGP).
+fn routed_switch(n: u8, routes: &str) -> String {
+    format!(
+        "name: sw{n}
+ports:
+  - {{ name: eth1, mode: access, vlan: 10, speed: 1G }}
+  - {{ name: eth2, mode: routed, addresses: [10.0.0.{}/31], speed: 1G }}
+vlans:
+  - {{ id: 10, addresses: [172.16.{n}.1/24] }}
+qos: {{ preset: roce }}
+{routes}",
+        n - 1
+    )
+}
+
+#[test]
+fn static_routes_in_the_yaml_carry_traffic_between_switches() {
+    let run = |sw1_routes: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("two.clab.yml"), TWO_SWITCHES).unwrap();
+        std::fs::write(dir.path().join("sw1.yaml"), routed_switch(1, sw1_routes)).unwrap();
+        let sw2 = routed_switch(2, "routes: [{ prefix: 172.16.1.0/24, next_hops: [10.0.0.0] }]\n");
+        std::fs::write(dir.path().join("sw2.yaml"), sw2).unwrap();
+        let (_, fabric) = Fabric::from_topology_file(&dir.path().join("two.clab.yml")).unwrap();
+        let experiment = Experiment { mtu: 1024, sample_ns: 0, time_limit_ns: 20_000_000, ..Experiment::default() };
+        let spec = WorkloadSpec { kind: Kind::Incast, bytes: 64 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+        sim::run("two", fabric, experiment, spec, None, None).unwrap().report
+    };
+    let routed = run("routes: [{ prefix: 172.16.2.0/24, next_hops: [10.0.0.1] }]\n");
+    assert!(routed.finished, "{routed:?}");
+    assert_eq!(routed.drops_total, 0);
+    // 64 packets at 1 Gb/s, the last through two switches (three cables of
+    // 5 ns per metre of no length: propagation 0).
+    let jct = routed.collectives[0].jct_ns.unwrap() as f64 / 1e9;
+    let expected = payload_seconds(64 << 10, 1e9) + 2.0 * (1082.0 + 24.0) * 8.0 / 1e9;
+    assert!((jct - expected).abs() / expected < 0.01, "JCT {jct} s, expected {expected} s");
+    // Without sw1's route, h2's subnet is unreachable from h1: sw1 drops.
+    let unrouted = run("");
+    assert!(!unrouted.finished);
+    assert!(unrouted.drops_total > 0, "{unrouted:?}");
+}

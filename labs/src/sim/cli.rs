@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! labs sim --fattree 16 --workload allreduce --size 64MiB --lb flowlet --out DIR
-//! labs sim --topology lab.clab.yml --workload incast --size 4MiB --no-pfc --out DIR
+//! labs sim --topology lab.clab.yml --workload incast --size 4MiB --out DIR        # switches from the lab's switchd YAML
+//! labs sim --topology lab.clab.yml --no-switch-configs --no-pfc --workload incast --out DIR
+//! labs sim --fattree 4 --tiers 2 --fabric ib --routing ftree,updn --workload allreduce --out DIR
 //! labs sim --rail 128x8 --spines 8 --workload all-to-all --size 16MiB --out DIR
 //! labs sim compare --fattree 4 --workload permutation --size 8MiB --lb ecmp,flowlet,spray --out DIR
 //! ```
@@ -14,9 +16,11 @@ use clap::{Args, Subcommand};
 
 use super::experiment::{Experiment, LoadBalancing, QueueKind};
 use super::fabric::{self, Fabric};
+use super::ib::{IbExperiment, IbReport, IbSimulation};
 use super::workload::{Kind, WorkloadSpec};
 use crate::generate::AiRail;
 use crate::topology::Topology;
+use subnet_manager::routing::Engine;
 
 #[derive(Args, Clone, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -81,6 +85,17 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 2)]
     pub iterations: u32,
 
+    /// The link layer: the Ethernet lossless class (switch pipelines, traffic managers, RoCE NICs) or the IB-like
+    /// plane (credits per VL, LFTs from the SM's routing engines); a comma-separated list for `compare`.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ethernet")]
+    pub fabric: Vec<LinkLayer>,
+    /// IB-like: routing engines tried in order (minhop, updn, ftree, sssp, dfsssp), as OpenSM's routing_engine.
+    #[arg(long, default_value = "ftree,updn,minhop")]
+    pub routing: String,
+    /// IB-like: receive buffer per VL per port, in 64-byte blocks.
+    #[arg(long, default_value_t = 1024)]
+    pub ib_buffer_blocks: u16,
+
     /// Load balancing; a comma-separated list for `compare`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ecmp")]
     pub lb: Vec<LoadBalancing>,
@@ -133,6 +148,13 @@ pub struct SimArgs {
     /// No PNG/SVG plots (they need DejaVu Sans, Debian's fonts-dejavu-core).
     #[arg(long)]
     pub no_plots: bool,
+}
+
+/// Which link layer a run simulates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LinkLayer {
+    Ethernet,
+    Ib,
 }
 
 /// `64MiB`, `16M`, `1GiB`, `4KiB`, `4096`.
@@ -196,6 +218,23 @@ impl SimArgs {
                 Ok((topology, fabric))
             }
         }
+    }
+
+    /// The IB-like run the flags describe.
+    pub fn ib_experiment(&self) -> Result<IbExperiment, String> {
+        let engines = Engine::parse_list(&self.routing)?;
+        if engines.is_empty() {
+            return Err("--routing: at least one engine".into());
+        }
+        Ok(IbExperiment {
+            link_bps: self.link_gbps * 1_000_000_000,
+            link_delay_ns: self.delay_ns,
+            mtu: self.mtu,
+            buffer_blocks: self.ib_buffer_blocks,
+            engines,
+            time_limit_ns: self.time_limit_ms * 1_000_000,
+            ..IbExperiment::default()
+        })
     }
 
     pub fn experiment(&self, lb: LoadBalancing) -> Result<Experiment, String> {
@@ -262,6 +301,11 @@ impl SimArgs {
 /// One run, written into `out`; its report.
 pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) -> Result<super::Run, String> {
     let (topology, fabric) = args.fabric()?;
+    if fabric.configured() && (args.no_pfc || args.buffer.is_some()) {
+        return Err("--no-pfc and --buffer set the simulator's own switches; these switches take PFC and buffers \
+                    from their switchd configs (edit qos:, or run with --no-switch-configs)"
+            .into());
+    }
     let watch = args.watch(&fabric)?;
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {
@@ -294,6 +338,45 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
         run.write_plots(out)?;
     }
     Ok(run)
+}
+
+/// One IB-like run on the fabric's shape (switch configs are not read:
+/// the plane's own switches), its `summary.json`, `messages.csv` and
+/// `ports.csv` written into `out`.
+pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String> {
+    let topology = args.topology()?;
+    let fabric = Fabric::from_topology(&topology)?;
+    let experiment = args.ib_experiment()?;
+    let workload = super::workload::build(&args.workload(), fabric.hosts.len(), args.seed)?;
+    let mut simulation = IbSimulation::new(fabric, experiment, workload)?;
+    simulation.run();
+    let report = simulation.report(&topology.name);
+    report.write(out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
+    Ok(report)
+}
+
+/// A one-paragraph summary of an IB-like run.
+pub fn describe_ib(r: &IbReport) -> String {
+    let jct: Vec<String> = r
+        .collectives
+        .iter()
+        .map(|c| match c.jct_ns {
+            Some(ns) => format!("{} {:.3} ms", c.name, ns as f64 / 1e6),
+            None => format!("{} unfinished", c.name),
+        })
+        .collect();
+    format!(
+        "{} ({} switches, {} HCAs, IB-like, {} LFTs): {}; drops {}; xmit wait {}; {} flow-control packets; {} events",
+        r.topology,
+        r.switches,
+        r.hosts,
+        r.routing_engine,
+        jct.join(", "),
+        r.drops,
+        r.xmit_wait,
+        r.flow_control_packets,
+        r.events
+    )
 }
 
 /// A one-paragraph summary of a run.
@@ -329,6 +412,13 @@ pub fn describe(run: &super::Run) -> String {
 /// `labs sim` and `labs sim compare`.
 pub fn main(command: SimCommand) -> Result<(), String> {
     match command.compare {
+        None if command.run.fabric.first() == Some(&LinkLayer::Ib) => {
+            let args = command.run;
+            let report = run_ib(&args, &args.out)?;
+            println!("{}", describe_ib(&report));
+            println!("wrote {}", args.out.display());
+            Ok(())
+        }
         None => {
             let args = command.run;
             let lb = args.lb.first().copied().unwrap_or(LoadBalancing::Ecmp);
@@ -355,6 +445,22 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 let run = run_one(&args, experiment, &args.out.join(&name))?;
                 println!("{name}: {}", describe(&run));
                 runs.push((name, run));
+            }
+            if args.fabric.contains(&LinkLayer::Ib) {
+                eprintln!("ib:");
+                let report = run_ib(&args, &args.out.join("ib"))?;
+                println!("ib: {}", describe_ib(&report));
+                for c in &report.collectives {
+                    let ethernet: Vec<String> = runs
+                        .iter()
+                        .filter_map(|(name, run)| {
+                            let jct = run.report.collectives.iter().find(|e| e.name == c.name)?.jct_ns?;
+                            Some(format!("{name} {:.3} ms", jct as f64 / 1e6))
+                        })
+                        .collect();
+                    let ib = c.jct_ns.map_or("unfinished".into(), |ns| format!("{:.3} ms", ns as f64 / 1e6));
+                    println!("JCT {}: ib {ib}; ethernet {}", c.name, ethernet.join(", "));
+                }
             }
             super::compare::write(&runs, &args.out)?;
             if !args.no_plots {

@@ -18,6 +18,7 @@ pub mod engine;
 pub mod experiment;
 pub mod fabric;
 pub mod host;
+pub mod ib;
 pub mod link;
 pub mod output;
 pub mod plot;
