@@ -1243,7 +1243,7 @@ impl<B: Backend> Sai<B> {
                         self.store.add_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &new));
                         self.store.fdb.insert(key, new);
                     }
-                    (FdbEvent::Learned, _) => {}
+                    (FdbEvent::Learned | FdbEvent::MoveRefused { .. }, _) => {}
                 }
             }
         }

@@ -48,7 +48,8 @@ fn vni_vlans<'a>(config: &'a Config, applied: &'a Applied) -> impl Iterator<Item
 /// Something learned locally that EVPN advertises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LocalEvent {
-    /// `mac` is (or is no longer) behind a local port in `vni`.
+    /// `mac` is (or is no longer) behind a local port in `vni` (or sent
+    /// from one where a sticky entry elsewhere kept it from being learned).
     Mac { vni: u32, mac: MacAddr, present: bool },
     /// ARP/ND on the SVI of `vni` bound `ip` (`None`: the binding went).
     Neighbor { vni: u32, ip: IpAddr, mac: Option<MacAddr> },
@@ -96,6 +97,9 @@ impl LocalFeed {
                         local
                     }
                     FdbEvent::Aged | FdbEvent::Flushed if local => false,
+                    // A sticky MAC of another VTEP sending here: the speaker
+                    // counts the refused move (its entry never moved).
+                    FdbEvent::MoveRefused { .. } if local => true,
                     _ => return None,
                 };
                 if event == FdbEvent::Learned && !present {

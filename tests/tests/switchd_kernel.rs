@@ -716,7 +716,10 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
     };
     // The static MAC: on eth1, in VLAN 10, static.
     assert!(
-        has(&installed, "02:00:00:00:0f:01", &|r| r["ifname"] == "eth1" && in_vlan(r) && r["state"] == "static"),
+        has(&installed, "02:00:00:00:0f:01", &|r| r["ifname"] == "eth1"
+            && in_vlan(r)
+            && r["state"] == "static"
+            && flags(r).iter().any(|f| f == "sticky")),
         "static MAC on eth1 in VLAN 10: {installed:#?}"
     );
     // The remote MAC: the vxlan device's own entry to the VTEP, and the
@@ -732,7 +735,8 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
         "remote MAC in VLAN 10's bridge on the vxlan port: {installed:#?}"
     );
     // The static remote MAC: the device's permanent entry to the VTEP and
-    // the bridge's static one on the vxlan port.
+    // the bridge's static one on the vxlan port, sticky (learning never
+    // moves it).
     assert!(
         has(&installed, "02:00:00:00:0f:03", &|r| r["ifname"] == "nos-vx10010"
             && r["dst"] == "10.0.1.2"
@@ -740,7 +744,10 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
         "static remote MAC behind 10.0.1.2 on the vxlan device: {installed:#?}"
     );
     assert!(
-        has(&installed, "02:00:00:00:0f:03", &|r| r["ifname"] == "nos-vx10010" && in_vlan(r) && r["state"] == "static"),
+        has(&installed, "02:00:00:00:0f:03", &|r| r["ifname"] == "nos-vx10010"
+            && in_vlan(r)
+            && r["state"] == "static"
+            && flags(r).iter().any(|f| f == "sticky")),
         "static remote MAC static in VLAN 10's bridge: {installed:#?}"
     );
     // The shim reads them back (what `swcli show mac` shows).

@@ -352,6 +352,16 @@ impl SoftBackend {
                         bridge_port: self.translate_dest(to),
                     }
                 }
+                Event::FdbMoveRefused { vid, mac, pinned, from } => {
+                    let Some(&vlan) = self.vlan_of_vid.get(&vid) else {
+                        continue;
+                    };
+                    Notification::Fdb {
+                        event: FdbEvent::MoveRefused { pinned: self.translate_dest(pinned) },
+                        entry: FdbEntryKey { vlan, mac },
+                        bridge_port: self.translate_dest(from),
+                    }
+                }
                 Event::NeighborResolved { rif, ip, mac } => {
                     let Some(router_interface) = self.rifs.owner(u32::from(rif)) else {
                         continue;

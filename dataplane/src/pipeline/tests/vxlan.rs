@@ -462,6 +462,31 @@ fn evpn_remote_entries_never_age_but_move_and_evpn_vteps_teach_nothing() {
     assert_eq!(switch.fdb_entry(100, mac(21)).map(|e| e.dest), Some(FdbDest::Tunnel(remote)));
 }
 
+/// RFC 7432 section 15.2: a sticky MAC behind a remote VTEP is a static
+/// entry that allows no move. Its frames on a local port are forwarded but
+/// not learned; each is counted, and the refusal reported as an event at
+/// most once a second.
+#[test]
+fn a_sticky_remote_mac_is_never_learned_on_a_local_port() {
+    let mut switch = vtep_switch();
+    let remote = v4("2.2.2.2");
+    switch.set_fdb_entry(100, mac(20), FdbDest::Tunnel(remote), FdbKind::Static, 0).unwrap();
+    let _ = switch.drain_events().count();
+    let mut out = Output::new();
+    let spoofed = frame(EthernetAddress::BROADCAST, mac(20), None, EtherType::Arp, &[0; 28]);
+    assert_eq!(switch.process(NOW, 2, &spoofed, &mut out), Disposition::Flooded, "forwarded, not dropped");
+    switch.process(NOW + 1_000, 2, &spoofed, &mut out);
+    let entry = switch.fdb_entry(100, mac(20)).unwrap();
+    assert_eq!((entry.dest, entry.kind), (FdbDest::Tunnel(remote), FdbKind::Static), "still behind the VTEP");
+    assert_eq!(switch.fdb_moves_refused(), 2);
+    let refused =
+        Event::FdbMoveRefused { vid: 100, mac: mac(20), pinned: FdbDest::Tunnel(remote), from: FdbDest::Port(2) };
+    assert_eq!(switch.drain_events().collect::<Vec<_>>(), vec![refused], "reported once");
+    switch.process(NOW + 1_000_000_000, 2, &spoofed, &mut out);
+    assert_eq!(switch.drain_events().collect::<Vec<_>>(), vec![refused], "and again a second later");
+    assert_eq!(switch.fdb_moves_refused(), 3);
+}
+
 const L3VNI: Vni = 4001;
 const TENANT: VrfId = 1;
 /// The anycast gateway's MAC, our router MAC on the L3VNI, the remote's.

@@ -315,8 +315,10 @@ impl KernelBackend {
     /// and the bridge's entry on the vxlan port, both `extern_learn` (as
     /// zebra installs EVPN MACs) in one message (`self master`). A static
     /// remote MAC that must not move is two messages, the device's entry
-    /// `permanent` and the bridge's `noarp` (static): the kernel refuses
-    /// `noarp` in the one `self master` message (EINVAL).
+    /// `permanent` and the bridge's `noarp` (static) `sticky`: the kernel
+    /// refuses `noarp` in the one `self master` message (EINVAL), and its
+    /// bridge moves a static entry that is not sticky to the port a frame
+    /// from the MAC comes in on (`br_fdb_update`).
     fn fdb_requests(
         &self,
         store: &ObjectStore,
@@ -336,7 +338,7 @@ impl KernelBackend {
                 },
                 key.mac,
                 if dynamic { NeighbourState::Reachable } else { NeighbourState::Noarp },
-                NeighbourFlags::Controller,
+                if dynamic { NeighbourFlags::Controller } else { NeighbourFlags::Controller | NeighbourFlags::Sticky },
             )],
             None => {
                 let remote = self.remote_of(store, entry.bridge_port)?;
@@ -355,7 +357,12 @@ impl KernelBackend {
                 } else {
                     vec![
                         with_dst(fdb_message(vxlan.ifindex, key.mac, NeighbourState::Permanent, NeighbourFlags::Own)),
-                        fdb_message(vxlan.ifindex, key.mac, NeighbourState::Noarp, NeighbourFlags::Controller),
+                        fdb_message(
+                            vxlan.ifindex,
+                            key.mac,
+                            NeighbourState::Noarp,
+                            NeighbourFlags::Controller | NeighbourFlags::Sticky,
+                        ),
                     ]
                 }
             }
