@@ -257,3 +257,23 @@ fn a_failed_spine_link_in_the_ai_rail_lab_is_routed_around() {
     );
     assert!(failed_jct > intact_jct, "the failure costs time");
 }
+
+#[test]
+fn ports_listed_out_of_order_keep_their_names() {
+    // eth4 (the receiver's) listed first: pipeline port 0, named eth4.
+    let yaml = switch_yaml("100M", "");
+    let eth4 = "  - { name: eth4, mode: access, vlan: 10, mtu: 9100, speed: 100M, cable-length: 5 }\n";
+    let reordered = yaml.replace(eth4, "").replace("ports:\n", &format!("ports:\n{eth4}"));
+    let dir = tempfile::tempdir().unwrap();
+    let fabric = fabric_with(dir.path(), &reordered).unwrap();
+    assert_eq!(fabric.port_named(0, "eth4"), Some(0));
+    assert_eq!(fabric.port_name(0, 1), "eth1");
+    assert_eq!(fabric.hosts[3].port, 0, "h4 is on eth4");
+    let experiment = Experiment { mtu: 1024, sample_ns: 0, ..Experiment::default() };
+    let spec = WorkloadSpec { kind: Kind::Incast, bytes: 64 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let run = sim::run("incast", fabric, experiment, spec, None, None).unwrap();
+    assert!(run.report.finished);
+    run.write(dir.path()).unwrap();
+    let ports = std::fs::read_to_string(dir.path().join("ports.csv")).unwrap();
+    assert!(ports.lines().nth(1).unwrap().starts_with("sw1,eth4,h4:eth1,"), "{ports}");
+}

@@ -284,14 +284,15 @@ impl SimArgs {
         self.watch
             .iter()
             .map(|text| {
-                let (switch, port) = text.split_once(":eth").ok_or_else(|| format!("--watch {text:?}: SWITCH:ethN"))?;
+                let (switch, port) = text.split_once(':').ok_or_else(|| format!("--watch {text:?}: SWITCH:ethN"))?;
                 let s = fabric
                     .switches
                     .iter()
                     .position(|sw| sw.name == switch)
                     .ok_or_else(|| format!("--watch {text:?}: no switch {switch:?}"))?;
-                let port: u16 = port.parse().map_err(|_| format!("--watch {text:?}: SWITCH:ethN"))?;
-                Ok((s as u32, port.saturating_sub(1)))
+                let port =
+                    fabric.port_named(s as u32, port).ok_or_else(|| format!("--watch {text:?}: no port {port:?}"))?;
+                Ok((s as u32, port))
             })
             .collect::<Result<Vec<_>, String>>()
             .map(Some)

@@ -264,7 +264,7 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
             let Some(peer) = sim.peer(s as u32, port) else { continue };
             let peer = match peer {
                 End::Switch { switch, port } => {
-                    format!("{}:eth{}", sim.fabric.switches[switch as usize].name, port + 1)
+                    format!("{}:{}", sim.fabric.switches[switch as usize].name, sim.fabric.port_name(switch, port))
                 }
                 End::Host { host } => sim.fabric.hosts[host as usize].name.clone(),
             };
@@ -280,9 +280,9 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
             let pfc = tm.pfc_counters(port);
             let _ = writeln!(
                 csv,
-                "{},eth{},{peer},{tx_frames},{tx_bytes},{dropped},{marked},{},{},{},{watermark}",
+                "{},{},{peer},{tx_frames},{tx_bytes},{dropped},{marked},{},{},{},{watermark}",
                 spec.name,
-                port + 1,
+                sim.fabric.port_name(s as u32, port),
                 pfc.rx_frames.iter().sum::<u64>(),
                 pfc.tx_frames.iter().sum::<u64>(),
                 sim.paused_ns(s as u32, port),
@@ -292,7 +292,7 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
     std::fs::write(dir.join("ports.csv"), csv)?;
     let mut csv = String::from("time_ns");
     for &(s, port) in &sim.watched {
-        let _ = write!(csv, ",{}:eth{}", sim.fabric.switches[s as usize].name, port + 1);
+        let _ = write!(csv, ",{}:{}", sim.fabric.switches[s as usize].name, sim.fabric.port_name(s, port));
     }
     csv.push('\n');
     for (at, row) in &sim.series {
