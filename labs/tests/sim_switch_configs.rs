@@ -205,3 +205,55 @@ fn static_routes_in_the_yaml_carry_traffic_between_switches() {
     assert!(!unrouted.finished);
     assert!(unrouted.drops_total > 0, "{unrouted:?}");
 }
+
+#[test]
+fn a_failed_spine_link_in_the_ai_rail_lab_is_routed_around() {
+    let (_, fabric) =
+        Fabric::from_topology_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/ai-rail.clab.yml")).unwrap();
+    let name = |end: &labs::sim::fabric::End| match *end {
+        labs::sim::fabric::End::Switch { switch, .. } => fabric.switches[switch as usize].name.clone(),
+        labs::sim::fabric::End::Host { host } => fabric.hosts[host as usize].name.clone(),
+    };
+    let cable = fabric
+        .links
+        .iter()
+        .position(|(a, b)| {
+            let mut ends = [name(a), name(b)];
+            ends.sort();
+            ends == ["leaf-g1-r1", "spine1"]
+        })
+        .expect("leaf-g1-r1 - spine1") as u32;
+    // 100 Mb/s ports: an all-to-all of 512 KiB per host takes tens of
+    // milliseconds; the cable fails after five, BGP moves off it 200 us
+    // later, what was lost on it comes back at the retransmission timeout.
+    let run = |failure: Option<(u32, u64)>| {
+        let experiment = Experiment {
+            mtu: 1024,
+            sample_ns: 0,
+            link_failure: failure,
+            reconverge_ns: 200_000,
+            rto_ns: 20_000_000,
+            ..Experiment::default()
+        };
+        let spec = WorkloadSpec { kind: Kind::AllToAll, bytes: 512 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+        sim::run("ai-rail", fabric.clone(), experiment, spec, None, None).unwrap().report
+    };
+    let intact = run(None);
+    let failed = run(Some((cable, 5_000_000)));
+    assert!(intact.finished && failed.finished, "{failed:?}");
+    assert_eq!(intact.routes_rewritten, 0);
+    // Every switch with routes over the failed cable moved them: leaf-g1-r1
+    // to spine2 only, the other leaves' routes to leaf-g1-r1's subnets and
+    // loopback via spine2 only, spine1's to them withdrawn.
+    assert!(failed.routes_rewritten >= 5, "{} routes rewritten", failed.routes_rewritten);
+    assert!(failed.drops["link-down"] + failed.drops["pipeline-egressportdown"] > 0, "{:?}", failed.drops);
+    let (intact_jct, failed_jct) = (intact.collectives[0].jct_ns.unwrap(), failed.collectives[0].jct_ns.unwrap());
+    println!(
+        "ai-rail all-to-all: intact {:.1} ms; leaf-g1-r1 - spine1 down at 5 ms: {:.1} ms, {} routes rewritten, {} timeouts",
+        intact_jct as f64 / 1e6,
+        failed_jct as f64 / 1e6,
+        failed.routes_rewritten,
+        failed.timeouts
+    );
+    assert!(failed_jct > intact_jct, "the failure costs time");
+}

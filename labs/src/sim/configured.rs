@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr};
 
 use bgp_evpn::packet::Nlri;
 use dataplane::node::QosTrafficManager;
-use dataplane::pipeline::Switch;
+use dataplane::pipeline::{NextHop, RouteTarget, Switch};
 use dataplane::wire::EthernetAddress;
 use ipnetwork::{IpNetwork, Ipv4Network};
 use qos::tm::TmConfig;
@@ -43,6 +43,8 @@ pub struct ConfiguredSwitches {
     pub routes: Routes,
     /// Per cable: the slower end's port speed, the longer end's cable length.
     pub wires: Vec<Wire>,
+    /// The underlay's shortcut, to converge again after a link failure.
+    pub underlay: Underlay,
 }
 
 /// One switch, programmed through the shim.
@@ -140,7 +142,8 @@ pub fn build(
         .map(|s| Programmed::load(fabric, s, experiment, hash_seed(s)))
         .collect::<Result<Vec<_>, String>>()?;
     let addressing = hosts(fabric, &mut switches)?;
-    let route_counts = underlay(fabric, &mut switches)?;
+    let mut underlay = Underlay::new(fabric, &mut switches)?;
+    let route_counts = underlay.install(fabric, &mut switches)?;
     let wires = fabric
         .links
         .iter()
@@ -171,7 +174,8 @@ pub fn build(
         pipelines.push(pipeline);
         traffic_managers.push(tm);
     }
-    Ok(ConfiguredSwitches { pipelines, traffic_managers, routes: Routes::new(fabric, addressing, route_counts), wires })
+    let routes = Routes::new(fabric, addressing, route_counts);
+    Ok(ConfiguredSwitches { pipelines, traffic_managers, routes, wires, underlay })
 }
 
 /// The hosts' addresses and gateways; on their leaves, their ARP entries
@@ -232,78 +236,175 @@ fn hosts(fabric: &Fabric, switches: &mut [Programmed]) -> Result<Addressing, Str
     Ok(addressing)
 }
 
-/// What a converged eBGP underlay installs: the neighbours on routed
-/// links, and in every switch with `bgp:` a route to each prefix another
-/// such switch has, over every neighbour one hop closer to it. Returns
-/// the routes installed per switch.
-fn underlay(fabric: &Fabric, switches: &mut [Programmed]) -> Result<Vec<usize>, String> {
-    let count = switches.len();
-    // Per switch: (peer switch, the peer's address on the shared link).
-    let mut peers: Vec<Vec<(u32, Ipv4Addr)>> = vec![Vec::new(); count];
-    for &(a, b) in &fabric.links {
-        let (End::Switch { switch: sa, port: pa }, End::Switch { switch: sb, port: pb }) = (a, b) else { continue };
-        let (Some(addr_a), Some(addr_b)) =
-            (switches[sa as usize].port_address(pa), switches[sb as usize].port_address(pb))
-        else {
-            continue;
-        };
-        if !addr_a.contains(addr_b.ip()) {
-            continue;
-        }
-        for (here, port, there, address) in [(sa, pa, sb, addr_b), (sb, pb, sa, addr_a)] {
-            let mac = switch_mac(switches[there as usize].name());
-            let switch = &mut switches[here as usize];
-            let name = switch.config.ports[usize::from(port)].name.clone();
-            let rif = switch.rif(&L3Interface::Port(name)).expect("a routed port has a router interface");
-            switch.neighbor(rif, address.ip(), mac)?;
-            peers[here as usize].push((there, address.ip()));
-        }
-    }
-    let speaks_bgp: Vec<bool> = switches.iter().map(|s| s.config.bgp.is_some()).collect();
-    let mut owners: BTreeMap<Ipv4Network, BTreeSet<u32>> = BTreeMap::new();
-    for (s, switch) in switches.iter().enumerate().filter(|(s, _)| speaks_bgp[*s]) {
-        for (net, _) in switch.config.addresses() {
-            if let IpNetwork::V4(v4) = net {
-                let prefix = Ipv4Network::new(v4.network(), v4.prefix()).expect("valid");
-                owners.entry(prefix).or_default().insert(s as u32);
+/// A BGP neighbour on a routed link, as the underlay's shortcut sees it.
+#[derive(Debug, Clone, Copy)]
+struct Neighbour {
+    switch: u32,
+    /// Its address on the shared link (the next hop).
+    ip: Ipv4Addr,
+    link: u32,
+    /// The local routed port's router interface, in the pipeline.
+    rif: dataplane::pipeline::RifId,
+}
+
+/// What the eBGP underlay converges to, kept to converge again when cables
+/// fail: every switch with `bgp:` announces the prefixes of its addresses,
+/// and every other such switch routes each over all its neighbours one
+/// hop closer to it.
+pub struct Underlay {
+    neighbours: Vec<Vec<Neighbour>>,
+    speaks_bgp: Vec<bool>,
+    owners: BTreeMap<Ipv4Network, BTreeSet<u32>>,
+    /// Per switch, per prefix: the next hops installed.
+    installed: Vec<BTreeMap<Ipv4Network, Vec<Ipv4Addr>>>,
+    /// Next-hop and group ids handed out after the first convergence (the
+    /// shim's stay as they are): far above the shim's dense ones.
+    next_id: u32,
+}
+
+impl Underlay {
+    /// The neighbours on routed links (their ARP entries put in through
+    /// the shim) and the announced prefixes.
+    fn new(fabric: &Fabric, switches: &mut [Programmed]) -> Result<Underlay, String> {
+        let count = switches.len();
+        let mut neighbours: Vec<Vec<Neighbour>> = vec![Vec::new(); count];
+        for (link, &(a, b)) in fabric.links.iter().enumerate() {
+            let (End::Switch { switch: sa, port: pa }, End::Switch { switch: sb, port: pb }) = (a, b) else { continue };
+            let (Some(addr_a), Some(addr_b)) =
+                (switches[sa as usize].port_address(pa), switches[sb as usize].port_address(pb))
+            else {
+                continue;
+            };
+            if !addr_a.contains(addr_b.ip()) {
+                continue;
+            }
+            for (here, port, there, address) in [(sa, pa, sb, addr_b), (sb, pb, sa, addr_a)] {
+                let mac = switch_mac(switches[there as usize].name());
+                let switch = &mut switches[here as usize];
+                let name = switch.config.ports[usize::from(port)].name.clone();
+                let rif = switch.rif(&L3Interface::Port(name)).expect("a routed port has a router interface");
+                switch.neighbor(rif, address.ip(), mac)?;
+                let rif = switch.sai.backend().router_interface_index(rif).expect("a programmed router interface");
+                neighbours[here as usize].push(Neighbour { switch: there, ip: address.ip(), link: link as u32, rif });
             }
         }
-    }
-    let mut programmers: Vec<_> = switches.iter().map(|s| switchd::bgp::programmer(&s.config, &s.applied)).collect();
-    let mut installed = vec![0usize; count];
-    for (prefix, owned_by) in &owners {
-        let mut distance = vec![u32::MAX; count];
-        let mut queue: VecDeque<u32> = owned_by.iter().copied().collect();
-        for &s in owned_by {
-            distance[s as usize] = 0;
-        }
-        while let Some(s) = queue.pop_front() {
-            for &(peer, _) in &peers[s as usize] {
-                if speaks_bgp[peer as usize] && distance[peer as usize] == u32::MAX {
-                    distance[peer as usize] = distance[s as usize] + 1;
-                    queue.push_back(peer);
+        let speaks_bgp: Vec<bool> = switches.iter().map(|s| s.config.bgp.is_some()).collect();
+        let mut owners: BTreeMap<Ipv4Network, BTreeSet<u32>> = BTreeMap::new();
+        for (s, switch) in switches.iter().enumerate().filter(|(s, _)| speaks_bgp[*s]) {
+            for (net, _) in switch.config.addresses() {
+                if let IpNetwork::V4(v4) = net {
+                    let prefix = Ipv4Network::new(v4.network(), v4.prefix()).expect("valid");
+                    owners.entry(prefix).or_default().insert(s as u32);
                 }
             }
         }
-        let nlri = Nlri::from_network(IpNetwork::V4(*prefix)).expect("an IPv4 prefix");
-        for s in 0..count {
-            if !speaks_bgp[s] || distance[s] == 0 || distance[s] == u32::MAX {
-                continue;
+        Ok(Underlay { neighbours, speaks_bgp, owners, installed: vec![BTreeMap::new(); count], next_id: 1 << 24 })
+    }
+
+    /// Per switch, per prefix: the next hops over the cables up.
+    fn converge(&self, link_up: &[bool]) -> Vec<BTreeMap<Ipv4Network, Vec<(Ipv4Addr, dataplane::pipeline::RifId)>>> {
+        let count = self.neighbours.len();
+        let mut routes = vec![BTreeMap::new(); count];
+        for (prefix, owned_by) in &self.owners {
+            let mut distance = vec![u32::MAX; count];
+            let mut queue: VecDeque<u32> = owned_by.iter().copied().collect();
+            for &s in owned_by {
+                distance[s as usize] = 0;
             }
-            let hops: Vec<IpAddr> = peers[s]
-                .iter()
-                .filter(|&&(peer, _)| distance[peer as usize] == distance[s] - 1)
-                .map(|&(_, ip)| IpAddr::V4(ip))
-                .collect();
-            programmers[s].install(&mut switches[s].sai, nlri, &hops);
-            installed[s] += 1;
+            while let Some(s) = queue.pop_front() {
+                for n in &self.neighbours[s as usize] {
+                    if link_up[n.link as usize]
+                        && self.speaks_bgp[n.switch as usize]
+                        && distance[n.switch as usize] == u32::MAX
+                    {
+                        distance[n.switch as usize] = distance[s as usize] + 1;
+                        queue.push_back(n.switch);
+                    }
+                }
+            }
+            for s in 0..count {
+                if !self.speaks_bgp[s] || distance[s] == 0 {
+                    continue;
+                }
+                let hops: Vec<(Ipv4Addr, dataplane::pipeline::RifId)> = self.neighbours[s]
+                    .iter()
+                    .filter(|n| link_up[n.link as usize] && distance[s] != u32::MAX)
+                    .filter(|n| distance[n.switch as usize] == distance[s] - 1)
+                    .map(|n| (n.ip, n.rif))
+                    .collect();
+                routes[s].insert(*prefix, hops);
+            }
         }
+        routes
     }
-    for (s, programmer) in programmers.iter().enumerate() {
-        let refused = programmer.errors().load(std::sync::atomic::Ordering::Relaxed);
-        if refused > 0 {
-            return Err(format!("switch {}: {refused} learned routes not installed", switches[s].name()));
+
+    /// The first convergence, installed through each switch's `switchd`
+    /// route programmer. Returns the routes installed per switch.
+    fn install(&mut self, fabric: &Fabric, switches: &mut [Programmed]) -> Result<Vec<usize>, String> {
+        let routes = self.converge(&vec![true; fabric.links.len()]);
+        let mut counts = vec![0; switches.len()];
+        for (s, switch) in switches.iter_mut().enumerate() {
+            let mut programmer = switchd::bgp::programmer(&switch.config, &switch.applied);
+            for (prefix, hops) in &routes[s] {
+                if hops.is_empty() {
+                    continue;
+                }
+                let nlri = Nlri::from_network(IpNetwork::V4(*prefix)).expect("an IPv4 prefix");
+                let ips: Vec<IpAddr> = hops.iter().map(|&(ip, _)| IpAddr::V4(ip)).collect();
+                programmer.install(&mut switch.sai, nlri, &ips);
+                self.installed[s].insert(*prefix, hops.iter().map(|&(ip, _)| ip).collect());
+                counts[s] += 1;
+            }
+            let refused = programmer.errors().load(std::sync::atomic::Ordering::Relaxed);
+            if refused > 0 {
+                return Err(format!("switch {}: {refused} learned routes not installed", switch.name()));
+            }
         }
+        Ok(counts)
     }
-    Ok(installed)
+
+    /// After cables failed (`link_up[l]` false), what BGP converges to,
+    /// written into the pipelines: a route whose next hops changed points
+    /// at new next hops or a new group, one with none left is withdrawn.
+    /// Returns the routes rewritten.
+    pub fn reroute(&mut self, link_up: &[bool], pipelines: &mut [&mut Switch]) -> Result<usize, String> {
+        let routes = self.converge(link_up);
+        let mut rewritten = 0;
+        for (s, pipeline) in pipelines.iter_mut().enumerate() {
+            for (prefix, hops) in &routes[s] {
+                let ips: Vec<Ipv4Addr> = hops.iter().map(|&(ip, _)| ip).collect();
+                let old = self.installed[s].get(prefix).cloned().unwrap_or_default();
+                if ips == old {
+                    continue;
+                }
+                let network = IpNetwork::V4(*prefix);
+                let err = |e: dataplane::pipeline::TableError| format!("switch {s}: reroute {prefix}: {e:?}");
+                if hops.is_empty() {
+                    if !old.is_empty() {
+                        pipeline.remove_route(network).map_err(err)?;
+                    }
+                } else {
+                    let mut ids = Vec::with_capacity(hops.len());
+                    for &(ip, rif) in hops {
+                        let id = self.next_id;
+                        self.next_id += 1;
+                        pipeline.set_next_hop(id, NextHop { rif, ip: IpAddr::V4(ip) }).map_err(err)?;
+                        ids.push(id);
+                    }
+                    let target = if let [one] = ids.as_slice() {
+                        RouteTarget::NextHop(*one)
+                    } else {
+                        let group = self.next_id;
+                        self.next_id += 1;
+                        pipeline.set_next_hop_group(group, &ids).map_err(err)?;
+                        RouteTarget::Group(group)
+                    };
+                    pipeline.set_route(network, target).map_err(err)?;
+                }
+                self.installed[s].insert(*prefix, ips);
+                rewritten += 1;
+            }
+        }
+        Ok(rewritten)
+    }
 }

@@ -42,6 +42,8 @@ pub struct Simulation<Q: EventQueue> {
     pub fabric: Fabric,
     pub experiment: Experiment,
     pub routes: Routes,
+    /// On switches built from their configs: the BGP underlay's shortcut.
+    underlay: Option<configured::Underlay>,
     pub switches: Vec<SimSwitch>,
     pub hosts: Vec<Host>,
     pub connections: Vec<Connection>,
@@ -75,13 +77,14 @@ impl<Q: EventQueue> Simulation<Q> {
         let hash_seed = |s: u32| {
             seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(u64::from(s).wrapping_mul(0xbf58_476d_1ce4_e5b9)) | 1
         };
-        let (pipelines, traffic_managers, routes, wires) = if fabric.configured() {
+        let (pipelines, traffic_managers, routes, wires, underlay) = if fabric.configured() {
             let built = configured::build(&fabric, &experiment, hash_seed)?;
-            (built.pipelines, built.traffic_managers.into_iter().map(Some).collect(), built.routes, built.wires)
+            let tms = built.traffic_managers.into_iter().map(Some).collect();
+            (built.pipelines, tms, built.routes, built.wires, Some(built.underlay))
         } else {
             let (pipelines, routes) = routes::build_switches(&fabric, hash_seed)?;
             let wire = Wire::new(experiment.link_bps, experiment.link_delay_ns);
-            (pipelines, Vec::new(), routes, vec![wire; fabric.links.len()])
+            (pipelines, Vec::new(), routes, vec![wire; fabric.links.len()], None)
         };
         let mut traffic_managers = traffic_managers.into_iter();
         let mut switches = Vec::with_capacity(pipelines.len());
@@ -171,6 +174,7 @@ impl<Q: EventQueue> Simulation<Q> {
             fabric,
             experiment,
             routes,
+            underlay,
             switches,
             hosts,
             connections,
@@ -320,7 +324,11 @@ impl<Q: EventQueue> Simulation<Q> {
             Event::Reconverge => {
                 let mut pipelines: Vec<&mut Switch> = self.switches.iter_mut().map(|s| &mut s.pipeline).collect();
                 self.reroutes += 1;
-                match routes::reroute(&self.fabric, &self.link_up, &mut pipelines, self.reroutes << 20) {
+                let rerouted = match &mut self.underlay {
+                    Some(underlay) => underlay.reroute(&self.link_up, &mut pipelines),
+                    None => routes::reroute(&self.fabric, &self.link_up, &mut pipelines, self.reroutes << 20),
+                };
+                match rerouted {
                     Ok(rewritten) => self.routes_rewritten += rewritten,
                     Err(error) => self.reroute_errors.push(error),
                 }
