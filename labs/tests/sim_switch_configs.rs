@@ -80,6 +80,7 @@ fn the_incast_lab_file_runs_with_its_own_switch_config() {
     // sw1.yaml: 100 Mb/s ports, the roce preset (priority 3 lossless).
     assert_eq!(report.drops_total, 0, "lossless priority 3");
     assert!(report.pfc_frames_sent > 0, "the receiver's port is the bottleneck: PFC to the senders");
+    assert_eq!(report.punts, 0, "no frame needed a control plane");
     let jct = report.collectives[0].jct_ns.unwrap() as f64 / 1e9;
     let expected = payload_seconds(3 * (512 << 10), 100e6);
     assert!((jct - expected).abs() / expected < 0.02, "JCT {jct} s, the 100 Mb/s bottleneck says {expected} s");
@@ -115,6 +116,7 @@ fn pfc_priorities_in_the_yaml_decide_lossless_or_drops() {
 fn ecn_in_the_yaml_marks_or_not() {
     let marking = incast(&switch_yaml("100M", ""), true, 256 << 10);
     assert!(marking.ecn_marked > 0, "the roce preset marks queue 3 (DCQCN)");
+    assert!(marking.cnps_received > 0, "the receiver's CNPs reach the senders (routed through the SVI)");
     let off = incast(&switch_yaml("100M", "  queues: { 3: { ecn: { mode: off } } }\n"), true, 256 << 10);
     assert_eq!(off.ecn_marked, 0, "queue 3's ECN off in the YAML");
     assert_eq!(off.drops_total, 0);
@@ -147,6 +149,7 @@ fn the_ai_rail_lab_routes_between_rails_through_the_bgp_shortcut() {
     assert!(report.finished, "{report:?}");
     assert_eq!(report.drops_total, 0);
     assert_eq!(report.timeouts, 0, "nothing lost: every route and neighbour in place");
+    assert_eq!(report.punts, 0, "no frame needed a control plane");
 }
 
 const TWO_SWITCHES: &str = "

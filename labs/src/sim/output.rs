@@ -56,7 +56,12 @@ pub struct Report {
     pub drops_total: u64,
     /// Frames the switches marked CE.
     pub ecn_marked: u64,
+    /// CNPs the receivers sent, and those that reached their senders.
     pub cnps: u64,
+    pub cnps_received: u64,
+    /// Frames the switches punted to a control plane the simulator has not
+    /// (an unresolved neighbour, a frame for the switch itself): a routing gap.
+    pub punts: u64,
     /// PFC frames the switches sent.
     pub pfc_frames_sent: u64,
     /// Switch ports paused by their peer at some point, and the total time.
@@ -173,6 +178,8 @@ impl Report {
             drops_total,
             ecn_marked,
             cnps: sim.hosts.iter().map(|h| h.counters.cnps_sent).sum(),
+            cnps_received: sim.hosts.iter().map(|h| h.counters.cnps_received).sum(),
+            punts: sim.punts,
             pfc_frames_sent,
             paused_ports,
             paused_ns_total,
