@@ -269,11 +269,12 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, the traffic manager, the BGP speaker's identity (ASN,
-/// router id, listener) and the IB-like plane are set up once at start.
-/// Ports, interfaces, addresses, LLDP, BGP neighbours, networks and
-/// multipath, and the metrics endpoint follow commits
-/// ([`crate::commit::FollowsConfig`]).
+/// the socket, the traffic manager, the BGP speaker's listener and the
+/// IB-like plane are set up once at start. Ports, interfaces, addresses,
+/// LLDP, BGP neighbours, networks and multipath, and the metrics endpoint
+/// follow commits ([`crate::commit::FollowsConfig`]); a new BGP ASN or
+/// router id restarts the speaker in place (every session reset, said in
+/// the commit's answer).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
     if running.name != candidate.name {
