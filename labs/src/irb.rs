@@ -101,11 +101,8 @@ pub fn plan(hosts: &[IrbHost]) -> PairPlan {
             let bridged = src.subnets.iter().any(|s| dst.subnets.contains(s));
             let routed = !bridged && src.default_route && dst.default_route;
             match (&src.vrf, &dst.vrf) {
-                (Some(a), Some(b)) if a != b => {
-                    if src.default_route {
-                        isolated.extend(&dst.addresses);
-                    }
-                }
+                (Some(a), Some(b)) if a != b && src.default_route => isolated.extend(&dst.addresses),
+                (Some(a), Some(b)) if a != b => {}
                 _ if bridged || routed => {
                     reachable.extend(&dst.addresses);
                     if routed {
