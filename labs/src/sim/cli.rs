@@ -89,9 +89,10 @@ pub struct SimArgs {
     /// plane (credits per VL, LFTs from the SM's routing engines); a comma-separated list for `compare`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ethernet")]
     pub fabric: Vec<LinkLayer>,
-    /// IB-like: routing engines tried in order (minhop, updn, ftree, sssp, dfsssp), as OpenSM's routing_engine.
-    #[arg(long, default_value = "ftree,updn,minhop")]
-    pub routing: String,
+    /// IB-like: routing engines tried in order (minhop, updn, ftree, sssp, dfsssp), as OpenSM's routing_engine
+    /// [default: the lab's SM config's engines, else ftree,updn,minhop].
+    #[arg(long)]
+    pub routing: Option<String>,
     /// IB-like: receive buffer per VL per port, in 64-byte blocks.
     #[arg(long, default_value_t = 1024)]
     pub ib_buffer_blocks: u16,
@@ -222,7 +223,10 @@ impl SimArgs {
 
     /// The IB-like run the flags describe.
     pub fn ib_experiment(&self) -> Result<IbExperiment, String> {
-        let engines = Engine::parse_list(&self.routing)?;
+        let engines = match &self.routing {
+            Some(list) => Engine::parse_list(list)?,
+            None => IbExperiment::default().engines,
+        };
         if engines.is_empty() {
             return Err("--routing: at least one engine".into());
         }
@@ -341,13 +345,22 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     Ok(run)
 }
 
-/// One IB-like run on the fabric's shape (switch configs are not read:
-/// the plane's own switches), its `summary.json`, `messages.csv` and
-/// `ports.csv` written into `out`.
+/// One IB-like run, its `summary.json`, `messages.csv` and `ports.csv`
+/// written into `out`. With a topology file, each port as its switch's
+/// config sets it (`mode: ib`: data VLs, IB MTU, `ib_rate`, the buffer)
+/// and the routing engines of its SM, unless `--no-switch-configs`.
 pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String> {
     let topology = args.topology()?;
     let fabric = Fabric::from_topology(&topology)?;
-    let experiment = args.ib_experiment()?;
+    let mut experiment = args.ib_experiment()?;
+    if let Some(path) = args.topology.as_ref().filter(|_| !args.no_switch_configs) {
+        let (ports, engines) =
+            super::ib::settings_from_configs(&fabric, &topology, path.parent().unwrap_or(".".as_ref()))?;
+        experiment.ports = ports;
+        if let (None, Some(engines)) = (&args.routing, engines) {
+            experiment.engines = engines;
+        }
+    }
     let workload = super::workload::build(&args.workload(), fabric.hosts.len(), args.seed)?;
     let mut simulation = IbSimulation::new(fabric, experiment, workload)?;
     simulation.run();
