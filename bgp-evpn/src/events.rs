@@ -78,6 +78,32 @@ pub struct Peer {
     stale_deadline: Option<u64>,
 }
 
+/// Registers neighbour `n` with the RIB and builds its (idle) session.
+fn new_peer(config: &BgpConfig, rib: &mut Rib, n: &NeighborConfig) -> (PeerId, Peer) {
+    let internal = n.remote_as == config.asn && !n.remote_as_external;
+    let kind = if internal { PeerKind::Internal } else { PeerKind::External };
+    let id = rib.add_peer(PeerInfo {
+        addr: Some(n.address),
+        router_id: Ipv4Addr::UNSPECIFIED,
+        asn: n.remote_as,
+        kind,
+        weight: n.weight,
+        rr_client: n.route_reflector_client,
+    });
+    let peer = Peer {
+        config: n.clone(),
+        fsm: Neighbor::new(config.session_config(n)),
+        local_addrs: FxHashMap::default(),
+        disabled: Vec::new(),
+        errors: ErrorCounters::default(),
+        max_prefix_warned: false,
+        restart: None,
+        stale: FxHashSet::default(),
+        stale_deadline: None,
+    };
+    (id, peer)
+}
+
 /// RFC 4724 leaves the stale-path time to the helper; the usual 360 s.
 const STALE_PATH_TIME: u64 = 360;
 
@@ -139,28 +165,9 @@ impl Speaker {
         let mut rib = Rib::new(config.router_id, config.asn, config.multipath);
         let mut peers = vec![None];
         for n in &config.neighbors {
-            let internal = n.remote_as == config.asn && !n.remote_as_external;
-            let kind = if internal { PeerKind::Internal } else { PeerKind::External };
-            let id = rib.add_peer(PeerInfo {
-                addr: Some(n.address),
-                router_id: Ipv4Addr::UNSPECIFIED,
-                asn: n.remote_as,
-                kind,
-                weight: n.weight,
-                rr_client: n.route_reflector_client,
-            });
+            let (id, peer) = new_peer(&config, &mut rib, n);
             debug_assert_eq!(id, peers.len());
-            peers.push(Some(Peer {
-                config: n.clone(),
-                fsm: Neighbor::new(config.session_config(n)),
-                local_addrs: FxHashMap::default(),
-                disabled: Vec::new(),
-                errors: ErrorCounters::default(),
-                max_prefix_warned: false,
-                restart: None,
-                stale: FxHashSet::default(),
-                stale_deadline: None,
-            }));
+            peers.push(Some(peer));
         }
         let mut speaker = Speaker {
             policy: config.policy_set(),
@@ -1112,6 +1119,7 @@ pub struct RouteView {
     pub paths: Vec<PathView>,
 }
 
+pub mod reconfigure;
 #[cfg(test)]
 mod tests;
 

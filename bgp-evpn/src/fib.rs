@@ -48,8 +48,10 @@ pub enum FibChange {
     /// `prefix` in `vrf` (`None`: the default VRF) through `next_hops`
     /// (several: an ECMP group); none removes the route.
     Route { vrf: Option<String>, prefix: IpNetwork, next_hops: Vec<NextHop> },
-    /// `mac` in `vni` is behind `vtep` (`None`: no longer remote).
-    RemoteMac { vni: u32, mac: MacAddr, vtep: Option<IpAddr> },
+    /// `mac` in `vni` is behind `vtep` (`None`: no longer remote);
+    /// `sticky` (RFC 7432 section 15.2, advertised with the sticky bit):
+    /// pinned there, data-plane learning never moves it to a local port.
+    RemoteMac { vni: u32, mac: MacAddr, vtep: Option<IpAddr>, sticky: bool },
     /// ARP/ND suppression: `ip` in `vni` is `mac` (`None`: forget it).
     Neighbor { vni: u32, ip: IpAddr, mac: Option<MacAddr> },
     /// `vtep` joins (`present`) or leaves the flood list of `vni`.

@@ -127,6 +127,9 @@ fn set_int_opt(socket: &impl AsRawFd, level: libc::c_int, name: libc::c_int, val
     if rc != 0 { Err(io::Error::last_os_error()) } else { Ok(()) }
 }
 
+/// Linux's `IP_TTL` / `IPV6_UNICAST_HOPS` value meaning "the system default".
+const DEFAULT_TTL: libc::c_int = -1;
+
 /// GTSM on the shared listening socket. An accepted socket gets its own
 /// neighbour's minimum only after `accept`, by which time the peer's first
 /// segments (its OPEN) may already sit in the receive queue unchecked; so
@@ -136,18 +139,18 @@ fn set_int_opt(socket: &impl AsRawFd, level: libc::c_int, name: libc::c_int, val
 /// (then a GTSM neighbour's check starts at `accept`, which RFC 5082 section
 /// 3 does not strictly satisfy: give all neighbours GTSM). Replies (SYN-ACK)
 /// go out with TTL 255 whenever any neighbour has GTSM, so a peer enforcing
-/// GTSM on its connect accepts them.
+/// GTSM on its connect accepts them. With no GTSM neighbour left (the last
+/// one removed at run time) both go back to the system's defaults.
 pub fn set_listener_gtsm(socket: &impl AsRawFd, socket_is_v6: bool, hops: &[Option<u8>]) -> io::Result<()> {
-    if hops.iter().all(Option::is_none) {
-        return Ok(());
-    }
+    let any = hops.iter().any(Option::is_some);
     let loosest = if hops.iter().all(Option::is_some) { hops.iter().flatten().max().copied() } else { None };
     let min_ttl = loosest.map_or(0, |h| 256 - libc::c_int::from(h.clamp(1, 254)));
+    let ttl = if any { 255 } else { DEFAULT_TTL };
     // IPv4 options on an IPv6 socket apply to its IPv4-mapped traffic.
-    set_int_opt(socket, libc::IPPROTO_IP, libc::IP_TTL, 255)?;
+    set_int_opt(socket, libc::IPPROTO_IP, libc::IP_TTL, ttl)?;
     set_int_opt(socket, libc::IPPROTO_IP, libc::IP_MINTTL, min_ttl)?;
     if socket_is_v6 {
-        set_int_opt(socket, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, 255)?;
+        set_int_opt(socket, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, ttl)?;
         set_int_opt(socket, libc::IPPROTO_IPV6, libc::IPV6_MINHOPCOUNT, min_ttl)?;
     }
     Ok(())
@@ -258,6 +261,14 @@ mod tests {
         set_listener_gtsm(&none, false, &[None]).unwrap();
         assert_eq!(min_ttl(&none), 0);
         assert_ne!(none.ttl().unwrap(), 255);
+        let default_ttl = none.ttl().unwrap();
+        // The last GTSM neighbour removed: the listener checks nothing more.
+        set_listener_gtsm(&all, false, &[None]).unwrap();
+        assert_eq!((min_ttl(&all), all.ttl().unwrap()), (0, default_ttl));
+        let v6 = std::net::TcpListener::bind("[::1]:0").unwrap();
+        set_listener_gtsm(&v6, true, &[Some(1)]).unwrap();
+        set_listener_gtsm(&v6, true, &[]).unwrap();
+        assert_eq!(min_ttl(&v6), 0);
     }
 
     #[test]

@@ -54,10 +54,10 @@ impl Installed {
             FibChange::Route { vrf, prefix, next_hops } => {
                 self.routes.insert((vrf, prefix), next_hops);
             }
-            FibChange::RemoteMac { vni, mac, vtep: Some(vtep) } => {
+            FibChange::RemoteMac { vni, mac, vtep: Some(vtep), .. } => {
                 self.macs.insert((vni, mac), vtep);
             }
-            FibChange::RemoteMac { vni, mac, vtep: None } => {
+            FibChange::RemoteMac { vni, mac, vtep: None, .. } => {
                 self.macs.remove(&(vni, mac));
             }
             FibChange::Neighbor { vni, ip, mac: Some(mac) } => {
@@ -416,8 +416,8 @@ impl<B: Backend> ShimProgrammer<B> {
                 Some(o) => o.flood(sai, vni, vtep, present),
                 None => Err("not a VTEP: no VXLAN tunnel".to_string()),
             },
-            FibChange::RemoteMac { vni, mac, vtep } => match self.overlay.as_mut() {
-                Some(o) => o.mac(sai, vni, mac, vtep),
+            FibChange::RemoteMac { vni, mac, vtep, sticky } => match self.overlay.as_mut() {
+                Some(o) => o.mac(sai, vni, mac, vtep, sticky),
                 None => Err("not a VTEP: no VXLAN tunnel".to_string()),
             },
             FibChange::Neighbor { vni, ip, mac } => match self.overlay.as_mut() {
@@ -643,7 +643,7 @@ mod tests {
         let (vtep, mac) = (ip("10.2.0.2"), MacAddr([2, 0, 0, 0, 0, 7]));
         let key = FdbEntryKey { vlan, mac: sai_shim::EthernetAddress(mac.0) };
         p.apply(&mut sai, FibChange::FloodVtep { vni: 100, vtep, present: true });
-        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: Some(vtep) });
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: Some(vtep), sticky: false });
         // One endpoint and bridge port for the VTEP, used by both.
         assert_eq!(count(&sai, ObjectType::TunnelEndpoint), 1);
         assert_eq!(count(&sai, ObjectType::VlanMember), 1);
@@ -655,9 +655,33 @@ mod tests {
         // The flood entry goes; the MAC still holds the VTEP; then nothing does.
         p.apply(&mut sai, FibChange::FloodVtep { vni: 100, vtep, present: false });
         assert_eq!((count(&sai, ObjectType::VlanMember), count(&sai, ObjectType::TunnelEndpoint)), (0, 1));
-        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: None });
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: None, sticky: false });
         assert!(sai.get_fdb_entry(key).is_err());
         assert_eq!((count(&sai, ObjectType::TunnelEndpoint), count(&sai, ObjectType::BridgePort)), (0, 0));
+    }
+
+    /// A sticky remote MAC (RFC 7432 section 15.2) is an FDB entry that
+    /// allows no move; the sticky bit changing on the same VTEP remakes the
+    /// entry and keeps the VTEP's objects.
+    #[test]
+    fn a_sticky_remote_mac_is_an_fdb_entry_learning_cannot_move() {
+        use sai_shim::{FdbEntryKey, TunnelAttr, VlanAttr};
+        let (mut sai, p) = shim();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.1.0.1".parse().unwrap())]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let mut p = p.with_overlay(overlay::Overlay::new(tunnel, [(100, vlan)].into(), []));
+        let (vtep, mac) = (ip("10.2.0.2"), MacAddr([2, 0, 0, 0, 0, 7]));
+        let key = FdbEntryKey { vlan, mac: sai_shim::EthernetAddress(mac.0) };
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: Some(vtep), sticky: true });
+        let entry = sai.get_fdb_entry(key).unwrap();
+        assert!(!entry.allow_mac_move, "{entry:?}");
+        let endpoints =
+            |sai: &Shim| sai.store().objects_of(ObjectType::TunnelEndpoint).map(|(id, _)| id).collect::<Vec<_>>();
+        let endpoint = endpoints(&sai);
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: Some(vtep), sticky: false });
+        assert!(sai.get_fdb_entry(key).unwrap().allow_mac_move);
+        assert_eq!(endpoints(&sai), endpoint, "the VTEP's objects stay");
+        assert_eq!(errors(&p), 0);
     }
 
     /// MAC+IP bindings become ARP/ND suppression entries in the VNI's VLAN,
@@ -961,7 +985,7 @@ mod tests {
         let changes = |vrf: &str, on: bool| {
             vec![
                 FibChange::FloodVtep { vni: 100, vtep, present: on },
-                FibChange::RemoteMac { vni: 100, mac, vtep: on.then_some(vtep) },
+                FibChange::RemoteMac { vni: 100, mac, vtep: on.then_some(vtep), sticky: false },
                 FibChange::Neighbor { vni: 100, ip: host, mac: on.then_some(mac) },
                 FibChange::Route {
                     vrf: Some(vrf.into()),

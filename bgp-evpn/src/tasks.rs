@@ -16,6 +16,7 @@ use tokio::task::JoinHandle;
 
 use crate::bfd::{Bfd, BfdDiscards, BfdEvent, BfdPeerView, BfdTask};
 use crate::config::{BgpConfig, NeighborConfig};
+use crate::events::reconfigure::{Reconfigured, live_restart_reason};
 use crate::events::{Output, PeerSummary, RouteView, Speaker};
 use crate::evpn::show::EvpnState;
 use crate::evpn::{EvpnConfig, Rebuild};
@@ -51,6 +52,7 @@ enum Command {
     LocalNeighbor(u32, IpAddr, Option<MacAddr>),
     Evpn(oneshot::Sender<EvpnState>),
     EvpnReconfigure(Option<EvpnConfig>, Rebuild, oneshot::Sender<()>),
+    Reconfigure(Box<BgpConfig>, oneshot::Sender<Result<Reconfigured, String>>),
     Shutdown(oneshot::Sender<()>),
 }
 
@@ -150,6 +152,17 @@ impl BgpSpeaker {
         let _ = self.ask(|tx| Command::EvpnReconfigure(config, rebuild, tx)).await;
     }
 
+    /// A new `bgp:` section applied as a diff ([`Speaker::reconfigure`]):
+    /// the sessions of neighbours that did not change stay up. Refused,
+    /// nothing changed, with the reason when it needs a new speaker
+    /// (ASN, router id, listener; BFD or an unnumbered interface where the
+    /// speaker started without one) or is invalid.
+    pub async fn reconfigure(&self, config: BgpConfig) -> Result<Reconfigured, String> {
+        self.ask(|tx| Command::Reconfigure(Box::new(config), tx))
+            .await
+            .unwrap_or_else(|| Err("the BGP speaker has stopped".to_owned()))
+    }
+
     /// The EVPN instance's tables (empty without EVPN).
     pub async fn evpn_state(&self) -> EvpnState {
         self.ask(Command::Evpn).await.unwrap_or_default()
@@ -224,6 +237,49 @@ fn bind_listener(addr: SocketAddr, neighbors: &[NeighborConfig]) -> Result<TcpLi
     session_security::set_listener_gtsm(&socket, addr.is_ipv6(), &hops).map_err(fail)?;
     socket.bind(addr).map_err(fail)?;
     socket.listen(128).map_err(fail)
+}
+
+/// [`BgpSpeaker::reconfigure`] in the speaker task: the listener's MD5
+/// keys and GTSM and the BFD sessions follow the neighbours.
+fn reconfigure(
+    d: &mut Driver,
+    now: u64,
+    new: BgpConfig,
+    listener: Option<&TcpListener>,
+    bfd: Option<&Bfd>,
+) -> Result<Reconfigured, String> {
+    let old = d.speaker.config.clone();
+    if let Some(why) = live_restart_reason(&old, &new, bfd.is_some()) {
+        return Err(format!("needs a restart of the BGP speaker: {why}"));
+    }
+    let done = d.speaker.reconfigure(now, new)?;
+    let new = &d.speaker.config;
+    if let Some(listener) = listener {
+        let v6 = listener.local_addr().is_ok_and(|a| a.is_ipv6());
+        for n in old.neighbors.iter().filter(|n| n.password.is_some()) {
+            if !new.neighbors.iter().any(|m| m.address == n.address && m.password.is_some()) {
+                let _ = session_security::set_md5_key(listener, v6, n.address, None);
+            }
+        }
+        for (i, n) in new.neighbors.iter().enumerate() {
+            if let Some(password) = &n.password {
+                session_security::set_md5_key(listener, v6, n.address, Some(password))
+                    .map_err(|e| format!("bgp.neighbors[{i}].password: TCP MD5 key on the listener: {e}"))?;
+            }
+        }
+        let hops: Vec<Option<u8>> = new.neighbors.iter().map(|n| n.ttl_security_hops).collect();
+        session_security::set_listener_gtsm(listener, v6, &hops)
+            .map_err(|e| format!("bgp.neighbors: GTSM on the listener: {e}"))?;
+    }
+    if let Some(bfd) = bfd {
+        for n in old.neighbors.iter().filter(|n| n.bfd && !n.is_unnumbered()) {
+            bfd.remove(n.address);
+        }
+        for n in new.neighbors.iter().filter(|n| n.bfd && !n.is_unnumbered()) {
+            bfd.add(n.address, new.bfd.session_config());
+        }
+    }
+    Ok(done)
 }
 
 struct Driver {
@@ -505,6 +561,11 @@ async fn run(
                         d.speaker.evpn_reconfigure(now, config, &rebuild);
                         d.flush();
                         let _ = tx.send(());
+                    }
+                    Command::Reconfigure(config, tx) => {
+                        let result = reconfigure(&mut d, now, *config, listener.as_ref(), bfd.as_ref());
+                        d.flush();
+                        let _ = tx.send(result);
                     }
                     Command::Evpn(tx) => {
                         let _ = tx.send(d.speaker.evpn.as_ref().map(|e| e.state(now)).unwrap_or_default());

@@ -300,7 +300,7 @@ impl Lab {
                 program,
             });
         }
-        for raised in crate::host_limits::fit_neighbor_tables(lab.nodes.len())? {
+        for raised in crate::host_limits::NeighborLimits::of_this_machine().fit(lab.nodes.len())? {
             eprintln!("raised {raised} (the kernel's neighbour table is shared by every namespace)");
         }
         // Recorded before anything is made: destroy works from here on.
@@ -522,14 +522,21 @@ impl Lab {
             return run("ip", &["netns", "exec", &ns, "tc", "qdisc", "del", "dev", &ifname, "root"]).map(drop);
         }
         let (delay, loss) = (format!("{delay_ms}ms"), format!("{loss_percent}%"));
-        run(
-            "ip",
-            &[
-                "netns", "exec", &ns, "tc", "qdisc", "replace", "dev", &ifname, "root", "netem", "delay", &delay,
-                "loss", &loss,
-            ],
-        )
-        .map(drop)
+        let args = [
+            "netns", "exec", &ns, "tc", "qdisc", "replace", "dev", &ifname, "root", "netem", "delay", &delay, "loss",
+            &loss,
+        ];
+        match run("ip", &args) {
+            // The module may just not be loaded yet (tc does not load it).
+            Err(error) if error.contains("qdisc kind is unknown") => {
+                let loaded = run("modprobe", &["sch_netem"]);
+                run("ip", &args).map(drop).map_err(|_| match loaded {
+                    Ok(_) => format!("netem: {error}"),
+                    Err(why) => format!("netem: {NO_NETEM} (tc: {}; modprobe sch_netem: {})", error.trim(), why.trim()),
+                })
+            }
+            result => result.map(drop),
+        }
     }
 
     /// SIGKILL to the node's programs; the supervisor leaves it down.
@@ -739,8 +746,17 @@ pub fn destroy(lab: &str) -> Result<String, String> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    Ok(format!("{removed} namespaces removed, {killed} processes killed"))
+    let restored = crate::host_limits::NeighborLimits::of_this_machine().restore_if_last()?;
+    let restored = if restored.is_empty() {
+        String::new()
+    } else {
+        format!("; the last lab: neighbour table limits restored ({})", restored.join(" "))
+    };
+    Ok(format!("{removed} namespaces removed, {killed} processes killed{restored}"))
 }
+
+/// What `labs fault netem` says when the kernel cannot delay or drop.
+pub const NO_NETEM: &str = "this kernel has no sch_netem (CONFIG_NET_SCH_NETEM)";
 
 /// A node restarted this often within [`RESTART_WINDOW`] is left down: it
 /// fails at start (a bad config, a missing binary), and restarting it

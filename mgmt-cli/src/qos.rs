@@ -108,9 +108,20 @@ pub struct PfcwdStats {
     pub last_storm_detected_ns: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_detection_ns: Option<u64>,
+    /// The latest restored storm's end, in the same clock: the peer's last
+    /// pause and the check that restored the queue; the difference is at
+    /// most the restoration time plus one poll interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_storm_last_pause_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_storm_restored_ns: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_restoration_ns: Option<u64>,
     /// The watchdog's settings, so the bound above can be read here.
     #[serde(default)]
     pub detection_ms: u32,
+    #[serde(default)]
+    pub restoration_ms: u32,
     #[serde(default)]
     pub poll_interval_ms: u32,
 }

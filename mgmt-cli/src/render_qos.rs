@@ -141,14 +141,23 @@ impl Render for Vec<BufferPool> {
 
 impl Render for Vec<PfcwdStats> {
     fn render(&self) -> String {
-        let mut table = Table::new(["QUEUE", "STATUS", "STORM DETECTED/RESTORED", "TX DROP", "LAST DETECTED AFTER"]);
+        let mut table = Table::new([
+            "QUEUE",
+            "STATUS",
+            "STORM DETECTED/RESTORED",
+            "TX DROP",
+            "LAST DETECTED AFTER",
+            "LAST RESTORED AFTER",
+        ]);
+        let ms = |ns: Option<u64>| ns.map_or_else(|| "-".into(), |ns| format!("{:.1} ms", ns as f64 / 1e6));
         for s in self {
             table.row([
                 format!("{}:{}", s.port, s.queue),
                 s.status.clone(),
                 format!("{}/{}", s.storm_detected, s.storm_restored),
                 s.tx_drop.to_string(),
-                s.last_detection_ns.map_or_else(|| "-".into(), |ns| format!("{:.1} ms", ns as f64 / 1e6)),
+                ms(s.last_detection_ns),
+                ms(s.last_restoration_ns),
             ]);
         }
         table.render()

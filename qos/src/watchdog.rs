@@ -81,6 +81,10 @@ pub struct QueueWatch {
     /// the caller's clock; 0: none yet).
     pub storm_began_at: u64,
     pub storm_detected_at: u64,
+    /// The latest storm's end: the peer's last pause before it, and when
+    /// a check found the restoration time passed since (0: none ended yet).
+    pub storm_last_pause_at: u64,
+    pub storm_restored_at: u64,
 }
 
 /// What the queue looked like at a check.
@@ -115,6 +119,8 @@ impl QueueWatch {
         } else if now.saturating_sub(view.last_pause_at) >= u64::from(config.restoration_ms) * MS {
             self.storm = false;
             self.storms_restored += 1;
+            self.storm_last_pause_at = view.last_pause_at;
+            self.storm_restored_at = now;
             return Some(WatchdogEventKind::StormRestored);
         }
         None
@@ -124,6 +130,12 @@ impl QueueWatch {
     /// time plus one poll interval when the checks run on time.
     pub fn detection_delay_ns(&self) -> Option<u64> {
         (self.storms_detected > 0).then(|| self.storm_detected_at - self.storm_began_at)
+    }
+
+    /// How long the latest restored storm stayed in force after the peer's
+    /// last pause: at most the restoration time plus one poll interval.
+    pub fn restoration_delay_ns(&self) -> Option<u64> {
+        (self.storms_restored > 0).then(|| self.storm_restored_at - self.storm_last_pause_at)
     }
 }
 
@@ -147,6 +159,7 @@ mod tests {
         // Stalled since the pause at 10 ms (it sent nothing since 0), seen at 210 ms.
         assert_eq!((watch.storm_began_at, watch.storm_detected_at), (10 * MS, 210 * MS));
         assert_eq!(watch.detection_delay_ns(), Some(200 * MS));
+        assert_eq!(watch.restoration_delay_ns(), None);
         assert_eq!(watch.check(220 * MS, view, &config), None);
         // Pauses keep coming: no restoration.
         view.last_pause_at = 400 * MS;
@@ -154,6 +167,9 @@ mod tests {
         // 200 ms without a pause: restored.
         assert_eq!(watch.check(600 * MS, view, &config), Some(WatchdogEventKind::StormRestored));
         assert_eq!((watch.storms_detected, watch.storms_restored), (1, 1));
+        // The last pause at 400 ms, seen quiet for 200 ms at 600 ms.
+        assert_eq!((watch.storm_last_pause_at, watch.storm_restored_at), (400 * MS, 600 * MS));
+        assert_eq!(watch.restoration_delay_ns(), Some(200 * MS));
     }
 
     #[test]

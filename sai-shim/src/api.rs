@@ -593,6 +593,12 @@ impl<B: Backend> Sai<B> {
         &self.backend
     }
 
+    /// The backend, the shim done with: what a simulator drives once the
+    /// configuration is programmed.
+    pub fn into_backend(self) -> B {
+        self.backend
+    }
+
     /// The backend, for its own entry points (the soft backend's packet path).
     pub fn backend_mut(&mut self) -> &mut B {
         &mut self.backend
@@ -1237,7 +1243,7 @@ impl<B: Backend> Sai<B> {
                         self.store.add_users(Referrer::FdbEntry, &ObjectStore::fdb_references(&key, &new));
                         self.store.fdb.insert(key, new);
                     }
-                    (FdbEvent::Learned, _) => {}
+                    (FdbEvent::Learned | FdbEvent::MoveRefused { .. }, _) => {}
                 }
             }
         }

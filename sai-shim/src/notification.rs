@@ -21,6 +21,10 @@ pub enum FdbEvent {
     /// A learned MAC was removed by a flush: an API flush, or its bridge port
     /// or VLAN membership going away.
     Flushed,
+    /// A frame on `bridge_port` had the source MAC of a static entry that
+    /// allows no move (a sticky MAC, RFC 7432 section 15.2) on `pinned`:
+    /// not learned. Reported at most once a second per MAC.
+    MoveRefused { pinned: Option<ObjectId> },
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -202,10 +202,22 @@ fn static_macs_forward_never_move_and_never_age() {
         .unwrap();
     let result = s.lab.inject(s.ports[0], &l2(mac(5), mac(1), None));
     assert_eq!((result.disposition, result.ports()), (Disposition::Forwarded, vec![p4]));
-    // The same MAC as a source on another port does not move a static entry.
+    // The same MAC as a source on another port does not move a static
+    // entry: the refusal is reported, nothing learned.
     s.lab.inject(s.ports[0], &l2(EthernetAddress::BROADCAST, mac(5), None));
-    let events = s.lab.sai.drain_notifications();
-    assert!(events.iter().all(|n| !matches!(n, Notification::Fdb { entry, .. } if entry.mac == mac(5))), "{events:?}");
+    let events: Vec<Notification> = s
+        .lab
+        .sai
+        .drain_notifications()
+        .into_iter()
+        .filter(|n| matches!(n, Notification::Fdb { entry, .. } if entry.mac == mac(5)))
+        .collect();
+    let refused = Notification::Fdb {
+        event: FdbEvent::MoveRefused { pinned: Some(s.bridge_ports[3]) },
+        entry: key,
+        bridge_port: Some(s.bridge_ports[0]),
+    };
+    assert_eq!(events, vec![refused]);
     s.lab.advance(60 * SECOND);
     s.lab.poll();
     let result = s.lab.inject(s.ports[0], &l2(mac(5), mac(1), None));

@@ -995,6 +995,43 @@ bgp:
         assert_eq!(sai.store().objects_of(sai_shim::ObjectType::VirtualRouter).count(), 1);
     }
 
+    /// Tenants reuse address space: the same subnet and gateway in the
+    /// default VRF and in tenant1 is accepted, each VRF holding its own
+    /// connected and local routes; twice in one VRF it is refused.
+    #[test]
+    fn the_same_subnet_in_two_vrfs_is_two_tables() {
+        let net = |s: &str| s.parse::<IpNetwork>().unwrap();
+        let twice = IRB.replace(
+            "  - { id: 100, addresses: [10.1.0.1/24], vrf: tenant1, mac: \"02:00:5e:00:01:01\" }\n",
+            "  - { id: 100, addresses: [10.1.0.1/24], vrf: tenant1, mac: \"02:00:5e:00:01:01\" }\n  \
+             - { id: 200, addresses: [10.1.0.1/24] }\n",
+        );
+        let config = Config::from_yaml(&twice).unwrap_or_else(|e| panic!("{e}"));
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let applied = apply(&mut sai, &config).unwrap();
+        let pipeline = sai.backend().pipeline();
+        let tenant = pipeline.l3vni(4001).expect("the L3VNI is mapped").vrf;
+        let (in_tenant, in_default): (BTreeMap<IpNetwork, RouteTarget>, BTreeMap<IpNetwork, RouteTarget>) =
+            (pipeline.routes_in(tenant).collect(), pipeline.routes().collect());
+        let rif_index = |vlan: u16| {
+            let rif = applied.vlans[&vlan].router_interface.unwrap();
+            sai.backend().router_interface_index(rif).expect("a pipeline interface")
+        };
+        assert_eq!(in_tenant[&net("10.1.0.0/24")], RouteTarget::Connected(rif_index(100)));
+        assert_eq!(in_default[&net("10.1.0.0/24")], RouteTarget::Connected(rif_index(200)));
+        assert_eq!(
+            (in_tenant[&net("10.1.0.1/32")], in_default[&net("10.1.0.1/32")]),
+            (RouteTarget::Local, RouteTarget::Local)
+        );
+
+        let same_vrf = twice.replace(
+            "  - { id: 200, addresses: [10.1.0.1/24] }",
+            "  - { id: 200, addresses: [10.1.0.1/24], vrf: tenant1 }",
+        );
+        let error = Config::from_yaml(&same_vrf).unwrap_err().to_string();
+        assert!(error.contains("vlans[1].addresses[0]") && error.contains("overlaps 10.1.0.1/24"), "{error}");
+    }
+
     /// A routed port with `vrf:` gets its router interface in the VRF's
     /// virtual router, its address and subnet routed there (not in the
     /// default VRF), and its subnet advertised as a type 5 in the VRF; a

@@ -140,25 +140,28 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     tracing::info!("forwarding running");
 
     let agent = Arc::new(Mutex::new(lldp_agent(&config)));
-    let lldp = if config.lldp.enabled {
-        let ports = B::lldp_ports(&sai.lock().unwrap_or_else(|e| e.into_inner()), &config, &applied);
-        let io = LldpIo::start(agent.clone(), ports).map_err(io_error("start LLDP"))?;
+    let lldp = {
         let sai = sai.clone();
         let ports_of = move |config: &Config, applied: &Applied| {
             B::lldp_ports(&sai.lock().unwrap_or_else(|e| e.into_inner()), config, applied)
         };
-        Some(Arc::new(Mutex::new(LldpFollower { io, ports_of: Box::new(ports_of) })))
-    } else {
-        None
+        let mut follower = LldpFollower { io: None, agent: agent.clone(), ports_of: Box::new(ports_of) };
+        crate::commit::FollowsConfig::add_missing(&mut follower, &config, &applied)
+            .map_err(|error| RunError::Io { what: "start LLDP".into(), source: io::Error::other(error) })?;
+        Arc::new(Mutex::new(follower))
     };
 
     // BGP last: its sessions run over the host interfaces made above.
     let mut evpn_follower = None;
+    let mut bgp_follower = None;
     let bgp = match &config.bgp {
         Some(bgp) => {
             let programmer = crate::bgp::programmer(&config, &applied);
             let (view, control) =
                 crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?;
+            // Commits change neighbours, networks and multipath live.
+            let follower = crate::bgp_follow::BgpFollower::new(bgp.clone(), view.speaker.clone());
+            bgp_follower = Some(Arc::new(Mutex::new(follower)));
             if bgp.evpn.is_some() {
                 // MACs and neighbours learned here become EVPN routes.
                 let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("evpn", 65536);
@@ -195,11 +198,12 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     // Commits add and remove ports and interfaces live: the forwarding
     // thread's I/O and host interfaces first, then LLDP's sockets on them.
     configurator.follow(forwarding.clone());
-    if let Some(lldp) = &lldp {
-        configurator.follow(lldp.clone());
-    }
+    configurator.follow(lldp.clone());
     if let Some(evpn) = evpn_follower {
         configurator.follow(evpn);
+    }
+    if let Some(bgp) = bgp_follower {
+        configurator.follow(bgp);
     }
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
@@ -241,9 +245,7 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         // Cease to every peer before the ports go away.
         bgp.shutdown().await;
     }
-    if let Some(lldp) = lldp {
-        lldp.lock().unwrap_or_else(|e| e.into_inner()).io.stop();
-    }
+    lldp.lock().unwrap_or_else(|e| e.into_inner()).stop();
     forwarding.lock().unwrap_or_else(|e| e.into_inner()).stop();
     tracing::info!("stopped");
     Ok(())
@@ -267,9 +269,10 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, LLDP's settings, the traffic manager, the BGP speaker and
-/// the IB-like plane are set up once at start. Ports, interfaces,
-/// addresses and the metrics endpoint follow commits
+/// the socket, the traffic manager, the BGP speaker's identity (ASN,
+/// router id, listener) and the IB-like plane are set up once at start.
+/// Ports, interfaces, addresses, LLDP, BGP neighbours, networks and
+/// multipath, and the metrics endpoint follow commits
 /// ([`crate::commit::FollowsConfig`]).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
@@ -279,22 +282,29 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     if running.socket != candidate.socket {
         reasons.push("the management socket changed".to_owned());
     }
-    if running.lldp != candidate.lldp {
-        reasons.push("the LLDP settings changed".to_owned());
-    }
     if running.qos != candidate.qos {
         reasons.push("the traffic manager's settings (qos, port speeds) changed".to_owned());
     }
     if running.profile != candidate.profile {
         reasons.push("the table profile changed (the tables are sized at start)".to_owned());
     }
-    // `bgp.evpn` follows commits (`crate::evpn_follow`); the rest of the
-    // speaker's settings, and whether EVPN runs at all, are set at start.
-    let without_evpn = |c: &Config| c.bgp.as_ref().map(|b| bgp_evpn::BgpConfig { evpn: None, ..b.clone() });
-    if without_evpn(running) != without_evpn(candidate) {
-        reasons.push("the BGP settings changed (the speaker starts once)".to_owned());
-    } else if running.bgp.as_ref().map(|b| b.evpn.is_some()) != candidate.bgp.as_ref().map(|b| b.evpn.is_some()) {
-        reasons.push("bgp.evpn was added or removed (EVPN's feed and installer start with the speaker)".to_owned());
+    // `bgp.evpn` follows commits (`crate::evpn_follow`), the rest of
+    // `bgp:` too (`crate::bgp_follow`) unless it needs a new speaker.
+    match (&running.bgp, &candidate.bgp) {
+        (None, None) => {}
+        (Some(_), None) | (None, Some(_)) => {
+            reasons.push("bgp: was added or removed (the speaker starts once)".to_owned())
+        }
+        (Some(old), Some(new)) => {
+            let has_bfd = old.neighbors.iter().any(|n| n.bfd);
+            if let Some(why) = bgp_evpn::events::reconfigure::live_restart_reason(old, new, has_bfd) {
+                reasons.push(format!("the BGP settings changed and need a new speaker: {why}"));
+            } else if old.evpn.is_some() != new.evpn.is_some() {
+                reasons.push(
+                    "bgp.evpn was added or removed (EVPN's feed and installer start with the speaker)".to_owned(),
+                );
+            }
+        }
     }
     let ib_ports = |c: &Config| {
         c.ports
@@ -394,31 +404,53 @@ impl LldpIo {
 /// The ports LLDP speaks on for a config and what the shim made of it.
 type PortsOf = dyn Fn(&Config, &Applied) -> Vec<LldpPort> + Send;
 
-/// LLDP's sockets follow the ports: a port that leaves is dropped from the
-/// agent (its neighbours forgotten), a new one starts speaking.
+/// LLDP follows the config: a port that leaves is dropped from the agent
+/// (its neighbours forgotten), a new one starts speaking; new timers apply
+/// at once; `lldp.enabled` starts the agent's I/O or stops it (stopping
+/// sends TTL 0 on every port, so neighbours forget this switch now).
 struct LldpFollower {
-    io: LldpIo,
+    /// Running while `lldp.enabled`.
+    io: Option<LldpIo>,
+    agent: Arc<Mutex<LldpAgent>>,
     /// The ports LLDP speaks on for a config (the backend's
     /// [`DaemonBackend::lldp_ports`]).
     ports_of: Box<PortsOf>,
 }
 
+impl LldpFollower {
+    fn stop(&mut self) {
+        if let Some(mut io) = self.io.take() {
+            io.stop();
+            self.agent.lock().unwrap_or_else(|e| e.into_inner()).remove_all_ports();
+        }
+    }
+}
+
 impl crate::commit::FollowsConfig for LldpFollower {
     fn remove_stale(&mut self, target: &Config, _applied: &Applied) -> Result<(), String> {
-        let kept = self
-            .io
+        let Some(io) = &mut self.io else { return Ok(()) };
+        let kept = io
             .current
             .iter()
             .filter(|port| target.ports.iter().any(|p| p.name == port.name && !matches!(p.mode, PortMode::Ib(_))))
             .cloned()
             .collect();
-        self.io.set_ports(kept);
+        io.set_ports(kept);
         Ok(())
     }
 
     fn add_missing(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
+        if !target.lldp.enabled {
+            self.stop();
+            return Ok(());
+        }
+        let (interval, ttl) = (target.lldp.tx_interval_secs, target.lldp.ttl_secs);
+        self.agent.lock().unwrap_or_else(|e| e.into_inner()).set_timers(interval, ttl, monotonic_ns());
         let ports = (self.ports_of)(target, applied);
-        self.io.set_ports(ports);
+        match &mut self.io {
+            Some(io) => io.set_ports(ports),
+            None => self.io = Some(LldpIo::start(self.agent.clone(), ports).map_err(|e| format!("start LLDP: {e}"))?),
+        }
         Ok(())
     }
 }

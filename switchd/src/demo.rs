@@ -1,27 +1,36 @@
-//! `switchd demo`: a leaf-spine fabric in memory, no file and no root.
+//! `switchd demo`: a leaf-spine EVPN fabric in memory, no file and no root.
 //!
 //! ```text
-//!              spine1                 spine2
-//!          eth1/      \eth2       eth1/      \eth2
-//!     eth1/            \eth1  eth2/           \eth2
-//!       leaf1 ----------------------------- leaf2      (underlay: routed /31s,
-//!   eth3 eth4 eth5                      eth3 eth4       ECMP over both spines)
-//!    h1   h5   h3                        h2   h4
-//!   VLAN 10   VLAN 20                 VLAN 10  VLAN 30
-//!   (VXLAN VNI 10010 stretches VLAN 10 between the leaves)
+//!               spine1                  spine2          (eBGP: IPv4 underlay and
+//!           eth1/      \eth2       eth1/      \eth2         L2VPN EVPN; IPv6 underlay)
+//!      eth1/            \eth1  eth2/           \eth2
+//!        leaf1 ----------------------------- leaf2      (VTEPs, ECMP over both spines)
+//!   eth3 eth4 eth5 eth6                  eth3 eth4 eth5
+//!    h1   h5   h3   h6                    h2   h4   h7
+//!    red VLAN 10  red 20  blue 30         red 10    blue 40
 //! ```
+//!
+//! Two tenants, each a VRF with an L3VNI and a router MAC per leaf
+//! (symmetric IRB, RFC 9135): red has VNIs 10010 and 10020 on both leaves,
+//! blue VNI 10030 on leaf1 and 10040 on leaf2; every SVI is an anycast
+//! gateway. No VXLAN state is configured beyond the VNIs: the leaves'
+//! speakers originate type 3 routes per VNI (the flood lists), type 2 from
+//! the MACs and ARP/ND their dataplanes learn, and type 5 for blue's
+//! subnets, and install what they import, as the daemon does.
 //!
 //! Each switch is the daemon's own stack: the config (embedded from
 //! `switchd/demo/*.yaml`) validated and applied to a shim with the soft
-//! backend, plus its LLDP agent. Links are in memory; a loop moves every
-//! frame a switch emits to the peer's input, in virtual time. Hosts are the
-//! small IPv4 stacks of [`host`]. Nothing is faked: every frame printed went
-//! through the pipeline, and the tables at the end are the management API's
-//! answers, rendered as `swcli` renders them.
+//! backend, plus its LLDP agent and BGP speaker. Links are in memory; a loop
+//! moves every frame a switch emits to the peer's input, in virtual time.
+//! Hosts are the small IPv4/IPv6 stacks of [`host`]. Nothing is faked: every
+//! frame printed went through the pipeline, and the tables at the end are
+//! the management API's answers, rendered as `swcli` renders them.
 
+pub mod bgp;
+mod evpn;
 pub mod host;
 pub mod ib;
-pub mod underlay;
+pub mod trace;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::fmt::Write as _;
@@ -32,19 +41,17 @@ use std::sync::{Arc, Mutex};
 
 use dataplane::node::{Node, Ports};
 use dataplane::pipeline::{Disposition, Egress, PortId};
-use dataplane::wire::arp::Operation;
-use dataplane::wire::{
-    ArpPacket, ArpRepr, EtherType, EthernetAddress, EthernetFrame, Icmpv4Packet, Icmpv4Repr, Icmpv6Packet, Icmpv6Repr,
-    IpProtocol, Ipv4Packet, Ipv6Packet, UdpPacket, VlanTag, VxlanPacket,
-};
+use dataplane::wire::{EtherType, EthernetAddress, EthernetFrame};
+use mgmt_cli::api::Request;
 use mgmt_cli::render::Render;
 use sai_shim::{HostInterfaceAttr, ObjectId};
 
 use crate::config::Config;
 use crate::daemon;
 use crate::mgmt::SwitchView;
+use bgp::{DemoSpeaker, Speakers};
 use host::Host;
-use underlay::{DemoSpeaker, Underlay};
+pub use trace::{OverlayFrame, Trace};
 
 /// The switches' startup configs, as a deployment would have them.
 pub const CONFIGS: [(&str, &str); 4] = [
@@ -62,18 +69,21 @@ const CABLES: [(&str, &str, &str, &str); 4] = [
     ("leaf2", "eth2", "spine2", "eth2"),
 ];
 
-/// Hosts: name, switch, port, address, gateway.
-const HOSTS: [(&str, &str, &str, &str, Option<&str>); 5] = [
-    ("h1", "leaf1", "eth3", "192.168.10.11/24", None),
-    ("h5", "leaf1", "eth4", "192.168.10.15/24", None),
+/// Hosts: name, switch, port, address, gateway (the anycast gateway of
+/// their VLAN, the same on every leaf).
+const HOSTS: [(&str, &str, &str, &str, Option<&str>); 7] = [
+    ("h1", "leaf1", "eth3", "192.168.10.11/24", Some("192.168.10.1")),
+    ("h5", "leaf1", "eth4", "192.168.10.15/24", Some("192.168.10.1")),
     ("h3", "leaf1", "eth5", "192.168.20.13/24", Some("192.168.20.1")),
-    ("h2", "leaf2", "eth3", "192.168.10.12/24", None),
-    ("h4", "leaf2", "eth4", "192.168.30.14/24", Some("192.168.30.1")),
+    ("h6", "leaf1", "eth6", "192.168.30.16/24", Some("192.168.30.1")),
+    ("h2", "leaf2", "eth3", "192.168.10.12/24", Some("192.168.10.1")),
+    ("h4", "leaf2", "eth4", "192.168.10.14/24", Some("192.168.10.1")),
+    ("h7", "leaf2", "eth5", "192.168.40.17/24", Some("192.168.40.1")),
 ];
 
 /// Hosts with IPv6 too: name, address, default router.
 const HOSTS_V6: [(&str, &str, &str); 2] =
-    [("h3", "2001:db8:20::13/64", "2001:db8:20::1"), ("h4", "2001:db8:30::14/64", "2001:db8:30::1")];
+    [("h3", "2001:db8:20::13/64", "2001:db8:20::1"), ("h4", "2001:db8:10::14/64", "2001:db8:10::1")];
 
 /// One-way delay of every link.
 const LINK_DELAY_NS: u64 = 1_000;
@@ -114,12 +124,14 @@ pub struct Fabric {
     links: HashMap<Endpoint, Endpoint>,
     queue: VecDeque<Delivery>,
     clock: Arc<AtomicU64>,
-    /// Lines describing each delivery while a trace is on.
-    trace: Option<Vec<String>>,
+    /// Each delivery while a trace is on.
+    trace: Option<Trace>,
     /// Frames punted to a switch's host side that no agent consumed.
     pub punted_to_host: u64,
     /// Each switch's BGP speaker and the sessions between them.
-    pub underlay: Underlay,
+    pub bgp: Speakers,
+    /// The trace of each exchange of the last [`Fabric::ping`], in order.
+    pub exchanges: Vec<Trace>,
 }
 
 /// What happened to one ping.
@@ -134,7 +146,7 @@ impl Fabric {
     pub fn build() -> Fabric {
         let clock = Arc::new(AtomicU64::new(0));
         let mut switches = Vec::new();
-        let mut underlay = Underlay::default();
+        let mut bgp = Speakers::default();
         for (name, yaml) in CONFIGS {
             let config = Config::from_yaml(yaml).unwrap_or_else(|e| panic!("embedded config {name} is invalid: {e}"));
             let (mut sai, applied) = daemon::build_shim(&config).unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -159,7 +171,7 @@ impl Fabric {
             }
             let now = clock.clone();
             let sai = Arc::new(Mutex::new(sai));
-            underlay.speakers.push(DemoSpeaker::new(&config, &applied, sai.clone()));
+            bgp.speakers.push(DemoSpeaker::new(&config, &applied, sai.clone()));
             let view = SwitchView {
                 config: Arc::new(config),
                 applied: Arc::new(applied),
@@ -180,7 +192,8 @@ impl Fabric {
             clock,
             trace: None,
             punted_to_host: 0,
-            underlay,
+            bgp,
+            exchanges: Vec::new(),
         };
         for (a, pa, b, pb) in CABLES {
             let a = fabric.endpoint(a, pa);
@@ -211,9 +224,9 @@ impl Fabric {
     /// session is up and every route is in the shims.
     fn converge_bgp(&mut self) {
         let deadline = self.now() + 120 * SEC;
-        self.underlay.start(self.now());
-        while let Some(next) = self.underlay.handle_timeout(self.now()) {
-            if self.underlay.all_established() || next > deadline {
+        self.bgp.start(self.now());
+        while let Some(next) = self.bgp.handle_timeout(self.now()) {
+            if self.bgp.all_established() || next > deadline {
                 break;
             }
             self.clock.fetch_max(next, Ordering::Relaxed);
@@ -266,15 +279,9 @@ impl Fabric {
             self.clock.fetch_max(delivery.at, Ordering::Relaxed);
             let now = self.now();
             if self.trace.is_some() {
-                let line = format!(
-                    "{:>12}  {:<12} -> {:<12} {}",
-                    format!("{:.3}ms", now as f64 / 1e6),
-                    self.endpoint_name(delivery.from),
-                    self.endpoint_name(delivery.to),
-                    describe(&delivery.frame)
-                );
+                let (from, to) = (self.endpoint_name(delivery.from), self.endpoint_name(delivery.to));
                 if let Some(trace) = self.trace.as_mut() {
-                    trace.push(line);
+                    trace.delivery(now, from, to, &delivery.frame);
                 }
             }
             match delivery.to {
@@ -292,10 +299,7 @@ impl Fabric {
                         switch.node.receive(&mut *sai, now, port, &delivery.frame, &mut links)
                     };
                     if let (Disposition::Dropped(reason), Some(trace)) = (disposition, self.trace.as_mut()) {
-                        trace.push(format!(
-                            "{:>12}  dropped by {}: {reason:?} (it asks for the MAC; the sender retries)",
-                            "", self.switches[i].name
-                        ));
+                        trace.dropped(&self.switches[i].name, format!("{reason:?}"));
                     }
                 }
             }
@@ -316,7 +320,9 @@ impl Fabric {
         (switch, links)
     }
 
-    /// Advances virtual time, running every switch's timers and LLDP agent.
+    /// Advances virtual time, running every switch's timers, LLDP agent
+    /// and BGP speaker (which takes what the dataplane learned, as the
+    /// daemon's EVPN feed does every 20 ms).
     pub fn advance(&mut self, by: u64) {
         let target = self.now() + by;
         let step = 10 * MS;
@@ -328,30 +334,36 @@ impl Fabric {
                 self.switches[i].view.lldp.lock().unwrap().poll(now, &mut lldp_frames);
                 let (switch, mut links) = self.links_of(i, now);
                 let sai = switch.view.sai.clone();
-                let mut sai = sai.lock().unwrap();
-                switch.node.poll(&mut *sai, now, &mut links);
-                for (port, frame) in &lldp_frames {
-                    let host_if = switch.host_interfaces[port];
-                    switch.node.host_send(&mut *sai, now, host_if, frame, &mut links);
-                }
-                // Nobody consumes them here; keep the queue from growing.
-                sai.drain_notifications();
+                let notifications = {
+                    let mut sai = sai.lock().unwrap();
+                    switch.node.poll(&mut *sai, now, &mut links);
+                    for (port, frame) in &lldp_frames {
+                        let host_if = switch.host_interfaces[port];
+                        switch.node.host_send(&mut *sai, now, host_if, frame, &mut links);
+                    }
+                    sai.drain_notifications()
+                };
+                self.bgp.learned(now, i, &notifications);
             }
+            // Routes the speakers exchanged go into the shims here.
+            self.bgp.handle_timeout(now);
             self.run_until_idle();
         }
     }
 
     /// `count` echo requests from host `from` to `dst`, one a second, like
-    /// `ping -c`. Returns each outcome and the trace of the first exchange.
-    pub fn ping(&mut self, from: &str, dst: IpAddr, count: u16) -> (Vec<PingOutcome>, Vec<String>) {
+    /// `ping -c`. Returns each outcome and the trace of the first exchange
+    /// that got an answer (or of the first, if none did).
+    pub fn ping(&mut self, from: &str, dst: IpAddr, count: u16) -> (Vec<PingOutcome>, Trace) {
         let h = self.host_index(from);
         let ident = 0x4000 + h as u16;
         let mut outcomes = Vec::new();
-        let mut shown_trace: Option<Vec<String>> = None;
+        let mut shown_trace: Option<Trace> = None;
         let mut shown_answered = false;
         let mut sent_at = Vec::new();
+        self.exchanges.clear();
         for seq in 1..=count {
-            self.trace = Some(Vec::new());
+            self.trace = Some(Trace::default());
             let sent = self.now();
             let mut frames = Vec::new();
             match dst {
@@ -363,6 +375,7 @@ impl Fabric {
             }
             self.run_until_idle();
             let trace = self.trace.take().unwrap_or_default();
+            self.exchanges.push(trace.clone());
             let answered = self.hosts[h].echo_replies.iter().any(|r| r.ident == ident && r.from == dst);
             // Show the first exchange in which a reply came back (or the
             // first attempt, if none did).
@@ -437,96 +450,6 @@ impl Ports<ObjectId> for FabricLinks<'_> {
     }
 }
 
-/// One line about a frame: what a capture tool would summarize.
-pub fn describe(frame: &[u8]) -> String {
-    let Ok(ethernet) = EthernetFrame::new_checked(frame) else {
-        return "malformed frame".into();
-    };
-    let (mut ethertype, mut payload, mut tag) = (ethernet.ethertype(), ethernet.payload(), String::new());
-    if ethertype == EtherType::Vlan
-        && let Ok(vlan) = VlanTag::new_checked(payload)
-    {
-        tag = format!("vlan {} ", vlan.vid());
-        ethertype = vlan.ethertype();
-        payload = &payload[4..];
-    }
-    let body = match ethertype {
-        EtherType::Arp => match ArpPacket::new_checked(payload).and_then(|p| ArpRepr::parse(&p)) {
-            Ok(arp) if arp.operation == Operation::Request => {
-                format!("ARP who-has {} tell {}", arp.target_protocol_addr, arp.sender_protocol_addr)
-            }
-            Ok(arp) => format!("ARP {} is-at {}", arp.sender_protocol_addr, arp.sender_hardware_addr),
-            Err(e) => format!("ARP ({e})"),
-        },
-        EtherType::Ipv4 => describe_ipv4(payload),
-        EtherType::Ipv6 => describe_ipv6(payload),
-        EtherType::Lldp => "LLDP".into(),
-        other => format!("ethertype {:#06x}", u16::from(other)),
-    };
-    format!("{tag}{body}")
-}
-
-fn describe_ipv4(payload: &[u8]) -> String {
-    let Ok(ip) = Ipv4Packet::new_checked(payload) else {
-        return "IPv4 (malformed)".into();
-    };
-    let (src, dst, ttl) = (ip.src_addr(), ip.dst_addr(), ip.ttl());
-    match ip.protocol() {
-        IpProtocol::Icmp => {
-            let kind = match Icmpv4Packet::new_checked(ip.payload()).and_then(|p| Icmpv4Repr::parse(&p)) {
-                Ok(Icmpv4Repr::EchoRequest { seq_no, .. }) => format!("echo request seq {seq_no}"),
-                Ok(Icmpv4Repr::EchoReply { seq_no, .. }) => format!("echo reply seq {seq_no}"),
-                Ok(Icmpv4Repr::TimeExceeded { .. }) => "time exceeded".into(),
-                Ok(Icmpv4Repr::DstUnreachable { .. }) => "unreachable".into(),
-                Ok(Icmpv4Repr::Redirect { gateway, .. }) => format!("redirect to {gateway}"),
-                Err(e) => format!("({e})"),
-            };
-            format!("ICMP {src} > {dst} {kind} ttl {ttl}")
-        }
-        IpProtocol::Udp => match UdpPacket::new_checked(ip.payload()) {
-            Ok(udp) if udp.dst_port() == dataplane::wire::VXLAN_PORT => match VxlanPacket::new_checked(udp.payload()) {
-                Ok(vxlan) => format!(
-                    "VXLAN {src} > {dst} sport {} vni {} [{}]",
-                    udp.src_port(),
-                    vxlan.vni(),
-                    describe(vxlan.payload())
-                ),
-                Err(e) => format!("VXLAN ({e})"),
-            },
-            Ok(udp) => format!("UDP {src}:{} > {dst}:{} ttl {ttl}", udp.src_port(), udp.dst_port()),
-            Err(e) => format!("UDP ({e})"),
-        },
-        other => format!("IPv4 {src} > {dst} proto {other:?}"),
-    }
-}
-
-fn describe_ipv6(payload: &[u8]) -> String {
-    let Ok(ip) = Ipv6Packet::new_checked(payload) else {
-        return "IPv6 (malformed)".into();
-    };
-    let (src, dst, hops) = (ip.src_addr(), ip.dst_addr(), ip.hop_limit());
-    if ip.next_header() != IpProtocol::Icmpv6 {
-        return format!("IPv6 {src} > {dst} next header {:?}", ip.next_header());
-    }
-    match Icmpv6Packet::new_checked(ip.payload()).and_then(|p| Icmpv6Repr::parse(&p, src, dst)) {
-        Ok(Icmpv6Repr::EchoRequest { seq_no, .. }) => {
-            format!("ICMPv6 {src} > {dst} echo request seq {seq_no} hlim {hops}")
-        }
-        Ok(Icmpv6Repr::EchoReply { seq_no, .. }) => format!("ICMPv6 {src} > {dst} echo reply seq {seq_no} hlim {hops}"),
-        Ok(Icmpv6Repr::NeighborSolicit { target_addr, .. }) => format!("ND who-has {target_addr} tell {src}"),
-        Ok(Icmpv6Repr::NeighborAdvert { target_addr, target_lladdr, .. }) => {
-            format!("ND {target_addr} is-at {}", target_lladdr.map_or_else(|| "?".into(), |m| m.to_string()))
-        }
-        Ok(Icmpv6Repr::TimeExceeded { .. }) => format!("ICMPv6 {src} > {dst} time exceeded"),
-        Ok(Icmpv6Repr::DstUnreachable { .. }) => format!("ICMPv6 {src} > {dst} unreachable"),
-        Ok(Icmpv6Repr::PacketTooBig { mtu, .. }) => format!("ICMPv6 {src} > {dst} packet too big (mtu {mtu})"),
-        Ok(Icmpv6Repr::Redirect { target_addr, dst_addr, .. }) => {
-            format!("ICMPv6 {src} > {dst} redirect {dst_addr} to {target_addr}")
-        }
-        Err(e) => format!("ICMPv6 ({e})"),
-    }
-}
-
 fn ping_summary(out: &mut String, outcomes: &[PingOutcome]) -> usize {
     let mut received = 0;
     for outcome in outcomes {
@@ -542,7 +465,7 @@ fn ping_summary(out: &mut String, outcomes: &[PingOutcome]) -> usize {
         }
     }
     let _ = writeln!(out, "    {}/{} replies", received, outcomes.len());
-    if received < outcomes.len() {
+    if received > 0 && received < outcomes.len() {
         let _ = writeln!(
             out,
             "    (a router drops a packet whose next hop it has not resolved yet and sends an ARP request or a\n     \
@@ -555,17 +478,47 @@ fn ping_summary(out: &mut String, outcomes: &[PingOutcome]) -> usize {
 /// What the scenario established, for the test and the exit status.
 #[derive(Debug, Default)]
 pub struct Summary {
-    /// Every BGP session of the underlay came up.
+    /// Every BGP session (underlay and EVPN) came up.
     pub bgp_established: bool,
+    /// Per leaf, before any host spoke: each VNI's flood list as installed
+    /// in the shim (from the other leaf's type 3 routes).
+    pub flood_lists: BTreeMap<String, BTreeMap<u32, Vec<Ipv4Addr>>>,
     pub bridged_replies: usize,
     pub vxlan_replies: usize,
-    pub routed_replies: usize,
+    pub vxlan_source_ports: Vec<u16>,
     pub gateway_replies: usize,
-    pub ipv6_replies: usize,
+    /// ARP for the anycast gateway: answers to the asking host (one, from
+    /// its own leaf) and ARP frames that crossed the fabric (none).
+    pub gateway_arp_answers: usize,
+    pub gateway_arp_on_fabric: usize,
+    /// Red, VNI 10020 -> 10010 across the leaves (symmetric IRB).
+    pub routed_replies: usize,
+    /// The VXLAN frames of that ping's answered exchange.
+    pub routed_overlay: Vec<OverlayFrame>,
+    /// The ARP frames on the fabric in that ping's first exchange (the
+    /// anycast gateway's request for a host no route binds yet, flooded in
+    /// its VNI), and how many crossed in the later ones (none: the MAC+IP
+    /// route answers).
+    pub routed_probe: Vec<OverlayFrame>,
+    pub routed_arp_later: usize,
+    /// ARP for a host known by EVPN: answered by the local leaf (replies to
+    /// the asking host) and ARP frames that crossed the fabric anyway.
+    pub suppressed_arp_answers: usize,
+    pub arp_on_fabric: usize,
+    pub suppressed_replies: usize,
     pub udp_delivered: u64,
     pub ecmp_spine1: u64,
     pub ecmp_spine2: u64,
-    pub vxlan_source_ports: Vec<u16>,
+    pub ipv6_replies: usize,
+    /// Blue, VNI 10030 -> 10040 by the type 5 route of h7's subnet.
+    pub blue_replies: usize,
+    pub blue_overlay: Vec<OverlayFrame>,
+    /// Red pinging blue: replies (none when isolated) and echo requests
+    /// that reached a blue host.
+    pub cross_tenant_replies: usize,
+    pub cross_tenant_leaked: usize,
+    /// Per leaf, at the end: its BGP table's EVPN routes by type (index).
+    pub evpn_routes: BTreeMap<String, [usize; 6]>,
     /// The IB-like plane: brought up by its SM, and the ping replies
     /// between every HCA pair (3 per pair).
     pub ib_up: bool,
@@ -581,7 +534,10 @@ pub fn run() -> (String, Summary) {
     let mut fabric = Fabric::build();
     let mut out = String::new();
     let mut summary = Summary::default();
-    let _ = writeln!(out, "fabric-nos demo: a leaf-spine fabric in memory (2 leaves, 2 spines, 5 hosts)");
+    let _ = writeln!(
+        out,
+        "fabric-nos demo: a leaf-spine EVPN fabric in memory (2 leaves, 2 spines, 7 hosts in 2 tenants' VRFs)"
+    );
     let _ = writeln!(out, "{}", MAP);
 
     // LLDP first: every port announces itself, the agents learn the cabling.
@@ -592,14 +548,17 @@ pub fn run() -> (String, Summary) {
         out.push_str(&indent(&sw.view.lldp_neighbors().render()));
     }
 
-    heading(&mut out, "BGP underlay: eBGP leaf <-> spine, IPv4 and IPv6 sessions (swcli show bgp summary)");
+    heading(
+        &mut out,
+        "BGP: eBGP leaf <-> spine; IPv4 sessions carry the underlay and L2VPN EVPN (swcli show bgp summary)",
+    );
     let _ = writeln!(
         out,
         "  (the daemon runs sessions over TCP through the dataplane; here they are in-memory pipes between the speakers)"
     );
-    summary.bgp_established = fabric.underlay.all_established();
+    summary.bgp_established = fabric.bgp.all_established();
     for (i, sw) in fabric.switches.iter().enumerate() {
-        let Some(bgp) = &fabric.underlay.speakers[i] else { continue };
+        let Some(bgp) = &fabric.bgp.speakers[i] else { continue };
         if sw.name != "spine1" && sw.name != "leaf1" {
             continue;
         }
@@ -609,49 +568,104 @@ pub fn run() -> (String, Summary) {
         let _ = writeln!(out, "{}:", sw.name);
         out.push_str(&indent(&table.render()));
     }
-    heading(&mut out, "leaf1's BGP table: ECMP through both spines (swcli show bgp ipv4 unicast)");
+    heading(&mut out, "leaf1's underlay: the other VTEP through both spines, ECMP (swcli show bgp ipv4 unicast)");
     if let (Some(leaf1), Some(bgp)) = (
         fabric.switches.iter().position(|s| s.name == "leaf1"),
-        fabric.switches.iter().position(|s| s.name == "leaf1").and_then(|i| fabric.underlay.speakers[i].as_ref()),
+        fabric.switches.iter().position(|s| s.name == "leaf1").and_then(|i| fabric.bgp.speakers[i].as_ref()),
     ) {
         let config = fabric.switches[leaf1].view.config.bgp.as_ref().expect("leaf1 runs BGP");
         let routes = bgp.speaker.routes(bgp_evpn::packet::Family::Ipv4Unicast, None);
         out.push_str(&indent(&crate::bgp::table(config, mgmt_cli::api::AddressFamily::Ipv4, routes).render()));
     }
 
-    let h = |name: &str| fabric.hosts[fabric.host_index(name)].ip();
-    let (h2, h4, h5) = (h("h2"), h("h4"), h("h5"));
+    heading(&mut out, "EVPN before any host spoke: type 3 per VNI, type 5 per blue subnet (swcli show bgp l2vpn evpn)");
+    let _ = writeln!(out, "leaf1 (each route of leaf2 twice, through either spine):");
+    out.push_str(&indent(&fabric.evpn_routes("leaf1", None).render()));
+    heading(&mut out, "Flood lists from the type 3 routes; the configs have none (swcli show vxlan)");
+    for name in ["leaf1", "leaf2"] {
+        let vxlan = fabric.switch(name).view.vxlan();
+        let lists = vxlan.vnis.iter().map(|m| (m.vni, m.flood.clone())).collect();
+        summary.flood_lists.insert(name.to_owned(), lists);
+        let _ = writeln!(out, "{name}:");
+        out.push_str(&indent(&vxlan.render()));
+    }
 
-    heading(&mut out, "ping h1 -> h5: same VLAN, same leaf (bridged by leaf1)");
+    let h = |name: &str| fabric.hosts[fabric.host_index(name)].ip();
+    let (h2, h4, h5, h6, h7) = (h("h2"), h("h4"), h("h5"), h("h6"), h("h7"));
+
+    heading(&mut out, "ping h1 -> h5: red VLAN 10, same leaf (bridged by leaf1)");
     let (outcomes, trace) = fabric.ping("h1", h5.into(), 4);
     push_trace(&mut out, &trace);
     summary.bridged_replies = ping_summary(&mut out, &outcomes);
 
-    heading(&mut out, "ping h1 -> h2: VLAN 10 stretched over VXLAN VNI 10010, leaf1 <-> leaf2");
+    heading(&mut out, "ping h1 -> h2: red VLAN 10 stretched over VNI 10010, leaf1 <-> leaf2 (bridged over VXLAN)");
     let (outcomes, trace) = fabric.ping("h1", h2.into(), 4);
     push_trace(&mut out, &trace);
     summary.vxlan_replies = ping_summary(&mut out, &outcomes);
-    summary.vxlan_source_ports = trace.iter().filter_map(|l| vxlan_sport(l)).collect();
+    summary.vxlan_source_ports = trace.overlay().iter().map(|f| f.source_port).collect();
     let mut ports = summary.vxlan_source_ports.clone();
     ports.sort_unstable();
     ports.dedup();
     let ports: Vec<String> = ports.iter().map(u16::to_string).collect();
     let _ = writeln!(
         out,
-        "    outer UDP source ports above: {} (a hash of the inner flow, RFC 7348 section 5, for underlay ECMP)",
+        "    the ARP request went to leaf2 by the flood list of VNI 10010 (leaf2's type 3 route); outer UDP source\n    \
+         ports: {} (a hash of the inner flow, RFC 7348 section 5, for underlay ECMP)",
         ports.join(", ")
     );
 
-    heading(&mut out, "ping h3 -> 192.168.20.1: the gateway (leaf1's SVI answers itself)");
-    let (outcomes, _) = fabric.ping("h3", "192.168.20.1".parse().unwrap(), 2);
+    heading(&mut out, "ping h3 -> 192.168.20.1: the anycast gateway (leaf1's SVI in VRF red answers itself)");
+    let (outcomes, trace) = fabric.ping("h3", "192.168.20.1".parse().unwrap(), 2);
     summary.gateway_replies = ping_summary(&mut out, &outcomes);
+    summary.gateway_arp_answers = trace.delivered_to("h3", |d| d.starts_with("ARP 192.168.20.1 is-at"));
+    summary.gateway_arp_on_fabric = trace.overlay().iter().filter(|f| f.inner.contains("ARP")).count();
+    let _ = writeln!(
+        out,
+        "    ARP answers to h3 for its gateway: {}; ARP frames on the fabric: {}",
+        summary.gateway_arp_answers, summary.gateway_arp_on_fabric
+    );
 
-    heading(&mut out, "ping h3 -> h4: routed, VLAN 20 -> underlay (ECMP over the spines) -> VLAN 30");
+    heading(&mut out, "ping h3 -> h4: red VLAN 20 -> VLAN 10 on leaf2, routed over the L3VNI (symmetric IRB)");
+    let _ = writeln!(
+        out,
+        "  (h4 has not spoken: leaf1 asks for it in VLAN 10, a request flooded in VNI 10010; h4 answers the anycast\n   \
+         gateway, which is leaf2 too, and leaf2 advertises h4's MAC+IP as a type 2 route with the L3VNI and its\n   \
+         router MAC, which leaf1 installs as a /32 and takes as the answer to its request (the echo request held\n   \
+         for it leaves then). No later exchange asks for h4 across the fabric)"
+    );
     let (outcomes, trace) = fabric.ping("h3", h4.into(), 5);
     push_trace(&mut out, &trace);
     summary.routed_replies = ping_summary(&mut out, &outcomes);
+    summary.routed_overlay = trace.overlay();
+    overlay_summary(&mut out, &fabric, &summary.routed_overlay);
+    let arp_on_fabric = |trace: &Trace| -> Vec<OverlayFrame> {
+        trace.overlay().into_iter().filter(|f| f.inner.contains("ARP")).collect()
+    };
+    summary.routed_probe = fabric.exchanges.first().map(arp_on_fabric).unwrap_or_default();
+    summary.routed_arp_later = fabric.exchanges.iter().skip(1).map(|t| arp_on_fabric(t).len()).sum();
+    let _ = writeln!(
+        out,
+        "    ARP frames on the fabric: {} in the first exchange (leaf1's request for h4), {} after",
+        summary.routed_probe.len(),
+        summary.routed_arp_later
+    );
 
-    heading(&mut out, "ECMP: 64 UDP flows h3 -> h4, one per source port");
+    heading(
+        &mut out,
+        "ping h5 -> h4: ARP suppression (leaf1 answers for h4 from its MAC+IP route), bridged on VNI 10010",
+    );
+    let (outcomes, trace) = fabric.ping("h5", h4.into(), 2);
+    push_trace(&mut out, &trace);
+    summary.suppressed_replies = ping_summary(&mut out, &outcomes);
+    summary.suppressed_arp_answers = trace.delivered_to("h5", |d| d.starts_with(&format!("ARP {h4} is-at")));
+    summary.arp_on_fabric = trace.overlay().iter().filter(|f| f.inner.contains("ARP")).count();
+    let _ = writeln!(
+        out,
+        "    ARP answers to h5 from leaf1: {}; ARP frames on the fabric: {}",
+        summary.suppressed_arp_answers, summary.arp_on_fabric
+    );
+
+    heading(&mut out, "ECMP: 64 UDP flows h3 -> h4 over the L3VNI, one per source port");
     let before = (fabric.rx_packets("spine1", "eth1"), fabric.rx_packets("spine2", "eth1"));
     let delivered_before = fabric.hosts[fabric.host_index("h4")].udp_received;
     fabric.udp_flows("h3", h4, 40000..40064);
@@ -664,23 +678,75 @@ pub fn run() -> (String, Summary) {
         summary.udp_delivered, summary.ecmp_spine1, summary.ecmp_spine2
     );
 
-    heading(&mut out, "ping6 h3 -> h4: IPv6 routed over the same fabric (neighbour discovery at each hop)");
+    heading(&mut out, "ping6 h3 -> h4: IPv6 in VRF red, VLAN 20 -> VLAN 10 on leaf2 over the same L3VNI");
+    let _ = writeln!(
+        out,
+        "  (first h3 and h4 ping their gateways: their neighbour solicitations give each leaf its host's MAC+IPv6\n   \
+         binding, a type 2 route that the other leaf installs as a /128. A leaf takes no binding from an\n   \
+         advertisement it did not solicit (RFC 4861 section 7.2.5), unlike ARP replies (RFC 826))"
+    );
+    for host in ["h3", "h4"] {
+        let gateway = fabric.hosts[fabric.host_index(host)].gateway6.expect("IPv6 hosts have a gateway");
+        let (outcomes, _) = fabric.ping(host, gateway.into(), 1);
+        let _ = writeln!(out, "  {host} -> {gateway}:");
+        ping_summary(&mut out, &outcomes);
+    }
     let h4_v6 = fabric.hosts[fabric.host_index("h4")].address6.expect("h4 has IPv6").ip();
     let (outcomes, trace) = fabric.ping("h3", h4_v6.into(), 5);
+    let _ = writeln!(out, "  h3 -> {h4_v6}:");
     push_trace(&mut out, &trace);
     summary.ipv6_replies = ping_summary(&mut out, &outcomes);
+
+    heading(&mut out, "ping h6 -> h7: blue VLAN 30 on leaf1 -> VLAN 40 on leaf2, by leaf2's type 5 route (L3VNI 4002)");
+    let (outcomes, trace) = fabric.ping("h6", h7.into(), 4);
+    push_trace(&mut out, &trace);
+    summary.blue_replies = ping_summary(&mut out, &outcomes);
+    summary.blue_overlay = trace.overlay();
+    overlay_summary(&mut out, &fabric, &summary.blue_overlay);
+
+    heading(&mut out, "Tenant isolation: red h1 pings blue h6 (same leaf) and h7; red's table has no blue route");
+    for (to, ip) in [("h6", h6), ("h7", h7)] {
+        let (outcomes, trace) = fabric.ping("h1", ip.into(), 2);
+        let _ = writeln!(out, "  h1 -> {to} ({ip}):");
+        for line in trace.lines() {
+            let _ = writeln!(out, "  {line}");
+        }
+        summary.cross_tenant_replies += ping_summary(&mut out, &outcomes);
+        summary.cross_tenant_leaked += trace.delivered_to(to, |d| d.contains("echo request"));
+    }
+    let _ = writeln!(out, "  echo requests that reached a blue host: {}", summary.cross_tenant_leaked);
+    for vrf in ["red", "blue"] {
+        let _ = writeln!(out, "leaf1 (swcli show ip route vrf {vrf}):");
+        out.push_str(&indent(&fabric.ip_routes_in_vrf("leaf1", vrf).render()));
+    }
+
+    heading(&mut out, "EVPN after the pings (swcli show bgp l2vpn evpn / show evpn ...)");
+    for name in ["leaf1", "leaf2"] {
+        let counts = fabric.evpn_route_counts(name);
+        let _ = writeln!(
+            out,
+            "{name}: {} type 2 (MAC, MAC+IP), {} type 3, {} type 5 routes in its BGP table",
+            counts[2], counts[3], counts[5]
+        );
+        summary.evpn_routes.insert(name.to_owned(), counts);
+    }
+    let _ = writeln!(out, "leaf1 (swcli show bgp l2vpn evpn route type 2):");
+    out.push_str(&indent(&fabric.evpn_routes("leaf1", Some(2)).render()));
+    for (what, request) in [
+        ("show evpn vni", Request::ShowEvpnVni { vni: None }),
+        ("show evpn mac vni all", Request::ShowEvpnMac { vni: None }),
+        ("show evpn arp-cache vni all", Request::ShowEvpnArpCache { vni: None }),
+    ] {
+        let _ = writeln!(out, "leaf1 (swcli {what}):");
+        out.push_str(&indent(&fabric.evpn_show("leaf1", &request).render()));
+    }
 
     heading(&mut out, "MAC tables (swcli show mac)");
     for name in ["leaf1", "leaf2"] {
         let _ = writeln!(out, "{name}:");
         out.push_str(&indent(&fabric.switch(name).view.mac_table().render()));
     }
-    heading(&mut out, "VXLAN (swcli show vxlan)");
-    for name in ["leaf1", "leaf2"] {
-        let _ = writeln!(out, "{name}:");
-        out.push_str(&indent(&fabric.switch(name).view.vxlan().render()));
-    }
-    heading(&mut out, "leaf1 routes and neighbours (swcli show routes / show neighbors)");
+    heading(&mut out, "leaf1's underlay routes and neighbours (swcli show routes / show neighbors)");
     out.push_str(&indent(&fabric.switch("leaf1").view.routes().render()));
     out.push('\n');
     out.push_str(&indent(&fabric.switch("leaf1").view.neighbors().render()));
@@ -696,6 +762,20 @@ pub fn run() -> (String, Summary) {
     }
     ib_plane(&mut out, &mut summary);
     (out, summary)
+}
+
+/// Where the overlay frames of an exchange went, and whose router MAC they
+/// were addressed to when routed.
+fn overlay_summary(out: &mut String, fabric: &Fabric, frames: &[OverlayFrame]) {
+    let mut seen: Vec<(u32, EthernetAddress)> = frames.iter().map(|f| (f.vni, f.inner_dst)).collect();
+    seen.sort_unstable_by_key(|(vni, mac)| (*vni, mac.0));
+    seen.dedup();
+    for (vni, mac) in seen {
+        let whose = fabric
+            .router_mac_owner(vni, mac)
+            .map_or_else(String::new, |(switch, vrf)| format!(": L3VNI of VRF {vrf}, to {switch}'s router MAC"));
+        let _ = writeln!(out, "    on the fabric: VNI {vni}, inner destination {mac}{whose}");
+    }
 }
 
 /// The IB-like plane, brought up from nothing by the SM embedded in ib-s1.
@@ -736,31 +816,36 @@ fn ib_plane(out: &mut String, summary: &mut Summary) {
     }
 }
 
-const MAP: &str = "
-             spine1                    spine2
-          eth1/   \\eth2            eth1/   \\eth2
-      eth1/         \\eth1     eth2/          \\eth2
-        leaf1 (10.255.0.1)         leaf2 (10.255.0.2)
-     eth3  eth4  eth5             eth3   eth4
-      h1    h5    h3               h2     h4
-    VLAN 10     VLAN 20          VLAN 10  VLAN 30
-   .10.11 .10.15 .20.13          .10.12   .30.14     (192.168.x.y)";
+const MAP: &str = r"
+           spine1 (AS 65000)               spine2 (AS 65000)
+          eth1          eth2            eth1          eth2
+           |               \            /               |
+           |                 \        /                 |
+           |                   \    /                   |
+           |                     \/                     |
+           |                    /  \                    |
+           |                  /      \                  |
+           |                /          \                |
+          eth1          eth2            eth1          eth2
+      leaf1 (AS 65101, VTEP 10.255.0.1)   leaf2 (AS 65102, VTEP 10.255.0.2)
+     eth3   eth4   eth5   eth6            eth3   eth4   eth5
+      h1     h5     h3     h6              h2     h4     h7
+    .10.11 .10.15 .20.13 .30.16          .10.12 .10.14 .40.17     (192.168.x.y)
+    red VLAN 10   red 20 blue 30         red VLAN 10   blue 40
+
+  red:  a VRF with L3VNI 4001; VLAN 10 = VNI 10010 and VLAN 20 = VNI 10020 on both leaves
+  blue: a VRF with L3VNI 4002; VLAN 30 = VNI 10030 on leaf1, VLAN 40 = VNI 10040 on leaf2
+  every SVI an anycast gateway (.1, MAC 02:00:5e:00:01:01); each leaf a router MAC per VRF";
 
 fn indent(text: &str) -> String {
     text.lines().map(|l| format!("    {l}\n")).collect()
 }
 
-fn push_trace(out: &mut String, trace: &[String]) {
+fn push_trace(out: &mut String, trace: &Trace) {
     let _ = writeln!(out, "  path of the first exchange that got an answer:");
-    for line in trace {
+    for line in trace.lines() {
         let _ = writeln!(out, "  {line}");
     }
-}
-
-fn vxlan_sport(line: &str) -> Option<u16> {
-    let rest = &line[line.find("VXLAN ")?..];
-    let sport = rest.split_whitespace().skip_while(|w| *w != "sport").nth(1)?;
-    sport.parse().ok()
 }
 
 /// `switchd demo`.
@@ -772,7 +857,10 @@ pub fn main() -> ExitCode {
         && summary.vxlan_replies > 0
         && summary.routed_replies > 0
         && summary.gateway_replies > 0
+        && summary.suppressed_replies > 0
         && summary.ipv6_replies > 0
+        && summary.blue_replies > 0
+        && summary.cross_tenant_replies == 0
         && summary.udp_delivered == 64
         && summary.ib_up
         && summary.ib_replies == 6 * 3;
@@ -782,7 +870,32 @@ pub fn main() -> ExitCode {
 
 #[cfg(test)]
 mod tests {
+    use mgmt_cli::api::Reply;
+
     use super::*;
+
+    const LEAF1_VTEP: Ipv4Addr = Ipv4Addr::new(10, 255, 0, 1);
+    const LEAF2_VTEP: Ipv4Addr = Ipv4Addr::new(10, 255, 0, 2);
+
+    fn mac(text: &str) -> EthernetAddress {
+        let octets: Vec<u8> = text.split(':').map(|o| u8::from_str_radix(o, 16).expect("hex octet")).collect();
+        EthernetAddress(octets.try_into().expect("six octets"))
+    }
+
+    /// Each overlay frame of a routed exchange crosses on `l3vni`, to the
+    /// router MAC of the leaf it goes to, from the other's.
+    fn assert_routed_over(frames: &[OverlayFrame], l3vni: u32, rmacs: [(Ipv4Addr, &str); 2], report: &str) {
+        assert!(!frames.is_empty(), "no overlay frame: {report}");
+        for frame in frames {
+            let to = rmacs.iter().find(|(vtep, _)| *vtep == frame.vtep_dst).expect("to a leaf").1;
+            let from = rmacs.iter().find(|(vtep, _)| *vtep == frame.vtep_src).expect("from a leaf").1;
+            assert_eq!(
+                (frame.vni, frame.inner_dst, frame.inner_src),
+                (l3vni, mac(to), mac(from)),
+                "{frame:?} is not on the L3VNI to the remote router MAC: {report}"
+            );
+        }
+    }
 
     #[test]
     fn fabric_forwards_every_kind_of_path() {
@@ -790,15 +903,81 @@ mod tests {
         assert!(summary.bgp_established, "{report}");
         assert!(summary.bridged_replies >= 2, "{report}");
         assert!(summary.vxlan_replies >= 2, "{report}");
+        assert!(!summary.vxlan_source_ports.is_empty(), "{report}");
         assert!(summary.gateway_replies >= 1, "{report}");
+        assert_eq!(summary.gateway_arp_answers, 1, "{report}");
+        assert_eq!(summary.gateway_arp_on_fabric, 0, "{report}");
         assert!(summary.routed_replies >= 2, "{report}");
         assert!(summary.ipv6_replies >= 2, "{report}");
         assert_eq!(summary.udp_delivered, 64, "{report}");
         // Both spines carry some of the flows.
         assert!(summary.ecmp_spine1 > 0 && summary.ecmp_spine2 > 0, "{summary:?}");
-        assert!(!summary.vxlan_source_ports.is_empty(), "{report}");
         assert!(summary.ib_up, "{report}");
         assert_eq!(summary.ib_replies, 18, "{report}");
+    }
+
+    #[test]
+    fn the_overlay_runs_on_evpn_with_two_tenants() {
+        // No static flood list anywhere: the leaves' configs only map VNIs.
+        for (name, yaml) in CONFIGS {
+            let config = Config::from_yaml(yaml).expect("valid");
+            let flood = config.vxlan.iter().flat_map(|x| x.vnis.iter()).flat_map(|m| m.flood.iter());
+            assert_eq!(flood.count(), 0, "{name} has a static flood list");
+        }
+        let (report, summary) = run();
+        // Flood lists from the type 3 routes, before any host spoke: each
+        // VNI both leaves have floods to the other, blue's one-leaf VNIs to none.
+        let lists = |entries: [(u32, Vec<Ipv4Addr>); 3]| BTreeMap::from(entries);
+        assert_eq!(
+            summary.flood_lists["leaf1"],
+            lists([(10010, vec![LEAF2_VTEP]), (10020, vec![LEAF2_VTEP]), (10030, vec![])]),
+            "{report}"
+        );
+        assert_eq!(
+            summary.flood_lists["leaf2"],
+            lists([(10010, vec![LEAF1_VTEP]), (10020, vec![LEAF1_VTEP]), (10040, vec![])]),
+            "{report}"
+        );
+        // Each leaf's table, the same on both: type 3 for the 3 VNIs of
+        // each leaf; type 5 for blue's 2 subnets; type 2 for the 7 hosts'
+        // MACs and the 7 MAC+IP bindings the leaves resolved (h1, h6, h7
+        // and h3, h4 in IPv4 and IPv6).
+        for leaf in ["leaf1", "leaf2"] {
+            let counts = summary.evpn_routes[leaf];
+            assert_eq!((counts[2], counts[3], counts[5]), (14, 6, 2), "{leaf}'s types 2, 3, 5: {report}");
+            assert_eq!((counts[1], counts[4]), (0, 0), "{report}");
+        }
+        // Red across VNIs (10020 on leaf1 -> 10010 on leaf2): symmetric IRB,
+        // on red's L3VNI between the leaves' red router MACs.
+        assert!(summary.routed_replies >= 2, "{report}");
+        let red = [(LEAF1_VTEP, "02:00:01:00:00:01"), (LEAF2_VTEP, "02:00:02:00:00:01")];
+        assert_routed_over(&summary.routed_overlay, 4001, red, &report);
+        // h4 was silent: leaf1's anycast gateway asked for it in VNI 10010,
+        // flooded to leaf2 (docs/evpn.md); h4's answer went to the anycast
+        // MAC and stayed on leaf2, which advertised the binding. Once it
+        // was known nothing asked for h4 across the fabric again.
+        assert!(!summary.routed_probe.is_empty(), "{report}");
+        for frame in &summary.routed_probe {
+            assert_eq!(
+                (frame.vni, frame.vtep_src, frame.inner_src, frame.inner_dst),
+                (10010, LEAF1_VTEP, mac("02:00:5e:00:01:01"), EthernetAddress::BROADCAST),
+                "only leaf1's request for h4: {frame:?} {report}"
+            );
+            assert!(frame.inner.contains("who-has 192.168.10.14 tell 192.168.10.1"), "{frame:?}");
+        }
+        assert_eq!(summary.routed_arp_later, 0, "{report}");
+        // Blue (10030 on leaf1 -> 10040 on leaf2, by the type 5 route).
+        assert!(summary.blue_replies >= 2, "{report}");
+        let blue = [(LEAF1_VTEP, "02:00:01:00:00:02"), (LEAF2_VTEP, "02:00:02:00:00:02")];
+        assert_routed_over(&summary.blue_overlay, 4002, blue, &report);
+        // ARP suppression: leaf1 answered h5 for h4 from the MAC+IP route;
+        // no ARP frame crossed the fabric.
+        assert!(summary.suppressed_arp_answers >= 1, "{report}");
+        assert_eq!(summary.arp_on_fabric, 0, "{report}");
+        assert!(summary.suppressed_replies >= 1, "{report}");
+        // The tenants are isolated: red reaches no blue host, on the same leaf or not.
+        assert_eq!(summary.cross_tenant_replies, 0, "{report}");
+        assert_eq!(summary.cross_tenant_leaked, 0, "{report}");
     }
 
     #[test]
@@ -814,17 +993,21 @@ mod tests {
     }
 
     #[test]
-    fn vxlan_learns_remote_macs_behind_the_vtep() {
+    fn evpn_installs_remote_macs_behind_the_vtep() {
         let mut fabric = Fabric::build();
         let h2 = fabric.hosts[fabric.host_index("h2")].ip();
-        // Each router on the way drops the first packet it cannot resolve
-        // the next hop of: a few requests are needed.
-        let (outcomes, _) = fabric.ping("h1", h2.into(), 5);
+        let (outcomes, _) = fabric.ping("h1", h2.into(), 3);
         assert!(outcomes.iter().any(|o| o.reply.is_some()), "{outcomes:?}");
+        // h2's MAC is in leaf1's FDB from leaf2's type 2 route (a static
+        // entry: a VTEP learns nothing from the frames of an EVPN peer).
         let h2_mac = fabric.hosts[fabric.host_index("h2")].mac.to_string();
         let macs = fabric.switch("leaf1").view.mac_table();
-        let entry = macs.iter().find(|m| m.mac == h2_mac).expect("h2 learned on leaf1");
-        assert_eq!(entry.destination, "vtep 10.255.0.2");
-        assert_eq!(entry.vlan, 10);
+        let entry = macs.iter().find(|m| m.mac == h2_mac).expect("h2 on leaf1");
+        assert_eq!((entry.destination.as_str(), entry.kind.as_str(), entry.vlan), ("vtep 10.255.0.2", "static", 10));
+        let Reply::EvpnMacs(evpn) = fabric.evpn_show("leaf1", &Request::ShowEvpnMac { vni: Some(10010) }) else {
+            panic!("show evpn mac answers EvpnMacs")
+        };
+        let remote = evpn.iter().find(|m| m.mac == h2_mac).expect("h2 in leaf1's MAC-VRF");
+        assert_eq!(remote.vtep, Some("10.255.0.2".parse().unwrap()), "{remote:?}");
     }
 }

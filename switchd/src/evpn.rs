@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use tokio::sync::watch;
 
-use bgp_evpn::BgpSpeaker;
+use bgp_evpn::events::RouteView;
+use bgp_evpn::evpn::show::EvpnState;
 use bgp_evpn::packet::Family;
 use bgp_evpn::packet::evpn::MacAddr;
 use bgp_evpn::sink::EvpnBindings;
+use bgp_evpn::{BgpConfig, BgpSpeaker};
 use sai_shim::{FdbEvent, Notification, ObjectId, Subscription};
 
 use mgmt_cli::api::{self, Reply, Request};
@@ -46,7 +48,8 @@ fn vni_vlans<'a>(config: &'a Config, applied: &'a Applied) -> impl Iterator<Item
 /// Something learned locally that EVPN advertises.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LocalEvent {
-    /// `mac` is (or is no longer) behind a local port in `vni`.
+    /// `mac` is (or is no longer) behind a local port in `vni` (or sent
+    /// from one where a sticky entry elsewhere kept it from being learned).
     Mac { vni: u32, mac: MacAddr, present: bool },
     /// ARP/ND on the SVI of `vni` bound `ip` (`None`: the binding went).
     Neighbor { vni: u32, ip: IpAddr, mac: Option<MacAddr> },
@@ -94,6 +97,9 @@ impl LocalFeed {
                         local
                     }
                     FdbEvent::Aged | FdbEvent::Flushed if local => false,
+                    // A sticky MAC of another VTEP sending here: the speaker
+                    // counts the refused move (its entry never moved).
+                    FdbEvent::MoveRefused { .. } if local => true,
                     _ => return None,
                 };
                 if event == FdbEvent::Learned && !present {
@@ -142,11 +148,21 @@ pub async fn run_feed(subscription: Subscription, feeds: watch::Receiver<Arc<Loc
 
 /// The EVPN shows (`request` is one of them).
 pub fn show(bgp: &BgpView, request: &Request) -> Reply {
-    let state = || bgp.runtime.block_on(bgp.speaker.evpn_state());
     match *request {
-        Request::ShowBgpEvpn { route_type } => Reply::BgpEvpnRoutes(evpn_table(bgp, route_type)),
+        Request::ShowBgpEvpn { route_type } => {
+            let routes = bgp.runtime.block_on(bgp.speaker.routes(Family::L2vpnEvpn, None));
+            Reply::BgpEvpnRoutes(evpn_table(&bgp.config, routes, route_type))
+        }
+        _ => show_state(bgp.runtime.block_on(bgp.speaker.evpn_state()), request),
+    }
+}
+
+/// The EVPN shows other than the BGP table, from the speaker's `state`
+/// (the daemon's speaker runs in tasks, the demo's in memory).
+pub fn show_state(state: EvpnState, request: &Request) -> Reply {
+    match *request {
         Request::ShowEvpnVni { vni } => Reply::EvpnVnis(
-            state()
+            state
                 .vnis
                 .into_iter()
                 .filter(|v| vni.is_none_or(|n| n == v.vni))
@@ -166,7 +182,7 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
                 .collect(),
         ),
         Request::ShowEvpnMac { vni } => Reply::EvpnMacs(
-            state()
+            state
                 .macs
                 .into_iter()
                 .filter(|m| vni.is_none_or(|n| n == m.vni))
@@ -184,7 +200,7 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
                 .collect(),
         ),
         Request::ShowEvpnArpCache { vni } => Reply::EvpnArpCache(
-            state()
+            state
                 .arp_cache
                 .into_iter()
                 .filter(|a| vni.is_none_or(|n| n == a.vni))
@@ -192,7 +208,7 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
                 .collect(),
         ),
         _ => Reply::Vrfs(
-            state()
+            state
                 .vrfs
                 .into_iter()
                 .map(|v| api::Vrf {
@@ -211,9 +227,8 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
     }
 }
 
-/// `show bgp l2vpn evpn [route type N]`.
-fn evpn_table(bgp: &BgpView, route_type: Option<u8>) -> api::BgpEvpnRoutes {
-    let routes = bgp.runtime.block_on(bgp.speaker.routes(Family::L2vpnEvpn, None));
+/// `show bgp l2vpn evpn [route type N]` of the speaker's EVPN `routes`.
+pub fn evpn_table(config: &BgpConfig, routes: Vec<RouteView>, route_type: Option<u8>) -> api::BgpEvpnRoutes {
     let routes = routes
         .into_iter()
         .filter_map(|r| {
@@ -244,7 +259,7 @@ fn evpn_table(bgp: &BgpView, route_type: Option<u8>) -> api::BgpEvpnRoutes {
             })
         })
         .collect();
-    api::BgpEvpnRoutes { router_id: Some(bgp.config.router_id), asn: bgp.config.asn, routes }
+    api::BgpEvpnRoutes { router_id: Some(config.router_id), asn: config.asn, routes }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@ pub mod apply;
 pub mod apply_vrf;
 pub mod backend;
 pub mod bgp;
+pub mod bgp_follow;
 pub mod commit;
 pub mod config;
 pub mod daemon;

@@ -102,6 +102,26 @@ impl LldpAgent {
         self.ports.insert(port, PortState { name: name.into(), description, next_tx: now });
     }
 
+    /// New timers from a commit. A changed TTL is a change of what this
+    /// switch announces (802.1AB 9.2.7.3, somethingChangedLocal): every
+    /// port sends at once, so neighbours do not keep the old TTL.
+    pub fn set_timers(&mut self, tx_interval_secs: u32, ttl_secs: u16, now: u64) {
+        if (self.config.tx_interval_secs, self.config.ttl_secs) == (tx_interval_secs, ttl_secs) {
+            return;
+        }
+        self.config.tx_interval_secs = tx_interval_secs;
+        self.config.ttl_secs = ttl_secs;
+        for state in self.ports.values_mut() {
+            state.next_tx = now;
+        }
+    }
+
+    /// Stops announcing on every port and forgets every neighbour.
+    pub fn remove_all_ports(&mut self) {
+        self.ports.clear();
+        self.neighbors.clear();
+    }
+
     /// Stops announcing on `port` and forgets its neighbours.
     pub fn remove_port(&mut self, port: PortId) {
         self.ports.remove(&port);
@@ -302,6 +322,31 @@ mod tests {
         assert_eq!(repr.ttl, 120);
         assert_eq!(repr.system_name.as_deref(), Some("leaf1"));
         assert_eq!(repr.port_description.as_deref(), Some("to spine1"));
+    }
+
+    /// A commit's new timers: the new TTL goes out at once on every port,
+    /// then the new interval holds; the same timers again change nothing.
+    #[test]
+    fn new_timers_announce_at_once() {
+        let ttl_of = |frame: &[u8]| {
+            let ethernet = EthernetFrame::new_checked(frame).unwrap();
+            LldpRepr::parse(&LldpPdu::new_checked(ethernet.payload()).unwrap()).unwrap().ttl
+        };
+        let mut a = agent("leaf1", 1);
+        a.add_port(0, "eth1", None, 0);
+        a.add_port(1, "eth2", None, 0);
+        let mut out = Vec::new();
+        a.poll(0, &mut out);
+        out.clear();
+        a.set_timers(2, 6, 10 * SEC);
+        a.poll(10 * SEC, &mut out);
+        assert_eq!(out.len(), 2, "both ports announce the new TTL at once");
+        assert!(out.iter().all(|(_, frame)| ttl_of(frame) == 6));
+        assert_eq!(a.next_deadline(), Some(12 * SEC), "then every 2 s");
+        a.set_timers(2, 6, 11 * SEC);
+        assert_eq!(a.next_deadline(), Some(12 * SEC), "unchanged timers send nothing extra");
+        a.remove_all_ports();
+        assert_eq!(a.next_deadline(), None);
     }
 
     /// Two agents wired back to back learn each other, and forget each

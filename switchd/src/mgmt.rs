@@ -315,10 +315,11 @@ impl<B: Backend> SwitchView<B> {
         for remote in sai.fdb_details().into_iter().filter_map(|detail| detail.remote_vtep) {
             *macs.entry(remote).or_default() += 1;
         }
+        let flood = flood_lists(sai.store());
         let mut remotes: BTreeMap<std::net::Ipv4Addr, Vec<u32>> = BTreeMap::new();
-        for map in &vxlan.vnis {
-            for remote in &map.flood {
-                remotes.entry(*remote).or_default().push(map.vni);
+        for (vni, vteps) in &flood {
+            for remote in vteps {
+                remotes.entry(*remote).or_default().push(*vni);
             }
         }
         for remote in macs.keys() {
@@ -330,7 +331,11 @@ impl<B: Backend> SwitchView<B> {
             vnis: vxlan
                 .vnis
                 .iter()
-                .map(|m| api::VniMapping { vni: m.vni, vlan: m.vlan, flood: m.flood.clone() })
+                .map(|m| api::VniMapping {
+                    vni: m.vni,
+                    vlan: m.vlan,
+                    flood: flood.get(&m.vni).cloned().unwrap_or_default(),
+                })
                 .collect(),
             remote_vteps: remotes
                 .into_iter()
@@ -631,6 +636,29 @@ async fn stream_ip_routes<B: Backend + Send + 'static>(
         write.write_all(&line).await?;
     }
     reader.await.map_err(io::Error::other)?
+}
+
+/// Each VNI's flood list as the shim has it: the remote VTEPs whose bridge
+/// ports are members of the VNI's VLAN, whether a static `flood:` list or
+/// EVPN's type 3 routes put them there.
+fn flood_lists(store: &sai_shim::ObjectStore) -> BTreeMap<u32, Vec<std::net::Ipv4Addr>> {
+    let mut lists: BTreeMap<u32, Vec<std::net::Ipv4Addr>> = BTreeMap::new();
+    for (_, object) in store.objects_of(sai_shim::ObjectType::VlanMember) {
+        let Object::VlanMember(member) = object else { continue };
+        let Some(sai_shim::BridgePortType::Tunnel(endpoint)) =
+            store.bridge_port(member.bridge_port).map(|b| b.bridge_port_type)
+        else {
+            continue;
+        };
+        let (Some(vni), Some(endpoint)) = (store.vni_of_vlan(member.vlan), store.tunnel_endpoint(endpoint)) else {
+            continue;
+        };
+        lists.entry(vni).or_default().push(endpoint.remote_ip);
+    }
+    for vteps in lists.values_mut() {
+        vteps.sort_unstable();
+    }
+    lists
 }
 
 #[cfg(test)]

@@ -129,6 +129,11 @@ impl Star {
         star
     }
 
+    /// The switch's namespace.
+    pub fn switch_ns(&self) -> &Netns {
+        &self.sw
+    }
+
     /// Stops the switch and starts it again with another `qos:` section.
     pub fn restart(&mut self, qos: &str) {
         self.switchd.stop();

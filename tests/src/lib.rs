@@ -16,6 +16,7 @@ pub mod ibsim;
 pub mod kernel;
 pub mod kernel_vm;
 pub mod labs;
+pub mod metrics;
 pub mod netns;
 pub mod switchd;
 pub mod tcp;

@@ -271,3 +271,162 @@ fn live_changes_to_the_overlay(leaf1: &Switchd, leaf2: &Switchd, h1: &Netns, h2:
     assert_eq!(leaf1.generation(), before, "the bad config is not running");
     assert!(h1.ping("172.16.2.12", 3), "forwarding as before");
 }
+
+/// The anycast gateway of one leaf resolving a host behind another
+/// (docs/evpn.md, "The anycast gateway's own ARP requests"): h1 behind l1
+/// is silent, so l2 has no host route to it and routes h2's ping on the
+/// subnet of its VLAN 10 SVI, whose ARP request floods in the VNI. h1
+/// answers the anycast MAC, l1 takes it and advertises h1's MAC+IP, and l2
+/// takes that binding as its answer (its neighbour table has h1); no leaf
+/// learns the anycast MAC behind a VTEP.
+#[test]
+fn a_remote_gateways_request_for_a_silent_host_is_answered_through_evpn() {
+    if !require_root_and_tools("evpn_irb", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("ias");
+    let l1 = Netns::new("ia1");
+    let l2 = Netns::new("ia2");
+    let h1 = Netns::new("iah");
+    let h2 = Netns::new("iai");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h1, "eth0", &l1, "eth3");
+    veth(&h2, "eth0", &l2, "eth3");
+    for (h, addr, gw) in [(&h1, "172.16.1.11/24", "172.16.1.1"), (&h2, "172.16.2.12/24", "172.16.2.1")] {
+        // h1 silent until asked: no IPv6 chatter.
+        h.sysctl("net.ipv6.conf.all.disable_ipv6", "1");
+        h.sysctl("net.ipv6.conf.default.disable_ipv6", "1");
+        h.host_setup("eth0", addr, Some(gw));
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    let _spine = Switchd::start(&s1, &spine_config());
+    let leaf1 = Switchd::start(&l1, &leaf(1, 10));
+    let leaf2 = Switchd::start(&l2, &leaf(2, 20));
+    wait_for("l2 flooding VNI 10100 to l1", || {
+        let vnis = json(&leaf2, &["show", "evpn", "vni", "10100"]);
+        (vnis.as_array()?.first()?["remote_vteps"] == serde_json::json!(["10.255.0.1"])).then_some(())
+    });
+    assert!(vrf_route(&leaf2, "172.16.1.11/32").is_none(), "h1 is not known yet");
+    let h1_mac = h1.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_lowercase();
+
+    assert!(h2.ping_until("172.16.1.11", CONVERGE), "h2 -> h1, resolved by l2's SVI");
+    let resolved = wait_for("h1 resolved in l2's neighbour table", || {
+        let neighbors = json(&leaf2, &["show", "arp"]);
+        let h1 =
+            |n: &&serde_json::Value| n["ip"] == "172.16.1.11" && n["interface"] == "vlan10" && n["mac"].is_string();
+        neighbors.as_array()?.iter().find(h1).cloned()
+    });
+    assert_eq!(
+        resolved["mac"].as_str(),
+        Some(h1_mac.as_str()),
+        "l2's request answered by l1's MAC+IP route: {resolved}"
+    );
+    for sw in [&leaf1, &leaf2] {
+        let macs = json(sw, &["show", "mac"]);
+        let anycast = macs.as_array().unwrap().iter().find(|m| m["mac"] == GATEWAY_MAC).cloned();
+        assert!(
+            anycast.is_none_or(|m| !m["destination"].as_str().unwrap_or("").starts_with("vtep")),
+            "the anycast MAC is never behind a VTEP: {macs:#}"
+        );
+        let evpn = json(sw, &["show", "evpn", "mac", "vni", "all"]);
+        assert!(!evpn.to_string().contains(GATEWAY_MAC), "nor an EVPN MAC: {evpn:#}");
+    }
+}
+
+/// Leaf `i` of [`overlapping_subnets_in_two_vrfs_stay_apart`]: tenants red
+/// and blue with the same two subnets, gateways and anycast MAC, red in
+/// VLANs 10/20 (VNIs 10100/10200, L3VNI 4001), blue in VLANs 110/120 (VNIs
+/// 11100/11200, L3VNI 4002); eth3 is in `red_vlan`, eth4 in `blue_vlan`.
+fn overlapping_leaf(i: u8, red_vlan: u16, blue_vlan: u16) -> String {
+    format!(
+        "name: l{i}
+lldp: {{ enabled: false }}
+loopback: [10.255.0.{i}/32]
+ports:
+  - {{ name: eth1, mode: routed, addresses: [10.{i}.0.0/31] }}
+  - {{ name: eth3, mode: access, vlan: {red_vlan} }}
+  - {{ name: eth4, mode: access, vlan: {blue_vlan} }}
+vlans:
+  - {{ id: 10, addresses: [172.16.1.1/24], vrf: red, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 20, addresses: [172.16.2.1/24], vrf: red, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 110, addresses: [172.16.1.1/24], vrf: blue, mac: \"{GATEWAY_MAC}\" }}
+  - {{ id: 120, addresses: [172.16.2.1/24], vrf: blue, mac: \"{GATEWAY_MAC}\" }}
+vxlan:
+  source: 10.255.0.{i}
+  vnis: [{{ vni: 10100, vlan: 10 }}, {{ vni: 10200, vlan: 20 }}, {{ vni: 11100, vlan: 110 }}, {{ vni: 11200, vlan: 120 }}]
+bgp:
+  asn: 6510{i}
+  timers: {{ hold_time: 9, connect_retry: 2 }}
+  redistribute: [loopback]
+  neighbors:
+    - {{ interface: eth1, remote_as: 65000, families: [ipv4-unicast, l2vpn-evpn] }}
+  evpn:
+    vtep_ip: 10.255.0.{i}
+    vnis: [{{ vni: 10100, vrf: red }}, {{ vni: 10200, vrf: red }}, {{ vni: 11100, vrf: blue }}, {{ vni: 11200, vrf: blue }}]
+    vrfs:
+      - {{ name: red, l3vni: 4001, router_mac: \"02:cc:00:00:0{i}:01\" }}
+      - {{ name: blue, l3vni: 4002, router_mac: \"02:cc:00:00:0{i}:02\" }}
+"
+    )
+}
+
+/// Tenants reuse address space: VRFs red and blue both have 172.16.1.0/24
+/// and 172.16.2.0/24, with the same gateways, on their own VNIs. h1r and
+/// h2r (red) and h1b and h2b (blue) sit in those subnets on two leaves;
+/// each pair pings within its VRF (routed over its L3VNI), never across,
+/// and each VRF's host routes are its own.
+#[test]
+fn overlapping_subnets_in_two_vrfs_stay_apart() {
+    if !require_root_and_tools("evpn_irb", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("ovs");
+    let l1 = Netns::new("ov1");
+    let l2 = Netns::new("ov2");
+    let h1r = Netns::new("ovr");
+    let h2r = Netns::new("ovq");
+    let h1b = Netns::new("ovb");
+    let h2b = Netns::new("ovc");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h1r, "eth0", &l1, "eth3");
+    veth(&h1b, "eth0", &l1, "eth4");
+    veth(&h2r, "eth0", &l2, "eth3");
+    veth(&h2b, "eth0", &l2, "eth4");
+    for (h, addr, gw) in [
+        (&h1r, "172.16.1.11/24", "172.16.1.1"),
+        (&h2r, "172.16.2.12/24", "172.16.2.1"),
+        (&h1b, "172.16.1.21/24", "172.16.1.1"),
+        (&h2b, "172.16.2.22/24", "172.16.2.1"),
+    ] {
+        h.host_setup("eth0", addr, Some(gw));
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+    }
+    let _spine = Switchd::start(&s1, &spine_config());
+    let leaf1 = Switchd::start(&l1, &overlapping_leaf(1, 10, 110));
+    let leaf2 = Switchd::start(&l2, &overlapping_leaf(2, 20, 120));
+
+    // Each host makes itself known to its gateway, in its own VRF.
+    for (h, gw) in [(&h1r, "172.16.1.1"), (&h2r, "172.16.2.1"), (&h1b, "172.16.1.1"), (&h2b, "172.16.2.1")] {
+        assert!(h.ping_until(gw, CONVERGE), "{} -> its gateway {gw}", h.name());
+    }
+    for (sw, vrf, host) in [
+        (&leaf1, "red", "172.16.2.12/32"),
+        (&leaf1, "blue", "172.16.2.22/32"),
+        (&leaf2, "red", "172.16.1.11/32"),
+        (&leaf2, "blue", "172.16.1.21/32"),
+    ] {
+        wait_for(&format!("{host} in {vrf}"), || vrf_route_in(sw, vrf, host));
+    }
+    // Each VRF has only its own tenant's hosts.
+    for (vrf, foreign) in [("red", "172.16.2.22/32"), ("blue", "172.16.2.12/32")] {
+        assert!(vrf_route_in(&leaf1, vrf, foreign).is_none(), "{foreign} is not in {vrf}");
+    }
+    assert!(h1r.ping("172.16.2.12", 3), "red pair, routed over L3VNI 4001");
+    assert!(h1b.ping("172.16.2.22", 3), "blue pair, routed over L3VNI 4002");
+    assert!(!h1r.ping("172.16.2.22", 2), "red never reaches blue");
+    assert!(!h1b.ping("172.16.2.12", 2), "blue never reaches red");
+    // The same gateway address answers in both VRFs on both leaves.
+    assert!(h2r.ping("172.16.2.1", 1) && h2b.ping("172.16.2.1", 1));
+}

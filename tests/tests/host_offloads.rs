@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use dataplane::io::AfPacket;
+use dataplane::io::{AfPacket, AfPacketConfig};
 use dataplane::pipeline::{PortConfig, Switch, SwitchConfig};
 use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
 use switchd::forwarding::{Attachment, Forwarding, HostIfTarget};
@@ -121,4 +121,60 @@ fn tcp_with_default_offloads_crosses_a_routed_leaf_spine_of_switchd() {
     iperf3(&h2, &h1, "10.2.0.2");
     // And the other way, where h2's super-frames enter leaf2.
     iperf3(&h1, &h2, "10.1.0.2");
+}
+
+/// Ring slots smaller than the MTU (what a lab of many jumbo switches uses to
+/// save ring memory, `port_rings.slot_bytes`): every jumbo frame goes through
+/// the socket's queue, whole (ICMP, which cannot be cut) or cut (TCP
+/// super-frames), and out with `send`; nothing is dropped for length.
+#[test]
+fn jumbo_frames_cross_ring_slots_smaller_than_the_mtu() {
+    if !require_root_and_tools("host_offloads", &["ip", "iperf3", "timeout", "ping"]) {
+        return;
+    }
+    const MTU: u16 = 9000;
+    let sw = Netns::new("jsw");
+    let h1 = Netns::new("jh1");
+    let h2 = Netns::new("jh2");
+    veth(&h1, "eth0", &sw, "eth1");
+    veth(&h2, "eth0", &sw, "eth2");
+    for (ns, ifname) in [(&h1, "eth0"), (&sw, "eth1"), (&sw, "eth2"), (&h2, "eth0")] {
+        ns.ip(&["link", "set", ifname, "mtu", &MTU.to_string()]);
+    }
+    host(&h1, "192.0.2.1/24", None);
+    host(&h2, "192.0.2.2/24", None);
+
+    let mut switch = Switch::new(SwitchConfig::default());
+    switch.create_vlan(10).unwrap();
+    for port in [0, 1] {
+        switch.set_port(port, PortConfig { admin_up: true, mtu: MTU, pvid: 10, learning: true }).unwrap();
+        switch.set_vlan_member(10, port, false).unwrap();
+        switch.set_port_oper_status(port, true);
+    }
+    let small_slots =
+        AfPacketConfig { frame_size: 1024, rx_frames: 256, tx_frames: 32, ..AfPacketConfig::for_mtu(9000) };
+    let dataplane = Arc::new(Mutex::new(switch));
+    let forwarding = sw.enter(|| {
+        let ports: Vec<Attachment<HostIfTarget>> = vec![
+            Attachment::Port { port: 0, io: Box::new(AfPacket::with_config("eth1", small_slots).unwrap()) },
+            Attachment::Port { port: 1, io: Box::new(AfPacket::with_config("eth2", small_slots).unwrap()) },
+        ];
+        Forwarding::start(dataplane.clone(), ports).unwrap()
+    });
+    assert!(h1.ping_until("192.0.2.2", Duration::from_secs(5)), "h1 cannot reach h2");
+    // 8,972 bytes of ICMP: an IP packet of exactly the MTU, not to be fragmented.
+    let out = h1.exec(&["ping", "-M", "do", "-s", "8972", "-c", "20", "-i", "0.05", "-W", "2", "192.0.2.2"]);
+    assert!(out.contains("20 received"), "jumbo echoes lost: {out}");
+
+    iperf3(&h2, &h1, "192.0.2.2");
+    std::thread::sleep(Duration::from_millis(500));
+    let stats = forwarding.device_stats();
+    let eth1 = stats.iter().find(|d| d.name == "eth1").expect("eth1 stats").io;
+    let eth2 = stats.iter().find(|d| d.name == "eth2").expect("eth2 stats").io;
+    assert_eq!((eth1.rx_truncated, eth2.rx_truncated), (0, 0), "nothing dropped for length: {eth1:?} {eth2:?}");
+    assert_eq!((eth1.tx_errors, eth2.tx_errors), (0, 0), "frames longer than a slot sent: {eth1:?} {eth2:?}");
+    assert!(eth2.tx_bytes >= BYTES_N / 2, "{eth2:?}");
+    // Most of what left were jumbo frames, so most took the socket path.
+    assert!(eth2.tx_bytes > eth2.tx_frames * 4096, "frames were not jumbo: {eth2:?}");
+    assert!(eth2.tx_bytes <= eth2.tx_frames * (u64::from(MTU) + 14), "a frame over the MTU: {eth2:?}");
 }

@@ -170,12 +170,15 @@ fn fault_scenarios_recover_within_bounds() {
     let counts = traffic.stop();
     lost_report(&format!("link up ({link}), both spines again"), up, counts);
 
-    // netem on the path: the delay shows in the round trip (where the
-    // kernel has sch_netem; this machine's does not).
+    // netem on the path: the delay shows in the round trip. A kernel
+    // without sch_netem cannot do it, and no package installs it into the
+    // running kernel (the development and CI machines' kernels have none):
+    // the runner says so, and so does this step, loudly, in CI too. Not a
+    // missing package but a missing kernel feature; docs/labs.md.
     let netem = labs_cli(&["fault", "netem", &format!("{SOURCE}:eth1"), "--delay", "50", "--name", &lab.name]);
     let stderr = String::from_utf8_lossy(&netem.stderr);
-    if stderr.contains("qdisc kind is unknown") {
-        println!("SKIP netem: this kernel has no sch_netem ({})", stderr.trim());
+    if stderr.contains(labs::runner::NO_NETEM) {
+        eprintln!("NOT TESTED on this kernel: netem: {}", stderr.trim());
     } else {
         assert!(netem.status.success(), "{stderr}");
         let (ok, out) = lab.exec(SOURCE, &["ping", "-c", "1", "-W", "2", DESTINATION]);
@@ -501,7 +504,19 @@ fn ib_fattree_a_leaf_spine_link_down_the_sm_reroutes_and_pings_resume() {
         resumed.as_secs_f64(),
         report.trim()
     );
-    assert!(sm["traps"].as_u64() > before["traps"].as_u64(), "no trap 128 reached the SM: {sm}");
+    // leaf1's trap 128 goes out by its LFT towards the SM's LID, which
+    // may be over the very link that failed: then it is lost, the SM's
+    // own sweep finds the change, and the trap arrives on one of its
+    // repeats (every subnet timeout, doubling, until the SM represses
+    // it: IBA 13.4.9) once the reroute gives it a path. So a trap must
+    // reach the SM, but not necessarily before the reroute.
+    let trap_deadline = Instant::now() + Duration::from_secs(10);
+    let mut after = sm.clone();
+    while after["traps"].as_u64() <= before["traps"].as_u64() {
+        assert!(Instant::now() < trap_deadline, "no trap 128 reached the SM within 10 s: {after}");
+        std::thread::sleep(Duration::from_millis(100));
+        after = ib_sm(&lab);
+    }
     assert!(reroute_ms < 3000.0, "reroute took {reroute_ms} ms");
     assert!(resumed < Duration::from_secs(20));
     assert!(report.contains("56 HCA pairs ibping"), "{report}");

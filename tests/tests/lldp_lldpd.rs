@@ -1,6 +1,9 @@
 //! LLDP interop with lldpd: `switchd` and an lldpd on the far end of a veth
 //! each list the other as a neighbour, with the names and port ids each
-//! announced (802.1AB TLVs built and parsed by both sides).
+//! announced (802.1AB TLVs built and parsed by both sides); `lldp:` changes
+//! apply live (SIGHUP): new timers reach lldpd as the TTL it keeps, LLDP
+//! turned off makes lldpd forget the switch at once (TTL 0), and on again
+//! brings it back.
 
 use std::time::{Duration, Instant};
 
@@ -65,4 +68,47 @@ fn switchd_and_lldpd_see_each_other() {
     assert!(theirs.contains("SysName:      lldpsw"), "lldpd did not learn switchd's system name:\n{theirs}");
     assert!(theirs.contains("ifname eth1"), "lldpd did not learn switchd's port id:\n{theirs}");
     assert!(theirs.contains("to-peer"), "lldpd did not learn switchd's port description:\n{theirs}");
+
+    // What lldpd keeps about switchd: `lldp.eth0.port.ttl=N` and the
+    // system name, in lldpcli's key=value form.
+    let lldpd_view = || {
+        let out = peer.exec_status(&["lldpcli", "-u", control, "-f", "keyvalue", "show", "neighbors", "details"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let wait_for = |what: &str, done: &dyn Fn(&str) -> bool| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let view = lldpd_view();
+            if done(&view) {
+                return;
+            }
+            assert!(Instant::now() < deadline, "lldpd: {what}; it shows:\n{view}");
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    };
+    let reload = |yaml: &str| {
+        let before = switchd.generation();
+        switchd.reload(yaml);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while switchd.generation() == before {
+            assert!(Instant::now() < deadline, "switchd did not commit the reload of\n{yaml}");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+
+    // New timers: the TTL lldpd keeps is interval x hold, sent at once.
+    reload(&CONFIG.replace("tx_interval_secs: 1", "tx_interval_secs: 2\n  hold_multiplier: 3"));
+    wait_for("keeps switchd's new TTL 6", &|view| view.lines().any(|l| l.ends_with("port.ttl=6")));
+
+    // Off: the shutdown LLDPDU (TTL 0) makes lldpd forget switchd now, long
+    // before the 6 s TTL would; switchd forgets its neighbours too.
+    reload(&CONFIG.replace("tx_interval_secs: 1", "enabled: false\n  tx_interval_secs: 30"));
+    wait_for("forgets switchd after LLDP is turned off", &|view| !view.contains("lldpsw"));
+    assert!(switchd.show_rows("lldp").is_empty(), "switchd still lists neighbours with LLDP off");
+    std::thread::sleep(Duration::from_secs(2));
+    assert!(!lldpd_view().contains("lldpsw"), "switchd still announces with LLDP off");
+
+    // On again: announced at once, and lldpd learned again.
+    reload(CONFIG);
+    wait_for("learns switchd again", &|view| view.contains("lldpsw"));
 }

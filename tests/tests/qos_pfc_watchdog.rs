@@ -11,19 +11,24 @@
 //! arrives, counted. The switch records, in its own clock, when the storm
 //! began and when its check saw it: within the detection time plus one
 //! poll interval. Once h2 stops pausing, the queue is restored after the
-//! restoration time and h1's traffic flows again. Both events also come
-//! out of the shim as notifications, which switchd logs.
+//! restoration time and h1's traffic flows again, recorded the same way
+//! (the peer's last pause, the check that restored it: within the
+//! restoration time plus one poll interval). The Prometheus scrape gives
+//! the same counts, instants and delays as `show pfcwd stats`. Both events
+//! also come out of the shim as notifications, which switchd logs.
 
 use std::time::Duration;
 
 use fabric_tests::fabric_host::{FabricHost, Star, pfc_row, queue_row, send_args, show, u64_of};
+use fabric_tests::metrics::{Scrape, parser_present};
 use fabric_tests::require_root_and_tools;
 use fabric_tests::wait::poll_until;
 
 const MS: u64 = 1_000_000;
 
 const QOS: &str = "qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000}\n  \
-                   watchdog: {action: drop, detection-ms: 200, restoration-ms: 200, poll-interval-ms: 50}\n";
+                   watchdog: {action: drop, detection-ms: 200, restoration-ms: 200, poll-interval-ms: 50}\n\
+                   metrics: {listen: 127.0.0.1:9417}\n";
 
 /// eth2's queue 3 in `show pfcwd stats`.
 fn watchdog_row(lab: &Star) -> serde_json::Value {
@@ -35,7 +40,7 @@ fn watchdog_row(lab: &Star) -> serde_json::Value {
 
 #[test]
 fn a_pfc_storm_is_detected_dropped_and_restored() {
-    if !require_root_and_tools("qos_pfc_watchdog", &["ip", "ping"]) {
+    if !require_root_and_tools("qos_pfc_watchdog", &["ip", "ping", "python3"]) || !parser_present("qos_pfc_watchdog") {
         return;
     }
     let mut lab = Star::start("qw", 2, "100M", QOS);
@@ -77,6 +82,44 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     })
     .unwrap_or_else(|| panic!("never restored: {}", watchdog_row(&lab)));
     assert_eq!(u64_of(&restored, "storm_restored"), 1, "{restored}");
+    // The restoration, in the switch's clock: from the peer's last pause to
+    // the check that found it quiet for the restoration time, within that
+    // time plus one poll interval (200 + 50 ms).
+    let restoration_ms = u64_of(&restored, "restoration_ms");
+    assert_eq!(restoration_ms, 200, "{restored}");
+    let restore_ns = u64_of(&restored, "last_restoration_ns");
+    assert_eq!(restore_ns, u64_of(&restored, "last_storm_restored_ns") - u64_of(&restored, "last_storm_last_pause_ns"));
+    assert!(
+        (restoration_ms * MS..=(restoration_ms + poll_ms) * MS).contains(&restore_ns),
+        "restored {restore_ns} ns after the last pause, not within {restoration_ms} + {poll_ms} ms: {restored}"
+    );
+    assert!(u64_of(&restored, "last_storm_last_pause_ns") > u64_of(&restored, "last_storm_detected_ns"));
+
+    // The scrape says what show says (the storm is over: nothing moves).
+    let scrape = Scrape::get(lab.switch_ns(), "127.0.0.1:9417");
+    let row = watchdog_row(&lab);
+    let queue = [("port", "eth2"), ("queue", "3")];
+    for (metric, field) in [
+        ("switch_pfcwd_storms_detected_total", "storm_detected"),
+        ("switch_pfcwd_storms_restored_total", "storm_restored"),
+        ("switch_pfcwd_dropped_packets_total", "tx_drop"),
+    ] {
+        assert_eq!(scrape.value(metric, &queue), u64_of(&row, field) as f64, "{metric}: {row}");
+    }
+    assert_eq!(scrape.value("switch_pfcwd_stormed", &queue), 0.0);
+    for (metric, field) in [
+        ("switch_pfcwd_last_storm_detected_seconds", "last_storm_detected_ns"),
+        ("switch_pfcwd_last_storm_restored_seconds", "last_storm_restored_ns"),
+        ("switch_pfcwd_last_detection_delay_seconds", "last_detection_ns"),
+        ("switch_pfcwd_last_restoration_delay_seconds", "last_restoration_ns"),
+    ] {
+        let (scraped, shown) = (scrape.value(metric, &queue), u64_of(&row, field) as f64 / 1e9);
+        assert!((scraped - shown).abs() < 1e-9 * shown.max(1.0), "{metric}: {scraped} s, show said {shown} s");
+    }
+    // Queue 4 (PFC too) had no storm: counted 0, no instants.
+    let quiet = [("port", "eth2"), ("queue", "4")];
+    assert_eq!(scrape.value("switch_pfcwd_storms_detected_total", &quiet), 0.0);
+    assert_eq!(scrape.find("switch_pfcwd_last_storm_detected_seconds", &quiet), None);
     // The drop action discarded h1's frames, counted by the watchdog and the queue.
     let dropped = u64_of(&restored, "tx_drop");
     assert!(dropped > 0, "{restored}");
@@ -91,12 +134,14 @@ fn a_pfc_storm_is_detected_dropped_and_restored() {
     assert!(u64_of(&received, "packets") > 0, "{received}");
 
     eprintln!(
-        "storm of {} XOFF frames: detected {:.1} ms after it began (bound {} ms), restored once, {dropped} \
-         frames dropped by the watchdog; eth2 UC3 sent {sent_in_storm} frames before the restoration, \
-         {sent_after} by the end",
+        "storm of {} XOFF frames: detected {:.1} ms after it began (bound {} ms), restored {:.1} ms after the \
+         last pause (bound {} ms), {dropped} frames dropped by the watchdog; eth2 UC3 sent {sent_in_storm} \
+         frames before the restoration, {sent_after} by the end",
         storm["pfc_frames_sent"],
         delay_ns as f64 / 1e6,
-        detection_ms + poll_ms
+        detection_ms + poll_ms,
+        restore_ns as f64 / 1e6,
+        restoration_ms + poll_ms
     );
 
     // The shim's notifications, as switchd logged them.

@@ -3,11 +3,12 @@
 //! run twice at the same load, three senders of 3 MiB each into h4 on the
 //! lossless priority (DSCP 26, PFC on priority 3) at 100 Mb/s:
 //!
-//! - in namespaces: `switchd` with the lab's own `sw1.yaml` plus the
-//!   emulated line rate and the `roce` QoS preset (as `qos_incast.rs`),
-//!   `fabric-host` senders and receiver (RoCE-like, obeying PFC);
-//! - in the simulator (virtual time): the same topology file, the same
-//!   pipeline and traffic manager code, the same rate, payload and load.
+//! - in namespaces: `switchd` with the lab's own `sw1.yaml` (100 Mb/s
+//!   ports, the `roce` QoS preset), `fabric-host` senders and receiver
+//!   (RoCE-like, obeying PFC);
+//! - in the simulator (virtual time): the same topology file, its switch
+//!   built from the same `sw1.yaml` by switchd's own parse, validate and
+//!   apply, the same payload and load.
 //!
 //! They must agree (issue 15): no drop in the lossless class in either,
 //! the same switch ports send PFC (those toward the three senders, not the
@@ -23,7 +24,6 @@ use labs::sim::queue::HeapQueue;
 use labs::sim::{Experiment, Kind, Simulation, WorkloadSpec, workload};
 use labs::topology::Topology;
 
-const SPEED: u64 = 100_000_000;
 /// Each sender's message.
 const BYTES: u64 = 3 << 20;
 /// RoCE payload bytes per packet, in both (fabric-host's default).
@@ -45,10 +45,11 @@ struct Figures {
 }
 
 fn simulate() -> Figures {
-    let topology = Topology::load(&lab_dir().join("incast.clab.yml")).expect("incast lab");
-    let fabric = Fabric::from_topology(&topology).expect("simulator fabric");
+    let (_, fabric) = Fabric::from_topology_file(&lab_dir().join("incast.clab.yml")).expect("simulator fabric");
+    assert!(fabric.configured(), "sw1 built from sw1.yaml");
     assert!(fabric.hosts.last().is_some_and(|h| h.name.starts_with("h4")), "incast's receiver is the last host");
-    let experiment = Experiment { link_bps: SPEED, mtu: PAYLOAD, sample_ns: 0, ..Experiment::default() };
+    // The line rate is sw1.yaml's (`speed: 100M`).
+    let experiment = Experiment { mtu: PAYLOAD, sample_ns: 0, ..Experiment::default() };
     let spec = WorkloadSpec { kind: Kind::Incast, bytes: BYTES, jitter_ns: 0, compute_ns: 0, iterations: 1 };
     let workload = workload::build(&spec, fabric.hosts.len(), experiment.seed).expect("workload");
     let mut sim = Simulation::new(fabric, experiment, workload, HeapQueue::default()).expect("simulation");
@@ -69,19 +70,11 @@ fn simulate() -> Figures {
     Figures { drops, pausing, goodput_bps }
 }
 
-/// The lab's switch config with the emulated line rate and the lossless
-/// profile `qos_incast.rs` uses (the PFC response time covers the emulated
-/// hosts, which react when their process next runs).
+/// The lab's switch config, as the simulator reads it: 100 Mb/s ports and
+/// the lossless profile `qos_incast.rs` uses (the PFC response time covers
+/// the emulated hosts, which react when their process next runs).
 fn switch_config() -> String {
-    let text = std::fs::read_to_string(lab_dir().join("incast/sw1.yaml")).expect("sw1.yaml");
-    let mut config: serde_yaml::Value = serde_yaml::from_str(&text).expect("sw1.yaml is YAML");
-    for port in config["ports"].as_sequence_mut().expect("ports") {
-        port["speed"] = "100M".into();
-        port["mtu"] = 9100.into();
-        port["cable-length"] = 5.into();
-    }
-    config["qos"] = serde_yaml::from_str("{preset: roce, pfc: {priorities: [3, 4], response-ns: 20000000}}").unwrap();
-    serde_yaml::to_string(&config).expect("yaml")
+    std::fs::read_to_string(lab_dir().join("incast/sw1.yaml")).expect("sw1.yaml")
 }
 
 fn namespaces() -> Figures {

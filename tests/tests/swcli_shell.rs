@@ -552,13 +552,7 @@ fn a_prometheus_scrape_parses_and_agrees_with_show() {
     if !require_root_and_tools("swcli_shell", &["ip", "ping", "python3"]) {
         return;
     }
-    let parser_present = Command::new("/usr/bin/python3")
-        .args(["-c", "import prometheus_client.openmetrics.parser"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !parser_present {
-        assert!(std::env::var_os("CI").is_none(), "python3-prometheus-client is missing");
-        eprintln!("skipping: python3-prometheus-client is not installed");
+    if !fabric_tests::metrics::parser_present("swcli_shell") {
         return;
     }
     let lab = lab();
@@ -569,49 +563,10 @@ fn a_prometheus_scrape_parses_and_agrees_with_show() {
     assert!(lab.ha.ping_until("10.2.0.2", Duration::from_secs(10)));
     let shows = ["interfaces", "queue counters", "pfc counters", "queue wredcounters", "evpn vni", "ib sm", "ib port"];
     let before: Vec<serde_json::Value> = shows.iter().map(|what| sw.show_json(what)).collect();
-    let text = lab.sw.enter(|| {
-        use std::io::{Read, Write};
-        let mut stream = std::net::TcpStream::connect("127.0.0.1:9417").expect("connect to the metrics endpoint");
-        stream.write_all(b"GET /metrics HTTP/1.0\r\nHost: sw\r\n\r\n").expect("request");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).expect("answer");
-        answer
-    });
+    let scrape = fabric_tests::metrics::Scrape::get(&lab.sw, "127.0.0.1:9417");
     let after: Vec<serde_json::Value> = shows.iter().map(|what| sw.show_json(what)).collect();
-    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-    assert!(head.starts_with("HTTP/1.") && head.contains(" 200 "), "{head}");
-    assert!(head.to_lowercase().contains("application/openmetrics-text"), "{head}");
-
-    // The independent parser: every family and sample, as JSON.
-    const PARSE: &str = r#"
-import json, sys
-from prometheus_client.openmetrics.parser import text_string_to_metric_families
-out = []
-for family in text_string_to_metric_families(sys.stdin.read()):
-    for s in family.samples:
-        out.append({'family': family.name, 'type': family.type, 'name': s.name, 'labels': s.labels, 'value': s.value})
-print(json.dumps(out))
-"#;
-    let mut child = Command::new("/usr/bin/python3")
-        .args(["-c", PARSE])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("python3");
-    use std::io::Write;
-    child.stdin.take().expect("stdin").write_all(body.as_bytes()).expect("stdin");
-    let out = child.wait_with_output().expect("parser");
-    assert!(out.status.success(), "the parser refused the scrape: {}\n{body}", String::from_utf8_lossy(&out.stderr));
-    let samples = swcli_json(&String::from_utf8_lossy(&out.stdout));
-    let samples = samples.as_array().expect("samples");
-    let labelled = |name: &str, labels: &[(&str, &str)]| -> f64 {
-        samples
-            .iter()
-            .find(|s| s["name"] == name && labels.iter().all(|(k, v)| s["labels"][*k] == *v))
-            .and_then(|s| s["value"].as_f64())
-            .unwrap_or_else(|| panic!("no {name}{labels:?} in the scrape:\n{body}"))
-    };
+    let samples = &scrape.samples;
+    let labelled = |name: &str, labels: &[(&str, &str)]| -> f64 { scrape.value(name, labels) };
     let sample = |name: &str, port: &str| labelled(name, &[("port", port)]);
     // A scraped counter lies between what show said before and after.
     let within = |metric: &str, labels: &[(&str, &str)], show: usize, find: &dyn Fn(&serde_json::Value) -> f64| {

@@ -624,9 +624,9 @@ fn a_mac_flapping_between_leaves_is_frozen_and_reported() {
 
 /// Sticky MACs (RFC 7432 §15.2): a MAC learned behind l2 is configured
 /// sticky behind l1's eth3 by a reload; l1 advertises it with the sticky
-/// bit and l2 follows it there. The MAC sending behind l2 again moves
-/// nothing: l1 still has it local and sticky, l2 remote at l1, and l2
-/// counts the refused move.
+/// bit and l2 follows it there, pinned in its FDB. The MAC sending behind
+/// l2 again moves nothing: l1 still has it local and sticky, l2 remote at
+/// l1 in EVPN and in its FDB, and l2 counts the refused moves.
 #[test]
 fn a_sticky_mac_stays_at_its_leaf() {
     if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
@@ -681,6 +681,16 @@ fn a_sticky_mac_stays_at_its_leaf() {
         evpn_mac(&leaf2, mac).filter(|m| m["refused_moves"].as_u64().is_some_and(|n| n >= 1))
     });
     assert_eq!((refused["kind"].as_str(), refused["vtep"].as_str()), (Some("remote"), Some("10.255.0.1")), "{refused}");
+    // Nor in l2's dataplane: its FDB entry is pinned behind l1, never
+    // learned on eth3, and further frames keep counting.
+    let fdb = json(&leaf2, &["show", "mac"]);
+    let entry = fdb.as_array().unwrap().iter().find(|m| m["mac"] == mac).cloned().expect("the MAC in l2's FDB");
+    assert_eq!(entry["destination"].as_str(), Some("vtep 10.255.0.1"), "{entry}");
+    let first = refused["refused_moves"].as_u64().unwrap();
+    wait_for("l2 counting further refusals", || {
+        send();
+        evpn_mac(&leaf2, mac).filter(|m| m["refused_moves"].as_u64().is_some_and(|n| n > first))
+    });
     std::thread::sleep(Duration::from_secs(1));
     let still = evpn_mac(&leaf1, mac).expect("the MAC at l1");
     assert_eq!((still["kind"].as_str(), still["sticky"].as_bool()), (Some("local"), Some(true)), "{still}");

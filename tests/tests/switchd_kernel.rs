@@ -626,8 +626,9 @@ fn a_kernel_refusal_of_a_commit_is_reported_through_the_management_api() {
 /// whichever bridge mode the kernel has: a static MAC on a port (in VLAN
 /// 10's bridge, or `vlan 10` in the VLAN-aware one) and a remote MAC behind
 /// a VTEP on the VNI's vxlan device (`dst`, `extern_learn`, as zebra
-/// installs EVPN MACs), read back by the shim with its VTEP; removed, they
-/// are gone from the kernel.
+/// installs EVPN MACs) and a static one that must not move (the device's
+/// entry `permanent`, the bridge's `static`), read back by the shim with
+/// its VTEP; removed, they are gone from the kernel.
 #[test]
 fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
     use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
@@ -649,6 +650,7 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
     };
     let local: EthernetAddress = "02:00:00:00:0f:01".parse().unwrap();
     let remote: EthernetAddress = "02:00:00:00:0f:02".parse().unwrap();
+    let pinned: EthernetAddress = "02:00:00:00:0f:03".parse().unwrap();
     let vtep: std::net::Ipv4Addr = "10.0.1.2".parse().unwrap();
     let (installed, shown, removed) = sw.enter(move || {
         let mut sai = Sai::new(KernelBackend::new(KernelConfig::default()).unwrap(), &[]).unwrap();
@@ -681,6 +683,13 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
             &[FdbEntryAttr::Type(FdbEntryType::Dynamic), FdbEntryAttr::BridgePortId(remote_port)],
         )
         .unwrap();
+        // A static remote MAC that must not move (`noarp`).
+        let pinned_key = FdbEntryKey { vlan, mac: pinned };
+        sai.create_fdb_entry(
+            pinned_key,
+            &[FdbEntryAttr::Type(FdbEntryType::Static), FdbEntryAttr::BridgePortId(remote_port)],
+        )
+        .expect("a static remote MAC");
         let installed = fdb();
         let shown: Vec<(EthernetAddress, bool, Option<std::net::Ipv4Addr>)> = sai
             .fdb_details()
@@ -690,6 +699,7 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
             .collect();
         sai.remove_fdb_entry(local_key).unwrap();
         sai.remove_fdb_entry(remote_key).unwrap();
+        sai.remove_fdb_entry(pinned_key).unwrap();
         (installed, shown, fdb())
     });
 
@@ -706,7 +716,10 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
     };
     // The static MAC: on eth1, in VLAN 10, static.
     assert!(
-        has(&installed, "02:00:00:00:0f:01", &|r| r["ifname"] == "eth1" && in_vlan(r) && r["state"] == "static"),
+        has(&installed, "02:00:00:00:0f:01", &|r| r["ifname"] == "eth1"
+            && in_vlan(r)
+            && r["state"] == "static"
+            && flags(r).iter().any(|f| f == "sticky")),
         "static MAC on eth1 in VLAN 10: {installed:#?}"
     );
     // The remote MAC: the vxlan device's own entry to the VTEP, and the
@@ -721,11 +734,28 @@ fn fdb_entries_the_shim_installs_are_what_bridge_fdb_shows() {
         has(&installed, "02:00:00:00:0f:02", &|r| r["ifname"] == "nos-vx10010" && in_vlan(r)),
         "remote MAC in VLAN 10's bridge on the vxlan port: {installed:#?}"
     );
+    // The static remote MAC: the device's permanent entry to the VTEP and
+    // the bridge's static one on the vxlan port, sticky (learning never
+    // moves it).
+    assert!(
+        has(&installed, "02:00:00:00:0f:03", &|r| r["ifname"] == "nos-vx10010"
+            && r["dst"] == "10.0.1.2"
+            && r["state"] == "permanent"),
+        "static remote MAC behind 10.0.1.2 on the vxlan device: {installed:#?}"
+    );
+    assert!(
+        has(&installed, "02:00:00:00:0f:03", &|r| r["ifname"] == "nos-vx10010"
+            && in_vlan(r)
+            && r["state"] == "static"
+            && flags(r).iter().any(|f| f == "sticky")),
+        "static remote MAC static in VLAN 10's bridge: {installed:#?}"
+    );
     // The shim reads them back (what `swcli show mac` shows).
     assert!(shown.contains(&(local, false, None)), "{shown:?}");
     assert!(shown.contains(&(remote, true, Some(vtep))), "{shown:?}");
+    assert!(shown.contains(&(pinned, true, Some(vtep))), "{shown:?}");
     // Removed, they are gone.
-    for mac in ["02:00:00:00:0f:01", "02:00:00:00:0f:02"] {
+    for mac in ["02:00:00:00:0f:01", "02:00:00:00:0f:02", "02:00:00:00:0f:03"] {
         assert!(!has(&removed, mac, &|_| true), "{mac} removed: {removed:#?}");
     }
 }

@@ -386,10 +386,11 @@ impl Evpn {
         if best.is_some_and(|c| c.vtep.is_some()) && !vrf.static_macs.contains_key(&mac) {
             state.local = None;
         }
-        let old_remote = old.and_then(|c| c.vtep);
-        let new_remote = best.and_then(|c| c.vtep);
-        if old_remote != new_remote {
-            self.actions.push(EvpnAction::Fib(FibChange::RemoteMac { vni, mac, vtep: new_remote }));
+        // The remote entry follows the winner's VTEP and its sticky bit.
+        let remote = |claim: Option<Claim>| claim.and_then(|c| Some((c.vtep?, c.sticky)));
+        if remote(old) != remote(best) {
+            let (vtep, sticky) = remote(best).map_or((None, false), |(vtep, sticky)| (Some(vtep), sticky));
+            self.actions.push(EvpnAction::Fib(FibChange::RemoteMac { vni, mac, vtep, sticky }));
         }
         self.advertise(vni, mac);
         let vrf = self.mac_vrfs.get_mut(&vni).expect("looked up above");

@@ -193,7 +193,7 @@ impl Evpn {
             }
             if let Some(vtep) = state.winner.and_then(|c| c.vtep) {
                 tracing::debug!(vni, %mac, %vtep, "MAC-VRF torn down: remote MAC removed");
-                self.actions.push(EvpnAction::Fib(FibChange::RemoteMac { vni, mac, vtep: None }));
+                self.actions.push(EvpnAction::Fib(FibChange::RemoteMac { vni, mac, vtep: None, sticky: false }));
             }
             // Configured MACs are claimed again from the new definition.
             if let Some(claim) = state.local.filter(|_| !vrf.static_macs.contains_key(&mac)) {

@@ -101,12 +101,17 @@ fn a_mac_that_moves_here_gets_the_next_sequence_number_and_the_remote_entry_goes
     remote(&mut e, 0, "10.0.0.3", Some((false, 4)));
     assert_eq!(
         e.take_actions(),
-        vec![EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(ip("10.0.0.3")) })]
+        vec![EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(ip("10.0.0.3")), sticky: false })]
     );
     e.local_mac(S, 100, MAC1, true);
     let actions = e.take_actions();
     assert_eq!(originated_mm(&actions), Some(Some((false, 5))), "RFC 7432 §15.1: one above the remote's 4");
-    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: None })));
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
+        vni: 100,
+        mac: MAC1,
+        vtep: None,
+        sticky: false
+    })));
     // The remote VTEP moves it back with a higher number: ours is withdrawn.
     remote(&mut e, 2 * S, "10.0.0.3", Some((false, 6)));
     let actions = e.take_actions();
@@ -114,7 +119,8 @@ fn a_mac_that_moves_here_gets_the_next_sequence_number_and_the_remote_entry_goes
     assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
         vni: 100,
         mac: MAC1,
-        vtep: Some(ip("10.0.0.3"))
+        vtep: Some(ip("10.0.0.3")),
+        sticky: false
     })));
     let shown = e.macs(2 * S, Some(100));
     assert_eq!((shown[0].kind, shown[0].sequence, shown[0].moves), ("remote", 6, 2));
@@ -128,7 +134,7 @@ fn equal_sequence_numbers_go_to_the_lower_vtep_address() {
     let actions = e.take_actions();
     assert_eq!(
         actions.last(),
-        Some(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(ip("10.0.0.2")) }))
+        Some(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(ip("10.0.0.2")), sticky: false }))
     );
     // A sticky MAC stays where it is whatever the numbers say (§15.2).
     remote(&mut e, 0, "10.0.0.3", Some((true, 0)));
@@ -137,7 +143,8 @@ fn equal_sequence_numbers_go_to_the_lower_vtep_address() {
     assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
         vni: 100,
         mac: MAC1,
-        vtep: Some(ip("10.0.0.3"))
+        vtep: Some(ip("10.0.0.3")),
+        sticky: true
     })));
     assert_eq!(originated_mm(&actions), None, "the sticky remote wins: nothing of ours is advertised");
 }
@@ -202,7 +209,12 @@ fn static_macs_follow_reconfiguration() {
     let actions = e.take_actions();
     // Sticky: the sequence number does not matter (§15.2), ours stays 0.
     assert_eq!(originated_mm(&actions), Some(Some((true, 0))), "{actions:?}");
-    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: None })));
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
+        vni: 100,
+        mac: MAC1,
+        vtep: None,
+        sticky: false
+    })));
     assert_eq!(e.macs(S, Some(100))[0].kind, "local");
     e.reconfigure(2 * S, &config_with(5, vec![]), &Rebuild::default(), [(key, &attrs)]);
     let actions = e.take_actions();
@@ -210,7 +222,8 @@ fn static_macs_follow_reconfiguration() {
     assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
         vni: 100,
         mac: MAC1,
-        vtep: Some(ip("10.0.0.3"))
+        vtep: Some(ip("10.0.0.3")),
+        sticky: false
     })));
 }
 
@@ -307,7 +320,7 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
     let actions = e.take_actions();
     let hop = crate::fib::NextHop::Vtep { vtep, vni: 4001, router_mac: rmac };
     for expected in [
-        FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(vtep) },
+        FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: Some(vtep), sticky: false },
         FibChange::Neighbor { vni: 100, ip: ip("192.168.1.20"), mac: Some(MAC1) },
         FibChange::Route { vrf: Some("t1".into()), prefix: "192.168.1.20/32".parse().unwrap(), next_hops: vec![hop] },
     ] {
@@ -340,7 +353,12 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
     e.route_changed(S, t3, None);
     e.route_changed(S, t5, None);
     let actions = e.take_actions();
-    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac { vni: 100, mac: MAC1, vtep: None })));
+    assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
+        vni: 100,
+        mac: MAC1,
+        vtep: None,
+        sticky: false
+    })));
     assert!(actions.contains(&EvpnAction::Fib(FibChange::Neighbor { vni: 100, ip: ip("192.168.1.20"), mac: None })));
     assert!(actions.contains(&EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep, present: false })));
     let state = e.state(S);
@@ -490,7 +508,7 @@ fn a_vni_removed_live_withdraws_its_routes_and_forwarding_state() {
             originator: ip("10.0.0.1"),
         }),
         EvpnAction::Fib(FibChange::FloodVtep { vni: 200, vtep, present: false }),
-        EvpnAction::Fib(FibChange::RemoteMac { vni: 200, mac: MAC1, vtep: None }),
+        EvpnAction::Fib(FibChange::RemoteMac { vni: 200, mac: MAC1, vtep: None, sticky: false }),
         EvpnAction::Fib(FibChange::Neighbor { vni: 200, ip: ip("192.168.1.20"), mac: None }),
     ] {
         assert!(actions.contains(&expected), "{expected:?} in {actions:?}");

@@ -24,6 +24,13 @@ struct Vtep {
     configured: bool,
 }
 
+/// A remote MAC's FDB entry: behind which VTEP, and whether pinned there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RemoteMac {
+    vtep: Ipv4Addr,
+    sticky: bool,
+}
+
 /// The shim objects EVPN's L2 state lives in, and what it made of them.
 #[derive(Debug)]
 pub struct Overlay {
@@ -32,7 +39,7 @@ pub struct Overlay {
     vlans: HashMap<u32, ObjectId>,
     vteps: BTreeMap<Ipv4Addr, Vtep>,
     flood: HashMap<(u32, Ipv4Addr), ObjectId>,
-    macs: HashMap<(u32, MacAddr), Ipv4Addr>,
+    macs: HashMap<(u32, MacAddr), RemoteMac>,
     /// ARP/ND suppression entries made, per VNI.
     suppressed: BTreeSet<(u32, IpAddr)>,
 }
@@ -75,7 +82,7 @@ impl Overlay {
             self.release(sai, vtep);
         }
         let macs: Vec<(MacAddr, Ipv4Addr)> =
-            self.macs.iter().filter(|((v, _), _)| *v == vni).map(|((_, mac), vtep)| (*mac, *vtep)).collect();
+            self.macs.iter().filter(|((v, _), _)| *v == vni).map(|((_, mac), remote)| (*mac, remote.vtep)).collect();
         for (mac, vtep) in macs {
             self.macs.remove(&(vni, mac));
             let _ = sai.remove_fdb_entry(FdbEntryKey { vlan, mac: EthernetAddress(mac.0) });
@@ -223,35 +230,40 @@ impl Overlay {
     /// `mac` in `vni` is behind `vtep` (`None`: no longer). The entry is
     /// static (it lives as long as the route, never aged) with MAC moves
     /// allowed, so that a host that moves here is learned over it (the
-    /// speaker then advertises it with a higher sequence number).
+    /// speaker then advertises it with a higher sequence number). A
+    /// `sticky` MAC's entry (RFC 7432 section 15.2) allows no move: a frame
+    /// from it on a local port is counted and not learned.
     pub fn mac<B: Backend>(
         &mut self,
         sai: &mut Sai<B>,
         vni: u32,
         mac: MacAddr,
         vtep: Option<IpAddr>,
+        sticky: bool,
     ) -> Result<(), OverlayError> {
         if vtep.is_none() && !self.vlans.contains_key(&vni) {
             return Ok(());
         }
         let vlan = self.vlan(vni)?;
         let key = FdbEntryKey { vlan, mac: EthernetAddress(mac.0) };
-        let vtep = vtep.map(Self::v4).transpose()?;
+        let wanted = vtep.map(Self::v4).transpose()?.map(|vtep| RemoteMac { vtep, sticky });
         let old = self.macs.get(&(vni, mac)).copied();
-        if old == vtep {
+        if old == wanted {
             return Ok(());
         }
+        // The new VTEP first: one that stays (only the sticky bit changed)
+        // keeps its objects.
+        let bridge_port = wanted.map(|w| self.acquire(sai, w.vtep)).transpose()?;
         if let Some(old) = old {
             self.macs.remove(&(vni, mac));
             // Already gone if it aged or the host was learned here over it.
             let _ = sai.remove_fdb_entry(key);
-            self.release(sai, old);
+            self.release(sai, old.vtep);
         }
-        if let Some(vtep) = vtep {
-            let bridge_port = self.acquire(sai, vtep)?;
+        if let (Some(wanted), Some(bridge_port)) = (wanted, bridge_port) {
             let attrs = [
                 FdbEntryAttr::Type(FdbEntryType::Static),
-                FdbEntryAttr::AllowMacMove(true),
+                FdbEntryAttr::AllowMacMove(!wanted.sticky),
                 FdbEntryAttr::BridgePortId(bridge_port),
             ];
             // A control-plane entry already there (the static config's) gives way.
@@ -263,10 +275,10 @@ impl Overlay {
                 other => other,
             };
             if let Err(e) = made {
-                self.release(sai, vtep);
-                return Err(format!("FDB entry {mac} in VNI {vni} -> {vtep}: {e}"));
+                self.release(sai, wanted.vtep);
+                return Err(format!("FDB entry {mac} in VNI {vni} -> {}: {e}", wanted.vtep));
             }
-            self.macs.insert((vni, mac), vtep);
+            self.macs.insert((vni, mac), wanted);
         }
         Ok(())
     }

@@ -28,13 +28,21 @@
 //!   `TP_STATUS_COPY`); it is read with `recv` and cut into MTU-sized segments
 //!   ([`super::gso`]), as the sender's NIC would have. Slots stay MTU-sized.
 //!   What cannot be cut (not TCP) is counted in `rx_truncated` and dropped.
+//! * Slots smaller than the MTU: the same path carries a jumbo frame on a
+//!   port whose slots are smaller (`frame_size` below what `for_mtu` would
+//!   give): it is read whole with `recv` and sent with `send`. A ring's
+//!   memory is allocated at setup and resident for the socket's life (the
+//!   kernel writes every slot in turn), while the socket's queue holds a
+//!   frame only while it waits; so a lab of many idle switches with jumbo
+//!   ports keeps small slots and pays a copy and a system call per jumbo
+//!   frame instead (see `docs/benchmarks.md`, "Labs").
 
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::gso::{MAX_SUPER_FRAME, Segmenter};
+use super::gso::{MAX_SUPER_FRAME, Segmenter, fits_mtu};
 use super::{FrameBatch, IoStats, PortIo, if_index, if_running_on};
 
 /// Room for the VLAN tag the kernel strips from a super-frame read with `recv`.
@@ -45,7 +53,8 @@ const TAG_ROOM: usize = 4;
 const SUPER_FRAME_QUEUE_BYTES: libc::c_int = 4 << 20;
 
 /// Sizes of the rings. Slots are fixed size; a frame longer than
-/// `frame_size` minus the ring header does not fit and is dropped.
+/// `frame_size` minus the ring header goes through the socket's own queue
+/// instead (a copy and a system call per frame; see the module comment).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AfPacketConfig {
     /// Bytes per ring slot: a power of two, at least 2048 for a 1500-byte MTU
@@ -148,6 +157,8 @@ pub struct AfPacket {
     /// The super-frame being cut into segments, across calls when a batch
     /// fills up in the middle of one.
     segmenter: Box<Segmenter>,
+    /// The socket [`AfPacket::send_direct`] sends with, opened when first needed.
+    direct: Option<OwnedFd>,
 }
 
 // SAFETY: the mapping is owned by this value alone and only touched through
@@ -251,21 +262,10 @@ impl AfPacket {
             stats: IoStats::default(),
             mtu: config.mtu as usize,
             segmenter: Box::new(Segmenter::new()),
+            direct: None,
         };
 
-        // SAFETY: sockaddr_ll is POD; zeroes are valid.
-        let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
-        addr.sll_family = libc::AF_PACKET as u16;
-        addr.sll_protocol = config.protocol.to_be();
-        addr.sll_ifindex = ifindex as libc::c_int;
-        // SAFETY: addr is a valid sockaddr_ll of the size given.
-        check(unsafe {
-            libc::bind(
-                raw,
-                (&addr as *const libc::sockaddr_ll).cast(),
-                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
-            )
-        })?;
+        bind_to(raw, ifindex, config.protocol)?;
 
         if config.promiscuous {
             // SAFETY: packet_mreq is POD.
@@ -302,11 +302,14 @@ impl AfPacket {
         }
     }
 
-    /// Reads the super-frame the kernel queued on the socket for a
-    /// `TP_STATUS_COPY` slot and loads it into the segmenter, with the VLAN
-    /// tag the kernel stripped put back. Counted as truncated when it cannot
-    /// be read whole or cut.
-    fn load_super_frame(&mut self, tag: Option<(u16, u16)>) {
+    /// Reads the frame the kernel queued on the socket for a `TP_STATUS_COPY`
+    /// slot (one longer than a slot), with the VLAN tag the kernel stripped
+    /// put back. One whose packet fits the MTU (a jumbo frame on a port whose
+    /// slots are smaller than its MTU) goes into the batch whole; a longer
+    /// one is loaded into the segmenter and its first segments pushed.
+    /// Counted as truncated when it cannot be read whole or cut. Returns the
+    /// frames pushed.
+    fn receive_copied(&mut self, tag: Option<(u16, u16)>, checksum_partial: bool, batch: &mut FrameBatch) -> usize {
         let buffer = self.segmenter.buffer();
         // Untagged frames land where the segmenter reads them; tagged ones
         // leave room to put the tag back after the MAC addresses.
@@ -318,7 +321,7 @@ impl AfPacket {
         };
         if rc < 12 || rc as usize > MAX_SUPER_FRAME - offset {
             self.stats.rx_truncated += 1;
-            return;
+            return 0;
         }
         let mut len = rc as usize;
         if let Some((tpid, tci)) = tag {
@@ -327,10 +330,26 @@ impl AfPacket {
             buffer[14..16].copy_from_slice(&tci.to_be_bytes());
             len += TAG_ROOM;
         }
+        if fits_mtu(&buffer[..len], self.mtu) {
+            let slot = batch.next_slot().expect("batch not full");
+            if len > slot.len() {
+                self.stats.rx_truncated += 1;
+                return 0;
+            }
+            slot[..len].copy_from_slice(&buffer[..len]);
+            if checksum_partial {
+                super::offload::complete_l4_checksum(&mut slot[..len]);
+            }
+            batch.commit(len);
+            self.stats.rx_frames += 1;
+            self.stats.rx_bytes += len as u64;
+            return 1;
+        }
         match self.segmenter.load(len, self.mtu) {
             Ok(()) => self.stats.rx_super_frames += 1,
             Err(_) => self.stats.rx_truncated += 1,
         }
+        self.push_segments(batch)
     }
 
     /// Moves segments of the loaded super-frame into the batch while it has
@@ -357,11 +376,24 @@ impl AfPacket {
         pushed
     }
 
-    /// Sends one frame through the socket directly (a copy), for when every
-    /// tx ring slot is still in flight.
+    /// Sends one frame as a copy, for when every tx ring slot is still in
+    /// flight or the frame is longer than a slot. Not through the ring's
+    /// socket: with a tx ring, `send` on it transmits the ring's slots and
+    /// ignores the buffer given (`tpacket_snd`), so a second socket without
+    /// rings, bound to no protocol (it receives nothing), sends these.
     fn send_direct(&mut self, frame: &[u8]) -> io::Result<()> {
+        if self.direct.is_none() {
+            match open_send_only(self.ifindex) {
+                Ok(fd) => self.direct = Some(fd),
+                Err(error) => {
+                    self.stats.tx_errors += 1;
+                    return Err(error);
+                }
+            }
+        }
+        let fd = self.direct.as_ref().expect("opened above").as_raw_fd();
         // SAFETY: frame is a valid buffer for the call.
-        let rc = unsafe { libc::send(self.fd.as_raw_fd(), frame.as_ptr().cast(), frame.len(), libc::MSG_DONTWAIT) };
+        let rc = unsafe { libc::send(fd, frame.as_ptr().cast(), frame.len(), libc::MSG_DONTWAIT) };
         if rc < 0 {
             self.stats.tx_errors += 1;
             return Err(io::Error::last_os_error());
@@ -409,8 +441,7 @@ impl PortIo for AfPacket {
                     };
                     (tpid, header.tp_vlan_tci)
                 });
-                self.load_super_frame(tag);
-                received += self.push_segments(batch);
+                received += self.receive_copied(tag, status & libc::TP_STATUS_CSUMNOTREADY != 0, batch);
             } else if snap < header.tp_len as usize || mac + snap > self.rx.frame_size {
                 self.stats.rx_truncated += 1;
             } else {
@@ -454,8 +485,10 @@ impl PortIo for AfPacket {
 
     fn send(&mut self, frame: &[u8]) -> io::Result<()> {
         if TX_DATA_OFFSET + frame.len() > self.tx.frame_size {
-            self.stats.tx_errors += 1;
-            return Err(io::Error::new(io::ErrorKind::InvalidInput, "frame longer than a tx ring slot"));
+            // Longer than a slot (slots smaller than the MTU): after what is
+            // queued, so frames leave in order, as a plain copy.
+            self.flush()?;
+            return self.send_direct(frame);
         }
         let index = self.tx.head;
         let status = self.tx.status(index).load(Ordering::Acquire);
@@ -546,6 +579,40 @@ impl Drop for AfPacket {
             libc::munmap(self.map.as_ptr().cast(), self.map_len);
         }
     }
+}
+
+/// A raw socket bound to `ifindex` for sending only: protocol 0 receives
+/// nothing, and without rings `send` sends the buffer given.
+fn open_send_only(ifindex: u32) -> io::Result<OwnedFd> {
+    // SAFETY: plain socket(2) call, checked.
+    let raw =
+        check(unsafe { libc::socket(libc::AF_PACKET, libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC, 0) })?;
+    // SAFETY: raw is a fresh descriptor we own.
+    let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+    let one: libc::c_int = 1;
+    let _ = setsockopt(raw, libc::SOL_PACKET, libc::PACKET_QDISC_BYPASS, &one);
+    // Protocol 0: a send-only socket receives nothing.
+    bind_to(raw, ifindex, 0)?;
+    Ok(fd)
+}
+
+/// Binds AF_PACKET socket `raw` to interface `ifindex` for EtherType
+/// `protocol` (host order; 0 receives nothing).
+fn bind_to(raw: libc::c_int, ifindex: u32, protocol: u16) -> io::Result<()> {
+    // SAFETY: sockaddr_ll is POD; zeroes are valid.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    addr.sll_family = libc::AF_PACKET as u16;
+    addr.sll_protocol = protocol.to_be();
+    addr.sll_ifindex = ifindex as libc::c_int;
+    // SAFETY: addr is a valid sockaddr_ll of the size given.
+    check(unsafe {
+        libc::bind(
+            raw,
+            (&addr as *const libc::sockaddr_ll).cast(),
+            std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
 }
 
 fn page_size() -> usize {

@@ -126,6 +126,12 @@ fn skip_l2(frame: &[u8], start: usize) -> Result<(u16, usize), Unsegmentable> {
     Ok((ethertype, at + 2))
 }
 
+/// Whether a frame's L3 packet fits `mtu` as it is, so it needs no cutting:
+/// a jumbo frame read from the socket because it was longer than a ring slot.
+pub fn fits_mtu(frame: &[u8], mtu: usize) -> bool {
+    skip_l2(frame, 0).is_ok_and(|(_, l3)| frame.len() - l3 <= mtu)
+}
+
 fn parse(frame: &[u8]) -> Result<Layout, Unsegmentable> {
     let (ethertype, l3) = skip_l2(frame, 0)?;
     let (outer, protocol, l4) = ip_header(frame, ethertype, l3)?;

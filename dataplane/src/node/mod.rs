@@ -245,9 +245,15 @@ impl<T: TrafficManager> Node<T> {
     /// A node whose frame pool starts with `frames` slots (a simulated
     /// switch with small queues needs far fewer than a daemon's).
     pub fn with_output_capacity(tm: T, frames: usize) -> Node<T> {
+        Node::with_output(tm, Output::with_capacity(frames))
+    }
+
+    /// A node emitting through `out` (a simulator's, with a pool of
+    /// slots sized to its fabric's MTU: [`FramePool::with_slots_of`]).
+    pub fn with_output(tm: T, out: Output) -> Node<T> {
         Node {
             tm,
-            out: Output::with_capacity(frames),
+            out,
             backlog: Vec::with_capacity(64),
             next_poll: 0,
             poll_interval: Self::POLL_INTERVAL_NS,

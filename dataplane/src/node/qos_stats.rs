@@ -31,6 +31,10 @@ pub struct QueueStats {
     /// and when the watchdog detected it (both 0: none yet).
     pub storm_began_ns: u64,
     pub storm_detected_ns: u64,
+    /// Its end: the peer's last pause, and when the watchdog restored the
+    /// queue (both 0: no storm ended yet).
+    pub storm_last_pause_ns: u64,
+    pub storm_restored_ns: u64,
 }
 
 /// One ingress priority group (SONiC `show priority-group watermark`).
@@ -118,6 +122,8 @@ impl QosTrafficManager {
                         watchdog_dropped: watch.dropped_frames,
                         storm_began_ns: watch.storm_began_at,
                         storm_detected_ns: watch.storm_detected_at,
+                        storm_last_pause_ns: watch.storm_last_pause_at,
+                        storm_restored_ns: watch.storm_restored_at,
                     };
                     let pg = tm.priority_group(Some(port), class);
                     stats.priority_groups[c] = PriorityGroupStats {

@@ -153,12 +153,23 @@ impl TrafficManager for QosTrafficManager {
         self.discarded.pop()
     }
 
+    #[inline]
     fn next_link_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(PortId, usize)> {
         const LEN: usize = ethernet::HEADER_LEN + mac_control::MIN_LEN;
         if buf.len() < LEN {
             return None;
         }
         let (port, pfc) = self.tm.take_pfc(now)?;
+        self.write_pfc(port, pfc, &mut buf[..LEN])
+    }
+}
+
+impl QosTrafficManager {
+    /// Writes the PFC frame `port` sends: untagged, to 01:80:c2:00:00:01,
+    /// from the port's MAC.
+    #[inline(never)]
+    fn write_pfc(&self, port: PortId, pfc: PfcFrame, buf: &mut [u8]) -> Option<(PortId, usize)> {
+        const LEN: usize = ethernet::HEADER_LEN + mac_control::MIN_LEN;
         let src_addr = self.port_macs.get(usize::from(port)).copied().unwrap_or(EthernetAddress([0x02, 0, 0, 0, 0, 0]));
         EthernetRepr { dst_addr: mac_control::DESTINATION, src_addr, ethertype: EtherType::MacControl }
             .emit(&mut EthernetFrame::new_unchecked(&mut buf[..LEN]));

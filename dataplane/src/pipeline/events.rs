@@ -8,11 +8,40 @@ use crate::wire::{EthernetAddress, VlanId};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    FdbLearned { vid: VlanId, mac: EthernetAddress, dest: FdbDest },
-    FdbAged { vid: VlanId, mac: EthernetAddress, dest: FdbDest },
-    FdbMoved { vid: VlanId, mac: EthernetAddress, from: FdbDest, to: FdbDest },
-    NeighborResolved { rif: RifId, ip: IpAddr, mac: EthernetAddress },
-    NeighborExpired { rif: RifId, ip: IpAddr },
+    FdbLearned {
+        vid: VlanId,
+        mac: EthernetAddress,
+        dest: FdbDest,
+    },
+    FdbAged {
+        vid: VlanId,
+        mac: EthernetAddress,
+        dest: FdbDest,
+    },
+    FdbMoved {
+        vid: VlanId,
+        mac: EthernetAddress,
+        from: FdbDest,
+        to: FdbDest,
+    },
+    /// A frame from `from` had the source MAC of a static entry pinned to
+    /// `pinned` (a sticky MAC): not learned. Reported at most once a second
+    /// per MAC; every such frame counts in `Tables::fdb_moves_refused`.
+    FdbMoveRefused {
+        vid: VlanId,
+        mac: EthernetAddress,
+        pinned: FdbDest,
+        from: FdbDest,
+    },
+    NeighborResolved {
+        rif: RifId,
+        ip: IpAddr,
+        mac: EthernetAddress,
+    },
+    NeighborExpired {
+        rif: RifId,
+        ip: IpAddr,
+    },
 }
 
 /// A bounded queue: the pipeline must not allocate per packet, so once

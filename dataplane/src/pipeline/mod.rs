@@ -105,8 +105,10 @@ impl Switch {
         self.stages.state.address_conflicts
     }
 
-    /// ARP requests and neighbour solicitations answered from the
-    /// suppression table (EVPN's MAC+IP bindings) instead of flooded.
+    /// ARP requests and neighbour solicitations kept off the overlay:
+    /// answered from the suppression table (EVPN's MAC+IP bindings)
+    /// instead of flooded, or asking for the anycast gateway on a VLAN
+    /// with a VNI (answered by the SVI, flooded to local members only).
     pub fn neighbor_requests_suppressed(&self) -> u64 {
         self.stages.state.neighbor_requests_suppressed
     }

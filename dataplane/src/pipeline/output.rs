@@ -137,6 +137,9 @@ impl FrameRef {
 #[derive(Debug, Clone)]
 pub struct FramePool {
     data: Vec<u8>,
+    /// Bytes per slot: [`FramePool::SLOT_SIZE`] unless the owner knows its
+    /// frames are smaller (a simulated fabric of one MTU).
+    slot_size: usize,
     slots: Vec<Slot>,
     free: Vec<u32>,
 }
@@ -153,14 +156,29 @@ impl FramePool {
     pub const SLOT_SIZE: usize = 9344;
 
     pub fn with_slots(slots: usize) -> FramePool {
-        let mut pool = FramePool { data: Vec::new(), slots: Vec::new(), free: Vec::new() };
+        FramePool::with_slots_of(slots, Self::SLOT_SIZE)
+    }
+
+    /// A pool whose frames are at most `slot_size` bytes: a simulated
+    /// switch holding thousands of 4 KiB frames need not reserve 9 KiB
+    /// for each (half the memory its queues take, and half the pages).
+    /// Only for an owner that bounds every frame it forwards (the
+    /// simulator makes its hosts' frames): a longer one panics.
+    pub fn with_slots_of(slots: usize, slot_size: usize) -> FramePool {
+        let slot_size = slot_size.clamp(64, Self::SLOT_SIZE);
+        let mut pool = FramePool { data: Vec::new(), slot_size, slots: Vec::new(), free: Vec::new() };
         pool.grow(slots);
         pool
     }
 
+    /// The largest frame a slot of this pool holds.
+    pub fn slot_size(&self) -> usize {
+        self.slot_size
+    }
+
     fn grow(&mut self, slots: usize) {
         let old = self.slots.len();
-        self.data.resize((old + slots) * Self::SLOT_SIZE, 0);
+        self.data.resize((old + slots) * self.slot_size, 0);
         self.slots.resize(old + slots, Slot::default());
         // Lowest slots on top of the free stack: recently used slots are reused first.
         self.free.extend((old as u32..(old + slots) as u32).rev());
@@ -179,7 +197,7 @@ impl FramePool {
     /// A new frame of `len` bytes with one reference; its bytes are stale.
     #[inline]
     fn alloc(&mut self, len: usize) -> FrameRef {
-        assert!(len <= Self::SLOT_SIZE, "frame of {len} bytes beyond a pool slot");
+        assert!(len <= self.slot_size, "frame of {len} bytes beyond a pool slot");
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -210,7 +228,7 @@ impl FramePool {
 
     #[inline]
     pub fn bytes(&self, frame: FrameRef) -> &[u8] {
-        let start = frame.0 as usize * Self::SLOT_SIZE;
+        let start = frame.0 as usize * self.slot_size;
         &self.data[start..start + self.slots[frame.0 as usize].len as usize]
     }
 
@@ -223,7 +241,7 @@ impl FramePool {
     /// reads this buffer (see [`refs`](Self::refs)).
     #[inline]
     pub(crate) fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
-        let start = frame.0 as usize * Self::SLOT_SIZE;
+        let start = frame.0 as usize * self.slot_size;
         &mut self.data[start..start + self.slots[frame.0 as usize].len as usize]
     }
 }
@@ -271,7 +289,12 @@ impl Output {
 
     /// An output with `frames` pool slots preallocated.
     pub fn with_capacity(frames: usize) -> Output {
-        Output { pool: FramePool::with_slots(frames), records: Vec::with_capacity(frames), described: 0, shared: false }
+        Output::with_pool(FramePool::with_slots(frames), frames)
+    }
+
+    /// An output over `pool`, with room for `frames` records.
+    pub fn with_pool(pool: FramePool, frames: usize) -> Output {
+        Output { pool, records: Vec::with_capacity(frames), described: 0, shared: false }
     }
 
     /// Forgets every frame, releasing the buffers nobody retained.
@@ -431,6 +454,17 @@ mod tests {
         assert_eq!(out.pool().bytes(frame), b"abcdef", "a queue's reference keeps the bytes");
         out.release(frame);
         assert_eq!(out.pool().in_use(), 0);
+    }
+
+    #[test]
+    fn a_pool_of_small_slots_keeps_frames_apart() {
+        let mut out = Output::with_pool(FramePool::with_slots_of(1, 128), 2);
+        assert_eq!(out.pool().slot_size(), 128);
+        let a = out.push_parts(Egress::Port(1), &[&[0xaa; 128]]);
+        let b = out.push_parts(Egress::Port(2), &[&[0xbb; 100]]);
+        assert_eq!(out.pool().bytes(a), &[0xaa; 128][..]);
+        assert_eq!(out.pool().bytes(b), &[0xbb; 100][..]);
+        assert!(out.pool().capacity() >= 2, "grown past the first slot");
     }
 
     #[test]

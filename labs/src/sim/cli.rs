@@ -2,7 +2,9 @@
 //!
 //! ```text
 //! labs sim --fattree 16 --workload allreduce --size 64MiB --lb flowlet --out DIR
-//! labs sim --topology lab.clab.yml --workload incast --size 4MiB --no-pfc --out DIR
+//! labs sim --topology lab.clab.yml --workload incast --size 4MiB --out DIR        # switches from the lab's switchd YAML
+//! labs sim --topology lab.clab.yml --no-switch-configs --no-pfc --workload incast --out DIR
+//! labs sim --fattree 4 --tiers 2 --fabric ib --routing ftree,updn --workload allreduce --out DIR
 //! labs sim --rail 128x8 --spines 8 --workload all-to-all --size 16MiB --out DIR
 //! labs sim compare --fattree 4 --workload permutation --size 8MiB --lb ecmp,flowlet,spray --out DIR
 //! ```
@@ -14,9 +16,11 @@ use clap::{Args, Subcommand};
 
 use super::experiment::{Experiment, LoadBalancing, QueueKind};
 use super::fabric::{self, Fabric};
+use super::ib::{IbExperiment, IbReport, IbSimulation};
 use super::workload::{Kind, WorkloadSpec};
 use crate::generate::AiRail;
 use crate::topology::Topology;
+use subnet_manager::routing::Engine;
 
 #[derive(Args, Clone, Debug)]
 #[command(args_conflicts_with_subcommands = true)]
@@ -42,9 +46,12 @@ pub enum SimSubcommand {
 /// The fabric, the workload and the experiment.
 #[derive(Args, Clone, Debug)]
 pub struct SimArgs {
-    /// A containerlab topology file.
+    /// A containerlab topology file; its switches are built from their switchd configs (the nodes' binds).
     #[arg(long, short = 't', group = "shape")]
     pub topology: Option<PathBuf>,
+    /// With --topology: the simulator's own switches and addresses, not the switchd configs.
+    #[arg(long)]
+    pub no_switch_configs: bool,
     /// A k-ary fat-tree of radix K (three tiers; `--tiers 2` for leaf-spine).
     #[arg(long, group = "shape")]
     pub fattree: Option<usize>,
@@ -78,6 +85,18 @@ pub struct SimArgs {
     #[arg(long, default_value_t = 2)]
     pub iterations: u32,
 
+    /// The link layer: the Ethernet lossless class (switch pipelines, traffic managers, RoCE NICs) or the IB-like
+    /// plane (credits per VL, LFTs from the SM's routing engines); a comma-separated list for `compare`.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "ethernet")]
+    pub fabric: Vec<LinkLayer>,
+    /// IB-like: routing engines tried in order (minhop, updn, ftree, sssp, dfsssp), as OpenSM's routing_engine
+    /// [default: the lab's SM config's engines, else ftree,updn,minhop].
+    #[arg(long)]
+    pub routing: Option<String>,
+    /// IB-like: receive buffer per VL per port, in 64-byte blocks.
+    #[arg(long, default_value_t = 1024)]
+    pub ib_buffer_blocks: u16,
+
     /// Load balancing; a comma-separated list for `compare`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ecmp")]
     pub lb: Vec<LoadBalancing>,
@@ -100,6 +119,7 @@ pub struct SimArgs {
     pub flowlet_us: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// The event queue: the binary heap or the timing wheel (docs/benchmarks.md); same order, same results.
     #[arg(long, value_enum, default_value = "heap")]
     pub queue: QueueKind,
     /// Queue-depth sampling interval, microseconds (0: off).
@@ -129,6 +149,13 @@ pub struct SimArgs {
     /// No PNG/SVG plots (they need DejaVu Sans, Debian's fonts-dejavu-core).
     #[arg(long)]
     pub no_plots: bool,
+}
+
+/// Which link layer a run simulates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LinkLayer {
+    Ethernet,
+    Ib,
 }
 
 /// `64MiB`, `16M`, `1GiB`, `4KiB`, `4096`.
@@ -181,6 +208,39 @@ impl SimArgs {
         Err("no fabric: --topology FILE, --fattree K, --rail SxR or --star N".into())
     }
 
+    /// The topology and the fabric it describes: with a topology file,
+    /// switches built from their switchd configs (unless `--no-switch-configs`).
+    pub fn fabric(&self) -> Result<(Topology, Fabric), String> {
+        match &self.topology {
+            Some(path) if !self.no_switch_configs => Fabric::from_topology_file(path),
+            _ => {
+                let topology = self.topology()?;
+                let fabric = Fabric::from_topology(&topology)?;
+                Ok((topology, fabric))
+            }
+        }
+    }
+
+    /// The IB-like run the flags describe.
+    pub fn ib_experiment(&self) -> Result<IbExperiment, String> {
+        let engines = match &self.routing {
+            Some(list) => Engine::parse_list(list)?,
+            None => IbExperiment::default().engines,
+        };
+        if engines.is_empty() {
+            return Err("--routing: at least one engine".into());
+        }
+        Ok(IbExperiment {
+            link_bps: self.link_gbps * 1_000_000_000,
+            link_delay_ns: self.delay_ns,
+            mtu: self.mtu,
+            buffer_blocks: self.ib_buffer_blocks,
+            engines,
+            time_limit_ns: self.time_limit_ms * 1_000_000,
+            ..IbExperiment::default()
+        })
+    }
+
     pub fn experiment(&self, lb: LoadBalancing) -> Result<Experiment, String> {
         let link_failure = match &self.fail_link {
             None => None,
@@ -228,14 +288,15 @@ impl SimArgs {
         self.watch
             .iter()
             .map(|text| {
-                let (switch, port) = text.split_once(":eth").ok_or_else(|| format!("--watch {text:?}: SWITCH:ethN"))?;
+                let (switch, port) = text.split_once(':').ok_or_else(|| format!("--watch {text:?}: SWITCH:ethN"))?;
                 let s = fabric
                     .switches
                     .iter()
                     .position(|sw| sw.name == switch)
                     .ok_or_else(|| format!("--watch {text:?}: no switch {switch:?}"))?;
-                let port: u16 = port.parse().map_err(|_| format!("--watch {text:?}: SWITCH:ethN"))?;
-                Ok((s as u32, port.saturating_sub(1)))
+                let port =
+                    fabric.port_named(s as u32, port).ok_or_else(|| format!("--watch {text:?}: no port {port:?}"))?;
+                Ok((s as u32, port))
             })
             .collect::<Result<Vec<_>, String>>()
             .map(Some)
@@ -244,8 +305,12 @@ impl SimArgs {
 
 /// One run, written into `out`; its report.
 pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) -> Result<super::Run, String> {
-    let topology = args.topology()?;
-    let fabric = Fabric::from_topology(&topology)?;
+    let (topology, fabric) = args.fabric()?;
+    if fabric.configured() && (args.no_pfc || args.buffer.is_some()) {
+        return Err("--no-pfc and --buffer set the simulator's own switches; these switches take PFC and buffers \
+                    from their switchd configs (edit qos:, or run with --no-switch-configs)"
+            .into());
+    }
     let watch = args.watch(&fabric)?;
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {
@@ -278,6 +343,54 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
         run.write_plots(out)?;
     }
     Ok(run)
+}
+
+/// One IB-like run, its `summary.json`, `messages.csv` and `ports.csv`
+/// written into `out`. With a topology file, each port as its switch's
+/// config sets it (`mode: ib`: data VLs, IB MTU, `ib_rate`, the buffer)
+/// and the routing engines of its SM, unless `--no-switch-configs`.
+pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String> {
+    let topology = args.topology()?;
+    let fabric = Fabric::from_topology(&topology)?;
+    let mut experiment = args.ib_experiment()?;
+    if let Some(path) = args.topology.as_ref().filter(|_| !args.no_switch_configs) {
+        let (ports, engines) =
+            super::ib::settings_from_configs(&fabric, &topology, path.parent().unwrap_or(".".as_ref()))?;
+        experiment.ports = ports;
+        if let (None, Some(engines)) = (&args.routing, engines) {
+            experiment.engines = engines;
+        }
+    }
+    let workload = super::workload::build(&args.workload(), fabric.hosts.len(), args.seed)?;
+    let mut simulation = IbSimulation::new(fabric, experiment, workload)?;
+    simulation.run();
+    let report = simulation.report(&topology.name);
+    report.write(out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
+    Ok(report)
+}
+
+/// A one-paragraph summary of an IB-like run.
+pub fn describe_ib(r: &IbReport) -> String {
+    let jct: Vec<String> = r
+        .collectives
+        .iter()
+        .map(|c| match c.jct_ns {
+            Some(ns) => format!("{} {:.3} ms", c.name, ns as f64 / 1e6),
+            None => format!("{} unfinished", c.name),
+        })
+        .collect();
+    format!(
+        "{} ({} switches, {} HCAs, IB-like, {} LFTs): {}; drops {}; xmit wait {}; {} flow-control packets; {} events",
+        r.topology,
+        r.switches,
+        r.hosts,
+        r.routing_engine,
+        jct.join(", "),
+        r.drops,
+        r.xmit_wait,
+        r.flow_control_packets,
+        r.events
+    )
 }
 
 /// A one-paragraph summary of a run.
@@ -313,6 +426,13 @@ pub fn describe(run: &super::Run) -> String {
 /// `labs sim` and `labs sim compare`.
 pub fn main(command: SimCommand) -> Result<(), String> {
     match command.compare {
+        None if command.run.fabric.first() == Some(&LinkLayer::Ib) => {
+            let args = command.run;
+            let report = run_ib(&args, &args.out)?;
+            println!("{}", describe_ib(&report));
+            println!("wrote {}", args.out.display());
+            Ok(())
+        }
         None => {
             let args = command.run;
             let lb = args.lb.first().copied().unwrap_or(LoadBalancing::Ecmp);
@@ -339,6 +459,22 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 let run = run_one(&args, experiment, &args.out.join(&name))?;
                 println!("{name}: {}", describe(&run));
                 runs.push((name, run));
+            }
+            if args.fabric.contains(&LinkLayer::Ib) {
+                eprintln!("ib:");
+                let report = run_ib(&args, &args.out.join("ib"))?;
+                println!("ib: {}", describe_ib(&report));
+                for c in &report.collectives {
+                    let ethernet: Vec<String> = runs
+                        .iter()
+                        .filter_map(|(name, run)| {
+                            let jct = run.report.collectives.iter().find(|e| e.name == c.name)?.jct_ns?;
+                            Some(format!("{name} {:.3} ms", jct as f64 / 1e6))
+                        })
+                        .collect();
+                    let ib = c.jct_ns.map_or("unfinished".into(), |ns| format!("{:.3} ms", ns as f64 / 1e6));
+                    println!("JCT {}: ib {ib}; ethernet {}", c.name, ethernet.join(", "));
+                }
             }
             super::compare::write(&runs, &args.out)?;
             if !args.no_plots {

@@ -8,8 +8,9 @@
 use std::net::Ipv4Addr;
 
 use dataplane::node::{HostIfTarget, Node, Ports, QosTrafficManager};
-use dataplane::pipeline::{Egress, FramePool, FrameRef, PortId, Switch};
+use dataplane::pipeline::{Egress, FramePool, FrameRef, Output, PortId, Switch};
 
+use super::configured;
 use super::experiment::{DATA_PRIORITY, Experiment, LoadBalancing};
 use super::fabric::{End, Fabric};
 use super::host::{Connection, ConnectionSpec, Host};
@@ -41,6 +42,8 @@ pub struct Simulation<Q: EventQueue> {
     pub fabric: Fabric,
     pub experiment: Experiment,
     pub routes: Routes,
+    /// On switches built from their configs: the BGP underlay's shortcut.
+    underlay: Option<configured::Underlay>,
     pub switches: Vec<SimSwitch>,
     pub hosts: Vec<Host>,
     pub connections: Vec<Connection>,
@@ -53,7 +56,8 @@ pub struct Simulation<Q: EventQueue> {
     host_peers: Vec<(u32, u16, u32)>,
     pub link_up: Vec<bool>,
     flight: Flight,
-    wire: Wire,
+    /// Per cable: its speed and propagation delay.
+    wires: Vec<Wire>,
     pub events: u64,
     pub punts: u64,
     /// Reconvergences after link failures, routes they rewrote, and refusals.
@@ -70,20 +74,40 @@ impl<Q: EventQueue> Simulation<Q> {
     /// Builds every node and schedules the workload's first messages.
     pub fn new(fabric: Fabric, experiment: Experiment, workload: Workload, queue: Q) -> Result<Self, String> {
         let seed = experiment.seed;
-        let (pipelines, routes) = routes::build_switches(&fabric, |s| {
+        let hash_seed = |s: u32| {
             seed.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(u64::from(s).wrapping_mul(0xbf58_476d_1ce4_e5b9)) | 1
-        })?;
+        };
+        let (pipelines, traffic_managers, routes, wires, underlay) = if fabric.configured() {
+            let built = configured::build(&fabric, &experiment, hash_seed)?;
+            let tms = built.traffic_managers.into_iter().map(Some).collect();
+            (built.pipelines, tms, built.routes, built.wires, Some(built.underlay))
+        } else {
+            let (pipelines, routes) = routes::build_switches(&fabric, hash_seed)?;
+            let wire = Wire::new(experiment.link_bps, experiment.link_delay_ns);
+            (pipelines, Vec::new(), routes, vec![wire; fabric.links.len()], None)
+        };
+        let mut traffic_managers = traffic_managers.into_iter();
         let mut switches = Vec::with_capacity(pipelines.len());
         for (s, mut pipeline) in pipelines.into_iter().enumerate() {
-            let ports = fabric.switches[s].ports.max(1);
-            let mut tm = experiment.traffic_manager(ports)?;
-            for port in 0..ports {
-                tm.set_port_mac(port, switch_mac(s as u32, port));
-            }
-            if experiment.lb != LoadBalancing::Ecmp {
-                pipeline.set_path_quality(Some(Box::new(tm.dlb(experiment.dlb_config()))));
-            }
-            let node = Node::with_output_capacity(tm, 64);
+            let tm = match traffic_managers.next().flatten() {
+                Some(configured) => configured,
+                None => {
+                    let ports = fabric.switches[s].ports.max(1);
+                    let mut tm = experiment.traffic_manager(ports)?;
+                    for port in 0..ports {
+                        tm.set_port_mac(port, switch_mac(s as u32, port));
+                    }
+                    if experiment.lb != LoadBalancing::Ecmp {
+                        pipeline.set_path_quality(Some(Box::new(tm.dlb(experiment.dlb_config()))));
+                    }
+                    tm
+                }
+            };
+            // Pool slots fit the largest frame a host makes (the MTU's
+            // payload and RoCEv2's headers) with room to spare, not a
+            // jumbo frame: half the memory of the queues at 4 KiB.
+            let slot = (experiment.mtu as usize + 256).next_multiple_of(64);
+            let node = Node::with_output(tm, Output::with_pool(FramePool::with_slots_of(64, slot), 64));
             switches.push(SimSwitch { pipeline, node, wake_at: u64::MAX });
         }
         let mut switch_peers: Vec<Vec<Option<Peer>>> =
@@ -110,12 +134,12 @@ impl<Q: EventQueue> Simulation<Q> {
         }
         let hosts: Vec<Host> = (0..fabric.hosts.len())
             .map(|h| {
-                let (switch, port, _) = host_peers[h];
+                let (_, _, link) = host_peers[h];
                 Host::new(
                     host_mac(h as u32),
-                    switch_mac(switch, port),
+                    routes.addressing.gateway_macs[h],
                     routes.addressing.host_ips[h],
-                    experiment.link_bps,
+                    wires[link as usize].speed_bps,
                     experiment.mtu,
                     receive_qps[h].max(1),
                 )
@@ -128,13 +152,13 @@ impl<Q: EventQueue> Simulation<Q> {
             .map(|(qp, &(src, dst))| {
                 let spec = ConnectionSpec {
                     src_mac: hosts[src as usize].mac,
-                    gateway_mac: hosts[src as usize].gateway_mac,
+                    gateway_mac: routes.addressing.next_hop_mac(src, dst),
                     src_ip: hosts[src as usize].ip,
                     dst_ip: hosts[dst as usize].ip,
                     qp: qp as u32,
                     ecn: experiment.ecn,
                     dcqcn: experiment.ecn,
-                    link_bps: experiment.link_bps,
+                    link_bps: wires[host_peers[src as usize].2 as usize].speed_bps,
                 };
                 Connection::new(src, dst, &spec)
             })
@@ -146,10 +170,11 @@ impl<Q: EventQueue> Simulation<Q> {
             frames: FrameArena::default(),
             link_up: vec![true; fabric.links.len()],
             flight: Flight::default(),
-            wire: Wire::new(experiment.link_bps, experiment.link_delay_ns),
+            wires,
             fabric,
             experiment,
             routes,
+            underlay,
             switches,
             hosts,
             connections,
@@ -186,9 +211,9 @@ impl<Q: EventQueue> Simulation<Q> {
         self.watched = ports;
     }
 
-    /// The wire every cable is.
-    pub fn wire(&self) -> Wire {
-        self.wire
+    /// The cable of host `h`'s NIC.
+    pub fn host_wire(&self, h: u32) -> Wire {
+        self.wires[self.host_peers[h as usize].2 as usize]
     }
 
     pub fn finished(&self) -> bool {
@@ -299,7 +324,11 @@ impl<Q: EventQueue> Simulation<Q> {
             Event::Reconverge => {
                 let mut pipelines: Vec<&mut Switch> = self.switches.iter_mut().map(|s| &mut s.pipeline).collect();
                 self.reroutes += 1;
-                match routes::reroute(&self.fabric, &self.link_up, &mut pipelines, self.reroutes << 20) {
+                let rerouted = match &mut self.underlay {
+                    Some(underlay) => underlay.reroute(&self.link_up, &mut pipelines),
+                    None => routes::reroute(&self.fabric, &self.link_up, &mut pipelines, self.reroutes << 20),
+                };
+                match rerouted {
                     Ok(rewritten) => self.routes_rewritten += rewritten,
                     Err(error) => self.reroute_errors.push(error),
                 }
@@ -328,7 +357,7 @@ impl<Q: EventQueue> Simulation<Q> {
             now: self.now,
             peers: &self.switch_peers[s as usize],
             link_up: &self.link_up,
-            wire: self.wire,
+            wires: &self.wires,
             queue: &mut self.queue,
             frames: &mut self.frames,
             flight: &mut self.flight,
@@ -352,7 +381,7 @@ impl<Q: EventQueue> Simulation<Q> {
             now,
             peers: &self.switch_peers[s as usize],
             link_up: &self.link_up,
-            wire: self.wire,
+            wires: &self.wires,
             queue: &mut self.queue,
             frames: &mut self.frames,
             flight: &mut self.flight,
@@ -385,8 +414,9 @@ impl<Q: EventQueue> Simulation<Q> {
                 let (switch, port, link) = self.host_peers[h as usize];
                 // Counted from when the NIC wrote it, as the arena holds it.
                 self.flight.took_off();
+                let wire = self.wires[link as usize];
                 if self.link_up[link as usize] {
-                    let at = self.wire.arrival(now, sent.len);
+                    let at = wire.arrival(now, sent.len);
                     self.queue.push(at, Event::SwitchFrame { switch, port, frame: InFlight::arena(sent.slot) });
                 } else {
                     self.frames.free(sent.slot);
@@ -396,7 +426,7 @@ impl<Q: EventQueue> Simulation<Q> {
                     self.queue.push_monotone(now + self.experiment.rto_ns, Event::Timeout { message });
                 }
                 // The line is busy for the frame's time: try again then.
-                let next = now + self.wire.serialisation_ns(sent.len);
+                let next = now + wire.serialisation_ns(sent.len);
                 self.wake_host(h, next);
             }
             Err(u64::MAX) => {}
@@ -520,7 +550,7 @@ struct SwitchPorts<'a, Q> {
     now: u64,
     peers: &'a [Option<Peer>],
     link_up: &'a [bool],
-    wire: Wire,
+    wires: &'a [Wire],
     queue: &'a mut Q,
     frames: &'a mut FrameArena,
     flight: &'a mut Flight,
@@ -530,16 +560,16 @@ struct SwitchPorts<'a, Q> {
 impl<Q: EventQueue> SwitchPorts<'_, Q> {
     /// The cable's far end, if `port` is wired and up.
     #[inline]
-    fn live_peer(&self, port: PortId) -> Option<End> {
+    fn live_peer(&self, port: PortId) -> Option<Peer> {
         let peer = self.peers.get(usize::from(port)).copied().flatten()?;
-        self.link_up[peer.link as usize].then_some(peer.end)
+        self.link_up[peer.link as usize].then_some(peer)
     }
 
-    /// The frame of `len` bytes reaches `end` after the cable's time.
+    /// The frame of `len` bytes reaches the cable's far end after its time.
     #[inline]
-    fn launch(&mut self, end: End, len: usize, frame: InFlight) {
-        let at = self.wire.arrival(self.now, len);
-        let event = match end {
+    fn launch(&mut self, peer: Peer, len: usize, frame: InFlight) {
+        let at = self.wires[peer.link as usize].arrival(self.now, len);
+        let event = match peer.end {
             End::Switch { switch, port } => Event::SwitchFrame { switch, port, frame },
             End::Host { host } => Event::HostFrame { host, frame },
         };
@@ -551,9 +581,9 @@ impl<Q: EventQueue> SwitchPorts<'_, Q> {
 impl<Q: EventQueue> Ports<HostIfTarget> for SwitchPorts<'_, Q> {
     #[inline]
     fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
-        let Some(end) = self.live_peer(port) else { return false };
+        let Some(peer) = self.live_peer(port) else { return false };
         let slot = self.frames.store(frame);
-        self.launch(end, frame.len(), InFlight::arena(slot));
+        self.launch(peer, frame.len(), InFlight::arena(slot));
         true
     }
 
@@ -561,9 +591,9 @@ impl<Q: EventQueue> Ports<HostIfTarget> for SwitchPorts<'_, Q> {
     /// receiver reads it there and gives the reference back.
     #[inline]
     fn transmit_pooled(&mut self, port: PortId, pool: &mut FramePool, frame: FrameRef) -> bool {
-        let Some(end) = self.live_peer(port) else { return false };
+        let Some(peer) = self.live_peer(port) else { return false };
         pool.retain(frame);
-        self.launch(end, pool.bytes(frame).len(), InFlight::pooled(frame));
+        self.launch(peer, pool.bytes(frame).len(), InFlight::pooled(frame));
         true
     }
 

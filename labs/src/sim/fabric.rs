@@ -8,6 +8,10 @@
 //! simulated host per NIC, named `server:ethN`.
 
 use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::path::{Path, PathBuf};
+
+use ipnetwork::Ipv4Network;
 
 use crate::topology::{Body, Link, Node, ROLE_LABEL, Role, Topology};
 
@@ -23,6 +27,13 @@ pub struct SwitchSpec {
     pub name: String,
     /// Ports in use are `0..ports`.
     pub ports: u16,
+    /// The node's `switchd` config (its bind to `/etc/switchd/config.yaml`):
+    /// the switch is built from it ([`super::configured`]), and port N is the
+    /// config's N-th port. `None`: the simulator's own switch, `ethN` port N-1.
+    pub config: Option<PathBuf>,
+    /// Port N's interface name when it is not `eth(N+1)` (a config's ports
+    /// in another order); empty otherwise.
+    pub port_names: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,6 +42,42 @@ pub struct HostSpec {
     /// The switch and port its NIC is cabled to.
     pub switch: u32,
     pub port: u16,
+    /// Its address and gateway from the node's `exec` lines, on fabrics of
+    /// configured switches; `None`: the simulator's own addressing.
+    pub address: Option<HostAddress>,
+}
+
+/// A host NIC's address as its lab node sets it up: `ip addr add A/N dev
+/// ethK`, and the first `ip route add ... via G dev ethK` (its gateway).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HostAddress {
+    pub network: Ipv4Network,
+    pub gateway: Option<Ipv4Addr>,
+}
+
+impl HostAddress {
+    /// The address `interface` of `node` gets from its `exec` lines.
+    pub fn from_exec(exec: &[String], interface: &str) -> Option<HostAddress> {
+        let mut network = None;
+        let mut gateway = None;
+        for line in exec {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            let dev = words.windows(2).find(|w| w[0] == "dev").map(|w| w[1]);
+            if dev != Some(interface) {
+                continue;
+            }
+            match words.as_slice() {
+                ["ip", "addr" | "address" | "a", "add", address, ..] if network.is_none() => {
+                    network = address.parse::<Ipv4Network>().ok();
+                }
+                ["ip", "route" | "r", "add", ..] if gateway.is_none() => {
+                    gateway = words.windows(2).find(|w| w[0] == "via").and_then(|w| w[1].parse().ok());
+                }
+                _ => {}
+            }
+        }
+        Some(HostAddress { network: network?, gateway })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -50,7 +97,7 @@ impl Fabric {
         for name in topology.topology.nodes.keys() {
             if matches!(topology.role(name)?, Role::Switchd | Role::Frr) {
                 switch_index.insert(name.clone(), switches.len() as u32);
-                switches.push(SwitchSpec { name: name.clone(), ports: 0 });
+                switches.push(SwitchSpec { name: name.clone(), ports: 0, config: None, port_names: Vec::new() });
             }
         }
         let port_of = |interface: &str, at: &str| -> Result<u16, String> {
@@ -75,7 +122,12 @@ impl Fabric {
                     let (switch_end, host_end) = if a_switch.is_some() { (&a, &b) } else { (&b, &a) };
                     let port = port_of(&switch_end.interface, &at)?;
                     let host = hosts.len() as u32;
-                    hosts.push(HostSpec { name: format!("{}:{}", host_end.node, host_end.interface), switch: s, port });
+                    hosts.push(HostSpec {
+                        name: format!("{}:{}", host_end.node, host_end.interface),
+                        switch: s,
+                        port,
+                        address: None,
+                    });
                     links.push((End::Switch { switch: s, port }, End::Host { host }));
                 }
                 (None, None) => return Err(format!("{at}: two hosts cabled together ({a} - {b})")),
@@ -93,6 +145,94 @@ impl Fabric {
             return Err("topology.links: no host is cabled to a switch".into());
         }
         Ok(Fabric { switches, hosts, links })
+    }
+
+    /// The fabric a topology file describes, its switches built from their
+    /// `switchd` configs (bind paths resolved against the file's folder)
+    /// when every switch is a `switchd` node: each config parsed and
+    /// validated by `switchd` (refused naming the file and field), port
+    /// `ethN` renumbered to its place in the config's `ports`, and every
+    /// host given the address its `exec` lines set. With an FRR node the
+    /// simulator's own switches stand in for all (`configured` false).
+    pub fn from_topology_file(path: &Path) -> Result<(Topology, Fabric), String> {
+        let topology = Topology::load(path).map_err(|e| e.to_string())?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut fabric = Fabric::from_topology(&topology)?;
+        let nodes = topology.resolve(dir)?;
+        let switchd_configs: BTreeMap<&str, &PathBuf> = nodes
+            .iter()
+            .filter(|n| n.role == Role::Switchd)
+            .filter_map(|n| Some((n.name.as_str(), n.config.as_ref()?)))
+            .collect();
+        if fabric.switches.iter().any(|s| !switchd_configs.contains_key(s.name.as_str())) {
+            return Ok((topology, fabric));
+        }
+        let mut renumber: Vec<Vec<Option<u16>>> = Vec::new();
+        for switch in &mut fabric.switches {
+            let config_path = switchd_configs[switch.name.as_str()].clone();
+            let config = switchd::config::Config::load(&config_path)
+                .map_err(|e| format!("switch {}: {}", switch.name, e.to_string().trim_end()))?;
+            let mut numbers = vec![None; usize::from(switch.ports)];
+            for (index, port) in config.ports.iter().enumerate() {
+                if let Some(slot) = numbers.get_mut(usize::from(port.number) - 1) {
+                    *slot = Some(index as u16);
+                }
+            }
+            switch.ports = config.ports.len() as u16;
+            switch.config = Some(config_path);
+            if config.ports.iter().enumerate().any(|(index, port)| usize::from(port.number) != index + 1) {
+                switch.port_names = config.ports.iter().map(|p| p.name.clone()).collect();
+            }
+            renumber.push(numbers);
+        }
+        let names: Vec<String> = fabric.switches.iter().map(|s| s.name.clone()).collect();
+        let moved = |i: usize, end: &mut End| -> Result<(), String> {
+            if let End::Switch { switch, port } = end {
+                *port = renumber[*switch as usize][usize::from(*port)].ok_or_else(|| {
+                    format!(
+                        "topology.links[{i}]: {}:eth{} is cabled but not in the switch's config (ports)",
+                        names[*switch as usize],
+                        *port + 1
+                    )
+                })?;
+            }
+            Ok(())
+        };
+        for (i, (a, b)) in fabric.links.iter_mut().enumerate() {
+            moved(i, a)?;
+            moved(i, b)?;
+        }
+        for host in &mut fabric.hosts {
+            let mut end = End::Switch { switch: host.switch, port: host.port };
+            moved(0, &mut end)?;
+            if let End::Switch { port, .. } = end {
+                host.port = port;
+            }
+            let (node, interface) = host.name.split_once(':').expect("host NICs are named node:ethN");
+            let exec = &topology.topology.nodes[node].exec;
+            host.address = Some(HostAddress::from_exec(exec, interface).ok_or_else(|| {
+                format!("topology.nodes.{node}.exec: no `ip addr add A/N dev {interface}` (its address on the fabric)")
+            })?);
+        }
+        Ok((topology, fabric))
+    }
+
+    /// The interface name of `switch`'s port `port`.
+    pub fn port_name(&self, switch: u32, port: u16) -> String {
+        match self.switches[switch as usize].port_names.get(usize::from(port)) {
+            Some(name) => name.clone(),
+            None => format!("eth{}", port + 1),
+        }
+    }
+
+    /// The port of `switch` named `name`.
+    pub fn port_named(&self, switch: u32, name: &str) -> Option<u16> {
+        (0..self.switches[switch as usize].ports).find(|&p| self.port_name(switch, p) == name)
+    }
+
+    /// Whether the switches are built from their `switchd` configs.
+    pub fn configured(&self) -> bool {
+        self.switches.first().is_some_and(|s| s.config.is_some())
     }
 
     /// Switches with hosts on them (the leaves, edges or ToRs).

@@ -196,6 +196,8 @@ pub struct NicCounters {
     pub pfc_frames_received: u64,
     /// Frames that did not parse as anything this NIC takes.
     pub malformed: u64,
+    /// Unicast frames for another MAC (a bridge flooding an unknown one).
+    pub not_ours: u64,
 }
 
 /// One host NIC.
@@ -469,6 +471,12 @@ impl Host {
             self.counters.malformed += 1;
             return out;
         };
+        // Group frames (PFC's) are everyone's.
+        let dst = eth.dst_addr();
+        if dst != self.mac && dst.is_unicast() {
+            self.counters.not_ours += 1;
+            return out;
+        }
         match eth.ethertype() {
             EtherType::MacControl => {
                 let repr = MacControlPacket::new_checked(&frame[ethernet::HEADER_LEN..])

@@ -13,10 +13,12 @@
 
 pub mod cli;
 pub mod compare;
+pub mod configured;
 pub mod engine;
 pub mod experiment;
 pub mod fabric;
 pub mod host;
+pub mod ib;
 pub mod link;
 pub mod output;
 pub mod plot;
@@ -137,7 +139,11 @@ fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) ->
     slowdowns.sort_by(f64::total_cmp);
     plot::PlotData {
         name: name.into(),
-        series_names: sim.watched.iter().map(|&(s, p)| format!("{}:eth{}", switch(s), p + 1)).collect(),
+        series_names: sim
+            .watched
+            .iter()
+            .map(|&(s, p)| format!("{}:{}", switch(s), sim.fabric.port_name(s, p)))
+            .collect(),
         series: sim.series.clone(),
         switch_names: (0..sim.switches.len() as u32).map(switch).collect(),
         paused_share: (0..sim.switches.len() as u32)

@@ -56,7 +56,12 @@ pub struct Report {
     pub drops_total: u64,
     /// Frames the switches marked CE.
     pub ecn_marked: u64,
+    /// CNPs the receivers sent, and those that reached their senders.
     pub cnps: u64,
+    pub cnps_received: u64,
+    /// Frames the switches punted to a control plane the simulator has not
+    /// (an unresolved neighbour, a frame for the switch itself): a routing gap.
+    pub punts: u64,
     /// PFC frames the switches sent.
     pub pfc_frames_sent: u64,
     /// Switch ports paused by their peer at some point, and the total time.
@@ -173,6 +178,8 @@ impl Report {
             drops_total,
             ecn_marked,
             cnps: sim.hosts.iter().map(|h| h.counters.cnps_sent).sum(),
+            cnps_received: sim.hosts.iter().map(|h| h.counters.cnps_received).sum(),
+            punts: sim.punts,
             pfc_frames_sent,
             paused_ports,
             paused_ns_total,
@@ -212,7 +219,7 @@ pub fn path_links<Q: EventQueue>(sim: &Simulation<Q>, src: u32, dst: u32) -> u64
 pub fn ideal_fct_ns<Q: EventQueue>(sim: &Simulation<Q>, message: u32) -> u64 {
     let m = &sim.workload.messages[message as usize];
     let (src, dst) = sim.workload.connections[m.connection as usize];
-    let wire = sim.wire();
+    let wire = sim.host_wire(src);
     let mtu = u64::from(sim.experiment.mtu);
     let bytes = m.bytes.max(1);
     let full = bytes / mtu;
@@ -264,7 +271,7 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
             let Some(peer) = sim.peer(s as u32, port) else { continue };
             let peer = match peer {
                 End::Switch { switch, port } => {
-                    format!("{}:eth{}", sim.fabric.switches[switch as usize].name, port + 1)
+                    format!("{}:{}", sim.fabric.switches[switch as usize].name, sim.fabric.port_name(switch, port))
                 }
                 End::Host { host } => sim.fabric.hosts[host as usize].name.clone(),
             };
@@ -280,9 +287,9 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
             let pfc = tm.pfc_counters(port);
             let _ = writeln!(
                 csv,
-                "{},eth{},{peer},{tx_frames},{tx_bytes},{dropped},{marked},{},{},{},{watermark}",
+                "{},{},{peer},{tx_frames},{tx_bytes},{dropped},{marked},{},{},{},{watermark}",
                 spec.name,
-                port + 1,
+                sim.fabric.port_name(s as u32, port),
                 pfc.rx_frames.iter().sum::<u64>(),
                 pfc.tx_frames.iter().sum::<u64>(),
                 sim.paused_ns(s as u32, port),
@@ -292,7 +299,7 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
     std::fs::write(dir.join("ports.csv"), csv)?;
     let mut csv = String::from("time_ns");
     for &(s, port) in &sim.watched {
-        let _ = write!(csv, ",{}:eth{}", sim.fabric.switches[s as usize].name, port + 1);
+        let _ = write!(csv, ",{}:{}", sim.fabric.switches[s as usize].name, sim.fabric.port_name(s, port));
     }
     csv.push('\n');
     for (at, row) in &sim.series {

@@ -55,11 +55,27 @@ fn port_ip(switch: u32, port: u16) -> Ipv4Addr {
     Ipv4Addr::from(0x6400_0000 + switch * 1024 + u32::from(port))
 }
 
-/// Every host's address and the leaf port it is on.
+/// Every host's address, its subnet and its gateway.
 #[derive(Debug, Clone)]
 pub struct Addressing {
     pub host_ips: Vec<Ipv4Addr>,
     pub gateway_ips: Vec<Ipv4Addr>,
+    /// The subnet of each host's NIC: other hosts in it are reached directly.
+    pub subnets: Vec<Ipv4Network>,
+    /// The MAC of each host's gateway (its leaf's interface toward it).
+    pub gateway_macs: Vec<EthernetAddress>,
+}
+
+impl Addressing {
+    /// The MAC host `src` sends `dst`'s packets to: `dst`'s own in the
+    /// same subnet (bridged), else the gateway's.
+    pub fn next_hop_mac(&self, src: u32, dst: u32) -> EthernetAddress {
+        if self.subnets[src as usize].contains(self.host_ips[dst as usize]) {
+            host_mac(dst)
+        } else {
+            self.gateway_macs[src as usize]
+        }
+    }
 }
 
 /// The tables of every switch, and the hosts' addresses.
@@ -104,6 +120,8 @@ pub fn build_switches(fabric: &Fabric, hash_seed: impl Fn(u32) -> u64) -> Result
     }
     let mut host_ips = vec![Ipv4Addr::UNSPECIFIED; fabric.hosts.len()];
     let mut gateway_ips = vec![Ipv4Addr::UNSPECIFIED; fabric.hosts.len()];
+    let mut subnets = vec![Ipv4Network::new(Ipv4Addr::UNSPECIFIED, 32).expect("/32"); fabric.hosts.len()];
+    let mut gateway_macs = vec![EthernetAddress([0; 6]); fabric.hosts.len()];
     for (s, ports) in host_ports.iter_mut().enumerate() {
         ports.sort_unstable();
         if ports.len() > MAX_HOSTS_PER_LEAF {
@@ -113,27 +131,14 @@ pub fn build_switches(fabric: &Fabric, hash_seed: impl Fn(u32) -> u64) -> Result
                 ports.len()
             ));
         }
-        for (index, &(_, host)) in ports.iter().enumerate() {
+        for (index, &(port, host)) in ports.iter().enumerate() {
             host_ips[host as usize] = host_ip(s as u32, index);
             gateway_ips[host as usize] = gateway_ip(s as u32, index);
+            subnets[host as usize] = Ipv4Network::new(gateway_ip(s as u32, index), 31).expect("/31");
+            gateway_macs[host as usize] = switch_mac(s as u32, port);
         }
     }
-    let leaves: Vec<u32> = (0..switches as u32).filter(|&s| !host_ports[s as usize].is_empty()).collect();
-    // Hop distance from every switch to every leaf (BFS from the leaf).
-    let mut distance = vec![vec![u32::MAX; switches]; leaves.len()];
-    for (l, &leaf) in leaves.iter().enumerate() {
-        let dist = &mut distance[l];
-        dist[leaf as usize] = 0;
-        let mut queue = VecDeque::from([leaf]);
-        while let Some(s) = queue.pop_front() {
-            for &(_, peer, _) in &adjacency[s as usize] {
-                if dist[peer as usize] == u32::MAX {
-                    dist[peer as usize] = dist[s as usize] + 1;
-                    queue.push_back(peer);
-                }
-            }
-        }
-    }
+    let (leaves, distance) = leaf_distances(fabric.switches.len(), &adjacency, |s| !host_ports[s].is_empty());
     let mut built = Vec::with_capacity(switches);
     let mut route_counts = Vec::with_capacity(switches);
     for s in 0..switches as u32 {
@@ -222,11 +227,52 @@ pub fn build_switches(fabric: &Fabric, hash_seed: impl Fn(u32) -> u64) -> Result
         built.push(switch);
         route_counts.push(routes);
     }
-    let mut leaf_index = vec![u32::MAX; switches];
-    for (l, &leaf) in leaves.iter().enumerate() {
-        leaf_index[leaf as usize] = l as u32;
+    let addressing = Addressing { host_ips, gateway_ips, subnets, gateway_macs };
+    Ok((built, Routes::new(fabric, addressing, route_counts)))
+}
+
+impl Routes {
+    /// The routes of `fabric` with these addresses and route counts.
+    pub fn new(fabric: &Fabric, addressing: Addressing, route_counts: Vec<usize>) -> Routes {
+        let mut adjacency: Vec<Vec<(u16, u32, u16)>> = vec![Vec::new(); fabric.switches.len()];
+        for &(a, b) in &fabric.links {
+            if let (End::Switch { switch: sa, port: pa }, End::Switch { switch: sb, port: pb }) = (a, b) {
+                adjacency[sa as usize].push((pa, sb, pb));
+                adjacency[sb as usize].push((pb, sa, pa));
+            }
+        }
+        let (leaves, distance) = leaf_distances(fabric.switches.len(), &adjacency, |s| fabric.is_leaf(s as u32));
+        let mut leaf_index = vec![u32::MAX; fabric.switches.len()];
+        for (l, &leaf) in leaves.iter().enumerate() {
+            leaf_index[leaf as usize] = l as u32;
+        }
+        Routes { addressing, route_counts, distance, leaf_index }
     }
-    Ok((built, Routes { addressing: Addressing { host_ips, gateway_ips }, route_counts, distance, leaf_index }))
+}
+
+/// The leaves (switches `is_leaf` says have hosts) and the hop distance
+/// from every switch to each (BFS from the leaf).
+fn leaf_distances(
+    switches: usize,
+    adjacency: &[Vec<(u16, u32, u16)>],
+    is_leaf: impl Fn(usize) -> bool,
+) -> (Vec<u32>, Vec<Vec<u32>>) {
+    let leaves: Vec<u32> = (0..switches as u32).filter(|&s| is_leaf(s as usize)).collect();
+    let mut distance = vec![vec![u32::MAX; switches]; leaves.len()];
+    for (l, &leaf) in leaves.iter().enumerate() {
+        let dist = &mut distance[l];
+        dist[leaf as usize] = 0;
+        let mut queue = VecDeque::from([leaf]);
+        while let Some(s) = queue.pop_front() {
+            for &(_, peer, _) in &adjacency[s as usize] {
+                if dist[peer as usize] == u32::MAX {
+                    dist[peer as usize] = dist[s as usize] + 1;
+                    queue.push_back(peer);
+                }
+            }
+        }
+    }
+    (leaves, distance)
 }
 
 /// After cables failed (`link_up[l]` false), what the underlay converges

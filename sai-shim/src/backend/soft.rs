@@ -154,6 +154,12 @@ impl SoftBackend {
         &self.switch
     }
 
+    /// The pipeline, programmed: the simulator (`labs sim`) drives it
+    /// bare, as switchd's forwarding thread drives it through the shim.
+    pub fn into_pipeline(self) -> pipeline::Switch {
+        self.switch
+    }
+
     /// The `qos` traffic manager's configuration from the QoS objects and
     /// port speeds, ports by pipeline index; `None` when nothing is
     /// configured (forwarding then runs the FIFO).
@@ -344,6 +350,16 @@ impl SoftBackend {
                         event: FdbEvent::Moved { from: self.translate_dest(from) },
                         entry: FdbEntryKey { vlan, mac },
                         bridge_port: self.translate_dest(to),
+                    }
+                }
+                Event::FdbMoveRefused { vid, mac, pinned, from } => {
+                    let Some(&vlan) = self.vlan_of_vid.get(&vid) else {
+                        continue;
+                    };
+                    Notification::Fdb {
+                        event: FdbEvent::MoveRefused { pinned: self.translate_dest(pinned) },
+                        entry: FdbEntryKey { vlan, mac },
+                        bridge_port: self.translate_dest(from),
                     }
                 }
                 Event::NeighborResolved { rif, ip, mac } => {

@@ -867,6 +867,18 @@ impl SubnetManager {
         self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
     }
 
+    /// The first sweep found no master and no higher SM: this SM brought
+    /// the subnet (or the part of it its links reach) up and is master.
+    /// Said as an event as takeover and handover say it, so that an SM
+    /// which came up alone and later meets a lower master (the links
+    /// between them trained after its first sweep) shows how it got there.
+    fn claim_mastership(&mut self) {
+        if !self.mastership {
+            self.mastership = true;
+            self.events.push_back(SmEvent::BecameMaster);
+        }
+    }
+
     /// The master stopped answering or stands by: this SM is master now.
     fn take_over(&mut self, now: u64) {
         self.master = None;
@@ -1046,7 +1058,7 @@ impl SubnetManager {
                     self.sweep_failed = !self.assign_and_route(now);
                     if self.sweep_failed {
                         self.phase = Phase::Master;
-                        self.mastership = true;
+                        self.claim_mastership();
                         self.next_light_sweep = Some(now + self.config.light_sweep_interval_ns);
                         return;
                     }
@@ -1068,7 +1080,7 @@ impl SubnetManager {
                 }
                 Phase::Activating => {
                     self.phase = Phase::Master;
-                    self.mastership = true;
+                    self.claim_mastership();
                     let reroute_ns = self.change_detected_at.take().map(|at| now - at);
                     // A sweep after a change that rewrote no LFT (a second
                     // trap of the same failure) rerouted nothing.

@@ -456,23 +456,24 @@ fn check_loopback(v: &mut Validator, loopback: &[IpNetwork]) {
 }
 
 /// The field path of every address, in the order [`Config::addresses`]
-/// lists them (routed ports, SVIs, loopback).
-fn address_paths(file: &ConfigFile) -> Vec<(IpNetwork, String)> {
+/// lists them (routed ports, SVIs, loopback), with the VRF it is in
+/// (`None`: the default one).
+fn address_paths(file: &ConfigFile) -> Vec<(IpNetwork, String, Option<&str>)> {
     let mut all = Vec::new();
     for (i, port) in file.ports.iter().enumerate() {
         if port.mode == ModeKind::Routed {
             for (j, a) in port.addresses.iter().flatten().enumerate() {
-                all.push((*a, format!("ports[{i}].addresses[{j}]")));
+                all.push((*a, format!("ports[{i}].addresses[{j}]"), port.vrf.as_deref()));
             }
         }
     }
     for (i, vlan) in file.vlans.iter().enumerate() {
         for (j, a) in vlan.addresses.iter().enumerate() {
-            all.push((*a, format!("vlans[{i}].addresses[{j}]")));
+            all.push((*a, format!("vlans[{i}].addresses[{j}]"), vlan.vrf.as_deref()));
         }
     }
     for (i, a) in file.loopback.iter().enumerate() {
-        all.push((*a, format!("loopback[{i}]")));
+        all.push((*a, format!("loopback[{i}]"), None));
     }
     all
 }
@@ -481,12 +482,15 @@ fn overlaps(a: &IpNetwork, b: &IpNetwork) -> bool {
     a.is_ipv4() == b.is_ipv4() && (a.contains(b.network()) || b.contains(a.network()))
 }
 
-/// Two interface subnets that overlap make forwarding ambiguous.
+/// Two interface subnets that overlap in one VRF make forwarding
+/// ambiguous; in different VRFs they are separate tables (tenants reuse
+/// address space), and each VRF's routes, neighbours and ARP/ND
+/// suppression bindings are its own.
 fn check_overlaps(v: &mut Validator, file: &ConfigFile, _config: &Config) {
     let all = address_paths(file);
-    for (i, (a, path_a)) in all.iter().enumerate() {
-        for (b, path_b) in &all[..i] {
-            if overlaps(a, b) {
+    for (i, (a, path_a, vrf_a)) in all.iter().enumerate() {
+        for (b, path_b, vrf_b) in &all[..i] {
+            if vrf_a == vrf_b && overlaps(a, b) {
                 v.error(path_a.clone(), format!("{a} overlaps {b} at {path_b}"));
             }
         }

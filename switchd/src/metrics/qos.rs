@@ -120,6 +120,41 @@ pub(super) fn encode<B: Backend>(view: &SwitchView<B>, e: &mut DescriptorEncoder
         })
         .collect();
     family(e, "switch_pfcwd_stormed", "1 while the queue is in a storm", None, stormed)?;
+    // The latest storm's instants and delays, in the switch's own clock
+    // (seconds since its forwarding thread started), as `show pfcwd stats`
+    // gives them in ns; only queues that had one.
+    let seconds = |f: NsOf| -> Vec<(Labels, _)> {
+        watchdog
+            .iter()
+            .zip(&queue_names)
+            .filter_map(|(w, q)| {
+                let ns = f(w)?;
+                Some((vec![("port", w.port.as_str()), ("queue", q.as_str())], gauge_f64(ns as f64 / 1e9)))
+            })
+            .collect()
+    };
+    let watchdog_times: [(&str, &str, NsOf); 4] = [
+        ("switch_pfcwd_last_storm_detected", "When the watchdog detected the latest storm", |w| {
+            w.last_storm_detected_ns
+        }),
+        ("switch_pfcwd_last_storm_restored", "When the watchdog restored the queue after its latest storm", |w| {
+            w.last_storm_restored_ns
+        }),
+        (
+            "switch_pfcwd_last_detection_delay",
+            "From the latest storm's beginning to its detection (at most detection time + poll interval)",
+            |w| w.last_detection_ns,
+        ),
+        (
+            "switch_pfcwd_last_restoration_delay",
+            "From the peer's last pause of the latest storm to the restoration (at most restoration time + poll \
+             interval)",
+            |w| w.last_restoration_ns,
+        ),
+    ];
+    for (name, help, f) in watchdog_times {
+        family(e, name, help, Some(&Unit::Seconds), seconds(f))?;
+    }
 
     let dlb = view.dlb();
     let groups: Vec<String> = (0..dlb.groups.len()).map(|i| i.to_string()).collect();
@@ -136,9 +171,16 @@ pub(super) fn encode<B: Backend>(view: &SwitchView<B>, e: &mut DescriptorEncoder
     Ok(())
 }
 
+/// One instant or delay of a `show pfcwd stats` row, in ns.
+type NsOf = fn(&mgmt_cli::qos::PfcwdStats) -> Option<u64>;
+
 /// `UC3` -> `3`.
 fn queue(txq: &str) -> &str {
     txq.strip_prefix("UC").unwrap_or(txq)
+}
+
+fn gauge_f64(value: f64) -> prometheus_client::metrics::gauge::ConstGauge<f64> {
+    prometheus_client::metrics::gauge::ConstGauge::new(value)
 }
 
 fn counter_f64(value: f64) -> prometheus_client::metrics::counter::ConstCounter<f64> {

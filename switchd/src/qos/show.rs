@@ -156,6 +156,7 @@ impl<B: Backend> SwitchView<B> {
         for (port, s) in self.qos_ports() {
             for (q, queue) in s.queues.iter().enumerate().filter(|(q, _)| watched[*q]) {
                 let stormed = queue.storms_detected > 0;
+                let restored = queue.storms_restored > 0;
                 out.push(api::PfcwdStats {
                     port: port.clone(),
                     queue: q as u8,
@@ -166,7 +167,11 @@ impl<B: Backend> SwitchView<B> {
                     last_storm_began_ns: stormed.then_some(queue.storm_began_ns),
                     last_storm_detected_ns: stormed.then_some(queue.storm_detected_ns),
                     last_detection_ns: stormed.then(|| queue.storm_detected_ns - queue.storm_began_ns),
+                    last_storm_last_pause_ns: restored.then_some(queue.storm_last_pause_ns),
+                    last_storm_restored_ns: restored.then_some(queue.storm_restored_ns),
+                    last_restoration_ns: restored.then(|| queue.storm_restored_ns - queue.storm_last_pause_ns),
                     detection_ms: tm.watchdog.detection_ms,
+                    restoration_ms: tm.watchdog.restoration_ms,
                     poll_interval_ms: tm.watchdog.poll_interval_ms,
                 });
             }

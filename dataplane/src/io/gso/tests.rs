@@ -201,6 +201,16 @@ fn what_cannot_be_cut_is_refused() {
 }
 
 #[test]
+fn a_frame_within_the_mtu_needs_no_cutting_whatever_its_protocol() {
+    let mut udp = ethernet(ETHERTYPE_IPV4, true);
+    udp.extend(ipv4_header(PROTO_UDP, 8992, 1));
+    udp.resize(udp.len() + 8992, 0);
+    assert!(fits_mtu(&udp, 9100));
+    assert!(!fits_mtu(&udp, 1500));
+    assert!(!fits_mtu(&udp[..10], 9100), "no EtherType: not a frame");
+}
+
+#[test]
 fn a_segment_resumes_where_the_last_call_stopped() {
     let frame = plain_v4(false);
     let all = segment_all(&frame, 1500);

@@ -143,7 +143,7 @@ impl Stages {
         let Some(vlan) = self.tables.bridge.vlan(vid) else {
             return self.drop(source.ingress_port(), DropReason::IngressVlanFilter);
         };
-        let svi = vlan.rif;
+        let (svi, vni) = (vlan.rif, vlan.vni);
         if let Some(rif) = svi
             && source != BridgeSource::Cpu
         {
@@ -161,7 +161,19 @@ impl Stages {
             {
                 return Disposition::Consumed;
             }
-            let flooded = self.flood(now, source, vid, frame, out);
+            // A local host asking for the anycast gateway is answered by
+            // this leaf's SVI below; a copy over the overlay would only make
+            // every other leaf's SVI (same address, same MAC) answer again.
+            // As Linux's bridge with neigh_suppress does, the local members
+            // still get it (they see what a plain bridge shows them); the
+            // remote VTEPs do not (RFC 9161 section 3).
+            let to_gateway = vni.is_some()
+                && matches!(source, BridgeSource::Port(_))
+                && svi.is_some_and(|rif| self.asks_for_own_address(rif, frame));
+            if to_gateway {
+                self.state.neighbor_requests_suppressed += 1;
+            }
+            let flooded = self.flood_within(now, source, vid, frame, out, !to_gateway);
             // The router behind the SVI hears broadcasts and multicasts too
             // (ARP requests, neighbour solicitations, routing protocols).
             if let Some(rif) = svi
@@ -263,6 +275,19 @@ impl Stages {
         frame: BridgedFrame<'_>,
         out: &mut Output,
     ) -> Disposition {
+        self.flood_within(now, source, vid, frame, out, true)
+    }
+
+    /// [`Stages::flood`], to the remote VTEPs only if `overlay`.
+    fn flood_within(
+        &mut self,
+        now: u64,
+        source: BridgeSource,
+        vid: VlanId,
+        frame: BridgedFrame<'_>,
+        out: &mut Output,
+        overlay: bool,
+    ) -> Disposition {
         let Some(vlan) = self.tables.bridge.vlan(vid) else {
             return self.drop(source.ingress_port(), DropReason::IngressVlanFilter);
         };
@@ -278,6 +303,7 @@ impl Stages {
             let _ = self.send_bridged_copy(port, vid, frame, out, &mut copies);
         }
         if let Some(vni) = vni
+            && overlay
             && !matches!(source, BridgeSource::Tunnel { .. })
         {
             self.vxlan_flood(now, vid, vni, frame, out);

@@ -27,8 +27,9 @@ pub(crate) struct ForwardingState {
     pub(crate) icmp_limiter: RateLimiter,
     /// ARP/ND packets in which another node claimed one of our addresses.
     pub(crate) address_conflicts: u64,
-    /// ARP requests and neighbour solicitations the bridge answered from
-    /// the suppression table instead of flooding.
+    /// ARP requests and neighbour solicitations the bridge kept off the
+    /// overlay: answered from the suppression table instead of flooding,
+    /// or for the anycast gateway (answered by the SVI, flooded locally).
     pub(crate) neighbor_requests_suppressed: u64,
     /// Dynamic load balancing's member choice; `None` = static hash.
     pub(crate) path_quality: Option<Box<dyn PathQuality>>,

@@ -13,7 +13,7 @@ use crate::pipeline::output::{Egress, Output, PuntReason};
 use crate::pipeline::tables::RifId;
 use crate::pipeline::tables::fib::RouteTarget;
 use crate::pipeline::tables::neighbors::{Neighbor, NeighborEntry, NeighborKey, NeighborState, NeighborTable, Request};
-use crate::pipeline::tables::router::RouterInterface;
+use crate::pipeline::tables::router::{RifKind, RouterInterface};
 use crate::wire::arp::{self, Operation};
 use crate::wire::icmpv6::{self};
 use crate::wire::{
@@ -34,6 +34,14 @@ impl Stages {
         out: &mut Output,
     ) -> Option<EthernetAddress> {
         let retrans = self.tables.config.neighbor_retrans_ns;
+        let usable = |state| matches!(state, NeighborState::Reachable | NeighborState::Probe | NeighborState::Stale);
+        let state = self.tables.neighbors.entries.get(&(rif, ip)).map(|neighbor| neighbor.entry.state);
+        if !state.is_some_and(usable)
+            && let Some(mac) = self.suppressed_binding(rif, ip)
+        {
+            self.neighbor_learn(now, rif, ip, mac, true, true, out);
+            return Some(mac);
+        }
         match self.tables.neighbors.entries.get_mut(&(rif, ip)) {
             Some(neighbor) => match neighbor.entry.state {
                 NeighborState::Reachable | NeighborState::Probe => neighbor.entry.mac,
@@ -72,6 +80,23 @@ impl Stages {
                 self.send_neighbor_request(now, Request { rif, ip, unicast: None }, out);
                 None
             }
+        }
+    }
+
+    /// The MAC that an EVPN MAC+IP route binds `ip` to in the VLAN of SVI
+    /// `rif` (the suppression table): a host behind another VTEP, which the
+    /// router takes from there rather than asking it over the overlay, as
+    /// the bridge answers the hosts' own requests (RFC 7432 section 10).
+    /// The anycast gateway's request for a host no route binds yet is
+    /// flooded in the VNI: the host answers the anycast MAC, its own leaf
+    /// takes the answer and advertises the binding, which then answers here.
+    fn suppressed_binding(&self, rif: RifId, ip: IpAddr) -> Option<EthernetAddress> {
+        if self.tables.suppression.entries.is_empty() {
+            return None;
+        }
+        match self.tables.router.rif(rif)?.kind {
+            RifKind::Vlan(vid) => self.tables.suppression.get(vid, ip),
+            RifKind::Port(_) => None,
         }
     }
 
@@ -286,7 +311,13 @@ impl Stages {
 
     /// Sends an ARP request or a neighbour solicitation: broadcast (to the
     /// solicited-node group) to resolve, unicast to the known MAC to probe.
+    /// A host the suppression table binds is not asked: its binding is
+    /// taken as the answer.
     pub(crate) fn send_neighbor_request(&mut self, now: u64, request: Request, out: &mut Output) {
+        if let Some(mac) = self.suppressed_binding(request.rif, request.ip) {
+            self.neighbor_learn(now, request.rif, request.ip, mac, true, false, out);
+            return;
+        }
         let Some(rif) = self.tables.router.rif(request.rif).copied() else { return };
         match request.ip {
             IpAddr::V4(target) => {

@@ -2,14 +2,16 @@
 //! 3): an ARP request or neighbour solicitation from a local host for an
 //! address the suppression table binds (a host behind a remote VTEP, learned
 //! from its MAC+IP route) is answered on the host's behalf out of the port
-//! it came in on, and not flooded, so it never crosses the overlay.
+//! it came in on, and not flooded, so it never crosses the overlay. A
+//! request for the SVI's own address (the anycast gateway) is answered by
+//! the router and flooded to the local members only.
 
 use std::net::IpAddr;
 
 use super::bridge::BridgedFrame;
 use super::context::Stages;
 use crate::pipeline::output::Output;
-use crate::pipeline::tables::PortId;
+use crate::pipeline::tables::{PortId, RifId};
 use crate::wire::arp::{self, Operation};
 use crate::wire::icmpv6::{self, Icmpv6Message};
 use crate::wire::{
@@ -54,6 +56,38 @@ impl Stages {
         let _ = self.send_bridged(port, vid, reply, out);
         self.state.neighbor_requests_suppressed += 1;
         true
+    }
+
+    /// Whether `frame` is an ARP request or a neighbour solicitation for
+    /// one of `rif`'s own addresses (the anycast gateway on an SVI), which
+    /// the router behind `rif` answers.
+    pub(crate) fn asks_for_own_address(&self, rif: RifId, frame: BridgedFrame<'_>) -> bool {
+        let Some(l3) = frame.l3() else { return false };
+        let target = match l3.ethertype {
+            EtherType::Arp => {
+                let Ok(packet) = ArpPacket::new_checked(l3.payload) else { return false };
+                match ArpRepr::parse(&packet) {
+                    Ok(request) if request.operation == Operation::Request => IpAddr::V4(request.target_protocol_addr),
+                    _ => return false,
+                }
+            }
+            EtherType::Ipv6 => {
+                let Ok(packet) = Ipv6Packet::new_checked(l3.payload) else { return false };
+                if packet.next_header() != IpProtocol::Icmpv6 {
+                    return false;
+                }
+                let Ok(icmp) = Icmpv6Packet::new_checked(packet.payload()) else { return false };
+                if icmp.msg_type() != Icmpv6Message::NeighborSolicit {
+                    return false;
+                }
+                match Icmpv6Repr::parse(&icmp, packet.src_addr(), packet.dst_addr()) {
+                    Ok(Icmpv6Repr::NeighborSolicit { target_addr, .. }) => IpAddr::V6(target_addr),
+                    _ => return false,
+                }
+            }
+            _ => return false,
+        };
+        self.tables.router.is_own(target) && self.tables.router.on_link(rif, target)
     }
 
     /// The ARP reply (RFC 826) the bound host would send to an ARP request

@@ -144,7 +144,11 @@ impl Stages {
             Some(inner_ecn) => decapsulated_ecn(outer_ecn, inner_ecn).ok_or(DropReason::EcnCeOnNotEct)?,
             None => None,
         };
-        if self.tables.vxlan.not_learned_from.is_empty() || !self.tables.vxlan.not_learned_from.contains(&remote) {
+        // A router MAC of ours is local on every leaf (an anycast gateway's
+        // probe from another leaf): never learned behind a VTEP.
+        let learnable =
+            self.tables.vxlan.not_learned_from.is_empty() || !self.tables.vxlan.not_learned_from.contains(&remote);
+        if learnable && !self.tables.router.is_router_mac(l2.src_addr) {
             self.tables.learn(now, vid, l2.src_addr, FdbDest::Tunnel(remote));
         }
         let source = BridgeSource::Tunnel { remote, port };

@@ -52,14 +52,29 @@ pub(crate) struct Bridge {
     pub(crate) vlans: Vec<Option<Vlan>>,
     pub(crate) fdb: FxHashMap<u64, FdbEntry>,
     fdb_capacity: usize,
+    /// Frames whose source MAC has a static entry elsewhere (a sticky MAC,
+    /// RFC 7432 section 15.2): not learned, counted here.
+    pub(crate) moves_refused: u64,
+    /// When each such MAC's refusal was last reported as an event.
+    refusals_reported: FxHashMap<u64, u64>,
 }
+
+/// A MAC sending where its static entry is not is reported at most this
+/// often: a host sending at line rate must not fill the event queue.
+const MOVE_REFUSED_REPORT_NS: u64 = 1_000_000_000;
 
 impl Bridge {
     pub(crate) fn new(config: &SwitchConfig) -> Bridge {
         let mut fdb = FxHashMap::default();
         fdb.reserve(config.fdb_capacity);
         let vlans = usize::from(config.max_vlan_id.min(VID_MAX)) + 1;
-        Bridge { vlans: (0..vlans).map(|_| None).collect(), fdb, fdb_capacity: config.fdb_capacity }
+        Bridge {
+            vlans: (0..vlans).map(|_| None).collect(),
+            fdb,
+            fdb_capacity: config.fdb_capacity,
+            moves_refused: 0,
+            refusals_reported: FxHashMap::default(),
+        }
     }
 
     #[inline]
@@ -212,6 +227,12 @@ impl Tables {
         });
     }
 
+    /// Frames not learned because their source MAC has a static entry
+    /// elsewhere (a sticky MAC behind another VTEP or port).
+    pub fn fdb_moves_refused(&self) -> u64 {
+        self.bridge.moves_refused
+    }
+
     pub fn fdb_entries(&self) -> impl Iterator<Item = (VlanId, EthernetAddress, FdbEntry)> + '_ {
         self.bridge.fdb.iter().map(|(&key, &entry)| {
             let (vid, mac) = split_key(key);
@@ -250,7 +271,16 @@ impl Tables {
         let room = self.bridge.fdb.len() < self.bridge.fdb_capacity;
         match self.bridge.fdb.get_mut(&key) {
             Some(entry) if entry.dest == dest => entry.last_seen = now,
-            Some(entry) if entry.kind == FdbKind::Static => {}
+            Some(entry) if entry.kind == FdbKind::Static => {
+                let pinned = entry.dest;
+                self.bridge.moves_refused += 1;
+                let reported = &mut self.bridge.refusals_reported;
+                let due = reported.get(&key).is_none_or(|&at| now.saturating_sub(at) >= MOVE_REFUSED_REPORT_NS);
+                if due && (reported.len() < self.bridge.fdb_capacity || reported.contains_key(&key)) {
+                    reported.insert(key, now);
+                    self.events.push(Event::FdbMoveRefused { vid, mac, pinned, from: dest });
+                }
+            }
             Some(entry) => {
                 let from = entry.dest;
                 *entry = FdbEntry { dest, kind: FdbKind::Dynamic, last_seen: now };

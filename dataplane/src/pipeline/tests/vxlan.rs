@@ -200,6 +200,58 @@ fn the_svi_answers_arp_from_a_remote_host_through_the_tunnel() {
     assert_eq!(&reply_inner[..12], &[mac(20).0, R2.0].concat()[..]);
 }
 
+/// Issue 9: a local host's ARP request and neighbour solicitation for its
+/// anycast gateway (the SVI's own address on a VLAN mapped to a VNI) are
+/// answered once, by this leaf's SVI, and never cross the overlay: every
+/// other leaf's SVI has the same address and would answer again. The local
+/// members still get their copy, as from Linux's bridge with neigh_suppress.
+#[test]
+fn arp_and_nd_for_the_anycast_gateway_are_answered_locally_and_kept_off_the_overlay() {
+    let mut switch = vtep_switch();
+    switch.set_route(net("2001:db8:100::1/128"), RouteTarget::Local).unwrap();
+    switch.set_route(net("2001:db8:100::/64"), RouteTarget::Connected(2)).unwrap();
+    let mut out = Output::new();
+    // Ports 0 and 1 are the underlay, 2 (the host's) and 3 the VLAN's members.
+    let underlay = |out: &Output| ports_of(out).iter().filter(|&&port| port < 2).count();
+
+    let request = arp(Operation::Request, H2, "192.168.100.2", EthernetAddress::ZERO, "192.168.100.1");
+    let sent = frame(EthernetAddress::BROADCAST, H2, None, EtherType::Arp, &request);
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Consumed);
+    assert_eq!(underlay(&out), 0, "no VXLAN copy");
+    let got = emitted(&out);
+    assert!(got.iter().any(|(to, _)| *to == Egress::Port(3)), "the other local member still gets it");
+    let reply = arp(Operation::Reply, R2, "192.168.100.1", H2, "192.168.100.2");
+    let replies: Vec<_> = got.iter().filter(|(to, _)| *to == Egress::Port(2)).collect();
+    assert_eq!(replies, vec![&(Egress::Port(2), frame(H2, R2, None, EtherType::Arp, &reply))], "one local reply");
+    assert_eq!(switch.neighbor_requests_suppressed(), 1);
+
+    out.clear();
+    let (host_ip, gateway) = (v6("2001:db8:100::2"), v6("2001:db8:100::1"));
+    let solicit = Icmpv6Repr::NeighborSolicit { target_addr: gateway, source_lladdr: Some(H2) };
+    let ns = ipv6(host_ip, v6("ff02::1:ff00:1"), 255, &solicit);
+    let sent = frame(EthernetAddress([0x33, 0x33, 0xff, 0, 0, 1]), H2, None, EtherType::Ipv6, &ns);
+    switch.process(NOW, 2, &sent, &mut out);
+    assert_eq!(underlay(&out), 0, "no VXLAN copy");
+    let got = emitted(&out);
+    let adverts: Vec<_> = got.iter().filter(|(to, _)| *to == Egress::Port(2)).collect();
+    assert_eq!(adverts.len(), 1, "one local advertisement");
+    let packet = Ipv6Packet::new_checked(&adverts[0].1[14..]).unwrap();
+    let icmp = Icmpv6Packet::new_checked(packet.payload()).unwrap();
+    let advert = Icmpv6Repr::parse(&icmp, packet.src_addr(), packet.dst_addr()).unwrap();
+    assert!(
+        matches!(advert, Icmpv6Repr::NeighborAdvert { target_addr, solicited_flag: true, .. } if target_addr == gateway)
+    );
+    assert_eq!(switch.neighbor_requests_suppressed(), 2);
+
+    // A request for another host in the VNI still floods to the remote VTEPs.
+    out.clear();
+    let other = arp(Operation::Request, H2, "192.168.100.2", EthernetAddress::ZERO, "192.168.100.7");
+    let sent = frame(EthernetAddress::BROADCAST, H2, None, EtherType::Arp, &other);
+    assert_eq!(switch.process(NOW, 2, &sent, &mut out), Disposition::Flooded);
+    assert_eq!(underlay(&out), 2, "one VXLAN copy per remote VTEP");
+    assert_eq!(switch.neighbor_requests_suppressed(), 2);
+}
+
 #[test]
 fn vni_and_flood_list_management() {
     let mut switch = vtep_switch();
@@ -410,6 +462,31 @@ fn evpn_remote_entries_never_age_but_move_and_evpn_vteps_teach_nothing() {
     assert_eq!(switch.fdb_entry(100, mac(21)).map(|e| e.dest), Some(FdbDest::Tunnel(remote)));
 }
 
+/// RFC 7432 section 15.2: a sticky MAC behind a remote VTEP is a static
+/// entry that allows no move. Its frames on a local port are forwarded but
+/// not learned; each is counted, and the refusal reported as an event at
+/// most once a second.
+#[test]
+fn a_sticky_remote_mac_is_never_learned_on_a_local_port() {
+    let mut switch = vtep_switch();
+    let remote = v4("2.2.2.2");
+    switch.set_fdb_entry(100, mac(20), FdbDest::Tunnel(remote), FdbKind::Static, 0).unwrap();
+    let _ = switch.drain_events().count();
+    let mut out = Output::new();
+    let spoofed = frame(EthernetAddress::BROADCAST, mac(20), None, EtherType::Arp, &[0; 28]);
+    assert_eq!(switch.process(NOW, 2, &spoofed, &mut out), Disposition::Flooded, "forwarded, not dropped");
+    switch.process(NOW + 1_000, 2, &spoofed, &mut out);
+    let entry = switch.fdb_entry(100, mac(20)).unwrap();
+    assert_eq!((entry.dest, entry.kind), (FdbDest::Tunnel(remote), FdbKind::Static), "still behind the VTEP");
+    assert_eq!(switch.fdb_moves_refused(), 2);
+    let refused =
+        Event::FdbMoveRefused { vid: 100, mac: mac(20), pinned: FdbDest::Tunnel(remote), from: FdbDest::Port(2) };
+    assert_eq!(switch.drain_events().collect::<Vec<_>>(), vec![refused], "reported once");
+    switch.process(NOW + 1_000_000_000, 2, &spoofed, &mut out);
+    assert_eq!(switch.drain_events().collect::<Vec<_>>(), vec![refused], "and again a second later");
+    assert_eq!(switch.fdb_moves_refused(), 3);
+}
+
 const L3VNI: Vni = 4001;
 const TENANT: VrfId = 1;
 /// The anycast gateway's MAC, our router MAC on the L3VNI, the remote's.
@@ -500,4 +577,44 @@ fn the_l3vni_takes_only_frames_to_our_router_mac_and_never_routes_back_into_the_
     out.clear();
     let sent = frame(GATEWAY, mac(30), None, EtherType::Ipv4, &udp_packet("10.30.0.5", "10.40.0.5", 7, 64));
     assert_eq!(switch.process(NOW, 4, &sent, &mut out), Disposition::Dropped(DropReason::VxlanUnknownVni));
+}
+
+/// RFC 7432 section 10 for the router itself: the SVI resolving a host that
+/// an EVPN MAC+IP route binds in its VLAN takes the binding as the answer
+/// and asks nothing over the overlay. A request sent before the binding
+/// came (a silent host, flooded in the VNI) is answered by it at the next
+/// retransmission, and the packet held for it leaves then.
+#[test]
+fn the_svi_takes_evpn_bindings_as_answers_instead_of_asking_across_the_overlay() {
+    let mut switch = vtep_switch();
+    let (known, silent) = (mac(9), mac(10));
+    switch.set_suppression_entry(100, IpAddr::V4(v4("192.168.100.9")), known).unwrap();
+    switch.set_fdb_entry(100, known, FdbDest::Tunnel(v4("3.3.3.3")), FdbKind::Static, 0).unwrap();
+    let arp_sent =
+        |out: &Output| emitted(out).iter().filter(|(_, bytes)| bytes.windows(2).any(|w| w == [0x08, 0x06])).count();
+    let mut out = Output::new();
+    let packet = frame(R0, H0, None, EtherType::Ipv4, &udp_packet("10.0.0.2", "192.168.100.9", 7, 64));
+    assert_eq!(switch.process(NOW, 0, &packet, &mut out), Disposition::Forwarded);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!((got[0].0, outer_dst(&got[0].1)), (Egress::Port(1), v4("3.3.3.3")), "routed into VLAN 100, over VXLAN");
+    assert_eq!(arp_sent(&out), 0);
+    let neighbor = switch.neighbor(2, IpAddr::V4(v4("192.168.100.9"))).unwrap();
+    assert_eq!((neighbor.mac, neighbor.state), (Some(known), NeighborState::Reachable));
+
+    // A silent host: the request floods (the local members and both VTEPs), the packet waits.
+    out.clear();
+    let packet = frame(R0, H0, None, EtherType::Ipv4, &udp_packet("10.0.0.2", "192.168.100.10", 7, 64));
+    switch.process(NOW, 0, &packet, &mut out);
+    assert_eq!(ports_of(&out).iter().filter(|&&port| port < 2).count(), 2, "the request crosses to both VTEPs");
+    // Its MAC+IP route arrives before the next retransmission, which asks nothing.
+    switch.set_suppression_entry(100, IpAddr::V4(v4("192.168.100.10")), silent).unwrap();
+    switch.set_fdb_entry(100, silent, FdbDest::Tunnel(v4("3.3.3.3")), FdbKind::Static, 0).unwrap();
+    out.clear();
+    switch.poll(NOW + switch.config().neighbor_retrans_ns, &mut out);
+    let got = emitted(&out);
+    assert_eq!(got.len(), 1, "only the held packet: {got:?}");
+    assert_eq!(outer_dst(&got[0].1), v4("3.3.3.3"));
+    let neighbor = switch.neighbor(2, IpAddr::V4(v4("192.168.100.10"))).unwrap();
+    assert_eq!((neighbor.mac, neighbor.state), (Some(silent), NeighborState::Reachable));
 }

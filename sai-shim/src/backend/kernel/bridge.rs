@@ -310,40 +310,64 @@ impl KernelBackend {
 
     // ------------------------------------------------------------ FDB
 
-    /// The requests that install an FDB entry: on a port, a bridge entry;
+    /// The messages that install an FDB entry: on a port, a bridge entry;
     /// behind a remote VTEP, the vxlan device's entry with the VTEP as `dst`
     /// and the bridge's entry on the vxlan port, both `extern_learn` (as
-    /// zebra installs EVPN MACs).
-    fn fdb_requests(&self, store: &ObjectStore, key: &FdbEntryKey, entry: &FdbEntry) -> SaiResult<NeighbourMessage> {
+    /// zebra installs EVPN MACs) in one message (`self master`). A static
+    /// remote MAC that must not move is two messages, the device's entry
+    /// `permanent` and the bridge's `noarp` (static) `sticky`: the kernel
+    /// refuses `noarp` in the one `self master` message (EINVAL), and its
+    /// bridge moves a static entry that is not sticky to the port a frame
+    /// from the MAC comes in on (`br_fdb_update`).
+    fn fdb_requests(
+        &self,
+        store: &ObjectStore,
+        key: &FdbEntryKey,
+        entry: &FdbEntry,
+    ) -> SaiResult<Vec<NeighbourMessage>> {
         let vid = self.vid(key.vlan)?;
         // A static entry that allows moves (EVPN's remote MACs) is, as zebra
         // installs a non-sticky remote MAC, reachable rather than NOARP, so
         // the bridge lets a host that moved here take it over.
         let dynamic = entry.entry_type == FdbEntryType::Dynamic || entry.allow_mac_move;
-        let message = match self.member_port(store, entry.bridge_port)? {
-            Some((port, netdev)) => fdb_message(
+        let messages = match self.member_port(store, entry.bridge_port)? {
+            Some((port, netdev)) => vec![fdb_message(
                 match self.subinterfaces.get(&(port, vid)) {
                     Some(device) => device.ifindex,
                     None => netdev.ifindex,
                 },
                 key.mac,
                 if dynamic { NeighbourState::Reachable } else { NeighbourState::Noarp },
-                NeighbourFlags::Controller,
-            ),
+                if dynamic { NeighbourFlags::Controller } else { NeighbourFlags::Controller | NeighbourFlags::Sticky },
+            )],
             None => {
                 let remote = self.remote_of(store, entry.bridge_port)?;
                 let (_, vxlan) = self.vxlan_of(vid)?;
-                let mut message = fdb_message(
-                    vxlan.ifindex,
-                    key.mac,
-                    if dynamic { NeighbourState::Reachable } else { NeighbourState::Noarp },
-                    NeighbourFlags::Own | NeighbourFlags::Controller | NeighbourFlags::ExtLearned,
-                );
-                message.attributes.push(NeighbourAttribute::Destination(NeighbourAddress::Inet(remote)));
-                message
+                let with_dst = |mut message: NeighbourMessage| {
+                    message.attributes.push(NeighbourAttribute::Destination(NeighbourAddress::Inet(remote)));
+                    message
+                };
+                if dynamic {
+                    vec![with_dst(fdb_message(
+                        vxlan.ifindex,
+                        key.mac,
+                        NeighbourState::Reachable,
+                        NeighbourFlags::Own | NeighbourFlags::Controller | NeighbourFlags::ExtLearned,
+                    ))]
+                } else {
+                    vec![
+                        with_dst(fdb_message(vxlan.ifindex, key.mac, NeighbourState::Permanent, NeighbourFlags::Own)),
+                        fdb_message(
+                            vxlan.ifindex,
+                            key.mac,
+                            NeighbourState::Noarp,
+                            NeighbourFlags::Controller | NeighbourFlags::Sticky,
+                        ),
+                    ]
+                }
             }
         };
-        Ok(self.with_vlan(message, vid))
+        Ok(messages.into_iter().map(|message| self.with_vlan(message, vid)).collect())
     }
 
     pub(super) fn install_fdb_entry(
@@ -354,14 +378,15 @@ impl KernelBackend {
         entry: &FdbEntry,
         replacing: bool,
     ) -> SaiResult<()> {
-        let message = self.fdb_requests(store, key, entry)?;
         let vid = self.vid(key.vlan)?;
-        self.send(
-            log,
-            format!("fdb entry {} in vlan {vid}", key.mac),
-            Request::route(RouteNetlinkMessage::NewNeighbour(message.clone()), NLM_F_CREATE | NLM_F_REPLACE),
-            (!replacing).then(|| Request::route(RouteNetlinkMessage::DelNeighbour(message), 0)),
-        )?;
+        for message in self.fdb_requests(store, key, entry)? {
+            self.send(
+                log,
+                format!("fdb entry {} in vlan {vid}", key.mac),
+                Request::route(RouteNetlinkMessage::NewNeighbour(message.clone()), NLM_F_CREATE | NLM_F_REPLACE),
+                (!replacing).then(|| Request::route(RouteNetlinkMessage::DelNeighbour(message), 0)),
+            )?;
+        }
         // A control-plane entry replaces a learned one.
         self.learned.remove(&(vid, key.mac));
         Ok(())
@@ -375,18 +400,22 @@ impl KernelBackend {
         entry: &FdbEntry,
         replacing: bool,
     ) -> SaiResult<()> {
-        let message = self.fdb_requests(store, key, entry)?;
-        match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(message.clone()), 0)) {
-            Ok(()) => {
-                if !replacing {
-                    log.push(Request::route(RouteNetlinkMessage::NewNeighbour(message), NLM_F_CREATE | NLM_F_REPLACE));
+        for message in self.fdb_requests(store, key, entry)? {
+            match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(message.clone()), 0)) {
+                Ok(()) => {
+                    if !replacing {
+                        log.push(Request::route(
+                            RouteNetlinkMessage::NewNeighbour(message),
+                            NLM_F_CREATE | NLM_F_REPLACE,
+                        ));
+                    }
                 }
-                Ok(())
+                // Gone already (its port left the bridge, its device went).
+                Err(error) if [libc::ENOENT, libc::ENODEV].contains(&error.errno) => {}
+                Err(error) => return Err(kernel_error(format!("removing fdb entry {}", key.mac), error)),
             }
-            // Gone already (its port left the bridge, its device went).
-            Err(error) if [libc::ENOENT, libc::ENODEV].contains(&error.errno) => Ok(()),
-            Err(error) => Err(kernel_error(format!("removing fdb entry {}", key.mac), error)),
         }
+        Ok(())
     }
 
     /// The bridge FDB as the kernel holds it, with remote VTEPs of overlay MACs.

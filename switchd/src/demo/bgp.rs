@@ -1,6 +1,9 @@
-//! The demo's underlay routing: each switch runs the BGP speaker of its
-//! config (`bgp-evpn`'s sans-IO [`Speaker`]), and its routes go into the
-//! switch's shim through the daemon's [`ShimProgrammer`].
+//! The demo's BGP: each switch runs the speaker of its config (`bgp-evpn`'s
+//! sans-IO [`Speaker`]) for the underlay (IPv4/IPv6 unicast) and the
+//! overlay (L2VPN EVPN); its routes go into the switch's shim through the
+//! daemon's [`ShimProgrammer`] (remote MACs, flood lists, ARP suppression
+//! entries and VRF routes included), and what the switch's dataplane
+//! learns reaches the speaker through the daemon's [`LocalFeed`].
 //!
 //! The daemon runs sessions over kernel TCP through the dataplane; the demo
 //! has no TCP stack, so a session here is an in-memory pipe between two
@@ -15,11 +18,12 @@ use bgp_evpn::events::{Output, Speaker};
 use bgp_evpn::neighbor::{ConnId, State};
 use bgp_evpn::packet::message::{EXTENDED_MAX_LEN, frame_len};
 use bgp_evpn::rib::PeerId;
-use sai_shim::Sai;
 use sai_shim::backend::soft::SoftBackend;
+use sai_shim::{Notification, Sai};
 
 use crate::bgp::ShimProgrammer;
 use crate::config::Config;
+use crate::evpn::{LocalEvent, LocalFeed};
 
 /// One end of a session: (switch, peer, connection).
 type End = (usize, PeerId, ConnId);
@@ -30,6 +34,9 @@ pub struct DemoSpeaker {
     sai: Arc<Mutex<Sai<SoftBackend>>>,
     /// The switch's own addresses, to find who a `Connect` is for.
     addresses: Vec<IpAddr>,
+    /// Which shim notifications EVPN advertises (MACs on local ports,
+    /// ARP/ND on the EVPN VNIs' SVIs).
+    feed: LocalFeed,
 }
 
 impl DemoSpeaker {
@@ -41,20 +48,21 @@ impl DemoSpeaker {
             programmer: crate::bgp::programmer(config, applied),
             sai,
             addresses: config.addresses().iter().map(|(a, _)| a.ip()).collect(),
+            feed: LocalFeed::new(config, applied),
         })
     }
 }
 
 /// Every switch's speaker and the sessions between them.
 #[derive(Default)]
-pub struct Underlay {
+pub struct Speakers {
     pub speakers: Vec<Option<DemoSpeaker>>,
     pipes: HashMap<End, End>,
     /// Sessions that came up, in order: (switch, peer address).
     pub log: Vec<String>,
 }
 
-impl Underlay {
+impl Speakers {
     pub fn start(&mut self, now: u64) {
         for s in self.speakers.iter_mut().flatten() {
             s.speaker.start(now);
@@ -73,6 +81,19 @@ impl Underlay {
             }
             if !progressed {
                 return;
+            }
+        }
+    }
+
+    /// Hands what switch `i`'s shim reported to its speaker, as the
+    /// daemon's EVPN feed does: MACs learned, aged or moved on local ports
+    /// and ARP/ND bindings on SVIs become (or stop being) type 2 routes.
+    pub fn learned(&mut self, now: u64, i: usize, notifications: &[Notification]) {
+        let Some(s) = self.speakers[i].as_mut() else { return };
+        for event in notifications.iter().filter_map(|n| s.feed.translate(n)) {
+            match event {
+                LocalEvent::Mac { vni, mac, present } => s.speaker.evpn_local_mac(now, vni, mac, present),
+                LocalEvent::Neighbor { vni, ip, mac } => s.speaker.evpn_local_neighbor(now, vni, ip, mac),
             }
         }
     }

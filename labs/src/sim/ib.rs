@@ -1,0 +1,872 @@
+//! The IB-like plane in virtual time: every switch is `qos::ib`'s switch
+//! engine ([`IbSwitch`]: input buffers per VL with credit accounting, the
+//! LFT, SL-to-VL, VOQs per (output, VL), VL arbitration over the VOQs the
+//! downstream receiver has credit for, the port's line rate), every host
+//! an HCA that sends only what its link's credits allow ([`LinkCredits`],
+//! the same credit layer), and the LFTs are what `subnet-manager`'s routing
+//! engines (minhop, updn, ftree, sssp, dfsssp) compute for the fabric's
+//! shape with its LIDs assigned as the SM assigns them.
+//!
+//! Nothing is ever dropped for want of buffer: a sender with no credit
+//! waits (counted as the port's xmit wait) until a flow-control packet
+//! from the receiver grants more. Flow-control packets travel the cable
+//! (a minimum frame's serialisation plus propagation) beside the data,
+//! without taking the data's line time: they are few (one per freed
+//! buffer change, and a refresh per VL every `refresh_ns`).
+//!
+//! The engine holds descriptors, so the simulator moves descriptors too: a
+//! packet is its slot in a slab (destination LID, SL, VL, length, message),
+//! never bytes.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+
+use qos::ib::arbiter::ArbitrationEntry;
+use qos::ib::blocks;
+use qos::ib::credit::{FlowControlUpdate, LinkCredits};
+use qos::ib::switch::{IbSwitch, LogicalState, PacketDesc, PortRate, Received, SwitchConfig};
+use qos::shaper::LineRate;
+use subnet_manager::routing::{self, Engine, NO_ROUTE, RoutingConfig};
+use subnet_manager::topology::{Node, NodeKind, PortRef, Topology};
+
+use super::fabric::{End, Fabric};
+use super::link::Wire;
+use super::output::CollectiveResult;
+use super::stats::MessageRecord;
+use super::workload::Workload;
+
+/// LRH (8), BTH (12), ICRC (4) and VCRC (2) around each packet's payload:
+/// what the buffers and credits count.
+pub const PACKET_OVERHEAD: u32 = 8 + 12 + 4 + 2;
+/// The Ethernet header and the IB-like shim each packet travels in
+/// (`subnet_manager::plane::port_rate`'s overhead).
+pub const FRAME_OVERHEAD: u32 = 14 + 2;
+/// A flow-control packet's frame: an Ethernet minimum.
+const FLOW_CONTROL_FRAME: usize = 60;
+/// The largest IB MTU.
+pub const MAX_MTU: u32 = 4096;
+
+/// What an IB-like run varies.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct IbExperiment {
+    pub link_bps: u64,
+    pub link_delay_ns: u64,
+    /// Payload bytes per packet (an IB MTU: 256 to 4096).
+    pub mtu: u32,
+    /// Receive buffer per data VL per port, in 64-byte blocks (switches and HCAs).
+    pub buffer_blocks: u16,
+    /// Routing engines, tried in order as OpenSM's `routing_engine`.
+    #[serde(serialize_with = "engine_names")]
+    pub engines: Vec<Engine>,
+    /// Flow-control refresh per VL, ns (IBA: at most 65,536 symbol times).
+    pub refresh_ns: u64,
+    pub time_limit_ns: u64,
+    /// Per switch, per port (its place in the fabric): what the switch's
+    /// config says (`mode: ib` ports); empty: every port as above.
+    #[serde(skip)]
+    pub ports: PortPlan,
+}
+
+/// Per switch, per port: its settings (`None`: the experiment's).
+pub type PortPlan = Vec<Vec<Option<IbPortSettings>>>;
+
+/// An IB-like port as a `switchd` config's `mode: ib` port sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IbPortSettings {
+    pub data_vls: u8,
+    /// IB MTU: the largest payload.
+    pub mtu: u32,
+    /// `ib_rate`; `None`: the experiment's link speed.
+    pub rate_bps: Option<u64>,
+    /// `ib.buffer_blocks`: receive buffer per data VL.
+    pub buffer_blocks: u16,
+}
+
+/// The IB-like settings of every switch port from the switchd configs a
+/// topology file binds (parsed and validated by `switchd::config`), and
+/// the routing engines of the first switch with an embedded SM. Refused
+/// naming the switch and port if a cabled port is not in `mode: ib`.
+pub fn settings_from_configs(
+    fabric: &Fabric,
+    topology: &crate::topology::Topology,
+    dir: &std::path::Path,
+) -> Result<(PortPlan, Option<Vec<Engine>>), String> {
+    let nodes = topology.resolve(dir)?;
+    let mut ports = Vec::with_capacity(fabric.switches.len());
+    let mut engines = None;
+    for (s, spec) in fabric.switches.iter().enumerate() {
+        let mut settings = vec![None; usize::from(spec.ports)];
+        let path = nodes.iter().find(|n| n.name == spec.name).and_then(|n| n.config.clone());
+        let Some(path) = path.filter(|_| topology.role(&spec.name).is_ok_and(|r| r == crate::topology::Role::Switchd))
+        else {
+            return Err(format!("switch {}: no switchd config", spec.name));
+        };
+        let config = switchd::config::Config::load(&path)
+            .map_err(|e| format!("switch {}: {}", spec.name, e.to_string().trim_end()))?;
+        let buffer_blocks =
+            config.ib.as_ref().map_or(switchd::config::ib::DEFAULT_BUFFER_BLOCKS, |ib| ib.buffer_blocks);
+        for port in &config.ports {
+            if let switchd::config::PortMode::Ib(ib) = port.mode
+                && let Some(slot) = settings.get_mut(usize::from(port.number) - 1)
+            {
+                *slot = Some(IbPortSettings {
+                    data_vls: ib.data_vls,
+                    mtu: u32::from(ib.mtu),
+                    rate_bps: ib.rate_bps,
+                    buffer_blocks,
+                });
+            }
+        }
+        for (port, setting) in settings.iter().enumerate() {
+            let cabled = fabric
+                .links
+                .iter()
+                .any(|&(a, b)| [a, b].contains(&End::Switch { switch: s as u32, port: port as u16 }));
+            if cabled && setting.is_none() {
+                return Err(format!("switch {}: eth{} is cabled but not in mode: ib", spec.name, port + 1));
+            }
+        }
+        if engines.is_none() {
+            engines = config.ib.as_ref().and_then(|ib| ib.sm.as_ref()).map(|sm| sm.engines.clone());
+        }
+        ports.push(settings);
+    }
+    Ok((ports, engines))
+}
+
+fn engine_names<S: serde::Serializer>(engines: &[Engine], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(engines.iter().map(|e| e.name()))
+}
+
+impl Default for IbExperiment {
+    fn default() -> IbExperiment {
+        IbExperiment {
+            link_bps: 100_000_000_000,
+            link_delay_ns: 500,
+            mtu: MAX_MTU,
+            buffer_blocks: 1024,
+            engines: vec![Engine::Ftree, Engine::Updn, Engine::Minhop],
+            refresh_ns: 50_000,
+            time_limit_ns: 10_000_000_000,
+            ports: Vec::new(),
+        }
+    }
+}
+
+/// A packet in the fabric: its slot in the slab is its handle.
+#[derive(Debug, Clone, Copy, Default)]
+struct Packet {
+    message: u32,
+    dlid: u16,
+    sl: u8,
+    /// The VL it travels on this hop (the LRH's).
+    vl: u8,
+    payload: u32,
+}
+
+impl Packet {
+    fn wire_len(&self) -> u32 {
+        self.payload + PACKET_OVERHEAD
+    }
+}
+
+/// A node of the fabric: switch or HCA (host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum At {
+    Switch { switch: u32, port: u16 },
+    Hca { hca: u32 },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum IbEvent {
+    /// A packet's last bit reaches a port.
+    Packet {
+        at: At,
+        packet: u32,
+    },
+    /// A flow-control packet reaches a port.
+    FlowControl {
+        at: At,
+        update: FlowControlUpdate,
+    },
+    SwitchWake {
+        switch: u32,
+    },
+    HcaWake {
+        hca: u32,
+    },
+    Release {
+        message: u32,
+    },
+}
+
+/// An event and its time, in (time, scheduling order).
+struct Entry {
+    at: u64,
+    seq: u64,
+    event: IbEvent,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Entry) -> bool {
+        (self.at, self.seq) == (other.at, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Entry) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    /// Reversed: the heap pops the earliest.
+    fn cmp(&self, other: &Entry) -> Ordering {
+        (other.at, other.seq).cmp(&(self.at, self.seq))
+    }
+}
+
+struct SimSwitch {
+    engine: IbSwitch,
+    /// Per engine port (0: the switch itself): the cable's far end and the cable.
+    peers: Vec<Option<(At, u32)>>,
+    wake_at: u64,
+}
+
+/// A queue pair's sending side: messages to one destination, in order.
+#[derive(Debug, Default)]
+struct Connection {
+    dst_lid: u16,
+    sl: u8,
+    pending: VecDeque<u32>,
+    /// The message being sent and its bytes left.
+    current: Option<(u32, u64)>,
+}
+
+/// An HCA: one port with credits per VL, a line, and its queue pairs.
+struct Hca {
+    lid: u16,
+    credits: LinkCredits,
+    line: LineRate,
+    /// Payload bytes per packet: the experiment's, within its port's MTU.
+    mtu: u32,
+    /// The leaf port it is cabled to, and the cable.
+    leaf: (u32, u16),
+    link: u32,
+    connections: Vec<u32>,
+    next: usize,
+    wake_at: u64,
+    /// Data packets refused for lack of credit (never, if credits work).
+    overruns: u64,
+    /// Times it had a packet ready and the line free but no credit.
+    credit_waits: u64,
+}
+
+/// Per switch port, what the run measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IbPortResult {
+    pub switch: String,
+    pub port: String,
+    pub xmit_bytes: u64,
+    pub xmit_packets: u64,
+    pub xmit_wait: u64,
+    pub discards: u64,
+}
+
+/// What an IB-like run measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IbReport {
+    pub topology: String,
+    pub experiment: IbExperiment,
+    /// The routing engine that routed the fabric, and those that declined it.
+    pub routing_engine: String,
+    pub routing_refused: Vec<String>,
+    /// Data VLs every port operates: one, or as many as the engine's SL layers (dfsssp).
+    pub vls: u8,
+    pub switches: usize,
+    pub hosts: usize,
+    pub finished: bool,
+    pub simulated_ns: u64,
+    pub collectives: Vec<CollectiveResult>,
+    /// Per message: (source host, destination host, FCT ns).
+    pub fcts_ns: Vec<(u32, u32, Option<u64>)>,
+    /// Packets discarded anywhere (switch receive errors, relay errors,
+    /// transmit discards, HCA credit overruns): zero with working credits.
+    pub drops: u64,
+    /// Transmit opportunities lost to missing credit, switches and HCAs.
+    pub xmit_wait: u64,
+    pub flow_control_packets: u64,
+    pub events: u64,
+    pub ports: Vec<IbPortResult>,
+}
+
+/// The simulation.
+pub struct IbSimulation {
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Entry>,
+    fabric: Fabric,
+    experiment: IbExperiment,
+    wires: Vec<Wire>,
+    /// Per cable: its two ends, and the last arrival at each (FIFO).
+    link_ends: Vec<(At, At)>,
+    last_arrival: Vec<[u64; 2]>,
+    switches: Vec<SimSwitch>,
+    hcas: Vec<Hca>,
+    connections: Vec<Connection>,
+    packets: Vec<Packet>,
+    free_packets: Vec<u32>,
+    workload: Workload,
+    records: Vec<MessageRecord>,
+    /// Payload bytes received per message.
+    received: Vec<u64>,
+    completed: usize,
+    engine: Engine,
+    refused: Vec<String>,
+    events: u64,
+    flow_control_packets: u64,
+    hca_drops: u64,
+}
+
+impl IbSimulation {
+    /// Assigns LIDs, routes the fabric with the first engine that takes it,
+    /// and builds every switch and HCA.
+    pub fn new(fabric: Fabric, experiment: IbExperiment, workload: Workload) -> Result<IbSimulation, String> {
+        if !(256..=MAX_MTU).contains(&experiment.mtu) {
+            return Err(format!("mtu {}: an IB MTU is 256 to 4096 bytes", experiment.mtu));
+        }
+        let switch_count = fabric.switches.len();
+        let (topology, lfts) = route(&fabric, &experiment.engines)?;
+        let layers = lfts.sl_of_lid.iter().copied().max().map_or(1, |sl| sl + 1);
+        let vls = layers.next_power_of_two();
+        if vls > 8 {
+            return Err(format!("the routing needs {layers} VLs, at most 8"));
+        }
+        let default_port = IbPortSettings {
+            data_vls: vls,
+            mtu: experiment.mtu,
+            rate_bps: Some(experiment.link_bps),
+            buffer_blocks: experiment.buffer_blocks,
+        };
+        let port_of = |s: usize, p: usize| -> IbPortSettings {
+            experiment.ports.get(s).and_then(|ports| ports.get(p).copied().flatten()).unwrap_or(default_port)
+        };
+        let rate = |port: IbPortSettings| port.rate_bps.unwrap_or(experiment.link_bps);
+        let arbitration =
+            |vls: u8| -> Vec<ArbitrationEntry> { (0..vls).map(|vl| ArbitrationEntry { vl, weight: 255 }).collect() };
+        let mut switches = Vec::with_capacity(switch_count);
+        for (s, spec) in fabric.switches.iter().enumerate() {
+            let ports = usize::from(spec.ports) + 1;
+            let config = SwitchConfig {
+                ports,
+                operational_vls: vls,
+                buffer_blocks: experiment.buffer_blocks,
+                flow_control_refresh_ns: experiment.refresh_ns,
+                vl_arbitration_high: Vec::new(),
+                vl_arbitration_low: arbitration(vls),
+                high_priority_limit: 0,
+            };
+            let mut engine = IbSwitch::new(&config).map_err(|e| format!("switch {}: {e}", spec.name))?;
+            engine.set_lid(topology.nodes[s].ports[0].lid);
+            let table = lfts.table(s).ok_or_else(|| format!("switch {}: no LFT", spec.name))?;
+            for (lid, &port) in table.iter().enumerate().skip(1) {
+                if port != NO_ROUTE {
+                    engine.lft.set(lid as u16, port).map_err(|e| format!("switch {}: LFT: {e:?}", spec.name))?;
+                }
+            }
+            for port in 1..ports {
+                let settings = port_of(s, port - 1);
+                if settings.data_vls < vls {
+                    return Err(format!(
+                        "switch {} eth{port}: data_vls {}, the routing's layers need {vls}",
+                        spec.name, settings.data_vls
+                    ));
+                }
+                let error = |e: &dyn std::fmt::Debug| format!("switch {} eth{port}: {e:?}", spec.name);
+                engine.set_port_vls(port, settings.data_vls, settings.buffer_blocks).map_err(|e| error(&e))?;
+                engine.set_port_arbitration(port, &[], &arbitration(settings.data_vls), 0).map_err(|e| error(&e))?;
+                engine.set_port_state(port, LogicalState::Active);
+                let rate = PortRate { bits_per_s: rate(settings), frame_overhead: FRAME_OVERHEAD, catch_up_ns: 0 };
+                engine.set_port_rate(port, Some(rate));
+                let max_len = settings.mtu + PACKET_OVERHEAD;
+                engine.set_port_max_len(port, max_len, max_len);
+            }
+            for port in 1..ports {
+                for out in 1..ports {
+                    let out_vls = port_of(s, out - 1).data_vls;
+                    engine.sl_to_vl.set_table(port, out, core::array::from_fn(|sl| (sl as u8) % out_vls));
+                }
+            }
+            switches.push(SimSwitch { engine, peers: vec![None; ports], wake_at: u64::MAX });
+        }
+        let mut hcas: Vec<Hca> = Vec::with_capacity(fabric.hosts.len());
+        for (h, host) in fabric.hosts.iter().enumerate() {
+            // The HCA's port matches its leaf's: VLs, buffer, MTU, rate.
+            let leaf = port_of(host.switch as usize, usize::from(host.port));
+            let credits = LinkCredits::new(leaf.data_vls, leaf.buffer_blocks, experiment.refresh_ns)
+                .map_err(|e| format!("host {}: {e:?}", host.name))?;
+            hcas.push(Hca {
+                lid: topology.nodes[switch_count + h].ports[1].lid,
+                credits,
+                line: LineRate::new(rate(leaf), 0),
+                mtu: leaf.mtu.min(experiment.mtu),
+                leaf: (host.switch, host.port + 1),
+                link: 0,
+                connections: Vec::new(),
+                next: 0,
+                wake_at: u64::MAX,
+                overruns: 0,
+                credit_waits: 0,
+            });
+        }
+        // A cable runs at its slower end's rate.
+        let wires = fabric
+            .links
+            .iter()
+            .map(|&(a, b)| {
+                let speed = [a, b]
+                    .into_iter()
+                    .filter_map(|end| match end {
+                        End::Switch { switch, port } => Some(rate(port_of(switch as usize, usize::from(port)))),
+                        End::Host { .. } => None,
+                    })
+                    .min()
+                    .unwrap_or(experiment.link_bps);
+                Wire::new(speed, experiment.link_delay_ns)
+            })
+            .collect();
+        let at = |end: End| match end {
+            End::Switch { switch, port } => At::Switch { switch, port: port + 1 },
+            End::Host { host } => At::Hca { hca: host },
+        };
+        let link_ends: Vec<(At, At)> = fabric.links.iter().map(|&(a, b)| (at(a), at(b))).collect();
+        for (link, &(a, b)) in fabric.links.iter().enumerate() {
+            for (here, there) in [(a, b), (b, a)] {
+                match here {
+                    End::Switch { switch, port } => {
+                        switches[switch as usize].peers[usize::from(port) + 1] = Some((at(there), link as u32))
+                    }
+                    End::Host { host } => hcas[host as usize].link = link as u32,
+                }
+            }
+        }
+        let sl_of = |lid: u16| lfts.sl_of_lid.get(usize::from(lid)).copied().unwrap_or(0);
+        let mut connections = Vec::with_capacity(workload.connections.len());
+        for (c, &(src, dst)) in workload.connections.iter().enumerate() {
+            let dst_lid = hcas[dst as usize].lid;
+            connections.push(Connection { dst_lid, sl: sl_of(dst_lid), ..Connection::default() });
+            hcas[src as usize].connections.push(c as u32);
+        }
+        let records = workload.messages.iter().map(|m| MessageRecord::new(m.bytes)).collect();
+        let received = vec![0; workload.messages.len()];
+        let mut sim = IbSimulation {
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::with_capacity(1 << 12),
+            last_arrival: vec![[0; 2]; fabric.links.len()],
+            link_ends,
+            fabric,
+            experiment,
+            wires,
+            switches,
+            hcas,
+            connections,
+            packets: Vec::new(),
+            free_packets: Vec::new(),
+            workload,
+            records,
+            received,
+            completed: 0,
+            engine: lfts.engine.unwrap_or(Engine::Minhop),
+            refused: lfts.refused.iter().map(|(e, why)| format!("{}: {why}", e.name())).collect(),
+            events: 0,
+            flow_control_packets: 0,
+            hca_drops: 0,
+        };
+        // Every port starts by sending flow control: the links come up.
+        for switch in 0..switch_count as u32 {
+            sim.push(0, IbEvent::SwitchWake { switch });
+            sim.switches[switch as usize].wake_at = 0;
+        }
+        for hca in 0..sim.hcas.len() as u32 {
+            sim.push(0, IbEvent::HcaWake { hca });
+            sim.hcas[hca as usize].wake_at = 0;
+        }
+        for (id, message) in sim.workload.messages.iter().enumerate() {
+            if message.waiting_for == 0 {
+                let at = message.delay_ns;
+                sim.seq += 1;
+                sim.queue.push(Entry { at, seq: sim.seq, event: IbEvent::Release { message: id as u32 } });
+            }
+        }
+        Ok(sim)
+    }
+
+    fn push(&mut self, at: u64, event: IbEvent) {
+        self.seq += 1;
+        self.queue.push(Entry { at, seq: self.seq, event });
+    }
+
+    pub fn finished(&self) -> bool {
+        self.completed == self.records.len()
+    }
+
+    /// Runs until the workload is received whole or the time limit.
+    pub fn run(&mut self) {
+        while !self.finished() {
+            let Some(entry) = self.queue.pop() else { break };
+            if entry.at > self.experiment.time_limit_ns {
+                break;
+            }
+            self.now = entry.at;
+            self.events += 1;
+            self.handle(entry.event);
+        }
+    }
+
+    fn handle(&mut self, event: IbEvent) {
+        match event {
+            IbEvent::Packet { at: At::Switch { switch, port }, packet } => {
+                let p = self.packets[packet as usize];
+                let desc = PacketDesc { handle: packet, vl: p.vl, sl: p.sl, dlid: p.dlid, wire_len: p.wire_len() };
+                if let Received::Dropped(_) | Received::ForAgent =
+                    self.switches[switch as usize].engine.receive(usize::from(port), desc)
+                {
+                    // Counted on the port by the engine.
+                    self.free_packets.push(packet);
+                }
+                self.run_switch(switch);
+            }
+            IbEvent::Packet { at: At::Hca { hca }, packet } => {
+                self.hca_receive(hca, packet);
+                self.run_hca(hca);
+            }
+            IbEvent::FlowControl { at: At::Switch { switch, port }, update } => {
+                self.switches[switch as usize].engine.flow_control_received(usize::from(port), update);
+                self.run_switch(switch);
+            }
+            IbEvent::FlowControl { at: At::Hca { hca }, update } => {
+                self.hcas[hca as usize].credits.flow_control_received(update);
+                self.run_hca(hca);
+            }
+            IbEvent::SwitchWake { switch } => {
+                if self.switches[switch as usize].wake_at == self.now {
+                    self.switches[switch as usize].wake_at = u64::MAX;
+                    self.run_switch(switch);
+                }
+            }
+            IbEvent::HcaWake { hca } => {
+                if self.hcas[hca as usize].wake_at == self.now {
+                    self.hcas[hca as usize].wake_at = u64::MAX;
+                    self.run_hca(hca);
+                }
+            }
+            IbEvent::Release { message } => {
+                let m = self.workload.messages[message as usize];
+                let (src, _) = self.workload.connections[m.connection as usize];
+                self.records[message as usize].released_ns = self.now;
+                self.connections[m.connection as usize].pending.push_back(message);
+                self.run_hca(src);
+            }
+        }
+    }
+
+    /// Sends a packet or flow-control update over `link` to `to`. A cable
+    /// delivers in order: a flow-control packet that carries the blocks
+    /// sent so far (FCTBS) must not overtake the data it counts, so it
+    /// arrives after what is already on the cable.
+    fn launch(&mut self, link: u32, to: At, frame_len: usize, event: IbEvent) {
+        let wire = self.wires[link as usize];
+        let direction = usize::from(self.link_ends[link as usize].0 != to);
+        let last = &mut self.last_arrival[link as usize][direction];
+        let at = wire.arrival(self.now, frame_len).max(*last + wire.serialisation_ns(frame_len));
+        *last = at;
+        let event = match event {
+            IbEvent::Packet { packet, .. } => IbEvent::Packet { at: to, packet },
+            IbEvent::FlowControl { update, .. } => {
+                self.flow_control_packets += 1;
+                IbEvent::FlowControl { at: to, update }
+            }
+            other => other,
+        };
+        self.push(at, event);
+    }
+
+    /// The switch sends its due flow control and what its ports may send
+    /// now, then asks to be woken for the next line or refresh.
+    fn run_switch(&mut self, s: u32) {
+        let now = self.now;
+        let ports = self.switches[s as usize].peers.len();
+        for port in 0..ports {
+            let Some((to, link)) = self.switches[s as usize].peers[port] else {
+                // Port 0 (the switch itself) and uncabled ports: their
+                // refreshes go nowhere, but are due all the same.
+                while self.switches[s as usize].engine.poll_flow_control(port, now).is_some() {}
+                continue;
+            };
+            while let Some(update) = self.switches[s as usize].engine.poll_flow_control(port, now) {
+                let event = IbEvent::FlowControl { at: to, update };
+                self.launch(link, to, FLOW_CONTROL_FRAME, event);
+            }
+            while let Some(sent) = self.switches[s as usize].engine.poll_transmit(port, now) {
+                let packet = &mut self.packets[sent.handle as usize];
+                packet.vl = sent.vl;
+                let frame = (packet.wire_len() + FRAME_OVERHEAD) as usize;
+                self.launch(link, to, frame, IbEvent::Packet { at: to, packet: sent.handle });
+            }
+        }
+        let engine = &self.switches[s as usize].engine;
+        let wake = engine.next_transmit_ns(now).unwrap_or(u64::MAX).min(engine.next_timer_ns()).max(now + 1);
+        if wake < self.switches[s as usize].wake_at {
+            self.switches[s as usize].wake_at = wake;
+            self.push(wake, IbEvent::SwitchWake { switch: s });
+        }
+    }
+
+    /// The HCA sends its due flow control and, when its line is free, the
+    /// next packet of the next queue pair (round robin) that has credit.
+    fn run_hca(&mut self, h: u32) {
+        let now = self.now;
+        let (leaf, port) = self.hcas[h as usize].leaf;
+        let to = At::Switch { switch: leaf, port };
+        let link = self.hcas[h as usize].link;
+        while let Some(update) = self.hcas[h as usize].credits.poll_flow_control(now) {
+            self.launch(link, to, FLOW_CONTROL_FRAME, IbEvent::FlowControl { at: to, update });
+        }
+        if self.hcas[h as usize].line.idle(now)
+            && let Some(packet) = self.next_packet(h)
+        {
+            let wire_len = self.packets[packet as usize].wire_len();
+            self.hcas[h as usize].line.send(now, wire_len + FRAME_OVERHEAD);
+            self.launch(link, to, (wire_len + FRAME_OVERHEAD) as usize, IbEvent::Packet { at: to, packet });
+        }
+        let hca = &self.hcas[h as usize];
+        let busy = hca.connections.iter().any(|&c| {
+            let c = &self.connections[c as usize];
+            c.current.is_some() || !c.pending.is_empty()
+        });
+        let line = if busy && !hca.line.idle(now) { hca.line.free_at(now) } else { u64::MAX };
+        let wake = line.min(hca.credits.next_refresh_ns()).max(now + 1);
+        if wake < hca.wake_at {
+            self.hcas[h as usize].wake_at = wake;
+            self.push(wake, IbEvent::HcaWake { hca: h });
+        }
+    }
+
+    /// The next packet HCA `h` may send: round robin over its queue pairs,
+    /// each's head packet if the link has credit for it.
+    fn next_packet(&mut self, h: u32) -> Option<u32> {
+        let mtu = u64::from(self.hcas[h as usize].mtu);
+        let count = self.hcas[h as usize].connections.len();
+        let mut waited = false;
+        for i in 0..count {
+            let index = (self.hcas[h as usize].next + i) % count;
+            let c = self.hcas[h as usize].connections[index] as usize;
+            let connection = &mut self.connections[c];
+            if connection.current.is_none() {
+                let Some(message) = connection.pending.pop_front() else { continue };
+                connection.current = Some((message, self.workload.messages[message as usize].bytes.max(1)));
+            }
+            let (message, left) = connection.current.expect("set above");
+            let payload = left.min(mtu) as u32;
+            let vl = connection.sl % self.hcas[h as usize].credits.operational_vls();
+            let size = blocks(payload + PACKET_OVERHEAD);
+            if !self.hcas[h as usize].credits.can_send(vl, size) {
+                waited = true;
+                continue;
+            }
+            self.hcas[h as usize].credits.sent(vl, size);
+            connection.current = (left > u64::from(payload)).then(|| (message, left - u64::from(payload)));
+            let packet = Packet { message, dlid: connection.dst_lid, sl: connection.sl, vl, payload };
+            let handle = match self.free_packets.pop() {
+                Some(handle) => {
+                    self.packets[handle as usize] = packet;
+                    handle
+                }
+                None => {
+                    self.packets.push(packet);
+                    (self.packets.len() - 1) as u32
+                }
+            };
+            self.hcas[h as usize].next = (index + 1) % count;
+            return Some(handle);
+        }
+        if waited {
+            self.hcas[h as usize].credit_waits += 1;
+        }
+        None
+    }
+
+    /// A packet reaches HCA `h`: into its receive buffer (credit checked),
+    /// read at once (the buffer freed, the sender granted more), and its
+    /// payload counted to its message.
+    fn hca_receive(&mut self, h: u32, packet: u32) {
+        let p = self.packets[packet as usize];
+        self.free_packets.push(packet);
+        let hca = &mut self.hcas[h as usize];
+        let size = blocks(p.wire_len());
+        if hca.credits.received(p.vl, size).is_err() {
+            hca.overruns += 1;
+            self.hca_drops += 1;
+            return;
+        }
+        hca.credits.released(p.vl, size);
+        let m = p.message as usize;
+        self.received[m] += u64::from(p.payload);
+        if self.received[m] >= self.workload.messages[m].bytes.max(1) {
+            self.complete(p.message);
+        }
+    }
+
+    fn complete(&mut self, id: u32) {
+        let now = self.now;
+        self.records[id as usize].completed_ns = now;
+        self.completed += 1;
+        let message = self.workload.messages[id as usize];
+        for i in 0..message.dependent_count {
+            let later = self.workload.dependents[(message.first_dependent + i) as usize];
+            let m = &mut self.workload.messages[later as usize];
+            m.waiting_for -= 1;
+            if m.waiting_for == 0 {
+                let at = now + m.delay_ns;
+                self.push(at, IbEvent::Release { message: later });
+            }
+        }
+    }
+
+    /// What the run measured.
+    pub fn report(&self, topology: &str) -> IbReport {
+        let mut collectives: Vec<CollectiveResult> = self
+            .workload
+            .collectives
+            .iter()
+            .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
+            .collect();
+        let mut first = vec![u64::MAX; collectives.len()];
+        let mut last = vec![0u64; collectives.len()];
+        let mut unfinished = vec![false; collectives.len()];
+        for (message, record) in self.workload.messages.iter().zip(&self.records) {
+            let c = message.collective as usize;
+            collectives[c].messages += 1;
+            collectives[c].bytes += record.bytes;
+            first[c] = first[c].min(record.released_ns);
+            match record.fct_ns() {
+                Some(_) => last[c] = last[c].max(record.completed_ns),
+                None => unfinished[c] = true,
+            }
+        }
+        for (c, result) in collectives.iter_mut().enumerate() {
+            if !unfinished[c] && first[c] != u64::MAX {
+                result.jct_ns = Some(last[c] - first[c]);
+            }
+        }
+        let mut ports = Vec::new();
+        let mut drops = self.hca_drops;
+        let mut xmit_wait: u64 = self.hcas.iter().map(|h| h.credit_waits).sum();
+        for (s, switch) in self.switches.iter().enumerate() {
+            for port in 1..switch.peers.len() {
+                let Some(counters) = switch.engine.counters(port) else { continue };
+                let discards = counters.rcv_errors + counters.rcv_switch_relay_errors + counters.xmit_discards;
+                drops += discards;
+                xmit_wait += counters.xmit_wait;
+                if switch.peers[port].is_some() {
+                    ports.push(IbPortResult {
+                        switch: self.fabric.switches[s].name.clone(),
+                        port: format!("eth{port}"),
+                        xmit_bytes: counters.xmit_data * 4,
+                        xmit_packets: counters.xmit_packets,
+                        xmit_wait: counters.xmit_wait,
+                        discards,
+                    });
+                }
+            }
+        }
+        IbReport {
+            topology: topology.to_owned(),
+            experiment: self.experiment.clone(),
+            routing_engine: self.engine.name().to_owned(),
+            routing_refused: self.refused.clone(),
+            vls: self.switches.first().and_then(|s| s.engine.credits(1)).map_or(1, |c| c.operational_vls()),
+            switches: self.switches.len(),
+            hosts: self.hcas.len(),
+            finished: self.finished(),
+            simulated_ns: self.now,
+            collectives,
+            fcts_ns: self
+                .workload
+                .messages
+                .iter()
+                .zip(&self.records)
+                .map(|(m, r)| {
+                    let (src, dst) = self.workload.connections[m.connection as usize];
+                    (src, dst, r.fct_ns())
+                })
+                .collect(),
+            drops,
+            xmit_wait,
+            flow_control_packets: self.flow_control_packets,
+            events: self.events,
+            ports,
+        }
+    }
+}
+
+impl IbReport {
+    /// Writes `summary.json`, `messages.csv` (per message: source,
+    /// destination, FCT) and `ports.csv` (per switch port: bytes, packets,
+    /// xmit wait, discards) into `dir`.
+    pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
+        use std::fmt::Write as _;
+        std::fs::create_dir_all(dir)?;
+        let json = serde_json::to_string_pretty(self).expect("the report serialises");
+        std::fs::write(dir.join("summary.json"), json + "\n")?;
+        let mut csv = String::from("message,src,dst,fct_ns\n");
+        for (m, (src, dst, fct)) in self.fcts_ns.iter().enumerate() {
+            let fct = fct.map_or(String::new(), |f| f.to_string());
+            let _ = writeln!(csv, "{m},{src},{dst},{fct}");
+        }
+        std::fs::write(dir.join("messages.csv"), csv)?;
+        let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,discards\n");
+        for p in &self.ports {
+            let _ = writeln!(
+                csv,
+                "{},{},{},{},{},{}",
+                p.switch, p.port, p.xmit_bytes, p.xmit_packets, p.xmit_wait, p.discards
+            );
+        }
+        std::fs::write(dir.join("ports.csv"), csv)
+    }
+}
+
+/// The fabric as the SM sees it (switches, then one CA per host; switch
+/// port N is the fabric's port N-1), its LIDs assigned by
+/// `subnet_manager::lid`, and the LFTs of the first engine that takes it.
+fn route(fabric: &Fabric, engines: &[Engine]) -> Result<(Topology, routing::Lfts), String> {
+    let mut topology = Topology::new();
+    for (s, spec) in fabric.switches.iter().enumerate() {
+        let guid = 0x0002_c903_0000_0000 + s as u64 + 1;
+        let mut node = Node::new(guid, NodeKind::Switch, spec.ports as u8, spec.name.clone());
+        node.ports[0].guid = guid;
+        topology.add_node(node).map_err(|e| format!("switch {}: {e:?}", spec.name))?;
+    }
+    for (h, host) in fabric.hosts.iter().enumerate() {
+        let guid = 0x0002_c904_0000_0000 + h as u64 + 1;
+        let mut node = Node::new(guid, NodeKind::Ca, 1, host.name.clone());
+        node.ports[1].guid = guid;
+        topology.add_node(node).map_err(|e| format!("host {}: {e:?}", host.name))?;
+    }
+    let switches = fabric.switches.len();
+    let port_ref = |end: End| match end {
+        End::Switch { switch, port } => PortRef { node: switch as usize, port: port as u8 + 1 },
+        End::Host { host } => PortRef { node: switches + host as usize, port: 1 },
+    };
+    for &(a, b) in &fabric.links {
+        topology.connect(port_ref(a), port_ref(b)).map_err(|e| format!("cable {a:?} - {b:?}: {e:?}"))?;
+    }
+    subnet_manager::lid::assign(&mut topology, 0, 0, &Default::default()).map_err(|e| e.to_string())?;
+    let config = RoutingConfig { engines: engines.to_vec(), lmc: 0, roots: Vec::new(), max_vls: 8 };
+    let lfts = routing::route(&topology, &config).map_err(|refused| {
+        let why: Vec<String> = refused.iter().map(|(e, why)| format!("{}: {why}", e.name())).collect();
+        format!("no routing engine took the fabric ({})", why.join("; "))
+    })?;
+    Ok((topology, lfts))
+}

@@ -1,0 +1,293 @@
+//! The IB-like plane in the simulator: `qos::ib`'s switch engine and
+//! credit layer at every switch and HCA, LFTs from `subnet-manager`'s
+//! routing engines; against arithmetic and beside the Ethernet lossless
+//! class on the same fabric.
+
+use labs::sim::fabric::{self, Fabric};
+use labs::sim::ib::{FRAME_OVERHEAD, IbExperiment, IbReport, IbSimulation, PACKET_OVERHEAD};
+use labs::sim::{self, Experiment, Kind, WorkloadSpec, workload};
+use subnet_manager::routing::Engine;
+
+fn spec(kind: Kind, bytes: u64) -> WorkloadSpec {
+    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1 }
+}
+
+fn run(fabric: Fabric, experiment: IbExperiment, spec: WorkloadSpec) -> IbReport {
+    let workload = workload::build(&spec, fabric.hosts.len(), 1).unwrap();
+    let mut sim = IbSimulation::new(fabric, experiment, workload).unwrap();
+    sim.run();
+    sim.report("test")
+}
+
+fn fat_tree() -> Fabric {
+    Fabric::from_topology(&labs::generate::fattree("ft4", 4).unwrap().topology).unwrap()
+}
+
+/// Payload bits per second of an IB-like link: each 4096-byte payload
+/// travels with LRH, BTH, ICRC and VCRC (26 bytes), the Ethernet header
+/// and shim (16) and 24 bytes of preamble, FCS and gap: 333 ns a packet.
+fn ib_payload_bps(experiment: &IbExperiment) -> f64 {
+    let wire = 4096 + PACKET_OVERHEAD + FRAME_OVERHEAD + 24;
+    experiment.link_bps as f64 * 4096.0 / f64::from(wire)
+}
+
+#[test]
+fn an_incast_under_credits_drops_nothing_and_shares_the_bottleneck() {
+    // Three HCAs send 4 MiB each to a fourth through one switch; the
+    // receiver's port is the bottleneck. 64 KiB of buffer per VL: more
+    // than a round trip's worth, so credits never idle the bottleneck, and
+    // the senders wait for them once the switch's input buffers are full.
+    let experiment = IbExperiment { buffer_blocks: 1024, ..IbExperiment::default() };
+    let bytes = 4u64 << 20;
+    let fabric = Fabric::from_topology(&fabric::star("star", 4)).unwrap();
+    let report = run(fabric, experiment.clone(), spec(Kind::Incast, bytes));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0, "credits: nothing dropped");
+    assert!(report.xmit_wait > 0, "the senders waited for credit");
+    // The bottleneck at its payload rate: 3 x 4 MiB, plus the last
+    // packet's way through the switch and two cables.
+    let jct = report.collectives[0].jct_ns.unwrap() as f64;
+    let expected = (3 * bytes * 8) as f64 / ib_payload_bps(&experiment) * 1e9;
+    assert!((jct - expected) / expected < 0.01 && jct >= expected, "JCT {jct} ns, the bottleneck says {expected} ns");
+    // Shared fairly: VL arbitration round robins the three inputs' VOQ.
+    let fcts: Vec<f64> = report.fcts_ns.iter().map(|(_, _, fct)| fct.unwrap() as f64).collect();
+    let (min, max) = (fcts.iter().cloned().fold(f64::MAX, f64::min), fcts.iter().cloned().fold(0.0, f64::max));
+    assert!((max - min) / max < 0.05, "FCTs {fcts:?}");
+    // The receiver's port carried the whole 12 MiB; no other port was
+    // busier than one sender.
+    let receiver = report.ports.iter().find(|p| p.port == "eth4").unwrap();
+    assert!(receiver.xmit_bytes >= 3 * bytes, "{receiver:?}");
+}
+
+#[test]
+fn credits_below_a_round_trip_cap_the_link_at_buffer_over_round_trip() {
+    // 256 blocks (16 KiB) per VL hold three 4096-byte packets (65 blocks
+    // each). The switch sends three to the receiving HCA (333 ns each on
+    // the wire), and the credit for the first comes back when that packet
+    // is whole at the HCA (333 + 500 ns) and the HCA's flow-control packet
+    // has crossed back (a 60-byte frame, 7 ns, + 500 ns): 1,340 ns after
+    // it started. So three packets per 1,340 ns, whatever the link could do.
+    let experiment = IbExperiment { buffer_blocks: 256, ..IbExperiment::default() };
+    let bytes = 4u64 << 20;
+    let fabric = Fabric::from_topology(&fabric::star("star", 4)).unwrap();
+    let report = run(fabric, experiment.clone(), spec(Kind::Incast, bytes));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+    let packets = 3 * bytes / 4096;
+    let expected = packets as f64 / 3.0 * 1340.0;
+    let jct = report.collectives[0].jct_ns.unwrap() as f64;
+    assert!((jct - expected).abs() / expected < 0.01, "JCT {jct} ns, credit-limited arithmetic {expected} ns");
+    let line_rate = (3 * bytes * 8) as f64 / ib_payload_bps(&experiment) * 1e9;
+    assert!(jct > 1.3 * line_rate, "credit-limited, well below the line rate ({line_rate} ns)");
+}
+
+#[test]
+fn every_routing_engine_carries_an_incast_across_the_fat_tree_without_drops() {
+    for engine in [Engine::Ftree, Engine::Updn, Engine::Minhop, Engine::Sssp] {
+        let experiment = IbExperiment { engines: vec![engine], buffer_blocks: 256, ..IbExperiment::default() };
+        let report = run(fat_tree(), experiment, spec(Kind::Incast, 256 << 10));
+        assert!(report.finished, "{engine:?}");
+        assert_eq!(report.routing_engine, engine.name());
+        assert_eq!(report.drops, 0, "{engine:?}");
+        assert!(report.xmit_wait > 0, "{engine:?}: 15 senders into one: credit back-pressure");
+    }
+}
+
+/// `count` switches in a ring, a host on each: not a fat-tree, and from
+/// five on with cyclic channel dependencies under shortest paths.
+fn ring_of_switches(count: usize) -> Fabric {
+    let mut nodes = std::collections::BTreeMap::new();
+    let mut links = Vec::new();
+    let node = |role: &str| labs::topology::Node {
+        kind: "linux".into(),
+        labels: [(labs::topology::ROLE_LABEL.to_owned(), role.to_owned())].into(),
+        ..labs::topology::Node::default()
+    };
+    for s in 1..=count {
+        nodes.insert(format!("sw{s}"), node("switchd"));
+        nodes.insert(format!("h{s}"), node("host"));
+        links.push(labs::topology::Link { endpoints: [format!("sw{s}:eth1"), format!("h{s}:eth1")], mtu: None });
+        let next = s % count + 1;
+        links.push(labs::topology::Link { endpoints: [format!("sw{s}:eth2"), format!("sw{next}:eth3")], mtu: None });
+    }
+    let topology = labs::topology::Topology {
+        name: "ring".into(),
+        topology: labs::topology::Body { nodes, links, ..Default::default() },
+    };
+    Fabric::from_topology(&topology).unwrap()
+}
+
+#[test]
+fn ftree_declines_what_is_not_a_fat_tree_and_the_next_engine_routes_it() {
+    let experiment = IbExperiment { engines: vec![Engine::Ftree, Engine::Updn], ..IbExperiment::default() };
+    let report = run(ring_of_switches(3), experiment, spec(Kind::AllToAll, 64 << 10));
+    assert_eq!(report.routing_engine, "updn");
+    assert!(report.routing_refused[0].starts_with("ftree"), "{:?}", report.routing_refused);
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+}
+
+#[test]
+fn an_allreduce_on_ib_credits_beside_the_ethernet_lossless_class() {
+    // Ring all-reduce of 4 MiB per host over the hosts of a two-tier
+    // fat-tree of radix 4, 100 Gb/s, 500 ns cables: the IB-like plane
+    // (ftree LFTs, credits) and the Ethernet lossless class (ECMP, PFC).
+    let size = 4u64 << 20;
+    let ib_experiment = IbExperiment::default();
+    let ib = run(fat_tree(), ib_experiment, spec(Kind::Allreduce, size));
+    let ethernet_experiment = Experiment { sample_ns: 0, ..Experiment::default() };
+    let ethernet = sim::run("ft4", fat_tree(), ethernet_experiment, spec(Kind::Allreduce, size), None, None).unwrap();
+    assert!(ib.finished && ethernet.report.finished);
+    let n = ib.hosts as u64;
+    assert_eq!(ib.drops, 0);
+    assert_eq!(ethernet.report.drops_total, 0);
+    let ib_jct = ib.collectives[0].jct_ns.unwrap() as f64;
+    let ethernet_jct = ethernet.report.collectives[0].jct_ns.unwrap() as f64;
+    println!(
+        "ring all-reduce, {n} hosts x 4 MiB, two-tier fat-tree k=4, 100 Gb/s: IB-like credits ({} LFTs) {:.1} us, \
+         Ethernet lossless class (ECMP, PFC) {:.1} us, ratio {:.3}",
+        ib.routing_engine,
+        ib_jct / 1e3,
+        ethernet_jct / 1e3,
+        ib_jct / ethernet_jct
+    );
+    // Against arithmetic: the bandwidth term 2(N-1)/N S/B at each plane's
+    // payload rate, plus per step the last packet's way to the ring
+    // neighbour. Step s of host h waits for step s-1 of h-1, so the chain
+    // alternates leaf-local steps (two cables) and cross-leaf ones (four),
+    // each cable the frame's serialisation and 500 ns. On the IB-like
+    // plane each host's sending direction also carries a flow-control
+    // frame (60 bytes: 7 ns) per packet it receives, 128 a step.
+    let steps = 2.0 * (n - 1) as f64;
+    let chunk_packets = (size / n / 4096) as f64;
+    let mean_path = |serialisation: f64| (2.0 + 4.0) / 2.0 * (serialisation + 500.0);
+    let ib_expected = steps * (chunk_packets * 333.0 + mean_path(333.0) + chunk_packets * 7.0);
+    let ethernet_expected = steps * (chunk_packets * 335.0 + mean_path(335.0));
+    assert!((ib_jct - ib_expected).abs() / ib_expected < 0.01, "IB JCT {ib_jct} ns, arithmetic {ib_expected} ns");
+    assert!(
+        (ethernet_jct - ethernet_expected).abs() / ethernet_expected < 0.01,
+        "Ethernet JCT {ethernet_jct} ns, arithmetic {ethernet_expected} ns"
+    );
+    // Both lossless at line rate: within a few percent of each other.
+    assert!((ib_jct - ethernet_jct).abs() / ethernet_jct < 0.03, "IB {ib_jct} ns, Ethernet {ethernet_jct} ns");
+}
+
+#[test]
+fn dfsssp_layers_travel_on_their_own_vls_with_credits_per_vl() {
+    // dfsssp breaks the ring's dependency cycle by putting destinations on
+    // two SLs, mapped to two VLs with their own buffers and credits and
+    // arbitrated at every port.
+    let experiment = IbExperiment { engines: vec![Engine::Dfsssp], buffer_blocks: 256, ..IbExperiment::default() };
+    let report = run(ring_of_switches(5), experiment, spec(Kind::AllToAll, 1 << 20));
+    assert_eq!(report.routing_engine, "dfsssp");
+    assert_eq!(report.vls, 2);
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+}
+
+#[test]
+fn the_same_ib_run_twice_gives_the_same_report() {
+    let experiment = IbExperiment { buffer_blocks: 256, ..IbExperiment::default() };
+    let workload =
+        WorkloadSpec { kind: Kind::AllToAll, bytes: 1 << 20, jitter_ns: 5_000, compute_ns: 0, iterations: 1 };
+    let once = serde_json::to_string(&run(fat_tree(), experiment.clone(), workload.clone())).unwrap();
+    let twice = serde_json::to_string(&run(fat_tree(), experiment, workload)).unwrap();
+    assert_eq!(once, twice);
+}
+
+#[test]
+fn minhop_deadlocks_a_ring_on_credits_and_updn_and_dfsssp_do_not() {
+    // One packet of buffer per VL (65 blocks) on a ring of five switches,
+    // an all-to-all of 4 MiB: minhop's shortest paths chain each switch's
+    // buffer to the next around the ring, the buffers fill and every
+    // sender waits for a credit that a full buffer downstream holds back
+    // (a credit loop: nothing is dropped, nothing moves). updn forbids the
+    // cycle's last turn; dfsssp puts it on another VL.
+    let deadline = 5_000_000;
+    let ring = |engine: Engine| {
+        let experiment = IbExperiment {
+            engines: vec![engine],
+            buffer_blocks: 65,
+            time_limit_ns: deadline,
+            ..IbExperiment::default()
+        };
+        run(ring_of_switches(5), experiment, spec(Kind::AllToAll, 4 << 20))
+    };
+    let minhop = ring(Engine::Minhop);
+    assert!(!minhop.finished, "minhop's credit loop");
+    assert_eq!(minhop.drops, 0, "a deadlock, not a loss");
+    let stuck = minhop.fcts_ns.iter().filter(|(_, _, fct)| fct.is_none()).count();
+    assert!(stuck > 0);
+    for engine in [Engine::Updn, Engine::Dfsssp] {
+        let report = ring(engine);
+        assert!(report.finished, "{engine:?}");
+        assert_eq!(report.drops, 0, "{engine:?}");
+        assert!(report.simulated_ns < deadline / 2, "{engine:?}: {} ns", report.simulated_ns);
+    }
+}
+
+/// The `ib-fattree` lab copied into `dir`, each switch config edited.
+fn ib_lab(dir: &std::path::Path, edit: impl Fn(&str) -> String) -> IbExperiment {
+    try_ib_lab(dir, edit).unwrap()
+}
+
+fn try_ib_lab(dir: &std::path::Path, edit: impl Fn(&str) -> String) -> Result<IbExperiment, String> {
+    let lab = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies");
+    std::fs::create_dir_all(dir.join("ib-fattree")).unwrap();
+    std::fs::copy(lab.join("ib-fattree.clab.yml"), dir.join("ib-fattree.clab.yml")).unwrap();
+    for entry in std::fs::read_dir(lab.join("ib-fattree")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(dir.join("ib-fattree").join(path.file_name().unwrap()), edit(&text)).unwrap();
+    }
+    let topology = labs::topology::Topology::load(&dir.join("ib-fattree.clab.yml")).unwrap();
+    let fabric = Fabric::from_topology(&topology).unwrap();
+    let (ports, engines) = labs::sim::ib::settings_from_configs(&fabric, &topology, dir)?;
+    Ok(IbExperiment { ports, engines: engines.unwrap(), ..IbExperiment::default() })
+}
+
+fn ib_lab_fabric(dir: &std::path::Path) -> Fabric {
+    Fabric::from_topology(&labs::topology::Topology::load(&dir.join("ib-fattree.clab.yml")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_ib_fattree_lab_runs_with_its_own_switch_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = ib_lab(dir.path(), str::to_owned);
+    // spine1's SM: `engine: [ftree, minhop]`; every port `data_vls: 2`.
+    assert_eq!(experiment.engines, vec![Engine::Ftree, Engine::Minhop]);
+    let report = run(ib_lab_fabric(dir.path()), experiment, spec(Kind::AllToAll, 256 << 10));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+    assert_eq!(report.vls, 2);
+    assert_eq!(report.routing_engine, "ftree");
+}
+
+#[test]
+fn ib_rate_and_buffers_in_the_yaml_set_the_bottleneck() {
+    // Every port at `ib_rate: 10G`, 64 KiB of buffer per VL, the lab's IB
+    // MTU of 1024: a packet is 1024 + 26 + 16 + 24 bytes on the wire,
+    // 872 ns at 10 Gb/s; seven HCAs send 256 KiB each into the eighth.
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = ib_lab(dir.path(), |text| {
+        text.replace("data_vls: 2 }", "data_vls: 2, ib_rate: 10G }").replace("ib:\n", "ib:\n  buffer_blocks: 1024\n")
+    });
+    assert!(experiment.ports.iter().flatten().flatten().all(|p| p.rate_bps == Some(10_000_000_000)));
+    let bytes = 256u64 << 10;
+    let report = run(ib_lab_fabric(dir.path()), experiment, spec(Kind::Incast, bytes));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+    let jct = report.collectives[0].jct_ns.unwrap() as f64;
+    let expected = (7 * bytes / 1024) as f64 * 872.0;
+    assert!(
+        (jct - expected) / expected < 0.01 && jct >= expected,
+        "JCT {jct} ns, the 10 Gb/s bottleneck says {expected} ns"
+    );
+}
+
+#[test]
+fn a_bad_ib_port_in_the_yaml_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = try_ib_lab(dir.path(), |text| text.replacen("data_vls: 2", "data_vls: 3", 1)).unwrap_err();
+    assert!(error.contains("ports[0].data_vls"), "{error}");
+}
