@@ -369,23 +369,27 @@ pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String>
     Ok(report)
 }
 
-/// A one-paragraph summary of an IB-like run.
-pub fn describe_ib(r: &IbReport) -> String {
-    let jct: Vec<String> = r
-        .collectives
+/// Each collective's JCT, or that it did not finish.
+fn jcts(collectives: &[super::output::CollectiveResult]) -> String {
+    let each: Vec<String> = collectives
         .iter()
         .map(|c| match c.jct_ns {
             Some(ns) => format!("{} {:.3} ms", c.name, ns as f64 / 1e6),
             None => format!("{} unfinished", c.name),
         })
         .collect();
+    each.join(", ")
+}
+
+/// A one-paragraph summary of an IB-like run.
+pub fn describe_ib(r: &IbReport) -> String {
     format!(
         "{} ({} switches, {} HCAs, IB-like, {} LFTs): {}; drops {}; xmit wait {}; {} flow-control packets; {} events",
         r.topology,
         r.switches,
         r.hosts,
         r.routing_engine,
-        jct.join(", "),
+        jcts(&r.collectives),
         r.drops,
         r.xmit_wait,
         r.flow_control_packets,
@@ -396,20 +400,12 @@ pub fn describe_ib(r: &IbReport) -> String {
 /// A one-paragraph summary of a run.
 pub fn describe(run: &super::Run) -> String {
     let r = &run.report;
-    let jct: Vec<String> = r
-        .collectives
-        .iter()
-        .map(|c| match c.jct_ns {
-            Some(ns) => format!("{} {:.3} ms", c.name, ns as f64 / 1e6),
-            None => format!("{} unfinished", c.name),
-        })
-        .collect();
     format!(
         "{} ({} switches, {} hosts): {}; FCT slowdown p50 {:.2} p99 {:.2}; drops {}; ECN marks {}; PFC frames {}, {} ports paused ({:.3} ms); {} events in {:.2} s ({:.2} M/s)",
         r.topology,
         r.switches,
         r.hosts,
-        jct.join(", "),
+        jcts(&r.collectives),
         r.fct_slowdown.p50,
         r.fct_slowdown.p99,
         r.drops_total,

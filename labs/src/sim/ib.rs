@@ -735,30 +735,7 @@ impl IbSimulation {
 
     /// What the run measured.
     pub fn report(&self, topology: &str) -> IbReport {
-        let mut collectives: Vec<CollectiveResult> = self
-            .workload
-            .collectives
-            .iter()
-            .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
-            .collect();
-        let mut first = vec![u64::MAX; collectives.len()];
-        let mut last = vec![0u64; collectives.len()];
-        let mut unfinished = vec![false; collectives.len()];
-        for (message, record) in self.workload.messages.iter().zip(&self.records) {
-            let c = message.collective as usize;
-            collectives[c].messages += 1;
-            collectives[c].bytes += record.bytes;
-            first[c] = first[c].min(record.released_ns);
-            match record.fct_ns() {
-                Some(_) => last[c] = last[c].max(record.completed_ns),
-                None => unfinished[c] = true,
-            }
-        }
-        for (c, result) in collectives.iter_mut().enumerate() {
-            if !unfinished[c] && first[c] != u64::MAX {
-                result.jct_ns = Some(last[c] - first[c]);
-            }
-        }
+        let collectives = super::output::collective_results(&self.workload, &self.records);
         let mut ports = Vec::new();
         let mut drops = self.hca_drops;
         let mut xmit_wait: u64 = self.hcas.iter().map(|h| h.credit_waits).sum();
