@@ -212,7 +212,16 @@ impl SimArgs {
     /// switches built from their switchd configs (unless `--no-switch-configs`).
     pub fn fabric(&self) -> Result<(Topology, Fabric), String> {
         match &self.topology {
-            Some(path) if !self.no_switch_configs => Fabric::from_topology_file(path),
+            Some(path) if !self.no_switch_configs => {
+                let (topology, fabric) = Fabric::from_topology_file(path)?;
+                if !fabric.configured() {
+                    eprintln!(
+                        "note: {} has a switch that is not a switchd node: the simulator's own switches stand in for all",
+                        path.display()
+                    );
+                }
+                Ok((topology, fabric))
+            }
             _ => {
                 let topology = self.topology()?;
                 let fabric = Fabric::from_topology(&topology)?;
