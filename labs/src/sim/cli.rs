@@ -96,6 +96,9 @@ pub struct SimArgs {
     /// IB-like: receive buffer per VL per port, in 64-byte blocks.
     #[arg(long, default_value_t = 1024)]
     pub ib_buffer_blocks: u16,
+    /// IB-like: each HCA reads what it receives at this rate (default: at once).
+    #[arg(long)]
+    pub ib_read_gbps: Option<f64>,
 
     /// Load balancing; a comma-separated list for `compare`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ecmp")]
@@ -244,6 +247,7 @@ impl SimArgs {
             link_delay_ns: self.delay_ns,
             mtu: self.mtu,
             buffer_blocks: self.ib_buffer_blocks,
+            read_bps: self.ib_read_gbps.map(|gbps| (gbps * 1e9) as u64),
             engines,
             time_limit_ns: self.time_limit_ms * 1_000_000,
             ..IbExperiment::default()
