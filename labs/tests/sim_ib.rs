@@ -291,3 +291,24 @@ fn a_bad_ib_port_in_the_yaml_is_refused_naming_the_field() {
     let error = try_ib_lab(dir.path(), |text| text.replacen("data_vls: 2", "data_vls: 3", 1)).unwrap_err();
     assert!(error.contains("ports[0].data_vls"), "{error}");
 }
+
+#[test]
+fn a_slow_reader_throttles_its_sender_through_the_switch_by_credits() {
+    // One HCA sends 4 MiB to another on 100 Gb/s links; the receiver reads
+    // its buffer at 25 Gb/s (of packet: 4,122 bytes, 1,319 ns each). Its
+    // buffer fills, the switch's port to it runs out of credit, the
+    // switch's input buffer fills, the sender runs out of credit: the
+    // flow goes at the reader's pace, nothing dropped.
+    let experiment = IbExperiment { read_bps: Some(25_000_000_000), buffer_blocks: 256, ..IbExperiment::default() };
+    let bytes = 4u64 << 20;
+    let report = run(Fabric::from_topology(&fabric::star("star", 2)).unwrap(), experiment, spec(Kind::Incast, bytes));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+    let jct = report.collectives[0].jct_ns.unwrap() as f64;
+    let expected = (bytes / 4096) as f64 * (4096.0 + 26.0) * 8.0 / 25e9 * 1e9;
+    assert!((jct - expected).abs() / expected < 0.01, "JCT {jct} ns, the reader's pace says {expected} ns");
+    let to_reader = report.ports.iter().find(|p| p.port == "eth2").unwrap();
+    assert!(to_reader.xmit_wait > 0, "the switch waited for the reader's credits: {to_reader:?}");
+    let from_sender = report.ports.iter().find(|p| p.port == "eth1").unwrap();
+    assert_eq!(from_sender.discards, 0);
+}

@@ -60,6 +60,9 @@ pub struct IbExperiment {
     pub engines: Vec<Engine>,
     /// Flow-control refresh per VL, ns (IBA: at most 65,536 symbol times).
     pub refresh_ns: u64,
+    /// How fast an HCA reads what it receives out of its buffer (its
+    /// application), bits per second of packet; `None`: at once.
+    pub read_bps: Option<u64>,
     pub time_limit_ns: u64,
     /// Per switch, per port (its place in the fabric): what the switch's
     /// config says (`mode: ib` ports); empty: every port as above.
@@ -147,6 +150,7 @@ impl Default for IbExperiment {
             buffer_blocks: 1024,
             engines: vec![Engine::Ftree, Engine::Updn, Engine::Minhop],
             refresh_ns: 50_000,
+            read_bps: None,
             time_limit_ns: 10_000_000_000,
             ports: Vec::new(),
         }
@@ -188,6 +192,11 @@ enum IbEvent {
     FlowControl {
         at: At,
         update: FlowControlUpdate,
+    },
+    /// An HCA has read a packet out of its receive buffer.
+    Read {
+        hca: u32,
+        packet: u32,
     },
     SwitchWake {
         switch: u32,
@@ -255,6 +264,8 @@ struct Hca {
     connections: Vec<u32>,
     next: usize,
     wake_at: u64,
+    /// The reader's clock: when it has read what it holds.
+    read_free_at: u64,
     /// Data packets refused for lack of credit (never, if credits work).
     overruns: u64,
     /// Times it had a packet ready and the line free but no credit.
@@ -414,6 +425,7 @@ impl IbSimulation {
                 connections: Vec::new(),
                 next: 0,
                 wake_at: u64::MAX,
+                read_free_at: 0,
                 overruns: 0,
                 credit_waits: 0,
             });
@@ -538,6 +550,10 @@ impl IbSimulation {
             }
             IbEvent::Packet { at: At::Hca { hca }, packet } => {
                 self.hca_receive(hca, packet);
+                self.run_hca(hca);
+            }
+            IbEvent::Read { hca, packet } => {
+                self.hca_read(hca, packet);
                 self.run_hca(hca);
             }
             IbEvent::FlowControl { at: At::Switch { switch, port }, update } => {
@@ -697,19 +713,33 @@ impl IbSimulation {
     }
 
     /// A packet reaches HCA `h`: into its receive buffer (credit checked),
-    /// read at once (the buffer freed, the sender granted more), and its
-    /// payload counted to its message.
+    /// to be read at once or, with a reader rate, when the reader gets to it.
     fn hca_receive(&mut self, h: u32, packet: u32) {
         let p = self.packets[packet as usize];
-        self.free_packets.push(packet);
         let hca = &mut self.hcas[h as usize];
-        let size = blocks(p.wire_len());
-        if hca.credits.received(p.vl, size).is_err() {
+        if hca.credits.received(p.vl, blocks(p.wire_len())).is_err() {
             hca.overruns += 1;
             self.hca_drops += 1;
+            self.free_packets.push(packet);
             return;
         }
-        hca.credits.released(p.vl, size);
+        match self.experiment.read_bps {
+            None => self.hca_read(h, packet),
+            Some(bps) => {
+                let read_ns = (u64::from(p.wire_len()) * 8 * 1_000_000_000).div_ceil(bps.max(1));
+                let done = hca.read_free_at.max(self.now) + read_ns;
+                hca.read_free_at = done;
+                self.push(done, IbEvent::Read { hca: h, packet });
+            }
+        }
+    }
+
+    /// HCA `h` has read `packet`: its buffer is freed (the sender granted
+    /// more) and its payload counted to its message.
+    fn hca_read(&mut self, h: u32, packet: u32) {
+        let p = self.packets[packet as usize];
+        self.free_packets.push(packet);
+        self.hcas[h as usize].credits.released(p.vl, blocks(p.wire_len()));
         let m = p.message as usize;
         self.received[m] += u64::from(p.payload);
         if self.received[m] >= self.workload.messages[m].bytes.max(1) {
@@ -735,30 +765,7 @@ impl IbSimulation {
 
     /// What the run measured.
     pub fn report(&self, topology: &str) -> IbReport {
-        let mut collectives: Vec<CollectiveResult> = self
-            .workload
-            .collectives
-            .iter()
-            .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
-            .collect();
-        let mut first = vec![u64::MAX; collectives.len()];
-        let mut last = vec![0u64; collectives.len()];
-        let mut unfinished = vec![false; collectives.len()];
-        for (message, record) in self.workload.messages.iter().zip(&self.records) {
-            let c = message.collective as usize;
-            collectives[c].messages += 1;
-            collectives[c].bytes += record.bytes;
-            first[c] = first[c].min(record.released_ns);
-            match record.fct_ns() {
-                Some(_) => last[c] = last[c].max(record.completed_ns),
-                None => unfinished[c] = true,
-            }
-        }
-        for (c, result) in collectives.iter_mut().enumerate() {
-            if !unfinished[c] && first[c] != u64::MAX {
-                result.jct_ns = Some(last[c] - first[c]);
-            }
-        }
+        let collectives = super::output::collective_results(&self.workload, &self.records);
         let mut ports = Vec::new();
         let mut drops = self.hca_drops;
         let mut xmit_wait: u64 = self.hcas.iter().map(|h| h.credit_waits).sum();
