@@ -15,8 +15,9 @@
 //!   plane instead: every switch port in `mode: ib`, no BGP, the subnet
 //!   manager embedded in `spine1`, and K*K/2 HCAs (`fabric-host ib`).
 //! - `incast`: one switch, hosts sending to one receiver.
-//! - `evpn-leaf-spine`: 2 spines, 4 leaves, two hosts per leaf in two VNIs;
-//!   the overlay is BGP-EVPN over the same eBGP sessions.
+//! - `evpn-leaf-spine`: 2 spines, 4 leaves, two hosts per leaf in two VRFs
+//!   of two VNIs each; the overlay is BGP-EVPN over the same eBGP sessions,
+//!   with symmetric IRB on the `switchd` leaves.
 //!
 //! Addressing (readable and collision-free up to 32768 links and 4096
 //! leaves): link k is `10.0.{k/128}.{2(k%128)}/31` (leaf even, spine odd),
@@ -289,16 +290,51 @@ pub fn incast(name: &str, hosts: usize) -> Result<Generated, GenerateError> {
     Ok(clos.finish())
 }
 
-/// The VNIs of `evpn-leaf-spine` with their VLANs (and the hosts' subnets
-/// `192.168.VLAN.0/24`).
-pub const EVPN_VNIS: [(u32, u16); 2] = [(10010, 10), (10020, 20)];
+/// The tenants of `evpn-leaf-spine` (symmetric IRB, RFC 9135): each VRF
+/// with its L3VNI and two VNIs with their VLANs (the hosts' subnets are
+/// `192.168.VLAN.0/24`, the anycast gateway `.1`).
+pub const EVPN_VRFS: [EvpnVrf; 2] = [
+    EvpnVrf { name: "red", l3vni: 4001, vnis: [(10010, 10), (10020, 20)] },
+    EvpnVrf { name: "blue", l3vni: 4002, vnis: [(10030, 30), (10040, 40)] },
+];
+
+/// The anycast gateway's MAC: the same SVI MAC on every leaf, so a host
+/// keeps its gateway's ARP entry wherever it moves.
+pub const ANYCAST_GATEWAY_MAC: &str = "02:00:5e:00:01:01";
+
+/// One tenant VRF of `evpn-leaf-spine`.
+#[derive(Debug, Clone, Copy)]
+pub struct EvpnVrf {
+    pub name: &'static str,
+    pub l3vni: u32,
+    /// (VNI, VLAN)
+    pub vnis: [(u32, u16); 2],
+}
+
+/// The (VRF, VNI, VLAN)s with hosts on leaf `leaf`: both VNIs of VRF red on
+/// every leaf (bridged across the fabric, and routed between them on one
+/// leaf and across leaves), and one VNI of VRF blue, the first on odd
+/// leaves and the second on even ones (so blue's VNIs meet only routed
+/// across the fabric).
+pub fn evpn_leaf_vnis(leaf: usize) -> Vec<(EvpnVrf, u32, u16)> {
+    let [red, blue] = EVPN_VRFS;
+    let (blue_vni, blue_vlan) = blue.vnis[leaf % 2];
+    vec![(red, red.vnis[0].0, red.vnis[0].1), (red, red.vnis[1].0, red.vnis[1].1), (blue, blue_vni, blue_vlan)]
+}
 
 /// 2 spines, `leaves` leaves (the last one run by FRR with a kernel VTEP if
-/// `frr_leaf`), on each leaf a host in VNI 10010 (VLAN 10) and one in VNI
-/// 10020 (VLAN 20). The overlay is BGP-EVPN (RFC 8365): each leaf
-/// advertises its VNIs (type 3: the flood lists) and its hosts' MACs (type
-/// 2) over eBGP to the spines, which carry L2VPN EVPN with the next hop
-/// unchanged and hold no VNI themselves; no leaf has a static flood list.
+/// `frr_leaf`), on each leaf a host in each VNI of VRF red and one in a VNI
+/// of VRF blue (see [`evpn_leaf_vnis`]). The overlay is BGP-EVPN (RFC 8365):
+/// each leaf advertises its VNIs (type 3: the flood lists) and its hosts'
+/// MACs (type 2) over eBGP to the spines, which carry L2VPN EVPN with the
+/// next hop unchanged and hold no VNI themselves; no leaf has a static
+/// flood list. The `switchd` leaves do symmetric IRB (RFC 9135): each VNI's
+/// SVI is the anycast gateway (same address and MAC on every leaf) in its
+/// VRF, each VRF has an L3VNI and a router MAC per leaf, hosts' MAC+IP
+/// routes carry both VNIs, so a leaf routes into a VNI it does not have
+/// over the L3VNI to the leaf that has the host. Hosts behind `switchd`
+/// leaves route through the anycast gateway; the FRR leaf bridges its VNIs
+/// only (its hosts have no gateway, see docs/labs.md).
 pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Generated, GenerateError> {
     if leaves < 2 {
         return Err(GenerateError("evpn-leaf-spine needs at least two leaves".into()));
@@ -315,25 +351,40 @@ pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Gene
         clos.frr_leaves.insert(leaves - 1);
     }
     for leaf in 0..leaves {
+        let frr = clos.frr_leaves.contains(&leaf);
         let vtep = clos.loopback(clos.leaf_switch(leaf));
         let mut vxlan = format!("vxlan:\n  source: {vtep}\n  vnis:\n");
         let mut vlans = String::from("vlans:\n");
         let mut evpn = format!("  evpn:\n    vtep_ip: {vtep}\n    vnis:\n");
-        for (vni, vlan) in EVPN_VNIS {
+        let mut vrfs = String::from("    vrfs:\n");
+        for (vrf, vni, vlan) in evpn_leaf_vnis(leaf) {
             let host = format!("h{}-vni{vni}", leaf + 1);
             let port = clos.attach_host_port(leaf, &host, "eth1");
             clos.leaf_ports[leaf].push(format!("  - {{ name: {port}, mode: access, vlan: {vlan} }}\n"));
+            clos.leaf_vnis[leaf].push(vni);
             let address = Ipv4Addr::new(192, 168, vlan as u8, (leaf + FIRST_HOST) as u8);
-            clos.add_host(&host, vec![format!("ip addr add {address}/24 dev eth1")]);
+            let gateway = Ipv4Addr::new(192, 168, vlan as u8, 1);
+            let mut exec = vec![format!("ip addr add {address}/24 dev eth1")];
+            if !frr {
+                exec.push(format!("ip route add default via {gateway}"));
+            }
+            clos.add_host(&host, exec);
+            let (name, l3vni) = (vrf.name, vrf.l3vni);
             let _ = writeln!(vxlan, "    - {{ vni: {vni}, vlan: {vlan} }}");
-            let _ = writeln!(vlans, "  - {{ id: {vlan}, name: vni{vni} }}");
-            let _ = writeln!(evpn, "      - {{ vni: {vni} }}");
+            let _ = writeln!(
+                vlans,
+                "  - {{ id: {vlan}, name: vni{vni}, addresses: [{gateway}/24], vrf: {name}, mac: \"{ANYCAST_GATEWAY_MAC}\" }}"
+            );
+            let _ = writeln!(evpn, "      - {{ vni: {vni}, vrf: {name} }}");
+            // One router MAC per leaf and VRF (RFC 9135 section 8.1).
+            let v = EVPN_VRFS.iter().position(|r| r.name == name).expect("one of EVPN_VRFS");
+            let router_mac = format!("02:cc:00:00:{:02x}:{:02x}", v + 1, leaf + 1);
+            if !vrfs.contains(&format!("name: {name},")) {
+                let _ = writeln!(vrfs, "      - {{ name: {name}, l3vni: {l3vni}, router_mac: \"{router_mac}\" }}");
+            }
         }
         clos.leaf_extra[leaf] = format!("{vxlan}{vlans}");
-        evpn.push_str(
-            "    # Symmetric IRB goes here: `vrf: NAME` on each VNI, and\n    # `vrfs: [{ name, l3vni, router_mac }]` with the VLANs' SVIs in them.\n",
-        );
-        clos.leaf_bgp_extra[leaf] = evpn;
+        clos.leaf_bgp_extra[leaf] = format!("{evpn}{vrfs}");
         clos.leaf_has_hosts_vlan[leaf] = false;
     }
     Ok(clos.finish())
@@ -366,6 +417,8 @@ struct Clos {
     /// Per leaf: whether its host ports are in VLAN 10 with the subnet's
     /// gateway on the SVI (the default), or set up by the generator.
     leaf_has_hosts_vlan: Vec<bool>,
+    /// With EVPN: the VNIs of each leaf's hosts, in port order.
+    leaf_vnis: Vec<Vec<u32>>,
     /// Per leaf: the next free front-panel port number.
     next_port: Vec<usize>,
     frr_leaves: std::collections::BTreeSet<usize>,
@@ -388,6 +441,7 @@ impl Clos {
             evpn: false,
             lossless: false,
             leaf_has_hosts_vlan: Vec::new(),
+            leaf_vnis: Vec::new(),
             next_port: Vec::new(),
             frr_leaves: Default::default(),
             nodes: BTreeMap::new(),
@@ -402,6 +456,7 @@ impl Clos {
         self.leaf_extra.push(String::new());
         self.leaf_bgp_extra.push(String::new());
         self.leaf_has_hosts_vlan.push(true);
+        self.leaf_vnis.push(Vec::new());
         // eth1..ethS are the uplinks.
         self.next_port.push(self.spines + 1);
     }
@@ -647,8 +702,8 @@ impl Clos {
             exec.push(format!("ip addr add {address}/31 dev eth{}", spine + 1));
         }
         // One plain bridge per VNI (VLAN-aware bridges are not in every
-        // kernel): host port eth(S+1) with VNI 10010, eth(S+2) with 10020.
-        for (i, (vni, _)) in EVPN_VNIS.into_iter().enumerate() {
+        // kernel): host port eth(S+1) with the leaf's first VNI, and so on.
+        for (i, vni) in self.leaf_vnis[leaf].iter().enumerate() {
             let (bridge, vxlan, port) = (format!("br{vni}"), format!("vx{vni}"), format!("eth{}", self.spines + 1 + i));
             exec.push(format!("ip link add {bridge} type bridge"));
             exec.push(format!("ip link add {vxlan} type vxlan id {vni} local {loopback} dstport 4789 nolearning"));
@@ -726,6 +781,28 @@ mod tests {
             nodes.iter().filter_map(|n| n.program.iter().skip_while(|w| *w != "--guid").nth(1)).collect();
         assert_eq!(guids.len(), 8);
         assert!(ib_fattree("x", 5).is_err() && ib_fattree("x", 66).is_err());
+    }
+
+    #[test]
+    fn evpn_leaf_spine_has_symmetric_irb_on_the_switchd_leaves() {
+        let lab = evpn_leaf_spine("e", 4, true).unwrap();
+        let leaf1: serde_yaml::Value = serde_yaml::from_str(&lab.files["e/leaf1.yaml"]).unwrap();
+        let vrfs = &leaf1["bgp"]["evpn"]["vrfs"];
+        assert_eq!((vrfs[0]["name"].as_str(), vrfs[0]["l3vni"].as_u64()), (Some("red"), Some(4001)));
+        assert_eq!((vrfs[1]["name"].as_str(), vrfs[1]["l3vni"].as_u64()), (Some("blue"), Some(4002)));
+        let svi = &leaf1["vlans"][2];
+        assert_eq!(svi["vrf"].as_str(), Some("blue"));
+        assert_eq!(svi["addresses"][0].as_str(), Some("192.168.30.1/24"));
+        assert_eq!(svi["mac"].as_str(), Some(ANYCAST_GATEWAY_MAC));
+        // Blue's VNIs never share a leaf: they meet only over the L3VNI.
+        let blue: Vec<u32> = (0..4).map(|leaf| evpn_leaf_vnis(leaf)[2].1).collect();
+        assert_eq!(blue, [10030, 10040, 10030, 10040]);
+        // Hosts behind switchd leaves route through the anycast gateway;
+        // the FRR leaf's hosts only bridge.
+        let exec = |host: &str| lab.topology.topology.nodes[host].exec.clone();
+        assert!(exec("h2-vni10040").contains(&"ip route add default via 192.168.40.1".to_owned()));
+        assert_eq!(exec("h4-vni10040"), ["ip addr add 192.168.40.13/24 dev eth1"]);
+        assert!(!lab.files.contains_key("e/leaf4.yaml"));
     }
 
     #[test]

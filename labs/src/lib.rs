@@ -8,6 +8,7 @@ pub mod generate;
 pub mod host_limits;
 pub mod hosts;
 pub mod ib;
+pub mod irb;
 pub mod lossless;
 pub mod netns;
 pub mod ping;

@@ -72,12 +72,21 @@ fn evpn_leaf_spine_with_an_frr_leaf_deploys_converges_and_destroys_clean() {
     {
         return;
     }
-    // Two VNIs of 4 hosts each, one leaf FRR with a kernel VTEP: 2 x 4 x 3
-    // pairs. The overlay is EVPN's: each of the 3 switchd leaves floods its
-    // 2 VNIs to the 3 other VTEPs (FRR's among them) and has learned the 2
-    // hosts of each other leaf from type 2 routes.
-    let report = deploy_check_destroy("evpn-leaf-spine", "evp", 24);
-    assert!(report.contains("EVPN: 18 remote VTEP flood entries, 18 remote MACs learned"), "{report}");
+    // Two tenant VRFs with symmetric IRB on the switchd leaves (docs/labs.md):
+    // red has VNIs 10010 and 10020 with a host on every leaf, blue VNI 10030
+    // on leaves 1 and 3 and 10040 on leaves 2 and 4; hosts behind switchd
+    // leaves route through the anycast gateway, leaf4's (FRR) only bridge.
+    // Pairs that ping: bridged, 4 x 3 in each red VNI, 2 in 10030 and 2 in
+    // 10040 (28, leaf4's hosts among them: intra-VNI across every leaf);
+    // routed within a VRF, 3 x 3 x 2 in red and 2 x 1 x 2 in blue (22:
+    // inter-VNI through the L3VNIs). Then none of the 48 cross-VRF pairs
+    // (each of the 9 hosts with a gateway to each host of the other VRF)
+    // pings. Each of the 3 switchd leaves floods its 3 VNIs to the other
+    // VTEPs with them (3 + 3 + 1 entries) and has learned the 7 hosts behind
+    // them from type 2 routes.
+    let report = deploy_check_destroy("evpn-leaf-spine", "evp", 50);
+    assert!(report.contains("50 host pairs ping (22 routed between subnets), 48 cross-VRF pairs isolated"), "{report}");
+    assert!(report.contains("EVPN: 21 remote VTEP flood entries, 21 remote MACs learned"), "{report}");
 }
 
 #[test]

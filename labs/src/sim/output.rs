@@ -15,7 +15,7 @@ use super::engine::Simulation;
 use super::fabric::End;
 use super::host::frame_len;
 use super::queue::EventQueue;
-use super::stats::percentile_of;
+use super::stats::{MessageRecord, percentile_of};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CollectiveResult {
@@ -87,32 +87,38 @@ pub struct Report {
     pub frames_in_flight_peak: usize,
 }
 
+/// Per collective: its messages, bytes and JCT (first release to last
+/// message received; `None` while a message is missing).
+pub fn collective_results(workload: &super::workload::Workload, records: &[MessageRecord]) -> Vec<CollectiveResult> {
+    let mut collectives: Vec<CollectiveResult> = workload
+        .collectives
+        .iter()
+        .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
+        .collect();
+    let mut first = vec![u64::MAX; collectives.len()];
+    let mut last = vec![0u64; collectives.len()];
+    let mut unfinished = vec![false; collectives.len()];
+    for (message, record) in workload.messages.iter().zip(records) {
+        let c = message.collective as usize;
+        collectives[c].messages += 1;
+        collectives[c].bytes += record.bytes;
+        first[c] = first[c].min(record.released_ns);
+        match record.fct_ns() {
+            Some(_) => last[c] = last[c].max(record.completed_ns),
+            None => unfinished[c] = true,
+        }
+    }
+    for (c, result) in collectives.iter_mut().enumerate() {
+        if !unfinished[c] && first[c] != u64::MAX {
+            result.jct_ns = Some(last[c] - first[c]);
+        }
+    }
+    collectives
+}
+
 impl Report {
     pub fn new<Q: EventQueue>(sim: &Simulation<Q>, topology: &str, workload: super::workload::WorkloadSpec) -> Report {
-        let mut collectives: Vec<CollectiveResult> = sim
-            .workload
-            .collectives
-            .iter()
-            .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
-            .collect();
-        let mut first = vec![u64::MAX; collectives.len()];
-        let mut last = vec![0u64; collectives.len()];
-        let mut unfinished = vec![false; collectives.len()];
-        for (message, record) in sim.workload.messages.iter().zip(&sim.records) {
-            let c = message.collective as usize;
-            collectives[c].messages += 1;
-            collectives[c].bytes += record.bytes;
-            first[c] = first[c].min(record.released_ns);
-            match record.fct_ns() {
-                Some(_) => last[c] = last[c].max(record.completed_ns),
-                None => unfinished[c] = true,
-            }
-        }
-        for (c, result) in collectives.iter_mut().enumerate() {
-            if !unfinished[c] && first[c] != u64::MAX {
-                result.jct_ns = Some(last[c] - first[c]);
-            }
-        }
+        let collectives = collective_results(&sim.workload, &sim.records);
         let mut slowdowns: Vec<f64> = (0..sim.records.len())
             .filter_map(|m| {
                 let fct = sim.records[m].fct_ns()?;
