@@ -320,8 +320,15 @@ impl Lab {
         // node for its interfaces and one for its exec lines, a few nodes at
         // a time: an `ip` per namespace, interface and line, one after
         // another, was most of a large lab's deploy time.
+        let mut phase = Instant::now();
+        let mut phases = Vec::new();
+        let mut lap = |name: &'static str| {
+            phases.push(format!("{name} {:.2} s", phase.elapsed().as_secs_f64()));
+            phase = Instant::now();
+        };
         let namespaces: String = self.nodes.iter().map(|node| format!("netns add {}\n", node.namespace)).collect();
         run_ip_batch(&namespaces, None)?;
+        lap("namespaces");
         // Made directly in their namespaces, so names like eth1 never meet
         // in the root namespace.
         let mut batch = String::new();
@@ -338,6 +345,7 @@ impl Lab {
             );
         }
         run_ip_batch(&batch, None)?;
+        lap("veth pairs");
         let mut setups = Vec::new();
         for node in resolved {
             let mut interfaces = String::from("link set lo up\n");
@@ -352,6 +360,7 @@ impl Lab {
             // them: switchd's ports cut their TSO super-frames to the MTU.
             run_script(namespace, &node.exec).map_err(|e| format!("node {} exec: {e}", node.name))
         })?;
+        lap("interfaces and exec lines");
         for i in 0..self.nodes.len() {
             if self.nodes[i].role != Role::Host {
                 self.start_node(i)?;
@@ -362,6 +371,9 @@ impl Lab {
             Command::new(std::env::current_exe().map_err(|e| e.to_string())?).args(["supervise", &self.name]),
             &self.dir().join("supervisor.log"),
         )?);
+        lap("programs started");
+        // Where a large lab's deploy time goes (scripts/labs-scale prints it).
+        eprintln!("deploy phases: {}", phases.join(", "));
         Ok(())
     }
 

@@ -78,6 +78,7 @@ fn main() -> ExitCode {
                 Err(code) => return code,
             };
             init_tracing(config.log_level.map(|l| l.as_str()));
+            limit_malloc_arenas();
             let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
                 Ok(runtime) => runtime,
                 Err(error) => {
@@ -100,3 +101,20 @@ fn main() -> ExitCode {
         }
     }
 }
+
+/// At most two malloc arenas unless `MALLOC_ARENA_MAX` says otherwise.
+/// glibc gives each thread that allocates its own arena (up to 8 a core),
+/// and each keeps its own free pages resident: with the runtime's worker,
+/// the forwarding, LLDP and metrics threads that was several MiB of an idle
+/// switchd, of which a lab runs a hundred (docs/benchmarks.md, "Labs").
+#[cfg(target_env = "gnu")]
+fn limit_malloc_arenas() {
+    if std::env::var_os("MALLOC_ARENA_MAX").is_none() {
+        // SAFETY: mallopt only sets an allocator parameter; called before any
+        // thread of ours starts.
+        unsafe { libc::mallopt(libc::M_ARENA_MAX, 2) };
+    }
+}
+
+#[cfg(not(target_env = "gnu"))]
+fn limit_malloc_arenas() {}

@@ -155,8 +155,9 @@ pub struct AfPacket {
     stats: IoStats,
     mtu: usize,
     /// The super-frame being cut into segments, across calls when a batch
-    /// fills up in the middle of one.
-    segmenter: Box<Segmenter>,
+    /// fills up in the middle of one. Made at the first frame longer than a
+    /// slot: 64 KiB a port that most ports of an idle switch never use.
+    segmenter: Option<Box<Segmenter>>,
     /// The socket [`AfPacket::send_direct`] sends with, opened when first needed.
     direct: Option<OwnedFd>,
 }
@@ -261,7 +262,7 @@ impl AfPacket {
             tx_pending: 0,
             stats: IoStats::default(),
             mtu: config.mtu as usize,
-            segmenter: Box::new(Segmenter::new()),
+            segmenter: None,
             direct: None,
         };
 
@@ -310,7 +311,9 @@ impl AfPacket {
     /// Counted as truncated when it cannot be read whole or cut. Returns the
     /// frames pushed.
     fn receive_copied(&mut self, tag: Option<(u16, u16)>, checksum_partial: bool, batch: &mut FrameBatch) -> usize {
-        let buffer = self.segmenter.buffer();
+        let mtu = self.mtu;
+        let segmenter = self.segmenter.get_or_insert_with(|| Box::new(Segmenter::new()));
+        let buffer = segmenter.buffer();
         // Untagged frames land where the segmenter reads them; tagged ones
         // leave room to put the tag back after the MAC addresses.
         let offset = if tag.is_some() { TAG_ROOM } else { 0 };
@@ -330,7 +333,7 @@ impl AfPacket {
             buffer[14..16].copy_from_slice(&tci.to_be_bytes());
             len += TAG_ROOM;
         }
-        if fits_mtu(&buffer[..len], self.mtu) {
+        if fits_mtu(&buffer[..len], mtu) {
             let slot = batch.next_slot().expect("batch not full");
             if len > slot.len() {
                 self.stats.rx_truncated += 1;
@@ -345,7 +348,7 @@ impl AfPacket {
             self.stats.rx_bytes += len as u64;
             return 1;
         }
-        match self.segmenter.load(len, self.mtu) {
+        match segmenter.load(len, mtu) {
             Ok(()) => self.stats.rx_super_frames += 1,
             Err(_) => self.stats.rx_truncated += 1,
         }
@@ -356,9 +359,10 @@ impl AfPacket {
     /// room; returns how many.
     fn push_segments(&mut self, batch: &mut FrameBatch) -> usize {
         let mut pushed = 0;
-        while self.segmenter.remaining() > 0 {
+        let Some(segmenter) = self.segmenter.as_mut() else { return 0 };
+        while segmenter.remaining() > 0 {
             let Some(slot) = batch.next_slot() else { break };
-            match self.segmenter.next_segment(slot) {
+            match segmenter.next_segment(slot) {
                 Some(len) => {
                     batch.commit(len);
                     pushed += 1;
@@ -368,7 +372,7 @@ impl AfPacket {
                 None => {
                     // A batch slot smaller than a segment: drop the rest.
                     self.stats.rx_truncated += 1;
-                    self.segmenter.discard();
+                    segmenter.discard();
                     break;
                 }
             }
@@ -415,7 +419,7 @@ impl PortIo for AfPacket {
 
     fn recv_batch(&mut self, batch: &mut FrameBatch) -> io::Result<usize> {
         let mut received = self.push_segments(batch);
-        while !batch.is_full() && self.segmenter.remaining() == 0 {
+        while !batch.is_full() && self.segmenter.as_ref().is_none_or(|s| s.remaining() == 0) {
             let index = self.rx.head;
             let status = self.rx.status(index).load(Ordering::Acquire);
             if status & libc::TP_STATUS_USER == 0 {
