@@ -17,7 +17,8 @@
 //! - the leaf's `switchd` dies on its own (SIGKILL from outside): the
 //!   supervisor restarts it; time to full service. Bound: 30 s.
 //!
-//! Separate tests, each on its own lab: an EVPN host move in
+//! Separate tests, each on its own lab: `labs fault netem` (on a kernel
+//! without `sch_netem` run in `scripts/kernel-vm`), an EVPN host move in
 //! `evpn-leaf-spine`, and the PFC watchdog in `incast` (bounds stated on each).
 //!
 //! And on the IB-like `ib-fattree` lab: a leaf-spine link down, the SM
