@@ -10,6 +10,9 @@
 //! 4. every host pings every address of every other host it has a route to
 //!    (hosts in different VNIs without a router between them are not a
 //!    pair: the kernel refuses the echo with "network unreachable");
+//!    With tenant VRFs (see [`crate::irb`]): the pairs within a VRF ping,
+//!    bridged or routed by the anycast gateways, and then no pair across
+//!    two VRFs does;
 //! 5. every EVPN VTEP has learned the MACs of the hosts behind the other
 //!    VTEPs in its hosts' subnets (type 2 routes);
 //! 6. in a lab with HCAs: the SM embedded in a switch is master and has
@@ -41,6 +44,11 @@ pub struct Report {
     pub evpn_flood_entries: usize,
     /// Remote MACs checked on the EVPN VTEPs.
     pub evpn_remote_macs: usize,
+    /// Host pairs in different subnets of one VRF that ping (routed by
+    /// the anycast gateways, symmetric IRB).
+    pub routed_pairs: usize,
+    /// Host pairs across two VRFs that do not ping, as they must not.
+    pub isolated_pairs: usize,
     pub ib: Option<IbReport>,
 }
 
@@ -72,6 +80,13 @@ impl fmt::Display for Report {
                 self.routes,
                 self.routes_at.as_secs_f64(),
                 self.pairs
+            )?;
+        }
+        if self.isolated_pairs > 0 {
+            write!(
+                f,
+                " ({} routed between subnets), {} cross-VRF pairs isolated",
+                self.routed_pairs, self.isolated_pairs
             )?;
         }
         if let Some(ib) = &self.ib {
@@ -291,13 +306,18 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         wait_for(deadline, timeout, "EVPN flood lists", || crate::evpn::flood_lists_missing(lab, &vteps))?;
     // 4. All-pairs ping, retrying the pairs that failed.
     let hosts = host_addresses(lab);
-    let mut pending: Vec<(String, Vec<Ipv4Addr>)> = hosts
-        .iter()
-        .map(|(src, ns, _)| {
-            let others = hosts.iter().filter(|(dst, _, _)| dst != src);
-            (ns.clone(), others.flat_map(|(_, _, addresses)| addresses.iter().copied()).collect())
-        })
-        .collect();
+    // With tenant VRFs, the pairs across VRFs must not ping (step 4b).
+    let irb = crate::irb::hosts(lab, &hosts).map(|h| crate::irb::plan(&h));
+    let mut pending: Vec<(String, Vec<Ipv4Addr>)> = match &irb {
+        Some(plan) => plan.reachable.clone(),
+        None => hosts
+            .iter()
+            .map(|(src, ns, _)| {
+                let others = hosts.iter().filter(|(dst, _, _)| dst != src);
+                (ns.clone(), others.flat_map(|(_, _, addresses)| addresses.iter().copied()).collect())
+            })
+            .collect(),
+    };
     let mut pairs = None;
     // (A lab without IP hosts, such as the IB-like one, has no pass to make.)
     for pass in 1.. {
@@ -332,6 +352,12 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         std::thread::sleep(poll);
     }
     let pairs = pairs.unwrap_or(0);
+    // 4b. Cross-VRF pairs: once every pair within a VRF answers, no echo
+    // across two VRFs comes back.
+    let (routed_pairs, isolated_pairs) = match &irb {
+        Some(plan) => (plan.routed, isolated(&plan.isolated)?),
+        None => (0, 0),
+    };
     // 5. EVPN remote MACs, learned from the hosts' pings.
     let ports = crate::hosts::host_ports(lab);
     let evpn_remote_macs =
@@ -347,8 +373,26 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         routes_at,
         evpn_flood_entries,
         evpn_remote_macs,
+        routed_pairs,
+        isolated_pairs,
         ib,
     })
+}
+
+/// One ping round over the cross-VRF pairs: every one must stay
+/// unanswered (a leak between tenants is an error); returns how many.
+fn isolated(pairs: &[(String, Vec<Ipv4Addr>)]) -> Result<usize, String> {
+    let rounds = in_parallel(pairs, |_, (ns, targets)| crate::ping::ping_round(ns, targets, Duration::from_secs(1)));
+    let mut leaks = Vec::new();
+    for ((ns, targets), round) in pairs.iter().zip(rounds) {
+        let round = round?;
+        let silent = |a: &Ipv4Addr| round.unanswered.contains(a) || round.unroutable.contains(a);
+        leaks.extend(targets.iter().filter(|a| !silent(a)).map(|a| format!("{ns} -> {a}")));
+    }
+    if !leaks.is_empty() {
+        return Err(format!("{} cross-VRF pairs ping (tenants leak): {}", leaks.len(), leaks.join(", ")));
+    }
+    Ok(pairs.iter().map(|(_, t)| t.len()).sum())
 }
 
 /// Step 6: the SM's sweep done with a LID for every HCA, then ibping

@@ -15,8 +15,9 @@
 //!   plane instead: every switch port in `mode: ib`, no BGP, the subnet
 //!   manager embedded in `spine1`, and K*K/2 HCAs (`fabric-host ib`).
 //! - `incast`: one switch, hosts sending to one receiver.
-//! - `evpn-leaf-spine`: 2 spines, 4 leaves, two hosts per leaf in two VNIs;
-//!   the overlay is BGP-EVPN over the same eBGP sessions.
+//! - `evpn-leaf-spine`: 2 spines, 4 leaves, two hosts per leaf in two VRFs
+//!   of two VNIs each; the overlay is BGP-EVPN over the same eBGP sessions,
+//!   with symmetric IRB on the `switchd` leaves.
 //!
 //! Addressing (readable and collision-free up to 32768 links and 4096
 //! leaves): link k is `10.0.{k/128}.{2(k%128)}/31` (leaf even, spine odd),
@@ -289,16 +290,51 @@ pub fn incast(name: &str, hosts: usize) -> Result<Generated, GenerateError> {
     Ok(clos.finish())
 }
 
-/// The VNIs of `evpn-leaf-spine` with their VLANs (and the hosts' subnets
-/// `192.168.VLAN.0/24`).
-pub const EVPN_VNIS: [(u32, u16); 2] = [(10010, 10), (10020, 20)];
+/// The tenants of `evpn-leaf-spine` (symmetric IRB, RFC 9135): each VRF
+/// with its L3VNI and two VNIs with their VLANs (the hosts' subnets are
+/// `192.168.VLAN.0/24`, the anycast gateway `.1`).
+pub const EVPN_VRFS: [EvpnVrf; 2] = [
+    EvpnVrf { name: "red", l3vni: 4001, vnis: [(10010, 10), (10020, 20)] },
+    EvpnVrf { name: "blue", l3vni: 4002, vnis: [(10030, 30), (10040, 40)] },
+];
+
+/// The anycast gateway's MAC: the same SVI MAC on every leaf, so a host
+/// keeps its gateway's ARP entry wherever it moves.
+pub const ANYCAST_GATEWAY_MAC: &str = "02:00:5e:00:01:01";
+
+/// One tenant VRF of `evpn-leaf-spine`.
+#[derive(Debug, Clone, Copy)]
+pub struct EvpnVrf {
+    pub name: &'static str,
+    pub l3vni: u32,
+    /// (VNI, VLAN)
+    pub vnis: [(u32, u16); 2],
+}
+
+/// The (VRF, VNI, VLAN)s with hosts on leaf `leaf`: both VNIs of VRF red on
+/// every leaf (bridged across the fabric, and routed between them on one
+/// leaf and across leaves), and one VNI of VRF blue, the first on odd
+/// leaves and the second on even ones (so blue's VNIs meet only routed
+/// across the fabric).
+pub fn evpn_leaf_vnis(leaf: usize) -> Vec<(EvpnVrf, u32, u16)> {
+    let [red, blue] = EVPN_VRFS;
+    let (blue_vni, blue_vlan) = blue.vnis[leaf % 2];
+    vec![(red, red.vnis[0].0, red.vnis[0].1), (red, red.vnis[1].0, red.vnis[1].1), (blue, blue_vni, blue_vlan)]
+}
 
 /// 2 spines, `leaves` leaves (the last one run by FRR with a kernel VTEP if
-/// `frr_leaf`), on each leaf a host in VNI 10010 (VLAN 10) and one in VNI
-/// 10020 (VLAN 20). The overlay is BGP-EVPN (RFC 8365): each leaf
-/// advertises its VNIs (type 3: the flood lists) and its hosts' MACs (type
-/// 2) over eBGP to the spines, which carry L2VPN EVPN with the next hop
-/// unchanged and hold no VNI themselves; no leaf has a static flood list.
+/// `frr_leaf`), on each leaf a host in each VNI of VRF red and one in a VNI
+/// of VRF blue (see [`evpn_leaf_vnis`]). The overlay is BGP-EVPN (RFC 8365):
+/// each leaf advertises its VNIs (type 3: the flood lists) and its hosts'
+/// MACs (type 2) over eBGP to the spines, which carry L2VPN EVPN with the
+/// next hop unchanged and hold no VNI themselves; no leaf has a static
+/// flood list. The `switchd` leaves do symmetric IRB (RFC 9135): each VNI's
+/// SVI is the anycast gateway (same address and MAC on every leaf) in its
+/// VRF, each VRF has an L3VNI and a router MAC per leaf, hosts' MAC+IP
+/// routes carry both VNIs, so a leaf routes into a VNI it does not have
+/// over the L3VNI to the leaf that has the host. The FRR leaf does the
+/// same with the kernel's devices as FRR lays them out (see
+/// [`Clos::frr_leaf_exec`]); every host routes through the anycast gateway.
 pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Generated, GenerateError> {
     if leaves < 2 {
         return Err(GenerateError("evpn-leaf-spine needs at least two leaves".into()));
@@ -319,24 +355,45 @@ pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Gene
         let mut vxlan = format!("vxlan:\n  source: {vtep}\n  vnis:\n");
         let mut vlans = String::from("vlans:\n");
         let mut evpn = format!("  evpn:\n    vtep_ip: {vtep}\n    vnis:\n");
-        for (vni, vlan) in EVPN_VNIS {
+        let mut vrfs = String::from("    vrfs:\n");
+        for (vrf, vni, vlan) in evpn_leaf_vnis(leaf) {
             let host = format!("h{}-vni{vni}", leaf + 1);
             let port = clos.attach_host_port(leaf, &host, "eth1");
             clos.leaf_ports[leaf].push(format!("  - {{ name: {port}, mode: access, vlan: {vlan} }}\n"));
+            clos.leaf_vnis[leaf].push(vni);
             let address = Ipv4Addr::new(192, 168, vlan as u8, (leaf + FIRST_HOST) as u8);
-            clos.add_host(&host, vec![format!("ip addr add {address}/24 dev eth1")]);
+            let gateway = Ipv4Addr::new(192, 168, vlan as u8, 1);
+            let exec =
+                vec![format!("ip addr add {address}/24 dev eth1"), format!("ip route add default via {gateway}")];
+            clos.add_host(&host, exec);
+            let (name, l3vni) = (vrf.name, vrf.l3vni);
             let _ = writeln!(vxlan, "    - {{ vni: {vni}, vlan: {vlan} }}");
-            let _ = writeln!(vlans, "  - {{ id: {vlan}, name: vni{vni} }}");
-            let _ = writeln!(evpn, "      - {{ vni: {vni} }}");
+            let _ = writeln!(
+                vlans,
+                "  - {{ id: {vlan}, name: vni{vni}, addresses: [{gateway}/24], vrf: {name}, mac: \"{ANYCAST_GATEWAY_MAC}\" }}"
+            );
+            let _ = writeln!(evpn, "      - {{ vni: {vni}, vrf: {name} }}");
+            let router_mac = evpn_router_mac(name, leaf);
+            if !vrfs.contains(&format!("name: {name},")) {
+                let _ = writeln!(vrfs, "      - {{ name: {name}, l3vni: {l3vni}, router_mac: \"{router_mac}\" }}");
+            }
         }
         clos.leaf_extra[leaf] = format!("{vxlan}{vlans}");
-        evpn.push_str(
-            "    # Symmetric IRB goes here: `vrf: NAME` on each VNI, and\n    # `vrfs: [{ name, l3vni, router_mac }]` with the VLANs' SVIs in them.\n",
-        );
-        clos.leaf_bgp_extra[leaf] = evpn;
+        clos.leaf_bgp_extra[leaf] = format!("{evpn}{vrfs}");
         clos.leaf_has_hosts_vlan[leaf] = false;
     }
     Ok(clos.finish())
+}
+
+/// One router MAC per leaf and VRF (RFC 9135 section 8.1).
+fn evpn_router_mac(vrf: &str, leaf: usize) -> String {
+    let v = EVPN_VRFS.iter().position(|r| r.name == vrf).expect("one of EVPN_VRFS");
+    format!("02:cc:00:00:{:02x}:{:02x}", v + 1, leaf + 1)
+}
+
+/// The kernel routing table of an `evpn-leaf-spine` VRF's device.
+fn evpn_vrf_table(vrf: &str) -> usize {
+    1001 + EVPN_VRFS.iter().position(|r| r.name == vrf).expect("one of EVPN_VRFS")
 }
 
 fn host_subnet(leaf: usize) -> Ipv4Addr {
@@ -366,6 +423,8 @@ struct Clos {
     /// Per leaf: whether its host ports are in VLAN 10 with the subnet's
     /// gateway on the SVI (the default), or set up by the generator.
     leaf_has_hosts_vlan: Vec<bool>,
+    /// With EVPN: the VNIs of each leaf's hosts, in port order.
+    leaf_vnis: Vec<Vec<u32>>,
     /// Per leaf: the next free front-panel port number.
     next_port: Vec<usize>,
     frr_leaves: std::collections::BTreeSet<usize>,
@@ -388,6 +447,7 @@ impl Clos {
             evpn: false,
             lossless: false,
             leaf_has_hosts_vlan: Vec::new(),
+            leaf_vnis: Vec::new(),
             next_port: Vec::new(),
             frr_leaves: Default::default(),
             nodes: BTreeMap::new(),
@@ -402,6 +462,7 @@ impl Clos {
         self.leaf_extra.push(String::new());
         self.leaf_bgp_extra.push(String::new());
         self.leaf_has_hosts_vlan.push(true);
+        self.leaf_vnis.push(Vec::new());
         // eth1..ethS are the uplinks.
         self.next_port.push(self.spines + 1);
     }
@@ -633,12 +694,41 @@ impl Clos {
             conf.push_str("  advertise-all-vni\n exit-address-family\n");
         }
         conf.push_str("exit\n");
+        // Symmetric IRB: each VRF's L3VNI (zebra's `vrf` / `vni`) and a BGP
+        // instance in it, which imports the MAC+IP routes' host routes into
+        // the VRF and gives its own hosts' the L3VNI and router MAC.
+        for vrf in self.frr_leaf_vrfs(leaf) {
+            let (name, l3vni) = (vrf.name, vrf.l3vni);
+            let _ = write!(
+                conf,
+                "vrf {name}\n vni {l3vni}\nexit-vrf\nrouter bgp {asn} vrf {name}\n bgp router-id {loopback}\n no bgp ebgp-requires-policy\nexit\n"
+            );
+        }
         conf
+    }
+
+    /// The tenant VRFs of an FRR leaf's VNIs (empty without EVPN).
+    fn frr_leaf_vrfs(&self, leaf: usize) -> Vec<EvpnVrf> {
+        let mut vrfs: Vec<EvpnVrf> = Vec::new();
+        if self.evpn {
+            for (vrf, _, _) in evpn_leaf_vnis(leaf) {
+                if !vrfs.iter().any(|v| v.name == vrf.name) {
+                    vrfs.push(vrf);
+                }
+            }
+        }
+        vrfs
     }
 
     /// An FRR leaf's addresses and kernel VTEP: per VNI a bridge of the
     /// host port and a VXLAN device with no data-plane learning and no
-    /// flood entry: zebra adds the remote VTEPs and MACs from EVPN.
+    /// flood entry: zebra adds the remote VTEPs and MACs from EVPN. With
+    /// tenant VRFs, symmetric IRB laid out as FRR's bgp_evpn topotests do:
+    /// a VRF device per tenant (`labs deploy` makes it a network namespace
+    /// on a kernel without them, `frr_vrf.rs`), its L3VNI a bridge with the
+    /// router MAC holding the L3VNI's VXLAN device, enslaved to the VRF; each
+    /// VNI's bridge in its VRF too, with the anycast gateway's address and
+    /// MAC.
     fn frr_leaf_exec(&self, leaf: usize, loopback: Ipv4Addr) -> Vec<String> {
         let mut exec = vec![format!("ip addr add {loopback}/32 dev lo")];
         for spine in 0..self.spines {
@@ -646,13 +736,37 @@ impl Clos {
             let address = Ipv4Addr::new(10, 0, (k / 128) as u8, (2 * (k % 128)) as u8);
             exec.push(format!("ip addr add {address}/31 dev eth{}", spine + 1));
         }
+        let vxlan =
+            |vni: u32| format!("ip link add vx{vni} type vxlan id {vni} local {loopback} dstport 4789 nolearning");
+        let vrfs = self.frr_leaf_vrfs(leaf);
+        if !vrfs.is_empty() {
+            exec.push("sysctl -qw net.ipv4.ip_forward=1".into());
+        }
+        for vrf in &vrfs {
+            let (name, l3vni) = (vrf.name, vrf.l3vni);
+            exec.push(format!("ip link add {name} type vrf table {}", evpn_vrf_table(name)));
+            exec.push(format!("ip link set {name} up"));
+            exec.push(format!("ip link add br{l3vni} type bridge"));
+            exec.push(format!("ip link set br{l3vni} master {name}"));
+            exec.push(format!("ip link set br{l3vni} address {}", evpn_router_mac(name, leaf)));
+            exec.push(vxlan(l3vni));
+            exec.push(format!("ip link set vx{l3vni} master br{l3vni}"));
+            exec.push(format!("ip link set vx{l3vni} up"));
+            exec.push(format!("ip link set br{l3vni} up"));
+        }
         // One plain bridge per VNI (VLAN-aware bridges are not in every
-        // kernel): host port eth(S+1) with VNI 10010, eth(S+2) with 10020.
-        for (i, (vni, _)) in EVPN_VNIS.into_iter().enumerate() {
-            let (bridge, vxlan, port) = (format!("br{vni}"), format!("vx{vni}"), format!("eth{}", self.spines + 1 + i));
+        // kernel): host port eth(S+1) with the leaf's first VNI, and so on.
+        for (i, vni) in self.leaf_vnis[leaf].iter().enumerate() {
+            let (bridge, vx, port) = (format!("br{vni}"), format!("vx{vni}"), format!("eth{}", self.spines + 1 + i));
             exec.push(format!("ip link add {bridge} type bridge"));
-            exec.push(format!("ip link add {vxlan} type vxlan id {vni} local {loopback} dstport 4789 nolearning"));
-            for member in [&vxlan, &port] {
+            if let Some((vrf, _, vlan)) = vrfs.first().and(evpn_leaf_vnis(leaf).into_iter().find(|(_, v, _)| v == vni))
+            {
+                exec.push(format!("ip link set {bridge} master {}", vrf.name));
+                exec.push(format!("ip link set {bridge} address {ANYCAST_GATEWAY_MAC}"));
+                exec.push(format!("ip addr add 192.168.{vlan}.1/24 dev {bridge}"));
+            }
+            exec.push(vxlan(*vni));
+            for member in [&vx, &port] {
                 exec.push(format!("ip link set {member} master {bridge}"));
                 exec.push(format!("ip link set {member} up"));
             }
@@ -726,6 +840,45 @@ mod tests {
             nodes.iter().filter_map(|n| n.program.iter().skip_while(|w| *w != "--guid").nth(1)).collect();
         assert_eq!(guids.len(), 8);
         assert!(ib_fattree("x", 5).is_err() && ib_fattree("x", 66).is_err());
+    }
+
+    #[test]
+    fn evpn_leaf_spine_has_symmetric_irb_on_every_leaf() {
+        let lab = evpn_leaf_spine("e", 4, true).unwrap();
+        let leaf1: serde_yaml::Value = serde_yaml::from_str(&lab.files["e/leaf1.yaml"]).unwrap();
+        let vrfs = &leaf1["bgp"]["evpn"]["vrfs"];
+        assert_eq!((vrfs[0]["name"].as_str(), vrfs[0]["l3vni"].as_u64()), (Some("red"), Some(4001)));
+        assert_eq!((vrfs[1]["name"].as_str(), vrfs[1]["l3vni"].as_u64()), (Some("blue"), Some(4002)));
+        let svi = &leaf1["vlans"][2];
+        assert_eq!(svi["vrf"].as_str(), Some("blue"));
+        assert_eq!(svi["addresses"][0].as_str(), Some("192.168.30.1/24"));
+        assert_eq!(svi["mac"].as_str(), Some(ANYCAST_GATEWAY_MAC));
+        // Blue's VNIs never share a leaf: they meet only over the L3VNI.
+        let blue: Vec<u32> = (0..4).map(|leaf| evpn_leaf_vnis(leaf)[2].1).collect();
+        assert_eq!(blue, [10030, 10040, 10030, 10040]);
+        // Every host routes through the anycast gateway, the FRR leaf's too.
+        let exec = |host: &str| lab.topology.topology.nodes[host].exec.clone();
+        assert!(exec("h2-vni10040").contains(&"ip route add default via 192.168.40.1".to_owned()));
+        assert!(exec("h4-vni10040").contains(&"ip route add default via 192.168.40.1".to_owned()));
+        assert!(!lab.files.contains_key("e/leaf4.yaml"));
+        // The FRR leaf: a VRF device per tenant holding its L3VNI's bridge
+        // (FRR's router MAC) and the SVIs (the anycast gateway); zebra's
+        // L3VNIs and a BGP instance per VRF in its config.
+        let leaf4 = exec("leaf4");
+        for line in [
+            "ip link add blue type vrf table 1002",
+            "ip link set br4002 master blue",
+            "ip link set br4002 address 02:cc:00:00:02:04",
+            "ip link add vx4002 type vxlan id 4002 local 10.255.0.6 dstport 4789 nolearning",
+            "ip link set br10040 master blue",
+            "ip link set br10040 address 02:00:5e:00:01:01",
+            "ip addr add 192.168.40.1/24 dev br10040",
+        ] {
+            assert!(leaf4.contains(&line.to_owned()), "{line}: {leaf4:#?}");
+        }
+        let frr = &lab.files["e/leaf4.frr.conf"];
+        assert!(frr.contains("vrf blue\n vni 4002\nexit-vrf\nrouter bgp 4200000004 vrf blue\n"), "{frr}");
+        assert_eq!(crate::frr_vrf::config_vrfs(frr), ["red", "blue"]);
     }
 
     #[test]

@@ -4,10 +4,12 @@
 pub mod check;
 pub mod evpn;
 pub mod fabric_host;
+pub mod frr_vrf;
 pub mod generate;
 pub mod host_limits;
 pub mod hosts;
 pub mod ib;
+pub mod irb;
 pub mod lossless;
 pub mod netns;
 pub mod ping;

@@ -225,3 +225,90 @@ fn minhop_deadlocks_a_ring_on_credits_and_updn_and_dfsssp_do_not() {
         assert!(report.simulated_ns < deadline / 2, "{engine:?}: {} ns", report.simulated_ns);
     }
 }
+
+/// The `ib-fattree` lab copied into `dir`, each switch config edited.
+fn ib_lab(dir: &std::path::Path, edit: impl Fn(&str) -> String) -> IbExperiment {
+    try_ib_lab(dir, edit).unwrap()
+}
+
+fn try_ib_lab(dir: &std::path::Path, edit: impl Fn(&str) -> String) -> Result<IbExperiment, String> {
+    let lab = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies");
+    std::fs::create_dir_all(dir.join("ib-fattree")).unwrap();
+    std::fs::copy(lab.join("ib-fattree.clab.yml"), dir.join("ib-fattree.clab.yml")).unwrap();
+    for entry in std::fs::read_dir(lab.join("ib-fattree")).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(dir.join("ib-fattree").join(path.file_name().unwrap()), edit(&text)).unwrap();
+    }
+    let topology = labs::topology::Topology::load(&dir.join("ib-fattree.clab.yml")).unwrap();
+    let fabric = Fabric::from_topology(&topology).unwrap();
+    let (ports, engines) = labs::sim::ib::settings_from_configs(&fabric, &topology, dir)?;
+    Ok(IbExperiment { ports, engines: engines.unwrap(), ..IbExperiment::default() })
+}
+
+fn ib_lab_fabric(dir: &std::path::Path) -> Fabric {
+    Fabric::from_topology(&labs::topology::Topology::load(&dir.join("ib-fattree.clab.yml")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_ib_fattree_lab_runs_with_its_own_switch_configs() {
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = ib_lab(dir.path(), str::to_owned);
+    // spine1's SM: `engine: [ftree, minhop]`; every port `data_vls: 2`.
+    assert_eq!(experiment.engines, vec![Engine::Ftree, Engine::Minhop]);
+    let report = run(ib_lab_fabric(dir.path()), experiment, spec(Kind::AllToAll, 256 << 10));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+    assert_eq!(report.vls, 2);
+    assert_eq!(report.routing_engine, "ftree");
+}
+
+#[test]
+fn ib_rate_and_buffers_in_the_yaml_set_the_bottleneck() {
+    // Every port at `ib_rate: 10G`, 64 KiB of buffer per VL, the lab's IB
+    // MTU of 1024: a packet is 1024 + 26 + 16 + 24 bytes on the wire,
+    // 872 ns at 10 Gb/s; seven HCAs send 256 KiB each into the eighth.
+    let dir = tempfile::tempdir().unwrap();
+    let experiment = ib_lab(dir.path(), |text| {
+        text.replace("data_vls: 2 }", "data_vls: 2, ib_rate: 10G }").replace("ib:\n", "ib:\n  buffer_blocks: 1024\n")
+    });
+    assert!(experiment.ports.iter().flatten().flatten().all(|p| p.rate_bps == Some(10_000_000_000)));
+    let bytes = 256u64 << 10;
+    let report = run(ib_lab_fabric(dir.path()), experiment, spec(Kind::Incast, bytes));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+    let jct = report.collectives[0].jct_ns.unwrap() as f64;
+    let expected = (7 * bytes / 1024) as f64 * 872.0;
+    assert!(
+        (jct - expected) / expected < 0.01 && jct >= expected,
+        "JCT {jct} ns, the 10 Gb/s bottleneck says {expected} ns"
+    );
+}
+
+#[test]
+fn a_bad_ib_port_in_the_yaml_is_refused_naming_the_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let error = try_ib_lab(dir.path(), |text| text.replacen("data_vls: 2", "data_vls: 3", 1)).unwrap_err();
+    assert!(error.contains("ports[0].data_vls"), "{error}");
+}
+
+#[test]
+fn a_slow_reader_throttles_its_sender_through_the_switch_by_credits() {
+    // One HCA sends 4 MiB to another on 100 Gb/s links; the receiver reads
+    // its buffer at 25 Gb/s (of packet: 4,122 bytes, 1,319 ns each). Its
+    // buffer fills, the switch's port to it runs out of credit, the
+    // switch's input buffer fills, the sender runs out of credit: the
+    // flow goes at the reader's pace, nothing dropped.
+    let experiment = IbExperiment { read_bps: Some(25_000_000_000), buffer_blocks: 256, ..IbExperiment::default() };
+    let bytes = 4u64 << 20;
+    let report = run(Fabric::from_topology(&fabric::star("star", 2)).unwrap(), experiment, spec(Kind::Incast, bytes));
+    assert!(report.finished);
+    assert_eq!(report.drops, 0);
+    let jct = report.collectives[0].jct_ns.unwrap() as f64;
+    let expected = (bytes / 4096) as f64 * (4096.0 + 26.0) * 8.0 / 25e9 * 1e9;
+    assert!((jct - expected).abs() / expected < 0.01, "JCT {jct} ns, the reader's pace says {expected} ns");
+    let to_reader = report.ports.iter().find(|p| p.port == "eth2").unwrap();
+    assert!(to_reader.xmit_wait > 0, "the switch waited for the reader's credits: {to_reader:?}");
+    let from_sender = report.ports.iter().find(|p| p.port == "eth1").unwrap();
+    assert_eq!(from_sender.discards, 0);
+}

@@ -80,6 +80,7 @@ fn the_incast_lab_file_runs_with_its_own_switch_config() {
     // sw1.yaml: 100 Mb/s ports, the roce preset (priority 3 lossless).
     assert_eq!(report.drops_total, 0, "lossless priority 3");
     assert!(report.pfc_frames_sent > 0, "the receiver's port is the bottleneck: PFC to the senders");
+    assert_eq!(report.punts, 0, "no frame needed a control plane");
     let jct = report.collectives[0].jct_ns.unwrap() as f64 / 1e9;
     let expected = payload_seconds(3 * (512 << 10), 100e6);
     assert!((jct - expected).abs() / expected < 0.02, "JCT {jct} s, the 100 Mb/s bottleneck says {expected} s");
@@ -115,6 +116,7 @@ fn pfc_priorities_in_the_yaml_decide_lossless_or_drops() {
 fn ecn_in_the_yaml_marks_or_not() {
     let marking = incast(&switch_yaml("100M", ""), true, 256 << 10);
     assert!(marking.ecn_marked > 0, "the roce preset marks queue 3 (DCQCN)");
+    assert!(marking.cnps_received > 0, "the receiver's CNPs reach the senders (routed through the SVI)");
     let off = incast(&switch_yaml("100M", "  queues: { 3: { ecn: { mode: off } } }\n"), true, 256 << 10);
     assert_eq!(off.ecn_marked, 0, "queue 3's ECN off in the YAML");
     assert_eq!(off.drops_total, 0);
@@ -147,6 +149,7 @@ fn the_ai_rail_lab_routes_between_rails_through_the_bgp_shortcut() {
     assert!(report.finished, "{report:?}");
     assert_eq!(report.drops_total, 0);
     assert_eq!(report.timeouts, 0, "nothing lost: every route and neighbour in place");
+    assert_eq!(report.punts, 0, "no frame needed a control plane");
 }
 
 const TWO_SWITCHES: &str = "
@@ -256,4 +259,24 @@ fn a_failed_spine_link_in_the_ai_rail_lab_is_routed_around() {
         failed.timeouts
     );
     assert!(failed_jct > intact_jct, "the failure costs time");
+}
+
+#[test]
+fn ports_listed_out_of_order_keep_their_names() {
+    // eth4 (the receiver's) listed first: pipeline port 0, named eth4.
+    let yaml = switch_yaml("100M", "");
+    let eth4 = "  - { name: eth4, mode: access, vlan: 10, mtu: 9100, speed: 100M, cable-length: 5 }\n";
+    let reordered = yaml.replace(eth4, "").replace("ports:\n", &format!("ports:\n{eth4}"));
+    let dir = tempfile::tempdir().unwrap();
+    let fabric = fabric_with(dir.path(), &reordered).unwrap();
+    assert_eq!(fabric.port_named(0, "eth4"), Some(0));
+    assert_eq!(fabric.port_name(0, 1), "eth1");
+    assert_eq!(fabric.hosts[3].port, 0, "h4 is on eth4");
+    let experiment = Experiment { mtu: 1024, sample_ns: 0, ..Experiment::default() };
+    let spec = WorkloadSpec { kind: Kind::Incast, bytes: 64 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let run = sim::run("incast", fabric, experiment, spec, None, None).unwrap();
+    assert!(run.report.finished);
+    run.write(dir.path()).unwrap();
+    let ports = std::fs::read_to_string(dir.path().join("ports.csv")).unwrap();
+    assert!(ports.lines().nth(1).unwrap().starts_with("sw1,eth4,h4:eth1,"), "{ports}");
 }

@@ -404,6 +404,10 @@ pub struct Committed {
     pub rollback_in_secs: Option<u64>,
     /// What happened, one line: `committed`, `confirmed`, `no changes`.
     pub outcome: String,
+    /// What the commit disrupted to apply in place, one line each (every
+    /// BGP session reset by a new ASN or router id).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub disrupted: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -274,13 +274,17 @@ impl Render for Validated {
 
 impl Render for Committed {
     fn render(&self) -> String {
-        match self.rollback_in_secs {
+        let mut text = match self.rollback_in_secs {
             Some(secs) => format!(
                 "{} (generation {}); rolled back in {secs}s unless confirmed by `commit`\n",
                 self.outcome, self.generation
             ),
             None => format!("{} (generation {})\n", self.outcome, self.generation),
+        };
+        for line in &self.disrupted {
+            text.push_str(&format!("note: {line}\n"));
         }
+        text
     }
 }
 

@@ -3,8 +3,9 @@
 //! diff ([`BgpSpeaker::reconfigure`]): a neighbour added, removed or
 //! changed restarts only its own session; networks (`redistribute`)
 //! are originated or withdrawn; a multipath change re-runs the decision
-//! process. What needs a new speaker is refused before anything applies
-//! ([`crate::daemon::restart_needed`]).
+//! process; a new ASN or router id resets every session in place (the
+//! speaker keeps its listener, routes and tasks). What needs a new speaker
+//! is refused before anything applies ([`crate::daemon::restart_needed`]).
 
 use std::sync::Arc;
 
@@ -48,6 +49,7 @@ impl FollowsConfig for BgpFollower {
             decided_again = done.decided_again,
             networks_added = done.networks_added,
             networks_removed = done.networks_removed,
+            sessions_reset = ?done.sessions_reset,
             "BGP reconfigured live"
         );
         self.running = bgp.clone();

@@ -252,8 +252,10 @@ impl<B: Backend> Configurator<B> {
                 generation: state.generation,
                 rollback_in_secs: None,
                 outcome: outcome.into(),
+                disrupted: Vec::new(),
             });
         }
+        let disrupted = disruptions(&state.running, &candidate);
         self.apply(&mut state, candidate)?;
         let generation = state.generation;
         let previous_pending = state.pending.take();
@@ -281,7 +283,7 @@ impl<B: Backend> Configurator<B> {
             },
         );
         tracing::info!(user = %peer.user, generation, comment = ?request.comment, confirm_within_secs = ?rollback_in_secs, "commit");
-        Ok(api::Committed { generation, rollback_in_secs, outcome: "committed".into() })
+        Ok(api::Committed { generation, rollback_in_secs, outcome: "committed".into(), disrupted })
     }
 
     /// SIGHUP: the startup file, committed as the daemon.
@@ -396,6 +398,17 @@ impl<B: Backend> Configurator<B> {
         tracing::info!(path = %self.startup.display(), generation, "running config saved");
         Ok(api::Saved { path: self.startup.display().to_string(), generation })
     }
+}
+
+/// What applying `candidate` in place disrupts, for the commit's answer.
+fn disruptions(running: &Config, candidate: &Config) -> Vec<String> {
+    let mut disrupted = Vec::new();
+    if let (Some(old), Some(new)) = (&running.bgp, &candidate.bgp)
+        && let Some(why) = bgp_evpn::events::reconfigure::reset_reason(old, new)
+    {
+        disrupted.push(format!("{why} (the speaker restarted in place, switchd kept running)"));
+    }
+    disrupted
 }
 
 fn restart_refusal(reasons: &[String]) -> String {

@@ -269,11 +269,12 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, the traffic manager, the BGP speaker's identity (ASN,
-/// router id, listener) and the IB-like plane are set up once at start.
-/// Ports, interfaces, addresses, LLDP, BGP neighbours, networks and
-/// multipath, and the metrics endpoint follow commits
-/// ([`crate::commit::FollowsConfig`]).
+/// the socket, the traffic manager, the BGP speaker's listener and the
+/// IB-like plane are set up once at start. Ports, interfaces, addresses,
+/// LLDP, BGP neighbours, networks and multipath, and the metrics endpoint
+/// follow commits ([`crate::commit::FollowsConfig`]); a new BGP ASN or
+/// router id restarts the speaker in place (every session reset, said in
+/// the commit's answer).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
     if running.name != candidate.name {
@@ -286,7 +287,15 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
         reasons.push("the traffic manager's settings (qos, port speeds) changed".to_owned());
     }
     if running.profile != candidate.profile {
-        reasons.push("the table profile changed (the tables are sized at start)".to_owned());
+        // As on hardware: TCAM/hash carving (EOS `hardware tcam profile`,
+        // SONiC's SAI profile) takes a reboot; the pipeline's tables are
+        // allocated at their size once, and shrinking them under live
+        // entries would drop some.
+        reasons.push(
+            "profile: the table sizes are carved once at start (as TCAM carving needs a reboot on \
+             hardware): `save` and restart switchd to take them"
+                .to_owned(),
+        );
     }
     // `bgp.evpn` follows commits (`crate::evpn_follow`), the rest of
     // `bgp:` too (`crate::bgp_follow`) unless it needs a new speaker.
@@ -579,5 +588,14 @@ mod tests {
         assert!(restart_needed(&running, &loopback).is_empty());
         let renamed = Config::from_yaml(&BASE.replace("name: s1", "name: s2")).unwrap();
         assert!(restart_needed(&running, &renamed)[0].contains("name"));
+    }
+
+    #[test]
+    fn a_table_profile_change_stays_a_restart_and_says_why() {
+        let running = Config::from_yaml(BASE).unwrap();
+        let small = Config::from_yaml(&format!("{BASE}profile: small\n")).unwrap();
+        let reasons = restart_needed(&running, &small);
+        assert_eq!(reasons.len(), 1, "{reasons:?}");
+        assert!(reasons[0].starts_with("profile:") && reasons[0].contains("restart switchd"), "{reasons:?}");
     }
 }

@@ -15,10 +15,6 @@ use labs::runner::{Lab, state_dir};
 
 /// Deploys, converges, checks inspect/exec, runs `also` on the lab,
 /// destroys and checks it is gone.
-fn deploy_check_destroy(topology: &str, tag: &str, want_pairs: usize) -> String {
-    deploy_check_run_destroy(topology, tag, want_pairs, |_| {})
-}
-
 fn deploy_check_run_destroy(topology: &str, tag: &str, want_pairs: usize, also: impl FnOnce(&TestLab)) -> String {
     let lab = TestLab::deploy(&topology_file(topology), tag);
     let state = lab.state();
@@ -72,12 +68,32 @@ fn evpn_leaf_spine_with_an_frr_leaf_deploys_converges_and_destroys_clean() {
     {
         return;
     }
-    // Two VNIs of 4 hosts each, one leaf FRR with a kernel VTEP: 2 x 4 x 3
-    // pairs. The overlay is EVPN's: each of the 3 switchd leaves floods its
-    // 2 VNIs to the 3 other VTEPs (FRR's among them) and has learned the 2
-    // hosts of each other leaf from type 2 routes.
-    let report = deploy_check_destroy("evpn-leaf-spine", "evp", 24);
-    assert!(report.contains("EVPN: 18 remote VTEP flood entries, 18 remote MACs learned"), "{report}");
+    // Two tenant VRFs with symmetric IRB on every leaf, FRR's too (its
+    // VRFs network namespaces on a kernel without VRF devices, docs/labs.md):
+    // red has VNIs 10010 and 10020 with a host on every leaf, blue VNI 10030
+    // on leaves 1 and 3 and 10040 on leaves 2 and 4; every host routes
+    // through the anycast gateway. Pairs that ping: bridged, 4 x 3 in each
+    // red VNI, 2 in 10030 and 2 in 10040 (28); routed within a VRF, 4 x 4 x 2
+    // in red and 2 x 2 x 2 in blue (40: inter-VNI through the L3VNIs, to and
+    // from leaf4's hosts among them). Then none of the 64 cross-VRF pairs
+    // (each of the 12 hosts to each host of the other VRF) pings. Each of
+    // the 3 switchd leaves floods its 3 VNIs to the other VTEPs with them
+    // (3 + 3 + 1 entries) and has learned the 7 hosts behind them from type
+    // 2 routes.
+    let report = deploy_check_run_destroy("evpn-leaf-spine", "evp", 68, |lab| {
+        // leaf1 reaches leaf4's blue host (VNI 10040, which leaf1 lacks)
+        // through FRR's VTEP on blue's L3VNI, to FRR's router MAC for blue.
+        let swcli = workspace_binary("swcli");
+        let state = lab.state();
+        let leaf1 = state.nodes.iter().find(|n| n.name == "leaf1").unwrap();
+        let socket = format!("SWCLI_SOCKET={}", leaf1.config.as_ref().unwrap().with_extension("sock").display());
+        let (ok, routes) =
+            lab.exec("leaf1", &["env", &socket, swcli.to_str().unwrap(), "show", "ip", "route", "vrf", "blue"]);
+        let route = routes.lines().find(|l| l.contains("192.168.40.13/32")).unwrap_or_default();
+        assert!(ok && route.contains("via 10.255.0.6, vni4002 rmac 02:cc:00:00:02:04"), "{routes}");
+    });
+    assert!(report.contains("68 host pairs ping (40 routed between subnets), 64 cross-VRF pairs isolated"), "{report}");
+    assert!(report.contains("EVPN: 21 remote VTEP flood entries, 21 remote MACs learned"), "{report}");
 }
 
 #[test]

@@ -2,9 +2,12 @@
 //! added, removed or changed one by one (the others' sessions untouched),
 //! originated networks added and withdrawn, and a multipath change
 //! re-running the decision process. What identifies the speaker itself
-//! (ASN, router id, listener, cluster id, IPv6 next hop) cannot change
-//! under running sessions: [`restart_reason`] names it, and the caller
-//! starts a new speaker instead. `evpn:` follows its own path
+//! (ASN, router id, cluster id, IPv6 next hop) restarts the speaker in
+//! place ([`reset_reason`]): every session is reset and comes back with
+//! the new identity, the originated networks stay. The listener cannot
+//! move under it, nor can the ASN or router id under EVPN (its route
+//! distinguishers and targets derive from them): [`restart_reason`]
+//! names that. `evpn:` follows its own path
 //! ([`Speaker::evpn_reconfigure`]) and is left as it is here.
 
 use std::net::IpAddr;
@@ -29,6 +32,9 @@ pub struct Reconfigured {
     pub decided_again: bool,
     pub networks_added: usize,
     pub networks_removed: usize,
+    /// Why every session was reset (the speaker restarted in place with
+    /// a new identity), when it was.
+    pub sessions_reset: Option<&'static str>,
 }
 
 impl Reconfigured {
@@ -39,14 +45,25 @@ impl Reconfigured {
 
 /// Why `new` needs a new speaker rather than a diff, if it does.
 pub fn restart_reason(old: &BgpConfig, new: &BgpConfig) -> Option<&'static str> {
-    if old.asn != new.asn {
-        Some("bgp.asn changed: every session restarts")
-    } else if old.router_id != new.router_id {
-        Some("bgp.router_id changed: every session restarts")
-    } else if (old.listen_address, old.listen_port) != (new.listen_address, new.listen_port) {
+    let identity_changed = old.asn != new.asn || old.router_id != new.router_id;
+    if (old.listen_address, old.listen_port) != (new.listen_address, new.listen_port) {
         Some("bgp.listen_address/listen_port changed: the listener is bound again")
+    } else if identity_changed && (old.evpn.is_some() || new.evpn.is_some()) {
+        Some("bgp.asn/router_id changed under EVPN: its route distinguishers and targets derive from them")
+    } else {
+        None
+    }
+}
+
+/// Why `new` resets every session (the speaker restarts in place under a
+/// new identity), if it does: what every OPEN or advertisement carries.
+pub fn reset_reason(old: &BgpConfig, new: &BgpConfig) -> Option<&'static str> {
+    if old.asn != new.asn {
+        Some("bgp.asn changed: every BGP session was reset")
+    } else if old.router_id != new.router_id {
+        Some("bgp.router_id changed: every BGP session was reset")
     } else if old.cluster_id != new.cluster_id || old.ipv6_next_hop != new.ipv6_next_hop {
-        Some("bgp.cluster_id/ipv6_next_hop changed: every advertisement changes")
+        Some("bgp.cluster_id/ipv6_next_hop changed: every BGP session was reset")
     } else {
         None
     }
@@ -103,9 +120,17 @@ impl Speaker {
         }
         new.evpn = self.config.evpn.clone();
         new.validate()?;
+        let sessions_reset = reset_reason(&self.config, &new);
         let old = std::mem::replace(&mut self.config, new);
         self.policy = self.config.policy_set();
-        let mut done = Reconfigured::default();
+        let mut done = Reconfigured { sessions_reset, ..Reconfigured::default() };
+        if sessions_reset.is_some() {
+            // The local paths carry the speaker's identity into the
+            // decision process (RFC 4271 9.1.2.2 f, the BGP Identifier).
+            let local = &mut self.rib.peers[LOCAL_PEER];
+            local.asn = self.config.asn;
+            local.router_id = self.config.router_id;
+        }
 
         // Neighbours that left or changed go first: a changed one is a
         // removal and an addition (a new session, new RIB slot).
@@ -115,7 +140,9 @@ impl Speaker {
             let Some(peer) = self.peers[id].as_ref() else { continue };
             let was = peer.config.clone();
             let now_configured = self.config.neighbors.iter().find(|n| identity(n) == identity(&was));
-            match now_configured.map(|n| neighbor_changed(&old, &self.config, &was, n)) {
+            let changed =
+                |n: &NeighborConfig| sessions_reset.is_some() || neighbor_changed(&old, &self.config, &was, n);
+            match now_configured.map(changed) {
                 Some(false) => keep.push(identity(&was)),
                 Some(true) => {
                     self.remove_peer(now, id);
@@ -214,11 +241,28 @@ mod tests {
     }
 
     #[test]
-    fn identity_changes_need_a_new_speaker() {
+    fn identity_changes_reset_every_session_in_place() {
         let mut speaker = Speaker::new(config(YAML)).unwrap();
+        speaker.start(0);
         let other_as = YAML.replace("asn: 65001", "asn: 65009");
-        let why = speaker.reconfigure(1, config(&other_as)).unwrap_err();
-        assert!(why.contains("bgp.asn"), "{why}");
-        assert_eq!(speaker.config.asn, 65001, "refused whole");
+        let done = speaker.reconfigure(1, config(&other_as)).unwrap();
+        assert!(done.sessions_reset.is_some_and(|why| why.contains("bgp.asn")), "{done:?}");
+        assert_eq!(done.changed.len(), 2, "every session restarts: {done:?}");
+        assert_eq!(speaker.config.asn, 65009);
+        assert_eq!(speaker.rib.peers[LOCAL_PEER].asn, 65009);
+        for n in &speaker.config.neighbors {
+            let id = speaker.peer_by_addr(n.address).expect("neighbour kept");
+            assert_eq!(speaker.peer(id).unwrap().fsm.config.local_as, 65009);
+        }
+
+        let other_id = other_as.replace("router_id: 10.0.0.1", "router_id: 10.0.0.9");
+        let done = speaker.reconfigure(2, config(&other_id)).unwrap();
+        assert!(done.sessions_reset.is_some_and(|why| why.contains("router_id")), "{done:?}");
+        assert_eq!(speaker.rib.peers[LOCAL_PEER].router_id, "10.0.0.9".parse::<std::net::Ipv4Addr>().unwrap());
+
+        let other_port = other_id.replace("listen_port: 0", "listen_port: 1179");
+        let why = speaker.reconfigure(3, config(&other_port)).unwrap_err();
+        assert!(why.contains("listen"), "{why}");
+        assert_eq!(speaker.config.listen_port, 0, "refused whole");
     }
 }

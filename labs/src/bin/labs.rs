@@ -193,7 +193,7 @@ enum Shape {
         #[arg(long, default_value = "incast")]
         name: String,
     },
-    /// 2 spines, N leaves (the last one FRR unless --no-frr), hosts in two VNIs.
+    /// 2 spines, N leaves (the last one FRR unless --no-frr), hosts in two VRFs of two VNIs each.
     EvpnLeafSpine {
         #[arg(long, default_value_t = 4)]
         leaves: usize,

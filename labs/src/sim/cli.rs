@@ -89,12 +89,16 @@ pub struct SimArgs {
     /// plane (credits per VL, LFTs from the SM's routing engines); a comma-separated list for `compare`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ethernet")]
     pub fabric: Vec<LinkLayer>,
-    /// IB-like: routing engines tried in order (minhop, updn, ftree, sssp, dfsssp), as OpenSM's routing_engine.
-    #[arg(long, default_value = "ftree,updn,minhop")]
-    pub routing: String,
+    /// IB-like: routing engines tried in order (minhop, updn, ftree, sssp, dfsssp), as OpenSM's routing_engine
+    /// [default: the lab's SM config's engines, else ftree,updn,minhop].
+    #[arg(long)]
+    pub routing: Option<String>,
     /// IB-like: receive buffer per VL per port, in 64-byte blocks.
     #[arg(long, default_value_t = 1024)]
     pub ib_buffer_blocks: u16,
+    /// IB-like: each HCA reads what it receives at this rate (default: at once).
+    #[arg(long)]
+    pub ib_read_gbps: Option<f64>,
 
     /// Load balancing; a comma-separated list for `compare`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ecmp")]
@@ -211,7 +215,16 @@ impl SimArgs {
     /// switches built from their switchd configs (unless `--no-switch-configs`).
     pub fn fabric(&self) -> Result<(Topology, Fabric), String> {
         match &self.topology {
-            Some(path) if !self.no_switch_configs => Fabric::from_topology_file(path),
+            Some(path) if !self.no_switch_configs => {
+                let (topology, fabric) = Fabric::from_topology_file(path)?;
+                if !fabric.configured() {
+                    eprintln!(
+                        "note: {} has a switch that is not a switchd node: the simulator's own switches stand in for all",
+                        path.display()
+                    );
+                }
+                Ok((topology, fabric))
+            }
             _ => {
                 let topology = self.topology()?;
                 let fabric = Fabric::from_topology(&topology)?;
@@ -222,7 +235,10 @@ impl SimArgs {
 
     /// The IB-like run the flags describe.
     pub fn ib_experiment(&self) -> Result<IbExperiment, String> {
-        let engines = Engine::parse_list(&self.routing)?;
+        let engines = match &self.routing {
+            Some(list) => Engine::parse_list(list)?,
+            None => IbExperiment::default().engines,
+        };
         if engines.is_empty() {
             return Err("--routing: at least one engine".into());
         }
@@ -231,6 +247,7 @@ impl SimArgs {
             link_delay_ns: self.delay_ns,
             mtu: self.mtu,
             buffer_blocks: self.ib_buffer_blocks,
+            read_bps: self.ib_read_gbps.map(|gbps| (gbps * 1e9) as u64),
             engines,
             time_limit_ns: self.time_limit_ms * 1_000_000,
             ..IbExperiment::default()
@@ -284,14 +301,15 @@ impl SimArgs {
         self.watch
             .iter()
             .map(|text| {
-                let (switch, port) = text.split_once(":eth").ok_or_else(|| format!("--watch {text:?}: SWITCH:ethN"))?;
+                let (switch, port) = text.split_once(':').ok_or_else(|| format!("--watch {text:?}: SWITCH:ethN"))?;
                 let s = fabric
                     .switches
                     .iter()
                     .position(|sw| sw.name == switch)
                     .ok_or_else(|| format!("--watch {text:?}: no switch {switch:?}"))?;
-                let port: u16 = port.parse().map_err(|_| format!("--watch {text:?}: SWITCH:ethN"))?;
-                Ok((s as u32, port.saturating_sub(1)))
+                let port =
+                    fabric.port_named(s as u32, port).ok_or_else(|| format!("--watch {text:?}: no port {port:?}"))?;
+                Ok((s as u32, port))
             })
             .collect::<Result<Vec<_>, String>>()
             .map(Some)
@@ -340,13 +358,22 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     Ok(run)
 }
 
-/// One IB-like run on the fabric's shape (switch configs are not read:
-/// the plane's own switches), its `summary.json`, `messages.csv` and
-/// `ports.csv` written into `out`.
+/// One IB-like run, its `summary.json`, `messages.csv` and `ports.csv`
+/// written into `out`. With a topology file, each port as its switch's
+/// config sets it (`mode: ib`: data VLs, IB MTU, `ib_rate`, the buffer)
+/// and the routing engines of its SM, unless `--no-switch-configs`.
 pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String> {
     let topology = args.topology()?;
     let fabric = Fabric::from_topology(&topology)?;
-    let experiment = args.ib_experiment()?;
+    let mut experiment = args.ib_experiment()?;
+    if let Some(path) = args.topology.as_ref().filter(|_| !args.no_switch_configs) {
+        let (ports, engines) =
+            super::ib::settings_from_configs(&fabric, &topology, path.parent().unwrap_or(".".as_ref()))?;
+        experiment.ports = ports;
+        if let (None, Some(engines)) = (&args.routing, engines) {
+            experiment.engines = engines;
+        }
+    }
     let workload = super::workload::build(&args.workload(), fabric.hosts.len(), args.seed)?;
     let mut simulation = IbSimulation::new(fabric, experiment, workload)?;
     simulation.run();
@@ -355,23 +382,27 @@ pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String>
     Ok(report)
 }
 
-/// A one-paragraph summary of an IB-like run.
-pub fn describe_ib(r: &IbReport) -> String {
-    let jct: Vec<String> = r
-        .collectives
+/// Each collective's JCT, or that it did not finish.
+fn jcts(collectives: &[super::output::CollectiveResult]) -> String {
+    let each: Vec<String> = collectives
         .iter()
         .map(|c| match c.jct_ns {
             Some(ns) => format!("{} {:.3} ms", c.name, ns as f64 / 1e6),
             None => format!("{} unfinished", c.name),
         })
         .collect();
+    each.join(", ")
+}
+
+/// A one-paragraph summary of an IB-like run.
+pub fn describe_ib(r: &IbReport) -> String {
     format!(
         "{} ({} switches, {} HCAs, IB-like, {} LFTs): {}; drops {}; xmit wait {}; {} flow-control packets; {} events",
         r.topology,
         r.switches,
         r.hosts,
         r.routing_engine,
-        jct.join(", "),
+        jcts(&r.collectives),
         r.drops,
         r.xmit_wait,
         r.flow_control_packets,
@@ -382,20 +413,12 @@ pub fn describe_ib(r: &IbReport) -> String {
 /// A one-paragraph summary of a run.
 pub fn describe(run: &super::Run) -> String {
     let r = &run.report;
-    let jct: Vec<String> = r
-        .collectives
-        .iter()
-        .map(|c| match c.jct_ns {
-            Some(ns) => format!("{} {:.3} ms", c.name, ns as f64 / 1e6),
-            None => format!("{} unfinished", c.name),
-        })
-        .collect();
     format!(
         "{} ({} switches, {} hosts): {}; FCT slowdown p50 {:.2} p99 {:.2}; drops {}; ECN marks {}; PFC frames {}, {} ports paused ({:.3} ms); {} events in {:.2} s ({:.2} M/s)",
         r.topology,
         r.switches,
         r.hosts,
-        jct.join(", "),
+        jcts(&r.collectives),
         r.fct_slowdown.p50,
         r.fct_slowdown.p99,
         r.drops_total,

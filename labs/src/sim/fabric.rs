@@ -31,6 +31,9 @@ pub struct SwitchSpec {
     /// the switch is built from it ([`super::configured`]), and port N is the
     /// config's N-th port. `None`: the simulator's own switch, `ethN` port N-1.
     pub config: Option<PathBuf>,
+    /// Port N's interface name when it is not `eth(N+1)` (a config's ports
+    /// in another order); empty otherwise.
+    pub port_names: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,7 +97,7 @@ impl Fabric {
         for name in topology.topology.nodes.keys() {
             if matches!(topology.role(name)?, Role::Switchd | Role::Frr) {
                 switch_index.insert(name.clone(), switches.len() as u32);
-                switches.push(SwitchSpec { name: name.clone(), ports: 0, config: None });
+                switches.push(SwitchSpec { name: name.clone(), ports: 0, config: None, port_names: Vec::new() });
             }
         }
         let port_of = |interface: &str, at: &str| -> Result<u16, String> {
@@ -177,6 +180,9 @@ impl Fabric {
             }
             switch.ports = config.ports.len() as u16;
             switch.config = Some(config_path);
+            if config.ports.iter().enumerate().any(|(index, port)| usize::from(port.number) != index + 1) {
+                switch.port_names = config.ports.iter().map(|p| p.name.clone()).collect();
+            }
             renumber.push(numbers);
         }
         let names: Vec<String> = fabric.switches.iter().map(|s| s.name.clone()).collect();
@@ -209,6 +215,19 @@ impl Fabric {
             })?);
         }
         Ok((topology, fabric))
+    }
+
+    /// The interface name of `switch`'s port `port`.
+    pub fn port_name(&self, switch: u32, port: u16) -> String {
+        match self.switches[switch as usize].port_names.get(usize::from(port)) {
+            Some(name) => name.clone(),
+            None => format!("eth{}", port + 1),
+        }
+    }
+
+    /// The port of `switch` named `name`.
+    pub fn port_named(&self, switch: u32, name: &str) -> Option<u16> {
+        (0..self.switches[switch as usize].ports).find(|&p| self.port_name(switch, p) == name)
     }
 
     /// Whether the switches are built from their `switchd` configs.

@@ -60,7 +60,81 @@ pub struct IbExperiment {
     pub engines: Vec<Engine>,
     /// Flow-control refresh per VL, ns (IBA: at most 65,536 symbol times).
     pub refresh_ns: u64,
+    /// How fast an HCA reads what it receives out of its buffer (its
+    /// application), bits per second of packet; `None`: at once.
+    pub read_bps: Option<u64>,
     pub time_limit_ns: u64,
+    /// Per switch, per port (its place in the fabric): what the switch's
+    /// config says (`mode: ib` ports); empty: every port as above.
+    #[serde(skip)]
+    pub ports: PortPlan,
+}
+
+/// Per switch, per port: its settings (`None`: the experiment's).
+pub type PortPlan = Vec<Vec<Option<IbPortSettings>>>;
+
+/// An IB-like port as a `switchd` config's `mode: ib` port sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IbPortSettings {
+    pub data_vls: u8,
+    /// IB MTU: the largest payload.
+    pub mtu: u32,
+    /// `ib_rate`; `None`: the experiment's link speed.
+    pub rate_bps: Option<u64>,
+    /// `ib.buffer_blocks`: receive buffer per data VL.
+    pub buffer_blocks: u16,
+}
+
+/// The IB-like settings of every switch port from the switchd configs a
+/// topology file binds (parsed and validated by `switchd::config`), and
+/// the routing engines of the first switch with an embedded SM. Refused
+/// naming the switch and port if a cabled port is not in `mode: ib`.
+pub fn settings_from_configs(
+    fabric: &Fabric,
+    topology: &crate::topology::Topology,
+    dir: &std::path::Path,
+) -> Result<(PortPlan, Option<Vec<Engine>>), String> {
+    let nodes = topology.resolve(dir)?;
+    let mut ports = Vec::with_capacity(fabric.switches.len());
+    let mut engines = None;
+    for (s, spec) in fabric.switches.iter().enumerate() {
+        let mut settings = vec![None; usize::from(spec.ports)];
+        let path = nodes.iter().find(|n| n.name == spec.name).and_then(|n| n.config.clone());
+        let Some(path) = path.filter(|_| topology.role(&spec.name).is_ok_and(|r| r == crate::topology::Role::Switchd))
+        else {
+            return Err(format!("switch {}: no switchd config", spec.name));
+        };
+        let config = switchd::config::Config::load(&path)
+            .map_err(|e| format!("switch {}: {}", spec.name, e.to_string().trim_end()))?;
+        let buffer_blocks =
+            config.ib.as_ref().map_or(switchd::config::ib::DEFAULT_BUFFER_BLOCKS, |ib| ib.buffer_blocks);
+        for port in &config.ports {
+            if let switchd::config::PortMode::Ib(ib) = port.mode
+                && let Some(slot) = settings.get_mut(usize::from(port.number) - 1)
+            {
+                *slot = Some(IbPortSettings {
+                    data_vls: ib.data_vls,
+                    mtu: u32::from(ib.mtu),
+                    rate_bps: ib.rate_bps,
+                    buffer_blocks,
+                });
+            }
+        }
+        for (port, setting) in settings.iter().enumerate() {
+            let cabled = fabric
+                .links
+                .iter()
+                .any(|&(a, b)| [a, b].contains(&End::Switch { switch: s as u32, port: port as u16 }));
+            if cabled && setting.is_none() {
+                return Err(format!("switch {}: eth{} is cabled but not in mode: ib", spec.name, port + 1));
+            }
+        }
+        if engines.is_none() {
+            engines = config.ib.as_ref().and_then(|ib| ib.sm.as_ref()).map(|sm| sm.engines.clone());
+        }
+        ports.push(settings);
+    }
+    Ok((ports, engines))
 }
 
 fn engine_names<S: serde::Serializer>(engines: &[Engine], s: S) -> Result<S::Ok, S::Error> {
@@ -76,7 +150,9 @@ impl Default for IbExperiment {
             buffer_blocks: 1024,
             engines: vec![Engine::Ftree, Engine::Updn, Engine::Minhop],
             refresh_ns: 50_000,
+            read_bps: None,
             time_limit_ns: 10_000_000_000,
+            ports: Vec::new(),
         }
     }
 }
@@ -116,6 +192,11 @@ enum IbEvent {
     FlowControl {
         at: At,
         update: FlowControlUpdate,
+    },
+    /// An HCA has read a packet out of its receive buffer.
+    Read {
+        hca: u32,
+        packet: u32,
     },
     SwitchWake {
         switch: u32,
@@ -175,12 +256,16 @@ struct Hca {
     lid: u16,
     credits: LinkCredits,
     line: LineRate,
+    /// Payload bytes per packet: the experiment's, within its port's MTU.
+    mtu: u32,
     /// The leaf port it is cabled to, and the cable.
     leaf: (u32, u16),
     link: u32,
     connections: Vec<u32>,
     next: usize,
     wake_at: u64,
+    /// The reader's clock: when it has read what it holds.
+    read_free_at: u64,
     /// Data packets refused for lack of credit (never, if credits work).
     overruns: u64,
     /// Times it had a packet ready and the line free but no credit.
@@ -267,9 +352,18 @@ impl IbSimulation {
         if vls > 8 {
             return Err(format!("the routing needs {layers} VLs, at most 8"));
         }
-        let arbitration: Vec<ArbitrationEntry> = (0..vls).map(|vl| ArbitrationEntry { vl, weight: 255 }).collect();
-        let wire = Wire::new(experiment.link_bps, experiment.link_delay_ns);
-        let wires = vec![wire; fabric.links.len()];
+        let default_port = IbPortSettings {
+            data_vls: vls,
+            mtu: experiment.mtu,
+            rate_bps: Some(experiment.link_bps),
+            buffer_blocks: experiment.buffer_blocks,
+        };
+        let port_of = |s: usize, p: usize| -> IbPortSettings {
+            experiment.ports.get(s).and_then(|ports| ports.get(p).copied().flatten()).unwrap_or(default_port)
+        };
+        let rate = |port: IbPortSettings| port.rate_bps.unwrap_or(experiment.link_bps);
+        let arbitration =
+            |vls: u8| -> Vec<ArbitrationEntry> { (0..vls).map(|vl| ArbitrationEntry { vl, weight: 255 }).collect() };
         let mut switches = Vec::with_capacity(switch_count);
         for (s, spec) in fabric.switches.iter().enumerate() {
             let ports = usize::from(spec.ports) + 1;
@@ -279,7 +373,7 @@ impl IbSimulation {
                 buffer_blocks: experiment.buffer_blocks,
                 flow_control_refresh_ns: experiment.refresh_ns,
                 vl_arbitration_high: Vec::new(),
-                vl_arbitration_low: arbitration.clone(),
+                vl_arbitration_low: arbitration(vls),
                 high_priority_limit: 0,
             };
             let mut engine = IbSwitch::new(&config).map_err(|e| format!("switch {}: {e}", spec.name))?;
@@ -291,36 +385,67 @@ impl IbSimulation {
                 }
             }
             for port in 1..ports {
+                let settings = port_of(s, port - 1);
+                if settings.data_vls < vls {
+                    return Err(format!(
+                        "switch {} eth{port}: data_vls {}, the routing's layers need {vls}",
+                        spec.name, settings.data_vls
+                    ));
+                }
+                let error = |e: &dyn std::fmt::Debug| format!("switch {} eth{port}: {e:?}", spec.name);
+                engine.set_port_vls(port, settings.data_vls, settings.buffer_blocks).map_err(|e| error(&e))?;
+                engine.set_port_arbitration(port, &[], &arbitration(settings.data_vls), 0).map_err(|e| error(&e))?;
                 engine.set_port_state(port, LogicalState::Active);
-                engine.set_port_rate(
-                    port,
-                    Some(PortRate { bits_per_s: experiment.link_bps, frame_overhead: FRAME_OVERHEAD, catch_up_ns: 0 }),
-                );
-                if vls > 1 {
-                    for out in 1..ports {
-                        engine.sl_to_vl.set_table(port, out, core::array::from_fn(|sl| (sl as u8) % vls));
-                    }
+                let rate = PortRate { bits_per_s: rate(settings), frame_overhead: FRAME_OVERHEAD, catch_up_ns: 0 };
+                engine.set_port_rate(port, Some(rate));
+                let max_len = settings.mtu + PACKET_OVERHEAD;
+                engine.set_port_max_len(port, max_len, max_len);
+            }
+            for port in 1..ports {
+                for out in 1..ports {
+                    let out_vls = port_of(s, out - 1).data_vls;
+                    engine.sl_to_vl.set_table(port, out, core::array::from_fn(|sl| (sl as u8) % out_vls));
                 }
             }
             switches.push(SimSwitch { engine, peers: vec![None; ports], wake_at: u64::MAX });
         }
         let mut hcas: Vec<Hca> = Vec::with_capacity(fabric.hosts.len());
         for (h, host) in fabric.hosts.iter().enumerate() {
-            let credits = LinkCredits::new(vls, experiment.buffer_blocks, experiment.refresh_ns)
+            // The HCA's port matches its leaf's: VLs, buffer, MTU, rate.
+            let leaf = port_of(host.switch as usize, usize::from(host.port));
+            let credits = LinkCredits::new(leaf.data_vls, leaf.buffer_blocks, experiment.refresh_ns)
                 .map_err(|e| format!("host {}: {e:?}", host.name))?;
             hcas.push(Hca {
                 lid: topology.nodes[switch_count + h].ports[1].lid,
                 credits,
-                line: LineRate::new(experiment.link_bps, 0),
+                line: LineRate::new(rate(leaf), 0),
+                mtu: leaf.mtu.min(experiment.mtu),
                 leaf: (host.switch, host.port + 1),
                 link: 0,
                 connections: Vec::new(),
                 next: 0,
                 wake_at: u64::MAX,
+                read_free_at: 0,
                 overruns: 0,
                 credit_waits: 0,
             });
         }
+        // A cable runs at its slower end's rate.
+        let wires = fabric
+            .links
+            .iter()
+            .map(|&(a, b)| {
+                let speed = [a, b]
+                    .into_iter()
+                    .filter_map(|end| match end {
+                        End::Switch { switch, port } => Some(rate(port_of(switch as usize, usize::from(port)))),
+                        End::Host { .. } => None,
+                    })
+                    .min()
+                    .unwrap_or(experiment.link_bps);
+                Wire::new(speed, experiment.link_delay_ns)
+            })
+            .collect();
         let at = |end: End| match end {
             End::Switch { switch, port } => At::Switch { switch, port: port + 1 },
             End::Host { host } => At::Hca { hca: host },
@@ -425,6 +550,10 @@ impl IbSimulation {
             }
             IbEvent::Packet { at: At::Hca { hca }, packet } => {
                 self.hca_receive(hca, packet);
+                self.run_hca(hca);
+            }
+            IbEvent::Read { hca, packet } => {
+                self.hca_read(hca, packet);
                 self.run_hca(hca);
             }
             IbEvent::FlowControl { at: At::Switch { switch, port }, update } => {
@@ -542,7 +671,7 @@ impl IbSimulation {
     /// The next packet HCA `h` may send: round robin over its queue pairs,
     /// each's head packet if the link has credit for it.
     fn next_packet(&mut self, h: u32) -> Option<u32> {
-        let mtu = u64::from(self.experiment.mtu);
+        let mtu = u64::from(self.hcas[h as usize].mtu);
         let count = self.hcas[h as usize].connections.len();
         let mut waited = false;
         for i in 0..count {
@@ -584,19 +713,33 @@ impl IbSimulation {
     }
 
     /// A packet reaches HCA `h`: into its receive buffer (credit checked),
-    /// read at once (the buffer freed, the sender granted more), and its
-    /// payload counted to its message.
+    /// to be read at once or, with a reader rate, when the reader gets to it.
     fn hca_receive(&mut self, h: u32, packet: u32) {
         let p = self.packets[packet as usize];
-        self.free_packets.push(packet);
         let hca = &mut self.hcas[h as usize];
-        let size = blocks(p.wire_len());
-        if hca.credits.received(p.vl, size).is_err() {
+        if hca.credits.received(p.vl, blocks(p.wire_len())).is_err() {
             hca.overruns += 1;
             self.hca_drops += 1;
+            self.free_packets.push(packet);
             return;
         }
-        hca.credits.released(p.vl, size);
+        match self.experiment.read_bps {
+            None => self.hca_read(h, packet),
+            Some(bps) => {
+                let read_ns = (u64::from(p.wire_len()) * 8 * 1_000_000_000).div_ceil(bps.max(1));
+                let done = hca.read_free_at.max(self.now) + read_ns;
+                hca.read_free_at = done;
+                self.push(done, IbEvent::Read { hca: h, packet });
+            }
+        }
+    }
+
+    /// HCA `h` has read `packet`: its buffer is freed (the sender granted
+    /// more) and its payload counted to its message.
+    fn hca_read(&mut self, h: u32, packet: u32) {
+        let p = self.packets[packet as usize];
+        self.free_packets.push(packet);
+        self.hcas[h as usize].credits.released(p.vl, blocks(p.wire_len()));
         let m = p.message as usize;
         self.received[m] += u64::from(p.payload);
         if self.received[m] >= self.workload.messages[m].bytes.max(1) {
@@ -622,30 +765,7 @@ impl IbSimulation {
 
     /// What the run measured.
     pub fn report(&self, topology: &str) -> IbReport {
-        let mut collectives: Vec<CollectiveResult> = self
-            .workload
-            .collectives
-            .iter()
-            .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
-            .collect();
-        let mut first = vec![u64::MAX; collectives.len()];
-        let mut last = vec![0u64; collectives.len()];
-        let mut unfinished = vec![false; collectives.len()];
-        for (message, record) in self.workload.messages.iter().zip(&self.records) {
-            let c = message.collective as usize;
-            collectives[c].messages += 1;
-            collectives[c].bytes += record.bytes;
-            first[c] = first[c].min(record.released_ns);
-            match record.fct_ns() {
-                Some(_) => last[c] = last[c].max(record.completed_ns),
-                None => unfinished[c] = true,
-            }
-        }
-        for (c, result) in collectives.iter_mut().enumerate() {
-            if !unfinished[c] && first[c] != u64::MAX {
-                result.jct_ns = Some(last[c] - first[c]);
-            }
-        }
+        let collectives = super::output::collective_results(&self.workload, &self.records);
         let mut ports = Vec::new();
         let mut drops = self.hca_drops;
         let mut xmit_wait: u64 = self.hcas.iter().map(|h| h.credit_waits).sum();
@@ -672,7 +792,7 @@ impl IbSimulation {
             experiment: self.experiment.clone(),
             routing_engine: self.engine.name().to_owned(),
             routing_refused: self.refused.clone(),
-            vls: self.hcas.first().map_or(1, |h| h.credits.operational_vls()),
+            vls: self.switches.first().and_then(|s| s.engine.credits(1)).map_or(1, |c| c.operational_vls()),
             switches: self.switches.len(),
             hosts: self.hcas.len(),
             finished: self.finished(),

@@ -139,7 +139,11 @@ fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) ->
     slowdowns.sort_by(f64::total_cmp);
     plot::PlotData {
         name: name.into(),
-        series_names: sim.watched.iter().map(|&(s, p)| format!("{}:eth{}", switch(s), p + 1)).collect(),
+        series_names: sim
+            .watched
+            .iter()
+            .map(|&(s, p)| format!("{}:{}", switch(s), sim.fabric.port_name(s, p)))
+            .collect(),
         series: sim.series.clone(),
         switch_names: (0..sim.switches.len() as u32).map(switch).collect(),
         paused_share: (0..sim.switches.len() as u32)

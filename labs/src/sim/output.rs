@@ -15,7 +15,7 @@ use super::engine::Simulation;
 use super::fabric::End;
 use super::host::frame_len;
 use super::queue::EventQueue;
-use super::stats::percentile_of;
+use super::stats::{MessageRecord, percentile_of};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CollectiveResult {
@@ -56,7 +56,12 @@ pub struct Report {
     pub drops_total: u64,
     /// Frames the switches marked CE.
     pub ecn_marked: u64,
+    /// CNPs the receivers sent, and those that reached their senders.
     pub cnps: u64,
+    pub cnps_received: u64,
+    /// Frames the switches punted to a control plane the simulator has not
+    /// (an unresolved neighbour, a frame for the switch itself): a routing gap.
+    pub punts: u64,
     /// PFC frames the switches sent.
     pub pfc_frames_sent: u64,
     /// Switch ports paused by their peer at some point, and the total time.
@@ -82,32 +87,38 @@ pub struct Report {
     pub frames_in_flight_peak: usize,
 }
 
+/// Per collective: its messages, bytes and JCT (first release to last
+/// message received; `None` while a message is missing).
+pub fn collective_results(workload: &super::workload::Workload, records: &[MessageRecord]) -> Vec<CollectiveResult> {
+    let mut collectives: Vec<CollectiveResult> = workload
+        .collectives
+        .iter()
+        .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
+        .collect();
+    let mut first = vec![u64::MAX; collectives.len()];
+    let mut last = vec![0u64; collectives.len()];
+    let mut unfinished = vec![false; collectives.len()];
+    for (message, record) in workload.messages.iter().zip(records) {
+        let c = message.collective as usize;
+        collectives[c].messages += 1;
+        collectives[c].bytes += record.bytes;
+        first[c] = first[c].min(record.released_ns);
+        match record.fct_ns() {
+            Some(_) => last[c] = last[c].max(record.completed_ns),
+            None => unfinished[c] = true,
+        }
+    }
+    for (c, result) in collectives.iter_mut().enumerate() {
+        if !unfinished[c] && first[c] != u64::MAX {
+            result.jct_ns = Some(last[c] - first[c]);
+        }
+    }
+    collectives
+}
+
 impl Report {
     pub fn new<Q: EventQueue>(sim: &Simulation<Q>, topology: &str, workload: super::workload::WorkloadSpec) -> Report {
-        let mut collectives: Vec<CollectiveResult> = sim
-            .workload
-            .collectives
-            .iter()
-            .map(|name| CollectiveResult { name: name.clone(), messages: 0, bytes: 0, jct_ns: None })
-            .collect();
-        let mut first = vec![u64::MAX; collectives.len()];
-        let mut last = vec![0u64; collectives.len()];
-        let mut unfinished = vec![false; collectives.len()];
-        for (message, record) in sim.workload.messages.iter().zip(&sim.records) {
-            let c = message.collective as usize;
-            collectives[c].messages += 1;
-            collectives[c].bytes += record.bytes;
-            first[c] = first[c].min(record.released_ns);
-            match record.fct_ns() {
-                Some(_) => last[c] = last[c].max(record.completed_ns),
-                None => unfinished[c] = true,
-            }
-        }
-        for (c, result) in collectives.iter_mut().enumerate() {
-            if !unfinished[c] && first[c] != u64::MAX {
-                result.jct_ns = Some(last[c] - first[c]);
-            }
-        }
+        let collectives = collective_results(&sim.workload, &sim.records);
         let mut slowdowns: Vec<f64> = (0..sim.records.len())
             .filter_map(|m| {
                 let fct = sim.records[m].fct_ns()?;
@@ -173,6 +184,8 @@ impl Report {
             drops_total,
             ecn_marked,
             cnps: sim.hosts.iter().map(|h| h.counters.cnps_sent).sum(),
+            cnps_received: sim.hosts.iter().map(|h| h.counters.cnps_received).sum(),
+            punts: sim.punts,
             pfc_frames_sent,
             paused_ports,
             paused_ns_total,
@@ -264,7 +277,7 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
             let Some(peer) = sim.peer(s as u32, port) else { continue };
             let peer = match peer {
                 End::Switch { switch, port } => {
-                    format!("{}:eth{}", sim.fabric.switches[switch as usize].name, port + 1)
+                    format!("{}:{}", sim.fabric.switches[switch as usize].name, sim.fabric.port_name(switch, port))
                 }
                 End::Host { host } => sim.fabric.hosts[host as usize].name.clone(),
             };
@@ -280,9 +293,9 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
             let pfc = tm.pfc_counters(port);
             let _ = writeln!(
                 csv,
-                "{},eth{},{peer},{tx_frames},{tx_bytes},{dropped},{marked},{},{},{},{watermark}",
+                "{},{},{peer},{tx_frames},{tx_bytes},{dropped},{marked},{},{},{},{watermark}",
                 spec.name,
-                port + 1,
+                sim.fabric.port_name(s as u32, port),
                 pfc.rx_frames.iter().sum::<u64>(),
                 pfc.tx_frames.iter().sum::<u64>(),
                 sim.paused_ns(s as u32, port),
@@ -292,7 +305,7 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
     std::fs::write(dir.join("ports.csv"), csv)?;
     let mut csv = String::from("time_ns");
     for &(s, port) in &sim.watched {
-        let _ = write!(csv, ",{}:eth{}", sim.fabric.switches[s as usize].name, port + 1);
+        let _ = write!(csv, ",{}:{}", sim.fabric.switches[s as usize].name, sim.fabric.port_name(s, port));
     }
     csv.push('\n');
     for (at, row) in &sim.series {
