@@ -77,8 +77,16 @@ pub fn namespace(lab: &str, node: &str) -> String {
 
 /// The one deployed lab, when `-t`/`--name` is not given.
 pub fn only_deployed_lab() -> Result<String, String> {
+    // Labs are the folders with a state file (beside them: the saved
+    // neighbour table limits and their lock).
     let labs: Vec<String> = std::fs::read_dir(STATE_ROOT)
-        .map(|dir| dir.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .map(|dir| {
+            dir.filter_map(|e| {
+                let e = e.ok()?;
+                e.path().join("state.json").exists().then(|| e.file_name().into_string().ok())?
+            })
+            .collect()
+        })
         .unwrap_or_default();
     match labs.as_slice() {
         [one] => Ok(one.clone()),
