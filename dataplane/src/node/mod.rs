@@ -137,12 +137,15 @@ pub struct Dequeued {
     /// Congestion: the node sets CE in the frame's IP header before it
     /// leaves (the frame is ECN-capable).
     pub mark_ce: bool,
+    /// The port has more frames waiting: `false` spares the node a call
+    /// that could only answer "nothing".
+    pub more: bool,
 }
 
 impl Dequeued {
     /// A frame sent as it is.
-    pub fn unmarked(frame: FrameRef) -> Dequeued {
-        Dequeued { frame, mark_ce: false }
+    pub fn unmarked(frame: FrameRef, more: bool) -> Dequeued {
+        Dequeued { frame, mark_ce: false, more }
     }
 }
 
@@ -443,7 +446,7 @@ impl<T: TrafficManager> Node<T> {
         self.backlog.clear();
         self.tm.backlogged(&mut self.backlog);
         for &port in &self.backlog {
-            while let Some(Dequeued { frame, mark_ce }) = self.tm.dequeue(now, port) {
+            while let Some(Dequeued { frame, mark_ce, more }) = self.tm.dequeue(now, port) {
                 if mark_ce {
                     mark_leaving(self.out.pool_mut(), frame, &mut self.counters);
                 }
@@ -454,6 +457,9 @@ impl<T: TrafficManager> Node<T> {
                     forwarding.count_egress_drop(port);
                 }
                 self.out.release(frame);
+                if !more {
+                    break;
+                }
             }
         }
     }
