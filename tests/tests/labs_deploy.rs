@@ -64,7 +64,8 @@ fn incast_deploys_converges_and_destroys_clean() {
 
 #[test]
 fn evpn_leaf_spine_with_an_frr_leaf_deploys_converges_and_destroys_clean() {
-    if !frr_available("evpn_leaf_spine_with_an_frr_leaf") || !require_root_and_tools("evpn", &["ip", "ping", "bridge"])
+    if !frr_available("evpn_leaf_spine_with_an_frr_leaf")
+        || !require_root_and_tools("evpn", &["ip", "ping", "bridge", "sysctl", "unshare", "nsenter"])
     {
         return;
     }

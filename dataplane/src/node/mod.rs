@@ -173,6 +173,19 @@ pub trait TrafficManager {
     fn take_discarded(&mut self) -> Option<(PortId, FrameRef)> {
         None
     }
+    /// Every frame waiting, whatever may send now (the traffic manager is
+    /// being replaced: [`Node::replace_traffic_manager`]).
+    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
+        let mut ports = Vec::new();
+        self.backlogged(&mut ports);
+        let mut frames = Vec::new();
+        for port in ports {
+            while let Some(dequeued) = self.dequeue(now, port) {
+                frames.push(dequeued.frame);
+            }
+        }
+        frames
+    }
     /// A link-level frame the traffic manager sends (PFC), written into
     /// `buf` (at least 64 bytes): its port and length. Sent ahead of data.
     fn next_link_frame(&mut self, _now: u64, _buf: &mut [u8]) -> Option<(PortId, usize)> {
@@ -271,6 +284,21 @@ impl<T: TrafficManager> Node<T> {
 
     pub fn traffic_manager_mut(&mut self) -> &mut T {
         &mut self.tm
+    }
+
+    /// Runs `tm` from now on (a new configuration). The frames the old one
+    /// held are released and counted as dropped (`tm_drops`): their buffer
+    /// accounting, pauses and schedules belong to the old configuration.
+    /// Returns how many.
+    pub fn replace_traffic_manager(&mut self, now: u64, tm: T) -> u64 {
+        let mut old = std::mem::replace(&mut self.tm, tm);
+        let mut dropped = 0;
+        for frame in old.take_all(now).into_iter().chain(std::iter::from_fn(|| old.take_discarded().map(|(_, f)| f))) {
+            self.out.release(frame);
+            dropped += 1;
+        }
+        self.counters.tm_drops += dropped;
+        dropped
     }
 
     pub fn counters(&self) -> NodeCounters {

@@ -156,6 +156,10 @@ impl TrafficManager for QosTrafficManager {
         self.discarded.pop()
     }
 
+    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
+        self.tm.take_all(now).into_iter().map(|(_, frame)| frame).collect()
+    }
+
     #[inline]
     fn next_link_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(PortId, usize)> {
         const LEN: usize = ethernet::HEADER_LEN + mac_control::MIN_LEN;

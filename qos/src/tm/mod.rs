@@ -747,6 +747,21 @@ impl<H: Copy> TrafficManager<H> {
         wake
     }
 
+    /// Takes every frame out of every queue, whatever may send now (the
+    /// traffic manager is being replaced): each with its port, the buffer
+    /// given back as if it had left.
+    pub fn take_all(&mut self, now: u64) -> Vec<(u16, H)> {
+        let mut taken = Vec::new();
+        for p in 0..self.ports.len() {
+            for q in 0..CLASSES {
+                while !self.voqs.is_empty(p * CLASSES + q) {
+                    taken.push((p as u16, self.take(now, p, q).handle));
+                }
+            }
+        }
+        taken
+    }
+
     /// Calls `f` with every port that has frames waiting.
     pub fn for_each_backlogged(&self, mut f: impl FnMut(u16)) {
         for (word, &bits) in self.backlog.iter().enumerate() {
