@@ -332,9 +332,9 @@ pub fn evpn_leaf_vnis(leaf: usize) -> Vec<(EvpnVrf, u32, u16)> {
 /// SVI is the anycast gateway (same address and MAC on every leaf) in its
 /// VRF, each VRF has an L3VNI and a router MAC per leaf, hosts' MAC+IP
 /// routes carry both VNIs, so a leaf routes into a VNI it does not have
-/// over the L3VNI to the leaf that has the host. Hosts behind `switchd`
-/// leaves route through the anycast gateway; the FRR leaf bridges its VNIs
-/// only (its hosts have no gateway, see docs/labs.md).
+/// over the L3VNI to the leaf that has the host. The FRR leaf does the
+/// same with the kernel's devices as FRR lays them out (see
+/// [`Clos::frr_leaf_exec`]); every host routes through the anycast gateway.
 pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Generated, GenerateError> {
     if leaves < 2 {
         return Err(GenerateError("evpn-leaf-spine needs at least two leaves".into()));
@@ -351,7 +351,6 @@ pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Gene
         clos.frr_leaves.insert(leaves - 1);
     }
     for leaf in 0..leaves {
-        let frr = clos.frr_leaves.contains(&leaf);
         let vtep = clos.loopback(clos.leaf_switch(leaf));
         let mut vxlan = format!("vxlan:\n  source: {vtep}\n  vnis:\n");
         let mut vlans = String::from("vlans:\n");
@@ -364,10 +363,8 @@ pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Gene
             clos.leaf_vnis[leaf].push(vni);
             let address = Ipv4Addr::new(192, 168, vlan as u8, (leaf + FIRST_HOST) as u8);
             let gateway = Ipv4Addr::new(192, 168, vlan as u8, 1);
-            let mut exec = vec![format!("ip addr add {address}/24 dev eth1")];
-            if !frr {
-                exec.push(format!("ip route add default via {gateway}"));
-            }
+            let exec =
+                vec![format!("ip addr add {address}/24 dev eth1"), format!("ip route add default via {gateway}")];
             clos.add_host(&host, exec);
             let (name, l3vni) = (vrf.name, vrf.l3vni);
             let _ = writeln!(vxlan, "    - {{ vni: {vni}, vlan: {vlan} }}");
@@ -376,9 +373,7 @@ pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Gene
                 "  - {{ id: {vlan}, name: vni{vni}, addresses: [{gateway}/24], vrf: {name}, mac: \"{ANYCAST_GATEWAY_MAC}\" }}"
             );
             let _ = writeln!(evpn, "      - {{ vni: {vni}, vrf: {name} }}");
-            // One router MAC per leaf and VRF (RFC 9135 section 8.1).
-            let v = EVPN_VRFS.iter().position(|r| r.name == name).expect("one of EVPN_VRFS");
-            let router_mac = format!("02:cc:00:00:{:02x}:{:02x}", v + 1, leaf + 1);
+            let router_mac = evpn_router_mac(name, leaf);
             if !vrfs.contains(&format!("name: {name},")) {
                 let _ = writeln!(vrfs, "      - {{ name: {name}, l3vni: {l3vni}, router_mac: \"{router_mac}\" }}");
             }
@@ -388,6 +383,17 @@ pub fn evpn_leaf_spine(name: &str, leaves: usize, frr_leaf: bool) -> Result<Gene
         clos.leaf_has_hosts_vlan[leaf] = false;
     }
     Ok(clos.finish())
+}
+
+/// One router MAC per leaf and VRF (RFC 9135 section 8.1).
+fn evpn_router_mac(vrf: &str, leaf: usize) -> String {
+    let v = EVPN_VRFS.iter().position(|r| r.name == vrf).expect("one of EVPN_VRFS");
+    format!("02:cc:00:00:{:02x}:{:02x}", v + 1, leaf + 1)
+}
+
+/// The kernel routing table of an `evpn-leaf-spine` VRF's device.
+fn evpn_vrf_table(vrf: &str) -> usize {
+    1001 + EVPN_VRFS.iter().position(|r| r.name == vrf).expect("one of EVPN_VRFS")
 }
 
 fn host_subnet(leaf: usize) -> Ipv4Addr {
@@ -688,12 +694,41 @@ impl Clos {
             conf.push_str("  advertise-all-vni\n exit-address-family\n");
         }
         conf.push_str("exit\n");
+        // Symmetric IRB: each VRF's L3VNI (zebra's `vrf` / `vni`) and a BGP
+        // instance in it, which imports the MAC+IP routes' host routes into
+        // the VRF and gives its own hosts' the L3VNI and router MAC.
+        for vrf in self.frr_leaf_vrfs(leaf) {
+            let (name, l3vni) = (vrf.name, vrf.l3vni);
+            let _ = write!(
+                conf,
+                "vrf {name}\n vni {l3vni}\nexit-vrf\nrouter bgp {asn} vrf {name}\n bgp router-id {loopback}\n no bgp ebgp-requires-policy\nexit\n"
+            );
+        }
         conf
+    }
+
+    /// The tenant VRFs of an FRR leaf's VNIs (empty without EVPN).
+    fn frr_leaf_vrfs(&self, leaf: usize) -> Vec<EvpnVrf> {
+        let mut vrfs: Vec<EvpnVrf> = Vec::new();
+        if self.evpn {
+            for (vrf, _, _) in evpn_leaf_vnis(leaf) {
+                if !vrfs.iter().any(|v| v.name == vrf.name) {
+                    vrfs.push(vrf);
+                }
+            }
+        }
+        vrfs
     }
 
     /// An FRR leaf's addresses and kernel VTEP: per VNI a bridge of the
     /// host port and a VXLAN device with no data-plane learning and no
-    /// flood entry: zebra adds the remote VTEPs and MACs from EVPN.
+    /// flood entry: zebra adds the remote VTEPs and MACs from EVPN. With
+    /// tenant VRFs, symmetric IRB laid out as FRR's bgp_evpn topotests do:
+    /// a VRF device per tenant (`labs deploy` makes it a network namespace
+    /// on a kernel without them, `frr_vrf.rs`), its L3VNI a bridge with the
+    /// router MAC holding the L3VNI's VXLAN device, enslaved to the VRF; each
+    /// VNI's bridge in its VRF too, with the anycast gateway's address and
+    /// MAC.
     fn frr_leaf_exec(&self, leaf: usize, loopback: Ipv4Addr) -> Vec<String> {
         let mut exec = vec![format!("ip addr add {loopback}/32 dev lo")];
         for spine in 0..self.spines {
@@ -701,13 +736,37 @@ impl Clos {
             let address = Ipv4Addr::new(10, 0, (k / 128) as u8, (2 * (k % 128)) as u8);
             exec.push(format!("ip addr add {address}/31 dev eth{}", spine + 1));
         }
+        let vxlan =
+            |vni: u32| format!("ip link add vx{vni} type vxlan id {vni} local {loopback} dstport 4789 nolearning");
+        let vrfs = self.frr_leaf_vrfs(leaf);
+        if !vrfs.is_empty() {
+            exec.push("sysctl -qw net.ipv4.ip_forward=1".into());
+        }
+        for vrf in &vrfs {
+            let (name, l3vni) = (vrf.name, vrf.l3vni);
+            exec.push(format!("ip link add {name} type vrf table {}", evpn_vrf_table(name)));
+            exec.push(format!("ip link set {name} up"));
+            exec.push(format!("ip link add br{l3vni} type bridge"));
+            exec.push(format!("ip link set br{l3vni} master {name}"));
+            exec.push(format!("ip link set br{l3vni} address {}", evpn_router_mac(name, leaf)));
+            exec.push(vxlan(l3vni));
+            exec.push(format!("ip link set vx{l3vni} master br{l3vni}"));
+            exec.push(format!("ip link set vx{l3vni} up"));
+            exec.push(format!("ip link set br{l3vni} up"));
+        }
         // One plain bridge per VNI (VLAN-aware bridges are not in every
         // kernel): host port eth(S+1) with the leaf's first VNI, and so on.
         for (i, vni) in self.leaf_vnis[leaf].iter().enumerate() {
-            let (bridge, vxlan, port) = (format!("br{vni}"), format!("vx{vni}"), format!("eth{}", self.spines + 1 + i));
+            let (bridge, vx, port) = (format!("br{vni}"), format!("vx{vni}"), format!("eth{}", self.spines + 1 + i));
             exec.push(format!("ip link add {bridge} type bridge"));
-            exec.push(format!("ip link add {vxlan} type vxlan id {vni} local {loopback} dstport 4789 nolearning"));
-            for member in [&vxlan, &port] {
+            if let Some((vrf, _, vlan)) = vrfs.first().and(evpn_leaf_vnis(leaf).into_iter().find(|(_, v, _)| v == vni))
+            {
+                exec.push(format!("ip link set {bridge} master {}", vrf.name));
+                exec.push(format!("ip link set {bridge} address {ANYCAST_GATEWAY_MAC}"));
+                exec.push(format!("ip addr add 192.168.{vlan}.1/24 dev {bridge}"));
+            }
+            exec.push(vxlan(*vni));
+            for member in [&vx, &port] {
                 exec.push(format!("ip link set {member} master {bridge}"));
                 exec.push(format!("ip link set {member} up"));
             }
@@ -784,7 +843,7 @@ mod tests {
     }
 
     #[test]
-    fn evpn_leaf_spine_has_symmetric_irb_on_the_switchd_leaves() {
+    fn evpn_leaf_spine_has_symmetric_irb_on_every_leaf() {
         let lab = evpn_leaf_spine("e", 4, true).unwrap();
         let leaf1: serde_yaml::Value = serde_yaml::from_str(&lab.files["e/leaf1.yaml"]).unwrap();
         let vrfs = &leaf1["bgp"]["evpn"]["vrfs"];
@@ -797,12 +856,29 @@ mod tests {
         // Blue's VNIs never share a leaf: they meet only over the L3VNI.
         let blue: Vec<u32> = (0..4).map(|leaf| evpn_leaf_vnis(leaf)[2].1).collect();
         assert_eq!(blue, [10030, 10040, 10030, 10040]);
-        // Hosts behind switchd leaves route through the anycast gateway;
-        // the FRR leaf's hosts only bridge.
+        // Every host routes through the anycast gateway, the FRR leaf's too.
         let exec = |host: &str| lab.topology.topology.nodes[host].exec.clone();
         assert!(exec("h2-vni10040").contains(&"ip route add default via 192.168.40.1".to_owned()));
-        assert_eq!(exec("h4-vni10040"), ["ip addr add 192.168.40.13/24 dev eth1"]);
+        assert!(exec("h4-vni10040").contains(&"ip route add default via 192.168.40.1".to_owned()));
         assert!(!lab.files.contains_key("e/leaf4.yaml"));
+        // The FRR leaf: a VRF device per tenant holding its L3VNI's bridge
+        // (FRR's router MAC) and the SVIs (the anycast gateway); zebra's
+        // L3VNIs and a BGP instance per VRF in its config.
+        let leaf4 = exec("leaf4");
+        for line in [
+            "ip link add blue type vrf table 1002",
+            "ip link set br4002 master blue",
+            "ip link set br4002 address 02:cc:00:00:02:04",
+            "ip link add vx4002 type vxlan id 4002 local 10.255.0.6 dstport 4789 nolearning",
+            "ip link set br10040 master blue",
+            "ip link set br10040 address 02:00:5e:00:01:01",
+            "ip addr add 192.168.40.1/24 dev br10040",
+        ] {
+            assert!(leaf4.contains(&line.to_owned()), "{line}: {leaf4:#?}");
+        }
+        let frr = &lab.files["e/leaf4.frr.conf"];
+        assert!(frr.contains("vrf blue\n vni 4002\nexit-vrf\nrouter bgp 4200000004 vrf blue\n"), "{frr}");
+        assert_eq!(crate::frr_vrf::config_vrfs(frr), ["red", "blue"]);
     }
 
     #[test]

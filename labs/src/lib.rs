@@ -4,6 +4,7 @@
 pub mod check;
 pub mod evpn;
 pub mod fabric_host;
+pub mod frr_vrf;
 pub mod generate;
 pub mod host_limits;
 pub mod hosts;

@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::frr_vrf;
 use crate::topology::{Endpoint, Role, Topology};
 
 /// Where deployed labs keep their state.
@@ -76,8 +77,16 @@ pub fn namespace(lab: &str, node: &str) -> String {
 
 /// The one deployed lab, when `-t`/`--name` is not given.
 pub fn only_deployed_lab() -> Result<String, String> {
+    // Labs are the folders with a state file (beside them: the saved
+    // neighbour table limits and their lock).
     let labs: Vec<String> = std::fs::read_dir(STATE_ROOT)
-        .map(|dir| dir.filter_map(|e| e.ok()?.file_name().into_string().ok()).collect())
+        .map(|dir| {
+            dir.filter_map(|e| {
+                let e = e.ok()?;
+                e.path().join("state.json").exists().then(|| e.file_name().into_string().ok())?
+            })
+            .collect()
+        })
         .unwrap_or_default();
     match labs.as_slice() {
         [one] => Ok(one.clone()),
@@ -358,6 +367,14 @@ impl Lab {
             run_ip_batch(interfaces, Some(namespace)).map_err(|e| format!("node {}: {e}", node.name))?;
             // Hosts keep the kernel's default offloads, as containerlab leaves
             // them: switchd's ports cut their TSO super-frames to the MTU.
+            if node.role == Role::Frr
+                && frr_vrf::makes_vrf_devices(&node.exec)
+                && !frr_vrf::kernel_has_vrf_devices(namespace)
+            {
+                eprintln!("node {}: the kernel has no VRF devices; its VRFs are network namespaces", node.name);
+                let script = frr_vrf::netns_script(namespace, &node.exec);
+                return run_root_script(&script).map_err(|e| format!("node {} exec: {e}", node.name));
+            }
             run_script(namespace, &node.exec).map_err(|e| format!("node {} exec: {e}", node.name))
         })?;
         lap("interfaces and exec lines");
@@ -402,17 +419,68 @@ impl Lab {
                     std::os::unix::fs::chown(&vty, Some(uid), Some(gid))
                         .map_err(|e| format!("chown {}: {e}", vty.display()))?;
                 }
+                // The integrated config split as vtysh would: the VRFs'
+                // L3VNIs to zebra, the rest to bgpd.
+                let integrated = std::fs::read_to_string(&config).map_err(|e| format!("{}: {e}", config.display()))?;
+                let (zebra_conf, bgpd_conf) = frr_vrf::split_config(&integrated);
+                let (zebra_path, bgpd_path) = (vty.join("zebra.conf"), vty.join("bgpd.conf"));
+                std::fs::write(&zebra_path, zebra_conf).map_err(|e| format!("{}: {e}", zebra_path.display()))?;
+                std::fs::write(&bgpd_path, bgpd_conf).map_err(|e| format!("{}: {e}", bgpd_path.display()))?;
+                // VRFs as namespaces when deploy made them so (a kernel
+                // without VRF devices): zebra's other VRF backend.
+                let vrfs = frr_vrf::config_vrfs(&integrated);
+                let netns_vrfs = !vrfs.is_empty()
+                    && vrfs
+                        .iter()
+                        .all(|v| Path::new("/run/netns").join(frr_vrf::vrf_namespace(&node.namespace, v)).exists());
                 let zserv = vty.join("zserv.api");
+                let _ = std::fs::remove_file(&zserv);
                 let mut zebra = Command::new("ip");
-                zebra.args(["netns", "exec", &node.namespace, ZEBRA, "-f", "/dev/null"]);
+                zebra.args(["netns", "exec", &node.namespace]);
+                if netns_vrfs {
+                    // zebra adopts every namespace in /run/netns: its own
+                    // mount namespace's holds only this node's VRFs, under
+                    // the VRFs' names (kept aside first: the tmpfs hides
+                    // the originals).
+                    let mut script = String::from("set -e\nmount --make-rprivate /\n");
+                    let aside = |v: &str| vty.join(format!("{v}.netns"));
+                    for v in &vrfs {
+                        let ns = frr_vrf::vrf_namespace(&node.namespace, v);
+                        let _ = writeln!(script, "touch {0}\nmount --bind /run/netns/{ns} {0}", aside(v).display());
+                    }
+                    script.push_str("mount -t tmpfs netns /run/netns\n");
+                    for v in &vrfs {
+                        let _ = writeln!(
+                            script,
+                            "touch /run/netns/{v}\nmount --bind {} /run/netns/{v}",
+                            aside(v).display()
+                        );
+                    }
+                    script.push_str("exec \"$@\"\n");
+                    zebra.args(["unshare", "-m", "sh", "-c", &script, "sh", ZEBRA, "--vrfwnetns"]);
+                } else {
+                    zebra.arg(ZEBRA);
+                }
+                zebra.arg("-f").arg(&zebra_path);
                 zebra.arg("-z").arg(&zserv).arg("--vty_socket").arg(&vty).arg("-i").arg(vty.join("zebra.pid"));
-                node.helper_pid = Some(spawn_detached(&mut zebra, &dir.join(format!("{}.zebra.log", node.name)))?);
+                // ip netns exec, unshare and sh all exec: the pid is zebra's.
+                let zebra_pid = spawn_detached(&mut zebra, &dir.join(format!("{}.zebra.log", node.name)))?;
+                node.helper_pid = Some(zebra_pid);
                 let deadline = Instant::now() + Duration::from_secs(10);
                 while !zserv.exists() && Instant::now() < deadline {
                     std::thread::sleep(Duration::from_millis(50));
                 }
-                let mut bgpd = Command::new("ip");
-                bgpd.args(["netns", "exec", &node.namespace, BGPD, "-f"]).arg(&config);
+                let mut bgpd = if netns_vrfs {
+                    // bgpd opens its VRFs' sockets through zebra's /run/netns.
+                    let mut bgpd = Command::new("nsenter");
+                    bgpd.arg(format!("--target={zebra_pid}")).args(["--mount", "--net", BGPD]);
+                    bgpd
+                } else {
+                    let mut bgpd = Command::new("ip");
+                    bgpd.args(["netns", "exec", &node.namespace, BGPD]);
+                    bgpd
+                };
+                bgpd.arg("-f").arg(&bgpd_path);
                 bgpd.arg("-z").arg(&zserv).arg("--vty_socket").arg(&vty).arg("-i").arg(vty.join("bgpd.pid"));
                 node.pid = Some(spawn_detached(&mut bgpd, &log)?);
             }
@@ -668,6 +736,16 @@ fn run_script(namespace: &str, lines: &[String]) -> Result<(), String> {
         .stdin(Stdio::null())
         .output()
         .map_err(|e| format!("cannot run ip: {e}"))?;
+    if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
+}
+
+/// A shell script run in the root namespace (its lines name their own).
+fn run_root_script(script: &str) -> Result<(), String> {
+    let out = Command::new("sh")
+        .args(["-ec", script])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run sh: {e}"))?;
     if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
 }
 

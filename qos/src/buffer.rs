@@ -132,6 +132,43 @@ pub fn cells(bytes: u32, cell_bytes: u32) -> u32 {
     bytes.div_ceil(cell_bytes).max(1)
 }
 
+/// [`cells`] for one cell size, the division done once: a shift for a
+/// power of two (every switch's cell size), else a multiplication by the
+/// reciprocal (Granlund-Montgomery: exact for any `u32` dividend with a
+/// 64-bit magic number and a 32 + log2(d) shift, rounded up).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CellDivider {
+    cell_bytes: u32,
+    /// `ceil(2^(32 + log) / cell_bytes)`; 0 for a power of two.
+    magic: u64,
+    /// log2 of the cell size, rounded up.
+    log: u32,
+}
+
+impl CellDivider {
+    fn new(cell_bytes: u32) -> CellDivider {
+        let cell_bytes = cell_bytes.max(1);
+        let log = 32 - (cell_bytes - 1).leading_zeros();
+        let magic = if cell_bytes.is_power_of_two() {
+            0
+        } else {
+            ((1u128 << (32 + log)).div_ceil(u128::from(cell_bytes))) as u64
+        };
+        CellDivider { cell_bytes, magic, log }
+    }
+
+    #[inline]
+    fn cells(self, bytes: u32) -> u32 {
+        let whole = if self.magic == 0 {
+            bytes >> self.log
+        } else {
+            ((u128::from(bytes) * u128::from(self.magic)) >> (32 + self.log)) as u32
+        };
+        let rest = bytes - whole * self.cell_bytes;
+        (whole + u32::from(rest != 0)).max(1)
+    }
+}
+
 /// `2^th x free`.
 #[inline]
 fn dynamic_limit(th: i8, free: u32) -> u32 {
@@ -194,6 +231,7 @@ pub struct Charged {
 #[derive(Debug, Clone)]
 pub struct SharedBuffer {
     cell_bytes: u32,
+    cell_divider: CellDivider,
     total_cells: u32,
     shared_cells: u32,
     shared_used: u32,
@@ -213,6 +251,7 @@ impl SharedBuffer {
         let shared_cells = u32::try_from(u64::from(total_cells).checked_sub(reserved)?).ok()?;
         Some(SharedBuffer {
             cell_bytes: pool.cell_bytes.max(1),
+            cell_divider: CellDivider::new(pool.cell_bytes),
             total_cells,
             shared_cells,
             shared_used: 0,
@@ -224,6 +263,12 @@ impl SharedBuffer {
 
     pub fn cell_bytes(&self) -> u32 {
         self.cell_bytes
+    }
+
+    /// [`cells`] of `bytes` in this pool's cells, without a division.
+    #[inline]
+    pub fn cells_of(&self, bytes: u32) -> u32 {
+        self.cell_divider.cells(bytes)
     }
     pub fn total_cells(&self) -> u32 {
         self.total_cells
@@ -336,12 +381,21 @@ impl SharedBuffer {
         state.used_reserved -= from_reserved;
         self.shared_used -= from_shared;
         if self.pgs[pg].xoff && self.pgs[pg].used_headroom == 0 {
-            let limit = self.pg_shared_limit(pg);
-            let state = &mut self.pgs[pg];
-            if state.used_shared == 0 || state.used_shared + state.xon_offset_cells <= limit {
-                state.xoff = false;
-                return true;
-            }
+            return self.try_xon(pg);
+        }
+        false
+    }
+
+    /// An XOFF PG whose headroom drained: XON once its shared use is an
+    /// offset below its limit (out of the per-frame path).
+    #[cold]
+    #[inline(never)]
+    fn try_xon(&mut self, pg: usize) -> bool {
+        let limit = self.pg_shared_limit(pg);
+        let state = &mut self.pgs[pg];
+        if state.used_shared == 0 || state.used_shared + state.xon_offset_cells <= limit {
+            state.xoff = false;
+            return true;
         }
         false
     }
@@ -377,6 +431,23 @@ mod tests {
             dynamic_th: th,
             xon_offset_cells: 2,
             ..PgState::default()
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn cell_divider_matches_the_division(cell_bytes in 1u32..20_000, bytes in any::<u32>()) {
+            prop_assert_eq!(CellDivider::new(cell_bytes).cells(bytes), cells(bytes, cell_bytes));
+        }
+    }
+
+    #[test]
+    fn cell_divider_at_the_edges() {
+        for cell_bytes in [1, 2, 3, 7, 80, 128, 208, 256, 254, 1 << 31, u32::MAX] {
+            let divider = CellDivider::new(cell_bytes);
+            for bytes in [0, 1, cell_bytes - 1, cell_bytes, cell_bytes.saturating_add(1), u32::MAX - 1, u32::MAX] {
+                assert_eq!(divider.cells(bytes), cells(bytes, cell_bytes), "{bytes} bytes in cells of {cell_bytes}");
+            }
         }
     }
 

@@ -73,7 +73,7 @@ pub struct Applied {
     pub vrf_routes: BTreeMap<(String, IpNetwork), RouteSpec>,
     /// (VLAN, MAC) -> the port of its static FDB entry.
     pub static_macs: BTreeMap<(u16, EthernetAddress), String>,
-    /// The traffic manager's objects (created once; a change needs a restart).
+    /// The traffic manager's objects (made again when `qos:` changes).
     pub qos: crate::qos::QosObjects,
 }
 
@@ -174,7 +174,6 @@ pub fn switch_attributes(config: &Config) -> Vec<SwitchAttr> {
 pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config) -> Result<Applied, ApplyError> {
     let mut applied = Applied::default();
     reconcile(sai, &mut applied, config)?;
-    applied.qos = crate::qos::apply(sai, config, &applied)?;
     Ok(applied)
 }
 
@@ -286,6 +285,12 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
     let route_key = |prefix: IpNetwork| RouteEntryKey { virtual_router: vr, destination: prefix };
     let stale_vrfs = crate::apply_vrf::stale(applied, candidate);
     crate::apply_vrf::remove_routes_and_maps(sai, applied, candidate, &stale_vrfs)?;
+    // A new `qos:` makes the traffic manager's objects again (its queues
+    // and priority groups name ports: they go first, come back last).
+    let qos_changed = applied.qos.config != candidate.qos;
+    if qos_changed {
+        crate::qos::remove(sai, &mut applied.qos)?;
+    }
 
     // ---- removals, users before what they use
     let stale_routes: Vec<IpNetwork> =
@@ -690,6 +695,9 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
         applied.flood_members.insert((vlan_id, remote), member);
     }
     crate::apply_vrf::create_routes_and_maps(sai, applied, candidate)?;
+    if qos_changed {
+        applied.qos = crate::qos::apply(sai, candidate, applied)?;
+    }
     Ok(())
 }
 

@@ -239,8 +239,9 @@ impl RunningForwarding for KernelForwarding {
 /// The traffic manager the shim's QoS objects describe (the FIFO when
 /// there are none), and DLB as the pipeline's ECMP path quality when a
 /// dynamic mode is configured.
-fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<TrafficManagerSetup, RunError> {
+pub(crate) fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<TrafficManagerSetup, RunError> {
     let Some(tm_config) = sai.backend().tm_config(sai.store())? else {
+        sai.backend_mut().set_path_quality(None);
         return Ok(TrafficManagerSetup::default());
     };
     let tm_config = crate::qos::daemon_tm_config(tm_config, TM_CATCH_UP.as_nanos() as u64);

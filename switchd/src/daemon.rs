@@ -269,10 +269,12 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, the traffic manager, the BGP speaker's listener and the
+/// the socket, the table profile, the BGP speaker's listener and the
 /// IB-like plane are set up once at start. Ports, interfaces, addresses,
-/// LLDP, BGP neighbours, networks and multipath, and the metrics endpoint
-/// follow commits ([`crate::commit::FollowsConfig`]); a new BGP ASN or
+/// LLDP, BGP neighbours, networks and multipath, the traffic manager
+/// (`qos:`, port speeds: made again, see `Node::replace_traffic_manager`)
+/// and the metrics endpoint follow commits
+/// ([`crate::commit::FollowsConfig`]); a new BGP ASN or
 /// router id restarts the speaker in place (every session reset, said in
 /// the commit's answer).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
@@ -282,9 +284,6 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     }
     if running.socket != candidate.socket {
         reasons.push("the management socket changed".to_owned());
-    }
-    if running.qos != candidate.qos {
-        reasons.push("the traffic manager's settings (qos, port speeds) changed".to_owned());
     }
     if running.profile != candidate.profile {
         // As on hardware: TCAM/hash carving (EOS `hardware tcam profile`,

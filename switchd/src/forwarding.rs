@@ -115,6 +115,8 @@ enum Command<H> {
     Attach(Attachment<H>),
     DetachPort(PortId),
     DetachHost(H),
+    /// A new traffic manager (a commit changed `qos:`).
+    ReplaceTrafficManager(Box<TrafficManagerSetup>),
     /// Answered once every command before it is applied.
     Barrier(Sender<()>),
 }
@@ -254,6 +256,12 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     /// Removes a host interface (its TAP is dropped, so deleted).
     pub fn detach_host(&self, host_if: H) {
         self.send(Command::DetachHost(host_if));
+    }
+
+    /// Runs `setup`'s traffic manager from the next batch on; the frames
+    /// the old one held are dropped and counted (`tm_drops`).
+    pub fn replace_traffic_manager(&self, setup: TrafficManagerSetup) {
+        self.send(Command::ReplaceTrafficManager(Box::new(setup)));
     }
 
     /// Waits until the thread has applied every command sent before (a
@@ -535,6 +543,14 @@ impl<D: Dataplane> Loop<D> {
                 }
             }
             Command::DetachHost(host_if) => self.detach_host(host_if),
+            Command::ReplaceTrafficManager(setup) => {
+                let dropped = self.node.replace_traffic_manager(monotonic_ns(), setup.tm);
+                self.qos_stats = setup.stats;
+                self.watchdog_events = setup.watchdog_events;
+                // The new one's wake-ups, not the old one's.
+                self.timer_armed_for = u64::MAX;
+                tracing::info!(dropped, "traffic manager replaced: the frames it held were dropped");
+            }
             Command::Barrier(done) => {
                 let _ = done.send(());
             }

@@ -88,6 +88,8 @@ pub struct SoftForwarding {
     ports: BTreeMap<String, (PortId, PortKind)>,
     hosts: BTreeMap<HostKey, HostState>,
     loopback: LoopbackAddresses,
+    /// The `qos:` the thread's traffic manager was built from.
+    qos: Option<qos::tm::TmConfig>,
 }
 
 fn lock(sai: &Mutex<Sai<SoftBackend>>) -> std::sync::MutexGuard<'_, Sai<SoftBackend>> {
@@ -110,6 +112,7 @@ impl SoftForwarding {
             ports: BTreeMap::new(),
             hosts: BTreeMap::new(),
             loopback: LoopbackAddresses::add(&[]).map_err(|e| e.to_string())?,
+            qos: config.qos.clone(),
         };
         let attachments = this.take_up(config, applied)?;
         let forwarding = Forwarding::start_with(sai.clone(), attachments, setup, ib)
@@ -302,6 +305,16 @@ impl FollowsConfig for SoftForwarding {
         let forwarding = self.forwarding.as_ref().expect("checked");
         for attachment in attachments {
             forwarding.attach(attachment);
+        }
+        if target.qos != self.qos {
+            // The shim holds the new QoS objects: the traffic manager they
+            // describe replaces the running one (built under the shim's
+            // lock, handed over without it: the thread takes that lock).
+            let setup = crate::backend::traffic_manager(&mut lock(&self.sai), target).map_err(|e| e.to_string())?;
+            forwarding.replace_traffic_manager(setup);
+            forwarding.sync();
+            self.qos = target.qos.clone();
+            tracing::info!("traffic manager follows the new qos:");
         }
         self.loopback.set(&target.loopback).map_err(|e| e.to_string())
     }

@@ -141,6 +141,29 @@ impl Star {
         self.wait_reachable();
     }
 
+    /// Commits another `qos:` section to the running switch (the startup
+    /// file rewritten, SIGHUP) and waits until it runs: no restart.
+    pub fn reload(&self, qos: &str) {
+        let generation = self.switchd.generation();
+        self.switchd.reload(&format!("{}{qos}", self.ports_yaml));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.switchd.generation() == generation {
+            assert!(std::time::Instant::now() < deadline, "the reload was not committed (see switchd's log)");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Like [`Star::reload`] with the ports' YAML changed by `edit` too.
+    pub fn reload_with(&self, edit: impl Fn(&str) -> String, qos: &str) {
+        let generation = self.switchd.generation();
+        self.switchd.reload(&format!("{}{qos}", edit(&self.ports_yaml)));
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while self.switchd.generation() == generation {
+            assert!(std::time::Instant::now() < deadline, "the reload was not committed (see switchd's log)");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
     fn wait_reachable(&self) {
         for (i, host) in self.hosts.iter().enumerate() {
             assert!(host.ping_until(&format!("10.{}.0.1", i + 1), Duration::from_secs(10)), "h{} -> gateway", i + 1);

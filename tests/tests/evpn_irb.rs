@@ -334,6 +334,72 @@ fn a_remote_gateways_request_for_a_silent_host_is_answered_through_evpn() {
     }
 }
 
+/// IPv6's counterpart (docs/evpn.md): h1 behind l1 has a static IPv6
+/// address and says nothing (no DAD, no router solicitation), so l2 routes
+/// h2's ping on its VLAN 10 SVI's subnet and its neighbour solicitation
+/// floods in the VNI. h1 answers the anycast gateway address; l1, which
+/// has the same address, takes that advertisement although it did not
+/// solicit it (Linux's `accept_untracked_na = 2`) and advertises h1's
+/// MAC+IPv6, which l2 installs (a /128 in the VRF) and takes as its answer.
+#[test]
+fn a_silent_ipv6_host_behind_another_leaf_is_found() {
+    if !require_root_and_tools("evpn_irb", &["ip", "ping"]) {
+        return;
+    }
+    let s1 = Netns::new("i6s");
+    let l1 = Netns::new("i61");
+    let l2 = Netns::new("i62");
+    let h1 = Netns::new("i6h");
+    let h2 = Netns::new("i6i");
+    veth(&s1, "eth1", &l1, "eth1");
+    veth(&s1, "eth2", &l2, "eth1");
+    veth(&h1, "eth0", &l1, "eth3");
+    veth(&h2, "eth0", &l2, "eth3");
+    for (h, addr, gw, addr6, gw6) in [
+        (&h1, "172.16.1.11/24", "172.16.1.1", "2001:db8:1::11/64", "2001:db8:1::1"),
+        (&h2, "172.16.2.12/24", "172.16.2.1", "2001:db8:2::12/64", "2001:db8:2::1"),
+    ] {
+        for conf in ["all", "default", "eth0"] {
+            h.sysctl(&format!("net.ipv6.conf.{conf}.accept_dad"), "0");
+            h.sysctl(&format!("net.ipv6.conf.{conf}.router_solicitations"), "0");
+        }
+        h.host_setup("eth0", addr, Some(gw));
+        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+        h.ip(&["-6", "addr", "add", addr6, "dev", "eth0", "nodad"]);
+        h.ip(&["-6", "route", "add", "default", "via", gw6]);
+    }
+    let with_v6 = |config: String| {
+        config
+            .replace("[172.16.1.1/24]", "[172.16.1.1/24, \"2001:db8:1::1/64\"]")
+            .replace("[172.16.2.1/24]", "[172.16.2.1/24, \"2001:db8:2::1/64\"]")
+    };
+    let _spine = Switchd::start(&s1, &spine_config());
+    let leaf1 = Switchd::start(&l1, &with_v6(leaf(1, 10)));
+    let leaf2 = Switchd::start(&l2, &with_v6(leaf(2, 20)));
+    wait_for("l2 flooding VNI 10100 to l1", || {
+        let vnis = json(&leaf2, &["show", "evpn", "vni", "10100"]);
+        (vnis.as_array()?.first()?["remote_vteps"] == serde_json::json!(["10.255.0.1"])).then_some(())
+    });
+    // h2 makes itself known to l2 (its solicitation for its gateway), so
+    // l1 can route the answers back; h1 stays silent.
+    assert!(h2.ping_until("2001:db8:2::1", CONVERGE), "h2 -> its gateway");
+    wait_for("h2's /128 at l1", || vrf_route(&leaf1, "2001:db8:2::12/128"));
+    assert!(vrf_route(&leaf2, "2001:db8:1::11/128").is_none(), "h1 is not known yet");
+    let h1_mac = h1.exec(&["cat", "/sys/class/net/eth0/address"]).trim().to_lowercase();
+
+    assert!(h2.ping_until("2001:db8:1::11", CONVERGE), "h2 -> the silent h1");
+    let hops = wait_for("h1's /128 at l2", || vrf_route(&leaf2, "2001:db8:1::11/128"));
+    assert!(hops.to_string().contains("10.255.0.1"), "through l1: {hops}");
+    let resolved = wait_for("h1 resolved in l2's neighbour table", || {
+        let neighbors = json(&leaf2, &["show", "arp"]);
+        let h1 =
+            |n: &&serde_json::Value| n["ip"] == "2001:db8:1::11" && n["interface"] == "vlan10" && n["mac"].is_string();
+        neighbors.as_array()?.iter().find(h1).cloned()
+    });
+    assert_eq!(resolved["mac"].as_str(), Some(h1_mac.as_str()), "answered by l1's MAC+IPv6 route: {resolved}");
+    assert!(h2.ping("2001:db8:1::11", 3), "and from then on");
+}
+
 /// Leaf `i` of [`overlapping_subnets_in_two_vrfs_stay_apart`]: tenants red
 /// and blue with the same two subnets, gateways and anycast MAC, red in
 /// VLANs 10/20 (VNIs 10100/10200, L3VNI 4001), blue in VLANs 110/120 (VNIs

@@ -15,10 +15,6 @@ use labs::runner::{Lab, state_dir};
 
 /// Deploys, converges, checks inspect/exec, runs `also` on the lab,
 /// destroys and checks it is gone.
-fn deploy_check_destroy(topology: &str, tag: &str, want_pairs: usize) -> String {
-    deploy_check_run_destroy(topology, tag, want_pairs, |_| {})
-}
-
 fn deploy_check_run_destroy(topology: &str, tag: &str, want_pairs: usize, also: impl FnOnce(&TestLab)) -> String {
     let lab = TestLab::deploy(&topology_file(topology), tag);
     let state = lab.state();
@@ -68,24 +64,36 @@ fn incast_deploys_converges_and_destroys_clean() {
 
 #[test]
 fn evpn_leaf_spine_with_an_frr_leaf_deploys_converges_and_destroys_clean() {
-    if !frr_available("evpn_leaf_spine_with_an_frr_leaf") || !require_root_and_tools("evpn", &["ip", "ping", "bridge"])
+    if !frr_available("evpn_leaf_spine_with_an_frr_leaf")
+        || !require_root_and_tools("evpn", &["ip", "ping", "bridge", "sysctl", "unshare", "nsenter"])
     {
         return;
     }
-    // Two tenant VRFs with symmetric IRB on the switchd leaves (docs/labs.md):
+    // Two tenant VRFs with symmetric IRB on every leaf, FRR's too (its
+    // VRFs network namespaces on a kernel without VRF devices, docs/labs.md):
     // red has VNIs 10010 and 10020 with a host on every leaf, blue VNI 10030
-    // on leaves 1 and 3 and 10040 on leaves 2 and 4; hosts behind switchd
-    // leaves route through the anycast gateway, leaf4's (FRR) only bridge.
-    // Pairs that ping: bridged, 4 x 3 in each red VNI, 2 in 10030 and 2 in
-    // 10040 (28, leaf4's hosts among them: intra-VNI across every leaf);
-    // routed within a VRF, 3 x 3 x 2 in red and 2 x 1 x 2 in blue (22:
-    // inter-VNI through the L3VNIs). Then none of the 48 cross-VRF pairs
-    // (each of the 9 hosts with a gateway to each host of the other VRF)
-    // pings. Each of the 3 switchd leaves floods its 3 VNIs to the other
-    // VTEPs with them (3 + 3 + 1 entries) and has learned the 7 hosts behind
-    // them from type 2 routes.
-    let report = deploy_check_destroy("evpn-leaf-spine", "evp", 50);
-    assert!(report.contains("50 host pairs ping (22 routed between subnets), 48 cross-VRF pairs isolated"), "{report}");
+    // on leaves 1 and 3 and 10040 on leaves 2 and 4; every host routes
+    // through the anycast gateway. Pairs that ping: bridged, 4 x 3 in each
+    // red VNI, 2 in 10030 and 2 in 10040 (28); routed within a VRF, 4 x 4 x 2
+    // in red and 2 x 2 x 2 in blue (40: inter-VNI through the L3VNIs, to and
+    // from leaf4's hosts among them). Then none of the 64 cross-VRF pairs
+    // (each of the 12 hosts to each host of the other VRF) pings. Each of
+    // the 3 switchd leaves floods its 3 VNIs to the other VTEPs with them
+    // (3 + 3 + 1 entries) and has learned the 7 hosts behind them from type
+    // 2 routes.
+    let report = deploy_check_run_destroy("evpn-leaf-spine", "evp", 68, |lab| {
+        // leaf1 reaches leaf4's blue host (VNI 10040, which leaf1 lacks)
+        // through FRR's VTEP on blue's L3VNI, to FRR's router MAC for blue.
+        let swcli = workspace_binary("swcli");
+        let state = lab.state();
+        let leaf1 = state.nodes.iter().find(|n| n.name == "leaf1").unwrap();
+        let socket = format!("SWCLI_SOCKET={}", leaf1.config.as_ref().unwrap().with_extension("sock").display());
+        let (ok, routes) =
+            lab.exec("leaf1", &["env", &socket, swcli.to_str().unwrap(), "show", "ip", "route", "vrf", "blue"]);
+        let route = routes.lines().find(|l| l.contains("192.168.40.13/32")).unwrap_or_default();
+        assert!(ok && route.contains("via 10.255.0.6, vni4002 rmac 02:cc:00:00:02:04"), "{routes}");
+    });
+    assert!(report.contains("68 host pairs ping (40 routed between subnets), 64 cross-VRF pairs isolated"), "{report}");
     assert!(report.contains("EVPN: 21 remote VTEP flood entries, 21 remote MACs learned"), "{report}");
 }
 

@@ -59,6 +59,9 @@ impl TrafficManager for AnyTrafficManager {
     fn take_discarded(&mut self) -> Option<(PortId, FrameRef)> {
         delegate!(self, tm => tm.take_discarded())
     }
+    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
+        delegate!(self, tm => tm.take_all(now))
+    }
     fn next_link_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(PortId, usize)> {
         delegate!(self, tm => tm.next_link_frame(now, buf))
     }

@@ -64,10 +64,11 @@ impl TrafficManager for OutputQueues {
 
     fn dequeue(&mut self, _now: u64, port: PortId) -> Option<Dequeued> {
         let frame = self.queues.get_mut(usize::from(port))?.pop_front()?;
-        if self.depth(port) == 0 {
+        let more = self.depth(port) != 0;
+        if !more {
             self.backlogged.retain(|&p| p != port);
         }
-        Some(Dequeued::unmarked(frame))
+        Some(Dequeued::unmarked(frame, more))
     }
 
     fn backlogged(&self, ports: &mut Vec<PortId>) {

@@ -137,12 +137,15 @@ pub struct Dequeued {
     /// Congestion: the node sets CE in the frame's IP header before it
     /// leaves (the frame is ECN-capable).
     pub mark_ce: bool,
+    /// The port has more frames waiting: `false` spares the node a call
+    /// that could only answer "nothing".
+    pub more: bool,
 }
 
 impl Dequeued {
     /// A frame sent as it is.
-    pub fn unmarked(frame: FrameRef) -> Dequeued {
-        Dequeued { frame, mark_ce: false }
+    pub fn unmarked(frame: FrameRef, more: bool) -> Dequeued {
+        Dequeued { frame, mark_ce: false, more }
     }
 }
 
@@ -169,6 +172,19 @@ pub trait TrafficManager {
     /// empties) and its port: the node releases it and counts it as dropped.
     fn take_discarded(&mut self) -> Option<(PortId, FrameRef)> {
         None
+    }
+    /// Every frame waiting, whatever may send now (the traffic manager is
+    /// being replaced: [`Node::replace_traffic_manager`]).
+    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
+        let mut ports = Vec::new();
+        self.backlogged(&mut ports);
+        let mut frames = Vec::new();
+        for port in ports {
+            while let Some(dequeued) = self.dequeue(now, port) {
+                frames.push(dequeued.frame);
+            }
+        }
+        frames
     }
     /// A link-level frame the traffic manager sends (PFC), written into
     /// `buf` (at least 64 bytes): its port and length. Sent ahead of data.
@@ -268,6 +284,21 @@ impl<T: TrafficManager> Node<T> {
 
     pub fn traffic_manager_mut(&mut self) -> &mut T {
         &mut self.tm
+    }
+
+    /// Runs `tm` from now on (a new configuration). The frames the old one
+    /// held are released and counted as dropped (`tm_drops`): their buffer
+    /// accounting, pauses and schedules belong to the old configuration.
+    /// Returns how many.
+    pub fn replace_traffic_manager(&mut self, now: u64, tm: T) -> u64 {
+        let mut old = std::mem::replace(&mut self.tm, tm);
+        let mut dropped = 0;
+        for frame in old.take_all(now).into_iter().chain(std::iter::from_fn(|| old.take_discarded().map(|(_, f)| f))) {
+            self.out.release(frame);
+            dropped += 1;
+        }
+        self.counters.tm_drops += dropped;
+        dropped
     }
 
     pub fn counters(&self) -> NodeCounters {
@@ -443,7 +474,7 @@ impl<T: TrafficManager> Node<T> {
         self.backlog.clear();
         self.tm.backlogged(&mut self.backlog);
         for &port in &self.backlog {
-            while let Some(Dequeued { frame, mark_ce }) = self.tm.dequeue(now, port) {
+            while let Some(Dequeued { frame, mark_ce, more }) = self.tm.dequeue(now, port) {
                 if mark_ce {
                     mark_leaving(self.out.pool_mut(), frame, &mut self.counters);
                 }
@@ -454,6 +485,9 @@ impl<T: TrafficManager> Node<T> {
                     forwarding.count_egress_drop(port);
                 }
                 self.out.release(frame);
+                if !more {
+                    break;
+                }
             }
         }
     }

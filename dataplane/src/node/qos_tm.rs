@@ -114,7 +114,10 @@ impl TrafficManager for QosTrafficManager {
         self.now = self.now.max(now);
         loop {
             match self.tm.dequeue(now, port) {
-                Dequeue::Send { handle, mark_ce, .. } => return Some(Dequeued { frame: handle, mark_ce }),
+                Dequeue::Send { handle, mark_ce, .. } => {
+                    let more = self.tm.port_depth(port).0 != 0;
+                    return Some(Dequeued { frame: handle, mark_ce, more });
+                }
                 Dequeue::Discard { handle } => self.discarded.push((port, handle)),
                 Dequeue::Wait(_) | Dequeue::Idle => return None,
             }
@@ -151,6 +154,10 @@ impl TrafficManager for QosTrafficManager {
 
     fn take_discarded(&mut self) -> Option<(PortId, FrameRef)> {
         self.discarded.pop()
+    }
+
+    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
+        self.tm.take_all(now).into_iter().map(|(_, frame)| frame).collect()
     }
 
     #[inline]

@@ -232,6 +232,26 @@ mod with_qos {
     }
 
     #[test]
+    fn a_replaced_traffic_manager_gives_back_the_frames_it_held() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        let data = ipv4(0, Ecn::NotEct, 1000);
+        for _ in 0..3 {
+            node.receive(&mut switch, NOW, 0, &data, &mut ports);
+        }
+        assert_eq!((ports.sent.len(), node.pool().in_use()), (1, 2), "two queued");
+        let mut faster = config();
+        faster.ports[1].speed_bps *= 10;
+        let dropped = node.replace_traffic_manager(NOW, QosTrafficManager::new(&faster).unwrap());
+        assert_eq!(dropped, 2);
+        assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
+        assert_eq!(node.counters().tm_drops, 2);
+        // The new one forwards.
+        node.receive(&mut switch, NOW, 0, &data, &mut ports);
+        assert_eq!(ports.sent.len(), 2);
+    }
+
+    #[test]
     fn a_received_pfc_frame_pauses_the_lossless_queue_only() {
         let (mut node, mut switch) = node_and_switch(&config());
         let mut ports = Recorder::default();

@@ -28,7 +28,7 @@ pub mod config;
 
 pub use config::{ConfigError, EcnSetting, PortConfig, QueueProfile, TmConfig};
 
-use crate::buffer::{BufferDrop, PgState, QueueState, SharedBuffer, cells};
+use crate::buffer::{BufferDrop, PgState, QueueState, SharedBuffer};
 use crate::classify::{CLASSES, ClassKey, Classified, QosMaps};
 use crate::dlb::{CostScale, LoadBoard, Utilisation};
 use crate::ecn::{EcnVerdict, SplitMix64, WredProfile, decide};
@@ -342,7 +342,7 @@ impl<H: Copy> TrafficManager<H> {
             self.watch[queue].dropped_frames += 1;
             return Err(self.count_drop(Some(queue), frame.len, DropReason::WatchdogStorm));
         }
-        let frame_cells = cells(frame.len, self.buffer.cell_bytes());
+        let frame_cells = self.buffer.cells_of(frame.len);
         let lossless = self.buffer.pg(pg).lossless;
         // An ECN-capable frame on a marking queue is judged when it leaves
         // (`dequeue`); WRED's drop of the others can only happen here.
@@ -484,8 +484,10 @@ impl<H: Copy> TrafficManager<H> {
         decide(profile, self.buffer.queue(queue).bytes, true, &mut self.rng) == EcnVerdict::MarkCe
     }
 
-    /// Pops queue `q` of port `p` and returns its cells.
-    #[inline]
+    /// Pops queue `q` of port `p` and returns its cells. Inlined into
+    /// `dequeue`'s send path: out of line, its descriptor went back
+    /// through memory and it was the traffic manager's costliest call.
+    #[inline(always)]
     fn take(&mut self, now: u64, p: usize, q: usize) -> crate::voq::Descriptor<H> {
         let queue = p * CLASSES + q;
         let descriptor = self.voqs.pop(queue).expect("the scheduler chose a backlogged queue");
@@ -506,18 +508,26 @@ impl<H: Copy> TrafficManager<H> {
     }
 
     /// Returns cells to an ingress PG; its XON becomes due if it drained.
-    #[inline]
+    #[inline(always)]
     fn release_ingress(&mut self, pg: usize, cells: u32) {
         if self.buffer.release_ingress(pg, cells) {
-            let (port, group) = (pg / CLASSES, pg % CLASSES);
-            if port < self.ports.len() && self.pg_priorities[group] != 0 {
-                self.ports[port].pfc_tx.xon(self.pg_priorities[group]);
-                if self.ports[port].pfc_tx.has_pending() {
-                    set_bit(&mut self.pfc_due, port);
-                }
-                if self.ports[port].pfc_tx.asserted() == 0 {
-                    clear_bit(&mut self.pfc_asserted, port);
-                }
+            self.xon(pg);
+        }
+    }
+
+    /// PG `pg` left XOFF: its priorities' XON becomes due (rare: out of
+    /// the per-frame path).
+    #[cold]
+    #[inline(never)]
+    fn xon(&mut self, pg: usize) {
+        let (port, group) = (pg / CLASSES, pg % CLASSES);
+        if port < self.ports.len() && self.pg_priorities[group] != 0 {
+            self.ports[port].pfc_tx.xon(self.pg_priorities[group]);
+            if self.ports[port].pfc_tx.has_pending() {
+                set_bit(&mut self.pfc_due, port);
+            }
+            if self.ports[port].pfc_tx.asserted() == 0 {
+                clear_bit(&mut self.pfc_asserted, port);
             }
         }
     }
@@ -735,6 +745,21 @@ impl<H: Copy> TrafficManager<H> {
             at(&mut wake, self.next_watchdog.max(now));
         }
         wake
+    }
+
+    /// Takes every frame out of every queue, whatever may send now (the
+    /// traffic manager is being replaced): each with its port, the buffer
+    /// given back as if it had left.
+    pub fn take_all(&mut self, now: u64) -> Vec<(u16, H)> {
+        let mut taken = Vec::new();
+        for p in 0..self.ports.len() {
+            for q in 0..CLASSES {
+                while !self.voqs.is_empty(p * CLASSES + q) {
+                    taken.push((p as u16, self.take(now, p, q).handle));
+                }
+            }
+        }
+        taken
     }
 
     /// Calls `f` with every port that has frames waiting.

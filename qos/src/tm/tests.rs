@@ -1,4 +1,5 @@
 use super::*;
+use crate::buffer::cells;
 use crate::buffer::{PgProfile, QueueLimit};
 use crate::ecn::NonEct;
 use crate::scheduler::Discipline;

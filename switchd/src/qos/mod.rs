@@ -28,6 +28,28 @@ pub struct QosObjects {
     /// Per port, in config order: its 8 priority groups and 8 queues.
     pub priority_groups: Vec<[ObjectId; CLASSES]>,
     pub queues: Vec<[ObjectId; CLASSES]>,
+    /// The `qos:` they were made from (a commit that changes it makes
+    /// them again: [`remove`], then [`apply`]).
+    pub config: Option<TmConfig>,
+}
+
+/// Removes the traffic manager's objects, users before what they use: the
+/// queues and priority groups, then their schedulers, WRED and buffer
+/// profiles, the pool, and the maps once the switch no longer lists them.
+pub fn remove<B: Backend>(sai: &mut Sai<B>, objects: &mut QosObjects) -> Result<(), ApplyError> {
+    let users = objects.queues.iter().chain(&objects.priority_groups).flatten().copied().collect::<Vec<_>>();
+    let used = objects.schedulers.iter().chain(&objects.wreds).chain(&objects.profiles).chain(&objects.pool);
+    for id in users.into_iter().chain(used.copied().collect::<Vec<_>>()) {
+        context(sai.remove(id), || format!("remove QoS object {id}"))?;
+    }
+    if !objects.maps.is_empty() {
+        context(sai.set_switch_attribute(SwitchAttr::QosMapList(Vec::new())), || "the switch's QoS maps".into())?;
+        for &id in &objects.maps {
+            context(sai.remove(id), || format!("remove QoS map {id}"))?;
+        }
+    }
+    *objects = QosObjects::default();
+    Ok(())
 }
 
 fn context<T>(result: Result<T, SaiError>, what: impl FnOnce() -> String) -> Result<T, ApplyError> {
@@ -40,7 +62,7 @@ fn context<T>(result: Result<T, SaiError>, what: impl FnOnce() -> String) -> Res
 /// and every port's priority groups and queues.
 pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config, applied: &Applied) -> Result<QosObjects, ApplyError> {
     let Some(tm) = &config.qos else { return Ok(QosObjects::default()) };
-    let mut objects = QosObjects::default();
+    let mut objects = QosObjects { config: Some(tm.clone()), ..QosObjects::default() };
     let pfc_mask = tm.pfc.enabled_mask();
     for (port, settings) in config.ports.iter().zip(&tm.ports) {
         let id = applied.ports[&port.name].port;

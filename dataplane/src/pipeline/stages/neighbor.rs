@@ -393,6 +393,24 @@ impl Stages {
         self.tables.router.lookup(rif.vrf, ip) == Some(RouteTarget::Local)
     }
 
+    /// RFC 4861 section 7.2.5 discards an advertisement for which there is
+    /// no entry. An SVI of an EVPN VNI takes it, as Linux does with
+    /// `accept_untracked_na = 2`, when it is solicited, addressed to one of
+    /// the SVI's own addresses and from a host on its subnet: the answer to
+    /// a solicitation from the anycast gateway address that every leaf
+    /// shares, which another leaf sent for a silent host behind this one.
+    /// This leaf learns the host and advertises its MAC+IPv6 binding, which
+    /// answers the asking leaf (the IPv4 counterpart: an ARP reply to our
+    /// address creates an entry, RFC 826).
+    fn accepts_untracked_advert(&self, source: L3Source, rif: RifId, src: Ipv6Addr, dst: Ipv6Addr) -> bool {
+        let L3Source::Svi { vid, .. } = source else { return false };
+        self.tables.bridge.vlan(vid).is_some_and(|vlan| vlan.vni.is_some())
+            && self.tables.router.is_own_v6(dst)
+            && self.tables.router.on_link(rif, IpAddr::V6(dst))
+            && !src.is_unicast_link_local()
+            && self.tables.router.on_link(rif, IpAddr::V6(src))
+    }
+
     /// ARP (RFC 826): learn the sender, answer requests for the switch's
     /// addresses, and copy every other ARP packet to the host.
     pub(crate) fn arp_ingress(
@@ -517,7 +535,13 @@ impl Stages {
                     return Ok(Disposition::Punted);
                 }
                 if let Some(lladdr) = target_lladdr {
-                    self.neighbor_learn(now, rif_id, IpAddr::V6(target_addr), lladdr, solicited_flag, false, out);
+                    let target = IpAddr::V6(target_addr);
+                    let untracked = solicited_flag
+                        && !self.tables.neighbors.entries.contains_key(&(rif_id, target))
+                        && self.accepts_untracked_advert(source, rif_id, src, packet.dst_addr());
+                    // Such an entry starts Stale: this router did not solicit it.
+                    let confirmed = solicited_flag && !untracked;
+                    self.neighbor_learn(now, rif_id, target, lladdr, confirmed, untracked, out);
                 } else if solicited_flag {
                     // Confirms the address we already have (RFC 4861 7.2.5).
                     if let Some(neighbor) = self.tables.neighbors.entries.get_mut(&(rif_id, IpAddr::V6(target_addr)))

@@ -618,3 +618,48 @@ fn the_svi_takes_evpn_bindings_as_answers_instead_of_asking_across_the_overlay()
     let neighbor = switch.neighbor(2, IpAddr::V4(v4("192.168.100.10"))).unwrap();
     assert_eq!((neighbor.mac, neighbor.state), (Some(silent), NeighborState::Reachable));
 }
+
+/// An SVI of an EVPN VNI takes a solicited advertisement it has no entry
+/// for when it is addressed to its own address and from its subnet (the
+/// answer to another leaf's solicitation from the shared anycast gateway
+/// address, for a silent host behind this leaf), as a Stale entry, and
+/// reports the binding; anything else untracked is still discarded (RFC
+/// 4861 section 7.2.5), as on an SVI with no VNI.
+#[test]
+fn an_evpn_svi_learns_a_host_from_the_answer_to_another_leafs_solicitation() {
+    let advert = |target: &str, solicited: bool, dst: &str| {
+        let target = v6(target);
+        let na = Icmpv6Repr::NeighborAdvert {
+            router_flag: false,
+            solicited_flag: solicited,
+            override_flag: true,
+            target_addr: target,
+            target_lladdr: Some(H2),
+        };
+        frame(R2, H2, None, EtherType::Ipv6, &ipv6(target, v6(dst), 255, &na))
+    };
+    let learned = |switch: &Switch, ip: &str| switch.neighbor(2, IpAddr::V6(v6(ip)));
+    for evpn in [true, false] {
+        let mut switch = if evpn { vtep_switch() } else { l3_switch() };
+        switch.set_route(net("2001:db8:100::1/128"), RouteTarget::Local).unwrap();
+        switch.set_route(net("2001:db8:100::/64"), RouteTarget::Connected(2)).unwrap();
+        let _ = switch.drain_events().count();
+        let mut out = Output::new();
+        switch.process(NOW, 2, &advert("2001:db8:100::2", true, "2001:db8:100::1"), &mut out);
+        if evpn {
+            let entry = learned(&switch, "2001:db8:100::2").expect("learned");
+            assert_eq!((entry.mac, entry.state), (Some(H2), NeighborState::Stale));
+            let resolved = Event::NeighborResolved { rif: 2, ip: IpAddr::V6(v6("2001:db8:100::2")), mac: H2 };
+            assert!(switch.drain_events().any(|e| e == resolved), "reported");
+        } else {
+            assert_eq!(learned(&switch, "2001:db8:100::2"), None, "no VNI: RFC 4861 7.2.5");
+        }
+        // Unsolicited, or off the subnet, or not to our address: discarded.
+        switch.process(NOW, 2, &advert("2001:db8:100::3", false, "2001:db8:100::1"), &mut out);
+        switch.process(NOW, 2, &advert("2001:db8:7::3", true, "2001:db8:100::1"), &mut out);
+        switch.process(NOW, 2, &advert("2001:db8:100::4", true, "2001:db8:100::9"), &mut out);
+        for ip in ["2001:db8:100::3", "2001:db8:7::3", "2001:db8:100::4"] {
+            assert_eq!(learned(&switch, ip), None, "{ip}");
+        }
+    }
+}
