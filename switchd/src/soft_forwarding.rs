@@ -75,17 +75,18 @@ fn wanted_hosts(config: &Config) -> BTreeMap<HostKey, Vec<IpNetwork>> {
     hosts
 }
 
-fn wanted_ports(config: &Config) -> BTreeMap<String, PortKind> {
-    config.ports.iter().map(|p| (p.name.clone(), p.kind)).collect()
+/// The ports' I/O as `config` wants it: kind and MTU (a new MTU opens the
+/// port again, its ring slots sized for it).
+fn wanted_ports(config: &Config) -> BTreeMap<String, (PortKind, u16)> {
+    config.ports.iter().map(|p| (p.name.clone(), (p.kind, p.mtu))).collect()
 }
 
 /// The forwarding thread and everything it reads and writes.
 pub struct SoftForwarding {
     sai: Arc<Mutex<Sai<SoftBackend>>>,
     forwarding: Option<Forwarding<ObjectId>>,
-    /// Ports whose I/O the thread has: pipeline index and kind. (An MTU
-    /// change applies in the shim; the I/O stays as it was opened.)
-    ports: BTreeMap<String, (PortId, PortKind)>,
+    /// Ports whose I/O the thread has: pipeline index, kind and MTU.
+    ports: BTreeMap<String, (PortId, (PortKind, u16))>,
     hosts: BTreeMap<HostKey, HostState>,
     loopback: LoopbackAddresses,
     /// The `qos:` the thread's traffic manager was built from.
@@ -218,8 +219,8 @@ impl SoftForwarding {
         for (key, spec) in specs {
             self.hosts.insert(key, HostState { object: spec.host_if, addresses: spec.addresses });
         }
-        for (name, index, kind, _) in new_ports {
-            self.ports.insert(name, (index, kind));
+        for (name, index, kind, mtu) in new_ports {
+            self.ports.insert(name, (index, (kind, mtu)));
         }
         let additions: Vec<(&str, &[IpNetwork])> = additions.iter().map(|(n, a)| (n.as_str(), a.as_slice())).collect();
         hostif::add_addresses(&additions).map_err(|e| e.to_string())?;
@@ -251,6 +252,14 @@ impl FollowsConfig for SoftForwarding {
     fn remove_stale(&mut self, target: &Config, applied: &Applied) -> Result<(), String> {
         let Some(forwarding) = &self.forwarding else { return Ok(()) };
         let ports = wanted_ports(target);
+        // A port with a new MTU: its socket and its host interface (`sw-ethN`,
+        // the kernel's MTU for what the switch itself sends) open again.
+        let new_mtu: Vec<String> = self
+            .ports
+            .iter()
+            .filter(|(name, (_, (kind, mtu)))| ports.get(*name).is_some_and(|(k, m)| k == kind && m != mtu))
+            .map(|(name, _)| name.clone())
+            .collect();
         let stale_ports: Vec<String> = self
             .ports
             .iter()
@@ -268,7 +277,11 @@ impl FollowsConfig for SoftForwarding {
         let stale_hosts: Vec<HostKey> = self
             .hosts
             .keys()
-            .filter(|key| !hosts.contains_key(*key) || matches!(key, HostKey::Vlan(id) if moved.contains(id)))
+            .filter(|key| {
+                !hosts.contains_key(*key)
+                    || matches!(key, HostKey::Vlan(id) if moved.contains(id))
+                    || matches!(key, HostKey::Port(name) if new_mtu.contains(name))
+            })
             .cloned()
             .collect();
         let mut removed = Vec::new();
