@@ -96,6 +96,13 @@ fn vrf_route_in(sw: &Switchd, vrf: &str, prefix: &str) -> Option<Value> {
     tenant["routes"].as_array()?.iter().find(|r| r["prefix"] == prefix).map(|r| r["next_hops"].clone())
 }
 
+/// A host on eth0 with its address and default gateway, its MTU leaving
+/// room for the 50 bytes of VXLAN encapsulation.
+fn overlay_host(host: &Netns, addr: &str, gw: &str) {
+    host.host_setup("eth0", addr, Some(gw));
+    host.ip(&["link", "set", "eth0", "mtu", "1450"]);
+}
+
 #[test]
 fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     if !require_root_and_tools("evpn_irb", &["ip", "ping", "tcpdump", "tshark"]) {
@@ -121,9 +128,7 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
         (&h3, "172.16.9.13/24", "172.16.9.1"),
         (&h4, "172.16.8.14/24", "172.16.8.1"),
     ] {
-        h.host_setup("eth0", addr, Some(gw));
-        // Room for the 50 bytes of VXLAN encapsulation.
-        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+        overlay_host(h, addr, gw);
     }
     let _spine = Switchd::start(&s1, &spine_config());
     let leaf1 = Switchd::start(&l1, &leaf(1, 10));
@@ -297,8 +302,7 @@ fn a_remote_gateways_request_for_a_silent_host_is_answered_through_evpn() {
         // h1 silent until asked: no IPv6 chatter.
         h.sysctl("net.ipv6.conf.all.disable_ipv6", "1");
         h.sysctl("net.ipv6.conf.default.disable_ipv6", "1");
-        h.host_setup("eth0", addr, Some(gw));
-        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+        overlay_host(h, addr, gw);
     }
     let _spine = Switchd::start(&s1, &spine_config());
     let leaf1 = Switchd::start(&l1, &leaf(1, 10));
@@ -363,8 +367,7 @@ fn a_silent_ipv6_host_behind_another_leaf_is_found() {
             h.sysctl(&format!("net.ipv6.conf.{conf}.accept_dad"), "0");
             h.sysctl(&format!("net.ipv6.conf.{conf}.router_solicitations"), "0");
         }
-        h.host_setup("eth0", addr, Some(gw));
-        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+        overlay_host(h, addr, gw);
         h.ip(&["-6", "addr", "add", addr6, "dev", "eth0", "nodad"]);
         h.ip(&["-6", "route", "add", "default", "via", gw6]);
     }
@@ -466,8 +469,7 @@ fn overlapping_subnets_in_two_vrfs_stay_apart() {
         (&h1b, "172.16.1.21/24", "172.16.1.1"),
         (&h2b, "172.16.2.22/24", "172.16.2.1"),
     ] {
-        h.host_setup("eth0", addr, Some(gw));
-        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+        overlay_host(h, addr, gw);
     }
     let _spine = Switchd::start(&s1, &spine_config());
     let leaf1 = Switchd::start(&l1, &overlapping_leaf(1, 10, 110));
