@@ -35,6 +35,9 @@ pub struct Fabric {
     pub unresponsive: FxHashSet<usize>,
     /// SMPs to drop before delivering again.
     pub drop_next: u32,
+    /// Ports whose link finishes training when the next LFT block is
+    /// written (the sweep read them Down and is programming tables).
+    pub train_on_next_lft_set: Vec<PortRef>,
     pub counters: FabricCounters,
 }
 
@@ -48,6 +51,7 @@ impl Fabric {
             port_guids,
             unresponsive: FxHashSet::default(),
             drop_next: 0,
+            train_on_next_lft_set: Vec::new(),
             counters: FabricCounters::default(),
         }
     }
@@ -81,6 +85,11 @@ impl Fabric {
             self.counters.discarded += 1;
             return None;
         };
+        if smp.method == Method::Set && smp.attribute_id == AttributeId::LinearForwardingTable {
+            for port in std::mem::take(&mut self.train_on_next_lft_set) {
+                self.port_trained(port);
+            }
+        }
         let mut at = node;
         let mut disposition = self.agents[node].originate(port, &self.port_guids[node], &mut smp);
         // Every hop moves one link; a route longer than 2 * 64 hops is a bug.
@@ -138,6 +147,32 @@ impl Fabric {
             }
         }
         trap
+    }
+
+    /// One end of a cabled link still training (Down/Polling) while its
+    /// peer may already be up, as when the two ends finish flow control
+    /// at different times; the switch's other ports have just trained, so
+    /// its PortStateChange is set (as after a boot).
+    pub fn hold_port_down(&mut self, at: PortRef) {
+        let agent = &mut self.agents[at.node];
+        let info = &mut agent.ports[usize::from(at.port)];
+        info.port_state = PortState::Down.into();
+        info.port_phys_state = PortPhysState::Polling.into();
+        if let Some(tables) = agent.switch.as_mut() {
+            tables.info.port_state_change = true;
+        }
+    }
+
+    /// The port's link trained: LinkUp in Init, PortStateChange set on its
+    /// switch (what a switch's port logic does, IBA 14.2.5.4).
+    pub fn port_trained(&mut self, at: PortRef) {
+        let agent = &mut self.agents[at.node];
+        let info = &mut agent.ports[usize::from(at.port)];
+        info.port_state = PortState::Init.into();
+        info.port_phys_state = PortPhysState::LinkUp.into();
+        if let Some(tables) = agent.switch.as_mut() {
+            tables.info.port_state_change = true;
+        }
     }
 
     /// Runs `sm` (on `node`, `port`) in virtual time from `*now` until its

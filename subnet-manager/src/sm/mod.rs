@@ -731,6 +731,9 @@ impl SubnetManager {
                 let info = SwitchInfoRepr::parse(&SwitchInfo::new_unchecked(&data[..])).expect("64 bytes");
                 self.building.nodes[node].linear_fdb_cap = info.linear_fdb_cap;
                 self.switch_info.insert(node, info);
+                if info.port_state_change {
+                    self.clear_port_state_change(node, info);
+                }
             }
             Context::PortInfo { node, port } => self.on_port_info(node, port, &data),
             Context::SmInfo { path } => {
@@ -985,6 +988,31 @@ impl SubnetManager {
         );
     }
 
+    /// Clears a switch's PortStateChange before its port states are
+    /// trusted, then reads them again. Cleared any later (when tables are
+    /// programmed), a port that came up between our read of it and the
+    /// clear would lose its only trace: it stays Init, never armed, and
+    /// no light sweep sees a change (a link whose two ends finish flow
+    /// control at different times, one read Init and the other Down).
+    /// Writing 1 clears the bit (IBA 14.2.5.4); a change after the clear
+    /// sets it again for the next light sweep.
+    fn clear_port_state_change(&mut self, node: usize, current: SwitchInfoRepr) {
+        let mut data = [0u8; DATA_LEN];
+        current.emit(&mut SwitchInfo::new_unchecked(&mut data[..]));
+        let path = self.building.nodes[node].path.clone();
+        self.submit(Context::SetSwitchInfo { node }, Method::Set, AttributeId::SwitchInfo, 0, &path, data);
+        for port in 1..=self.building.nodes[node].num_ports {
+            self.submit(
+                Context::PortInfo { node, port },
+                Method::Get,
+                AttributeId::PortInfo,
+                u32::from(port),
+                &path,
+                [0; DATA_LEN],
+            );
+        }
+    }
+
     fn on_port_info(&mut self, node: usize, port: u8, data: &[u8; DATA_LEN]) {
         let info = PortInfoRepr::parse(&PortInfo::new_unchecked(&data[..])).expect("64 bytes");
         let is_switch = self.building.nodes[node].is_switch();
@@ -1183,12 +1211,13 @@ impl SubnetManager {
             let guid = node.guid;
             let path = node.path.clone();
             if let Some(current) = self.switch_info.get(&index).copied()
-                && (current.linear_fdb_top != top || current.port_state_change)
+                && current.linear_fdb_top != top
             {
                 let mut wanted = current;
                 wanted.linear_fdb_top = top;
-                // Writing 1 clears PortStateChange (IBA 14.2.5.4).
-                wanted.port_state_change = current.port_state_change;
+                // Writing 0 leaves PortStateChange as it is: a port that
+                // changed during this sweep is for the next light sweep.
+                wanted.port_state_change = false;
                 let mut data = [0u8; DATA_LEN];
                 wanted.emit(&mut SwitchInfo::new_unchecked(&mut data[..]));
                 self.sets_this_sweep.1 += 1;

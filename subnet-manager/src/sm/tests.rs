@@ -548,3 +548,38 @@ fn a_trap_during_discovery_is_not_lost_and_does_not_restart_the_sweep() {
     assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { sweep: 2, .. })), "{events:?}");
     assert_eq!(fabric.check_all_pairs(), Ok(30 * 29));
 }
+
+#[test]
+fn a_port_that_trains_while_the_sweep_programs_is_armed_by_the_next_sweep() {
+    // The two ends of a leaf-spine link finish training at different
+    // times: the sweep reads the spine's end Down (the leaf's end Init, so
+    // the link is known), and the spine's end comes up while the sweep
+    // programs the tables. Its PortStateChange must survive the sweep, so
+    // that a light sweep finds it and a heavy sweep arms it.
+    let mut fabric = Fabric::new(SHAPE.build());
+    let leaf = node(&fabric, "leaf-1");
+    let spine_end = fabric.topology.nodes[leaf].ports[6].remote.expect("leaf-1 port 6 goes to a spine");
+    fabric.hold_port_down(spine_end);
+    fabric.train_on_next_lft_set.push(spine_end);
+    let mut sm = SubnetManager::new(config(Engine::Ftree, 0), LidMap::default());
+    let host = node(&fabric, "host-0");
+    fabric.host_sm(host, 1, &mut sm);
+    let mut now = 0;
+    sm.start(now);
+    let first = fabric.run(&mut sm, host, 1, &mut now, 60_000 * MS, 1_000);
+    assert!(first.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{first:?}");
+    assert!(fabric.train_on_next_lft_set.is_empty(), "the port trained during the sweep");
+    let port_state = |fabric: &Fabric| fabric.agents[spine_end.node].ports[usize::from(spine_end.port)].state();
+    assert_eq!(port_state(&fabric), PortState::Init, "trained after the sweep armed ports");
+    for _ in 0..5 {
+        let Some(at) = sm.next_timer() else { break };
+        now = now.max(at);
+        sm.handle_timer(now);
+        fabric.run(&mut sm, host, 1, &mut now, 5_000 * MS, 1_000);
+        if port_state(&fabric) == PortState::Active {
+            break;
+        }
+    }
+    assert_eq!(port_state(&fabric), PortState::Active, "the light sweep saw the change, a heavy sweep armed it");
+    assert_eq!(sm.counters.heavy_sweeps, 2);
+}
