@@ -44,6 +44,10 @@ impl TrafficManager for AnyTrafficManager {
     fn dequeue(&mut self, now: u64, port: PortId) -> Option<Dequeued> {
         delegate!(self, tm => tm.dequeue(now, port))
     }
+
+    fn dequeue_burst(&mut self, now: u64, port: PortId, out: &mut Vec<Dequeued>) {
+        delegate!(self, tm => tm.dequeue_burst(now, port, out))
+    }
     fn backlogged(&self, ports: &mut Vec<PortId>) {
         delegate!(self, tm => tm.backlogged(ports))
     }

@@ -159,6 +159,17 @@ pub trait TrafficManager {
     fn enqueue(&mut self, now: u64, port: PortId, frame: FrameRef, meta: &FrameMeta) -> Result<(), TmDrop>;
     /// The next frame `port` may send at `now`, if any.
     fn dequeue(&mut self, now: u64, port: PortId) -> Option<Dequeued>;
+    /// Every frame `port` may send at `now`, appended to `out` in the order
+    /// [`dequeue`](Self::dequeue) gives them: one call per port in a
+    /// transmit pass, so what holds for the whole burst is worked out once.
+    fn dequeue_burst(&mut self, now: u64, port: PortId, out: &mut Vec<Dequeued>) {
+        while let Some(dequeued) = self.dequeue(now, port) {
+            out.push(dequeued);
+            if !dequeued.more {
+                break;
+            }
+        }
+    }
     /// Ports that have frames waiting (whether or not they may send now).
     fn backlogged(&self, ports: &mut Vec<PortId>);
     /// A link-level frame received on `port` (PAUSE/PFC): consumed here.
@@ -230,6 +241,8 @@ pub struct Node<T: TrafficManager = OutputQueues> {
     tm: T,
     out: Output,
     backlog: Vec<PortId>,
+    /// The frames of one port's burst in a transmit pass.
+    burst: Vec<Dequeued>,
     next_poll: u64,
     poll_interval: u64,
     counters: NodeCounters,
@@ -271,6 +284,7 @@ impl<T: TrafficManager> Node<T> {
             tm,
             out,
             backlog: Vec::with_capacity(64),
+            burst: Vec::with_capacity(256),
             next_poll: 0,
             poll_interval: Self::POLL_INTERVAL_NS,
             counters: NodeCounters::default(),
@@ -474,7 +488,9 @@ impl<T: TrafficManager> Node<T> {
         self.backlog.clear();
         self.tm.backlogged(&mut self.backlog);
         for &port in &self.backlog {
-            while let Some(Dequeued { frame, mark_ce, more }) = self.tm.dequeue(now, port) {
+            self.burst.clear();
+            self.tm.dequeue_burst(now, port, &mut self.burst);
+            for &Dequeued { frame, mark_ce, .. } in &self.burst {
                 if mark_ce {
                     mark_leaving(self.out.pool_mut(), frame, &mut self.counters);
                 }
@@ -485,9 +501,6 @@ impl<T: TrafficManager> Node<T> {
                     forwarding.count_egress_drop(port);
                 }
                 self.out.release(frame);
-                if !more {
-                    break;
-                }
             }
         }
     }

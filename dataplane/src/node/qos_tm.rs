@@ -124,6 +124,23 @@ impl TrafficManager for QosTrafficManager {
         }
     }
 
+    #[inline]
+    fn dequeue_burst(&mut self, now: u64, port: PortId, out: &mut Vec<Dequeued>) {
+        self.now = self.now.max(now);
+        let first = out.len();
+        let discarded = &mut self.discarded;
+        self.tm.dequeue_burst(now, port, usize::MAX, |dequeued| match dequeued {
+            Dequeue::Send { handle, mark_ce, .. } => out.push(Dequeued { frame: handle, mark_ce, more: true }),
+            Dequeue::Discard { handle } => discarded.push((port, handle)),
+            Dequeue::Wait(_) | Dequeue::Idle => {}
+        });
+        if out.len() > first
+            && let Some(last) = out.last_mut()
+        {
+            last.more = self.tm.port_depth(port).0 != 0;
+        }
+    }
+
     fn backlogged(&self, ports: &mut Vec<PortId>) {
         self.tm.for_each_backlogged(|port| ports.push(port));
     }
