@@ -196,7 +196,11 @@ impl Tables {
     }
 
     pub fn remove_fdb_entry(&mut self, vid: VlanId, mac: EthernetAddress) -> Result<(), TableError> {
-        self.bridge.fdb.remove(&fdb_key(vid, mac)).map(|_| ()).ok_or(TableError::NotFound)
+        let key = fdb_key(vid, mac);
+        // A static entry added again later reports its first refused move
+        // at once, not a second after one reported under the old entry.
+        self.bridge.refusals_reported.remove(&key);
+        self.bridge.fdb.remove(&key).map(|_| ()).ok_or(TableError::NotFound)
     }
 
     /// Removes the entries matching every given filter (dynamic ones only if asked).
@@ -225,6 +229,8 @@ impl Tables {
             }
             !matches
         });
+        let fdb = &self.bridge.fdb;
+        self.bridge.refusals_reported.retain(|key, _| fdb.get(key).is_some_and(|e| e.kind == FdbKind::Static));
     }
 
     /// Frames not learned because their source MAC has a static entry
@@ -253,6 +259,8 @@ impl Tables {
         if aging == 0 {
             return;
         }
+        // Reports older than their interval hold nothing back any more.
+        self.bridge.refusals_reported.retain(|_, &mut at| now.saturating_sub(at) < MOVE_REFUSED_REPORT_NS);
         let events = &mut self.events;
         self.bridge.fdb.retain(|&key, entry| {
             let expired = entry.kind == FdbKind::Dynamic && now.saturating_sub(entry.last_seen) >= aging;

@@ -259,6 +259,24 @@ fn static_macs_neither_move_nor_age() {
 }
 
 #[test]
+fn a_static_mac_added_again_reports_its_first_refused_move_at_once() {
+    let mut switch = l2_switch();
+    let mut out = Output::new();
+    let refused = Event::FdbMoveRefused { vid: 10, mac: mac(1), pinned: FdbDest::Port(0), from: FdbDest::Port(1) };
+    switch.set_fdb_entry(10, mac(1), FdbDest::Port(0), FdbKind::Static, 0).unwrap();
+    switch.process(NOW, 1, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
+    // Within the report interval the same MAC's refusals are only counted.
+    switch.process(NOW + 1, 1, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
+    assert_eq!(switch.drain_events().collect::<Vec<_>>(), vec![refused]);
+    assert_eq!(switch.fdb_moves_refused(), 2);
+    // The entry removed and configured again: a new entry, reported anew.
+    switch.remove_fdb_entry(10, mac(1)).unwrap();
+    switch.set_fdb_entry(10, mac(1), FdbDest::Port(0), FdbKind::Static, 0).unwrap();
+    switch.process(NOW + 2, 1, &frame(mac(2), mac(1), None, DATA, PAYLOAD), &mut out);
+    assert_eq!(switch.drain_events().collect::<Vec<_>>(), vec![refused]);
+}
+
+#[test]
 fn dynamic_entries_age_out_in_poll() {
     let mut switch = l2_switch();
     let mut out = Output::new();
