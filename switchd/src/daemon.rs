@@ -272,7 +272,7 @@ async fn next_signal() -> io::Result<Signal> {
 /// the socket, the table profile, the BGP speaker's listener and the
 /// IB-like plane are set up once at start. Ports, interfaces, addresses,
 /// LLDP, BGP neighbours, networks and multipath, the traffic manager
-/// (`qos:`, port speeds: made again, see `Node::replace_traffic_manager`)
+/// (`qos:`, port speeds: made again, the queued frames moved, see `Node::replace_traffic_manager`)
 /// and the metrics endpoint follow commits
 /// ([`crate::commit::FollowsConfig`]); a new BGP ASN or
 /// router id restarts the speaker in place (every session reset, said in

@@ -138,6 +138,11 @@ fn pfc_propagates_hop_by_hop_and_nothing_is_lost() {
         let drops = tm_drops(switchd);
         assert!(drops.iter().all(|(_, n)| *n == 0), "{name} dropped: {drops:?}\n{}", context());
     }
+    // How much of each lossless PG's headroom the run used, the rx ring's burst after a pause
+    // included (docs/qos.md, "Headroom and the AF_PACKET rx ring").
+    for (name, switchd) in [("leaf1", &leaf1), ("spine", &spine), ("leaf2", &leaf2)] {
+        eprintln!("{name}:\n{}", switchd.swcli(&["show", "priority-group", "watermark", "headroom"]));
+    }
     // Hop by hop, against the traffic: leaf2 paused the spine ...
     let tx = |row: serde_json::Value| row["tx"][PRIORITY].as_u64().unwrap();
     let rx = |row: serde_json::Value| row["rx"][PRIORITY].as_u64().unwrap();

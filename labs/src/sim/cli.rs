@@ -16,10 +16,11 @@ use clap::{Args, Subcommand};
 
 use super::experiment::{Experiment, LoadBalancing, QueueKind};
 use super::fabric::{self, Fabric};
-use super::ib::{IbExperiment, IbReport, IbSimulation};
+use super::ib::{IbCongestionControl, IbExperiment, IbReport, IbSimulation};
 use super::workload::{Kind, WorkloadSpec};
 use crate::generate::AiRail;
 use crate::topology::Topology;
+use qos::ib::cc::SwitchCongestionSetting;
 use subnet_manager::routing::Engine;
 
 #[derive(Args, Clone, Debug)]
@@ -99,6 +100,13 @@ pub struct SimArgs {
     /// IB-like: each HCA reads what it receives at this rate (default: at once).
     #[arg(long)]
     pub ib_read_gbps: Option<f64>,
+    /// IB-like: FECN/BECN congestion control (IBA annex A10): switch ports above the threshold mark FECN, the
+    /// destination HCA returns a BECN, the source slows the flow by its CCT.
+    #[arg(long)]
+    pub ib_cc: bool,
+    /// IB-like, with --ib-cc: bytes queued on a port's VL above which it marks.
+    #[arg(long, default_value = "32KiB", value_parser = parse_size)]
+    pub ib_cc_threshold: u64,
 
     /// Load balancing; a comma-separated list for `compare`.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "ecmp")]
@@ -250,6 +258,14 @@ impl SimArgs {
             read_bps: self.ib_read_gbps.map(|gbps| (gbps * 1e9) as u64),
             engines,
             time_limit_ns: self.time_limit_ms * 1_000_000,
+            sample_ns: self.sample_us * 1000,
+            cc: self.ib_cc.then(|| IbCongestionControl {
+                switch: SwitchCongestionSetting {
+                    threshold_bytes: self.ib_cc_threshold.min(u64::from(u32::MAX)) as u32,
+                    ..SwitchCongestionSetting::default()
+                },
+                ..IbCongestionControl::default()
+            }),
             ..IbExperiment::default()
         })
     }
@@ -328,18 +344,15 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {
         if !quiet {
-            // Messages complete unevenly (an all-to-all's at the end): a rough ETA.
-            let eta = if speed.done_fraction > 0.0 {
-                format!("{:.0} s", speed.wall_s * (1.0 - speed.done_fraction) / speed.done_fraction)
-            } else {
-                "?".to_owned()
-            };
+            let eta = speed.eta_s().map_or("?".to_owned(), |s| format!("{s:.0} s"));
             eprint!(
-                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of messages  ETA {eta:<8}",
+                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of bytes  \
+                 {:>5.1}% of messages  ETA {eta:<8}",
                 speed.simulated_ns as f64 / 1e6,
                 speed.events as f64 / 1e6,
                 speed.events_per_s / 1e6,
                 speed.wall_s,
+                speed.bytes_done_fraction * 100.0,
                 speed.done_fraction * 100.0
             );
             let _ = std::io::stderr().flush();
@@ -374,11 +387,17 @@ pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String>
             experiment.engines = engines;
         }
     }
+    let watch = args.watch(&fabric)?;
     let workload = super::workload::build(&args.workload(), fabric.hosts.len(), args.seed)?;
     let mut simulation = IbSimulation::new(fabric, experiment, workload)?;
+    let watch = watch.unwrap_or_else(|| simulation.default_watch());
+    simulation.watch(watch);
     simulation.run();
     let report = simulation.report(&topology.name);
     report.write(out).map_err(|e| format!("writing into {}: {e}", out.display()))?;
+    if !args.no_plots {
+        super::plot::write_run(&report.plot_data(), out)?;
+    }
     Ok(report)
 }
 
@@ -397,7 +416,8 @@ fn jcts(collectives: &[super::output::CollectiveResult]) -> String {
 /// A one-paragraph summary of an IB-like run.
 pub fn describe_ib(r: &IbReport) -> String {
     format!(
-        "{} ({} switches, {} HCAs, IB-like, {} LFTs): {}; drops {}; xmit wait {}; {} flow-control packets; {} events",
+        "{} ({} switches, {} HCAs, IB-like, {} LFTs): {}; drops {}; xmit wait {}; {} flow-control packets; FECN {}, \
+         BECN {}; {} events",
         r.topology,
         r.switches,
         r.hosts,
@@ -406,6 +426,8 @@ pub fn describe_ib(r: &IbReport) -> String {
         r.drops,
         r.xmit_wait,
         r.flow_control_packets,
+        r.fecn_marked,
+        r.becns_received,
         r.events
     )
 }

@@ -23,6 +23,7 @@ use std::collections::{BinaryHeap, VecDeque};
 
 use qos::ib::arbiter::ArbitrationEntry;
 use qos::ib::blocks;
+use qos::ib::cc::{CaCongestionSetting, FlowThrottle, PortMarker, SwitchCongestionSetting};
 use qos::ib::credit::{FlowControlUpdate, LinkCredits};
 use qos::ib::switch::{IbSwitch, LogicalState, PacketDesc, PortRate, Received, SwitchConfig};
 use qos::shaper::LineRate;
@@ -32,7 +33,8 @@ use subnet_manager::topology::{Node, NodeKind, PortRef, Topology};
 use super::fabric::{End, Fabric};
 use super::link::Wire;
 use super::output::CollectiveResult;
-use super::stats::MessageRecord;
+use super::output::Percentiles;
+use super::stats::{DepthHistogram, MessageRecord};
 use super::workload::Workload;
 
 /// LRH (8), BTH (12), ICRC (4) and VCRC (2) around each packet's payload:
@@ -64,10 +66,22 @@ pub struct IbExperiment {
     /// application), bits per second of packet; `None`: at once.
     pub read_bps: Option<u64>,
     pub time_limit_ns: u64,
+    /// Queue-depth sampling interval, ns (0: none).
+    pub sample_ns: u64,
+    /// Congestion control (FECN/BECN, IBA annex A10); `None`: off.
+    pub cc: Option<IbCongestionControl>,
     /// Per switch, per port (its place in the fabric): what the switch's
     /// config says (`mode: ib` ports); empty: every port as above.
     #[serde(skip)]
     pub ports: PortPlan,
+}
+
+/// FECN/BECN congestion control: what the switches mark, how the HCAs
+/// throttle.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct IbCongestionControl {
+    pub switch: SwitchCongestionSetting,
+    pub ca: CaCongestionSetting,
 }
 
 /// Per switch, per port: its settings (`None`: the experiment's).
@@ -152,6 +166,8 @@ impl Default for IbExperiment {
             refresh_ns: 50_000,
             read_bps: None,
             time_limit_ns: 10_000_000_000,
+            sample_ns: 0,
+            cc: None,
             ports: Vec::new(),
         }
     }
@@ -166,6 +182,12 @@ struct Packet {
     /// The VL it travels on this hop (the LRH's).
     vl: u8,
     payload: u32,
+    /// Forward explicit congestion notification: a congested switch port
+    /// sent it (the BTH's FECN bit).
+    fecn: bool,
+    /// A congestion notification packet carrying a BECN for `message`'s
+    /// connection back to its source; no payload.
+    cnp: bool,
 }
 
 impl Packet {
@@ -207,6 +229,8 @@ enum IbEvent {
     Release {
         message: u32,
     },
+    /// Record the watched ports' queue depths.
+    Sample,
 }
 
 /// An event and its time, in (time, scheduling order).
@@ -239,6 +263,8 @@ struct SimSwitch {
     /// Per engine port (0: the switch itself): the cable's far end and the cable.
     peers: Vec<Option<(At, u32)>>,
     wake_at: u64,
+    /// Per engine port: FECN marking.
+    markers: Vec<PortMarker>,
 }
 
 /// A queue pair's sending side: messages to one destination, in order.
@@ -249,6 +275,10 @@ struct Connection {
     pending: VecDeque<u32>,
     /// The message being sent and its bytes left.
     current: Option<(u32, u64)>,
+    /// Congestion control: the BECNs' throttle, and when the inter-packet
+    /// delay lets the next packet go.
+    throttle: FlowThrottle,
+    next_send_at: u64,
 }
 
 /// An HCA: one port with credits per VL, a line, and its queue pairs.
@@ -270,6 +300,11 @@ struct Hca {
     overruns: u64,
     /// Times it had a packet ready and the line free but no credit.
     credit_waits: u64,
+    /// Connections (as the data's source numbers them) owed a BECN for a
+    /// FECN-marked packet received: sent first, as CNPs.
+    becns_owed: VecDeque<u32>,
+    /// The SL packets to this HCA travel on (its LID's, from the routing).
+    sl: u8,
 }
 
 /// Per switch port, what the run measured.
@@ -306,8 +341,20 @@ pub struct IbReport {
     /// Transmit opportunities lost to missing credit, switches and HCAs.
     pub xmit_wait: u64,
     pub flow_control_packets: u64,
+    /// Packets the switches marked FECN; CNPs (each a BECN) the HCAs sent
+    /// back, and BECNs the sources took.
+    pub fecn_marked: u64,
+    pub cnps_sent: u64,
+    pub becns_received: u64,
+    /// Sampled queue depths (bytes) of every cabled switch port.
+    pub queue_depth_bytes: Percentiles,
     pub events: u64,
     pub ports: Vec<IbPortResult>,
+    /// The watched ports, and their depths (bytes) over time.
+    #[serde(skip)]
+    pub series_names: Vec<String>,
+    #[serde(skip)]
+    pub series: Vec<(u64, Vec<u32>)>,
 }
 
 /// The simulation.
@@ -336,6 +383,13 @@ pub struct IbSimulation {
     events: u64,
     flow_control_packets: u64,
     hca_drops: u64,
+    fecn_marked: u64,
+    cnps_sent: u64,
+    becns_received: u64,
+    /// Watched (switch, engine port) and their sampled depths over time.
+    watched: Vec<(u32, u16)>,
+    series: Vec<(u64, Vec<u32>)>,
+    depth: DepthHistogram,
 }
 
 impl IbSimulation {
@@ -407,16 +461,20 @@ impl IbSimulation {
                     engine.sl_to_vl.set_table(port, out, core::array::from_fn(|sl| (sl as u8) % out_vls));
                 }
             }
-            switches.push(SimSwitch { engine, peers: vec![None; ports], wake_at: u64::MAX });
+            let markers = vec![PortMarker::default(); ports];
+            switches.push(SimSwitch { engine, peers: vec![None; ports], wake_at: u64::MAX, markers });
         }
+        let sl_of = |lid: u16| lfts.sl_of_lid.get(usize::from(lid)).copied().unwrap_or(0);
         let mut hcas: Vec<Hca> = Vec::with_capacity(fabric.hosts.len());
         for (h, host) in fabric.hosts.iter().enumerate() {
             // The HCA's port matches its leaf's: VLs, buffer, MTU, rate.
             let leaf = port_of(host.switch as usize, usize::from(host.port));
             let credits = LinkCredits::new(leaf.data_vls, leaf.buffer_blocks, experiment.refresh_ns)
                 .map_err(|e| format!("host {}: {e:?}", host.name))?;
+            let lid = topology.nodes[switch_count + h].ports[1].lid;
             hcas.push(Hca {
-                lid: topology.nodes[switch_count + h].ports[1].lid,
+                lid,
+                sl: sl_of(lid),
                 credits,
                 line: LineRate::new(rate(leaf), 0),
                 mtu: leaf.mtu.min(experiment.mtu),
@@ -428,6 +486,7 @@ impl IbSimulation {
                 read_free_at: 0,
                 overruns: 0,
                 credit_waits: 0,
+                becns_owed: VecDeque::new(),
             });
         }
         // A cable runs at its slower end's rate.
@@ -461,7 +520,6 @@ impl IbSimulation {
                 }
             }
         }
-        let sl_of = |lid: u16| lfts.sl_of_lid.get(usize::from(lid)).copied().unwrap_or(0);
         let mut connections = Vec::with_capacity(workload.connections.len());
         for (c, &(src, dst)) in workload.connections.iter().enumerate() {
             let dst_lid = hcas[dst as usize].lid;
@@ -493,7 +551,16 @@ impl IbSimulation {
             events: 0,
             flow_control_packets: 0,
             hca_drops: 0,
+            fecn_marked: 0,
+            cnps_sent: 0,
+            becns_received: 0,
+            watched: Vec::new(),
+            series: Vec::new(),
+            depth: DepthHistogram::default(),
         };
+        if sim.experiment.sample_ns > 0 {
+            sim.push(0, IbEvent::Sample);
+        }
         // Every port starts by sending flow control: the links come up.
         for switch in 0..switch_count as u32 {
             sim.push(0, IbEvent::SwitchWake { switch });
@@ -583,6 +650,63 @@ impl IbSimulation {
                 self.connections[m.connection as usize].pending.push_back(message);
                 self.run_hca(src);
             }
+            IbEvent::Sample => {
+                self.sample();
+                self.push(self.now + self.experiment.sample_ns, IbEvent::Sample);
+            }
+        }
+    }
+
+    /// Records the depth of every watched port over time, and of every
+    /// cabled switch port into the histogram.
+    fn sample(&mut self) {
+        let depth = |switch: &SimSwitch, port: usize| -> u32 {
+            let vls = switch.engine.credits(port).map_or(0, |c| c.operational_vls());
+            (0..vls).map(|vl| switch.engine.queued_bytes(port, vl)).sum()
+        };
+        let row: Vec<u32> =
+            self.watched.iter().map(|&(s, port)| depth(&self.switches[s as usize], usize::from(port) + 1)).collect();
+        if !row.is_empty() {
+            self.series.push((self.now, row));
+        }
+        for switch in &self.switches {
+            for port in 1..switch.peers.len() {
+                if switch.peers[port].is_some() {
+                    self.depth.add(depth(switch, port));
+                }
+            }
+        }
+    }
+
+    /// Ports (switch, port of the fabric) whose depth to record over time.
+    pub fn watch(&mut self, ports: Vec<(u32, u16)>) {
+        self.watched = ports;
+    }
+
+    /// Every cabled switch port of a fabric with up to 64 of them; none on larger ones.
+    pub fn default_watch(&self) -> Vec<(u32, u16)> {
+        let mut ports = Vec::new();
+        for (s, switch) in self.switches.iter().enumerate() {
+            for port in 1..switch.peers.len() {
+                if switch.peers[port].is_some() {
+                    ports.push((s as u32, port as u16 - 1));
+                }
+            }
+        }
+        if ports.len() > 64 { Vec::new() } else { ports }
+    }
+
+    /// Puts `packet` into a free slot of the slab; its handle.
+    fn allocate(&mut self, packet: Packet) -> u32 {
+        match self.free_packets.pop() {
+            Some(handle) => {
+                self.packets[handle as usize] = packet;
+                handle
+            }
+            None => {
+                self.packets.push(packet);
+                (self.packets.len() - 1) as u32
+            }
         }
     }
 
@@ -626,6 +750,18 @@ impl IbSimulation {
             while let Some(sent) = self.switches[s as usize].engine.poll_transmit(port, now) {
                 let packet = &mut self.packets[sent.handle as usize];
                 packet.vl = sent.vl;
+                if let Some(cc) = &self.experiment.cc
+                    && !packet.cnp
+                {
+                    let switch = &mut self.switches[s as usize];
+                    let queued = switch.engine.queued_bytes(port, sent.vl);
+                    let size = blocks(packet.wire_len());
+                    let starved = switch.engine.credits(port).is_some_and(|c| !c.can_send(sent.vl, size));
+                    if switch.markers[port].on_transmit(&cc.switch, queued, starved) && !packet.fecn {
+                        packet.fecn = true;
+                        self.fecn_marked += 1;
+                    }
+                }
                 let frame = (packet.wire_len() + FRAME_OVERHEAD) as usize;
                 self.launch(link, to, frame, IbEvent::Packet { at: to, packet: sent.handle });
             }
@@ -651,17 +787,33 @@ impl IbSimulation {
         if self.hcas[h as usize].line.idle(now)
             && let Some(packet) = self.next_packet(h)
         {
-            let wire_len = self.packets[packet as usize].wire_len();
-            self.hcas[h as usize].line.send(now, wire_len + FRAME_OVERHEAD);
-            self.launch(link, to, (wire_len + FRAME_OVERHEAD) as usize, IbEvent::Packet { at: to, packet });
+            let p = self.packets[packet as usize];
+            self.hcas[h as usize].line.send(now, p.wire_len() + FRAME_OVERHEAD);
+            if let Some(cc) = &self.experiment.cc
+                && !p.cnp
+            {
+                // A10.3.1: the flow's next packet waits the CCT entry's
+                // inter-packet delay after this one has left.
+                let c = self.workload.messages[p.message as usize].connection as usize;
+                let delay = self.connections[c].throttle.inter_packet_delay_ns(&cc.ca, now);
+                self.connections[c].next_send_at = self.hcas[h as usize].line.free_at(now) + delay;
+            }
+            self.launch(link, to, (p.wire_len() + FRAME_OVERHEAD) as usize, IbEvent::Packet { at: to, packet });
         }
         let hca = &self.hcas[h as usize];
-        let busy = hca.connections.iter().any(|&c| {
+        let mut busy = !hca.becns_owed.is_empty();
+        let mut throttled_until = u64::MAX;
+        for &c in &hca.connections {
             let c = &self.connections[c as usize];
-            c.current.is_some() || !c.pending.is_empty()
-        });
+            if c.current.is_some() || !c.pending.is_empty() {
+                busy = true;
+                if c.next_send_at > now {
+                    throttled_until = throttled_until.min(c.next_send_at);
+                }
+            }
+        }
         let line = if busy && !hca.line.idle(now) { hca.line.free_at(now) } else { u64::MAX };
-        let wake = line.min(hca.credits.next_refresh_ns()).max(now + 1);
+        let wake = line.min(throttled_until).min(hca.credits.next_refresh_ns()).max(now + 1);
         if wake < hca.wake_at {
             self.hcas[h as usize].wake_at = wake;
             self.push(wake, IbEvent::HcaWake { hca: h });
@@ -671,6 +823,22 @@ impl IbSimulation {
     /// The next packet HCA `h` may send: round robin over its queue pairs,
     /// each's head packet if the link has credit for it.
     fn next_packet(&mut self, h: u32) -> Option<u32> {
+        let now = self.now;
+        // BECNs owed go first: a CNP is one block.
+        if let Some(&c) = self.hcas[h as usize].becns_owed.front() {
+            let (src, _) = self.workload.connections[c as usize];
+            let (dlid, sl) = (self.hcas[src as usize].lid, self.hcas[src as usize].sl);
+            let hca = &mut self.hcas[h as usize];
+            let vl = sl % hca.credits.operational_vls();
+            let size = blocks(PACKET_OVERHEAD);
+            if hca.credits.can_send(vl, size) {
+                hca.credits.sent(vl, size);
+                hca.becns_owed.pop_front();
+                self.cnps_sent += 1;
+                let cnp = Packet { message: c, dlid, sl, vl, payload: 0, fecn: false, cnp: true };
+                return Some(self.allocate(cnp));
+            }
+        }
         let mtu = u64::from(self.hcas[h as usize].mtu);
         let count = self.hcas[h as usize].connections.len();
         let mut waited = false;
@@ -678,6 +846,9 @@ impl IbSimulation {
             let index = (self.hcas[h as usize].next + i) % count;
             let c = self.hcas[h as usize].connections[index] as usize;
             let connection = &mut self.connections[c];
+            if connection.next_send_at > now {
+                continue;
+            }
             if connection.current.is_none() {
                 let Some(message) = connection.pending.pop_front() else { continue };
                 connection.current = Some((message, self.workload.messages[message as usize].bytes.max(1)));
@@ -692,17 +863,9 @@ impl IbSimulation {
             }
             self.hcas[h as usize].credits.sent(vl, size);
             connection.current = (left > u64::from(payload)).then(|| (message, left - u64::from(payload)));
-            let packet = Packet { message, dlid: connection.dst_lid, sl: connection.sl, vl, payload };
-            let handle = match self.free_packets.pop() {
-                Some(handle) => {
-                    self.packets[handle as usize] = packet;
-                    handle
-                }
-                None => {
-                    self.packets.push(packet);
-                    (self.packets.len() - 1) as u32
-                }
-            };
+            let packet =
+                Packet { message, dlid: connection.dst_lid, sl: connection.sl, vl, payload, fecn: false, cnp: false };
+            let handle = self.allocate(packet);
             self.hcas[h as usize].next = (index + 1) % count;
             return Some(handle);
         }
@@ -722,6 +885,20 @@ impl IbSimulation {
             self.hca_drops += 1;
             self.free_packets.push(packet);
             return;
+        }
+        if p.cnp {
+            // A BECN for the connection that sent `p.message`'s packets (A10.3.1.1).
+            hca.credits.released(p.vl, blocks(p.wire_len()));
+            self.free_packets.push(packet);
+            self.becns_received += 1;
+            if let Some(cc) = &self.experiment.cc {
+                self.connections[p.message as usize].throttle.becn(&cc.ca, self.now);
+            }
+            return;
+        }
+        if p.fecn {
+            // A10.3.2: the destination answers FECN with a BECN to the source.
+            hca.becns_owed.push_back(self.workload.messages[p.message as usize].connection);
         }
         match self.experiment.read_bps {
             None => self.hca_read(h, packet),
@@ -811,16 +988,32 @@ impl IbSimulation {
             drops,
             xmit_wait,
             flow_control_packets: self.flow_control_packets,
+            fecn_marked: self.fecn_marked,
+            cnps_sent: self.cnps_sent,
+            becns_received: self.becns_received,
+            queue_depth_bytes: Percentiles {
+                p50: f64::from(self.depth.percentile(0.5)),
+                p90: f64::from(self.depth.percentile(0.9)),
+                p99: f64::from(self.depth.percentile(0.99)),
+                max: f64::from(self.depth.max()),
+            },
             events: self.events,
             ports,
+            series_names: self
+                .watched
+                .iter()
+                .map(|&(s, p)| format!("{}:{}", self.fabric.switches[s as usize].name, self.fabric.port_name(s, p)))
+                .collect(),
+            series: self.series.clone(),
         }
     }
 }
 
 impl IbReport {
     /// Writes `summary.json`, `messages.csv` (per message: source,
-    /// destination, FCT) and `ports.csv` (per switch port: bytes, packets,
-    /// xmit wait, discards) into `dir`.
+    /// destination, FCT), `ports.csv` (per switch port: bytes, packets,
+    /// xmit wait, discards) and `queues.csv` (the watched ports' depth
+    /// over time) into `dir`.
     pub fn write(&self, dir: &std::path::Path) -> std::io::Result<()> {
         use std::fmt::Write as _;
         std::fs::create_dir_all(dir)?;
@@ -840,7 +1033,27 @@ impl IbReport {
                 p.switch, p.port, p.xmit_bytes, p.xmit_packets, p.xmit_wait, p.discards
             );
         }
-        std::fs::write(dir.join("ports.csv"), csv)
+        std::fs::write(dir.join("ports.csv"), csv)?;
+        if !self.series_names.is_empty() {
+            let mut csv = format!("time_ns,{}\n", self.series_names.join(","));
+            for (time, row) in &self.series {
+                let row: Vec<String> = row.iter().map(u32::to_string).collect();
+                let _ = writeln!(csv, "{time},{}", row.join(","));
+            }
+            std::fs::write(dir.join("queues.csv"), csv)?;
+        }
+        Ok(())
+    }
+
+    /// What the plots draw of this run: the watched ports' queue depths and the JCTs.
+    pub fn plot_data(&self) -> super::plot::PlotData {
+        super::plot::PlotData {
+            name: self.topology.clone(),
+            series_names: self.series_names.clone(),
+            series: self.series.clone(),
+            jcts: self.collectives.iter().filter_map(|c| c.jct_ns).map(|j| j as f64).collect(),
+            ..super::plot::PlotData::default()
+        }
     }
 }
 

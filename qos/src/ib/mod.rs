@@ -5,6 +5,7 @@
 //! packets' fields, and sends what these decide.
 
 pub mod arbiter;
+pub mod cc;
 pub mod credit;
 pub mod lft;
 pub mod sl2vl;

@@ -525,6 +525,34 @@ impl IbSwitch {
         self.ports.iter().map(|port| port.credits.next_refresh_ns()).min().unwrap_or(u64::MAX)
     }
 
+    /// Bytes (LRH + payload + VCRC) queued for `port` on data `vl`.
+    pub fn queued_bytes(&self, port: usize, vl: u8) -> u32 {
+        let voq = self.ports.get(port).and_then(|port| port.voqs.get(usize::from(vl)));
+        voq.map_or(0, |voq| voq.iter().map(|queued| queued.wire_len).sum())
+    }
+
+    /// The link under `port` is gone: the data queued for it can never
+    /// leave, and holds buffer (so credit) at the inputs it came from,
+    /// stalling them for every other output too. IBA discards such packets
+    /// once their head-of-queue lifetime runs out (18.2.5.4, HOQLife);
+    /// this discards them at once, counted as PortXmitDiscards, gives the
+    /// inputs their buffer back, and hands the packets' handles to the
+    /// caller to free.
+    pub fn discard_queued(&mut self, port: usize, discarded: &mut Vec<u32>) {
+        let Some(entry) = self.ports.get_mut(port) else { return };
+        let mut freed = Vec::new();
+        for voq in &mut entry.voqs {
+            for queued in voq.drain(..) {
+                entry.counters.xmit_discards += 1;
+                discarded.push(queued.handle);
+                freed.push((queued.in_port, queued.in_vl, queued.blocks));
+            }
+        }
+        for (in_port, vl, blocks) in freed {
+            self.ports[usize::from(in_port)].credits.released(vl, blocks);
+        }
+    }
+
     /// Packets queued for `port` on data `vl`.
     pub fn queued(&self, port: usize, vl: u8) -> usize {
         self.ports.get(port).and_then(|port| port.voqs.get(usize::from(vl))).map_or(0, VecDeque::len)
@@ -795,5 +823,25 @@ mod tests {
         assert_eq!(fabric.switch.receive(0, smp(4, 2)), Received::Dropped(DropReason::Vl15Full));
         assert_eq!(fabric.switch.counters(0).unwrap().vl15_dropped, 1);
         assert_eq!(fabric.switch.poll_transmit(1, 0), Some(Transmit { handle: 3, vl: MANAGEMENT_VL }));
+    }
+
+    #[test]
+    fn discarding_a_down_ports_queue_gives_the_inputs_their_buffer_back() {
+        let mut fabric = Fabric::new(3);
+        for port in 0..3 {
+            fabric.exchange(port, 0);
+        }
+        // Two packets from port 0 for LID 2 (port 1), whose peer gives no
+        // more credit once they are queued: they hold port 0's buffer.
+        assert!(fabric.inject(0, 7, 2, 1, 128));
+        assert!(fabric.inject(0, 8, 2, 1, 128));
+        let held = fabric.switch.credits(0).unwrap().receive_credits(1).unwrap().occupied();
+        assert_eq!(held, 4);
+        let mut discarded = Vec::new();
+        fabric.switch.discard_queued(1, &mut discarded);
+        assert_eq!(discarded, [7, 8]);
+        assert_eq!(fabric.switch.queued(1, 1), 0);
+        assert_eq!(fabric.switch.counters(1).unwrap().xmit_discards, 2);
+        assert_eq!(fabric.switch.credits(0).unwrap().receive_credits(1).unwrap().occupied(), 0);
     }
 }

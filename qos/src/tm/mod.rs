@@ -38,6 +38,16 @@ use crate::shaper::{LineRate, TokenBucket};
 use crate::voq::{Entry, VoqSet};
 use crate::watchdog::{QueueView, QueueWatch, WatchdogAction, WatchdogConfig, WatchdogEvent, WatchdogEventKind};
 
+/// A frame taken out of a traffic manager that is being replaced
+/// ([`TrafficManager::take_all_held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldFrame<H> {
+    pub egress: u16,
+    /// The port it came in on (`None`: the CPU's).
+    pub ingress: Option<u16>,
+    pub handle: H,
+}
+
 /// What the traffic manager needs to know of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameInfo {
@@ -404,30 +414,79 @@ impl<H: Copy> TrafficManager<H> {
     /// The next frame `port` sends at `now`, or when it may send next.
     #[inline]
     pub fn dequeue(&mut self, now: u64, port: u16) -> Dequeue<H> {
-        let p = usize::from(port);
-        let Some(state) = self.ports.get_mut(p) else { return Dequeue::Idle };
-        if state.frames == 0 {
-            return Dequeue::Idle;
+        let mut sent = Dequeue::Idle;
+        match self.dequeue_burst(now, port, 1, |frame| sent = frame) {
+            Some(stopped) => stopped,
+            None => sent,
         }
-        let base = p * CLASSES;
-        // The watchdog's drop action empties a storming queue first, at once.
-        if self.stormed[p] != 0 && self.watchdog.action == WatchdogAction::Drop {
-            for q in 0..CLASSES {
-                if self.stormed[p] & (1 << q) != 0 && !self.voqs.is_empty(base + q) {
-                    let descriptor = self.take(now, p, q);
-                    self.watch[base + q].dropped_frames += 1;
-                    self.count_drop(Some(base + q), descriptor.bytes, DropReason::WatchdogStorm);
-                    return Dequeue::Discard { handle: descriptor.handle };
+    }
+
+    /// The frames `port` sends at `now`, up to `max`, each handed to `each`
+    /// (a [`Dequeue::Send`] or [`Dequeue::Discard`]) in the order
+    /// [`dequeue`](Self::dequeue) would give them; then why it stopped
+    /// ([`Dequeue::Wait`] or [`Dequeue::Idle`]), or `None` at `max`. What
+    /// holds for the whole burst (the port's pauses at `now`, its storm
+    /// state) is read once, and the port's DLB cost published once at the
+    /// end: a transmit pass drains a port's read of frames in one call.
+    #[inline]
+    pub fn dequeue_burst(
+        &mut self,
+        now: u64,
+        port: u16,
+        max: usize,
+        mut each: impl FnMut(Dequeue<H>),
+    ) -> Option<Dequeue<H>> {
+        let p = usize::from(port);
+        let Some(state) = self.ports.get(p) else { return Some(Dequeue::Idle) };
+        if state.frames == 0 {
+            return Some(Dequeue::Idle);
+        }
+        let storm_drops = self.stormed[p] != 0 && self.watchdog.action == WatchdogAction::Drop;
+        let mut paused_queues = None;
+        let mut stopped = None;
+        for _ in 0..max {
+            if self.ports[p].frames == 0 {
+                stopped = Some(Dequeue::Idle);
+                break;
+            }
+            if storm_drops && let Some(handle) = self.discard_stormed(now, p) {
+                each(Dequeue::Discard { handle });
+                continue;
+            }
+            let paused = *paused_queues.get_or_insert_with(|| self.paused_queues(now, p));
+            match self.send_next(now, p, paused) {
+                Ok(sent) => each(sent),
+                Err(wake) => {
+                    stopped = Some(Dequeue::Wait(wake));
+                    break;
                 }
             }
         }
+        self.publish_cost(p);
+        stopped
+    }
+
+    /// The head of a stormed queue of port `p`, discarded by the watchdog.
+    #[cold]
+    fn discard_stormed(&mut self, now: u64, p: usize) -> Option<H> {
+        let base = p * CLASSES;
+        let q = (0..CLASSES).find(|&q| self.stormed[p] & (1 << q) != 0 && !self.voqs.is_empty(base + q))?;
+        let descriptor = self.take(now, p, q);
+        self.watch[base + q].dropped_frames += 1;
+        self.count_drop(Some(base + q), descriptor.bytes, DropReason::WatchdogStorm);
+        Some(descriptor.handle)
+    }
+
+    /// Sends the frame the scheduler picks on backlogged port `p`, or the
+    /// time it may send next.
+    #[inline(always)]
+    fn send_next(&mut self, now: u64, p: usize, paused_queues: u8) -> Result<Dequeue<H>, u64> {
+        let base = p * CLASSES;
         let state = &mut self.ports[p];
         if !state.line.idle(now) {
             state.wake = state.line.free_at(now);
-            return Dequeue::Wait(state.wake);
+            return Err(state.wake);
         }
-        let paused_queues = self.paused_queues(now, p);
-        let state = &mut self.ports[p];
         let voqs = &self.voqs;
         let shapers = &mut self.queue_shapers[base..base + CLASSES];
         let port_shaper = &mut state.shaper;
@@ -452,7 +511,7 @@ impl<H: Copy> TrafficManager<H> {
         let Some(q) = chosen else {
             let wake = self.wake_time(now, p, paused_queues);
             self.ports[p].wake = wake;
-            return Dequeue::Wait(wake);
+            return Err(wake);
         };
         let descriptor = self.take(now, p, q);
         let state = &mut self.ports[p];
@@ -469,8 +528,7 @@ impl<H: Copy> TrafficManager<H> {
         counters.tx_frames += 1;
         counters.tx_bytes += u64::from(descriptor.bytes);
         counters.ecn_marked += u64::from(mark_ce);
-        self.publish_cost(p);
-        Dequeue::Send { handle: descriptor.handle, bytes: descriptor.bytes, queue: q as u8, mark_ce }
+        Ok(Dequeue::Send { handle: descriptor.handle, bytes: descriptor.bytes, queue: q as u8, mark_ce })
     }
 
     /// ECN on an ECN-capable frame leaving `queue`, on the depth it leaves
@@ -751,11 +809,27 @@ impl<H: Copy> TrafficManager<H> {
     /// traffic manager is being replaced): each with its port, the buffer
     /// given back as if it had left.
     pub fn take_all(&mut self, now: u64) -> Vec<(u16, H)> {
+        self.take_all_held(now).into_iter().map(|held| (held.egress, held.handle)).collect()
+    }
+
+    /// [`TrafficManager::take_all`] with what a successor needs to queue
+    /// each frame again: its ports, port by port and queue by queue in
+    /// arrival order.
+    pub fn take_all_held(&mut self, now: u64) -> Vec<HeldFrame<H>> {
         let mut taken = Vec::new();
-        for p in 0..self.ports.len() {
+        let ports = self.ports.len();
+        for p in 0..ports {
             for q in 0..CLASSES {
                 while !self.voqs.is_empty(p * CLASSES + q) {
-                    taken.push((p as u16, self.take(now, p, q).handle));
+                    let descriptor = self.take(now, p, q);
+                    // The ingress PG index is `port * CLASSES + pg`; the
+                    // CPU's PGs follow the ports' (`enqueue`).
+                    let ingress = descriptor.ingress_pg as usize / CLASSES;
+                    taken.push(HeldFrame {
+                        egress: p as u16,
+                        ingress: (ingress < ports).then_some(ingress as u16),
+                        handle: descriptor.handle,
+                    });
                 }
             }
         }
