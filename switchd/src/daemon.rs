@@ -481,10 +481,14 @@ fn set_lldp_ports(
     let new: Vec<&LldpPort> = ports.iter().filter(|port| !sockets.iter().any(|(open, _)| open == *port)).collect();
     for port in new {
         // LLDP only, a frame every few seconds: a small ring bound to its
-        // EtherType, not a copy of every punted frame.
+        // EtherType, not a copy of every punted frame. One 4 KiB block of
+        // two slots each way (was 16 + 16 slots, 64 KiB a port: a spine's
+        // 124 ports carried 8 MiB of LLDP rings that never held more than
+        // a frame): a neighbour sends one LLDPDU per msgTxInterval, and
+        // the agent one per port per poll.
         let config = AfPacketConfig {
-            rx_frames: 16,
-            tx_frames: 16,
+            rx_frames: 2,
+            tx_frames: 2,
             protocol: u16::from_be_bytes(ETHERTYPE_LLDP),
             ..AfPacketConfig::default()
         };
