@@ -10,6 +10,8 @@
 //! 4. every host pings every address of every other host it has a route to
 //!    (hosts in different VNIs without a router between them are not a
 //!    pair: the kernel refuses the echo with "network unreachable");
+//!    in a large lab ([`Pairs`]) every host pings one address behind every
+//!    leaf instead, and every host address is pinged at least once;
 //!    With tenant VRFs (see [`crate::irb`]): the pairs within a VRF ping,
 //!    bridged or routed by the anycast gateways, and then no pair across
 //!    two VRFs does;
@@ -31,12 +33,37 @@ use serde_json::Value;
 use crate::runner::{Lab, NodeState, binary, host_addresses};
 use crate::topology::Role;
 
+/// Which host pairs step 4 pings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pairs {
+    /// Every address of every other host, from every host.
+    All,
+    /// From every host, one address behind every switch that has hosts
+    /// (rotating through that switch's addresses), plus any address no
+    /// source picked: every host reaches every leaf, each leaf pair's path
+    /// is crossed by every host behind it, and every host address answers.
+    /// What it does not prove: that each individual pair of hosts does
+    /// (their state in the fabric is the leaves' routes and neighbour
+    /// entries, which it covers; a filter on one pair it would miss).
+    PerLeaf,
+    /// `All` up to [`AUTO_ALL_PAIRS_LIMIT`] pairs, `PerLeaf` above.
+    #[default]
+    Auto,
+}
+
+/// Above this many all-pairs targets, [`Pairs::Auto`] pings per leaf: the
+/// 32-switch rails lab (16,128 pairs) still pings all, the 128-switch one
+/// (245,024, half a minute of a 2-core machine's switchds) does not.
+pub const AUTO_ALL_PAIRS_LIMIT: usize = 20_000;
+
 #[derive(Debug, Clone)]
 pub struct Report {
     pub elapsed: Duration,
     pub sessions: usize,
     pub routes: usize,
     pub pairs: usize,
+    /// Whether `pairs` is every pair or the per-leaf sample.
+    pub per_leaf: bool,
     /// When the sessions were up and the routes in, from the start.
     pub sessions_at: Duration,
     pub routes_at: Duration,
@@ -74,12 +101,17 @@ impl fmt::Display for Report {
         if self.ib.is_none() || self.sessions > 0 || self.pairs > 0 {
             write!(
                 f,
-                ": {} BGP sessions established ({:.2} s), {} loopback routes installed ({:.2} s), {} host pairs ping",
+                ": {} BGP sessions established ({:.2} s), {} loopback routes installed ({:.2} s), {} host pairs ping{}",
                 self.sessions,
                 self.sessions_at.as_secs_f64(),
                 self.routes,
                 self.routes_at.as_secs_f64(),
-                self.pairs
+                self.pairs,
+                if self.per_leaf {
+                    " (per leaf: every host to every leaf, every host address; --pairs all for all)"
+                } else {
+                    ""
+                }
             )?;
         }
         if self.isolated_pairs > 0 {
@@ -233,7 +265,7 @@ fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync)
     results.into_iter().map(|(_, result)| result).collect()
 }
 
-pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
+pub fn converge(lab: &Lab, timeout: Duration, which_pairs: Pairs) -> Result<Report, String> {
     let started = Instant::now();
     let deadline = started + timeout;
     let poll = Duration::from_millis(200);
@@ -308,8 +340,16 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
     let hosts = host_addresses(lab);
     // With tenant VRFs, the pairs across VRFs must not ping (step 4b).
     let irb = crate::irb::hosts(lab, &hosts).map(|h| crate::irb::plan(&h));
+    let all_pairs: usize = hosts.iter().map(|(_, _, a)| a.len()).sum::<usize>() * hosts.len().saturating_sub(1);
+    let per_leaf = irb.is_none()
+        && match which_pairs {
+            Pairs::All => false,
+            Pairs::PerLeaf => true,
+            Pairs::Auto => all_pairs > AUTO_ALL_PAIRS_LIMIT,
+        };
     let mut pending: Vec<(String, Vec<Ipv4Addr>)> = match &irb {
         Some(plan) => plan.reachable.clone(),
+        None if per_leaf => per_leaf_targets(&host_leaves(lab, &hosts)),
         None => hosts
             .iter()
             .map(|(src, ns, _)| {
@@ -369,6 +409,7 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         sessions: established,
         routes,
         pairs,
+        per_leaf,
         sessions_at,
         routes_at,
         evpn_flood_entries,
@@ -377,6 +418,76 @@ pub fn converge(lab: &Lab, timeout: Duration) -> Result<Report, String> {
         isolated_pairs,
         ib,
     })
+}
+
+/// A host of the per-leaf ping: its namespace, and each of its addresses
+/// with the switch that address's interface is cabled to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HostLeaves {
+    pub namespace: String,
+    /// (address, the switch its interface is cabled to).
+    pub addresses: Vec<(Ipv4Addr, String)>,
+}
+
+/// The hosts of `host_addresses` with the switch behind each address.
+fn host_leaves(lab: &Lab, hosts: &[(String, String, Vec<Ipv4Addr>)]) -> Vec<HostLeaves> {
+    let ports = crate::hosts::host_ports(lab);
+    hosts
+        .iter()
+        .map(|(_, namespace, addresses)| HostLeaves {
+            namespace: namespace.clone(),
+            addresses: addresses
+                .iter()
+                .map(|a| {
+                    let leaf = ports.iter().find(|p| p.address == *a).map(|p| p.attached_to.clone());
+                    // An address on no cabled interface is its own "leaf": pinged by every host.
+                    (*a, leaf.unwrap_or_else(|| a.to_string()))
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+/// [`Pairs::PerLeaf`]'s targets: from each host, one address of another
+/// host behind every switch (source `i` takes the switch's `i`-th address,
+/// modulo how many it has, so the sources spread over them); then each
+/// address no source picked, from a host behind the same switch (or any
+/// other host).
+pub(crate) fn per_leaf_targets(hosts: &[HostLeaves]) -> Vec<(String, Vec<Ipv4Addr>)> {
+    let mut behind: std::collections::BTreeMap<&str, Vec<(usize, Ipv4Addr)>> = Default::default();
+    for (h, host) in hosts.iter().enumerate() {
+        for (address, leaf) in &host.addresses {
+            behind.entry(leaf.as_str()).or_default().push((h, *address));
+        }
+    }
+    let mut targets: Vec<Vec<Ipv4Addr>> = vec![Vec::new(); hosts.len()];
+    let mut picked = std::collections::HashSet::new();
+    for (source, chosen) in targets.iter_mut().enumerate() {
+        for addresses in behind.values() {
+            let others: Vec<Ipv4Addr> = addresses.iter().filter(|(h, _)| *h != source).map(|(_, a)| *a).collect();
+            if let Some(address) = others.get(source % others.len().max(1)) {
+                chosen.push(*address);
+                picked.insert(*address);
+            }
+        }
+    }
+    for (leaf, addresses) in &behind {
+        for (owner, address) in addresses {
+            if picked.contains(address) {
+                continue;
+            }
+            let neighbour = hosts
+                .iter()
+                .enumerate()
+                .find(|(h, host)| h != owner && host.addresses.iter().any(|(_, l)| l == leaf))
+                .or_else(|| hosts.iter().enumerate().find(|(h, _)| h != owner));
+            if let Some((source, _)) = neighbour {
+                targets[source].push(*address);
+                picked.insert(*address);
+            }
+        }
+    }
+    hosts.iter().zip(targets).map(|(host, t)| (host.namespace.clone(), t)).filter(|(_, t)| !t.is_empty()).collect()
 }
 
 /// One ping round over the cross-VRF pairs: every one must stay
@@ -451,5 +562,54 @@ fn wait_for(
             return Err(format!("not converged after {timeout:?}: {what}: {}", missing.join("; ")));
         }
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` hosts per leaf on `leaves` leaves, each host with one address.
+    fn hosts(leaves: u8, n: u8) -> Vec<HostLeaves> {
+        (0..leaves)
+            .flat_map(|l| {
+                (0..n).map(move |h| HostLeaves {
+                    namespace: format!("l{l}h{h}"),
+                    addresses: vec![(Ipv4Addr::new(10, l, 0, h), format!("leaf{l}"))],
+                })
+            })
+            .collect()
+    }
+
+    #[test]
+    fn per_leaf_reaches_every_leaf_from_every_host_and_every_address() {
+        let hosts = hosts(5, 3);
+        let targets = per_leaf_targets(&hosts);
+        assert_eq!(targets.len(), 15);
+        let mut targeted = std::collections::HashSet::new();
+        for (ns, addresses) in &targets {
+            let leaves: std::collections::BTreeSet<u8> = addresses.iter().map(|a| a.octets()[1]).collect();
+            assert_eq!(leaves.len(), 5, "{ns} reaches every leaf: {addresses:?}");
+            let own = hosts.iter().find(|h| &h.namespace == ns).unwrap().addresses[0].0;
+            assert!(!addresses.contains(&own), "{ns} pings itself");
+            targeted.extend(addresses.iter().copied());
+        }
+        assert_eq!(targeted.len(), 15, "every address pinged");
+        // 15 hosts x 5 leaves, not 15 x 14.
+        assert_eq!(targets.iter().map(|(_, t)| t.len()).sum::<usize>(), 75);
+    }
+
+    #[test]
+    fn per_leaf_adds_the_addresses_no_source_picked() {
+        // One source host and a leaf of four: rotation alone picks one.
+        let mut hosts = hosts(1, 4);
+        hosts.push(HostLeaves {
+            namespace: "lone".into(),
+            addresses: vec![(Ipv4Addr::new(10, 9, 0, 1), "leaf9".into())],
+        });
+        let targets = per_leaf_targets(&hosts);
+        let targeted: std::collections::HashSet<Ipv4Addr> =
+            targets.iter().flat_map(|(_, t)| t.iter().copied()).collect();
+        assert_eq!(targeted.len(), 5, "{targets:?}");
     }
 }

@@ -364,6 +364,16 @@ impl Lab {
             setups.push((node, self.node(&node.name)?.namespace.clone(), interfaces));
         }
         run_bounded(&setups, SETUP_PARALLELISM, |(node, namespace, interfaces)| {
+            // A node whose exec lines are all plain `ip` commands (every
+            // generated host: its addresses and a route per remote subnet,
+            // 124 lines a host in the 128-switch lab) gets them in the same
+            // `ip -batch` as its interfaces: one process, not one a line.
+            if node.role != Role::Frr
+                && let Some(exec) = ip_batch_of(&node.exec)
+            {
+                return run_ip_batch(&format!("{interfaces}{exec}"), Some(namespace))
+                    .map_err(|e| format!("node {}: {e}", node.name));
+            }
             run_ip_batch(interfaces, Some(namespace)).map_err(|e| format!("node {}: {e}", node.name))?;
             // Hosts keep the kernel's default offloads, as containerlab leaves
             // them: switchd's ports cut their TSO super-frames to the MTU.
@@ -651,8 +661,8 @@ impl Lab {
     }
 
     /// Waits until the lab has converged; see [`crate::check`].
-    pub fn check(&self, timeout: Duration) -> Result<crate::check::Report, String> {
-        crate::check::converge(self, timeout)
+    pub fn check(&self, timeout: Duration, pairs: crate::check::Pairs) -> Result<crate::check::Report, String> {
+        crate::check::converge(self, timeout, pairs)
     }
 }
 
@@ -737,6 +747,25 @@ fn run_script(namespace: &str, lines: &[String]) -> Result<(), String> {
         .output()
         .map_err(|e| format!("cannot run ip: {e}"))?;
     if out.status.success() { Ok(()) } else { Err(String::from_utf8_lossy(&out.stderr).trim().to_owned()) }
+}
+
+/// The exec lines as one `ip -batch` input, if every line is an `ip`
+/// command the batch runs as the shell would: no global options (a batch
+/// line takes none), nothing the shell would expand, quote or redirect.
+/// `ip -batch` stops at the first failing line, as `sh -e` does.
+fn ip_batch_of(lines: &[String]) -> Option<String> {
+    const SHELL: &[char] =
+        &[';', '|', '&', '$', '`', '<', '>', '(', ')', '\'', '"', '\\', '*', '?', '~', '#', '{', '}', '['];
+    let mut batch = String::new();
+    for line in lines {
+        let command = line.trim().strip_prefix("ip ")?.trim_start();
+        if command.is_empty() || command.starts_with('-') || command.contains(SHELL) || command.contains('\n') {
+            return None;
+        }
+        batch.push_str(command);
+        batch.push('\n');
+    }
+    Some(batch)
 }
 
 /// A shell script run in the root namespace (its lines name their own).
@@ -984,6 +1013,20 @@ pub(crate) fn host_addresses(lab: &Lab) -> Vec<(String, String, Vec<Ipv4Addr>)> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_ip_exec_lines_become_one_batch_and_anything_else_a_shell() {
+        let lines = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            ip_batch_of(&lines(&["ip addr add 10.0.0.2/24 dev eth1", "ip route add 10.1.0.0/24 via 10.0.0.1"])),
+            Some("addr add 10.0.0.2/24 dev eth1\nroute add 10.1.0.0/24 via 10.0.0.1\n".into())
+        );
+        assert_eq!(ip_batch_of(&lines(&[])), Some(String::new()));
+        assert_eq!(ip_batch_of(&lines(&["ip -6 addr add 2001:db8::2/64 dev eth1"])), None);
+        assert_eq!(ip_batch_of(&lines(&["ip link set eth1 up", "sysctl -w net.ipv4.ip_forward=1"])), None);
+        assert_eq!(ip_batch_of(&lines(&["ip addr add $ADDR dev eth1"])), None);
+        assert_eq!(ip_batch_of(&lines(&["ip route add default via 10.0.0.1 || true"])), None);
+    }
 
     #[test]
     fn graph_has_every_node_and_link_with_interface_names() {

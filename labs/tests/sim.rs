@@ -214,3 +214,32 @@ fn a_link_failure_mid_collective_reroutes_and_the_collective_finishes() {
     assert!(bad.timeouts > 0, "what was lost is sent again");
     assert!(bad.collectives[0].jct_ns > ok.collectives[0].jct_ns);
 }
+
+#[test]
+fn the_eta_follows_an_all_to_alls_bytes_not_its_messages() {
+    // Four hosts on a switch, 1 MiB each to the other three (3 MiB per
+    // host at 100 Gb/s: about 260 us), stopped at 100 us: no message has
+    // arrived whole yet (all go at once and share the links), but about
+    // 100/260 of the bytes have, and the ETA extrapolates from those.
+    let experiment = Experiment { sample_ns: 0, time_limit_ns: 100_000, ..Experiment::default() };
+    let run = sim::run("eta", star(4), experiment, spec(Kind::AllToAll, 4 << 20), None, None).unwrap();
+    assert!(!run.report.finished);
+    assert_eq!(run.speed.done_fraction, 0.0, "no message whole yet");
+    let bytes = run.speed.bytes_done_fraction;
+    assert!((0.3..0.45).contains(&bytes), "bytes delivered: {bytes}");
+    let eta = run.speed.eta_s().expect("bytes have moved");
+    let expected = run.speed.wall_s * (1.0 - bytes) / bytes;
+    assert!((eta - expected).abs() <= 1e-9 * expected.max(1.0));
+    let finished = sim::run(
+        "eta",
+        star(4),
+        Experiment { sample_ns: 0, ..Experiment::default() },
+        spec(Kind::AllToAll, 4 << 20),
+        None,
+        None,
+    )
+    .unwrap();
+    assert!(finished.report.finished);
+    assert_eq!(finished.speed.bytes_done_fraction, 1.0);
+    assert_eq!(finished.speed.eta_s(), Some(0.0));
+}

@@ -84,6 +84,10 @@ pub struct BufferPool {
     pub watermark_bytes: u64,
     /// Frames the traffic manager refused, by reason.
     pub drops: Vec<(String, u64)>,
+    /// Frames it took over, queued, from the traffic manager a commit
+    /// replaced (those it refused are in `drops`).
+    #[serde(default)]
+    pub migrated_frames: u64,
 }
 
 /// `show pfcwd stats`: one row per watched (port, queue).

@@ -47,39 +47,45 @@ impl Default for Fifo {
 /// All queues of all ports over one descriptor slab.
 #[derive(Debug, Clone)]
 pub struct VoqSet<H> {
+    /// Descriptors made so far: reserved for `capacity` at the start, but
+    /// a slot is written (its page touched) only when first needed, so an
+    /// idle switch's traffic manager keeps its 1.4 MiB slab unresident.
     slab: Vec<Descriptor<H>>,
+    capacity: u32,
+    /// Released slots, linked through `next`; used before new ones.
     free: u32,
     fifos: Vec<Fifo>,
 }
 
 impl<H: Copy> VoqSet<H> {
-    /// `queues` FIFOs sharing room for `capacity` frames; `filler` fills the
-    /// unused slots' handles.
-    pub fn new(queues: usize, capacity: u32, filler: H) -> VoqSet<H> {
-        let slab = (0..capacity)
-            .map(|i| Descriptor {
-                handle: filler,
-                bytes: 0,
-                cells: 0,
-                ingress_pg: 0,
-                ecn_capable: false,
-                next: if i + 1 < capacity { i + 1 } else { NIL },
-            })
-            .collect();
-        VoqSet { slab, free: if capacity > 0 { 0 } else { NIL }, fifos: vec![Fifo::default(); queues] }
+    /// `queues` FIFOs sharing room for `capacity` frames. (`filler` was
+    /// the unused slots' handle; slots are now made when first used.)
+    pub fn new(queues: usize, capacity: u32, _filler: H) -> VoqSet<H> {
+        VoqSet {
+            slab: Vec::with_capacity(capacity as usize),
+            capacity,
+            free: NIL,
+            fifos: vec![Fifo::default(); queues],
+        }
     }
 
     /// Appends a frame to `queue`; gives the frame back if the slab is full.
     #[inline]
     pub fn push(&mut self, queue: usize, frame: Entry<H>) -> Result<(), H> {
-        let slot = self.free;
-        if slot == NIL {
-            return Err(frame.handle);
-        }
-        let descriptor = &mut self.slab[slot as usize];
-        self.free = descriptor.next;
         let Entry { handle, bytes, cells, ingress_pg, ecn_capable } = frame;
-        *descriptor = Descriptor { handle, bytes, cells, ingress_pg, ecn_capable, next: NIL };
+        let descriptor = Descriptor { handle, bytes, cells, ingress_pg, ecn_capable, next: NIL };
+        let slot = self.free;
+        let slot = if slot != NIL {
+            self.free = self.slab[slot as usize].next;
+            self.slab[slot as usize] = descriptor;
+            slot
+        } else if (self.slab.len() as u32) < self.capacity {
+            // Within the reserved capacity: no reallocation.
+            self.slab.push(descriptor);
+            self.slab.len() as u32 - 1
+        } else {
+            return Err(handle);
+        };
         let fifo = &mut self.fifos[queue];
         if fifo.tail == NIL {
             fifo.head = slot;

@@ -272,7 +272,7 @@ async fn next_signal() -> io::Result<Signal> {
 /// the socket, the table profile, the BGP speaker's listener and the
 /// IB-like plane are set up once at start. Ports, interfaces, addresses,
 /// LLDP, BGP neighbours, networks and multipath, the traffic manager
-/// (`qos:`, port speeds: made again, see `Node::replace_traffic_manager`)
+/// (`qos:`, port speeds: made again, the queued frames moved, see `Node::replace_traffic_manager`)
 /// and the metrics endpoint follow commits
 /// ([`crate::commit::FollowsConfig`]); a new BGP ASN or
 /// router id restarts the speaker in place (every session reset, said in
@@ -481,10 +481,14 @@ fn set_lldp_ports(
     let new: Vec<&LldpPort> = ports.iter().filter(|port| !sockets.iter().any(|(open, _)| open == *port)).collect();
     for port in new {
         // LLDP only, a frame every few seconds: a small ring bound to its
-        // EtherType, not a copy of every punted frame.
+        // EtherType, not a copy of every punted frame. One 4 KiB block of
+        // two slots each way (was 16 + 16 slots, 64 KiB a port: a spine's
+        // 124 ports carried 8 MiB of LLDP rings that never held more than
+        // a frame): a neighbour sends one LLDPDU per msgTxInterval, and
+        // the agent one per port per poll.
         let config = AfPacketConfig {
-            rx_frames: 16,
-            tx_frames: 16,
+            rx_frames: 2,
+            tx_frames: 2,
             protocol: u16::from_be_bytes(ETHERTYPE_LLDP),
             ..AfPacketConfig::default()
         };

@@ -259,7 +259,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     }
 
     /// Runs `setup`'s traffic manager from the next batch on; the frames
-    /// the old one held are dropped and counted (`tm_drops`).
+    /// the old one held move into it (`Node::replace_traffic_manager`).
     pub fn replace_traffic_manager(&self, setup: TrafficManagerSetup) {
         self.send(Command::ReplaceTrafficManager(Box::new(setup)));
     }
@@ -544,12 +544,19 @@ impl<D: Dataplane> Loop<D> {
             }
             Command::DetachHost(host_if) => self.detach_host(host_if),
             Command::ReplaceTrafficManager(setup) => {
-                let dropped = self.node.replace_traffic_manager(monotonic_ns(), setup.tm);
+                let migration = self.node.replace_traffic_manager(monotonic_ns(), setup.tm);
+                if let Some(tm) = self.node.traffic_manager_mut().qos_mut() {
+                    tm.count_migrated(migration.kept);
+                }
                 self.qos_stats = setup.stats;
                 self.watchdog_events = setup.watchdog_events;
                 // The new one's wake-ups, not the old one's.
                 self.timer_armed_for = u64::MAX;
-                tracing::info!(dropped, "traffic manager replaced: the frames it held were dropped");
+                tracing::info!(
+                    kept = migration.kept,
+                    dropped = migration.dropped,
+                    "traffic manager replaced: the frames it held moved into the new one"
+                );
             }
             Command::Barrier(done) => {
                 let _ = done.send(());

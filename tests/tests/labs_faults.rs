@@ -175,6 +175,7 @@ fn fault_scenarios_recover_within_bounds() {
     // running kernel (the development and CI machines' kernels have none):
     // the runner says so, and so does this step, loudly, in CI too. Not a
     // missing package but a missing kernel feature; docs/labs.md.
+    // scripts/labs-netem-vm runs this step in a Debian kernel guest.
     let netem = labs_cli(&["fault", "netem", &format!("{SOURCE}:eth1"), "--delay", "50", "--name", &lab.name]);
     let stderr = String::from_utf8_lossy(&netem.stderr);
     if stderr.contains(labs::runner::NO_NETEM) {

@@ -1,7 +1,7 @@
 //! A traffic manager chosen at start-up: the FIFO when the switch has no
 //! QoS configured, the `qos` traffic manager when it has.
 
-use super::{Dequeued, OutputQueues, QosTrafficManager, TmDrop, TrafficManager};
+use super::{Dequeued, HeldFrame, OutputQueues, QosTrafficManager, TmDrop, TrafficManager};
 use crate::pipeline::{FrameMeta, FrameRef, LinkLevelFrame, PortId};
 
 pub enum AnyTrafficManager {
@@ -63,7 +63,7 @@ impl TrafficManager for AnyTrafficManager {
     fn take_discarded(&mut self) -> Option<(PortId, FrameRef)> {
         delegate!(self, tm => tm.take_discarded())
     }
-    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
+    fn take_all(&mut self, now: u64) -> Vec<HeldFrame> {
         delegate!(self, tm => tm.take_all(now))
     }
     fn next_link_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(PortId, usize)> {

@@ -184,15 +184,18 @@ pub trait TrafficManager {
     fn take_discarded(&mut self) -> Option<(PortId, FrameRef)> {
         None
     }
-    /// Every frame waiting, whatever may send now (the traffic manager is
-    /// being replaced: [`Node::replace_traffic_manager`]).
-    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
+    /// Every frame waiting, whatever may send now, port by port in the
+    /// order each queue holds them (the traffic manager is being replaced:
+    /// [`Node::replace_traffic_manager`]). By default without their
+    /// ingress port, which only a traffic manager that charges ingress
+    /// buffers remembers.
+    fn take_all(&mut self, now: u64) -> Vec<HeldFrame> {
         let mut ports = Vec::new();
         self.backlogged(&mut ports);
         let mut frames = Vec::new();
         for port in ports {
             while let Some(dequeued) = self.dequeue(now, port) {
-                frames.push(dequeued.frame);
+                frames.push(HeldFrame { port, ingress: None, frame: dequeued.frame });
             }
         }
         frames
@@ -202,6 +205,27 @@ pub trait TrafficManager {
     fn next_link_frame(&mut self, _now: u64, _buf: &mut [u8]) -> Option<(PortId, usize)> {
         None
     }
+}
+
+/// A frame a traffic manager held when it was replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldFrame {
+    /// The egress port it waited for.
+    pub port: PortId,
+    /// The port it came in on, when the traffic manager knows it.
+    pub ingress: Option<PortId>,
+    pub frame: FrameRef,
+}
+
+/// What became of the frames a replaced traffic manager held
+/// ([`Node::replace_traffic_manager`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Migration {
+    /// Queued again in the new traffic manager, in their order.
+    pub kept: u64,
+    /// Refused by the new one (counted there under its reason, and in
+    /// [`NodeCounters::tm_reconfigure_drops`]), or given up by the old one.
+    pub dropped: u64,
 }
 
 /// One input to the node.
@@ -233,6 +257,12 @@ pub struct NodeCounters {
     pub ce_unmarkable: u64,
     /// Link-level frames (PFC) the traffic manager sent.
     pub link_frames_sent: u64,
+    /// Frames a replaced traffic manager held that its successor took.
+    pub tm_migrated: u64,
+    /// Frames a replaced traffic manager held that could not be kept (also
+    /// in `tm_drops`): the new one refused them (their port or its buffer
+    /// gone) or the old one had already given them up.
+    pub tm_reconfigure_drops: u64,
 }
 
 /// The sans-IO node: the place around the pipeline where frames are
@@ -301,18 +331,34 @@ impl<T: TrafficManager> Node<T> {
     }
 
     /// Runs `tm` from now on (a new configuration). The frames the old one
-    /// held are released and counted as dropped (`tm_drops`): their buffer
-    /// accounting, pauses and schedules belong to the old configuration.
-    /// Returns how many.
-    pub fn replace_traffic_manager(&mut self, now: u64, tm: T) -> u64 {
+    /// held move into it, each queue in its order, classified again by the
+    /// new maps from their headers and charged to their ingress port's
+    /// priority group (so a lossless queue that fills the new buffer
+    /// pauses its sender). A frame the new one refuses (its port gone, no
+    /// buffer for it under the new limits) is released and counted: under
+    /// the new traffic manager's drop reason, in `tm_drops` and in
+    /// `tm_reconfigure_drops`.
+    pub fn replace_traffic_manager(&mut self, now: u64, tm: T) -> Migration {
         let mut old = std::mem::replace(&mut self.tm, tm);
-        let mut dropped = 0;
-        for frame in old.take_all(now).into_iter().chain(std::iter::from_fn(|| old.take_discarded().map(|(_, f)| f))) {
-            self.out.release(frame);
-            dropped += 1;
+        let mut migration = Migration::default();
+        for held in old.take_all(now) {
+            let mut meta = FrameMeta::describe(self.out.pool().bytes(held.frame));
+            meta.ingress = held.ingress;
+            if self.tm.enqueue(now, held.port, held.frame, &meta).is_ok() {
+                migration.kept += 1;
+            } else {
+                self.out.release(held.frame);
+                migration.dropped += 1;
+            }
         }
-        self.counters.tm_drops += dropped;
-        dropped
+        while let Some((_, frame)) = old.take_discarded() {
+            self.out.release(frame);
+            migration.dropped += 1;
+        }
+        self.counters.tm_migrated += migration.kept;
+        self.counters.tm_drops += migration.dropped;
+        self.counters.tm_reconfigure_drops += migration.dropped;
+        migration
     }
 
     pub fn counters(&self) -> NodeCounters {

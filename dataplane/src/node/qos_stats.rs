@@ -84,6 +84,8 @@ pub struct QosStats {
     /// 802.3x PAUSE frames received and ignored (the switch runs PFC).
     pub pause_frames_ignored: u64,
     pub malformed_link_frames: u64,
+    /// Frames taken over from the traffic manager this one replaced.
+    pub migrated_frames: u64,
 }
 
 impl QosTrafficManager {
@@ -150,6 +152,7 @@ impl QosTrafficManager {
             drops: DropReason::ALL.iter().map(|&reason| (reason.name(), tm.drops(reason))).collect(),
             pause_frames_ignored: self.counters().pause_frames_ignored,
             malformed_link_frames: self.counters().malformed_link_frames,
+            migrated_frames: self.counters().migrated_frames,
         }
     }
 }

@@ -12,7 +12,7 @@ use qos::dlb::{Dlb, DlbConfig, LoadBoard};
 use qos::pfc::PfcFrame;
 use qos::tm::{ConfigError, Dequeue, DropReason, FrameInfo, TmConfig};
 
-use super::{Dequeued, TmDrop, TrafficManager};
+use super::{Dequeued, HeldFrame, TmDrop, TrafficManager};
 use crate::pipeline::{
     FrameMeta, FrameRef, GroupReport, LinkLevelFrame, NextHopGroupId, PathQuality, PathQualityReport, PortId,
 };
@@ -27,6 +27,9 @@ pub struct AdapterCounters {
     /// 802.3x PAUSE frames received: counted, not obeyed (the switch
     /// runs PFC, and PAUSE is not negotiated).
     pub pause_frames_ignored: u64,
+    /// Frames taken over, queued, from the traffic manager this one
+    /// replaced ([`crate::node::Node::replace_traffic_manager`]).
+    pub migrated_frames: u64,
 }
 
 /// The traffic manager of `qos` behind the node's [`TrafficManager`] trait.
@@ -70,6 +73,11 @@ impl QosTrafficManager {
 
     pub fn counters(&self) -> AdapterCounters {
         self.counters
+    }
+
+    /// Records the frames it took over from its predecessor.
+    pub fn count_migrated(&mut self, frames: u64) {
+        self.counters.migrated_frames += frames;
     }
 
     /// The time of the latest event seen.
@@ -173,8 +181,9 @@ impl TrafficManager for QosTrafficManager {
         self.discarded.pop()
     }
 
-    fn take_all(&mut self, now: u64) -> Vec<FrameRef> {
-        self.tm.take_all(now).into_iter().map(|(_, frame)| frame).collect()
+    fn take_all(&mut self, now: u64) -> Vec<HeldFrame> {
+        let held = self.tm.take_all_held(now).into_iter();
+        held.map(|held| HeldFrame { port: held.egress, ingress: held.ingress, frame: held.handle }).collect()
     }
 
     #[inline]

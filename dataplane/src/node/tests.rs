@@ -231,24 +231,51 @@ mod with_qos {
         assert_eq!(node.pool().in_use(), 0);
     }
 
+    /// A new configuration takes over the frames the old traffic manager
+    /// held: queued again in their order, charged to their ingress port's
+    /// priority group, sent at the new port speed.
     #[test]
-    fn a_replaced_traffic_manager_gives_back_the_frames_it_held() {
+    fn a_replaced_traffic_manager_hands_its_frames_to_the_new_one() {
         let (mut node, mut switch) = node_and_switch(&config());
         let mut ports = Recorder::default();
-        let data = ipv4(0, Ecn::NotEct, 1000);
-        for _ in 0..3 {
-            node.receive(&mut switch, NOW, 0, &data, &mut ports);
+        for payload in [1000, 1001, 1002] {
+            node.receive(&mut switch, NOW, 0, &ipv4(26, Ecn::NotEct, payload), &mut ports);
         }
         assert_eq!((ports.sent.len(), node.pool().in_use()), (1, 2), "two queued");
         let mut faster = config();
         faster.ports[1].speed_bps *= 10;
-        let dropped = node.replace_traffic_manager(NOW, QosTrafficManager::new(&faster).unwrap());
-        assert_eq!(dropped, 2);
+        let migration = node.replace_traffic_manager(NOW, QosTrafficManager::new(&faster).unwrap());
+        assert_eq!(migration, Migration { kept: 2, dropped: 0 });
+        assert_eq!(node.counters().tm_migrated, 2);
+        assert_eq!(node.counters().tm_drops, 0);
+        let tm = node.traffic_manager().tm();
+        assert_eq!(tm.queue_depth(1, 3).0, 2, "DSCP 26 is queue 3 under the new maps too");
+        assert!(tm.buffer().pg(3).used_reserved + tm.buffer().pg(3).used_shared > 0, "charged to eth0's PG 3");
+        // The wire is still busy with the first frame; then the two go, in order.
+        for ms in 1..=2 {
+            node.handle(&mut switch, NOW + ms * 1_000_000, NodeEvent::Timer, &mut ports);
+        }
+        let lengths: Vec<usize> = ports.sent.iter().map(|(_, frame)| frame.len()).collect();
+        assert_eq!(lengths, [1034, 1035, 1036]);
         assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
-        assert_eq!(node.counters().tm_drops, 2);
-        // The new one forwards.
-        node.receive(&mut switch, NOW, 0, &data, &mut ports);
-        assert_eq!(ports.sent.len(), 2);
+    }
+
+    /// A frame whose port the new configuration no longer has cannot be
+    /// kept: released, counted under the new traffic manager's reason.
+    #[test]
+    fn frames_for_a_port_the_new_traffic_manager_lacks_are_dropped_and_counted() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        for _ in 0..3 {
+            node.receive(&mut switch, NOW, 0, &ipv4(0, Ecn::NotEct, 1000), &mut ports);
+        }
+        let mut one_port = config();
+        one_port.ports.truncate(1);
+        let migration = node.replace_traffic_manager(NOW, QosTrafficManager::new(&one_port).unwrap());
+        assert_eq!(migration, Migration { kept: 0, dropped: 2 });
+        assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
+        assert_eq!((node.counters().tm_drops, node.counters().tm_reconfigure_drops), (2, 2));
+        assert_eq!(node.traffic_manager().tm().drops(qos::tm::DropReason::UnknownPort), 2);
     }
 
     #[test]

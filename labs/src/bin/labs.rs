@@ -8,7 +8,7 @@
 //! labs inspect [-t FILE | --name LAB]
 //! labs exec NODE [-t FILE | --name LAB] -- CMD...
 //! labs graph -t FILE [-o OUT.svg|.png|.dot]
-//! labs check [-t FILE | --name LAB] [--timeout SECS]
+//! labs check [-t FILE | --name LAB] [--timeout SECS] [--pairs all|per-leaf|auto]
 //! labs check lossless [-t FILE | --name LAB | --socket PATH...] [--json]   # exit 1 on an error
 //! labs ping NODE ADDR... [--name LAB]  # one echo each, from the node, as check does
 //! labs traffic [--name LAB] [--pattern all-to-all|incast] [--bytes 1M] [--rate 100M] [--dscp 26] [--json]
@@ -32,6 +32,13 @@ use labs::topology::Topology;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum PairsArg {
+    All,
+    PerLeaf,
+    Auto,
 }
 
 /// Which lab: its topology file, or the name of a deployed one.
@@ -107,6 +114,11 @@ enum Command {
         which: Which,
         #[arg(long, default_value_t = 120)]
         timeout: u64,
+        /// Which host pairs ping: `all`, `per-leaf` (every host to one host
+        /// behind every leaf, every host address at least once) or `auto`
+        /// (all up to 20,000 pairs, per leaf above).
+        #[arg(long, value_enum, default_value_t = PairsArg::Auto)]
+        pairs: PairsArg,
         /// Switches' management sockets instead of a lab's (lossless).
         #[arg(long)]
         socket: Vec<PathBuf>,
@@ -301,7 +313,7 @@ fn run(command: Command) -> Result<ExitCode, String> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        Command::Check { what: Some(CheckKind::Lossless), which, socket, json, timeout } => {
+        Command::Check { what: Some(CheckKind::Lossless), which, socket, json, timeout, .. } => {
             let (profiles, findings) = if socket.is_empty() {
                 labs::lossless::check_lab(&Lab::open(&which.lab_name()?)?, Duration::from_secs(timeout))?
             } else {
@@ -315,9 +327,14 @@ fn run(command: Command) -> Result<ExitCode, String> {
             let failed = findings.iter().any(|f| f.severity == qos::lossless::Severity::Error);
             Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
         }
-        Command::Check { which, timeout, .. } => {
+        Command::Check { which, timeout, pairs, .. } => {
             let lab = Lab::open(&which.lab_name()?)?;
-            let report = lab.check(Duration::from_secs(timeout))?;
+            let pairs = match pairs {
+                PairsArg::All => labs::check::Pairs::All,
+                PairsArg::PerLeaf => labs::check::Pairs::PerLeaf,
+                PairsArg::Auto => labs::check::Pairs::Auto,
+            };
+            let report = lab.check(Duration::from_secs(timeout), pairs)?;
             println!("{report}");
             Ok(ExitCode::SUCCESS)
         }

@@ -344,18 +344,15 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
     let quiet = args.quiet;
     let mut progress = |speed: &super::Speed| {
         if !quiet {
-            // Messages complete unevenly (an all-to-all's at the end): a rough ETA.
-            let eta = if speed.done_fraction > 0.0 {
-                format!("{:.0} s", speed.wall_s * (1.0 - speed.done_fraction) / speed.done_fraction)
-            } else {
-                "?".to_owned()
-            };
+            let eta = speed.eta_s().map_or("?".to_owned(), |s| format!("{s:.0} s"));
             eprint!(
-                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of messages  ETA {eta:<8}",
+                "\r  simulated {:>10.3} ms  {:>6.2} M events  {:>6.2} M events/s  {:>6.1} s wall  {:>5.1}% of bytes  \
+                 {:>5.1}% of messages  ETA {eta:<8}",
                 speed.simulated_ns as f64 / 1e6,
                 speed.events as f64 / 1e6,
                 speed.events_per_s / 1e6,
                 speed.wall_s,
+                speed.bytes_done_fraction * 100.0,
                 speed.done_fraction * 100.0
             );
             let _ = std::io::stderr().flush();

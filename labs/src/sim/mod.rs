@@ -46,6 +46,19 @@ pub struct Speed {
     pub simulated_ns: u64,
     /// Messages received whole, as a fraction of all.
     pub done_fraction: f64,
+    /// Payload bytes delivered in order, as a fraction of the workload's.
+    pub bytes_done_fraction: f64,
+}
+
+impl Speed {
+    /// Wall seconds left, extrapolated from the bytes delivered so far.
+    /// Bytes, not messages: an all-to-all's messages all complete at its
+    /// end, so their count says nothing until then, while its bytes flow
+    /// from the start at a steady rate.
+    pub fn eta_s(&self) -> Option<f64> {
+        let done = self.bytes_done_fraction;
+        (done > 0.0 && done <= 1.0).then(|| self.wall_s * (1.0 - done) / done)
+    }
 }
 
 /// Writes a finished run's files into a folder.
@@ -103,6 +116,11 @@ fn run_with<Q: EventQueue + 'static>(
     let watched = watch.unwrap_or_else(|| default_watch(&sim));
     sim.watch(watched);
     let start = Instant::now();
+    let total_bytes: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
+    let bytes_done = move |sim: &Simulation<Q>| {
+        let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
+        (delivered as f64 / total_bytes.max(1) as f64).min(1.0)
+    };
     sim.run_with(|sim| {
         if let Some(progress) = progress.as_mut() {
             let wall_s = start.elapsed().as_secs_f64();
@@ -112,6 +130,7 @@ fn run_with<Q: EventQueue + 'static>(
                 events_per_s: sim.events as f64 / wall_s,
                 simulated_ns: sim.now,
                 done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+                bytes_done_fraction: bytes_done(sim),
             });
         }
     });
@@ -122,6 +141,7 @@ fn run_with<Q: EventQueue + 'static>(
         events_per_s: sim.events as f64 / wall_s.max(1e-9),
         simulated_ns: sim.now,
         done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+        bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done(&sim) },
     };
     let report = Report::new(&sim, name, spec);
     let plot_data = plot_data(&sim, name, &report);

@@ -98,6 +98,10 @@ impl Routes {
     }
 }
 
+/// Next hop ids of a leaf's own hosts: this plus the host's port (the
+/// switches' next hops are `port + 1`, below 2^16).
+const HOST_NEXT_HOPS: u32 = 1 << 16;
+
 /// Builds every switch's pipeline with its routes: for each leaf's subnet,
 /// the next hops toward it over every shortest path; for each local host
 /// its /32. `hash_seed(s)` seeds switch s's ECMP hash.
@@ -189,8 +193,13 @@ pub fn build_switches(fabric: &Fabric, hash_seed: impl Fn(u32) -> u64) -> Result
         for &(port, host) in &host_ports[s as usize] {
             let ip = host_ips[host as usize];
             switch.set_neighbor(port, IpAddr::V4(ip), host_mac(host)).map_err(|e| err("neighbour", e))?;
+            // A next hop rather than a connected route: the same neighbour,
+            // port and MACs, but the pipeline caches the hop's rewrite and
+            // skips the neighbour table's hash lookup on the last hop.
+            let next_hop = HOST_NEXT_HOPS + u32::from(port);
+            switch.set_next_hop(next_hop, NextHop { rif: port, ip: IpAddr::V4(ip) }).map_err(|e| err("next hop", e))?;
             switch
-                .set_route(IpNetwork::V4(Ipv4Network::new(ip, 32).expect("/32")), RouteTarget::Connected(port))
+                .set_route(IpNetwork::V4(Ipv4Network::new(ip, 32).expect("/32")), RouteTarget::NextHop(next_hop))
                 .map_err(|e| err("route", e))?;
             routes += 1;
         }

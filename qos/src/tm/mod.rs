@@ -38,6 +38,16 @@ use crate::shaper::{LineRate, TokenBucket};
 use crate::voq::{Entry, VoqSet};
 use crate::watchdog::{QueueView, QueueWatch, WatchdogAction, WatchdogConfig, WatchdogEvent, WatchdogEventKind};
 
+/// A frame taken out of a traffic manager that is being replaced
+/// ([`TrafficManager::take_all_held`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeldFrame<H> {
+    pub egress: u16,
+    /// The port it came in on (`None`: the CPU's).
+    pub ingress: Option<u16>,
+    pub handle: H,
+}
+
 /// What the traffic manager needs to know of a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FrameInfo {
@@ -799,11 +809,27 @@ impl<H: Copy> TrafficManager<H> {
     /// traffic manager is being replaced): each with its port, the buffer
     /// given back as if it had left.
     pub fn take_all(&mut self, now: u64) -> Vec<(u16, H)> {
+        self.take_all_held(now).into_iter().map(|held| (held.egress, held.handle)).collect()
+    }
+
+    /// [`TrafficManager::take_all`] with what a successor needs to queue
+    /// each frame again: its ports, port by port and queue by queue in
+    /// arrival order.
+    pub fn take_all_held(&mut self, now: u64) -> Vec<HeldFrame<H>> {
         let mut taken = Vec::new();
-        for p in 0..self.ports.len() {
+        let ports = self.ports.len();
+        for p in 0..ports {
             for q in 0..CLASSES {
                 while !self.voqs.is_empty(p * CLASSES + q) {
-                    taken.push((p as u16, self.take(now, p, q).handle));
+                    let descriptor = self.take(now, p, q);
+                    // The ingress PG index is `port * CLASSES + pg`; the
+                    // CPU's PGs follow the ports' (`enqueue`).
+                    let ingress = descriptor.ingress_pg as usize / CLASSES;
+                    taken.push(HeldFrame {
+                        egress: p as u16,
+                        ingress: (ingress < ports).then_some(ingress as u16),
+                        handle: descriptor.handle,
+                    });
                 }
             }
         }

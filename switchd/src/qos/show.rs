@@ -142,6 +142,7 @@ impl<B: Backend> SwitchView<B> {
             shared_used_bytes: s.pool_shared_used_bytes,
             watermark_bytes: s.pool_watermark_bytes,
             drops: s.drops.iter().map(|(reason, n)| ((*reason).to_owned(), *n)).collect(),
+            migrated_frames: s.migrated_frames,
         }]
     }
 
