@@ -85,6 +85,16 @@ pub fn u64_of(value: &serde_json::Value, field: &str) -> u64 {
     value[field].as_u64().unwrap_or_else(|| panic!("no {field} in {value}"))
 }
 
+/// Waits until `tshark -w path` has started capturing (its file holds the
+/// capture's header), at most `timeout`.
+#[track_caller]
+pub fn wait_capture_started(path: &std::path::Path, timeout: Duration) {
+    let started = crate::wait::poll_until(timeout, Duration::from_millis(50), || {
+        std::fs::metadata(path).ok().filter(|m| m.len() > 0).map(|_| ())
+    });
+    assert!(started.is_some(), "tshark did not start capturing into {} within {timeout:?}", path.display());
+}
+
 /// A `--start-at-unix-ms` value `delay` from now, so that several senders
 /// (once each has resolved its next hop) start together.
 pub fn start_at(delay: Duration) -> String {
@@ -179,8 +189,22 @@ impl Star {
 /// `fabric-host send` arguments to `to`: `bytes` at `rate` on `dscp` and
 /// queue pair `qp` (a 100 Mb/s link), then `extra`.
 pub fn send_args(to: &str, rate: &str, bytes: u64, dscp: u8, qp: u32, extra: &[&str]) -> Vec<String> {
+    send_args_on_link("100M", to, rate, bytes, dscp, qp, extra)
+}
+
+/// [`send_args`] on a link of `link_speed` (the bit time of the PFC quanta
+/// the sender obeys, and the line rate DCQCN scales its timers to).
+pub fn send_args_on_link(
+    link_speed: &str,
+    to: &str,
+    rate: &str,
+    bytes: u64,
+    dscp: u8,
+    qp: u32,
+    extra: &[&str],
+) -> Vec<String> {
     let mut args: Vec<String> =
-        ["send", "--to", to, "--rate", rate, "--link-speed", "100M"].into_iter().map(String::from).collect();
+        ["send", "--to", to, "--rate", rate, "--link-speed", link_speed].into_iter().map(String::from).collect();
     args.extend([
         "--bytes".into(),
         bytes.to_string(),

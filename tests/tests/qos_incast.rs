@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  [h1] 10.1.0.2 -- eth1 [switch] eth4 -- 10.4.0.2 [h4] (fabric-host recv)
-//!  [h2] 10.2.0.2 -- eth2          all ports 100 Mb/s
+//!  [h2] 10.2.0.2 -- eth2          all ports 20 Mb/s
 //!  [h3] 10.3.0.2 -- eth3
 //! ```
 //!
@@ -17,24 +17,34 @@
 //! The PFC response time in the config is 20 ms: the emulated hosts react
 //! to a PFC frame when their process next runs, not within 1 us as a NIC
 //! does, and the headroom must cover what they send meanwhile.
+//!
+//! The ports run at 20 Mb/s (4 KiB frames: about 600 a second out of eth4,
+//! 1,800 offered) so that a debug `switchd` on a loaded two-core machine
+//! forwards many times faster than its egress drains: the queue then builds
+//! in its traffic manager, not in the kernel's socket rings, and PFC, the
+//! drops and the goodput are the traffic manager's.
 
 use std::time::Duration;
 
-use fabric_tests::fabric_host::{FabricHost, pfc_row, queue_row, show, start_at, tm_drops, u64_of};
+use fabric_tests::fabric_host::{
+    FabricHost, pfc_row, queue_row, show, start_at, tm_drops, u64_of, wait_capture_started,
+};
 use fabric_tests::{Netns, Switchd, require_root_and_tools, veth};
 
-const SPEED: u64 = 100_000_000;
-/// Each sender's message.
-const BYTES: u64 = 3 << 20;
+/// Every port's line rate, and each sender's paced rate (3:1 into eth4).
+const SPEED: u64 = 20_000_000;
+const SPEED_YAML: &str = "20M";
+/// Each sender's message: the three take about 2.5 s through eth4.
+const BYTES: u64 = 2 << 20;
 
 fn config() -> String {
     let mut yaml = String::from("name: incast\nports:\n");
     for n in 1..=4 {
         yaml.push_str(&format!(
-            "  - {{name: eth{n}, mode: routed, addresses: [10.{n}.0.1/24], mtu: 9100, speed: 100M, cable-length: 5}}\n"
+            "  - {{name: eth{n}, mode: routed, addresses: [10.{n}.0.1/24], mtu: 9100, speed: {SPEED_YAML}, cable-length: 5}}\n"
         ));
     }
-    yaml.push_str("qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000}\n");
+    yaml.push_str("qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000}\n  pool: {size-bytes: 2097152, cell-bytes: 256}\n");
     yaml
 }
 
@@ -67,9 +77,9 @@ fn lab() -> Lab {
 fn incast(lab: &Lab, dscp: u8) -> (serde_json::Value, Vec<serde_json::Value>) {
     let expect = (3 * BYTES).to_string();
     let receiver = FabricHost::start(&lab.hosts[3], &["recv", "--expect-bytes", &expect, "--idle-ms", "1500"]);
-    std::thread::sleep(Duration::from_millis(300));
-    // All three start together, once resolved: the incast, not a ramp.
-    let start_at = start_at(Duration::from_millis(1500));
+    // All three start together, once resolved: the incast, not a ramp. (A
+    // frame sent before the receiver listens is sent again by go-back-N.)
+    let start_at = start_at(Duration::from_millis(2000));
     let senders: Vec<FabricHost> = (0..3)
         .map(|i| {
             FabricHost::start(
@@ -79,7 +89,9 @@ fn incast(lab: &Lab, dscp: u8) -> (serde_json::Value, Vec<serde_json::Value>) {
                     "--to",
                     "10.4.0.2",
                     "--rate",
-                    "100M",
+                    SPEED_YAML,
+                    "--link-speed",
+                    SPEED_YAML,
                     "--bytes",
                     &BYTES.to_string(),
                     "--dscp",
@@ -113,10 +125,11 @@ fn incast_on_the_lossless_priority_pauses_and_loses_nothing() {
         "-w",
         capture_file.to_str().expect("utf-8"),
     ]);
-    std::thread::sleep(Duration::from_secs(1));
+    wait_capture_started(&capture_file, Duration::from_secs(20));
 
     let (received, senders) = incast(&lab, 26);
-    std::thread::sleep(Duration::from_millis(300));
+    // The last XON reaches the capture well before the receiver's idle time
+    // has passed.
     let mut capture = capture;
     capture.stop(Duration::from_secs(5));
 

@@ -4,7 +4,7 @@
 //! ```text
 //!  [h1] 10.1.0.2 -- eth1 [switch] eth4 -- 10.4.0.2 [h4] (incast receiver)
 //!  [h2] 10.2.0.2 -- eth2          eth5 -- 10.5.0.2 [h5] (victim receiver)
-//!  [h3] 10.3.0.2 -- eth3          all ports 100 Mb/s
+//!  [h3] 10.3.0.2 -- eth3          all ports 20 Mb/s
 //! ```
 //!
 //! h1, h2 and h3 send an incast into h4 on the lossless priority 3 (DSCP
@@ -14,42 +14,51 @@
 //! eth4's, and its priority is not paused, so it keeps its rate. (A victim
 //! on priority 3 itself would be paused with the incast on h1's link: PFC
 //! stops a priority of a link, whatever the frames' destination.)
+//!
+//! 20 Mb/s ports keep a debug `switchd` on a loaded machine far faster than
+//! eth4 drains, so the incast's queue is in its traffic manager.
 
 use std::time::Duration;
 
-use fabric_tests::fabric_host::{FabricHost, Star, pfc_row, send_args, start_at, tm_drops, u64_of};
+use fabric_tests::fabric_host::{FabricHost, Star, pfc_row, send_args_on_link, start_at, tm_drops, u64_of};
 use fabric_tests::require_root_and_tools;
 
-/// Each incast sender's: 18 MB through eth4 take about 1.5 s.
-const INCAST_BYTES: u64 = 6 << 20;
-const VICTIM_RATE: u64 = 50_000_000;
-/// About half a second at the victim's rate: over before the incast is.
-const VICTIM_BYTES: u64 = 3 << 20;
-const QOS: &str = "qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000}\n";
+/// Every port's line rate, and each incast sender's paced rate.
+const SPEED: &str = "20M";
+/// Each incast sender's: 6 MiB through eth4 take about 2.5 s.
+const INCAST_BYTES: u64 = 2 << 20;
+const VICTIM_RATE: u64 = 10_000_000;
+/// About 0.85 s at the victim's rate: over before the incast is.
+const VICTIM_BYTES: u64 = 1 << 20;
+const QOS: &str = "qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000}\n  pool: {size-bytes: 2097152, cell-bytes: 256}\n";
 
 #[test]
 fn a_victim_to_an_idle_egress_keeps_its_rate_during_an_incast() {
     if !require_root_and_tools("qos_voq", &["ip", "ping"]) {
         return;
     }
-    let lab = Star::start("qv", 5, "100M", QOS);
+    let lab = Star::start("qv", 5, SPEED, QOS);
     let switchd = &lab.switchd;
     let expect = (3 * INCAST_BYTES).to_string();
     let incast_receiver = FabricHost::start(lab.host(4), &["recv", "--expect-bytes", &expect, "--idle-ms", "1500"]);
     let victim_expect = VICTIM_BYTES.to_string();
     let victim_receiver =
         FabricHost::start(lab.host(5), &["recv", "--expect-bytes", &victim_expect, "--idle-ms", "1500"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let start = start_at(Duration::from_millis(1500));
+    // Together, once every sender has resolved its next hop (a frame sent
+    // before a receiver listens is sent again by go-back-N).
+    let start = start_at(Duration::from_millis(2000));
     let together = ["--start-at-unix-ms", start.as_str()];
     let incast: Vec<FabricHost> = (1..=3)
         .map(|n| {
-            FabricHost::start_owned(lab.host(n), &send_args("10.4.0.2", "100M", INCAST_BYTES, 26, n as u32, &together))
+            FabricHost::start_owned(
+                lab.host(n),
+                &send_args_on_link(SPEED, "10.4.0.2", SPEED, INCAST_BYTES, 26, n as u32, &together),
+            )
         })
         .collect();
     let victim = FabricHost::start_owned(
         lab.host(1),
-        &send_args("10.5.0.2", &VICTIM_RATE.to_string(), VICTIM_BYTES, 32, 9, &together),
+        &send_args_on_link(SPEED, "10.5.0.2", &VICTIM_RATE.to_string(), VICTIM_BYTES, 32, 9, &together),
     );
     let victim_sent = victim.report(Duration::from_secs(60));
     let incast: Vec<serde_json::Value> = incast.into_iter().map(|s| s.report(Duration::from_secs(60))).collect();
