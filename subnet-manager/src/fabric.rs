@@ -154,22 +154,21 @@ impl Fabric {
     /// at different times; the switch's other ports have just trained, so
     /// its PortStateChange is set (as after a boot).
     pub fn hold_port_down(&mut self, at: PortRef) {
-        let agent = &mut self.agents[at.node];
-        let info = &mut agent.ports[usize::from(at.port)];
-        info.port_state = PortState::Down.into();
-        info.port_phys_state = PortPhysState::Polling.into();
-        if let Some(tables) = agent.switch.as_mut() {
-            tables.info.port_state_change = true;
-        }
+        self.port_changed(at, PortState::Down, PortPhysState::Polling);
     }
 
-    /// The port's link trained: LinkUp in Init, PortStateChange set on its
-    /// switch (what a switch's port logic does, IBA 14.2.5.4).
+    /// The port's link trained: LinkUp in Init.
     pub fn port_trained(&mut self, at: PortRef) {
+        self.port_changed(at, PortState::Init, PortPhysState::LinkUp);
+    }
+
+    /// The port's state changes as its link does: PortStateChange set on
+    /// its switch (what a switch's port logic does, IBA 14.2.5.4).
+    fn port_changed(&mut self, at: PortRef, state: PortState, phys: PortPhysState) {
         let agent = &mut self.agents[at.node];
         let info = &mut agent.ports[usize::from(at.port)];
-        info.port_state = PortState::Init.into();
-        info.port_phys_state = PortPhysState::LinkUp.into();
+        info.port_state = state.into();
+        info.port_phys_state = phys.into();
         if let Some(tables) = agent.switch.as_mut() {
             tables.info.port_state_change = true;
         }
