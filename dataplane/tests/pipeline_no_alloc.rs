@@ -5,7 +5,6 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use dataplane::pipeline::{
     DEFAULT_VRF, Disposition, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget, RouterInterface,
@@ -19,17 +18,18 @@ use dataplane::wire::{
 
 struct CountingAllocator;
 
-static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
-/// Bytes allocated and not yet freed while counting was on.
-static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
-
 thread_local! {
     static COUNTING: Cell<bool> = const { Cell::new(false) };
+    /// Per thread: the tests run in parallel, each counting its own
+    /// closure (a global count took in the other tests' allocations).
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+    /// Bytes allocated and not yet freed while counting was on.
+    static LIVE_BYTES: Cell<isize> = const { Cell::new(0) };
 }
 
 fn count() {
     if COUNTING.with(Cell::get) {
-        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        ALLOCATIONS.with(|n| n.set(n.get() + 1));
     }
 }
 
@@ -37,11 +37,7 @@ fn count() {
 /// before are counted too, so only a difference over one closure means much).
 fn track(delta: isize) {
     if COUNTING.with(Cell::get) {
-        if delta >= 0 {
-            LIVE_BYTES.fetch_add(delta as usize, Ordering::Relaxed);
-        } else {
-            LIVE_BYTES.fetch_sub((-delta) as usize, Ordering::Relaxed);
-        }
+        LIVE_BYTES.with(|n| n.set(n.get() + delta));
     }
 }
 
@@ -70,11 +66,11 @@ static GLOBAL: CountingAllocator = CountingAllocator;
 
 /// Allocations made by `f` on this thread.
 fn allocations_in(f: impl FnOnce()) -> usize {
-    let before = ALLOCATIONS.load(Ordering::Relaxed);
+    let before = ALLOCATIONS.with(Cell::get);
     COUNTING.with(|counting| counting.set(true));
     f();
     COUNTING.with(|counting| counting.set(false));
-    ALLOCATIONS.load(Ordering::Relaxed) - before
+    ALLOCATIONS.with(Cell::get) - before
 }
 
 const SECOND: u64 = 1_000_000_000;
@@ -295,11 +291,11 @@ fn steady_state_allocates_nothing() {
 
 /// Bytes still allocated after `f` that were not before (on this thread).
 fn bytes_kept_by<T>(f: impl FnOnce() -> T) -> (T, usize) {
-    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let before = LIVE_BYTES.with(Cell::get);
     COUNTING.with(|counting| counting.set(true));
     let value = f();
     COUNTING.with(|counting| counting.set(false));
-    (value, LIVE_BYTES.load(Ordering::Relaxed).saturating_sub(before))
+    (value, (LIVE_BYTES.with(Cell::get) - before).max(0) as usize)
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //!  [h1] 10.1.0.2 -- eth1 [switch] eth4 -- 10.4.0.2 [h4] (fabric-host recv: CNPs for CE marks)
-//!  [h2] 10.2.0.2 -- eth2          all ports 20 Mb/s
+//!  [h2] 10.2.0.2 -- eth2          all ports 100 Mb/s
 //!  [h3] 10.3.0.2 -- eth3
 //! ```
 //!
@@ -13,32 +13,25 @@
 //! XOFF point: PFC is hardly needed, and the bottleneck stays busy (at
 //! least 60% of its line rate in payload). The same run with ECN off pauses the
 //! senders at least ten times as often.
-//!
-//! 20 Mb/s ports keep a debug `switchd` on a loaded machine far faster than
-//! eth4 drains, so the queue DCQCN works on is the traffic manager's; the
-//! senders' DCQCN timers scale with that line rate (`Params::for_line_rate`).
 
 use std::time::Duration;
 
-use fabric_tests::fabric_host::{FabricHost, Star, queue_row, send_args_on_link, show, start_at, tm_drops, u64_of};
+use fabric_tests::fabric_host::{FabricHost, Star, queue_row, send_args, show, start_at, tm_drops, u64_of};
 use fabric_tests::require_root_and_tools;
 
 /// Each sender's message with ECN: long enough that DCQCN's steady state,
 /// not the first cuts of three senders starting at line rate, sets the
-/// goodput (about 5 s through eth4).
-const ECN_BYTES: u64 = 4 << 20;
+/// goodput.
+const ECN_BYTES: u64 = 8 << 20;
 /// Without ECN (PFC alone: the comparison needs only the pauses).
-const BYTES: u64 = 2 << 20;
+const BYTES: u64 = 3 << 20;
 const KMIN: u64 = 40_000;
 const KMAX: u64 = 800_000;
-const LINE_BPS: u64 = 20_000_000;
-/// Every port's line rate, and each sender's starting rate.
-const SPEED: &str = "20M";
+const LINE_BPS: u64 = 100_000_000;
 
 fn qos(ecn: &str) -> String {
     format!(
         "qos:\n  preset: roce\n  pfc: {{priorities: [3, 4], response-ns: 20000000}}\n  \
-         pool: {{size-bytes: 2097152, cell-bytes: 256}}\n  \
          queues: {{3: {{scheduler: {{type: dwrr, weight: 4}}, ecn: {ecn}}}}}\n"
     )
 }
@@ -47,19 +40,17 @@ fn qos(ecn: &str) -> String {
 /// frames the switch sent the senders.
 fn incast(lab: &Star, bytes: u64) -> (serde_json::Value, Vec<serde_json::Value>, u64) {
     let expect = (3 * bytes).to_string();
-    // At most one CNP per QP per 5 ms: the paper's 50 us against its 55 us
-    // timers, scaled as the senders' DCQCN timers are to the 20 Mb/s line
-    // (and longer than an emulated host takes to act on one).
+    // At most one CNP per QP per millisecond: about the time an emulated
+    // host takes to act on one.
     let receiver = FabricHost::start(
         lab.host(4),
-        &["recv", "--expect-bytes", &expect, "--idle-ms", "1500", "--cnp-interval-us", "5000"],
+        &["recv", "--expect-bytes", &expect, "--idle-ms", "1500", "--cnp-interval-us", "1000"],
     );
-    // Together, once every sender has resolved its next hop.
-    let start = start_at(Duration::from_millis(2000));
-    let extra = ["--dcqcn", "--start-at-unix-ms", start.as_str()];
+    std::thread::sleep(Duration::from_millis(300));
+    let start = start_at(Duration::from_millis(1500));
     let senders: Vec<FabricHost> = (1..=3)
         .map(|n| {
-            let args = send_args_on_link(SPEED, "10.4.0.2", SPEED, bytes, 26, n as u32, &extra);
+            let args = send_args("10.4.0.2", "100M", bytes, 26, n as u32, &["--dcqcn", "--start-at-unix-ms", &start]);
             FabricHost::start_owned(lab.host(n), &args)
         })
         .collect();
@@ -84,7 +75,7 @@ fn dcqcn_keeps_the_queue_between_kmin_and_kmax_and_pfc_quiet() {
     let mut lab = Star::start(
         "qe",
         4,
-        SPEED,
+        "100M",
         &qos(&format!("{{mode: profile, kmin-bytes: {KMIN}, kmax-bytes: {KMAX}, pmax-percent: 50}}")),
     );
     let (received, senders, pfc_with_ecn) = incast(&lab, ECN_BYTES);
@@ -112,7 +103,7 @@ fn dcqcn_keeps_the_queue_between_kmin_and_kmax_and_pfc_quiet() {
     assert!(u64_of(&received, "ce_marked") > 0 && u64_of(&received, "cnps_sent") > 0, "{context}");
     for sender in &senders {
         assert!(u64_of(sender, "cnps_received") > 0, "a sender heard no CNP\n{context}");
-        assert!(u64_of(sender, "min_rate_bps") < LINE_BPS / 2, "a sender never slowed to half\n{context}");
+        assert!(u64_of(sender, "min_rate_bps") < 100_000_000 / 2, "a sender never slowed to half\n{context}");
     }
     // The queue peaked past Kmin (where marking starts) and within Kmax.
     assert!((KMIN..=KMAX).contains(&eth4), "eth4 UC3 watermark {eth4} outside {KMIN}..={KMAX}\n{context}");
