@@ -114,14 +114,20 @@ impl Default for QueueLimit {
 ///          + 64                         the PFC frame itself
 ///          + speed/8 x (2 x L x 5 ns/m  round trip on L metres of cable
 ///                                       (light in fibre/copper, ~5 ns/m)
-///                       + T_response)   the peer's time to act on the PFC
+///                       + T_response    the peer's time to act on the PFC
 ///                                       frame (its MAC and its queue logic)
+///                       + T_rx_lag)     how long a frame that has arrived
+///                                       may wait in our receive path (a
+///                                       software switch's rx ring) before
+///                                       it is charged: what waits there when
+///                                       XOFF is decided is in flight too
 /// ```
 ///
-/// in bytes, rounded up. Everything the peer puts on the wire between our
-/// XOFF decision and the moment it stops lands in the headroom.
-pub fn pfc_headroom_bytes(speed_bps: u64, cable_m: u32, mtu: u32, response_ns: u64) -> u64 {
-    let flight_ns = 2 * u128::from(cable_m) * 5 + u128::from(response_ns);
+/// in bytes, rounded up. Everything the peer puts on the wire between the
+/// arrival of the frame that crosses the XOFF point and the moment the
+/// peer stops lands in the headroom.
+pub fn pfc_headroom_bytes(speed_bps: u64, cable_m: u32, mtu: u32, response_ns: u64, rx_lag_ns: u64) -> u64 {
+    let flight_ns = 2 * u128::from(cable_m) * 5 + u128::from(response_ns) + u128::from(rx_lag_ns);
     let flight_bytes = (u128::from(speed_bps) * flight_ns).div_ceil(8 * 1_000_000_000);
     2 * u64::from(mtu) + 64 + flight_bytes as u64
 }
@@ -455,9 +461,13 @@ mod tests {
     fn headroom_worked_numbers() {
         // 100 Gb/s, 300 m, MTU 9100, 1 us response:
         //   2 x 9100 + 64 + 12.5 B/ns x (3000 + 1000) ns = 18264 + 50000 = 68264.
-        assert_eq!(pfc_headroom_bytes(100_000_000_000, 300, 9100, 1000), 68_264);
+        assert_eq!(pfc_headroom_bytes(100_000_000_000, 300, 9100, 1000, 0), 68_264);
         // 1 Gb/s, 5 m, MTU 1500, 100 us (a software peer): 3064 + 0.125 x 100050 = 3064 + 12507 (rounded up).
-        assert_eq!(pfc_headroom_bytes(1_000_000_000, 5, 1500, 100_000), 3064 + 12_507);
+        assert_eq!(pfc_headroom_bytes(1_000_000_000, 5, 1500, 100_000, 0), 3064 + 12_507);
+        // The namespace checks' ports: 20 Mb/s, 5 m, MTU 9100, 20 ms response,
+        // 20 ms of rx ring lag: 18264 + 2.5 B/us x (0.05 + 20000 + 20000) us
+        // = 18264 + 100001 (rounded up).
+        assert_eq!(pfc_headroom_bytes(20_000_000, 5, 9100, 20_000_000, 20_000_000), 18_264 + 100_001);
     }
 
     #[test]

@@ -115,7 +115,7 @@ pub fn check_switch(switch: &SwitchProfile) -> Vec<Finding> {
         }
         for (port, profile) in tm.ports.iter().zip(&switch.ports) {
             let have = tm.headroom_bytes(port, pg);
-            let need = pfc_headroom_bytes(port.speed_bps, port.cable_length_m, port.mtu, tm.pfc.response_ns);
+            let need = tm.needed_headroom_bytes(port);
             if have < need {
                 out.push(headroom_finding(switch, &profile.name, pg, have, need, port.cable_length_m));
             }
@@ -257,8 +257,8 @@ fn check_link(a: &SwitchProfile, ap: usize, b: &SwitchProfile, bp: usize) -> Vec
     for (switch, tm, port, name) in [(a, ta, port_a, &pa.name), (b, tb, port_b, &pb.name)] {
         for pg in lossless_pgs(tm) {
             let have = tm.headroom_bytes(port, pg);
-            let need = pfc_headroom_bytes(speed, cable, port.mtu, tm.pfc.response_ns);
-            let own = pfc_headroom_bytes(port.speed_bps, port.cable_length_m, port.mtu, tm.pfc.response_ns);
+            let need = pfc_headroom_bytes(speed, cable, port.mtu, tm.pfc.response_ns, tm.pfc.rx_lag_ns);
+            let own = tm.needed_headroom_bytes(port);
             // Too small for itself is reported per switch already.
             if have < need && have >= own {
                 let mut f = headroom_finding(switch, name, pg, have, need, cable);

@@ -39,12 +39,18 @@ pub struct PfcConfig {
     pub quanta: u16,
     /// The peer's time to act on our PFC frame, ns (for the headroom).
     pub response_ns: u64,
+    /// The longest a received frame waits in the switch's own receive path
+    /// before the traffic manager charges it, ns (for the headroom): 0 on
+    /// an ASIC, whose buffer accounting sees a frame as it lands; in a
+    /// software switch, the lag of its thread behind the port's rx ring.
+    pub rx_lag_ns: u64,
 }
 
 impl Default for PfcConfig {
-    /// PFC off; 0xffff quanta and a 1 us response time when turned on.
+    /// PFC off; 0xffff quanta, a 1 us response time and no receive lag
+    /// when turned on.
     fn default() -> PfcConfig {
-        PfcConfig { priorities: Vec::new(), quanta: 0xffff, response_ns: 1_000 }
+        PfcConfig { priorities: Vec::new(), quanta: 0xffff, response_ns: 1_000, rx_lag_ns: 0 }
     }
 }
 

@@ -558,6 +558,7 @@ impl<B: Backend> Sai<B> {
             qos_trust: Default::default(),
             pfc_quanta: qos::pfc::PfcConfig::default().quanta,
             pfc_response_ns: qos::pfc::PfcConfig::default().response_ns,
+            pfc_rx_lag_ns: qos::pfc::PfcConfig::default().rx_lag_ns,
             pfc_watchdog: Default::default(),
             dlb: Default::default(),
         };

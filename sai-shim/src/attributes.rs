@@ -88,6 +88,9 @@ pub enum SwitchAttr {
     PfcQuanta(u16),
     /// The peers' time to act on a PFC frame, ns (for the headroom).
     PfcResponseTime(u64),
+    /// How long a received frame may wait in the switch's own receive path
+    /// before it is charged, ns (for the headroom; 0 on an ASIC).
+    PfcRxLag(u64),
     /// SONiC's PFC watchdog, switch-wide.
     PfcWatchdog(qos::watchdog::WatchdogConfig),
     /// Dynamic load balancing of ECMP groups.
@@ -101,6 +104,7 @@ attr_names!(SwitchAttr {
     QosTrust => "QOS_TRUST";
     PfcQuanta => "PFC_QUANTA";
     PfcResponseTime => "PFC_RESPONSE_TIME";
+    PfcRxLag => "PFC_RX_LAG";
     PfcWatchdog => "PFC_WATCHDOG";
     Dlb => "DLB";
 });
@@ -117,6 +121,7 @@ pub struct Switch {
     pub qos_trust: qos::classify::Trust,
     pub pfc_quanta: u16,
     pub pfc_response_ns: u64,
+    pub pfc_rx_lag_ns: u64,
     pub pfc_watchdog: qos::watchdog::WatchdogConfig,
     pub dlb: qos::dlb::DlbConfig,
 }
@@ -130,6 +135,7 @@ impl Switch {
             SwitchAttr::QosTrust(trust) => self.qos_trust = trust,
             SwitchAttr::PfcQuanta(quanta) => self.pfc_quanta = quanta,
             SwitchAttr::PfcResponseTime(ns) => self.pfc_response_ns = ns,
+            SwitchAttr::PfcRxLag(ns) => self.pfc_rx_lag_ns = ns,
             SwitchAttr::PfcWatchdog(watchdog) => self.pfc_watchdog = watchdog,
             SwitchAttr::Dlb(dlb) => self.dlb = dlb,
         }

@@ -711,6 +711,7 @@ pub fn tm_config(
     config.pfc.priorities = (0..CLASSES as u8).filter(|p| mask & (1 << p) != 0).collect();
     config.pfc.quanta = switch.pfc_quanta;
     config.pfc.response_ns = switch.pfc_response_ns;
+    config.pfc.rx_lag_ns = switch.pfc_rx_lag_ns;
     config.watchdog = switch.pfc_watchdog;
     config.dlb = switch.dlb.clone();
     // Groups with a mode of their own, by the pipeline's group index.

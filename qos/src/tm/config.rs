@@ -137,8 +137,14 @@ impl TmConfig {
         }
         match profile.headroom_bytes {
             Some(bytes) => u64::from(bytes),
-            None => pfc_headroom_bytes(port.speed_bps, port.cable_length_m, port.mtu, self.pfc.response_ns),
+            None => self.needed_headroom_bytes(port),
         }
+    }
+
+    /// [`pfc_headroom_bytes`] for `port` with this switch's PFC response
+    /// time and receive lag: the least a lossless PG may have there.
+    pub fn needed_headroom_bytes(&self, port: &PortConfig) -> u64 {
+        pfc_headroom_bytes(port.speed_bps, port.cable_length_m, port.mtu, self.pfc.response_ns, self.pfc.rx_lag_ns)
     }
 
     /// The WRED/ECN profile of queue `queue` on `port`.
@@ -218,14 +224,13 @@ impl TmConfig {
                 && let Some(configured) = profile.headroom_bytes
             {
                 for (index, port) in self.ports.iter().enumerate() {
-                    let needed =
-                        pfc_headroom_bytes(port.speed_bps, port.cable_length_m, port.mtu, self.pfc.response_ns);
+                    let needed = self.needed_headroom_bytes(port);
                     if u64::from(configured) < needed {
                         return err(
                             field("headroom-bytes"),
                             format!(
-                                "{configured} bytes is too small for port {index} ({} b/s, {} m of cable, MTU {}, {} ns PFC response): it needs {needed}",
-                                port.speed_bps, port.cable_length_m, port.mtu, self.pfc.response_ns
+                                "{configured} bytes is too small for port {index} ({} b/s, {} m of cable, MTU {}, {} ns PFC response, {} ns rx lag): it needs {needed}",
+                                port.speed_bps, port.cable_length_m, port.mtu, self.pfc.response_ns, self.pfc.rx_lag_ns
                             ),
                         );
                     }

@@ -421,6 +421,87 @@ fn lossy_incast_drops_and_counts() {
     assert!((0..3).all(|p| tm.pfc_counters(p).tx_frames.iter().sum::<u64>() == 0));
 }
 
+/// The incast of [`incast`] through a software switch's receive path: the
+/// frames land in each port's rx ring at line rate, and the switch's
+/// thread reads the rings (and so charges the frames and decides XOFF)
+/// only every `lag_ns`. Returns the traffic manager after 50 ms.
+fn incast_through_rx_rings(rx_lag_ns_configured: u64, lag_ns: u64) -> TrafficManager<u32> {
+    let mut config = lossless_config(4);
+    config.watchdog.enabled = false;
+    config.pfc.rx_lag_ns = rx_lag_ns_configured;
+    let response = config.pfc.response_ns;
+    let mut tm = TrafficManager::new(&config, 0u32).unwrap();
+    let frame_ns = 12_192;
+    let mut next_send = [0u64, 3_000, 7_000];
+    let mut paused_until = [0u64; 3];
+    let mut rings: [Vec<u32>; 3] = Default::default();
+    let mut in_flight: Vec<(usize, u64, u16)> = Vec::with_capacity(64);
+    let (mut handle, mut now, mut next_read) = (0, 0, 0);
+    while now < 50_000_000 {
+        in_flight.retain(|&(sender, at, quanta)| {
+            if at <= now {
+                paused_until[sender] = if quanta == 0 { now } else { now + quanta_ns(quanta, GIG) };
+            }
+            at > now
+        });
+        for sender in 0..3 {
+            if next_send[sender] <= now && paused_until[sender] <= now {
+                rings[sender].push(handle);
+                handle += 1;
+                next_send[sender] = now + frame_ns;
+            }
+        }
+        if now >= next_read {
+            // The thread runs: what waited in the rings is charged now.
+            for (sender, ring) in rings.iter_mut().enumerate() {
+                for handle in ring.drain(..) {
+                    let _ = tm.enqueue(now, handle, &frame(sender as u16, 3, 3, 1500));
+                    while let Some((port, pfc)) = tm.take_pfc(now) {
+                        in_flight.push((usize::from(port), now + response, pfc.quanta[3]));
+                    }
+                }
+            }
+            next_read = now + lag_ns;
+        }
+        tm.poll(now);
+        while let Dequeue::Send { .. } = tm.dequeue(now, 3) {}
+        now += 1_000;
+    }
+    tm
+}
+
+#[test]
+fn frames_waiting_in_the_rx_ring_at_xoff_need_the_rx_lag_headroom_term() {
+    // The thread reads the rings every 200 us: up to 200 us x 125 B/us =
+    // 25 KB of a sender's frames arrive after the one that crosses the XOFF
+    // point and before the thread sees it. A headroom for the cable and
+    // the peer's response alone (5571 bytes) overflows; with the
+    // `rx-lag-ns` term (+ 25000 bytes) nothing is lost.
+    let lag = 200_000;
+    let without = incast_through_rx_rings(0, lag);
+    assert!(without.drops(DropReason::HeadroomOverflow) > 0, "the ring's burst overflows a headroom without the term");
+    let with = incast_through_rx_rings(lag, lag);
+    assert_eq!(with.priority_group(Some(0), 3).headroom_cells, 22 + 98);
+    assert_eq!(DropReason::ALL.iter().map(|&r| with.drops(r)).sum::<u64>(), 0);
+    assert!((0..3).all(|p| with.pfc_counters(p).tx_frames[3] > 0), "every sender was paused");
+    let used = (0..3).map(|p| with.priority_group(Some(p), 3).watermark_headroom).max().unwrap();
+    assert!(used > 22, "the ring's burst went beyond the old headroom: {used} cells");
+}
+
+#[test]
+fn validation_counts_the_rx_lag_in_the_headroom_needed() {
+    // 1 Gb/s, 5 m, MTU 1500, 20 us response: 5571 bytes; with 200 us of
+    // rx lag 5571 + 25000 = 30571. A configured headroom between the two
+    // is refused once the lag is declared.
+    let mut config = lossless_config(2);
+    config.priority_groups[3].headroom_bytes = Some(20_000);
+    assert_eq!(config.validate(), Ok(()));
+    config.pfc.rx_lag_ns = 200_000;
+    let error = config.validate().unwrap_err();
+    assert_eq!(error.field, "priority-groups[3].headroom-bytes");
+    assert!(error.reason.contains("200000 ns rx lag): it needs 30571"), "{}", error.reason);
+}
+
 #[test]
 fn validation_names_field_and_reason() {
     let mut config = TmConfig::roce(ports(2, 100 * GIG));

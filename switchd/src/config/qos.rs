@@ -11,7 +11,7 @@
 //!   pool: {size-bytes: 8388608, cell-bytes: 256}
 //!   priority-groups: {3: {lossless: true, reserved-bytes: 18432, dynamic-th: -1}}
 //!   queues: {3: {scheduler: {type: dwrr, weight: 4}, ecn: {mode: dcqcn}}, 6: {scheduler: {type: strict}}}
-//!   pfc: {priorities: [3], quanta: 65535, response-ns: 1000}
+//!   pfc: {priorities: [3], quanta: 65535, response-ns: 1000, rx-lag-ns: 0}
 //!   watchdog: {action: drop, detection-ms: 200, restoration-ms: 200, poll-interval-ms: 200}
 //!   dlb: {mode: flowlet, inactivity-us: 256, groups: [{next-hops: [10.0.1.0, 10.0.2.0], mode: spray}]}
 //! ```

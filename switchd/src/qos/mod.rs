@@ -96,6 +96,7 @@ pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config, applied: &Applied) -
         SwitchAttr::QosTrust(maps.trust),
         SwitchAttr::PfcQuanta(tm.pfc.quanta),
         SwitchAttr::PfcResponseTime(tm.pfc.response_ns),
+        SwitchAttr::PfcRxLag(tm.pfc.rx_lag_ns),
         SwitchAttr::PfcWatchdog(tm.watchdog),
         SwitchAttr::Dlb(tm.dlb.clone()),
     ] {
