@@ -30,7 +30,7 @@ mod queue;
 pub use config::{ConfigError, EcnSetting, PortConfig, QueueProfile, TmConfig};
 
 use crate::buffer::{BufferDrop, Charged, PgState, QueueState, SharedBuffer};
-use crate::classify::{CLASSES, ClassKey, Classified, QosMaps};
+use crate::classify::{CLASSES, ClassKey, ClassTable, Classified, QosMaps};
 use crate::dlb::{CostScale, LoadBoard, Utilisation};
 use crate::ecn::{EcnVerdict, SplitMix64, decide};
 use crate::pfc::{PfcCounters, PfcFrame, PfcReceiver, PfcSender, quanta_ns};
@@ -181,6 +181,8 @@ struct PortState {
 pub struct TrafficManager<H> {
     ports: Vec<PortState>,
     maps: QosMaps,
+    /// `maps` composed: what `enqueue` classifies with.
+    classes: ClassTable,
     /// Queue stopped by a pause of priority p.
     priority_queue: [u8; CLASSES],
     /// Class-enable vector a PG's XOFF names (only PFC-enabled priorities).
@@ -313,6 +315,7 @@ impl<H: Copy> TrafficManager<H> {
             pfc_due: vec![0; words],
             pfc_asserted: vec![0; words],
             storming: 0,
+            classes: ClassTable::new(&maps),
             maps,
         })
     }
@@ -349,7 +352,7 @@ impl<H: Copy> TrafficManager<H> {
         if egress >= ports {
             return Err(self.count_drop(None, 0, DropReason::UnknownPort));
         }
-        let class = self.maps.classify(frame.class);
+        let class = self.classes.classify(frame.class);
         let queue = egress * CLASSES + usize::from(class.queue);
         let pg = ingress * CLASSES + usize::from(class.pg);
         if self.ports[egress].stormed & (1 << class.queue) != 0 && self.watchdog.action == WatchdogAction::Drop {
