@@ -335,7 +335,7 @@ impl FollowsConfig for SoftForwarding {
 
 impl RunningForwarding for SoftForwarding {
     fn io_stats(&self) -> Option<crate::mgmt::IoStatsHandle> {
-        self.forwarding.as_ref().map(Forwarding::device_stats_handle)
+        self.forwarding.as_ref().map(Forwarding::stats_handle)
     }
 
     fn stop(&mut self) {
