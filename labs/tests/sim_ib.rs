@@ -314,6 +314,7 @@ fn a_slow_reader_throttles_its_sender_through_the_switch_by_credits() {
     // and waits for the reader's credit the rest of its 1,319 ns.
     let waiting = to_reader.xmit_wait_ns as f64 / jct;
     let expected = 1.0 - 4162.0 * 8.0 / 100e9 / ((4096.0 + 26.0) * 8.0 / 25e9);
+    println!("the port to the reader waited {waiting:.4} of the run for credit, arithmetic {expected:.4}");
     assert!((waiting - expected).abs() < 0.02, "waited {waiting:.4} of the run, arithmetic {expected:.4}");
     let from_sender = report.ports.iter().find(|p| p.port == "eth1").unwrap();
     assert_eq!(from_sender.discards, 0);
@@ -515,6 +516,7 @@ fn a_single_flows_fct_slowdown_is_one_and_an_incasts_is_its_fan_in() {
     let report = run(fat_tree(), IbExperiment::default(), spec(Kind::Incast, 1 << 20));
     assert!(report.finished);
     let p50 = report.fct_slowdown.p50;
+    println!("single flow slowdown {slowdown:.4}; 7:1 incast p50 {p50:.3}");
     assert!((p50 - 7.0).abs() / 7.0 < 0.1, "slowdown p50 {p50}");
     // The heat map: the senders' leaves' uplinks and the spines' ports down
     // to the receiver's leaf wait for credit; the receiver's own port is
