@@ -11,12 +11,14 @@
 //! outputs are SMPs to send ([`OutgoingSmp`]) and [`SmEvent`]s. The
 //! transports (`crate::transport`, the in-process fabric) move the bytes.
 
+mod reconfigure;
 pub mod requester;
 
 use std::collections::VecDeque;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+pub use reconfigure::{Reconfigured, live_change_refusal};
 pub use requester::{Completion, OutgoingSmp, Requester, RequesterCounters, SmpFailure};
 
 use crate::agent::TRAP_BAD_M_KEY;
