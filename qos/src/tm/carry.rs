@@ -35,7 +35,10 @@ impl<H: Copy> TrafficManager<H> {
             for class in 0..CLASSES {
                 let i = port * CLASSES + class;
                 self.queue_counters[i] = old.queue_counters[i];
-                self.buffer.carry_queue(i, old.buffer.queue(i));
+                let (queue, old_queue) = (&mut self.queues[i], &old.queues[i]);
+                (queue.tx_frames, queue.tx_bytes) = (old_queue.tx_frames, old_queue.tx_bytes);
+                let watermark = &mut queue.occupancy.watermark_bytes;
+                *watermark = (*watermark).max(old_queue.occupancy.watermark_bytes);
                 self.buffer.carry_pg(i, old.buffer.pg(i), old_cell_bytes);
                 let watch = &mut self.watch[i];
                 *watch = old.watch[i];
