@@ -9,6 +9,7 @@
 //! through the loop's port adapters. Everything sits behind one mutex, taken
 //! once per wake-up by the loop and briefly by the management API.
 
+pub mod follow;
 pub mod show;
 pub mod sm;
 
