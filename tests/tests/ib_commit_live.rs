@@ -92,7 +92,11 @@ fn wait_sm(lab: &TestLab, node: &str, state: &str, bound: Duration, done: impl F
         if sm["state"] == state && (state != "master" || sm["fabric_up"] == true) && done(&sm) {
             return sm;
         }
-        assert!(started.elapsed() < bound, "{node}'s SM not {state} within {bound:?}: {sm}");
+        if started.elapsed() > bound {
+            let spines =
+                ["spine1", "spine2"].map(|spine| format!("{spine}: {}", show(lab, spine, &["show", "ib", "sm"])));
+            panic!("{node}'s SM not {state} within {bound:?}: {sm}\n{}", spines.join("\n"));
+        }
         std::thread::sleep(Duration::from_millis(100));
     }
 }
@@ -174,9 +178,11 @@ fn ib_settings_commit_live_engine_sm_moves_and_pings_go_on() {
     // 3. spine1's SM back, higher: it stands by, then is handed mastership.
     commit(&lab, "spine1", "set ib sm { priority: 15, engine: [ftree], sweep_interval_ms: 500 }\n", "sm-on");
     wait_sm(&lab, "spine1", "master", Duration::from_secs(20), |sm| sm["engine"] == "ftree" && sm["cas"] == 8);
-    let handed = wait_sm(&lab, "spine2", "standby", Duration::from_secs(10), |_| true);
-    let events = handed["events"].to_string();
-    assert!(events.contains("HandedOver") && events.contains("HandoverAcknowledged"), "{handed}");
+    // spine2 handed over, and spine1's SMInfo Set(ACKNOWLEDGE) reached it.
+    wait_sm(&lab, "spine2", "standby", Duration::from_secs(10), |sm| {
+        let events = sm["events"].to_string();
+        events.contains("HandedOver") && events.contains("HandoverAcknowledged")
+    });
     let report = lab.cli(&["check", "--timeout", "20"]);
     assert!(report.contains("56 HCA pairs ibping"), "back under spine1's SM: {report}");
 
