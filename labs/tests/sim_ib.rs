@@ -5,6 +5,7 @@
 
 use labs::sim::fabric::{self, Fabric};
 use labs::sim::ib::{FRAME_OVERHEAD, IbCongestionControl, IbExperiment, IbReport, IbSimulation, PACKET_OVERHEAD};
+use labs::sim::ib_sm::SmTiming;
 use labs::sim::{self, Experiment, Kind, WorkloadSpec, workload};
 use subnet_manager::routing::Engine;
 
@@ -413,4 +414,83 @@ fn with_fecn_becn_the_victim_of_an_incast_gets_its_rate_back() {
     // The watched ports' depths were recorded over time.
     assert_eq!(with.series_names, ["sw2:eth2", "sw1:eth1"]);
     assert!(without.series.iter().any(|(_, row)| row[1] > 0), "without CC the cable's queue at sw1 builds");
+}
+
+/// A ring all-reduce of 1 MiB per host on the k=4 leaf-spine fat-tree with
+/// the SM in virtual time, cable 2 (leaf-g3-r1 to spine1, which the ring
+/// crosses) cut 20 us in or not at all.
+fn allreduce_with_sm(rto_ns: u64, fail: bool) -> IbReport {
+    let experiment = IbExperiment {
+        sm: Some(SmTiming::default()),
+        link_failure: fail.then_some((2, 20_000)),
+        rto_ns,
+        ..IbExperiment::default()
+    };
+    run(fat_tree(), experiment, spec(Kind::Allreduce, 1 << 20))
+}
+
+#[test]
+fn a_cut_leaf_spine_cable_is_rerouted_by_the_sm_and_the_allreduce_finishes() {
+    let healthy = allreduce_with_sm(100_000, false);
+    assert!(healthy.finished);
+    assert_eq!(healthy.drops, 0);
+    assert_eq!(healthy.timeouts, 0, "nothing lost: the transport timer never goes back");
+    let base = healthy.collectives[0].jct_ns.unwrap() as f64;
+    for rto_ns in [200_000u64, 20_000] {
+        let report = allreduce_with_sm(rto_ns, true);
+        assert!(report.finished, "rto {rto_ns}");
+        let failure = report.link_failure.as_ref().expect("the failure is reported");
+        assert_eq!(failure.cable, "leaf-g3-r1:eth1 - spine1:eth3");
+        let rerouted = failure.rerouted_ns.expect("the SM rerouted");
+        let trap = failure.trap_at_sm_ns.expect("the trap reached the SM");
+        // The leaf's trap crosses two cables to the SM's switch (switch 0,
+        // leaf-g1-r1, over spine2), 1 us each; then a heavy sweep of SMPs,
+        // each a round trip.
+        assert_eq!(fat_tree().switches[0].name, "leaf-g1-r1");
+        assert_eq!(trap, failure.failed_ns + 2_000, "{failure:?}");
+        assert!(rerouted > trap, "{failure:?}");
+        assert!(report.subnet_manager.as_ref().unwrap().lft_blocks_written > 0);
+        // What was sent into the dead port before the LFTs moved is lost,
+        // nothing after; no LFT points at it any more.
+        assert!(failure.dropped_at_dead_port + failure.lost_on_cable > 0, "{failure:?}");
+        assert!(failure.last_dead_port_drop_ns.unwrap() <= rerouted, "{failure:?}");
+        assert_eq!(failure.lft_entries_on_dead_ports, 0);
+        assert_eq!(report.drops, failure.lost_on_cable + failure.discarded_queued + failure.dropped_at_dead_port);
+        assert!(report.timeouts > 0 && report.retransmitted_packets > 0, "go-back-N after the timeout");
+        // The JCT grows by what recovery took: the later of the reroute and
+        // the transport timeout (from the last acknowledgement, about the
+        // failure), plus at most a tenth of the run.
+        let jct = report.collectives[0].jct_ns.unwrap() as f64;
+        let reroute = (rerouted - failure.failed_ns) as f64;
+        let recovery = reroute.max(rto_ns as f64);
+        let delta = jct - base;
+        assert!(
+            delta >= 0.8 * recovery && delta <= recovery + 0.1 * base,
+            "rto {rto_ns}: JCT {jct} ns, healthy {base} ns, reroute {reroute} ns"
+        );
+    }
+}
+
+#[test]
+fn the_same_failed_run_twice_gives_the_same_report() {
+    let once = serde_json::to_string(&allreduce_with_sm(20_000, true)).unwrap();
+    let twice = serde_json::to_string(&allreduce_with_sm(20_000, true)).unwrap();
+    assert_eq!(once, twice);
+}
+
+#[test]
+fn a_failed_host_cable_or_one_without_the_sm_is_refused() {
+    let workload = || workload::build(&spec(Kind::Allreduce, 1 << 20), 8, 1).unwrap();
+    let host_cable =
+        fat_tree().links.iter().position(|(a, b)| matches!((a, b), (_, fabric::End::Host { .. }))).unwrap();
+    let experiment = IbExperiment {
+        sm: Some(SmTiming::default()),
+        link_failure: Some((host_cable as u32, 1_000)),
+        ..IbExperiment::default()
+    };
+    let refused = IbSimulation::new(fat_tree(), experiment, workload()).err().unwrap();
+    assert!(refused.contains("ends at a host"), "{refused}");
+    let experiment = IbExperiment { link_failure: Some((2, 1_000)), ..IbExperiment::default() };
+    let refused = IbSimulation::new(fat_tree(), experiment, workload()).err().unwrap();
+    assert!(refused.contains("subnet manager"), "{refused}");
 }

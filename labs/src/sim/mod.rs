@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod fabric;
 pub mod host;
 pub mod ib;
+pub mod ib_sm;
 pub mod link;
 pub mod output;
 pub mod plot;

@@ -80,7 +80,7 @@ impl IbRuntime {
         let plane = SwitchPlane::new(&SwitchPlaneConfig {
             guid: ib.guid,
             description: config.name.clone(),
-            mac: crate::apply::switch_mac(&config.name),
+            mac: config.system_mac,
             ports,
             buffer_blocks: ib.buffer_blocks,
             flow_control_refresh_ns: FLOW_CONTROL_REFRESH_NS,
