@@ -316,6 +316,31 @@ impl SharedBuffer {
         &self.pgs
     }
 
+    /// Keeps what PG `old` of a replaced buffer (cells of `old_cell_bytes`)
+    /// recorded, for PG `index` here: its watermarks, as many bytes in this
+    /// pool's cells, and its drops.
+    pub fn carry_pg(&mut self, index: usize, old: &PgState, old_cell_bytes: u32) {
+        let (shared, headroom) = (
+            self.rescaled(old.watermark_shared, old_cell_bytes),
+            self.rescaled(old.watermark_headroom, old_cell_bytes),
+        );
+        let Some(pg) = self.pgs.get_mut(index) else { return };
+        pg.watermark_shared = pg.watermark_shared.max(shared);
+        pg.watermark_headroom = pg.watermark_headroom.max(headroom);
+        pg.dropped_frames += old.dropped_frames;
+    }
+
+    /// Keeps a replaced buffer's pool watermark.
+    pub fn carry_pool_watermark(&mut self, old: &SharedBuffer) {
+        self.pool_watermark = self.pool_watermark.max(self.rescaled(old.pool_watermark, old.cell_bytes));
+    }
+
+    /// `cells` of `old_cell_bytes` as cells of this pool (rounded up).
+    fn rescaled(&self, cells: u32, old_cell_bytes: u32) -> u32 {
+        let bytes = u64::from(cells) * u64::from(old_cell_bytes);
+        u32::try_from(bytes.div_ceil(u64::from(self.cell_bytes.max(1)))).unwrap_or(u32::MAX)
+    }
+
     /// Zeroes the pool's and the PGs' watermarks (SONiC `sonic-clear ...
     /// watermark`; the queues' are [`QueueState::clear_watermark`]).
     pub fn clear_watermarks(&mut self) {

@@ -172,6 +172,9 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     configurator.follow(forwarding.clone());
     configurator.follow(lldp.clone());
     configurator.follow(bgp_plane.clone());
+    if let Some(ib) = &ib {
+        configurator.follow(Arc::new(Mutex::new(crate::ib::follow::IbFollower::new(ib.clone(), &config))));
+    }
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
     let service: Arc<dyn ConfigService> = configurator.clone();
@@ -237,8 +240,9 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, the table profile, the BGP speaker's listener and the
-/// IB-like plane are set up once at start. Ports, interfaces, addresses,
+/// the socket, the table profile, the BGP speaker's listener, and in the
+/// IB-like plane what a link trains with (`crate::ib::follow`) are set up
+/// once at start. Ports, interfaces, addresses,
 /// LLDP, BGP neighbours, networks and multipath, the traffic manager
 /// (`qos:`, port speeds: made again, the queued frames moved, see `Node::replace_traffic_manager`)
 /// and the metrics endpoint follow commits
@@ -279,16 +283,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
             reasons.push(format!("the BGP settings changed and need a new speaker: {why}"));
         }
     }
-    let ib_ports = |c: &Config| {
-        c.ports
-            .iter()
-            .filter(|p| matches!(p.mode, PortMode::Ib(_)))
-            .map(|p| (p.name.clone(), p.mode.clone()))
-            .collect::<Vec<_>>()
-    };
-    if running.ib != candidate.ib || ib_ports(running) != ib_ports(candidate) {
-        reasons.push("the IB-like plane changed (its engine, agent and SM start once)".to_owned());
-    }
+    // `ib.sm` follows commits (`crate::ib::follow`); what a real IB
+    // switch would have to train a link again for stays refused.
+    reasons.extend(crate::ib::follow::restart_reasons(running, candidate));
     reasons
 }
 

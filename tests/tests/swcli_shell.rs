@@ -281,6 +281,13 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     })
     .expect("committed on top of the other session's change");
     assert!(running_has_route(&sw, "other-session"), "the other session's change stays");
+
+    // A rename applies live: the prompt follows at once.
+    shell.clear();
+    shell.line("set name shellsw2");
+    shell.line("commit");
+    let pane = shell.wait_for("shellsw2(config)# ", Duration::from_secs(5));
+    assert!(pane.contains("name: now shellsw2"), "the answer says what stays:\n{pane}");
 }
 
 /// `swcli` as another user, with exactly the given supplementary groups.

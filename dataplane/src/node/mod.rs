@@ -202,6 +202,15 @@ pub trait TrafficManager {
         }
         frames
     }
+    /// Takes over from `old`, the traffic manager this one replaces, what
+    /// outlives it: the pauses its ports' peers sent and its cumulative
+    /// counters ([`Node::replace_traffic_manager`], before the frames
+    /// move). Nothing by default.
+    fn carry_over(&mut self, _now: u64, _old: &Self)
+    where
+        Self: Sized,
+    {
+    }
     /// A link-level frame the traffic manager sends (PFC), written into
     /// `buf` (at least 64 bytes): its port and length. Sent ahead of data.
     fn next_link_frame(&mut self, _now: u64, _buf: &mut [u8]) -> Option<(PortId, usize)> {
@@ -342,6 +351,7 @@ impl<T: TrafficManager> Node<T> {
     /// `tm_reconfigure_drops`.
     pub fn replace_traffic_manager(&mut self, now: u64, tm: T) -> Migration {
         let mut old = std::mem::replace(&mut self.tm, tm);
+        self.tm.carry_over(now, &old);
         let mut migration = Migration::default();
         for held in old.take_all(now) {
             let mut meta = FrameMeta::describe(self.out.pool().bytes(held.frame));

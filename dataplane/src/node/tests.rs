@@ -304,6 +304,35 @@ mod with_qos {
         assert_eq!(node.traffic_manager().tm().pfc_paused_ns(NOW + 600_000, 1, 3), 512_000);
     }
 
+    /// A commit replaces the traffic manager while port 1's peer pauses
+    /// TC 3: the pause holds in the new one until its quanta run out (the
+    /// peer does not repeat it before then), and the counters go on.
+    #[test]
+    fn a_received_pause_and_the_counters_outlive_a_replaced_traffic_manager() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        let mut control = [0u8; mac_control::MIN_LEN];
+        MacControlRepr::PriorityFlowControl { class_enable: 0b1000, quanta: [0, 0, 0, 1000, 0, 0, 0, 0] }
+            .emit(&mut MacControlPacket::new_unchecked(&mut control[..]));
+        let pfc = frame(mac_control::DESTINATION, mac(2), EtherType::MacControl, &control);
+        node.receive(&mut switch, NOW, 1, &pfc, &mut ports);
+        node.receive(&mut switch, NOW, 0, &ipv4(0, Ecn::NotEct, 100), &mut ports);
+        node.receive(&mut switch, NOW, 0, &ipv4(26, Ecn::Ect0, 100), &mut ports);
+        assert_eq!(ports.sent.len(), 1, "TC 0 went, TC 3 is paused");
+
+        let migration = node.replace_traffic_manager(NOW + 100_000, QosTrafficManager::new(&config()).unwrap());
+        assert_eq!(migration.kept, 1);
+        node.handle(&mut switch, NOW + 100_000, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 1, "still paused after the swap");
+        assert_eq!(node.next_wakeup(), NOW + 512_000, "until the peer's quanta end");
+        node.handle(&mut switch, NOW + 512_000, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 2);
+        let tm = node.traffic_manager().tm();
+        assert_eq!(tm.pfc_counters(1).rx_frames[3], 1, "the PFC frame counted before the swap");
+        assert_eq!(tm.pfc_paused_ns(NOW + 600_000, 1, 3), 512_000);
+        assert_eq!((tm.queue_counters(1, 0).tx_frames, tm.queue_counters(1, 3).tx_frames), (1, 1));
+    }
+
     #[test]
     fn a_congested_ingress_sends_pfc_frames_that_parse() {
         let mut config = config();

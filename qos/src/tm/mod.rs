@@ -24,6 +24,7 @@
 //! Time is the `now` argument; nothing here reads a clock or allocates after
 //! [`TrafficManager::new`] (the event list grows only to its capacity).
 
+mod carry;
 pub mod config;
 mod queue;
 
