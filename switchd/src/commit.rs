@@ -359,6 +359,12 @@ impl<B: Backend> Configurator<B> {
         // socket when its path only follows the name.
         candidate.system_mac = state.running.system_mac;
         candidate.socket = state.running.socket.clone();
+        let guid_from_name = crate::ib::follow::guid_from_name(&candidate);
+        if let (Some(running), Some(ib)) = (&state.running.ib, &mut candidate.ib)
+            && guid_from_name
+        {
+            ib.guid = running.guid;
+        }
         if let Err(error) = self.converge(&mut state.applied, &candidate) {
             tracing::error!(%error, "applying the candidate failed; restoring the running config");
             if let Err(error) = self.converge(&mut state.applied, &state.running) {

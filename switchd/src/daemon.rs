@@ -258,7 +258,8 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     // `management.socket`) is taken at the next start.
     if running.source.management.socket != candidate.source.management.socket {
         reasons.push(format!(
-            "management.socket changed: the socket is bound once (moving it would cut every swcli session              on it, this one included); switchd keeps listening on {}",
+            "management.socket changed: the socket is bound once (moving it would cut every swcli session \
+             on it, this one included); switchd keeps listening on {}",
             running.socket.display()
         ));
     }

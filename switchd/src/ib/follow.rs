@@ -107,7 +107,9 @@ pub fn restart_reasons(running: &Config, candidate: &Config) -> Vec<String> {
         }
     }
     if let (Some(old), Some(new)) = (&running.ib, &candidate.ib) {
-        if old.guid != new.guid {
+        // A GUID derived from the name stays what it was at start when a
+        // commit renames the switch (as its MAC does: `Commits::apply`).
+        if old.guid != new.guid && !(guid_from_name(running) && guid_from_name(candidate)) {
             reasons.push("ib.guid: the switch's GUID is its identity in the subnet (NodeGUID)".to_owned());
         }
         if old.buffer_blocks != new.buffer_blocks {
@@ -124,6 +126,12 @@ pub fn restart_reasons(running: &Config, candidate: &Config) -> Vec<String> {
         }
     }
     reasons
+}
+
+/// Whether `config`'s IB-like GUID is the default one, derived from the
+/// switch name (no `ib.guid`).
+pub fn guid_from_name(config: &Config) -> bool {
+    config.source.ib.as_ref().is_none_or(|ib| ib.guid.is_none())
 }
 
 #[cfg(test)]
@@ -147,6 +155,9 @@ mod tests {
         assert_eq!(reasons(&without, IB), Vec::<String>::new());
         let first_key = IB.replace("engine: [minhop]", "engine: [minhop], m_key: 0x1234, m_key_protect_bits: 2");
         assert_eq!(reasons(IB, &first_key), Vec::<String>::new());
+        // A rename keeps a GUID derived from the name (the commit keeps
+        // the running one, as it keeps the MAC).
+        assert_eq!(reasons(IB, &IB.replace("name: s1", "name: s2")), Vec::<String>::new());
     }
 
     #[test]
@@ -161,6 +172,9 @@ mod tests {
         assert!(reasons(IB, &added)[0].contains("NumPorts"));
         let buffers = IB.replace("ib:\n", "ib:\n  buffer_blocks: 128\n");
         assert!(reasons(IB, &buffers)[0].starts_with("ib.buffer_blocks"));
+        let explicit = IB.replace("ib:\n", "ib:\n  guid: 0x100\n");
+        let why = reasons(&explicit, &explicit.replace("guid: 0x100", "guid: 0x200"));
+        assert!(why.len() == 1 && why[0].starts_with("ib.guid"), "{why:?}");
         let keyed = IB.replace("engine: [minhop]", "engine: [minhop], m_key: 0x1234");
         let rekeyed = IB.replace("engine: [minhop]", "engine: [minhop], m_key: 0x5678");
         assert!(reasons(&keyed, &rekeyed)[0].starts_with("ib.sm.m_key"));
