@@ -179,3 +179,99 @@ impl<B: Backend + Send + 'static> FollowsConfig for BgpPlane<B> {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use sai_shim::backend::soft::SoftBackend;
+
+    use super::*;
+    use crate::daemon::{build_shim, lldp_agent};
+
+    /// A leaf with a VNI; `bgp` is its `bgp:` section (no listener, no
+    /// neighbour: nothing here needs the network).
+    fn leaf(bgp: &str) -> Config {
+        Config::from_yaml(&format!(
+            "name: l1
+loopback: [10.255.0.1/32]
+ports:
+  - {{ name: eth1, mode: routed, addresses: [10.1.0.0/31] }}
+  - {{ name: eth3, mode: access, vlan: 10 }}
+vlans:
+  - {{ id: 10 }}
+vxlan:
+  source: 10.255.0.1
+  vnis: [{{ vni: 10100, vlan: 10 }}]
+{bgp}"
+        ))
+        .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    const BGP: &str = "bgp:\n  asn: 65101\n  router_id: 10.255.0.1\n  listen_port: 0\n";
+    const EVPN: &str = "  evpn:\n    vtep_ip: 10.255.0.1\n    vnis: [{ vni: 10100 }]\n";
+
+    /// Moves `plane` from `running` to `target` as a commit does.
+    fn commit(
+        plane: &mut BgpPlane<SoftBackend>,
+        sai: &Mutex<Sai<SoftBackend>>,
+        applied: &mut Applied,
+        target: &Config,
+    ) {
+        plane.remove_stale(target, applied).unwrap();
+        crate::apply::reconcile(&mut lock(sai), applied, target).unwrap();
+        plane.add_missing(target, applied).unwrap();
+    }
+
+    fn evpn_vnis(plane: &BgpPlane<SoftBackend>, runtime: &tokio::runtime::Runtime) -> Vec<u32> {
+        let speaker = plane.speaker().expect("the speaker runs").speaker;
+        runtime.block_on(speaker.evpn_state()).vnis.iter().map(|v| v.vni).collect()
+    }
+
+    #[test]
+    fn bgp_and_bgp_evpn_added_and_removed_start_and_stop_what_runs() {
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let none = leaf("");
+        let (sai, mut applied) = build_shim(&none).unwrap();
+        let sai = Arc::new(Mutex::new(sai));
+        let view = Arc::new(RwLock::new(SwitchView {
+            config: Arc::new(none.clone()),
+            applied: Arc::new(applied.clone()),
+            sai: sai.clone(),
+            lldp: Arc::new(Mutex::new(lldp_agent(&none))),
+            bgp: None,
+            now: Arc::new(|| 0),
+            ib: None,
+            io_stats: Default::default(),
+        }));
+        let mut plane = {
+            let _runtime = runtime.enter();
+            BgpPlane::new(sai.clone(), view.clone())
+        };
+        let subscribers = |sai: &Mutex<Sai<SoftBackend>>| {
+            let mut names: Vec<String> = lock(sai).subscribers().into_iter().map(|s| s.name).collect();
+            names.sort();
+            names
+        };
+
+        // bgp: added: the speaker runs, without EVPN.
+        commit(&mut plane, &sai, &mut applied, &leaf(BGP));
+        assert!(view.read().unwrap().bgp.is_some(), "the shows see the speaker");
+        assert_eq!(evpn_vnis(&plane, &runtime), Vec::<u32>::new());
+        assert_eq!(subscribers(&sai), ["bgp-fallover"]);
+
+        // bgp.evpn added: EVPN's instance and its feed.
+        commit(&mut plane, &sai, &mut applied, &leaf(&format!("{BGP}{EVPN}")));
+        assert_eq!(evpn_vnis(&plane, &runtime), [10100]);
+        assert_eq!(subscribers(&sai), ["bgp-fallover", "evpn"]);
+
+        // bgp.evpn removed: gone from the same speaker.
+        let speaker = plane.speaker().unwrap().speaker;
+        commit(&mut plane, &sai, &mut applied, &leaf(BGP));
+        assert!(Arc::ptr_eq(&speaker, &plane.speaker().unwrap().speaker), "the speaker stayed");
+        assert_eq!(evpn_vnis(&plane, &runtime), Vec::<u32>::new());
+
+        // bgp: removed: the speaker stops, the shows no longer see it.
+        commit(&mut plane, &sai, &mut applied, &none);
+        assert!(plane.speaker().is_none() && view.read().unwrap().bgp.is_none());
+        assert!(runtime.block_on(speaker.summary()).is_empty(), "the speaker's task has ended");
+    }
+}

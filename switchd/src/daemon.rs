@@ -92,7 +92,7 @@ pub fn build_shim_with<B: DaemonBackend>(config: &Config) -> Result<(Sai<B>, App
 /// The LLDP agent for `config`'s switch, with no ports yet.
 pub fn lldp_agent(config: &Config) -> LldpAgent {
     LldpAgent::new(AgentConfig {
-        chassis_mac: apply::switch_mac(&config.name),
+        chassis_mac: config.system_mac,
         system_name: config.name.clone(),
         tx_interval_secs: config.lldp.tx_interval_secs,
         ttl_secs: config.lldp.ttl_secs,
@@ -172,6 +172,9 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     configurator.follow(forwarding.clone());
     configurator.follow(lldp.clone());
     configurator.follow(bgp_plane.clone());
+    if let Some(ib) = &ib {
+        configurator.follow(Arc::new(Mutex::new(crate::ib::follow::IbFollower::new(ib.clone(), &config))));
+    }
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
     let service: Arc<dyn ConfigService> = configurator.clone();
@@ -237,8 +240,9 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, the table profile, the BGP speaker's listener and the
-/// IB-like plane are set up once at start. Ports, interfaces, addresses,
+/// the socket, the table profile, the BGP speaker's listener, and in the
+/// IB-like plane what a link trains with (`crate::ib::follow`) are set up
+/// once at start. Ports, interfaces, addresses,
 /// LLDP, BGP neighbours, networks and multipath, the traffic manager
 /// (`qos:`, port speeds: made again, the queued frames moved, see `Node::replace_traffic_manager`)
 /// and the metrics endpoint follow commits
@@ -247,11 +251,17 @@ async fn next_signal() -> io::Result<Signal> {
 /// the commit's answer).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
-    if running.name != candidate.name {
-        reasons.push("the switch name changed".to_owned());
-    }
-    if running.socket != candidate.socket {
-        reasons.push("the management socket changed".to_owned());
+    // The name applies live (prompt, LLDP, shows; the MAC stays, see
+    // `Config::system_mac`). The socket is bound once: moving it would cut
+    // every session connected to it, the committing one included, while
+    // its answer is on the way; a path derived from a new name (no
+    // `management.socket`) is taken at the next start.
+    if running.source.management.socket != candidate.source.management.socket {
+        reasons.push(format!(
+            "management.socket changed: the socket is bound once (moving it would cut every swcli session \
+             on it, this one included); switchd keeps listening on {}",
+            running.socket.display()
+        ));
     }
     if running.profile != candidate.profile {
         // As on hardware: TCAM/hash carving (EOS `hardware tcam profile`,
@@ -274,16 +284,9 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
             reasons.push(format!("the BGP settings changed and need a new speaker: {why}"));
         }
     }
-    let ib_ports = |c: &Config| {
-        c.ports
-            .iter()
-            .filter(|p| matches!(p.mode, PortMode::Ib(_)))
-            .map(|p| (p.name.clone(), p.mode.clone()))
-            .collect::<Vec<_>>()
-    };
-    if running.ib != candidate.ib || ib_ports(running) != ib_ports(candidate) {
-        reasons.push("the IB-like plane changed (its engine, agent and SM start once)".to_owned());
-    }
+    // `ib.sm` follows commits (`crate::ib::follow`); what a real IB
+    // switch would have to train a link again for stays refused.
+    reasons.extend(crate::ib::follow::restart_reasons(running, candidate));
     reasons
 }
 
@@ -413,7 +416,10 @@ impl crate::commit::FollowsConfig for LldpFollower {
             return Ok(());
         }
         let (interval, ttl) = (target.lldp.tx_interval_secs, target.lldp.ttl_secs);
-        self.agent.lock().unwrap_or_else(|e| e.into_inner()).set_timers(interval, ttl, monotonic_ns());
+        let mut agent = self.agent.lock().unwrap_or_else(|e| e.into_inner());
+        agent.set_timers(interval, ttl, monotonic_ns());
+        agent.set_system_name(&target.name, monotonic_ns());
+        drop(agent);
         let ports = (self.ports_of)(target, applied);
         match &mut self.io {
             Some(io) => io.set_ports(ports),
@@ -550,7 +556,9 @@ mod tests {
         let loopback = Config::from_yaml(&format!("{BASE}loopback: [10.255.0.9/32]\n")).unwrap();
         assert!(restart_needed(&running, &loopback).is_empty());
         let renamed = Config::from_yaml(&BASE.replace("name: s1", "name: s2")).unwrap();
-        assert!(restart_needed(&running, &renamed)[0].contains("name"));
+        assert!(restart_needed(&running, &renamed).is_empty(), "a rename applies live");
+        let moved = Config::from_yaml(&format!("{BASE}management: {{ socket: /run/s1-other.sock }}\n")).unwrap();
+        assert!(restart_needed(&running, &moved)[0].starts_with("management.socket"));
     }
 
     #[test]

@@ -504,7 +504,7 @@ pub fn main(command: SimCommand) -> Result<(), String> {
         }
         Some(SimSubcommand::Compare { run: args, ecn_both }) => {
             let mut variants = Vec::new();
-            for &lb in &args.lb {
+            for &lb in args.lb.iter().filter(|_| args.fabric.contains(&LinkLayer::Ethernet)) {
                 let base = args.experiment(lb)?;
                 let name = format!("{lb:?}").to_lowercase();
                 if ecn_both {
@@ -521,27 +521,41 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 println!("{name}: {}", describe(&run));
                 runs.push((name, run));
             }
+            // The IB-like plane without and with FECN/BECN congestion control.
+            let mut ib_runs = Vec::new();
             if args.fabric.contains(&LinkLayer::Ib) {
-                eprintln!("ib:");
-                let report = run_ib(&args, &args.out.join("ib"))?;
-                println!("ib: {}", describe_ib(&report));
-                for c in &report.collectives {
-                    let ethernet: Vec<String> = runs
-                        .iter()
-                        .filter_map(|(name, run)| {
-                            let jct = run.report.collectives.iter().find(|e| e.name == c.name)?.jct_ns?;
-                            Some(format!("{name} {:.3} ms", jct as f64 / 1e6))
-                        })
-                        .collect();
-                    let ib = c.jct_ns.map_or("unfinished".into(), |ns| format!("{:.3} ms", ns as f64 / 1e6));
-                    println!("JCT {}: ib {ib}; ethernet {}", c.name, ethernet.join(", "));
+                for (name, ib_cc) in [("ib", false), ("ib-cc", true)] {
+                    eprintln!("{name}:");
+                    let report = run_ib(&SimArgs { ib_cc, ..args.clone() }, &args.out.join(name))?;
+                    println!("{name}: {}", describe_ib(&report));
+                    ib_runs.push((name.to_owned(), report));
                 }
             }
-            super::compare::write(&runs, &args.out)?;
+            let collectives = runs
+                .first()
+                .map(|(_, run)| run.report.collectives.clone())
+                .or_else(|| ib_runs.first().map(|(_, r)| r.collectives.clone()))
+                .unwrap_or_default();
+            for c in &collectives {
+                let ethernet = runs.iter().map(|(name, run)| (name, &run.report.collectives));
+                let each: Vec<String> = ethernet
+                    .chain(ib_runs.iter().map(|(name, r)| (name, &r.collectives)))
+                    .map(|(name, results)| {
+                        let jct = results.iter().find(|e| e.name == c.name).and_then(|e| e.jct_ns);
+                        let jct = jct.map_or("unfinished".into(), |ns| format!("{:.3} ms", ns as f64 / 1e6));
+                        format!("{name} {jct}")
+                    })
+                    .collect();
+                println!("JCT {}: {}", c.name, each.join(", "));
+            }
+            super::compare::write(&runs, &ib_runs, &args.out)?;
             if !args.no_plots {
                 let mut data: Vec<super::plot::PlotData> = Vec::new();
                 for (name, run) in &runs {
                     data.push(super::plot::PlotData { name: name.clone(), ..run.plot_data.clone() });
+                }
+                for (name, report) in &ib_runs {
+                    data.push(super::plot::PlotData { name: name.clone(), ..report.plot_data() });
                 }
                 super::plot::write_compare(&data.iter().collect::<Vec<_>>(), &args.out)?;
             }

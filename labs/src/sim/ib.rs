@@ -353,8 +353,11 @@ struct Hca {
     read_free_at: u64,
     /// Data packets refused for lack of credit (never, if credits work).
     overruns: u64,
-    /// Times it had a packet ready and the line free but no credit.
+    /// Times it had a packet ready and the line free but no credit, the
+    /// time of those waits (ns), and since when it is waiting.
     credit_waits: u64,
+    credit_wait_ns: u64,
+    waiting_since: Option<u64>,
     /// Connections (as the data's source numbers them) owed a BECN for a
     /// FECN-marked packet received: sent first, as CNPs.
     becns_owed: VecDeque<u32>,
@@ -370,6 +373,8 @@ pub struct IbPortResult {
     pub xmit_bytes: u64,
     pub xmit_packets: u64,
     pub xmit_wait: u64,
+    /// Time data waited for credit on it, ns.
+    pub xmit_wait_ns: u64,
     pub discards: u64,
 }
 
@@ -427,8 +432,14 @@ pub struct IbReport {
     /// Packets discarded anywhere (switch receive errors, relay errors,
     /// transmit discards, HCA credit overruns): zero with working credits.
     pub drops: u64,
-    /// Transmit opportunities lost to missing credit, switches and HCAs.
+    /// Transmit opportunities lost to missing credit, switches and HCAs;
+    /// the time data waited for credit, summed over switch ports and HCAs,
+    /// ns; and how many switch ports waited at all.
     pub xmit_wait: u64,
+    pub xmit_wait_ns: u64,
+    pub waiting_ports: usize,
+    /// FCT over the FCT alone on an idle fabric, over the messages received.
+    pub fct_slowdown: Percentiles,
     pub flow_control_packets: u64,
     /// Packets the switches marked FECN; CNPs (each a BECN) the HCAs sent
     /// back, and BECNs the sources took.
@@ -446,6 +457,15 @@ pub struct IbReport {
     pub out_of_sequence: u64,
     pub subnet_manager: Option<IbSmReport>,
     pub link_failure: Option<IbLinkFailure>,
+    /// Per message, its FCT alone on an idle fabric (ns).
+    #[serde(skip)]
+    pub ideal_fcts_ns: Vec<u64>,
+    /// Switch names, and per switch, per port of the fabric, the time data
+    /// waited for credit there (ns).
+    #[serde(skip)]
+    pub switch_names: Vec<String>,
+    #[serde(skip)]
+    pub wait_ns: Vec<Vec<u64>>,
     /// The watched ports, and their depths (bytes) over time.
     #[serde(skip)]
     pub series_names: Vec<String>,
@@ -624,6 +644,8 @@ impl IbSimulation {
                 read_free_at: 0,
                 overruns: 0,
                 credit_waits: 0,
+                credit_wait_ns: 0,
+                waiting_since: None,
                 becns_owed: VecDeque::new(),
             });
         }
@@ -896,6 +918,8 @@ impl IbSimulation {
                 engine.set_port_state(usize::from(port), LogicalState::Init);
                 engine.reset_link(usize::from(port));
                 engine.discard_queued(usize::from(port), &mut discarded);
+                // Nothing left to wait with: closes the port's timed xmit wait.
+                let _ = engine.poll_transmit(usize::from(port), self.now);
             }
         }
         self.discarded_queued += discarded.len() as u64;
@@ -1185,12 +1209,24 @@ impl IbSimulation {
             };
             let handle = self.allocate(packet);
             self.hcas[h as usize].next = (index + 1) % count;
+            self.hca_wait_ends(h);
             return Some(handle);
         }
         if waited {
             self.hcas[h as usize].credit_waits += 1;
+            self.hcas[h as usize].waiting_since.get_or_insert(now);
+        } else {
+            self.hca_wait_ends(h);
         }
         None
+    }
+
+    /// HCA `h` no longer waits for credit (it sends, or has nothing to send).
+    fn hca_wait_ends(&mut self, h: u32) {
+        let hca = &mut self.hcas[h as usize];
+        if let Some(since) = hca.waiting_since.take() {
+            hca.credit_wait_ns += self.now - since;
+        }
     }
 
     /// A packet reaches HCA `h`: into its receive buffer (credit checked),
@@ -1272,6 +1308,52 @@ impl IbSimulation {
         }
     }
 
+    /// Per message, its FCT alone on an idle fabric: its packets back to
+    /// back on the sender's cable, the last one stored and forwarded over
+    /// the rest of the shortest path.
+    fn ideal_fcts_ns(&self) -> Vec<u64> {
+        let switches = self.fabric.switches.len();
+        let mut neighbours = vec![Vec::new(); switches];
+        for &(a, b) in &self.fabric.links {
+            if let (End::Switch { switch: a, .. }, End::Switch { switch: b, .. }) = (a, b) {
+                neighbours[a as usize].push(b);
+                neighbours[b as usize].push(a);
+            }
+        }
+        // Switch-to-switch distances from each leaf that sends, found once.
+        let mut distances: Vec<Option<Vec<u64>>> = vec![None; switches];
+        let mut ideal = Vec::with_capacity(self.workload.messages.len());
+        for m in &self.workload.messages {
+            let (src, dst) = self.workload.connections[m.connection as usize];
+            let (from, to) = (self.fabric.hosts[src as usize].switch, self.fabric.hosts[dst as usize].switch);
+            let from_leaf = distances[from as usize].get_or_insert_with(|| {
+                let mut distance = vec![u64::MAX; switches];
+                let mut queue = VecDeque::from([from]);
+                distance[from as usize] = 0;
+                while let Some(at) = queue.pop_front() {
+                    for &next in &neighbours[at as usize] {
+                        if distance[next as usize] == u64::MAX {
+                            distance[next as usize] = distance[at as usize] + 1;
+                            queue.push_back(next);
+                        }
+                    }
+                }
+                distance
+            });
+            let links = from_leaf[to as usize].saturating_add(2);
+            let hca = &self.hcas[src as usize];
+            let wire = self.wires[hca.link as usize];
+            let mtu = u64::from(hca.mtu);
+            let frame = |payload: u64| (payload as u32 + PACKET_OVERHEAD + FRAME_OVERHEAD) as usize;
+            let bytes = m.bytes.max(1);
+            let (full, rest) = (bytes / mtu, bytes % mtu);
+            let last = wire.serialisation_ns(frame(if rest > 0 { rest } else { mtu }));
+            let serialise = full * wire.serialisation_ns(frame(mtu)) + if rest > 0 { last } else { 0 };
+            ideal.push(serialise + links * wire.propagation_ns + (links - 1) * last);
+        }
+        ideal
+    }
+
     /// The failed cable, when it failed, when the SM had rerouted around
     /// it, and what was lost.
     fn link_failure_report(&self) -> Option<IbLinkFailure> {
@@ -1324,13 +1406,21 @@ impl IbSimulation {
         let collectives = super::output::collective_results(&self.workload, &self.records);
         let mut ports = Vec::new();
         let mut drops = self.hca_drops + self.lost_on_cable;
+        let now = self.now;
         let mut xmit_wait: u64 = self.hcas.iter().map(|h| h.credit_waits).sum();
+        let mut xmit_wait_ns: u64 =
+            self.hcas.iter().map(|h| h.credit_wait_ns + h.waiting_since.map_or(0, |since| now - since)).sum();
+        let mut wait_ns = Vec::with_capacity(self.switches.len());
         for (s, switch) in self.switches.iter().enumerate() {
+            let mut waits = vec![0; switch.peers.len() - 1];
             for port in 1..switch.peers.len() {
                 let Some(counters) = switch.engine.counters(port) else { continue };
                 let discards = counters.rcv_errors + counters.rcv_switch_relay_errors + counters.xmit_discards;
                 drops += discards;
                 xmit_wait += counters.xmit_wait;
+                let waited_ns = switch.engine.xmit_wait_ns(port, now);
+                xmit_wait_ns += waited_ns;
+                waits[port - 1] = waited_ns;
                 if switch.peers[port].is_some() {
                     ports.push(IbPortResult {
                         switch: self.fabric.switches[s].name.clone(),
@@ -1338,11 +1428,22 @@ impl IbSimulation {
                         xmit_bytes: counters.xmit_data * 4,
                         xmit_packets: counters.xmit_packets,
                         xmit_wait: counters.xmit_wait,
+                        xmit_wait_ns: waited_ns,
                         discards,
                     });
                 }
             }
+            wait_ns.push(waits);
         }
+        let ideal_fcts_ns = self.ideal_fcts_ns();
+        let mut slowdowns: Vec<f64> = self
+            .records
+            .iter()
+            .zip(&ideal_fcts_ns)
+            .filter_map(|(r, &ideal)| Some(r.fct_ns()? as f64 / ideal.max(1) as f64))
+            .collect();
+        slowdowns.sort_by(f64::total_cmp);
+        let percentile = |f: f64| super::stats::percentile_of(&slowdowns, f);
         IbReport {
             topology: topology.to_owned(),
             experiment: self.experiment.clone(),
@@ -1366,6 +1467,14 @@ impl IbSimulation {
                 .collect(),
             drops,
             xmit_wait,
+            xmit_wait_ns,
+            waiting_ports: ports.iter().filter(|p| p.xmit_wait_ns > 0).count(),
+            fct_slowdown: Percentiles {
+                p50: percentile(0.5),
+                p90: percentile(0.9),
+                p99: percentile(0.99),
+                max: slowdowns.last().copied().unwrap_or(0.0),
+            },
             flow_control_packets: self.flow_control_packets,
             fecn_marked: self.fecn_marked,
             cnps_sent: self.cnps_sent,
@@ -1387,6 +1496,9 @@ impl IbSimulation {
                 lft_blocks_written: sm.lft_blocks_written,
             }),
             link_failure: self.link_failure_report(),
+            ideal_fcts_ns,
+            switch_names: self.fabric.switches.iter().map(|s| s.name.clone()).collect(),
+            wait_ns,
             series_names: self
                 .watched
                 .iter()
@@ -1407,18 +1519,22 @@ impl IbReport {
         std::fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(self).expect("the report serialises");
         std::fs::write(dir.join("summary.json"), json + "\n")?;
-        let mut csv = String::from("message,src,dst,fct_ns\n");
+        let mut csv = String::from("message,src,dst,fct_ns,ideal_ns,slowdown\n");
         for (m, (src, dst, fct)) in self.fcts_ns.iter().enumerate() {
-            let fct = fct.map_or(String::new(), |f| f.to_string());
-            let _ = writeln!(csv, "{m},{src},{dst},{fct}");
+            let ideal = self.ideal_fcts_ns.get(m).copied().unwrap_or(0);
+            let (fct, slowdown) = match fct {
+                Some(f) => (f.to_string(), format!("{:.4}", *f as f64 / ideal.max(1) as f64)),
+                None => (String::new(), String::new()),
+            };
+            let _ = writeln!(csv, "{m},{src},{dst},{fct},{ideal},{slowdown}");
         }
         std::fs::write(dir.join("messages.csv"), csv)?;
-        let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,discards\n");
+        let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,xmit_wait_ns,discards\n");
         for p in &self.ports {
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{}",
-                p.switch, p.port, p.xmit_bytes, p.xmit_packets, p.xmit_wait, p.discards
+                "{},{},{},{},{},{},{}",
+                p.switch, p.port, p.xmit_bytes, p.xmit_packets, p.xmit_wait, p.xmit_wait_ns, p.discards
             );
         }
         std::fs::write(dir.join("ports.csv"), csv)?;
@@ -1433,14 +1549,31 @@ impl IbReport {
         Ok(())
     }
 
-    /// What the plots draw of this run: the watched ports' queue depths and the JCTs.
+    /// What the plots draw of this run: the watched ports' queue depths,
+    /// the share of the run each port waited for credit (the heat map IB's
+    /// PortXmitWait makes), the FCT slowdowns and the JCTs.
     pub fn plot_data(&self) -> super::plot::PlotData {
+        let run_ns = self.simulated_ns.max(1) as f64;
+        let mut slowdowns: Vec<f64> = self
+            .fcts_ns
+            .iter()
+            .zip(&self.ideal_fcts_ns)
+            .filter_map(|(&(_, _, fct), &ideal)| Some(fct? as f64 / ideal.max(1) as f64))
+            .collect();
+        slowdowns.sort_by(f64::total_cmp);
         super::plot::PlotData {
             name: self.topology.clone(),
             series_names: self.series_names.clone(),
             series: self.series.clone(),
+            switch_names: self.switch_names.clone(),
+            paused_share: self
+                .wait_ns
+                .iter()
+                .map(|ports| ports.iter().map(|&ns| ns as f64 / run_ns).collect())
+                .collect(),
+            pause_caption: Some("credit wait (xmit wait time)".into()),
+            slowdowns,
             jcts: self.collectives.iter().filter_map(|c| c.jct_ns).map(|j| j as f64).collect(),
-            ..super::plot::PlotData::default()
         }
     }
 }

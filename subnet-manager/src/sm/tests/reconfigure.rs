@@ -165,3 +165,88 @@ fn a_first_m_key_is_given_live_and_a_key_over_it_is_refused_whole() {
     assert!(refused.contains("M_Key"), "{refused}");
     assert_eq!(sm.config(), &keyed, "refused whole: the priority did not change either");
 }
+
+#[test]
+fn a_standby_whose_poll_sees_the_handover_first_still_acknowledges_it() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let (master_node, standby_node) = (node(&fabric, "spine-0"), node(&fabric, "leaf-1"));
+    let mut master = SubnetManager::new(SmConfig { priority: 9, ..config(Engine::Updn, 0) }, LidMap::default());
+    let mut standby = SubnetManager::new(SmConfig { priority: 4, ..config(Engine::Updn, 0) }, LidMap::default());
+    fabric.host_sm(master_node, 0, &mut master);
+    fabric.host_sm(standby_node, 0, &mut standby);
+    let mut now = 0;
+    master.start(now);
+    fabric.run(&mut master, master_node, 0, &mut now, 60_000 * MS, 1_000);
+    standby.start(now);
+    let events = fabric.run(&mut standby, standby_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::BecameStandby { .. })), "{events:?}");
+    // The standby's priority rises above the master's.
+    standby.reconfigure(now, SmConfig { priority: 12, ..config(Engine::Updn, 0) }).unwrap();
+    fabric.agents[standby_node].sm_info = Some(standby.sm_info());
+    // Its poll of the master goes out ...
+    now = standby.next_timer().unwrap().max(master.next_timer().unwrap());
+    standby.handle_timer(now);
+    let poll = standby.poll_transmit(now).expect("the master poll");
+    // ... the master's light sweep hands over meanwhile ...
+    master.handle_timer(now);
+    let events = fabric.run(&mut master, master_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::HandedOver { .. })), "{events:?}");
+    // ... and the poll's answer, the master standing by, is taken before
+    // the HANDOVER the agent holds: the standby takes over by itself.
+    let answer = fabric.carry(standby_node, 0, &poll).expect("an answer");
+    standby.handle_mad(now, &answer);
+    assert_eq!(standby.poll_event(), Some(SmEvent::BecameMaster));
+    // The HANDOVER is acknowledged all the same.
+    let events = fabric.run(&mut standby, standby_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.iter().any(|e| matches!(e, SmEvent::FabricUp { .. })), "{events:?}");
+    assert_eq!(events.iter().filter(|e| matches!(e, SmEvent::BecameMaster)).count(), 0, "{events:?}");
+    let events = fabric.run(&mut master, master_node, 0, &mut now, 10 * MS, 1_000);
+    assert!(events.contains(&SmEvent::HandoverAcknowledged), "{events:?}");
+    assert_eq!(
+        (fabric.sm_state(standby_node), fabric.sm_state(master_node)),
+        (Some(SmState::Master), Some(SmState::Standby))
+    );
+}
+
+#[test]
+fn an_acknowledge_overtaking_the_handover_answer_is_kept() {
+    let mut fabric = Fabric::new(SHAPE.build());
+    let (master_node, standby_node) = (node(&fabric, "spine-0"), node(&fabric, "leaf-1"));
+    let mut master = SubnetManager::new(SmConfig { priority: 9, ..config(Engine::Updn, 0) }, LidMap::default());
+    let mut standby = SubnetManager::new(SmConfig { priority: 4, ..config(Engine::Updn, 0) }, LidMap::default());
+    fabric.host_sm(master_node, 0, &mut master);
+    fabric.host_sm(standby_node, 0, &mut standby);
+    let mut now = 0;
+    master.start(now);
+    fabric.run(&mut master, master_node, 0, &mut now, 60_000 * MS, 1_000);
+    standby.start(now);
+    fabric.run(&mut standby, standby_node, 0, &mut now, 60_000 * MS, 1_000);
+    master.reconfigure(now, SmConfig { priority: 2, ..config(Engine::Updn, 0) }).unwrap();
+    // The HANDOVER goes out; the standby takes it and acknowledges, and
+    // that ACKNOWLEDGE (by another path) arrives before the answer.
+    let handover = loop {
+        let out = master.poll_transmit(now).expect("SMPs until the HANDOVER");
+        let smp = SmpRepr::parse_bytes(&out.bytes).unwrap();
+        if smp.method == Method::Set && smp.attribute_id == AttributeId::SmInfo {
+            break out;
+        }
+        let answer = fabric.carry(master_node, 0, &out).expect("an answer");
+        master.handle_mad(now, &answer);
+    };
+    let answer = fabric.carry(master_node, 0, &handover).expect("an answer");
+    let events = fabric.run(&mut standby, standby_node, 0, &mut now, 60_000 * MS, 1_000);
+    assert!(events.contains(&SmEvent::BecameMaster), "{events:?}");
+    let control = fabric.agents[master_node].sm_control.take().expect("the ACKNOWLEDGE");
+    while master.poll_event().is_some() {}
+    master.handle_sm_control(now, control);
+    assert_eq!((master.phase(), master.poll_event()), (Phase::Master, None), "the answer has not come");
+    master.handle_mad(now, &answer);
+    let events: Vec<SmEvent> = std::iter::from_fn(|| master.poll_event()).collect();
+    assert!(
+        matches!(
+            events[..],
+            [SmEvent::HandedOver { .. }, SmEvent::BecameStandby { .. }, SmEvent::HandoverAcknowledged]
+        ),
+        "{events:?}"
+    );
+}
