@@ -529,6 +529,21 @@ impl<B: Backend> ShimProgrammer<B> {
         }
     }
 
+    /// The speaker stopped (`bgp:` removed by a commit): every route it
+    /// installed goes, with its next hops and groups, and what EVPN
+    /// installed in the VNIs and VRFs.
+    pub fn clear(&mut self, sai: &mut Sai<B>) {
+        let routes: Vec<Nlri> = self.routes.keys().copied().collect();
+        for nlri in routes {
+            self.remove(sai, nlri);
+        }
+        let vnis: Vec<u32> = self.overlay.as_ref().map(|o| o.vlans().keys().copied().collect()).unwrap_or_default();
+        let vrfs: Vec<String> =
+            self.ip_vrfs.as_ref().map(|v| v.vrf_names().map(str::to_owned).collect()).unwrap_or_default();
+        self.detach(sai, &vnis, &vrfs);
+        self.link_local.clear();
+    }
+
     /// The objects EVPN installs into from now on, after the switch's
     /// config changed (what changed under it was [`Self::detach`]ed).
     pub fn attach(&mut self, bindings: EvpnBindings) {
@@ -625,6 +640,31 @@ mod tests {
             subnets.push((address, rif));
         }
         (sai, ShimProgrammer::new(subnets))
+    }
+
+    /// `bgp:` removed: what the speaker installed goes whole, next hops,
+    /// groups, remote MACs and VTEPs with it; the connected routes stay.
+    #[test]
+    fn clear_removes_everything_the_speaker_installed() {
+        use sai_shim::{TunnelAttr, VlanAttr};
+        let (mut sai, p) = shim();
+        let connected = sai.store().route_entries().count();
+        let tunnel = sai.create_tunnel(&[TunnelAttr::EncapSrcIp("10.1.0.1".parse().unwrap())]).unwrap();
+        let vlan = sai.create_vlan(&[VlanAttr::VlanId(10)]).unwrap();
+        let mut p = p.with_overlay(overlay::Overlay::new(tunnel, [(100, vlan)].into(), []));
+        p.install(&mut sai, "10.9.0.0/24".parse().unwrap(), &[ip("10.1.0.2")]);
+        p.install(&mut sai, "10.9.1.0/24".parse().unwrap(), &[ip("10.1.0.2"), ip("10.2.0.2")]);
+        let mac = MacAddr([2, 0, 0, 0, 0, 7]);
+        p.apply(&mut sai, FibChange::RemoteMac { vni: 100, mac, vtep: Some(ip("10.5.0.5")), sticky: false });
+        assert_eq!(sai.store().route_entries().count(), connected + 2);
+        assert_eq!(count(&sai, ObjectType::TunnelEndpoint), 1);
+        p.clear(&mut sai);
+        assert_eq!(sai.store().route_entries().count(), connected, "only the connected routes stay");
+        for t in [ObjectType::NextHop, ObjectType::NextHopGroup, ObjectType::NextHopGroupMember] {
+            assert_eq!(count(&sai, t), 0, "{t:?}");
+        }
+        assert_eq!(count(&sai, ObjectType::TunnelEndpoint), 0);
+        assert_eq!(errors(&p), 0);
     }
 
     #[test]

@@ -183,6 +183,15 @@ impl BgpSpeaker {
         let _ = self.commands.send(Command::InterfaceDown(interface.to_owned(), subnets)).await;
     }
 
+    /// [`Self::shutdown`] through a shared handle (a commit that removes
+    /// `bgp:` while shows may hold the speaker): Cease/Administrative
+    /// Shutdown to every peer; returns once the task has queued its last
+    /// forwarding change and the NOTIFICATIONs, after which it stops, the
+    /// listener closing with it.
+    pub async fn stop(&self) {
+        let _ = self.ask(Command::Shutdown).await;
+    }
+
     /// Sends Cease/Administrative Shutdown to every peer and stops.
     pub async fn shutdown(mut self) {
         let _ = self.ask(Command::Shutdown).await;

@@ -11,70 +11,19 @@
 //! underlay's ECMP group), so that the traffic manager's cost is the
 //! difference between two rows of the same run.
 
+mod fixtures;
+
 use std::hint::black_box;
 use std::net::{IpAddr, Ipv4Addr};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use dataplane::node::{Node, Ports, QosTrafficManager, TrafficManager};
+use dataplane::node::{Node, TrafficManager};
 use dataplane::pipeline::{
     DEFAULT_VRF, FdbDest, FdbKind, NextHop, Output, PortConfig, RifKind, RouteTarget, RouterInterface, Switch,
-    SwitchConfig, VtepConfig,
+    SwitchConfig,
 };
-use dataplane::wire::{
-    Ecn, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, PseudoHeader,
-    UdpPacket, UdpRepr, VXLAN_PORT, VxlanPacket, VxlanRepr,
-};
-use qos::dlb::{DlbConfig, DlbMode};
-use qos::tm::{PortConfig as TmPort, TmConfig};
-
-const BATCH: usize = 256;
-const NOW: u64 = 1_000_000_000_000;
-
-fn mac(kind: u8, index: usize) -> EthernetAddress {
-    let i = index as u32;
-    EthernetAddress([0x02, kind, (i >> 24) as u8, (i >> 16) as u8, (i >> 8) as u8, i as u8])
-}
-
-fn ethernet(dst: EthernetAddress, src: EthernetAddress, ethertype: EtherType, payload: &[u8]) -> Vec<u8> {
-    let mut buf = vec![0; 14 + payload.len()];
-    EthernetRepr { dst_addr: dst, src_addr: src, ethertype }.emit(&mut EthernetFrame::new_unchecked(&mut buf[..]));
-    buf[14..].copy_from_slice(payload);
-    buf
-}
-
-/// An IPv4/UDP packet with `payload_len` bytes of UDP payload.
-fn udp_ip(src: Ipv4Addr, dst: Ipv4Addr, sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let udp = UdpRepr { src_port: sport, dst_port: dport, payload_len: payload.len() };
-    let ip = Ipv4Repr {
-        src_addr: src,
-        dst_addr: dst,
-        protocol: IpProtocol::Udp,
-        payload_len: udp.buffer_len(),
-        ttl: 64,
-        dscp: 0,
-        ecn: Ecn::NotEct,
-        ident: 1,
-        dont_frag: true,
-        more_frags: false,
-        frag_offset: 0,
-    };
-    let mut buf = vec![0; ip.buffer_len()];
-    ip.emit(&mut Ipv4Packet::new_unchecked(&mut buf[..]));
-    buf[28..].copy_from_slice(payload);
-    udp.emit(&mut UdpPacket::new_unchecked(&mut buf[20..]), &PseudoHeader::V4 { src_addr: src, dst_addr: dst });
-    buf
-}
-
-/// A 64-byte frame (60 without FCS) carrying IPv4/UDP.
-fn small_udp_frame(
-    dst: EthernetAddress,
-    src: EthernetAddress,
-    ip_src: Ipv4Addr,
-    ip_dst: Ipv4Addr,
-    sport: u16,
-) -> Vec<u8> {
-    ethernet(dst, src, EtherType::Ipv4, &udp_ip(ip_src, ip_dst, sport, 5001, &[0u8; 18]))
-}
+use dataplane::wire::{EtherType, VXLAN_PORT, VxlanPacket, VxlanRepr};
+use fixtures::*;
 
 fn run_batch(c: &mut Criterion, name: &str, mut switch: Switch, ingress: u16, frames: Vec<Vec<u8>>, expect_out: usize) {
     let mut out = Output::with_capacity(BATCH * 2);
@@ -114,38 +63,6 @@ fn l2_known_unicast(c: &mut Criterion) {
         })
         .collect();
     run_batch(c, "l2_known_unicast", switch, 0, frames, 1);
-}
-
-/// Port 0 (access, VLAN 100 on VNI 5000), ports 1 and 2 routed underlay
-/// uplinks; remote VTEPs 2.2.x.x reached over an ECMP group of both.
-fn vtep_switch() -> Switch {
-    let mut switch = Switch::new(SwitchConfig::default());
-    switch.create_vlan(100).unwrap();
-    switch.set_port(0, PortConfig { pvid: 100, ..PortConfig::default() }).unwrap();
-    switch.set_vlan_member(100, 0, false).unwrap();
-    for (rif, port) in [(1u16, 1u16), (2, 2)] {
-        switch.set_port(port, PortConfig { pvid: 0, ..PortConfig::default() }).unwrap();
-        let config = RouterInterface {
-            kind: RifKind::Port(port),
-            mac: mac(0xe, rif.into()),
-            mtu: 9000,
-            admin_up: true,
-            vrf: DEFAULT_VRF,
-        };
-        switch.set_router_interface(rif, config).unwrap();
-        let local = Ipv4Addr::new(10, 0, rif as u8, 1);
-        let peer = Ipv4Addr::new(10, 0, rif as u8, 2);
-        switch.set_route(format!("{local}/32").parse().unwrap(), RouteTarget::Local).unwrap();
-        switch.set_route(format!("10.0.{rif}.0/24").parse().unwrap(), RouteTarget::Connected(rif)).unwrap();
-        switch.set_neighbor(rif, IpAddr::V4(peer), mac(0xf, rif.into())).unwrap();
-        switch.set_next_hop(rif.into(), NextHop { rif, ip: IpAddr::V4(peer) }).unwrap();
-    }
-    switch.set_next_hop_group(1, &[1, 2]).unwrap();
-    switch.set_route("2.2.0.0/16".parse().unwrap(), RouteTarget::Group(1)).unwrap();
-    switch.set_route("1.1.1.1/32".parse().unwrap(), RouteTarget::Local).unwrap();
-    switch.set_vtep(Some(VtepConfig { source_ip: Ipv4Addr::new(1, 1, 1, 1), udp_port: VXLAN_PORT }));
-    switch.map_vlan_to_vni(100, 5000).unwrap();
-    switch
 }
 
 fn vxlan_encap(c: &mut Criterion) {
@@ -298,54 +215,6 @@ fn ipv4_lpm_ecmp(c: &mut Criterion) {
     run_batch(c, "ipv4_lpm_ecmp_100k_routes", switch, 0, frames, 1);
 }
 
-/// The node's ports: every frame is taken (and counted).
-#[derive(Default)]
-struct Sink {
-    frames: usize,
-}
-
-impl Ports<dataplane::node::HostIfTarget> for Sink {
-    fn transmit(&mut self, _port: u16, frame: &[u8]) -> bool {
-        black_box(frame);
-        self.frames += 1;
-        true
-    }
-
-    fn punt(
-        &mut self,
-        _host_if: Option<dataplane::node::HostIfTarget>,
-        _egress: dataplane::pipeline::Egress,
-        _frame: &[u8],
-    ) {
-    }
-}
-
-/// The frames of a batch as RoCE traffic: DSCP 26 (TC 3, lossless, ECN
-/// profile), ECT(0).
-fn as_roce(mut frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
-    for frame in &mut frames {
-        let mut ip = Ipv4Packet::new_unchecked(&mut frame[14..]);
-        ip.set_dscp(26);
-        ip.set_ecn(Ecn::Ect0);
-        ip.fill_checksum();
-    }
-    frames
-}
-
-/// Ports at 100 Gb/s (the line rate never holds a frame back at the
-/// bench's 20 ns per frame), the usual RoCE profile; a read's frames,
-/// which share one `now`, go back to back as in `switchd` (its 5 ms of
-/// catch-up).
-fn qos_tm(ports: usize) -> QosTrafficManager {
-    let mut config = TmConfig::roce((0..ports).map(|_| TmPort::new(100_000_000_000)).collect());
-    config.catch_up_ns = 5_000_000;
-    QosTrafficManager::new(&config).unwrap()
-}
-
-/// Frames a port read hands the node at once (`switchd`'s forwarding
-/// thread reads up to 64 per ring).
-const RX_BATCH: usize = 64;
-
 /// The batch through `node` in reads of [`RX_BATCH`] frames, as `switchd`
 /// does (virtual time 20 ns per frame), every frame sent to the sink.
 fn run_node<T: TrafficManager>(
@@ -353,80 +222,31 @@ fn run_node<T: TrafficManager>(
     name: &str,
     mut switch: Switch,
     mut node: Node<T>,
-    ingress: u16,
     frames: &[Vec<u8>],
 ) {
     let mut sink = Sink::default();
     let mut now = NOW;
-    for batch in frames.chunks(RX_BATCH).chain(frames.chunks(RX_BATCH)) {
-        now += 20 * RX_BATCH as u64;
-        node.receive_batch(&mut switch, now, ingress, batch.iter().map(Vec::as_slice), &mut sink);
+    for _ in 0..2 {
+        receive_all(&mut node, &mut switch, &mut now, frames, &mut sink);
     }
     assert_eq!(sink.frames, 2 * frames.len(), "{name}: every frame must be sent ({:?})", node.counters());
     let mut group = c.benchmark_group("node_tm");
     group.throughput(Throughput::Elements(frames.len() as u64));
-    group.bench_function(name, |b| {
-        b.iter(|| {
-            for batch in frames.chunks(RX_BATCH) {
-                now += 20 * RX_BATCH as u64;
-                node.receive_batch(&mut switch, now, ingress, batch.iter().map(|f| black_box(f.as_slice())), &mut sink);
-            }
-        })
-    });
+    group.bench_function(name, |b| b.iter(|| receive_all(&mut node, &mut switch, &mut now, frames, &mut sink)));
     group.finish();
 }
 
-fn l2_frames(switch: &mut Switch) -> Vec<Vec<u8>> {
-    (0..BATCH)
-        .map(|i| {
-            switch.set_fdb_entry(10, mac(0xb, i), FdbDest::Port(1), FdbKind::Dynamic, NOW).unwrap();
-            small_udp_frame(mac(0xb, i), mac(0xa, i), Ipv4Addr::new(10, 0, 0, 1), Ipv4Addr::new(10, 0, 1, 1), i as u16)
-        })
-        .collect()
-}
-
-fn l2_switch() -> Switch {
-    let mut switch = Switch::new(SwitchConfig::default());
-    switch.create_vlan(10).unwrap();
-    for port in 0..2 {
-        switch.set_port(port, PortConfig { pvid: 10, ..PortConfig::default() }).unwrap();
-        switch.set_vlan_member(10, port, false).unwrap();
-    }
-    switch
-}
-
-fn encap_frames(switch: &mut Switch) -> Vec<Vec<u8>> {
-    (0..BATCH)
-        .map(|i| {
-            let remote = Ipv4Addr::new(2, 2, 0, (i % 16) as u8 + 1);
-            switch.set_fdb_entry(100, mac(0xb, i), FdbDest::Tunnel(remote), FdbKind::Static, NOW).unwrap();
-            small_udp_frame(
-                mac(0xb, i),
-                mac(0xa, i),
-                Ipv4Addr::new(192, 168, 0, 1),
-                Ipv4Addr::new(192, 168, 0, 2),
-                i as u16,
-            )
-        })
-        .collect()
-}
-
 fn node_with_and_without_tm(c: &mut Criterion) {
-    let mut switch = l2_switch();
-    let frames = as_roce(l2_frames(&mut switch));
-    run_node(c, "l2_known_unicast/fifo", switch, Node::new(), 0, &frames);
-    let mut switch = l2_switch();
-    let frames = as_roce(l2_frames(&mut switch));
-    run_node(c, "l2_known_unicast/qos_tm", switch, Node::with_traffic_manager(qos_tm(2)), 0, &frames);
+    let (switch, frames) = l2_case();
+    run_node(c, "l2_known_unicast/fifo", switch, Node::new(), &frames);
+    let (switch, frames) = l2_case();
+    run_node(c, "l2_known_unicast/qos_tm", switch, Node::with_traffic_manager(qos_tm(2)), &frames);
 
-    let mut switch = vtep_switch();
-    let frames = as_roce(encap_frames(&mut switch));
-    run_node(c, "vxlan_encap/fifo", switch, Node::new(), 0, &frames);
-    let mut switch = vtep_switch();
-    let frames = as_roce(encap_frames(&mut switch));
-    let tm = qos_tm(3);
-    switch.set_path_quality(Some(Box::new(tm.dlb(DlbConfig { mode: DlbMode::Flowlet, ..DlbConfig::default() }))));
-    run_node(c, "vxlan_encap/qos_tm", switch, Node::with_traffic_manager(tm), 0, &frames);
+    let (switch, frames) = vxlan_case();
+    run_node(c, "vxlan_encap/fifo", switch, Node::new(), &frames);
+    let (mut switch, frames) = vxlan_case();
+    let tm = vxlan_tm(&mut switch);
+    run_node(c, "vxlan_encap/qos_tm", switch, Node::with_traffic_manager(tm), &frames);
 }
 
 criterion_group!(benches, l2_known_unicast, vxlan_encap, vxlan_decap, ipv4_lpm_ecmp, node_with_and_without_tm);

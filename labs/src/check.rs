@@ -30,7 +30,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::runner::{Lab, NodeState, binary, host_addresses};
+use crate::hosts::{HostPort, host_addresses, host_interfaces, host_ports};
+use crate::runner::{Lab, NodeState, binary};
 use crate::topology::Role;
 
 /// Which host pairs step 4 pings.
@@ -244,7 +245,7 @@ fn ping_round(sources: &[(String, Vec<Ipv4Addr>)]) -> (usize, Vec<(String, Vec<I
 
 /// `f` over `items` on a few threads (each call mostly waits for a
 /// switch's management socket); results in order.
-fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
+pub(crate) fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(usize, &T) -> R + Sync) -> Vec<R> {
     let next = AtomicUsize::new(0);
     let results = std::sync::Mutex::new(Vec::with_capacity(items.len()));
     let workers = std::thread::available_parallelism().map(|n| n.get() * 4).unwrap_or(8).min(items.len().max(1));
@@ -337,7 +338,12 @@ pub fn converge(lab: &Lab, timeout: Duration, which_pairs: Pairs) -> Result<Repo
     let evpn_flood_entries =
         wait_for(deadline, timeout, "EVPN flood lists", || crate::evpn::flood_lists_missing(lab, &vteps))?;
     // 4. All-pairs ping, retrying the pairs that failed.
-    let hosts = host_addresses(lab);
+    // The hosts' interfaces, read once for steps 4 and 5.
+    let reading = Instant::now();
+    let interfaces = host_interfaces(lab);
+    eprintln!("host interfaces of {} hosts read in {:.2} s", interfaces.len(), reading.elapsed().as_secs_f64());
+    let ports = host_ports(lab, &interfaces);
+    let hosts = host_addresses(&interfaces);
     // With tenant VRFs, the pairs across VRFs must not ping (step 4b).
     let irb = crate::irb::hosts(lab, &hosts).map(|h| crate::irb::plan(&h));
     let all_pairs: usize = hosts.iter().map(|(_, _, a)| a.len()).sum::<usize>() * hosts.len().saturating_sub(1);
@@ -349,7 +355,7 @@ pub fn converge(lab: &Lab, timeout: Duration, which_pairs: Pairs) -> Result<Repo
         };
     let mut pending: Vec<(String, Vec<Ipv4Addr>)> = match &irb {
         Some(plan) => plan.reachable.clone(),
-        None if per_leaf => per_leaf_targets(&host_leaves(lab, &hosts)),
+        None if per_leaf => per_leaf_targets(&host_leaves(&ports, &hosts)),
         None => hosts
             .iter()
             .map(|(src, ns, _)| {
@@ -399,7 +405,6 @@ pub fn converge(lab: &Lab, timeout: Duration, which_pairs: Pairs) -> Result<Repo
         None => (0, 0),
     };
     // 5. EVPN remote MACs, learned from the hosts' pings.
-    let ports = crate::hosts::host_ports(lab);
     let evpn_remote_macs =
         wait_for(deadline, timeout, "EVPN remote MACs", || crate::evpn::remote_macs_missing(lab, &vteps, &ports))?;
     // 6. The IB-like plane: the SM's sweep, LIDs, all-pairs ibping.
@@ -430,8 +435,7 @@ pub(crate) struct HostLeaves {
 }
 
 /// The hosts of `host_addresses` with the switch behind each address.
-fn host_leaves(lab: &Lab, hosts: &[(String, String, Vec<Ipv4Addr>)]) -> Vec<HostLeaves> {
-    let ports = crate::hosts::host_ports(lab);
+fn host_leaves(ports: &[HostPort], hosts: &[(String, String, Vec<Ipv4Addr>)]) -> Vec<HostLeaves> {
     hosts
         .iter()
         .map(|(_, namespace, addresses)| HostLeaves {

@@ -14,7 +14,6 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::Write as _;
-use std::net::Ipv4Addr;
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -990,24 +989,6 @@ pub fn render_graph(dot: &str, out: &Path) -> Result<(), String> {
     } else {
         Err(format!("dot: {}", String::from_utf8_lossy(&result.stderr).trim()))
     }
-}
-
-/// A lab's global IPv4 addresses per node (for the all-pairs ping).
-pub(crate) fn host_addresses(lab: &Lab) -> Vec<(String, String, Vec<Ipv4Addr>)> {
-    lab.nodes
-        .iter()
-        .filter(|n| n.role == Role::Host)
-        .map(|n| {
-            let out =
-                run("ip", &["-n", &n.namespace, "-4", "-o", "addr", "show", "scope", "global"]).unwrap_or_default();
-            let addresses = out
-                .lines()
-                .filter_map(|l| l.split_whitespace().skip_while(|w| *w != "inet").nth(1))
-                .filter_map(|a| a.split('/').next()?.parse().ok())
-                .collect();
-            (n.name.clone(), n.namespace.clone(), addresses)
-        })
-        .collect()
 }
 
 #[cfg(test)]

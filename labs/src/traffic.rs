@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::check::swcli;
-use crate::hosts::{HostPort, host_ports, route_interface};
+use crate::hosts::{HostPort, host_interfaces, host_ports, route_interface};
 use crate::runner::{Lab, binary};
 use crate::topology::Role;
 
@@ -260,7 +260,7 @@ fn switch_counters(lab: &Lab) -> SwitchCounters {
 
 /// Runs the flows and collects the reports.
 pub fn run(lab: &Lab, options: &TrafficOptions) -> Result<TrafficReport, String> {
-    let ports = host_ports(lab);
+    let ports = host_ports(lab, &host_interfaces(lab));
     let flows = plan(options.pattern, &ports, &|port, address| route_interface(&port.namespace, address));
     if flows.is_empty() {
         return Err(format!("lab {} has no pair of hosts with a route between them", lab.name));

@@ -5,6 +5,7 @@
 
 use labs::sim::fabric::{self, Fabric};
 use labs::sim::ib::{FRAME_OVERHEAD, IbCongestionControl, IbExperiment, IbReport, IbSimulation, PACKET_OVERHEAD};
+use labs::sim::ib_sm::SmTiming;
 use labs::sim::{self, Experiment, Kind, WorkloadSpec, workload};
 use subnet_manager::routing::Engine;
 
@@ -309,6 +310,12 @@ fn a_slow_reader_throttles_its_sender_through_the_switch_by_credits() {
     assert!((jct - expected).abs() / expected < 0.01, "JCT {jct} ns, the reader's pace says {expected} ns");
     let to_reader = report.ports.iter().find(|p| p.port == "eth2").unwrap();
     assert!(to_reader.xmit_wait > 0, "the switch waited for the reader's credits: {to_reader:?}");
+    // Timed: per packet the port sends for 333 ns (4,162 bytes at 100 Gb/s)
+    // and waits for the reader's credit the rest of its 1,319 ns.
+    let waiting = to_reader.xmit_wait_ns as f64 / jct;
+    let expected = 1.0 - 4162.0 * 8.0 / 100e9 / ((4096.0 + 26.0) * 8.0 / 25e9);
+    println!("the port to the reader waited {waiting:.4} of the run for credit, arithmetic {expected:.4}");
+    assert!((waiting - expected).abs() < 0.02, "waited {waiting:.4} of the run, arithmetic {expected:.4}");
     let from_sender = report.ports.iter().find(|p| p.port == "eth1").unwrap();
     assert_eq!(from_sender.discards, 0);
 }
@@ -413,4 +420,145 @@ fn with_fecn_becn_the_victim_of_an_incast_gets_its_rate_back() {
     // The watched ports' depths were recorded over time.
     assert_eq!(with.series_names, ["sw2:eth2", "sw1:eth1"]);
     assert!(without.series.iter().any(|(_, row)| row[1] > 0), "without CC the cable's queue at sw1 builds");
+}
+
+/// A ring all-reduce of 1 MiB per host on the k=4 leaf-spine fat-tree with
+/// the SM in virtual time, cable 2 (leaf-g3-r1 to spine1, which the ring
+/// crosses) cut 20 us in or not at all.
+fn allreduce_with_sm(rto_ns: u64, fail: bool) -> IbReport {
+    let experiment = IbExperiment {
+        sm: Some(SmTiming::default()),
+        link_failure: fail.then_some((2, 20_000)),
+        rto_ns,
+        ..IbExperiment::default()
+    };
+    run(fat_tree(), experiment, spec(Kind::Allreduce, 1 << 20))
+}
+
+#[test]
+fn a_cut_leaf_spine_cable_is_rerouted_by_the_sm_and_the_allreduce_finishes() {
+    let healthy = allreduce_with_sm(100_000, false);
+    assert!(healthy.finished);
+    assert_eq!(healthy.drops, 0);
+    assert_eq!(healthy.timeouts, 0, "nothing lost: the transport timer never goes back");
+    let base = healthy.collectives[0].jct_ns.unwrap() as f64;
+    for rto_ns in [200_000u64, 20_000] {
+        let report = allreduce_with_sm(rto_ns, true);
+        assert!(report.finished, "rto {rto_ns}");
+        let failure = report.link_failure.as_ref().expect("the failure is reported");
+        assert_eq!(failure.cable, "leaf-g3-r1:eth1 - spine1:eth3");
+        let rerouted = failure.rerouted_ns.expect("the SM rerouted");
+        let trap = failure.trap_at_sm_ns.expect("the trap reached the SM");
+        // The leaf's trap crosses two cables to the SM's switch (switch 0,
+        // leaf-g1-r1, over spine2), 1 us each; then a heavy sweep of SMPs,
+        // each a round trip.
+        assert_eq!(fat_tree().switches[0].name, "leaf-g1-r1");
+        assert_eq!(trap, failure.failed_ns + 2_000, "{failure:?}");
+        assert!(rerouted > trap, "{failure:?}");
+        assert!(report.subnet_manager.as_ref().unwrap().lft_blocks_written > 0);
+        // What was sent into the dead port before the LFTs moved is lost,
+        // nothing after; no LFT points at it any more.
+        assert!(failure.dropped_at_dead_port + failure.lost_on_cable > 0, "{failure:?}");
+        assert!(failure.last_dead_port_drop_ns.unwrap() <= rerouted, "{failure:?}");
+        assert_eq!(failure.lft_entries_on_dead_ports, 0);
+        assert_eq!(report.drops, failure.lost_on_cable + failure.discarded_queued + failure.dropped_at_dead_port);
+        assert!(report.timeouts > 0 && report.retransmitted_packets > 0, "go-back-N after the timeout");
+        // The JCT grows by what recovery took: the later of the reroute and
+        // the transport timeout (from the last acknowledgement, about the
+        // failure), plus at most a tenth of the run.
+        let jct = report.collectives[0].jct_ns.unwrap() as f64;
+        let reroute = (rerouted - failure.failed_ns) as f64;
+        let recovery = reroute.max(rto_ns as f64);
+        let delta = jct - base;
+        assert!(
+            delta >= 0.8 * recovery && delta <= recovery + 0.1 * base,
+            "rto {rto_ns}: JCT {jct} ns, healthy {base} ns, reroute {reroute} ns"
+        );
+    }
+}
+
+#[test]
+fn the_same_failed_run_twice_gives_the_same_report() {
+    let once = serde_json::to_string(&allreduce_with_sm(20_000, true)).unwrap();
+    let twice = serde_json::to_string(&allreduce_with_sm(20_000, true)).unwrap();
+    assert_eq!(once, twice);
+}
+
+#[test]
+fn a_failed_host_cable_or_one_without_the_sm_is_refused() {
+    let workload = || workload::build(&spec(Kind::Allreduce, 1 << 20), 8, 1).unwrap();
+    let host_cable =
+        fat_tree().links.iter().position(|(a, b)| matches!((a, b), (_, fabric::End::Host { .. }))).unwrap();
+    let experiment = IbExperiment {
+        sm: Some(SmTiming::default()),
+        link_failure: Some((host_cable as u32, 1_000)),
+        ..IbExperiment::default()
+    };
+    let refused = IbSimulation::new(fat_tree(), experiment, workload()).err().unwrap();
+    assert!(refused.contains("ends at a host"), "{refused}");
+    let experiment = IbExperiment { link_failure: Some((2, 1_000)), ..IbExperiment::default() };
+    let refused = IbSimulation::new(fat_tree(), experiment, workload()).err().unwrap();
+    assert!(refused.contains("subnet manager"), "{refused}");
+}
+
+#[test]
+fn a_single_flows_fct_slowdown_is_one_and_an_incasts_is_its_fan_in() {
+    // One 4 MiB flow through one switch: its FCT is its packets at line
+    // rate plus two cables and one store-and-forward, and the flow
+    // control's first exchange (one cable).
+    let fabric = Fabric::from_topology(&fabric::star("star", 2)).unwrap();
+    let report = run(fabric, IbExperiment::default(), spec(Kind::Incast, 4 << 20));
+    assert!(report.finished);
+    let slowdown = report.fct_slowdown.max;
+    assert!((1.0..1.01).contains(&slowdown), "slowdown {slowdown}");
+    // 7:1 across the two-tier fat-tree: each flow shares the receiver's
+    // cable with six others.
+    let report = run(fat_tree(), IbExperiment::default(), spec(Kind::Incast, 1 << 20));
+    assert!(report.finished);
+    let p50 = report.fct_slowdown.p50;
+    println!("single flow slowdown {slowdown:.4}; 7:1 incast p50 {p50:.3}");
+    assert!((p50 - 7.0).abs() / 7.0 < 0.1, "slowdown p50 {p50}");
+    // The heat map: the senders' leaves' uplinks and the spines' ports down
+    // to the receiver's leaf wait for credit; the receiver's own port is
+    // the bottleneck and always has credit (its HCA reads at once).
+    let plot = report.plot_data();
+    let share = |switch: &str, port: usize| {
+        let s = plot.switch_names.iter().position(|n| n == switch).unwrap();
+        plot.paused_share[s][port - 1]
+    };
+    assert!(plot.paused_share.iter().flatten().any(|&w| w > 0.3), "{:?}", plot.paused_share);
+    let receiver_leaf = &report.ports.iter().max_by_key(|p| p.xmit_bytes).unwrap();
+    assert_eq!(receiver_leaf.xmit_wait_ns, 0, "{receiver_leaf:?}");
+    assert_eq!(share(&receiver_leaf.switch, receiver_leaf.port[3..].parse().unwrap()), 0.0);
+    assert!(report.waiting_ports > 0 && report.xmit_wait_ns > 0);
+    assert_eq!(plot.slowdowns.len(), 7);
+}
+
+#[test]
+fn sim_compare_on_the_ib_fabric_runs_it_without_and_with_congestion_control() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_labs"))
+        .args(["sim", "compare", "--fattree", "4", "--tiers", "2", "--fabric", "ib", "--workload", "incast"])
+        .args(["--size", "1MiB", "--no-plots", "--quiet", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("compare.csv")).unwrap();
+    let rows: Vec<Vec<&str>> = csv.lines().skip(1).map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.iter().map(|r| r[0]).collect::<Vec<_>>(), ["ib", "ib-cc"], "{csv}");
+    // Columns: JCT, slowdown p50, p99, goodput, drops, FECN marks, PFC, waiting ports, wait ns.
+    assert_eq!(rows[0][6], "0", "no congestion control, no FECN: {csv}");
+    assert!(rows[1][6].parse::<u64>().unwrap() > 0, "FECN marked with --ib-cc: {csv}");
+    for row in &rows {
+        assert_eq!(row[5], "0", "credits: no drops");
+        assert!(row[9].parse::<u64>().unwrap() > 0, "the incast waits for credit: {csv}");
+        let slowdown: f64 = row[2].parse().unwrap();
+        assert!(slowdown > 5.0, "7:1 incast: {csv}");
+    }
+    for run in ["ib", "ib-cc"] {
+        assert!(dir.path().join(run).join("summary.json").exists());
+    }
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("JCT incast: ib "), "{stdout}");
 }

@@ -216,13 +216,38 @@ impl PgState {
     }
 }
 
-/// Occupancy of one egress queue.
+/// Occupancy of one egress queue. The traffic manager keeps it with the
+/// queue's other hot state; [`SharedBuffer::egress_fits`] judges it
+/// against the pool.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct QueueState {
     pub limit: QueueLimit,
     pub cells: u32,
     pub bytes: u32,
     pub watermark_bytes: u32,
+}
+
+impl QueueState {
+    /// Adds a frame to the queue's occupancy.
+    #[inline]
+    pub fn charge(&mut self, cells: u32, bytes: u32) {
+        self.cells += cells;
+        self.bytes += bytes;
+        self.watermark_bytes = self.watermark_bytes.max(self.bytes);
+    }
+
+    /// Takes a leaving frame out of the queue's occupancy.
+    #[inline]
+    pub fn release(&mut self, cells: u32, bytes: u32) {
+        debug_assert!(self.cells >= cells && self.bytes >= bytes, "egress released more than charged");
+        self.cells = self.cells.saturating_sub(cells);
+        self.bytes = self.bytes.saturating_sub(bytes);
+    }
+
+    /// Zeroes the watermark (to the occupancy now).
+    pub fn clear_watermark(&mut self) {
+        self.watermark_bytes = self.bytes;
+    }
 }
 
 /// What charging a frame at ingress did.
@@ -232,8 +257,8 @@ pub struct Charged {
     pub xoff: bool,
 }
 
-/// The pool, the ingress PGs (`ports x pgs`) and the egress queues
-/// (`ports x queues`).
+/// The pool and the ingress PGs (`ports x pgs`); the egress queues'
+/// occupancy ([`QueueState`]) is kept by the caller.
 #[derive(Debug, Clone)]
 pub struct SharedBuffer {
     cell_bytes: u32,
@@ -243,15 +268,14 @@ pub struct SharedBuffer {
     shared_used: u32,
     pool_watermark: u32,
     pgs: Vec<PgState>,
-    queues: Vec<QueueState>,
 }
 
 impl SharedBuffer {
     /// A pool of `pool.size_bytes`, with `pgs` (reserved, headroom, alpha per
-    /// (port, PG)) and `queues` (limit per (port, queue)) set up front. The
+    /// (port, PG)) set up front. The
     /// shared part is what the reserves and headrooms leave; `None` if they
     /// take more than the pool.
-    pub fn new(pool: PoolConfig, pgs: Vec<PgState>, queues: Vec<QueueState>) -> Option<SharedBuffer> {
+    pub fn new(pool: PoolConfig, pgs: Vec<PgState>) -> Option<SharedBuffer> {
         let total_cells = u32::try_from(pool.size_bytes / u64::from(pool.cell_bytes.max(1))).ok()?;
         let reserved: u64 = pgs.iter().map(|pg| u64::from(pg.reserved_cells) + u64::from(pg.headroom_cells)).sum();
         let shared_cells = u32::try_from(u64::from(total_cells).checked_sub(reserved)?).ok()?;
@@ -263,7 +287,6 @@ impl SharedBuffer {
             shared_used: 0,
             pool_watermark: 0,
             pgs,
-            queues,
         })
     }
 
@@ -298,22 +321,39 @@ impl SharedBuffer {
     pub fn pgs(&self) -> &[PgState] {
         &self.pgs
     }
-    pub fn queue(&self, index: usize) -> &QueueState {
-        &self.queues[index]
-    }
-    pub fn queues(&self) -> &[QueueState] {
-        &self.queues
+
+    /// Keeps what PG `old` of a replaced buffer (cells of `old_cell_bytes`)
+    /// recorded, for PG `index` here: its watermarks, as many bytes in this
+    /// pool's cells, and its drops.
+    pub fn carry_pg(&mut self, index: usize, old: &PgState, old_cell_bytes: u32) {
+        let (shared, headroom) = (
+            self.rescaled(old.watermark_shared, old_cell_bytes),
+            self.rescaled(old.watermark_headroom, old_cell_bytes),
+        );
+        let Some(pg) = self.pgs.get_mut(index) else { return };
+        pg.watermark_shared = pg.watermark_shared.max(shared);
+        pg.watermark_headroom = pg.watermark_headroom.max(headroom);
+        pg.dropped_frames += old.dropped_frames;
     }
 
-    /// Zeroes the watermarks (SONiC `sonic-clear ... watermark`).
+    /// Keeps a replaced buffer's pool watermark.
+    pub fn carry_pool_watermark(&mut self, old: &SharedBuffer) {
+        self.pool_watermark = self.pool_watermark.max(self.rescaled(old.pool_watermark, old.cell_bytes));
+    }
+
+    /// `cells` of `old_cell_bytes` as cells of this pool (rounded up).
+    fn rescaled(&self, cells: u32, old_cell_bytes: u32) -> u32 {
+        let bytes = u64::from(cells) * u64::from(old_cell_bytes);
+        u32::try_from(bytes.div_ceil(u64::from(self.cell_bytes.max(1)))).unwrap_or(u32::MAX)
+    }
+
+    /// Zeroes the pool's and the PGs' watermarks (SONiC `sonic-clear ...
+    /// watermark`; the queues' are [`QueueState::clear_watermark`]).
     pub fn clear_watermarks(&mut self) {
         self.pool_watermark = self.shared_used;
         for pg in &mut self.pgs {
             pg.watermark_shared = pg.used_shared;
             pg.watermark_headroom = pg.used_headroom;
-        }
-        for queue in &mut self.queues {
-            queue.watermark_bytes = queue.bytes;
         }
     }
 
@@ -323,10 +363,10 @@ impl SharedBuffer {
         dynamic_limit(self.pgs[pg].dynamic_th, self.shared_cells - self.shared_used)
     }
 
-    /// Whether a lossy frame of `cells` fits queue `queue`'s limit.
+    /// Whether a lossy frame of `cells` fits the limit of `queue`.
     #[inline]
-    pub fn egress_fits(&self, queue: usize, cells: u32) -> bool {
-        let state = &self.queues[queue];
+    pub fn egress_fits(&self, queue: &QueueState, cells: u32) -> bool {
+        let state = queue;
         let limit = match state.limit {
             QueueLimit::Static { bytes } => bytes.div_ceil(self.cell_bytes),
             QueueLimit::Dynamic { th } => dynamic_limit(th, self.shared_cells - self.shared_used),
@@ -338,8 +378,9 @@ impl SharedBuffer {
     /// headroom (lossless). Nothing changes when it fails.
     #[inline]
     pub fn charge_ingress(&mut self, pg: usize, cells: u32) -> Result<Charged, BufferDrop> {
-        let shared_limit = self.pg_shared_limit(pg);
+        let free = self.shared_cells - self.shared_used;
         let state = &mut self.pgs[pg];
+        let shared_limit = dynamic_limit(state.dynamic_th, free);
         let mut rest = cells;
         let from_reserved = rest.min(state.reserved_cells - state.used_reserved);
         rest -= from_reserved;
@@ -385,8 +426,9 @@ impl SharedBuffer {
         state.used_headroom -= from_headroom;
         state.used_shared -= from_shared;
         state.used_reserved -= from_reserved;
+        let drained = state.xoff && state.used_headroom == 0;
         self.shared_used -= from_shared;
-        if self.pgs[pg].xoff && self.pgs[pg].used_headroom == 0 {
+        if drained {
             return self.try_xon(pg);
         }
         false
@@ -404,23 +446,6 @@ impl SharedBuffer {
             return true;
         }
         false
-    }
-
-    /// Adds a frame to queue `queue`'s occupancy.
-    #[inline]
-    pub fn charge_egress(&mut self, queue: usize, cells: u32, bytes: u32) {
-        let state = &mut self.queues[queue];
-        state.cells += cells;
-        state.bytes += bytes;
-        state.watermark_bytes = state.watermark_bytes.max(state.bytes);
-    }
-
-    #[inline]
-    pub fn release_egress(&mut self, queue: usize, cells: u32, bytes: u32) {
-        let state = &mut self.queues[queue];
-        debug_assert!(state.cells >= cells && state.bytes >= bytes, "egress released more than charged");
-        state.cells = state.cells.saturating_sub(cells);
-        state.bytes = state.bytes.saturating_sub(bytes);
     }
 }
 
@@ -475,7 +500,7 @@ mod tests {
         // 1000 cells, none reserved. alpha = 1: one PG alone takes half the pool
         // (x <= 1000 - x), two congested PGs a third each (x <= 1000 - 2x).
         let pool = PoolConfig { size_bytes: 256_000, cell_bytes: 256 };
-        let mut buffer = SharedBuffer::new(pool, vec![pg(false, 0, 0, 0), pg(false, 0, 0, 0)], vec![]).unwrap();
+        let mut buffer = SharedBuffer::new(pool, vec![pg(false, 0, 0, 0), pg(false, 0, 0, 0)]).unwrap();
         let mut taken = 0;
         while buffer.charge_ingress(0, 1).is_ok() {
             taken += 1;
@@ -498,7 +523,7 @@ mod tests {
         // PG 0 failed once while PG 1 still fitted, and once more at the end.
         assert_eq!(buffer.pg(0).dropped_frames, 2);
         // alpha = 1/2: x <= (1000 - x)/2, a third of the pool.
-        let mut buffer = SharedBuffer::new(pool, vec![pg(false, 0, 0, -1)], vec![]).unwrap();
+        let mut buffer = SharedBuffer::new(pool, vec![pg(false, 0, 0, -1)]).unwrap();
         let mut taken = 0;
         while buffer.charge_ingress(0, 1).is_ok() {
             taken += 1;
@@ -510,7 +535,7 @@ mod tests {
     fn reserve_first_then_shared_then_headroom_with_xoff_and_xon() {
         // 100 cells: PG reserves 10 and 20 of headroom, 70 shared; alpha 1 gives 35 shared.
         let pool = PoolConfig { size_bytes: 100 * 256, cell_bytes: 256 };
-        let mut buffer = SharedBuffer::new(pool, vec![pg(true, 10, 20, 0)], vec![]).unwrap();
+        let mut buffer = SharedBuffer::new(pool, vec![pg(true, 10, 20, 0)]).unwrap();
         assert_eq!(buffer.shared_cells(), 70);
         for _ in 0..10 {
             assert_eq!(buffer.charge_ingress(0, 1), Ok(Charged { xoff: false }));
@@ -541,23 +566,23 @@ mod tests {
     #[test]
     fn lossy_queue_limits() {
         let pool = PoolConfig { size_bytes: 100 * 256, cell_bytes: 256 };
-        let queues =
-            vec![QueueState { limit: QueueLimit::Static { bytes: 2560 }, ..Default::default() }, QueueState::default()];
-        let mut buffer = SharedBuffer::new(pool, vec![pg(false, 0, 0, 0)], queues).unwrap();
-        assert!(buffer.egress_fits(0, 10));
-        buffer.charge_egress(0, 10, 2560);
-        assert!(!buffer.egress_fits(0, 1));
+        let mut queues =
+            [QueueState { limit: QueueLimit::Static { bytes: 2560 }, ..Default::default() }, QueueState::default()];
+        let mut buffer = SharedBuffer::new(pool, vec![pg(false, 0, 0, 0)]).unwrap();
+        assert!(buffer.egress_fits(&queues[0], 10));
+        queues[0].charge(10, 2560);
+        assert!(!buffer.egress_fits(&queues[0], 1));
         // Dynamic alpha 1 with 40 of 100 shared cells used: 60 cells.
         for _ in 0..40 {
             buffer.charge_ingress(0, 1).unwrap();
         }
-        buffer.charge_egress(1, 59, 59 * 256);
-        assert!(buffer.egress_fits(1, 1));
-        assert!(!buffer.egress_fits(1, 2));
-        buffer.release_egress(0, 10, 2560);
-        assert_eq!(buffer.queue(0).watermark_bytes, 2560);
-        buffer.clear_watermarks();
-        assert_eq!(buffer.queue(0).watermark_bytes, 0);
+        queues[1].charge(59, 59 * 256);
+        assert!(buffer.egress_fits(&queues[1], 1));
+        assert!(!buffer.egress_fits(&queues[1], 2));
+        queues[0].release(10, 2560);
+        assert_eq!(queues[0].watermark_bytes, 2560);
+        queues[0].clear_watermark();
+        assert_eq!(queues[0].watermark_bytes, 0);
     }
 
     proptest! {
@@ -568,7 +593,7 @@ mod tests {
         fn cells_are_conserved(ops in proptest::collection::vec((0usize..4, 1u32..40, any::<bool>()), 1..400)) {
             let pool = PoolConfig { size_bytes: 2000 * 256, cell_bytes: 256 };
             let pgs = vec![pg(true, 20, 100, 0), pg(false, 10, 0, -1), pg(true, 0, 60, 1), pg(false, 0, 0, 2)];
-            let mut buffer = SharedBuffer::new(pool, pgs, vec![]).unwrap();
+            let mut buffer = SharedBuffer::new(pool, pgs).unwrap();
             let mut held: Vec<Vec<u32>> = vec![Vec::new(); 4];
             for (pg, cells, charge) in ops {
                 if charge || held[pg].is_empty() {

@@ -127,6 +127,44 @@ impl QosMaps {
     }
 }
 
+/// The maps composed once: each DSCP, PCP and TC straight to its
+/// [`Classified`], so a frame's class is one load instead of a TC lookup
+/// followed by the queue and PG lookups that depend on it. Gives what
+/// [`QosMaps::classify`] gives for every key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClassTable {
+    trust: Trust,
+    by_dscp: [Classified; 64],
+    by_pcp: [Classified; CLASSES],
+    by_tc: [Classified; CLASSES],
+}
+
+impl ClassTable {
+    pub fn new(maps: &QosMaps) -> ClassTable {
+        let of_tc = |tc: u8| {
+            let index = usize::from(tc & 7);
+            Classified { tc, queue: maps.tc_to_queue[index], pg: maps.tc_to_pg[index] }
+        };
+        ClassTable {
+            trust: maps.trust,
+            by_dscp: core::array::from_fn(|dscp| of_tc(maps.dscp_to_tc[dscp])),
+            by_pcp: core::array::from_fn(|pcp| of_tc(maps.pcp_to_tc[pcp])),
+            by_tc: core::array::from_fn(|tc| of_tc(tc as u8)),
+        }
+    }
+
+    #[inline]
+    pub fn classify(&self, key: ClassKey) -> Classified {
+        match key {
+            ClassKey::Tc(tc) => self.by_tc[usize::from(tc & 7)],
+            ClassKey::Headers { dscp: Some(dscp), .. } if self.trust == Trust::Dscp => {
+                self.by_dscp[usize::from(dscp & 63)]
+            }
+            ClassKey::Headers { pcp, .. } => self.by_pcp[usize::from(pcp & 7)],
+        }
+    }
+}
+
 /// serde for the 64-entry DSCP map (serde derives arrays only up to 32):
 /// a sequence of 64 values, or a sparse map `{dscp: tc}` over the default.
 mod dscp_map {
@@ -183,6 +221,29 @@ mod tests {
         // Out-of-range inputs are masked, never a panic.
         assert_eq!(maps.classify(ClassKey::Tc(11)).tc, 3);
         assert_eq!(QosMaps::default().classify(ClassKey::Headers { dscp: Some(46), pcp: 0 }).tc, 5);
+    }
+
+    #[test]
+    fn the_composed_table_classifies_as_the_maps() {
+        let mut maps = QosMaps::default();
+        maps.dscp_to_tc[26] = 3;
+        maps.dscp_to_tc[48] = 6;
+        maps.pcp_to_tc[5] = 6;
+        maps.tc_to_queue = [1, 0, 2, 4, 3, 5, 7, 6];
+        maps.tc_to_pg = [0, 0, 0, 3, 4, 0, 0, 0];
+        for trust in [Trust::Dscp, Trust::Pcp] {
+            maps.trust = trust;
+            let table = ClassTable::new(&maps);
+            for value in 0..=255u8 {
+                for key in [
+                    ClassKey::Tc(value),
+                    ClassKey::Headers { dscp: Some(value), pcp: value },
+                    ClassKey::Headers { dscp: None, pcp: value },
+                ] {
+                    assert_eq!(table.classify(key), maps.classify(key), "{key:?} under {trust:?}");
+                }
+            }
+        }
     }
 
     #[test]

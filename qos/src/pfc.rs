@@ -210,6 +210,40 @@ impl PfcReceiver {
         self.last_pause_at[p]
     }
 
+    /// Takes over `old`, the receiver of the same port in a traffic manager
+    /// this one replaces, at `now`, for the `carried` priorities (those PFC
+    /// still enables): a pause the peer sent keeps its remaining quanta,
+    /// which are bit times, so the time left is counted again at the
+    /// port's new speed. A priority not carried is no longer paused: its
+    /// pause ends at `now`, its time closed into `counters` (the new
+    /// traffic manager's, holding the old one's already).
+    pub fn carry_from(
+        &mut self,
+        now: u64,
+        old: &PfcReceiver,
+        (old_speed_bps, new_speed_bps): (u64, u64),
+        carried: u8,
+        counters: &mut PfcCounters,
+    ) {
+        self.last_pause_at = old.last_pause_at;
+        for p in 0..CLASSES {
+            if carried & (1 << p) == 0 {
+                counters.rx_paused_ns[p] += old.until[p].min(now).saturating_sub(old.since[p]);
+                (self.since[p], self.until[p]) = (now, now);
+                continue;
+            }
+            self.since[p] = old.since[p];
+            self.until[p] = match old.until[p].checked_sub(now) {
+                Some(left) if left > 0 && new_speed_bps > 0 => {
+                    let left = u128::from(left) * u128::from(old_speed_bps) / u128::from(new_speed_bps);
+                    now.saturating_add(u64::try_from(left).unwrap_or(u64::MAX))
+                }
+                _ => old.until[p],
+            };
+        }
+        self.any_until = self.until.iter().copied().max().unwrap_or(0);
+    }
+
     /// Total time `p` has been paused by `now`.
     pub fn paused_ns(&self, now: u64, p: usize, counters: &PfcCounters) -> u64 {
         counters.rx_paused_ns[p] + self.until[p].min(now).saturating_sub(self.since[p])

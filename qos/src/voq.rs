@@ -30,9 +30,11 @@ pub struct Entry<H> {
 
 const NIL: u32 = u32::MAX;
 
-/// One queue's head, tail and length.
+/// One queue's head, tail and length: kept by the caller with the rest of
+/// the queue's hot state (the traffic manager's per-queue slot), so a frame
+/// in or out touches one place for the queue and the slab for its frame.
 #[derive(Debug, Clone, Copy)]
-struct Fifo {
+pub struct Fifo {
     head: u32,
     tail: u32,
     frames: u32,
@@ -44,7 +46,19 @@ impl Default for Fifo {
     }
 }
 
-/// All queues of all ports over one descriptor slab.
+impl Fifo {
+    #[inline]
+    pub fn frames(&self) -> u32 {
+        self.frames
+    }
+
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.head == NIL
+    }
+}
+
+/// The descriptor slab all queues of all ports share.
 #[derive(Debug, Clone)]
 pub struct VoqSet<H> {
     /// Descriptors made so far: reserved for `capacity` at the start, but
@@ -54,30 +68,24 @@ pub struct VoqSet<H> {
     capacity: u32,
     /// Released slots, linked through `next`; used before new ones.
     free: u32,
-    fifos: Vec<Fifo>,
 }
 
 impl<H: Copy> VoqSet<H> {
-    /// `queues` FIFOs sharing room for `capacity` frames. (`filler` was
-    /// the unused slots' handle; slots are now made when first used.)
-    pub fn new(queues: usize, capacity: u32, _filler: H) -> VoqSet<H> {
-        VoqSet {
-            slab: Vec::with_capacity(capacity as usize),
-            capacity,
-            free: NIL,
-            fifos: vec![Fifo::default(); queues],
-        }
+    /// Room for `capacity` frames over any number of [`Fifo`]s. (`filler`
+    /// was the unused slots' handle; slots are now made when first used.)
+    pub fn new(capacity: u32, _filler: H) -> VoqSet<H> {
+        VoqSet { slab: Vec::with_capacity(capacity as usize), capacity, free: NIL }
     }
 
-    /// Appends a frame to `queue`; gives the frame back if the slab is full.
+    /// Appends a frame to `fifo`; gives the frame back if the slab is full.
     #[inline]
-    pub fn push(&mut self, queue: usize, frame: Entry<H>) -> Result<(), H> {
+    pub fn push(&mut self, fifo: &mut Fifo, frame: Entry<H>) -> Result<(), H> {
         let Entry { handle, bytes, cells, ingress_pg, ecn_capable } = frame;
         let descriptor = Descriptor { handle, bytes, cells, ingress_pg, ecn_capable, next: NIL };
         let slot = self.free;
-        let slot = if slot != NIL {
-            self.free = self.slab[slot as usize].next;
-            self.slab[slot as usize] = descriptor;
+        let slot = if let Some(free) = self.slab.get_mut(slot as usize) {
+            self.free = free.next;
+            *free = descriptor;
             slot
         } else if (self.slab.len() as u32) < self.capacity {
             // Within the reserved capacity: no reallocation.
@@ -86,51 +94,35 @@ impl<H: Copy> VoqSet<H> {
         } else {
             return Err(handle);
         };
-        let fifo = &mut self.fifos[queue];
-        if fifo.tail == NIL {
-            fifo.head = slot;
-        } else {
-            self.slab[fifo.tail as usize].next = slot;
+        match self.slab.get_mut(fifo.tail as usize) {
+            Some(tail) => tail.next = slot,
+            None => fifo.head = slot,
         }
         fifo.tail = slot;
         fifo.frames += 1;
         Ok(())
     }
 
-    /// The frame at the head of `queue`.
+    /// The frame at the head of `fifo`.
     #[inline]
-    pub fn head(&self, queue: usize) -> Option<&Descriptor<H>> {
-        let head = self.fifos[queue].head;
-        (head != NIL).then(|| &self.slab[head as usize])
+    pub fn head(&self, fifo: &Fifo) -> Option<&Descriptor<H>> {
+        self.slab.get(fifo.head as usize)
     }
 
-    /// Takes the head of `queue`.
+    /// Takes the head of `fifo`.
     #[inline]
-    pub fn pop(&mut self, queue: usize) -> Option<Descriptor<H>> {
-        let fifo = &mut self.fifos[queue];
+    pub fn pop(&mut self, fifo: &mut Fifo) -> Option<Descriptor<H>> {
         let slot = fifo.head;
-        if slot == NIL {
-            return None;
-        }
-        let descriptor = self.slab[slot as usize];
+        let head = self.slab.get_mut(slot as usize)?;
+        let descriptor = *head;
+        head.next = self.free;
+        self.free = slot;
         fifo.head = descriptor.next;
         if fifo.head == NIL {
             fifo.tail = NIL;
         }
         fifo.frames -= 1;
-        self.slab[slot as usize].next = self.free;
-        self.free = slot;
         Some(descriptor)
-    }
-
-    #[inline]
-    pub fn frames(&self, queue: usize) -> u32 {
-        self.fifos[queue].frames
-    }
-
-    #[inline]
-    pub fn is_empty(&self, queue: usize) -> bool {
-        self.fifos[queue].head == NIL
     }
 }
 
@@ -144,24 +136,28 @@ mod tests {
 
     #[test]
     fn fifos_share_the_slab_in_order() {
-        let mut voqs = VoqSet::new(3, 4, 0u32);
-        voqs.push(0, entry(10, 100, 1, 0)).unwrap();
-        voqs.push(2, entry(20, 200, 1, 5)).unwrap();
-        voqs.push(0, entry(11, 100, 1, 0)).unwrap();
-        voqs.push(0, entry(12, 100, 1, 0)).unwrap();
-        assert_eq!(voqs.push(1, entry(99, 1, 1, 0)), Err(99), "slab full");
-        assert_eq!(voqs.frames(0), 3);
-        assert_eq!(voqs.head(2).unwrap().ingress_pg, 5);
-        assert_eq!(voqs.pop(0).unwrap().handle, 10);
-        voqs.push(1, entry(30, 1, 1, 0)).unwrap();
-        assert_eq!([voqs.pop(0), voqs.pop(0), voqs.pop(0)].map(|d| d.map(|d| d.handle)), [Some(11), Some(12), None]);
-        assert!(voqs.is_empty(0));
-        assert_eq!(voqs.pop(1).unwrap().handle, 30);
-        assert_eq!(voqs.pop(2).unwrap().handle, 20);
+        let mut voqs = VoqSet::new(4, 0u32);
+        let mut fifos = [Fifo::default(); 3];
+        voqs.push(&mut fifos[0], entry(10, 100, 1, 0)).unwrap();
+        voqs.push(&mut fifos[2], entry(20, 200, 1, 5)).unwrap();
+        voqs.push(&mut fifos[0], entry(11, 100, 1, 0)).unwrap();
+        voqs.push(&mut fifos[0], entry(12, 100, 1, 0)).unwrap();
+        assert_eq!(voqs.push(&mut fifos[1], entry(99, 1, 1, 0)), Err(99), "slab full");
+        assert_eq!(fifos[0].frames(), 3);
+        assert_eq!(voqs.head(&fifos[2]).unwrap().ingress_pg, 5);
+        assert_eq!(voqs.pop(&mut fifos[0]).unwrap().handle, 10);
+        voqs.push(&mut fifos[1], entry(30, 1, 1, 0)).unwrap();
+        assert_eq!(
+            [voqs.pop(&mut fifos[0]), voqs.pop(&mut fifos[0]), voqs.pop(&mut fifos[0])].map(|d| d.map(|d| d.handle)),
+            [Some(11), Some(12), None]
+        );
+        assert!(fifos[0].is_empty());
+        assert_eq!(voqs.pop(&mut fifos[1]).unwrap().handle, 30);
+        assert_eq!(voqs.pop(&mut fifos[2]).unwrap().handle, 20);
         // Every slot is free again.
         for i in 0..4 {
-            voqs.push(1, entry(i, 1, 1, 0)).unwrap();
+            voqs.push(&mut fifos[1], entry(i, 1, 1, 0)).unwrap();
         }
-        assert!(voqs.push(1, entry(5, 1, 1, 0)).is_err());
+        assert!(voqs.push(&mut fifos[1], entry(5, 1, 1, 0)).is_err());
     }
 }

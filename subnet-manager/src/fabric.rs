@@ -39,6 +39,9 @@ pub struct Fabric {
     /// written (the sweep read them Down and is programming tables).
     pub train_on_next_lft_set: Vec<PortRef>,
     pub counters: FabricCounters,
+    /// The node that answered the last SMP carried (its target), for a
+    /// driver that applies what a Set wrote somewhere else too.
+    pub last_target: Option<usize>,
 }
 
 impl Fabric {
@@ -53,6 +56,7 @@ impl Fabric {
             drop_next: 0,
             train_on_next_lft_set: Vec::new(),
             counters: FabricCounters::default(),
+            last_target: None,
         }
     }
 
@@ -76,6 +80,7 @@ impl Fabric {
     /// response that reaches it, if any.
     pub fn carry(&mut self, node: usize, port: u8, out: &OutgoingSmp) -> Option<[u8; MAD_LEN]> {
         self.counters.carried += 1;
+        self.last_target = None;
         if self.drop_next > 0 {
             self.drop_next -= 1;
             self.counters.dropped += 1;
@@ -92,10 +97,17 @@ impl Fabric {
         }
         let mut at = node;
         let mut disposition = self.agents[node].originate(port, &self.port_guids[node], &mut smp);
+        let mut target = None;
         // Every hop moves one link; a route longer than 2 * 64 hops is a bug.
         for _ in 0..256 {
+            if matches!(disposition, Disposition::Respond { .. }) {
+                target.get_or_insert(at);
+            }
             match disposition {
-                Disposition::ToLocalSm => return (at == node).then(|| smp.to_bytes()),
+                Disposition::ToLocalSm => {
+                    self.last_target = Some(target.unwrap_or(node));
+                    return (at == node).then(|| smp.to_bytes());
+                }
                 Disposition::Discard(_) => {
                     self.counters.discarded += 1;
                     return None;

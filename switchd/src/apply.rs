@@ -167,7 +167,7 @@ pub fn link_local_address(mac: EthernetAddress) -> Ipv6Addr {
 
 /// The switch attributes a config implies, for [`Sai::new`].
 pub fn switch_attributes(config: &Config) -> Vec<SwitchAttr> {
-    vec![SwitchAttr::SrcMacAddress(switch_mac(&config.name))]
+    vec![SwitchAttr::SrcMacAddress(config.system_mac)]
 }
 
 /// Creates every object of `config` in a fresh shim.
@@ -197,7 +197,7 @@ pub fn desired_routes(config: &Config) -> BTreeMap<IpNetwork, RouteSpec> {
     // Routed ports without addresses (BGP unnumbered) have only it.
     let routed_port = config.ports.iter().any(|p| matches!(p.mode, crate::config::PortMode::Routed { .. }));
     if routed_port || config.addresses().iter().any(|(_, interface)| interface.is_some()) {
-        let link_local = link_local_address(switch_mac(&config.name));
+        let link_local = link_local_address(config.system_mac);
         routes.insert(IpNetwork::new(IpAddr::V6(link_local), 128).expect("host prefix"), RouteSpec::Local);
     }
     for route in &config.routes {

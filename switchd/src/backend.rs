@@ -14,7 +14,7 @@ use sai_shim::backend::kernel::{KernelBackend, KernelConfig};
 use sai_shim::backend::soft::SoftBackend;
 use sai_shim::{Backend, Sai};
 
-use crate::apply::{self, Applied};
+use crate::apply::Applied;
 use crate::commit::FollowsConfig;
 use crate::config::{Config, PortMode};
 use crate::daemon::{RunError, io_error};
@@ -252,7 +252,7 @@ pub(crate) fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Re
             reason: e.to_string(),
         })
     })?;
-    let mac = apply::switch_mac(&config.name);
+    let mac = config.system_mac;
     for index in 0..tm_config.ports.len() {
         tm.set_port_mac(index as PortId, mac);
     }

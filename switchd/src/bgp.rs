@@ -129,6 +129,11 @@ pub async fn run_fallover<B: Backend>(
             let Notification::PortOperStatus { port, up: false } = notification else { continue };
             let under = {
                 let view = view.read().unwrap_or_else(|e| e.into_inner());
+                // `bgp.fast_external_fallover` follows commits.
+                let enabled = view.config.bgp.as_ref().is_some_and(|b| b.fast_external_fallover);
+                if !enabled {
+                    continue;
+                }
                 interface_of_port(&view.config, &view.applied, port)
             };
             if let Some((interface, subnets)) = under {

@@ -5,7 +5,8 @@
 //! are originated or withdrawn; a multipath change re-runs the decision
 //! process; a new ASN or router id resets every session in place (the
 //! speaker keeps its listener, routes and tasks). What needs a new speaker
-//! is refused before anything applies ([`crate::daemon::restart_needed`]).
+//! is refused before anything applies ([`crate::daemon::restart_needed`]);
+//! `bgp:` added or removed starts or stops it ([`crate::bgp_plane`]).
 
 use std::sync::Arc;
 
@@ -25,7 +26,16 @@ pub struct BgpFollower {
 impl BgpFollower {
     /// Must be made on the daemon's runtime.
     pub fn new(running: bgp_evpn::BgpConfig, speaker: Arc<BgpSpeaker>) -> BgpFollower {
-        BgpFollower { running, speaker, runtime: tokio::runtime::Handle::current() }
+        BgpFollower::with_runtime(running, speaker, tokio::runtime::Handle::current())
+    }
+
+    /// Waits for the speaker on `runtime`.
+    pub fn with_runtime(
+        running: bgp_evpn::BgpConfig,
+        speaker: Arc<BgpSpeaker>,
+        runtime: tokio::runtime::Handle,
+    ) -> BgpFollower {
+        BgpFollower { running, speaker, runtime }
     }
 }
 
@@ -35,7 +45,7 @@ impl FollowsConfig for BgpFollower {
     }
 
     fn add_missing(&mut self, target: &Config, _applied: &Applied) -> Result<(), String> {
-        // `bgp:` added or removed is a restart (refused before we get here).
+        // `bgp:` added or removed starts or stops the speaker (`crate::bgp_plane`).
         let Some(bgp) = &target.bgp else { return Ok(()) };
         let without_evpn = |b: &bgp_evpn::BgpConfig| bgp_evpn::BgpConfig { evpn: None, ..b.clone() };
         if without_evpn(bgp) == without_evpn(&self.running) {

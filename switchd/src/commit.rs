@@ -350,10 +350,20 @@ impl<B: Backend> Configurator<B> {
     }
 
     /// Makes `candidate` running: in place, or not at all.
-    fn apply(&self, state: &mut State, candidate: Config) -> Result<(), String> {
+    fn apply(&self, state: &mut State, mut candidate: Config) -> Result<(), String> {
         let reasons = restart_needed(&state.running, &candidate);
         if !reasons.is_empty() {
             return Err(restart_refusal(&reasons));
+        }
+        // Set once at start, kept by a rename: the switch's MAC, and the
+        // socket when its path only follows the name.
+        candidate.system_mac = state.running.system_mac;
+        candidate.socket = state.running.socket.clone();
+        let guid_from_name = crate::ib::follow::guid_from_name(&candidate);
+        if let (Some(running), Some(ib)) = (&state.running.ib, &mut candidate.ib)
+            && guid_from_name
+        {
+            ib.guid = running.guid;
         }
         if let Err(error) = self.converge(&mut state.applied, &candidate) {
             tracing::error!(%error, "applying the candidate failed; restoring the running config");
@@ -403,6 +413,16 @@ impl<B: Backend> Configurator<B> {
 /// What applying `candidate` in place disrupts, for the commit's answer.
 fn disruptions(running: &Config, candidate: &Config) -> Vec<String> {
     let mut disrupted = Vec::new();
+    if running.name != candidate.name {
+        let socket = match running.source.management.socket {
+            None => format!(" and the management socket {}", running.socket.display()),
+            Some(_) => String::new(),
+        };
+        disrupted.push(format!(
+            "name: now {} (prompt, LLDP system name, shows); the switch MAC{socket} stay until switchd restarts",
+            candidate.name
+        ));
+    }
     if let (Some(old), Some(new)) = (&running.bgp, &candidate.bgp)
         && let Some(why) = bgp_evpn::events::reconfigure::reset_reason(old, new)
     {

@@ -21,6 +21,12 @@ pub use file::{AdminState, BackendKind, ConfigFile, LogLevel, PortKind};
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     pub name: String,
+    /// The switch's MAC (router interfaces, LLDP chassis id, the kernel's
+    /// link-local address on the host interfaces): derived from the name
+    /// the daemon started with ([`crate::apply::switch_mac`]), kept when a
+    /// commit renames the switch, as a chassis keeps its MAC when its
+    /// hostname changes.
+    pub system_mac: sai_shim::EthernetAddress,
     /// The dataplane the shim programs.
     pub backend: BackendKind,
     pub log_level: Option<LogLevel>,

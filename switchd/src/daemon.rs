@@ -92,7 +92,7 @@ pub fn build_shim_with<B: DaemonBackend>(config: &Config) -> Result<(Sai<B>, App
 /// The LLDP agent for `config`'s switch, with no ports yet.
 pub fn lldp_agent(config: &Config) -> LldpAgent {
     LldpAgent::new(AgentConfig {
-        chassis_mac: apply::switch_mac(&config.name),
+        chassis_mac: config.system_mac,
         system_name: config.name.clone(),
         tx_interval_secs: config.lldp.tx_interval_secs,
         ttl_secs: config.lldp.ttl_secs,
@@ -151,59 +151,29 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
         Arc::new(Mutex::new(follower))
     };
 
-    // BGP last: its sessions run over the host interfaces made above.
-    let mut evpn_follower = None;
-    let mut bgp_follower = None;
-    let bgp = match &config.bgp {
-        Some(bgp) => {
-            let programmer = crate::bgp::programmer(&config, &applied);
-            let (view, control) =
-                crate::bgp::start(bgp.clone(), programmer, sai.clone()).await.map_err(RunError::Bgp)?;
-            // Commits change neighbours, networks and multipath live.
-            let follower = crate::bgp_follow::BgpFollower::new(bgp.clone(), view.speaker.clone());
-            bgp_follower = Some(Arc::new(Mutex::new(follower)));
-            if bgp.evpn.is_some() {
-                // MACs and neighbours learned here become EVPN routes.
-                let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("evpn", 65536);
-                let (feed, feeds) =
-                    tokio::sync::watch::channel(Arc::new(crate::evpn::LocalFeed::new(&config, &applied)));
-                tokio::spawn(crate::evpn::run_feed(subscription, feeds, view.speaker.clone()));
-                // Commits change the overlay live.
-                let follower =
-                    crate::evpn_follow::EvpnFollower::new(config.clone(), view.speaker.clone(), control, feed);
-                evpn_follower = Some(Arc::new(Mutex::new(follower)));
-            }
-            Some(view)
-        }
-        None => None,
-    };
-
     let view = Arc::new(RwLock::new(SwitchView {
         config: config.clone(),
         applied: Arc::new(applied.clone()),
         sai: sai.clone(),
         lldp: agent,
-        bgp: bgp.clone(),
+        bgp: None,
         now: Arc::new(monotonic_ns),
         ib: ib.clone(),
         io_stats: forwarding.lock().unwrap_or_else(|e| e.into_inner()).io_stats().unwrap_or_default(),
     }));
-    if let Some(bgp) = &bgp
-        && config.bgp.as_ref().is_some_and(|b| b.fast_external_fallover)
-    {
-        let subscription = sai.lock().unwrap_or_else(|e| e.into_inner()).subscribe("bgp-fallover", 4096);
-        tokio::spawn(crate::bgp::run_fallover(subscription, view.clone(), bgp.speaker.clone()));
-    }
+    // BGP last: its sessions run over the host interfaces made above.
+    // Commits start it, change it live, and stop it (`crate::bgp_plane`).
+    let mut plane = crate::bgp_plane::BgpPlane::new(sai.clone(), view.clone());
+    plane.start_at_boot(&config, &applied).await.map_err(RunError::Bgp)?;
+    let bgp_plane = Arc::new(Mutex::new(plane));
     let configurator = Arc::new(Configurator::new(config.clone(), applied, sai.clone(), view.clone(), path.clone()));
     // Commits add and remove ports and interfaces live: the forwarding
     // thread's I/O and host interfaces first, then LLDP's sockets on them.
     configurator.follow(forwarding.clone());
     configurator.follow(lldp.clone());
-    if let Some(evpn) = evpn_follower {
-        configurator.follow(evpn);
-    }
-    if let Some(bgp) = bgp_follower {
-        configurator.follow(bgp);
+    configurator.follow(bgp_plane.clone());
+    if let Some(ib) = &ib {
+        configurator.follow(Arc::new(Mutex::new(crate::ib::follow::IbFollower::new(ib.clone(), &config))));
     }
     let socket = mgmt::bind(&config.socket).map_err(io_error(format!("bind {}", config.socket.display())))?;
     tracing::info!(socket = %config.socket.display(), "management API listening");
@@ -241,9 +211,10 @@ pub async fn run_with<B: DaemonBackend>(config: Config, path: PathBuf) -> Result
     metrics.lock().unwrap_or_else(|e| e.into_inner()).stop();
     let _ = server.await;
     drop(view);
+    let bgp = bgp_plane.lock().unwrap_or_else(|e| e.into_inner()).speaker();
     if let Some(bgp) = bgp {
         // Cease to every peer before the ports go away.
-        bgp.shutdown().await;
+        bgp.speaker.stop().await;
     }
     lldp.lock().unwrap_or_else(|e| e.into_inner()).stop();
     forwarding.lock().unwrap_or_else(|e| e.into_inner()).stop();
@@ -269,8 +240,9 @@ async fn next_signal() -> io::Result<Signal> {
 }
 
 /// What a candidate config changes that a reload cannot apply in place:
-/// the socket, the table profile, the BGP speaker's listener and the
-/// IB-like plane are set up once at start. Ports, interfaces, addresses,
+/// the socket, the table profile, the BGP speaker's listener, and in the
+/// IB-like plane what a link trains with (`crate::ib::follow`) are set up
+/// once at start. Ports, interfaces, addresses,
 /// LLDP, BGP neighbours, networks and multipath, the traffic manager
 /// (`qos:`, port speeds: made again, the queued frames moved, see `Node::replace_traffic_manager`)
 /// and the metrics endpoint follow commits
@@ -279,11 +251,17 @@ async fn next_signal() -> io::Result<Signal> {
 /// the commit's answer).
 pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
     let mut reasons = Vec::new();
-    if running.name != candidate.name {
-        reasons.push("the switch name changed".to_owned());
-    }
-    if running.socket != candidate.socket {
-        reasons.push("the management socket changed".to_owned());
+    // The name applies live (prompt, LLDP, shows; the MAC stays, see
+    // `Config::system_mac`). The socket is bound once: moving it would cut
+    // every session connected to it, the committing one included, while
+    // its answer is on the way; a path derived from a new name (no
+    // `management.socket`) is taken at the next start.
+    if running.source.management.socket != candidate.source.management.socket {
+        reasons.push(format!(
+            "management.socket changed: the socket is bound once (moving it would cut every swcli session \
+             on it, this one included); switchd keeps listening on {}",
+            running.socket.display()
+        ));
     }
     if running.profile != candidate.profile {
         // As on hardware: TCAM/hash carving (EOS `hardware tcam profile`,
@@ -296,34 +274,19 @@ pub fn restart_needed(running: &Config, candidate: &Config) -> Vec<String> {
                 .to_owned(),
         );
     }
-    // `bgp.evpn` follows commits (`crate::evpn_follow`), the rest of
-    // `bgp:` too (`crate::bgp_follow`) unless it needs a new speaker.
-    match (&running.bgp, &candidate.bgp) {
-        (None, None) => {}
-        (Some(_), None) | (None, Some(_)) => {
-            reasons.push("bgp: was added or removed (the speaker starts once)".to_owned())
-        }
-        (Some(old), Some(new)) => {
-            let has_bfd = old.neighbors.iter().any(|n| n.bfd);
-            if let Some(why) = bgp_evpn::events::reconfigure::live_restart_reason(old, new, has_bfd) {
-                reasons.push(format!("the BGP settings changed and need a new speaker: {why}"));
-            } else if old.evpn.is_some() != new.evpn.is_some() {
-                reasons.push(
-                    "bgp.evpn was added or removed (EVPN's feed and installer start with the speaker)".to_owned(),
-                );
-            }
+    // `bgp:` added or removed starts or stops the speaker, `bgp.evpn`
+    // EVPN's instance in it (`crate::bgp_plane`); the rest of `bgp:`
+    // follows commits (`crate::bgp_follow`, `crate::evpn_follow`) unless
+    // it needs a new speaker.
+    if let (Some(old), Some(new)) = (&running.bgp, &candidate.bgp) {
+        let has_bfd = old.neighbors.iter().any(|n| n.bfd);
+        if let Some(why) = bgp_evpn::events::reconfigure::live_restart_reason(old, new, has_bfd) {
+            reasons.push(format!("the BGP settings changed and need a new speaker: {why}"));
         }
     }
-    let ib_ports = |c: &Config| {
-        c.ports
-            .iter()
-            .filter(|p| matches!(p.mode, PortMode::Ib(_)))
-            .map(|p| (p.name.clone(), p.mode.clone()))
-            .collect::<Vec<_>>()
-    };
-    if running.ib != candidate.ib || ib_ports(running) != ib_ports(candidate) {
-        reasons.push("the IB-like plane changed (its engine, agent and SM start once)".to_owned());
-    }
+    // `ib.sm` follows commits (`crate::ib::follow`); what a real IB
+    // switch would have to train a link again for stays refused.
+    reasons.extend(crate::ib::follow::restart_reasons(running, candidate));
     reasons
 }
 
@@ -453,7 +416,10 @@ impl crate::commit::FollowsConfig for LldpFollower {
             return Ok(());
         }
         let (interval, ttl) = (target.lldp.tx_interval_secs, target.lldp.ttl_secs);
-        self.agent.lock().unwrap_or_else(|e| e.into_inner()).set_timers(interval, ttl, monotonic_ns());
+        let mut agent = self.agent.lock().unwrap_or_else(|e| e.into_inner());
+        agent.set_timers(interval, ttl, monotonic_ns());
+        agent.set_system_name(&target.name, monotonic_ns());
+        drop(agent);
         let ports = (self.ports_of)(target, applied);
         match &mut self.io {
             Some(io) => io.set_ports(ports),
@@ -590,7 +556,9 @@ mod tests {
         let loopback = Config::from_yaml(&format!("{BASE}loopback: [10.255.0.9/32]\n")).unwrap();
         assert!(restart_needed(&running, &loopback).is_empty());
         let renamed = Config::from_yaml(&BASE.replace("name: s1", "name: s2")).unwrap();
-        assert!(restart_needed(&running, &renamed)[0].contains("name"));
+        assert!(restart_needed(&running, &renamed).is_empty(), "a rename applies live");
+        let moved = Config::from_yaml(&format!("{BASE}management: {{ socket: /run/s1-other.sock }}\n")).unwrap();
+        assert!(restart_needed(&running, &moved)[0].starts_with("management.socket"));
     }
 
     #[test]

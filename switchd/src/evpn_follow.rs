@@ -54,19 +54,26 @@ impl<B: Backend + Send + 'static> EvpnFollower<B> {
         programmer: ProgrammerControl<B>,
         feed: watch::Sender<Arc<LocalFeed>>,
     ) -> EvpnFollower<B> {
-        EvpnFollower {
-            running,
-            speaker,
-            programmer,
-            feed,
-            runtime: tokio::runtime::Handle::current(),
-            detached: Rebuild::default(),
-        }
+        EvpnFollower::with_runtime(running, speaker, programmer, feed, tokio::runtime::Handle::current())
+    }
+
+    /// Waits for the speaker on `runtime`.
+    pub fn with_runtime(
+        running: Arc<Config>,
+        speaker: Arc<BgpSpeaker>,
+        programmer: ProgrammerControl<B>,
+        feed: watch::Sender<Arc<LocalFeed>>,
+        runtime: tokio::runtime::Handle,
+    ) -> EvpnFollower<B> {
+        EvpnFollower { running, speaker, programmer, feed, runtime, detached: Rebuild::default() }
     }
 
     /// Runs `job` on the programmer and the shim, after the changes queued
     /// before it, and waits for it.
-    fn run(&self, job: impl FnOnce(&mut ShimProgrammer<B>, &mut Sai<B>) + Send + 'static) -> Result<(), String> {
+    pub(crate) fn run(
+        &self,
+        job: impl FnOnce(&mut ShimProgrammer<B>, &mut Sai<B>) + Send + 'static,
+    ) -> Result<(), String> {
         let (done, finished) = std::sync::mpsc::channel();
         let job = Box::new(move |programmer: &mut ShimProgrammer<B>, sai: &mut Sai<B>| {
             job(programmer, sai);
@@ -196,12 +203,17 @@ bgp:
     }
 
     #[test]
-    fn bgp_evpn_changes_apply_in_place_but_turning_evpn_on_or_off_does_not() {
+    fn bgp_evpn_changes_and_turning_evpn_on_or_off_apply_in_place() {
         let running = leaf(20, 4001, "65101:10100");
         assert_eq!(restart_needed(&running, &leaf(30, 4002, "65101:7")), Vec::<String>::new());
         let mut off = running.clone();
         off.bgp.as_mut().unwrap().evpn = None;
-        assert!(restart_needed(&running, &off)[0].contains("bgp.evpn"));
+        assert_eq!(restart_needed(&running, &off), Vec::<String>::new());
+        assert_eq!(restart_needed(&off, &running), Vec::<String>::new());
+        let mut no_bgp = off.clone();
+        no_bgp.bgp = None;
+        assert_eq!(restart_needed(&running, &no_bgp), Vec::<String>::new(), "bgp: removed stops the speaker");
+        assert_eq!(restart_needed(&no_bgp, &running), Vec::<String>::new(), "bgp: added starts it");
         let mut asn = running.clone();
         asn.bgp.as_mut().unwrap().asn = 65999;
         assert!(restart_needed(&running, &asn)[0].contains("BGP settings"));

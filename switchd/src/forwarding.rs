@@ -28,7 +28,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use dataplane::io::{FrameBatch, IoStats, MAX_FRAME_LEN, PortIo, Tap};
-use dataplane::node::{AnyTrafficManager, Node, OutputQueues, OutputQueuesConfig, Ports, QosStats};
+use dataplane::node::{AnyTrafficManager, Node, NodeCounters, OutputQueues, OutputQueuesConfig, Ports, QosStats};
 use dataplane::pipeline::{Egress, LinkLevelFrame, PortId};
 use qos::watchdog::WatchdogEvent;
 
@@ -128,6 +128,48 @@ pub struct DeviceStats {
     pub io: IoStats,
 }
 
+/// What the forwarding thread last published for readers elsewhere (the
+/// management API, metrics): its adapters' counters and its own.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ForwardingStats {
+    pub devices: Vec<DeviceStats>,
+    /// The node's counters (traffic manager refusals, ports that refused
+    /// a frame, CE marks...).
+    pub node: NodeCounters,
+    /// The loop's counters, read at the same moment.
+    pub looped: LoopSnapshot,
+}
+
+/// [`LoopCounters`] read at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LoopSnapshot {
+    pub egress_unattached: u64,
+    pub punt_unattached: u64,
+    pub tx_errors: u64,
+    pub rx_errors: u64,
+    pub wakeups: u64,
+    pub panics: u64,
+    pub watchdog_events_lost: u64,
+}
+
+impl ForwardingStats {
+    /// Frames lost in the forwarding thread outside the pipeline's own
+    /// drop reasons, by reason (kebab-case, as `show drops` names them).
+    /// The traffic manager's refusals made by a reconfiguration are apart
+    /// from its ordinary ones (the node counts them in both).
+    pub fn drops(&self) -> [(&'static str, u64); 6] {
+        let (node, looped) = (&self.node, &self.looped);
+        [
+            ("traffic-manager", node.tm_drops.saturating_sub(node.tm_reconfigure_drops)),
+            ("traffic-manager-reconfigure", node.tm_reconfigure_drops),
+            ("port-refused", node.port_refused),
+            ("egress-port-unattached", looped.egress_unattached),
+            ("punt-unattached", looped.punt_unattached + node.punts_unattached),
+            ("transmit-error", looped.tx_errors),
+        ]
+    }
+}
+
 /// Frames the loop itself could not deliver.
 #[derive(Debug, Default)]
 pub struct LoopCounters {
@@ -147,6 +189,21 @@ pub struct LoopCounters {
     pub watchdog_events_lost: AtomicU64,
 }
 
+impl LoopCounters {
+    pub fn snapshot(&self) -> LoopSnapshot {
+        let read = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        LoopSnapshot {
+            egress_unattached: read(&self.egress_unattached),
+            punt_unattached: read(&self.punt_unattached),
+            tx_errors: read(&self.tx_errors),
+            rx_errors: read(&self.rx_errors),
+            wakeups: read(&self.wakeups),
+            panics: read(&self.panics),
+            watchdog_events_lost: read(&self.watchdog_events_lost),
+        }
+    }
+}
+
 /// The running forwarding thread. Dropping it stops the thread and drops
 /// every attachment (which removes the TAPs).
 pub struct Forwarding<H> {
@@ -154,7 +211,7 @@ pub struct Forwarding<H> {
     wake: Arc<OwnedFd>,
     stop: Arc<AtomicBool>,
     thread: Option<JoinHandle<()>>,
-    stats: Arc<Mutex<Vec<DeviceStats>>>,
+    stats: Arc<Mutex<ForwardingStats>>,
     counters: Arc<LoopCounters>,
 }
 
@@ -213,7 +270,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
 
         let (commands, receiver) = mpsc::channel();
         let stop = Arc::new(AtomicBool::new(false));
-        let stats = Arc::new(Mutex::new(Vec::new()));
+        let stats = Arc::new(Mutex::new(ForwardingStats::default()));
         let counters = Arc::new(LoopCounters::default());
         let mut lp = Loop {
             dataplane,
@@ -278,11 +335,11 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
 
     /// Adapter counters, refreshed every few hundred milliseconds.
     pub fn device_stats(&self) -> Vec<DeviceStats> {
-        self.stats.lock().unwrap_or_else(|e| e.into_inner()).clone()
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).devices.clone()
     }
 
-    /// The adapter counters as shared state, for readers elsewhere.
-    pub fn device_stats_handle(&self) -> Arc<Mutex<Vec<DeviceStats>>> {
+    /// The adapter and loop counters as shared state, for readers elsewhere.
+    pub fn stats_handle(&self) -> Arc<Mutex<ForwardingStats>> {
         self.stats.clone()
     }
 
@@ -401,7 +458,7 @@ struct Loop<D: Dataplane> {
     timer: OwnedFd,
     timer_armed_for: u64,
     ib: Option<SharedIb>,
-    stats: Arc<Mutex<Vec<DeviceStats>>>,
+    stats: Arc<Mutex<ForwardingStats>>,
     counters: Arc<LoopCounters>,
 }
 
@@ -814,7 +871,8 @@ impl<D: Dataplane> Loop<D> {
         for (_, tap) in self.hosts.iter().flatten() {
             all.push(DeviceStats { name: tap.name().to_string(), io: tap.stats() });
         }
-        *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = all;
+        let published = ForwardingStats { devices: all, node: self.node.counters(), looped: self.counters.snapshot() };
+        *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = published;
     }
 }
 

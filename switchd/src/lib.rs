@@ -9,6 +9,7 @@ pub mod apply_vrf;
 pub mod backend;
 pub mod bgp;
 pub mod bgp_follow;
+pub mod bgp_plane;
 pub mod commit;
 pub mod config;
 pub mod daemon;

@@ -116,6 +116,18 @@ impl LldpAgent {
         }
     }
 
+    /// A new system name from a commit (the switch renamed): as a new TTL,
+    /// a change of what this switch announces, sent on every port at once.
+    pub fn set_system_name(&mut self, name: &str, now: u64) {
+        if self.config.system_name == name {
+            return;
+        }
+        self.config.system_name = name.to_owned();
+        for state in self.ports.values_mut() {
+            state.next_tx = now;
+        }
+    }
+
     /// Stops announcing on every port and forgets every neighbour.
     pub fn remove_all_ports(&mut self) {
         self.ports.clear();

@@ -114,7 +114,7 @@ where
             ports.iter().map(|i| (vec![("port", i.name.as_str())], gauge(usize::from(i.oper_up)))).collect();
         family(e, "switch_port_oper_up", "1 when the port is operationally up", None, oper)?;
 
-        let drops = view.drops();
+        let drops = view.pipeline_drops();
         let switch_drops: Vec<_> = drops
             .iter()
             .filter(|d| d.interface.is_none())
@@ -134,6 +134,39 @@ where
             "Frames the pipeline dropped, by ingress port and reason",
             None,
             port_drops,
+        )?;
+        let forwarding = view.forwarding_stats();
+        let forwarding_drops: Vec<_> = forwarding
+            .drops()
+            .into_iter()
+            .map(|(reason, packets)| (vec![("reason", reason)], counter(packets)))
+            .collect();
+        family(
+            e,
+            "switch_forwarding_dropped_packets",
+            "Frames the forwarding thread lost around the pipeline (traffic manager, port adapters), by reason",
+            None,
+            forwarding_drops,
+        )?;
+        let looped = forwarding.looped;
+        let errors = vec![
+            (vec![("kind", "receive")], counter(looped.rx_errors)),
+            (vec![("kind", "pipeline-panic")], counter(looped.panics)),
+            (vec![("kind", "watchdog-event-lost")], counter(looped.watchdog_events_lost)),
+        ];
+        family(
+            e,
+            "switch_forwarding_errors",
+            "Failed receives, batches abandoned after a pipeline panic, PFC watchdog events nobody took in time",
+            None,
+            errors,
+        )?;
+        family(
+            e,
+            "switch_traffic_manager_migrated_packets",
+            "Queued frames a replaced traffic manager handed to its successor",
+            None,
+            vec![(Vec::new(), counter(forwarding.node.tm_migrated))],
         )?;
 
         let macs = view.mac_table();
@@ -250,6 +283,11 @@ pub fn scrape(registry: &Registry) -> String {
 pub struct MetricsServer {
     server: Arc<tiny_http::Server>,
     thread: Option<JoinHandle<()>>,
+    /// The listening socket, also held by tiny_http's accept thread, which
+    /// closes its copy only some time after the server is dropped: `stop`
+    /// shuts the socket down itself, so that the address is free (and
+    /// refuses connections) when a commit that moved it returns.
+    listener: std::net::TcpListener,
 }
 
 /// What `prometheus-client` encodes: OpenMetrics text (Prometheus
@@ -258,7 +296,9 @@ const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset
 
 impl MetricsServer {
     pub fn start(listen: SocketAddr, registry: Registry) -> std::io::Result<MetricsServer> {
-        let server = Arc::new(tiny_http::Server::http(listen).map_err(std::io::Error::other)?);
+        let listener = std::net::TcpListener::bind(listen)?;
+        let kept = listener.try_clone()?;
+        let server = Arc::new(tiny_http::Server::from_listener(listener, None).map_err(std::io::Error::other)?);
         let serving = server.clone();
         let thread = std::thread::Builder::new().name("metrics".into()).spawn(move || {
             for request in serving.incoming_requests() {
@@ -273,7 +313,7 @@ impl MetricsServer {
                 }
             }
         })?;
-        Ok(MetricsServer { server, thread: Some(thread) })
+        Ok(MetricsServer { server, thread: Some(thread), listener: kept })
     }
 
     pub fn stop(mut self) {
@@ -281,6 +321,12 @@ impl MetricsServer {
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
+        // The accept thread is told to stop when the server drops (the
+        // last reference: the serving thread has ended); the shutdown
+        // unlistens the socket now whichever copy closes last.
+        drop(self.server);
+        // SAFETY: shutdown(2) on a descriptor this struct owns.
+        unsafe { libc::shutdown(std::os::fd::AsRawFd::as_raw_fd(&self.listener), libc::SHUT_RDWR) };
     }
 }
 
@@ -362,12 +408,46 @@ mod tests {
             ib: None,
             io_stats: Default::default(),
         };
+        {
+            let mut published = view.io_stats.lock().unwrap();
+            published.node.tm_drops = 7;
+            published.node.tm_reconfigure_drops = 2;
+            published.looped.watchdog_events_lost = 1;
+        }
         let text = scrape(&registry(Arc::new(RwLock::new(view.clone()))));
+        for line in [
+            "switch_forwarding_dropped_packets_total{reason=\"traffic-manager\"} 5",
+            "switch_forwarding_dropped_packets_total{reason=\"traffic-manager-reconfigure\"} 2",
+            "switch_forwarding_errors_total{kind=\"watchdog-event-lost\"} 1",
+        ] {
+            assert!(text.contains(line), "{line} not in {text}");
+        }
+        let shown: Vec<_> = view.drops().into_iter().map(|d| (d.interface, d.reason, d.packets)).collect();
+        assert_eq!(
+            shown,
+            [(None, "traffic-manager".into(), 5), (None, "traffic-manager-reconfigure".into(), 2)],
+            "show drops lists the forwarding thread's non-zero losses"
+        );
         assert!(text.contains("# TYPE switch_port_received_bytes counter"), "{text}");
         assert!(text.contains("switch_port_received_bytes_total{port=\"eth1\"} 0"), "{text}");
         assert!(text.contains("switch_port_oper_up{port=\"eth2\"}"), "{text}");
         let connected = view.routes().iter().filter(|r| r.kind == "connected").count();
         assert!(text.contains(&format!("switch_route_entries{{kind=\"connected\"}} {connected}")), "{text}");
         assert!(text.ends_with("# EOF\n"), "{text}");
+    }
+
+    /// A commit that moves or removes the endpoint returns with the old
+    /// address closed (tiny_http alone closes it a moment later).
+    #[test]
+    fn a_stopped_endpoint_refuses_connections_at_once() {
+        for _ in 0..20 {
+            let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            let listen = probe.local_addr().unwrap();
+            drop(probe);
+            let server = MetricsServer::start(listen, Registry::default()).unwrap();
+            std::net::TcpStream::connect(listen).expect("listening");
+            server.stop();
+            assert!(std::net::TcpStream::connect(listen).is_err(), "{listen} still accepts after stop");
+        }
     }
 }

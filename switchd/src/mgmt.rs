@@ -51,7 +51,7 @@ pub struct SwitchView<B: Backend = SoftBackend> {
 }
 
 /// The forwarding thread's adapter counters, shared with the management API.
-pub type IoStatsHandle = Arc<Mutex<Vec<crate::forwarding::DeviceStats>>>;
+pub type IoStatsHandle = Arc<Mutex<crate::forwarding::ForwardingStats>>;
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere must not take the management API down with it.
@@ -419,14 +419,43 @@ impl<B: Backend> SwitchView<B> {
         out
     }
 
-    /// Non-zero drop counters: the switch's, then each port's.
     /// Frames each port's kernel ring dropped, by port name (the adapter
     /// is named after the port).
     fn ring_drops(&self) -> std::collections::HashMap<String, u64> {
-        lock(&self.io_stats).iter().map(|device| (device.name.clone(), device.io.rx_ring_drops)).collect()
+        lock(&self.io_stats).devices.iter().map(|device| (device.name.clone(), device.io.rx_ring_drops)).collect()
     }
 
+    /// Non-zero drop counters: the pipeline's for the switch, the
+    /// forwarding thread's own ([`Self::forwarding_drops`]), then each
+    /// port's.
     pub fn drops(&self) -> Vec<api::DropCount> {
+        let mut out = self.pipeline_drops();
+        let switch_rows = out.iter().take_while(|d| d.interface.is_none()).count();
+        out.splice(switch_rows..switch_rows, self.forwarding_drops());
+        out
+    }
+
+    /// Frames the forwarding thread lost around the pipeline (the traffic
+    /// manager's refusals, a port adapter that refused or failed a send, a
+    /// punt or output with nowhere to go), non-zero ones by reason.
+    pub fn forwarding_drops(&self) -> Vec<api::DropCount> {
+        lock(&self.io_stats)
+            .drops()
+            .into_iter()
+            .filter(|(_, packets)| *packets > 0)
+            .map(|(reason, packets)| api::DropCount { interface: None, reason: reason.to_owned(), packets })
+            .collect()
+    }
+
+    /// The forwarding thread's own counters as last published.
+    pub fn forwarding_stats(&self) -> crate::forwarding::ForwardingStats {
+        lock(&self.io_stats).clone()
+    }
+
+    /// Non-zero pipeline drop counters: the switch's, then each port's
+    /// (with the frames each port's kernel ring dropped before the
+    /// pipeline saw them).
+    pub fn pipeline_drops(&self) -> Vec<api::DropCount> {
         let ring_drops = self.ring_drops();
         let sai = lock(&self.sai);
         let rows = |interface: Option<String>, counters: &dataplane::pipeline::DropCounters| -> Vec<api::DropCount> {

@@ -21,7 +21,7 @@ use ipnetwork::IpNetwork;
 use sai_shim::backend::soft::SoftBackend;
 use sai_shim::{HostInterfaceAttr, ObjectId, Sai};
 
-use crate::apply::{self, Applied};
+use crate::apply::Applied;
 use crate::backend::RunningForwarding;
 use crate::commit::FollowsConfig;
 use crate::config::resources::PortRings;
@@ -131,7 +131,7 @@ impl SoftForwarding {
     /// On error everything created here is undone.
     fn take_up(&mut self, target: &Config, applied: &Applied) -> Result<Vec<Attachment<ObjectId>>, String> {
         let wanted = wanted_hosts(target);
-        let switch_mac = apply::switch_mac(&target.name).0;
+        let switch_mac = target.system_mac.0;
         let mut specs: Vec<(HostKey, HostIfSpec<ObjectId>)> = Vec::new();
         let mut new_ports: Vec<(String, PortId, PortKind, u16)> = Vec::new();
         let created = {
@@ -335,7 +335,7 @@ impl FollowsConfig for SoftForwarding {
 
 impl RunningForwarding for SoftForwarding {
     fn io_stats(&self) -> Option<crate::mgmt::IoStatsHandle> {
-        self.forwarding.as_ref().map(Forwarding::device_stats_handle)
+        self.forwarding.as_ref().map(Forwarding::stats_handle)
     }
 
     fn stop(&mut self) {

@@ -94,8 +94,9 @@ fn bgp_frr_ebgp_we_connect_routes_both_ways_and_withdraws() {
     assert_eq!(path(&route)["aspath"]["string"], "65002", "{route}");
 
     // FRR -> ours, with MED and community, installed for forwarding.
-    let s =
-        ours.wait("FRR's routes", WAIT, |_| ours.route("10.1.0.0/24").is_some() && ours.route("fd00:1::/48").is_some());
+    let s = ours.wait("FRR's routes", WAIT, |_| {
+        ["10.1.0.0/24", "fd00:1::/48"].iter().all(|p| ours.route(p).is_some() && ours.fib(p).is_some())
+    });
     let r = ours.route("10.1.0.0/24").unwrap();
     let p = &r["paths"][0];
     assert_eq!(

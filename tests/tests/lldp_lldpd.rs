@@ -3,7 +3,8 @@
 //! announced (802.1AB TLVs built and parsed by both sides); `lldp:` changes
 //! apply live (SIGHUP): new timers reach lldpd as the TTL it keeps, LLDP
 //! turned off makes lldpd forget the switch at once (TTL 0), and on again
-//! brings it back.
+//! brings it back; a rename committed through `swcli` reaches lldpd at
+//! once as the new system name, the chassis id unchanged.
 
 use std::time::{Duration, Instant};
 
@@ -111,4 +112,16 @@ fn switchd_and_lldpd_see_each_other() {
     // On again: announced at once, and lldpd learned again.
     reload(CONFIG);
     wait_for("learns switchd again", &|view| view.contains("lldpsw"));
+
+    // Renamed by a commit: announced at once under the new name by the
+    // same daemon, with the same chassis id (the switch MAC stays).
+    let chassis = |view: &str| view.lines().find(|l| l.contains(".chassis.mac=")).map(str::to_owned);
+    let before = chassis(&lldpd_view());
+    assert!(before.is_some(), "lldpd keeps switchd's chassis MAC:\n{}", lldpd_view());
+    let (code, text) = switchd.swcli_script("configure\nset name lldpsw-renamed\ncommit\n");
+    assert_eq!(code, 0, "a rename applies live:\n{text}");
+    assert!(text.contains("name: now lldpsw-renamed"), "the answer says what stays:\n{text}");
+    wait_for("learns switchd's new name", &|view| view.contains("lldpsw-renamed"));
+    assert_eq!(chassis(&lldpd_view()), before, "the chassis id stays");
+    assert!(switchd.swcli(&["show", "running-config"]).contains("name: lldpsw-renamed"));
 }

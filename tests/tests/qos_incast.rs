@@ -202,6 +202,15 @@ fn incast_on_a_lossy_priority_drops_and_counts() {
     assert!(again >= dropped, "{dropped} dropped, {again} sent again: {senders:?}");
     let drops: u64 = tm_drops(&lab.switchd).iter().map(|(_, n)| n).sum();
     assert_eq!(drops, dropped, "queue and pool drop counts differ");
+    // `show drops` names them too (the forwarding thread publishes its
+    // counters every few hundred milliseconds).
+    let shown = fabric_tests::wait::poll_until(Duration::from_secs(5), Duration::from_millis(100), || {
+        let rows = show(&lab.switchd, &["drops"]);
+        let row =
+            rows.as_array()?.iter().find(|r| r["reason"] == "traffic-manager" && r["interface"].is_null())?.clone();
+        (row["packets"].as_u64() == Some(dropped)).then_some(row)
+    });
+    assert!(shown.is_some(), "show drops: {}", show(&lab.switchd, &["drops"]));
     for (i, sender) in senders.iter().enumerate() {
         assert_eq!(u64_of(sender, "pauses_obeyed"), 0, "h{} paused on a lossy priority: {sender}", i + 1);
         let row = pfc_row(&lab.switchd, &format!("eth{}", i + 1));

@@ -281,6 +281,13 @@ fn the_interactive_shell_completes_helps_and_commits_changes_to_forwarding() {
     })
     .expect("committed on top of the other session's change");
     assert!(running_has_route(&sw, "other-session"), "the other session's change stays");
+
+    // A rename applies live: the prompt follows at once.
+    shell.clear();
+    shell.line("set name shellsw2");
+    shell.line("commit");
+    let pane = shell.wait_for("shellsw2(config)# ", Duration::from_secs(5));
+    assert!(pane.contains("name: now shellsw2"), "the answer says what stays:\n{pane}");
 }
 
 /// `swcli` as another user, with exactly the given supplementary groups.
@@ -643,6 +650,12 @@ fn a_prometheus_scrape_parses_and_agrees_with_show() {
         let shown = [before[4][0][field].as_f64(), after[4][0][field].as_f64()];
         assert!(shown.contains(&Some(scraped)), "{metric}: {scraped}, show said {shown:?}");
     }
+    // The forwarding thread's own losses and errors, every reason present
+    // (zero on this idle lab) so that a dashboard can rate() them.
+    for reason in ["traffic-manager", "traffic-manager-reconfigure", "port-refused", "transmit-error"] {
+        assert_eq!(labelled("switch_forwarding_dropped_packets_total", &[("reason", reason)]), 0.0, "{reason}");
+    }
+    assert_eq!(labelled("switch_forwarding_errors_total", &[("kind", "watchdog-event-lost")]), 0.0);
     let sm = |field: &'static str| move |v: &serde_json::Value| v[field].as_f64().expect("an SM counter");
     let sweeps = within("switch_ib_sm_heavy_sweeps_total", &[], 5, &sm("heavy_sweeps"));
     assert!(sweeps >= 1.0, "the SM swept its subnet");
@@ -803,9 +816,9 @@ fn swcli_exit_statuses_say_what_failed() {
     let (code, stdout, stderr) = swcli_once(&sw.socket, &["show", "bgp", "ipv4", "unicast"]);
     assert_eq!(code, 3, "{stdout}{stderr}");
     assert!(stderr.contains("BGP is not configured"), "{stderr}");
-    let (code, text) = sw.swcli_script("configure\nset name other\ncommit\nabort\n");
+    let (code, text) = sw.swcli_script("configure\nset profile small\ncommit\nabort\n");
     assert_eq!(code, 3, "{text}");
-    assert!(text.contains("the switch name changed"), "{text}");
+    assert!(text.contains("table sizes are carved once"), "{text}");
     // A script whose lines all work exits 0; one bad line makes it 2.
     assert_eq!(sw.swcli_script("show interfaces\nshow ip route\n").0, 0);
     assert_eq!(sw.swcli_script("show interfaces\nshow nonsense\nshow ip route\n").0, 2);

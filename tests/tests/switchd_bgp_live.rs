@@ -190,3 +190,62 @@ fn bgp_commits_apply_live_and_leave_untouched_sessions_up() {
     let history = sw.swcli(&["show", "system", "commit", "history"]);
     assert!(history.lines().count() >= 7, "every commit is in the history:\n{history}");
 }
+
+/// The `show ip route --json` entry for `prefix` (read from the shim's
+/// route table: what forwarding uses).
+fn ip_route(sw: &Switchd, prefix: &str) -> Option<Value> {
+    let routes = swcli_json(&sw.swcli(&["show", "ip", "route", "--json"]));
+    routes.as_array()?.iter().find(|r| r["prefix"] == prefix).cloned()
+}
+
+/// `bgp:` added to a running switch by a commit starts the speaker: the
+/// session to FRR comes up, FRR's route is installed, ours reaches FRR.
+/// Removed: FRR is sent a Cease, its route leaves the leaf's forwarding,
+/// ours leaves FRR's table. Added again: the listener binds again and the
+/// session returns. One daemon throughout.
+#[test]
+fn bgp_added_and_removed_by_commits_starts_and_stops_the_speaker() {
+    if !frr_available("switchd_bgp_live") || !fabric_tests::require_root_and_tools("switchd_bgp_live", &["ip"]) {
+        return;
+    }
+    let l1 = Netns::new("blal1");
+    let fr = Netns::new("blaf1");
+    veth(&l1, "eth1", &fr, "eth1");
+    l1.disable_offloads("eth1");
+    fr.disable_offloads("eth1");
+    fr.ip(&["addr", "add", "10.1.1.1/31", "dev", "eth1"]);
+    let mut n = FrrNeighbor::new("10.1.1.0", 65100);
+    n.timers = Some((10, 30));
+    n.families = vec![Afi::Ipv4];
+    let frr = Frr::start(&fr, &FrrConfig::new(65001, "10.0.0.1").neighbor(n).network("10.201.0.0/24").render());
+    let sw = Switchd::start(
+        &l1,
+        "name: l1\nlldp: { enabled: false }\nports:\n  - { name: eth1, mode: routed, addresses: [10.1.1.0/31] }\n",
+    );
+    let pid = sw.process.id();
+    let bgp = "set bgp { asn: 65100, router_id: 10.0.0.100, timers: { hold_time: 9, connect_retry: 1 }, \
+               networks: [10.100.0.0/24], neighbors: [{ address: 10.1.1.1, remote_as: 65001 }] }";
+    let installed = |sw: &Switchd| ip_route(sw, "10.201.0.0/24").is_some_and(|r| r["next_hops"][0]["ip"] == "10.1.1.1");
+
+    for round in ["added", "added again"] {
+        commit(&sw, bgp);
+        frr.wait_established("10.1.1.0", CONVERGE);
+        wait_for(&format!("bgp {round}: Established on the leaf"), CONVERGE, || established(&sw, "10.1.1.1"));
+        wait_for(&format!("bgp {round}: FRR's 10.201.0.0/24 in the leaf's forwarding"), CONVERGE, || installed(&sw));
+        frr.wait_route("10.100.0.0/24", CONVERGE, |_| true);
+
+        let before = frr.neighbor("10.1.1.0")["connectionsEstablished"].as_u64();
+        commit(&sw, "delete bgp");
+        wait_for("FRR's session closed by a Cease from the leaf", CONVERGE, || {
+            let n = frr.neighbor("10.1.1.0");
+            n["bgpState"] != "Established"
+                && n["lastNotificationReason"].as_str().is_some_and(|r| r.starts_with("Cease"))
+                && n["lastResetDueTo"].as_str().is_some_and(|r| r.contains("Notification received"))
+        });
+        assert!(before.is_some());
+        assert!(ip_route(&sw, "10.201.0.0/24").is_none(), "bgp removed: its route left forwarding");
+        frr.wait_no_route("10.100.0.0/24", CONVERGE);
+        assert!(summary_peers(&sw).is_empty(), "no speaker: no peers");
+    }
+    assert_eq!(sw.process.id(), pid, "the same daemon throughout");
+}

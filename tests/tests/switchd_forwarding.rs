@@ -225,7 +225,7 @@ impl switchd::forwarding::Dataplane for Buggy {
     fn set_link_status(&mut self, port: u16, up: bool) {
         switchd::forwarding::Dataplane::set_link_status(&mut self.0, port, up);
     }
-    fn count_transmitted(&mut self, port: u16, frame: &[u8]) {
+    fn count_transmitted(&mut self, port: u16, frame: dataplane::pipeline::TxFrame) {
         self.0.count_transmitted(port, frame);
     }
     fn count_egress_drop(&mut self, port: u16) {

@@ -21,7 +21,8 @@ pub use qos_stats::{PfcStats, PortQosStats, PriorityGroupStats, QosStats, QueueS
 pub use qos_tm::{AdapterCounters, DlbPathQuality, QosTrafficManager};
 
 use crate::pipeline::{
-    Disposition, Egress, FrameMeta, FramePool, FrameRef, LinkLevelFrame, Output, PortId, RifId, RifKind, Switch, Tables,
+    Cast, Disposition, Egress, FrameMeta, FramePool, FrameRef, LinkLevelFrame, Output, PortId, RifId, RifKind, Switch,
+    Tables, TxFrame,
 };
 
 /// What the node drives: the pipeline itself, or a wrapper around it (the
@@ -40,8 +41,9 @@ pub trait Forwarding {
     fn poll(&mut self, now: u64, out: &mut Output);
     /// The link under `port` went up or down.
     fn set_link_status(&mut self, port: PortId, up: bool);
-    /// A frame left `port`: count it as sent.
-    fn count_transmitted(&mut self, port: PortId, frame: &[u8]);
+    /// A frame left `port`: count it as sent (its length and cast, as the
+    /// node recorded them when it queued the frame).
+    fn count_transmitted(&mut self, port: PortId, frame: TxFrame);
     /// A frame for `port` never left it (queue drop, port refused it).
     fn count_egress_drop(&mut self, port: PortId);
 }
@@ -85,8 +87,8 @@ impl Forwarding for Switch {
     fn set_link_status(&mut self, port: PortId, up: bool) {
         self.set_port_oper_status(port, up);
     }
-    fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
-        Tables::count_transmitted(self, port, frame);
+    fn count_transmitted(&mut self, port: PortId, frame: TxFrame) {
+        Tables::count_sent(self, port, frame);
     }
     fn count_egress_drop(&mut self, port: PortId) {
         Tables::count_egress_drop(self, port);
@@ -199,6 +201,15 @@ pub trait TrafficManager {
             }
         }
         frames
+    }
+    /// Takes over from `old`, the traffic manager this one replaces, what
+    /// outlives it: the pauses its ports' peers sent and its cumulative
+    /// counters ([`Node::replace_traffic_manager`], before the frames
+    /// move). Nothing by default.
+    fn carry_over(&mut self, _now: u64, _old: &Self)
+    where
+        Self: Sized,
+    {
     }
     /// A link-level frame the traffic manager sends (PFC), written into
     /// `buf` (at least 64 bytes): its port and length. Sent ahead of data.
@@ -340,6 +351,7 @@ impl<T: TrafficManager> Node<T> {
     /// `tm_reconfigure_drops`.
     pub fn replace_traffic_manager(&mut self, now: u64, tm: T) -> Migration {
         let mut old = std::mem::replace(&mut self.tm, tm);
+        self.tm.carry_over(now, &old);
         let mut migration = Migration::default();
         for held in old.take_all(now) {
             let mut meta = FrameMeta::describe(self.out.pool().bytes(held.frame));
@@ -368,6 +380,12 @@ impl<T: TrafficManager> Node<T> {
     /// The pool the node's frames live in.
     pub fn pool(&self) -> &FramePool {
         self.out.pool()
+    }
+
+    /// The pool, for another node to take a frame from
+    /// ([`Node::take_frame`]).
+    pub fn pool_mut(&mut self) -> &mut FramePool {
+        self.out.pool_mut()
     }
 
     /// Gives back a reference a [`Ports::transmit_pooled`] kept.
@@ -414,6 +432,42 @@ impl<T: TrafficManager> Node<T> {
         disposition
     }
 
+    /// Takes in `frame` of `source` (another node's pool, or its owner's:
+    /// a simulated cable), whose reference the caller gives up: the frame
+    /// moves into this node's pool without a copy (the two slots swap
+    /// buffers, `source` keeps one). For [`Node::receive_pooled`].
+    pub fn take_frame(&mut self, source: &mut FramePool, frame: FrameRef) -> FrameRef {
+        self.out.pool_mut().move_from(source, frame)
+    }
+
+    /// A frame received on `port` that is one of this node's pool
+    /// ([`Node::take_frame`]), with a reference the caller gives up: the
+    /// pipeline routes it in its own buffer where it can
+    /// (`Output::forward_in_place`), rewriting its headers rather than
+    /// copying the packet. What leaves is what [`Node::receive`] of the
+    /// same bytes sends.
+    pub fn receive_pooled<F: Forwarding>(
+        &mut self,
+        forwarding: &mut F,
+        now: u64,
+        port: PortId,
+        frame: FrameRef,
+        ports: &mut impl Ports<F::HostIf>,
+    ) -> Disposition {
+        self.out.clear();
+        let len = self.out.pool().tx_frame(frame).len as usize;
+        // Lent out while the pipeline reads it and writes the output.
+        let buffer = self.out.lend_received(frame);
+        let bytes = &buffer[..len];
+        let disposition = forwarding.process(now, port, bytes, &mut self.out);
+        self.take_link_level(now, port, disposition, bytes, ports);
+        self.out.return_received(frame, buffer);
+        self.out.release(frame);
+        self.dispatch(forwarding, now, ports);
+        self.transmit(forwarding, now, ports);
+        disposition
+    }
+
     /// Frames received together on `port` (one read of its ring): each
     /// through the pipeline into the traffic manager, then one pass over
     /// the ports that may send, rather than one after every frame.
@@ -444,6 +498,21 @@ impl<T: TrafficManager> Node<T> {
     ) -> Disposition {
         self.out.clear();
         let disposition = forwarding.process(now, port, frame, &mut self.out);
+        self.take_link_level(now, port, disposition, frame, ports);
+        self.dispatch(forwarding, now, ports);
+        disposition
+    }
+
+    /// A link-level frame the pipeline passed up goes to its owner.
+    #[inline]
+    fn take_link_level<H>(
+        &mut self,
+        now: u64,
+        port: PortId,
+        disposition: Disposition,
+        frame: &[u8],
+        ports: &mut impl Ports<H>,
+    ) {
         if let Disposition::LinkLevel(kind) = disposition {
             match kind {
                 LinkLevelFrame::Pause | LinkLevelFrame::Pfc => self.tm.link_level(now, port, kind, frame),
@@ -451,8 +520,6 @@ impl<T: TrafficManager> Node<T> {
                 LinkLevelFrame::IbLike => ports.link_level(port, kind, frame),
             }
         }
-        self.dispatch(forwarding, now, ports);
-        disposition
     }
 
     /// A frame the host sent through `host_if`.
@@ -491,6 +558,10 @@ impl<T: TrafficManager> Node<T> {
             match emitted.to {
                 Egress::Port(port) => {
                     let (buffer, meta) = (emitted.buffer, emitted.meta);
+                    // Read now, beside the headers the descriptor just read,
+                    // for the port's counters when the frame leaves.
+                    let cast = Cast::of(emitted.frame);
+                    self.out.pool_mut().set_cast(buffer, cast);
                     self.out.retain(buffer);
                     if self.tm.enqueue(now, port, buffer, &meta).is_err() {
                         self.out.release(buffer);
@@ -541,7 +612,7 @@ impl<T: TrafficManager> Node<T> {
                     mark_leaving(self.out.pool_mut(), frame, &mut self.counters);
                 }
                 if ports.transmit_pooled(port, self.out.pool_mut(), frame) {
-                    forwarding.count_transmitted(port, self.out.pool().bytes(frame));
+                    forwarding.count_transmitted(port, self.out.pool().tx_frame(frame));
                 } else {
                     self.counters.port_refused += 1;
                     forwarding.count_egress_drop(port);

@@ -186,6 +186,15 @@ impl TrafficManager for QosTrafficManager {
         held.map(|held| HeldFrame { port: held.egress, ingress: held.ingress, frame: held.handle }).collect()
     }
 
+    fn carry_over(&mut self, now: u64, old: &Self) {
+        self.tm.carry_over(now, &old.tm);
+        self.now = self.now.max(old.now);
+        let counters = &mut self.counters;
+        counters.malformed_link_frames += old.counters.malformed_link_frames;
+        counters.pause_frames_ignored += old.counters.pause_frames_ignored;
+        counters.migrated_frames += old.counters.migrated_frames;
+    }
+
     #[inline]
     fn next_link_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(PortId, usize)> {
         const LEN: usize = ethernet::HEADER_LEN + mac_control::MIN_LEN;

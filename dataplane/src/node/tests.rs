@@ -304,6 +304,35 @@ mod with_qos {
         assert_eq!(node.traffic_manager().tm().pfc_paused_ns(NOW + 600_000, 1, 3), 512_000);
     }
 
+    /// A commit replaces the traffic manager while port 1's peer pauses
+    /// TC 3: the pause holds in the new one until its quanta run out (the
+    /// peer does not repeat it before then), and the counters go on.
+    #[test]
+    fn a_received_pause_and_the_counters_outlive_a_replaced_traffic_manager() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        let mut control = [0u8; mac_control::MIN_LEN];
+        MacControlRepr::PriorityFlowControl { class_enable: 0b1000, quanta: [0, 0, 0, 1000, 0, 0, 0, 0] }
+            .emit(&mut MacControlPacket::new_unchecked(&mut control[..]));
+        let pfc = frame(mac_control::DESTINATION, mac(2), EtherType::MacControl, &control);
+        node.receive(&mut switch, NOW, 1, &pfc, &mut ports);
+        node.receive(&mut switch, NOW, 0, &ipv4(0, Ecn::NotEct, 100), &mut ports);
+        node.receive(&mut switch, NOW, 0, &ipv4(26, Ecn::Ect0, 100), &mut ports);
+        assert_eq!(ports.sent.len(), 1, "TC 0 went, TC 3 is paused");
+
+        let migration = node.replace_traffic_manager(NOW + 100_000, QosTrafficManager::new(&config()).unwrap());
+        assert_eq!(migration.kept, 1);
+        node.handle(&mut switch, NOW + 100_000, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 1, "still paused after the swap");
+        assert_eq!(node.next_wakeup(), NOW + 512_000, "until the peer's quanta end");
+        node.handle(&mut switch, NOW + 512_000, NodeEvent::Timer, &mut ports);
+        assert_eq!(ports.sent.len(), 2);
+        let tm = node.traffic_manager().tm();
+        assert_eq!(tm.pfc_counters(1).rx_frames[3], 1, "the PFC frame counted before the swap");
+        assert_eq!(tm.pfc_paused_ns(NOW + 600_000, 1, 3), 512_000);
+        assert_eq!((tm.queue_counters(1, 0).tx_frames, tm.queue_counters(1, 3).tx_frames), (1, 1));
+    }
+
     #[test]
     fn a_congested_ingress_sends_pfc_frames_that_parse() {
         let mut config = config();
@@ -422,5 +451,174 @@ mod with_qos {
                 + switch.port_counters(1).unwrap().link_level.pfc_rx
                 >= 1
         );
+    }
+}
+
+/// Frames taken from another pool and routed in their own buffer: what
+/// leaves is what the copying path sends, and the buffer that leaves is the
+/// one that came in.
+mod in_place {
+    use super::*;
+    use crate::pipeline::{DEFAULT_VRF, NextHop, RouteTarget, RouterInterface};
+    use crate::wire::{IpProtocol, Ipv4Packet, Ipv4Repr, Ipv6Packet, Ipv6Repr};
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+
+    /// Also records which pool buffers the ports were handed.
+    #[derive(Default)]
+    struct Cable {
+        sent: Vec<(PortId, Vec<u8>)>,
+        buffers: Vec<FrameRef>,
+    }
+
+    impl Ports<HostIfTarget> for Cable {
+        fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
+            self.sent.push((port, frame.to_vec()));
+            true
+        }
+        fn transmit_pooled(&mut self, port: PortId, pool: &mut FramePool, frame: FrameRef) -> bool {
+            self.buffers.push(frame);
+            self.transmit(port, pool.bytes(frame))
+        }
+        fn punt(&mut self, _: Option<HostIfTarget>, _: Egress, _: &[u8]) {}
+    }
+
+    const PEER: EthernetAddress = EthernetAddress([0x02, 0, 0, 0, 0, 0x99]);
+
+    /// Routed ports 0 and 1; 10.0.2.0/24 and 2001:db8:2::/64 through the
+    /// neighbour behind port 1.
+    fn router() -> Switch {
+        let mut switch = Switch::new(SwitchConfig::small());
+        for port in 0..2 {
+            switch.set_port(port, PortConfig { pvid: 0, learning: false, ..PortConfig::default() }).unwrap();
+            let rif = RouterInterface {
+                kind: RifKind::Port(port),
+                mac: mac(0x10 + port as u8),
+                mtu: 1500,
+                admin_up: true,
+                vrf: DEFAULT_VRF,
+            };
+            switch.set_router_interface(port, rif).unwrap();
+        }
+        for (id, ip) in [(1, IpAddr::V4(Ipv4Addr::new(10, 0, 1, 2))), (2, IpAddr::V6("2001:db8:1::2".parse().unwrap()))]
+        {
+            switch.set_neighbor(1, ip, PEER).unwrap();
+            switch.set_next_hop(id, NextHop { rif: 1, ip }).unwrap();
+        }
+        switch.set_route("10.0.2.0/24".parse().unwrap(), RouteTarget::NextHop(1)).unwrap();
+        switch.set_route("2001:db8:2::/64".parse().unwrap(), RouteTarget::NextHop(2)).unwrap();
+        switch
+    }
+
+    fn ipv4(ttl: u8, payload: usize, padding: usize) -> Vec<u8> {
+        let repr = Ipv4Repr {
+            src_addr: Ipv4Addr::new(10, 0, 0, 1),
+            dst_addr: Ipv4Addr::new(10, 0, 2, 7),
+            protocol: IpProtocol::Udp,
+            payload_len: payload,
+            ttl,
+            dscp: 26,
+            ecn: crate::wire::Ecn::Ect0,
+            ident: 9,
+            dont_frag: true,
+            more_frags: false,
+            frag_offset: 0,
+        };
+        let mut ip = vec![0xa5u8; 20 + payload + padding];
+        repr.emit(&mut Ipv4Packet::new_unchecked(&mut ip[..]));
+        frame(mac(0x10), mac(1), EtherType::Ipv4, &ip)
+    }
+
+    fn ipv6(payload: usize) -> Vec<u8> {
+        let repr = Ipv6Repr {
+            src_addr: "2001:db8::1".parse::<Ipv6Addr>().unwrap(),
+            dst_addr: "2001:db8:2::7".parse::<Ipv6Addr>().unwrap(),
+            next_header: IpProtocol::Udp,
+            payload_len: payload,
+            hop_limit: 64,
+            dscp: 26,
+            ecn: crate::wire::Ecn::Ect0,
+            flow_label: 7,
+        };
+        let mut ip = vec![0x5au8; 40 + payload];
+        repr.emit(&mut Ipv6Packet::new_unchecked(&mut ip[..]));
+        frame(mac(0x10), mac(1), EtherType::Ipv6, &ip)
+    }
+
+    /// The frame through `receive` (copied) and through `take_frame` +
+    /// `receive_pooled` (in place): the same bytes leave port 1.
+    fn both_ways(frame: &[u8]) -> (Vec<u8>, Vec<u8>, Cable, Node) {
+        let (mut switch, mut node, mut copied) = (router(), Node::new(), Cable::default());
+        // The first frame resolves the next hop and caches its rewrite.
+        node.receive(&mut switch, NOW, 0, frame, &mut copied);
+        node.receive(&mut switch, NOW, 0, frame, &mut copied);
+        let mut source = FramePool::with_slots(4);
+        let (theirs, bytes) = source.alloc_frame(frame.len());
+        bytes.copy_from_slice(frame);
+        let mine = node.take_frame(&mut source, theirs);
+        assert_eq!(source.in_use(), 0, "the cable's reference given back");
+        let mut moved = Cable::default();
+        let disposition = node.receive_pooled(&mut switch, NOW, 0, mine, &mut moved);
+        assert_eq!(disposition, Disposition::Forwarded);
+        assert_eq!(moved.buffers, vec![mine], "the received buffer itself left");
+        assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
+        let (_, first) = copied.sent.pop().unwrap();
+        let (port, second) = moved.sent.pop().unwrap();
+        assert_eq!(port, 1);
+        (first, second, moved, node)
+    }
+
+    #[test]
+    fn an_ipv4_packet_leaves_in_its_buffer_as_a_copy_would() {
+        let (copied, in_place, _, _) = both_ways(&ipv4(64, 1000, 0));
+        assert_eq!(in_place, copied);
+        assert_eq!(&in_place[..6], &PEER.0);
+        assert_eq!(&in_place[6..12], &mac(0x11).0);
+        let packet = Ipv4Packet::new_checked(&in_place[14..]).unwrap();
+        assert_eq!(packet.ttl(), 63);
+        assert!(packet.verify_checksum(), "the checksum follows the TTL");
+    }
+
+    #[test]
+    fn padding_after_the_packet_is_left_behind() {
+        let (copied, in_place, _, _) = both_ways(&ipv4(64, 10, 20));
+        assert_eq!(in_place, copied);
+        assert_eq!(in_place.len(), 14 + 20 + 10);
+    }
+
+    #[test]
+    fn an_ipv6_packet_leaves_in_its_buffer_as_a_copy_would() {
+        let (copied, in_place, _, _) = both_ways(&ipv6(500));
+        assert_eq!(in_place, copied);
+        assert_eq!(Ipv6Packet::new_checked(&in_place[14..]).unwrap().hop_limit(), 63);
+    }
+
+    #[test]
+    fn what_is_not_routed_in_place_is_released() {
+        let (mut switch, mut node, mut cable) = (router(), Node::new(), Cable::default());
+        let mut source = FramePool::with_slots(2);
+        // TTL 1: answered with an ICMP error, the frame itself dropped.
+        let expiring = ipv4(1, 100, 0);
+        let (theirs, bytes) = source.alloc_frame(expiring.len());
+        bytes.copy_from_slice(&expiring);
+        let mine = node.take_frame(&mut source, theirs);
+        let disposition = node.receive_pooled(&mut switch, NOW, 0, mine, &mut cable);
+        assert!(matches!(disposition, Disposition::Dropped(_)), "{disposition:?}");
+        assert!(!cable.buffers.contains(&mine));
+        assert_eq!(node.pool().in_use(), 0);
+    }
+
+    #[test]
+    fn sent_frames_are_counted_from_what_the_node_recorded() {
+        let (_, in_place, _, _) = both_ways(&ipv4(64, 200, 0));
+        let mut switch = router();
+        let mut node = Node::new();
+        let mut cable = Cable::default();
+        let broadcast = frame(EthernetAddress::BROADCAST, mac(1), DATA, &[0; 50]);
+        node.host_send(&mut switch, NOW, HostIfTarget::Port(1), &broadcast, &mut cable);
+        node.receive(&mut switch, NOW, 0, &ipv4(64, 200, 0), &mut cable);
+        node.receive(&mut switch, NOW, 0, &ipv4(64, 200, 0), &mut cable);
+        let counters = switch.port_counters(1).unwrap();
+        assert_eq!((counters.tx_packets, counters.tx_broadcast, counters.tx_unicast), (3, 1, 2));
+        assert_eq!(counters.tx_bytes, (broadcast.len() + 2 * in_place.len()) as u64);
     }
 }

@@ -1,5 +1,6 @@
 //! Per-port counters and drop accounting by reason.
 
+use crate::pipeline::output::{Cast, TxFrame};
 use core::ops::Index;
 
 /// Why the pipeline dropped a frame. Every drop is counted under one reason.
@@ -214,36 +215,21 @@ impl PortCounters {
     pub(crate) fn count_rx(&mut self, frame: &[u8]) {
         self.rx_packets += 1;
         self.rx_bytes += frame.len() as u64;
-        match cast_kind(frame) {
-            CastKind::Unicast => self.rx_unicast += 1,
-            CastKind::Multicast => self.rx_multicast += 1,
-            CastKind::Broadcast => self.rx_broadcast += 1,
+        match Cast::of(frame) {
+            Cast::Unicast => self.rx_unicast += 1,
+            Cast::Multicast => self.rx_multicast += 1,
+            Cast::Broadcast => self.rx_broadcast += 1,
         }
     }
 
-    pub(crate) fn count_tx(&mut self, frame: &[u8]) {
+    pub(crate) fn count_tx(&mut self, frame: TxFrame) {
         self.tx_packets += 1;
-        self.tx_bytes += frame.len() as u64;
-        match cast_kind(frame) {
-            CastKind::Unicast => self.tx_unicast += 1,
-            CastKind::Multicast => self.tx_multicast += 1,
-            CastKind::Broadcast => self.tx_broadcast += 1,
+        self.tx_bytes += u64::from(frame.len);
+        match frame.cast {
+            Cast::Unicast => self.tx_unicast += 1,
+            Cast::Multicast => self.tx_multicast += 1,
+            Cast::Broadcast => self.tx_broadcast += 1,
         }
-    }
-}
-
-enum CastKind {
-    Unicast,
-    Multicast,
-    Broadcast,
-}
-
-/// Classifies by destination MAC; a runt shorter than a MAC counts as unicast.
-fn cast_kind(frame: &[u8]) -> CastKind {
-    match frame.get(..6) {
-        Some([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]) => CastKind::Broadcast,
-        Some(dst) if dst[0] & 1 != 0 => CastKind::Multicast,
-        _ => CastKind::Unicast,
     }
 }
 

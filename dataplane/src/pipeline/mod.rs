@@ -32,7 +32,7 @@ pub use config::SwitchConfig;
 pub use counters::{DropCounters, DropReason, LinkLevelCounters, PortCounters};
 pub use disposition::{Disposition, LinkLevelFrame, link_level_frame};
 pub use events::Event;
-pub use output::{Egress, Emitted, FrameMeta, FramePool, FrameRef, Output, PuntReason};
+pub use output::{Cast, Egress, Emitted, FrameMeta, FramePool, FrameRef, Output, PuntReason, TxFrame};
 pub use path_quality::{GroupReport, PathQuality, PathQualityReport};
 pub use tables::bridge::{FdbDest, FdbEntry, FdbKind};
 pub use tables::fib::RouteTarget;

@@ -9,7 +9,7 @@
 //! it again. One `Output` is reused across calls; the pool grows only to its
 //! high-water mark, so the steady state allocates nothing.
 
-use crate::wire::{Ecn, EtherType};
+use crate::wire::{Ecn, EtherType, Ipv4Packet, Ipv6Packet, ethernet};
 
 use super::PortId;
 
@@ -132,11 +132,18 @@ impl FrameRef {
     }
 }
 
-/// Fixed-size, reference-counted frame buffers, preallocated and grown only
-/// to the high-water mark.
+/// Fixed-size, reference-counted frame buffers, allocated on first use and
+/// kept to the high-water mark.
+///
+/// Each slot owns its buffer, so a frame can change hands without its bytes
+/// being copied: a node takes in a frame held in another pool by swapping
+/// the two slots' buffers ([`FramePool::move_from`]), and lends a buffer out
+/// while the pipeline reads it (the pipeline then forwards it in place).
 #[derive(Debug, Clone)]
 pub struct FramePool {
-    data: Vec<u8>,
+    /// One buffer of `slot_size` bytes per slot; empty until the slot is
+    /// first used, and while its bytes are lent out.
+    buffers: Vec<Box<[u8]>>,
     /// Bytes per slot: [`FramePool::SLOT_SIZE`] unless the owner knows its
     /// frames are smaller (a simulated fabric of one MTU).
     slot_size: usize,
@@ -148,6 +155,47 @@ pub struct FramePool {
 struct Slot {
     len: u32,
     refs: u32,
+    /// What the frame's destination MAC is, recorded when the node queues
+    /// it, so the port's counters need not read the frame again as it leaves.
+    cast: Cast,
+}
+
+/// Whether a frame goes to one station, a group or everyone (its
+/// destination MAC): what a port's unicast/multicast/broadcast counters
+/// count.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Cast {
+    #[default]
+    Unicast,
+    Multicast,
+    Broadcast,
+}
+
+impl Cast {
+    /// Classifies by destination MAC; a runt shorter than a MAC counts as unicast.
+    #[inline]
+    pub fn of(frame: &[u8]) -> Cast {
+        match frame.get(..6) {
+            Some([0xff, 0xff, 0xff, 0xff, 0xff, 0xff]) => Cast::Broadcast,
+            Some(dst) if dst[0] & 1 != 0 => Cast::Multicast,
+            _ => Cast::Unicast,
+        }
+    }
+}
+
+/// A frame that left a port, as its counters see it: its length and cast.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TxFrame {
+    pub len: u32,
+    pub cast: Cast,
+}
+
+impl TxFrame {
+    /// Reads the cast from the frame's destination MAC.
+    #[inline]
+    pub fn of(frame: &[u8]) -> TxFrame {
+        TxFrame { len: frame.len() as u32, cast: Cast::of(frame) }
+    }
 }
 
 impl FramePool {
@@ -166,7 +214,7 @@ impl FramePool {
     /// simulator makes its hosts' frames): a longer one panics.
     pub fn with_slots_of(slots: usize, slot_size: usize) -> FramePool {
         let slot_size = slot_size.clamp(64, Self::SLOT_SIZE);
-        let mut pool = FramePool { data: Vec::new(), slot_size, slots: Vec::new(), free: Vec::new() };
+        let mut pool = FramePool { buffers: Vec::new(), slot_size, slots: Vec::new(), free: Vec::new() };
         pool.grow(slots);
         pool
     }
@@ -178,15 +226,9 @@ impl FramePool {
 
     fn grow(&mut self, slots: usize) {
         let old = self.slots.len();
-        if self.data.is_empty() {
-            // Zeroed by the allocator (calloc: fresh pages from the kernel),
-            // not written: an idle switchd's 256 slots of 9 KiB stay
-            // untouched but for the few lowest the free stack hands out,
-            // instead of 2.3 MiB resident from the start.
-            self.data = vec![0; slots * self.slot_size];
-        } else {
-            self.data.resize((old + slots) * self.slot_size, 0);
-        }
+        // No buffer yet: an idle switchd's 256 slots of 9 KiB cost nothing
+        // but for the few lowest the free stack hands out.
+        self.buffers.resize_with(old + slots, Box::default);
         self.slots.resize(old + slots, Slot::default());
         // Lowest slots on top of the free stack: recently used slots are reused first.
         self.free.extend((old as u32..(old + slots) as u32).rev());
@@ -213,8 +255,20 @@ impl FramePool {
                 self.free.pop().expect("grown")
             }
         };
-        self.slots[slot as usize] = Slot { len: len as u32, refs: 1 };
+        let buffer = &mut self.buffers[slot as usize];
+        if buffer.is_empty() {
+            *buffer = vec![0; self.slot_size].into_boxed_slice();
+        }
+        self.slots[slot as usize] = Slot { len: len as u32, refs: 1, cast: Cast::Unicast };
         FrameRef(slot)
+    }
+
+    /// A new frame of `len` bytes with one reference, for the owner to
+    /// write whole (its bytes are stale), then to hand on by reference.
+    #[inline]
+    pub fn alloc_frame(&mut self, len: usize) -> (FrameRef, &mut [u8]) {
+        let frame = self.alloc(len);
+        (frame, self.bytes_mut(frame))
     }
 
     /// Another reference to `frame` (a flood sharing one buffer, a queue
@@ -236,8 +290,7 @@ impl FramePool {
 
     #[inline]
     pub fn bytes(&self, frame: FrameRef) -> &[u8] {
-        let start = frame.0 as usize * self.slot_size;
-        &self.data[start..start + self.slots[frame.0 as usize].len as usize]
+        &self.buffers[frame.0 as usize][..self.slots[frame.0 as usize].len as usize]
     }
 
     /// References held on `frame`.
@@ -248,9 +301,56 @@ impl FramePool {
     /// The frame's bytes for writing: the caller must know nobody else
     /// reads this buffer (see [`refs`](Self::refs)).
     #[inline]
-    pub(crate) fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
-        let start = frame.0 as usize * self.slot_size;
-        &mut self.data[start..start + self.slots[frame.0 as usize].len as usize]
+    pub fn bytes_mut(&mut self, frame: FrameRef) -> &mut [u8] {
+        &mut self.buffers[frame.0 as usize][..self.slots[frame.0 as usize].len as usize]
+    }
+
+    /// Shortens `frame` to `len` bytes (a frame forwarded in place without
+    /// the padding it arrived with).
+    #[inline]
+    fn truncate(&mut self, frame: FrameRef, len: usize) {
+        let slot = &mut self.slots[frame.0 as usize];
+        slot.len = slot.len.min(len as u32);
+    }
+
+    /// Records the frame's cast for the counters of the port it leaves by.
+    #[inline]
+    pub(crate) fn set_cast(&mut self, frame: FrameRef, cast: Cast) {
+        self.slots[frame.0 as usize].cast = cast;
+    }
+
+    /// The frame as the counters of the port it leaves by count it.
+    #[inline]
+    pub fn tx_frame(&self, frame: FrameRef) -> TxFrame {
+        let slot = &self.slots[frame.0 as usize];
+        TxFrame { len: slot.len, cast: slot.cast }
+    }
+
+    /// Takes in `theirs`, a frame of `other` (a pool of the same slot size)
+    /// that the caller holds a reference to: a new frame of this pool with
+    /// one reference gets its bytes by swapping the two slots' buffers (no
+    /// copy; `other` keeps a buffer for its slot), and the caller's
+    /// reference in `other` is released.
+    pub fn move_from(&mut self, other: &mut FramePool, theirs: FrameRef) -> FrameRef {
+        assert_eq!(self.slot_size, other.slot_size, "frames move between pools of one slot size");
+        let len = other.slots[theirs.0 as usize].len as usize;
+        let mine = self.alloc(len);
+        std::mem::swap(&mut self.buffers[mine.0 as usize], &mut other.buffers[theirs.0 as usize]);
+        other.release(theirs);
+        mine
+    }
+
+    /// Lends `frame`'s buffer out (to be read while the pool is written):
+    /// the slot stays in use, bufferless, until [`FramePool::put_back`].
+    #[inline]
+    fn lend(&mut self, frame: FrameRef) -> Box<[u8]> {
+        std::mem::take(&mut self.buffers[frame.0 as usize])
+    }
+
+    #[inline]
+    fn put_back(&mut self, frame: FrameRef, buffer: Box<[u8]>) {
+        debug_assert_eq!(buffer.len(), self.slot_size);
+        self.buffers[frame.0 as usize] = buffer;
     }
 }
 
@@ -282,6 +382,47 @@ pub struct Output {
     /// Some frame has more than one reference (a shared flood copy, or one
     /// retained by a queue): `clear` must count references down.
     shared: bool,
+    /// The frame the call in progress reads, when it is one of this pool's
+    /// (its buffer lent out meanwhile): the router may forward it in place,
+    /// once, instead of copying it into a new frame.
+    received: Option<FrameRef>,
+    /// The rewrite of the frame forwarded in place, made when its buffer
+    /// is back ([`Output::return_received`]).
+    in_place: Option<InPlace>,
+}
+
+/// A routed packet forwarded in the buffer it arrived in: the new
+/// Ethernet header, the hop's change to the IP header, the new length.
+#[derive(Debug, Clone, Copy)]
+struct InPlace {
+    frame: FrameRef,
+    header: [u8; ethernet::HEADER_LEN],
+    len: usize,
+    edit: HopEdit,
+}
+
+/// What a router changes in an IP header it forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HopEdit {
+    /// RFC 1812 section 5.3.1, with the RFC 1624 checksum update.
+    Ipv4Ttl,
+    /// RFC 8200 section 3.
+    Ipv6HopLimit,
+}
+
+impl HopEdit {
+    /// Applies the change to the IP packet `ip`.
+    #[inline]
+    pub(crate) fn apply(self, ip: &mut [u8]) {
+        match self {
+            HopEdit::Ipv4Ttl => {
+                Ipv4Packet::new_unchecked(ip).decrement_ttl_incremental();
+            }
+            HopEdit::Ipv6HopLimit => {
+                Ipv6Packet::new_unchecked(ip).decrement_hop_limit();
+            }
+        }
+    }
 }
 
 impl Default for Output {
@@ -302,7 +443,14 @@ impl Output {
 
     /// An output over `pool`, with room for `frames` records.
     pub fn with_pool(pool: FramePool, frames: usize) -> Output {
-        Output { pool, records: Vec::with_capacity(frames), described: 0, shared: false }
+        Output {
+            pool,
+            records: Vec::with_capacity(frames),
+            described: 0,
+            shared: false,
+            received: None,
+            in_place: None,
+        }
     }
 
     /// Forgets every frame, releasing the buffers nobody retained.
@@ -358,7 +506,7 @@ impl Output {
     }
 
     /// The pool the frames live in (a retained frame's bytes).
-    pub(crate) fn pool_mut(&mut self) -> &mut FramePool {
+    pub fn pool_mut(&mut self) -> &mut FramePool {
         &mut self.pool
     }
 
@@ -409,6 +557,58 @@ impl Output {
             buf = rest;
         }
         frame
+    }
+
+    /// Lends out the buffer of `frame`, a frame of this pool the caller
+    /// holds a reference to, for a pipeline call to read while it emits
+    /// into this output; that call may forward it in place
+    /// ([`Output::forward_in_place`]). Give it back with
+    /// [`Output::return_received`] before reading the output.
+    #[inline]
+    pub(crate) fn lend_received(&mut self, frame: FrameRef) -> Box<[u8]> {
+        self.received = Some(frame);
+        self.pool.lend(frame)
+    }
+
+    /// Puts the received frame's buffer back, rewritten if the call
+    /// forwarded it in place.
+    #[inline]
+    pub(crate) fn return_received(&mut self, frame: FrameRef, buffer: Box<[u8]>) {
+        self.received = None;
+        self.pool.put_back(frame, buffer);
+        if let Some(InPlace { frame, header, len, edit }) = self.in_place.take() {
+            self.pool.truncate(frame, len);
+            let buf = self.pool.bytes_mut(frame);
+            buf[..ethernet::HEADER_LEN].copy_from_slice(&header);
+            edit.apply(&mut buf[ethernet::HEADER_LEN..]);
+        }
+    }
+
+    /// Emits the received frame again, out of `to`, as a routed packet of
+    /// `len` bytes (from the start of its IP header at
+    /// `ethernet::HEADER_LEN`, up to `len`) with the Ethernet `header` and
+    /// the hop's `edit`: no copy. `false` (nothing emitted) when the frame
+    /// is no frame of this pool, was already forwarded so, or is shorter.
+    /// Only for a caller whose packet is the received frame's own bytes
+    /// after an untagged Ethernet header.
+    #[inline]
+    pub(crate) fn forward_in_place(
+        &mut self,
+        to: Egress,
+        header: [u8; ethernet::HEADER_LEN],
+        len: usize,
+        edit: HopEdit,
+    ) -> bool {
+        let Some(frame) = self.received else { return false };
+        if len > self.pool.slots[frame.0 as usize].len as usize {
+            return false;
+        }
+        self.received = None;
+        self.shared = true;
+        self.pool.retain(frame);
+        self.records.push(Record { to, frame, ingress: None, flow_hash: 0 });
+        self.in_place = Some(InPlace { frame, header, len, edit });
+        true
     }
 
     /// Appends another reference to a frame already emitted in this call

@@ -17,6 +17,7 @@ use clap::{Args, Subcommand};
 use super::experiment::{Experiment, LoadBalancing, QueueKind};
 use super::fabric::{self, Fabric};
 use super::ib::{IbCongestionControl, IbExperiment, IbReport, IbSimulation};
+use super::ib_sm::SmTiming;
 use super::workload::{Kind, WorkloadSpec};
 use crate::generate::AiRail;
 use crate::topology::Topology;
@@ -148,6 +149,15 @@ pub struct SimArgs {
     /// Retransmission timeout: a message not received this long after its last packet is sent again, microseconds.
     #[arg(long, default_value_t = 4000)]
     pub rto_us: u64,
+    /// IB-like: LIDs and LFTs from the subnet manager's own sweeps in virtual time (always with --fail-link).
+    #[arg(long)]
+    pub ib_sm: bool,
+    /// IB-like, with the SM: its light sweep period, microseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub sm_sweep_us: u64,
+    /// IB-like, with the SM: an SMP's time per cable crossed, nanoseconds.
+    #[arg(long, default_value_t = 1000)]
+    pub smp_hop_ns: u64,
     /// Ports whose queue depth to record over time, SWITCH:ethN (default: all, on fabrics up to 64 ports).
     #[arg(long, value_delimiter = ',')]
     pub watch: Vec<String>,
@@ -266,21 +276,29 @@ impl SimArgs {
                 },
                 ..IbCongestionControl::default()
             }),
+            sm: (self.ib_sm || self.fail_link.is_some()).then(|| SmTiming {
+                light_sweep_ns: self.sm_sweep_us * 1000,
+                smp_hop_ns: self.smp_hop_ns,
+                ..SmTiming::default()
+            }),
+            link_failure: self.link_failure()?,
+            rto_ns: self.rto_us * 1000,
             ..IbExperiment::default()
         })
     }
 
+    /// `--fail-link LINK@MICROSECONDS`: the cable and the time, ns.
+    fn link_failure(&self) -> Result<Option<(u32, u64)>, String> {
+        let Some(text) = &self.fail_link else { return Ok(None) };
+        let (link, at) = text
+            .split_once('@')
+            .and_then(|(l, t)| Some((l.parse().ok()?, t.parse::<u64>().ok()?)))
+            .ok_or_else(|| format!("--fail-link {text:?}: LINK@MICROSECONDS"))?;
+        Ok(Some((link, at * 1000)))
+    }
+
     pub fn experiment(&self, lb: LoadBalancing) -> Result<Experiment, String> {
-        let link_failure = match &self.fail_link {
-            None => None,
-            Some(text) => {
-                let (link, at) = text
-                    .split_once('@')
-                    .and_then(|(l, t)| Some((l.parse().ok()?, t.parse::<u64>().ok()?)))
-                    .ok_or_else(|| format!("--fail-link {text:?}: LINK@MICROSECONDS"))?;
-                Some((link, at * 1000))
-            }
-        };
+        let link_failure = self.link_failure()?;
         Ok(Experiment {
             lb,
             pfc: !self.no_pfc,
@@ -415,6 +433,18 @@ fn jcts(collectives: &[super::output::CollectiveResult]) -> String {
 
 /// A one-paragraph summary of an IB-like run.
 pub fn describe_ib(r: &IbReport) -> String {
+    let failure = r.link_failure.as_ref().map_or(String::new(), |f| {
+        let us = |ns: Option<u64>| ns.map_or("never".into(), |ns| format!("{:.1} us", ns as f64 / 1e3));
+        format!(
+            "; cable {} ({}) cut at {}, SM rerouted at {}, {} packets lost, {} retransmission timeouts",
+            f.link,
+            f.cable,
+            us(Some(f.failed_ns)),
+            us(f.rerouted_ns),
+            f.lost_on_cable + f.discarded_queued + f.dropped_at_dead_port,
+            r.timeouts
+        )
+    });
     format!(
         "{} ({} switches, {} HCAs, IB-like, {} LFTs): {}; drops {}; xmit wait {}; {} flow-control packets; FECN {}, \
          BECN {}; {} events",
@@ -429,7 +459,7 @@ pub fn describe_ib(r: &IbReport) -> String {
         r.fecn_marked,
         r.becns_received,
         r.events
-    )
+    ) + &failure
 }
 
 /// A one-paragraph summary of a run.
@@ -474,7 +504,7 @@ pub fn main(command: SimCommand) -> Result<(), String> {
         }
         Some(SimSubcommand::Compare { run: args, ecn_both }) => {
             let mut variants = Vec::new();
-            for &lb in &args.lb {
+            for &lb in args.lb.iter().filter(|_| args.fabric.contains(&LinkLayer::Ethernet)) {
                 let base = args.experiment(lb)?;
                 let name = format!("{lb:?}").to_lowercase();
                 if ecn_both {
@@ -491,27 +521,41 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 println!("{name}: {}", describe(&run));
                 runs.push((name, run));
             }
+            // The IB-like plane without and with FECN/BECN congestion control.
+            let mut ib_runs = Vec::new();
             if args.fabric.contains(&LinkLayer::Ib) {
-                eprintln!("ib:");
-                let report = run_ib(&args, &args.out.join("ib"))?;
-                println!("ib: {}", describe_ib(&report));
-                for c in &report.collectives {
-                    let ethernet: Vec<String> = runs
-                        .iter()
-                        .filter_map(|(name, run)| {
-                            let jct = run.report.collectives.iter().find(|e| e.name == c.name)?.jct_ns?;
-                            Some(format!("{name} {:.3} ms", jct as f64 / 1e6))
-                        })
-                        .collect();
-                    let ib = c.jct_ns.map_or("unfinished".into(), |ns| format!("{:.3} ms", ns as f64 / 1e6));
-                    println!("JCT {}: ib {ib}; ethernet {}", c.name, ethernet.join(", "));
+                for (name, ib_cc) in [("ib", false), ("ib-cc", true)] {
+                    eprintln!("{name}:");
+                    let report = run_ib(&SimArgs { ib_cc, ..args.clone() }, &args.out.join(name))?;
+                    println!("{name}: {}", describe_ib(&report));
+                    ib_runs.push((name.to_owned(), report));
                 }
             }
-            super::compare::write(&runs, &args.out)?;
+            let collectives = runs
+                .first()
+                .map(|(_, run)| run.report.collectives.clone())
+                .or_else(|| ib_runs.first().map(|(_, r)| r.collectives.clone()))
+                .unwrap_or_default();
+            for c in &collectives {
+                let ethernet = runs.iter().map(|(name, run)| (name, &run.report.collectives));
+                let each: Vec<String> = ethernet
+                    .chain(ib_runs.iter().map(|(name, r)| (name, &r.collectives)))
+                    .map(|(name, results)| {
+                        let jct = results.iter().find(|e| e.name == c.name).and_then(|e| e.jct_ns);
+                        let jct = jct.map_or("unfinished".into(), |ns| format!("{:.3} ms", ns as f64 / 1e6));
+                        format!("{name} {jct}")
+                    })
+                    .collect();
+                println!("JCT {}: {}", c.name, each.join(", "));
+            }
+            super::compare::write(&runs, &ib_runs, &args.out)?;
             if !args.no_plots {
                 let mut data: Vec<super::plot::PlotData> = Vec::new();
                 for (name, run) in &runs {
                     data.push(super::plot::PlotData { name: name.clone(), ..run.plot_data.clone() });
+                }
+                for (name, report) in &ib_runs {
+                    data.push(super::plot::PlotData { name: name.clone(), ..report.plot_data() });
                 }
                 super::plot::write_compare(&data.iter().collect::<Vec<_>>(), &args.out)?;
             }

@@ -14,7 +14,7 @@ use super::configured;
 use super::experiment::{DATA_PRIORITY, Experiment, LoadBalancing};
 use super::fabric::{End, Fabric};
 use super::host::{Connection, ConnectionSpec, Host};
-use super::link::{FrameArena, InFlight, Wire};
+use super::link::{InFlight, Wire};
 use super::queue::{Event, EventQueue};
 use super::routes::{self, Routes, host_mac, switch_mac};
 use super::stats::{DepthHistogram, MessageRecord};
@@ -38,7 +38,9 @@ struct Peer {
 pub struct Simulation<Q: EventQueue> {
     pub now: u64,
     queue: Q,
-    frames: FrameArena,
+    /// Frames hosts build and switches' PFC frames, in slots of the
+    /// switches' size: a switch takes them in by swapping buffers.
+    frames: FramePool,
     pub fabric: Fabric,
     pub experiment: Experiment,
     pub routes: Routes,
@@ -88,6 +90,11 @@ impl<Q: EventQueue> Simulation<Q> {
         };
         let mut traffic_managers = traffic_managers.into_iter();
         let mut switches = Vec::with_capacity(pipelines.len());
+        // Pool slots fit the largest frame a host makes (the MTU's payload
+        // and RoCEv2's headers) with room to spare, not a jumbo frame: half
+        // the memory of the queues at 4 KiB. One size everywhere, so that
+        // frames move between pools.
+        let slot = (experiment.mtu as usize + 256).next_multiple_of(64);
         for (s, mut pipeline) in pipelines.into_iter().enumerate() {
             let tm = match traffic_managers.next().flatten() {
                 Some(configured) => configured,
@@ -103,10 +110,6 @@ impl<Q: EventQueue> Simulation<Q> {
                     tm
                 }
             };
-            // Pool slots fit the largest frame a host makes (the MTU's
-            // payload and RoCEv2's headers) with room to spare, not a
-            // jumbo frame: half the memory of the queues at 4 KiB.
-            let slot = (experiment.mtu as usize + 256).next_multiple_of(64);
             let node = Node::with_output(tm, Output::with_pool(FramePool::with_slots_of(64, slot), 64));
             switches.push(SimSwitch { pipeline, node, wake_at: u64::MAX });
         }
@@ -167,7 +170,7 @@ impl<Q: EventQueue> Simulation<Q> {
         let mut simulation = Simulation {
             now: 0,
             queue,
-            frames: FrameArena::default(),
+            frames: FramePool::with_slots_of(64, slot),
             link_up: vec![true; fabric.links.len()],
             flight: Flight::default(),
             wires,
@@ -245,17 +248,16 @@ impl<Q: EventQueue> Simulation<Q> {
         let now = self.now;
         match event {
             Event::SwitchFrame { switch, port, frame } => {
-                match frame.as_pooled() {
-                    Some(pooled) => self.switch_receive_pooled(switch, port, pooled),
+                let mine = match frame.as_pooled() {
+                    Some(pooled) => self.take_from_peer(switch, port, pooled),
                     None => {
-                        let slot = frame.as_arena().expect("not pooled");
-                        let bytes = self.frames.take(slot);
-                        self.with_switch(switch, |node, pipeline, ports| {
-                            node.receive(pipeline, now, port, &bytes, ports);
-                        });
-                        self.frames.put_back(slot, bytes);
+                        let own = frame.as_own().expect("not pooled");
+                        self.switches[switch as usize].node.take_frame(&mut self.frames, own)
                     }
-                }
+                };
+                self.with_switch(switch, |node, pipeline, ports| {
+                    node.receive_pooled(pipeline, now, port, mine, ports);
+                });
                 // Counted until handled: its buffer is in use meanwhile.
                 self.flight.landed();
             }
@@ -274,9 +276,9 @@ impl<Q: EventQueue> Simulation<Q> {
                         received
                     }
                     None => {
-                        let slot = frame.as_arena().expect("not pooled");
-                        let received = nic.receive(now, self.frames.get(slot), connections, src_ip);
-                        self.frames.free(slot);
+                        let own = frame.as_own().expect("not pooled");
+                        let received = nic.receive(now, self.frames.bytes(own), connections, src_ip);
+                        self.frames.release(own);
                         received
                     }
                 };
@@ -367,8 +369,9 @@ impl<Q: EventQueue> Simulation<Q> {
     }
 
     /// A frame switch `s` receives on `port` that is still in the sending
-    /// switch's pool: read there, then the cable's reference given back.
-    fn switch_receive_pooled(&mut self, s: u32, port: u16, frame: FrameRef) {
+    /// switch's pool: moved into `s`'s pool (buffers swapped, no copy),
+    /// the cable's reference in the sender's given back.
+    fn take_from_peer(&mut self, s: u32, port: u16, frame: FrameRef) -> FrameRef {
         let Some(Peer { end: End::Switch { switch: sender, .. }, .. }) =
             self.switch_peers[s as usize][usize::from(port)]
         else {
@@ -376,22 +379,7 @@ impl<Q: EventQueue> Simulation<Q> {
         };
         let [receiver, sender] =
             self.switches.get_disjoint_mut([s as usize, sender as usize]).expect("a cable joins two switches");
-        let now = self.now;
-        let mut ports = SwitchPorts {
-            now,
-            peers: &self.switch_peers[s as usize],
-            link_up: &self.link_up,
-            wires: &self.wires,
-            queue: &mut self.queue,
-            frames: &mut self.frames,
-            flight: &mut self.flight,
-            punts: &mut self.punts,
-        };
-        let bytes = sender.node.pool().bytes(frame);
-        drive(receiver, s, &mut ports, |node, pipeline, ports| {
-            node.receive(pipeline, now, port, bytes, ports);
-        });
-        sender.node.release_frame(frame);
+        receiver.node.take_frame(sender.node.pool_mut(), frame)
     }
 
     /// Asks host `h` to run at `at` (unless it already will by then).
@@ -417,9 +405,9 @@ impl<Q: EventQueue> Simulation<Q> {
                 let wire = self.wires[link as usize];
                 if self.link_up[link as usize] {
                     let at = wire.arrival(now, sent.len);
-                    self.queue.push(at, Event::SwitchFrame { switch, port, frame: InFlight::arena(sent.slot) });
+                    self.queue.push(at, Event::SwitchFrame { switch, port, frame: InFlight::own(sent.frame) });
                 } else {
-                    self.frames.free(sent.slot);
+                    self.frames.release(sent.frame);
                     self.flight.landed();
                 }
                 if let Some(message) = sent.message_sent {
@@ -552,7 +540,7 @@ struct SwitchPorts<'a, Q> {
     link_up: &'a [bool],
     wires: &'a [Wire],
     queue: &'a mut Q,
-    frames: &'a mut FrameArena,
+    frames: &'a mut FramePool,
     flight: &'a mut Flight,
     punts: &'a mut u64,
 }
@@ -582,8 +570,9 @@ impl<Q: EventQueue> Ports<HostIfTarget> for SwitchPorts<'_, Q> {
     #[inline]
     fn transmit(&mut self, port: PortId, frame: &[u8]) -> bool {
         let Some(peer) = self.live_peer(port) else { return false };
-        let slot = self.frames.store(frame);
-        self.launch(peer, frame.len(), InFlight::arena(slot));
+        let (own, buffer) = self.frames.alloc_frame(frame.len());
+        buffer.copy_from_slice(frame);
+        self.launch(peer, frame.len(), InFlight::own(own));
         true
     }
 

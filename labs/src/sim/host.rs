@@ -11,6 +11,7 @@
 use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 
+use dataplane::pipeline::{FramePool, FrameRef};
 use dataplane::wire::mac_control::{MacControlPacket, MacControlRepr};
 use dataplane::wire::{
     Ecn, EtherType, EthernetAddress, EthernetFrame, EthernetRepr, IpProtocol, Ipv4Packet, Ipv4Repr, UdpPacket, ethernet,
@@ -227,7 +228,8 @@ pub struct Host {
 
 /// What the host put on its link.
 pub struct Sent {
-    pub slot: u32,
+    /// The frame, in the simulator's pool (one reference, the cable's).
+    pub frame: FrameRef,
     pub len: usize,
     /// The last packet of this message (first time): start its retransmission timer.
     pub message_sent: Option<u32>,
@@ -317,16 +319,16 @@ impl Host {
         now: u64,
         connections: &mut [Connection],
         message_bytes: &dyn Fn(u32) -> u64,
-        arena: &mut super::link::FrameArena,
+        pool: &mut FramePool,
     ) -> Result<Sent, u64> {
         if !self.line.idle(now) {
             return Err(self.line.free_at(now));
         }
         if let Some((dst, qp)) = self.cnps.pop_front() {
-            return Ok(self.send_cnp(now, dst, qp, arena));
+            return Ok(self.send_cnp(now, dst, qp, pool));
         }
         if let Some((dst, qp, psn)) = self.naks.pop_front() {
-            return Ok(self.send_nak(now, dst, qp, psn, arena));
+            return Ok(self.send_nak(now, dst, qp, psn, pool));
         }
         if self.active.is_empty() {
             return Err(u64::MAX);
@@ -351,7 +353,7 @@ impl Host {
                 continue;
             }
             self.cursor = index + 1;
-            let sent = self.send_data(now, connection, message_bytes, arena);
+            let sent = self.send_data(now, connection, message_bytes, pool);
             if connection.current.is_none() && connection.retransmit.is_empty() {
                 connection.active = false;
                 self.active.swap_remove(index);
@@ -362,7 +364,7 @@ impl Host {
             match sent {
                 Some(sent) => return Ok(sent),
                 // Only stale repeat requests: the list changed, look again.
-                None => return self.send(now, connections, message_bytes, arena),
+                None => return self.send(now, connections, message_bytes, pool),
             }
         }
         Err(earliest)
@@ -373,7 +375,7 @@ impl Host {
         now: u64,
         connection: &mut Connection,
         message_bytes: &dyn Fn(u32) -> u64,
-        arena: &mut super::link::FrameArena,
+        pool: &mut FramePool,
     ) -> Option<Sent> {
         let mtu = u64::from(self.mtu);
         let mut repeat = None;
@@ -408,7 +410,8 @@ impl Host {
             }
         };
         let len = frame_len(payload);
-        let (slot, frame) = arena.alloc_len(len);
+        // The payload's bytes are whatever the slot held: nothing reads them.
+        let (buffer, frame) = pool.alloc_frame(len);
         frame[..HEADERS_LEN].copy_from_slice(&connection.template);
         let udp_len = (8 + bth::HEADER_LEN + payload as usize + bth::ICRC_LEN) as u16;
         {
@@ -429,12 +432,12 @@ impl Host {
             connection.pacer.set_rate_bps(dcqcn.rate_bps());
         }
         self.counters.data_frames_sent += 1;
-        Some(Sent { slot, len, message_sent })
+        Some(Sent { frame: buffer, len, message_sent })
     }
 
-    fn send_nak(&mut self, now: u64, dst: Ipv4Addr, qp: u32, psn: u32, arena: &mut super::link::FrameArena) -> Sent {
-        let sent = self.send_cnp(now, dst, qp, arena);
-        let frame = arena.get_mut(sent.slot);
+    fn send_nak(&mut self, now: u64, dst: Ipv4Addr, qp: u32, psn: u32, pool: &mut FramePool) -> Sent {
+        let sent = self.send_cnp(now, dst, qp, pool);
+        let frame = pool.bytes_mut(sent.frame);
         let mut bth = bth::Packet::new_unchecked(&mut frame[BTH_OFFSET..]);
         bth.set_opcode(Opcode::Other(NAK_OPCODE));
         bth.set_psn(psn);
@@ -443,10 +446,10 @@ impl Host {
         sent
     }
 
-    fn send_cnp(&mut self, now: u64, dst: Ipv4Addr, qp: u32, arena: &mut super::link::FrameArena) -> Sent {
+    fn send_cnp(&mut self, now: u64, dst: Ipv4Addr, qp: u32, pool: &mut FramePool) -> Sent {
         let payload = bth::CNP_PAYLOAD_LEN;
         let len = HEADERS_LEN + payload + bth::ICRC_LEN;
-        let (slot, frame) = arena.alloc_len(len);
+        let (buffer, frame) = pool.alloc_frame(len);
         frame.fill(0);
         EthernetRepr { src_addr: self.mac, dst_addr: self.gateway_mac, ethertype: EtherType::Ipv4 }
             .emit(&mut EthernetFrame::new_unchecked(&mut frame[..]));
@@ -455,7 +458,7 @@ impl Host {
         bth::Repr::cnp(qp).emit(&mut bth::Packet::new_unchecked(&mut frame[BTH_OFFSET..]));
         self.line.send(now, len as u32);
         self.counters.cnps_sent += 1;
-        Sent { slot, len, message_sent: None }
+        Sent { frame: buffer, len, message_sent: None }
     }
 
     /// A frame arrived whole at `now`.

@@ -25,12 +25,13 @@ use qos::ib::arbiter::ArbitrationEntry;
 use qos::ib::blocks;
 use qos::ib::cc::{CaCongestionSetting, FlowThrottle, PortMarker, SwitchCongestionSetting};
 use qos::ib::credit::{FlowControlUpdate, LinkCredits};
-use qos::ib::switch::{IbSwitch, LogicalState, PacketDesc, PortRate, Received, SwitchConfig};
+use qos::ib::switch::{DropReason, IbSwitch, LogicalState, PacketDesc, PortRate, Received, SwitchConfig};
 use qos::shaper::LineRate;
 use subnet_manager::routing::{self, Engine, NO_ROUTE, RoutingConfig};
 use subnet_manager::topology::{Node, NodeKind, PortRef, Topology};
 
 use super::fabric::{End, Fabric};
+use super::ib_sm::{SmAction, SmDriver, SmTiming};
 use super::link::Wire;
 use super::output::CollectiveResult;
 use super::output::Percentiles;
@@ -74,6 +75,16 @@ pub struct IbExperiment {
     /// config says (`mode: ib` ports); empty: every port as above.
     #[serde(skip)]
     pub ports: PortPlan,
+    /// The subnet manager in virtual time ([`super::ib_sm`]): LIDs and
+    /// LFTs from its sweeps, reprogrammed after a failure; `None`: as a
+    /// converged SM leaves them, computed at once.
+    pub sm: Option<SmTiming>,
+    /// Cable (its index in the fabric's links) cut at a time, ns; needs `sm`.
+    pub link_failure: Option<(u32, u64)>,
+    /// Reliable transport: a message not received this long after its last
+    /// packet left is sent again from the first packet the receiver lacks
+    /// (go-back-N).
+    pub rto_ns: u64,
 }
 
 /// FECN/BECN congestion control: what the switches mark, how the HCAs
@@ -169,6 +180,9 @@ impl Default for IbExperiment {
             sample_ns: 0,
             cc: None,
             ports: Vec::new(),
+            sm: None,
+            link_failure: None,
+            rto_ns: 4_000_000,
         }
     }
 }
@@ -188,6 +202,8 @@ struct Packet {
     /// A congestion notification packet carrying a BECN for `message`'s
     /// connection back to its source; no payload.
     cnp: bool,
+    /// Its packet sequence number on its connection (the BTH's PSN).
+    psn: u32,
 }
 
 impl Packet {
@@ -231,6 +247,24 @@ enum IbEvent {
     },
     /// Record the watched ports' queue depths.
     Sample,
+    /// A connection's transport timer.
+    Timeout {
+        connection: u32,
+    },
+    /// The cable is cut.
+    LinkDown {
+        link: u32,
+    },
+    /// A MAD (in the SM's slab) reaches the SM.
+    SmMad {
+        slot: u32,
+    },
+    SmTimer,
+    /// An LFT Set reached `switch`.
+    LftWritten {
+        switch: u32,
+        block: u16,
+    },
 }
 
 /// An event and its time, in (time, scheduling order).
@@ -267,14 +301,35 @@ struct SimSwitch {
     markers: Vec<PortMarker>,
 }
 
-/// A queue pair's sending side: messages to one destination, in order.
+/// A reliable connection (queue pair) to one destination: messages in
+/// order, one PSN per packet. The receiving side is kept here too: the PSN
+/// it expects next; it takes only that one (IBA 9.7.5.1.2: an RC
+/// responder discards what is out of sequence), so a lost packet holds up
+/// what follows until the sender's timeout goes back to it (go-back-N).
+/// Acknowledgements are not simulated as packets: the sender reads the
+/// receiver's expected PSN as the ACKs would have told it, and its one
+/// transport timer (IBA 9.7.6.1.1, the local ACK timeout) restarts while
+/// that moves and goes back when it has not moved for `rto_ns`.
 #[derive(Debug, Default)]
 struct Connection {
     dst_lid: u16,
     sl: u8,
     pending: VecDeque<u32>,
-    /// The message being sent and its bytes left.
-    current: Option<(u32, u64)>,
+    /// Messages started and not yet received whole, oldest first: (message,
+    /// first PSN, packets).
+    unacked: VecDeque<(u32, u32, u32)>,
+    /// The next PSN to send, and the PSN after the last message started.
+    next_psn: u32,
+    end_psn: u32,
+    /// One past the highest PSN sent: below it, a send is a retransmission.
+    sent_psn: u32,
+    /// The receiver's next expected PSN.
+    expected_psn: u32,
+    /// When the transport timer expires (`u64::MAX`: not running), and
+    /// when it was last (re)started: by a send with nothing outstanding,
+    /// by an acknowledgement that moved, by a go-back.
+    timer_at: u64,
+    timer_from: u64,
     /// Congestion control: the BECNs' throttle, and when the inter-packet
     /// delay lets the next packet go.
     throttle: FlowThrottle,
@@ -298,8 +353,11 @@ struct Hca {
     read_free_at: u64,
     /// Data packets refused for lack of credit (never, if credits work).
     overruns: u64,
-    /// Times it had a packet ready and the line free but no credit.
+    /// Times it had a packet ready and the line free but no credit, the
+    /// time of those waits (ns), and since when it is waiting.
     credit_waits: u64,
+    credit_wait_ns: u64,
+    waiting_since: Option<u64>,
     /// Connections (as the data's source numbers them) owed a BECN for a
     /// FECN-marked packet received: sent first, as CNPs.
     becns_owed: VecDeque<u32>,
@@ -315,7 +373,43 @@ pub struct IbPortResult {
     pub xmit_bytes: u64,
     pub xmit_packets: u64,
     pub xmit_wait: u64,
+    /// Time data waited for credit on it, ns.
+    pub xmit_wait_ns: u64,
     pub discards: u64,
+}
+
+/// The subnet manager's part of a run.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IbSmReport {
+    /// What the first heavy sweep took (before the traffic started).
+    pub first_sweep_ns: u64,
+    /// SMPs sent and LFT blocks written after it.
+    pub smps_sent: u64,
+    pub lft_blocks_written: u64,
+}
+
+/// A cable cut during the run, and how the fabric recovered.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IbLinkFailure {
+    /// Its index in the fabric's links, and its two ends.
+    pub link: u32,
+    pub cable: String,
+    pub failed_ns: u64,
+    /// When the trap of the switch at one end reached the SM.
+    pub trap_at_sm_ns: Option<u64>,
+    /// When the SM's sweep after the failure had every LFT Set answered
+    /// (the fabric up again), and the SM's own reroute time (change
+    /// detected to LFTs in place).
+    pub rerouted_ns: Option<u64>,
+    pub sm_reroute_ns: Option<u64>,
+    /// Packets lost: on the cable when it was cut, queued for its ports
+    /// (discarded), and routed to a dead port before the LFTs moved.
+    pub lost_on_cable: u64,
+    pub discarded_queued: u64,
+    pub dropped_at_dead_port: u64,
+    pub last_dead_port_drop_ns: Option<u64>,
+    /// LFT entries for an HCA's LID that still point at a dead port at the end.
+    pub lft_entries_on_dead_ports: usize,
 }
 
 /// What an IB-like run measured.
@@ -338,8 +432,14 @@ pub struct IbReport {
     /// Packets discarded anywhere (switch receive errors, relay errors,
     /// transmit discards, HCA credit overruns): zero with working credits.
     pub drops: u64,
-    /// Transmit opportunities lost to missing credit, switches and HCAs.
+    /// Transmit opportunities lost to missing credit, switches and HCAs;
+    /// the time data waited for credit, summed over switch ports and HCAs,
+    /// ns; and how many switch ports waited at all.
     pub xmit_wait: u64,
+    pub xmit_wait_ns: u64,
+    pub waiting_ports: usize,
+    /// FCT over the FCT alone on an idle fabric, over the messages received.
+    pub fct_slowdown: Percentiles,
     pub flow_control_packets: u64,
     /// Packets the switches marked FECN; CNPs (each a BECN) the HCAs sent
     /// back, and BECNs the sources took.
@@ -350,6 +450,22 @@ pub struct IbReport {
     pub queue_depth_bytes: Percentiles,
     pub events: u64,
     pub ports: Vec<IbPortResult>,
+    /// Reliable transport: retransmission timeouts that went back, packets
+    /// sent again, and packets the receivers discarded out of sequence.
+    pub timeouts: u64,
+    pub retransmitted_packets: u64,
+    pub out_of_sequence: u64,
+    pub subnet_manager: Option<IbSmReport>,
+    pub link_failure: Option<IbLinkFailure>,
+    /// Per message, its FCT alone on an idle fabric (ns).
+    #[serde(skip)]
+    pub ideal_fcts_ns: Vec<u64>,
+    /// Switch names, and per switch, per port of the fabric, the time data
+    /// waited for credit there (ns).
+    #[serde(skip)]
+    pub switch_names: Vec<String>,
+    #[serde(skip)]
+    pub wait_ns: Vec<Vec<u64>>,
     /// The watched ports, and their depths (bytes) over time.
     #[serde(skip)]
     pub series_names: Vec<String>,
@@ -390,6 +506,32 @@ pub struct IbSimulation {
     watched: Vec<(u32, u16)>,
     series: Vec<(u64, Vec<u32>)>,
     depth: DepthHistogram,
+    /// Per cable: still up.
+    link_up: Vec<bool>,
+    sm: Option<SmDriver>,
+    /// When the SM's timer event is queued for (`u64::MAX`: none).
+    sm_timer_at: u64,
+    sm_actions: Vec<SmAction>,
+    timeouts: u64,
+    retransmitted_packets: u64,
+    out_of_sequence: u64,
+    lost_on_cable: u64,
+    discarded_queued: u64,
+    dropped_at_dead_port: u64,
+    last_dead_port_drop_ns: Option<u64>,
+}
+
+/// The LIDs and LFTs the data plane starts with.
+pub struct Routing {
+    /// Per switch, then per host (HCA port): its LID.
+    pub lids: Vec<u16>,
+    /// Per switch: output port per LID (`NO_ROUTE`: none).
+    pub tables: Vec<Vec<u8>>,
+    /// SL per destination LID (dfsssp's layers); empty: SL 0.
+    pub sl_of_lid: Vec<u8>,
+    pub engine: Engine,
+    /// Engines that declined the fabric, and why.
+    pub refused: Vec<String>,
 }
 
 impl IbSimulation {
@@ -400,7 +542,23 @@ impl IbSimulation {
             return Err(format!("mtu {}: an IB MTU is 256 to 4096 bytes", experiment.mtu));
         }
         let switch_count = fabric.switches.len();
-        let (topology, lfts) = route(&fabric, &experiment.engines)?;
+        if let Some((link, _)) = experiment.link_failure {
+            match fabric.links.get(link as usize) {
+                None => return Err(format!("link failure: no cable {link} ({} cables)", fabric.links.len())),
+                Some(&(End::Switch { .. }, End::Switch { .. })) if experiment.sm.is_some() => {}
+                Some(_) if experiment.sm.is_some() => {
+                    return Err(format!("link failure: cable {link} ends at a host, whose HCA has one port"));
+                }
+                Some(_) => return Err("link failure: needs the subnet manager in virtual time (sm)".into()),
+            }
+        }
+        let (lfts, sm) = match experiment.sm {
+            None => (route(&fabric, &experiment.engines)?, None),
+            Some(timing) => {
+                let driver = SmDriver::converge(sm_topology(&fabric)?, &experiment.engines, timing)?;
+                (driver.routing(switch_count, fabric.hosts.len())?, Some(driver))
+            }
+        };
         let layers = lfts.sl_of_lid.iter().copied().max().map_or(1, |sl| sl + 1);
         let vls = layers.next_power_of_two();
         if vls > 8 {
@@ -431,8 +589,8 @@ impl IbSimulation {
                 high_priority_limit: 0,
             };
             let mut engine = IbSwitch::new(&config).map_err(|e| format!("switch {}: {e}", spec.name))?;
-            engine.set_lid(topology.nodes[s].ports[0].lid);
-            let table = lfts.table(s).ok_or_else(|| format!("switch {}: no LFT", spec.name))?;
+            engine.set_lid(lfts.lids[s]);
+            let table = lfts.tables.get(s).ok_or_else(|| format!("switch {}: no LFT", spec.name))?;
             for (lid, &port) in table.iter().enumerate().skip(1) {
                 if port != NO_ROUTE {
                     engine.lft.set(lid as u16, port).map_err(|e| format!("switch {}: LFT: {e:?}", spec.name))?;
@@ -471,7 +629,7 @@ impl IbSimulation {
             let leaf = port_of(host.switch as usize, usize::from(host.port));
             let credits = LinkCredits::new(leaf.data_vls, leaf.buffer_blocks, experiment.refresh_ns)
                 .map_err(|e| format!("host {}: {e:?}", host.name))?;
-            let lid = topology.nodes[switch_count + h].ports[1].lid;
+            let lid = lfts.lids[switch_count + h];
             hcas.push(Hca {
                 lid,
                 sl: sl_of(lid),
@@ -486,6 +644,8 @@ impl IbSimulation {
                 read_free_at: 0,
                 overruns: 0,
                 credit_waits: 0,
+                credit_wait_ns: 0,
+                waiting_since: None,
                 becns_owed: VecDeque::new(),
             });
         }
@@ -523,10 +683,11 @@ impl IbSimulation {
         let mut connections = Vec::with_capacity(workload.connections.len());
         for (c, &(src, dst)) in workload.connections.iter().enumerate() {
             let dst_lid = hcas[dst as usize].lid;
-            connections.push(Connection { dst_lid, sl: sl_of(dst_lid), ..Connection::default() });
+            connections.push(Connection { dst_lid, sl: sl_of(dst_lid), timer_at: u64::MAX, ..Connection::default() });
             hcas[src as usize].connections.push(c as u32);
         }
         let records = workload.messages.iter().map(|m| MessageRecord::new(m.bytes)).collect();
+        let link_count = fabric.links.len();
         let received = vec![0; workload.messages.len()];
         let mut sim = IbSimulation {
             now: 0,
@@ -546,8 +707,8 @@ impl IbSimulation {
             records,
             received,
             completed: 0,
-            engine: lfts.engine.unwrap_or(Engine::Minhop),
-            refused: lfts.refused.iter().map(|(e, why)| format!("{}: {why}", e.name())).collect(),
+            engine: lfts.engine,
+            refused: lfts.refused,
             events: 0,
             flow_control_packets: 0,
             hca_drops: 0,
@@ -557,7 +718,22 @@ impl IbSimulation {
             watched: Vec::new(),
             series: Vec::new(),
             depth: DepthHistogram::default(),
+            link_up: vec![true; link_count],
+            sm,
+            sm_timer_at: u64::MAX,
+            sm_actions: Vec::new(),
+            timeouts: 0,
+            retransmitted_packets: 0,
+            out_of_sequence: 0,
+            lost_on_cable: 0,
+            discarded_queued: 0,
+            dropped_at_dead_port: 0,
+            last_dead_port_drop_ns: None,
         };
+        if let Some((link, at)) = sim.experiment.link_failure {
+            sim.push(at, IbEvent::LinkDown { link });
+        }
+        sim.schedule_sm_timer();
         if sim.experiment.sample_ns > 0 {
             sim.push(0, IbEvent::Sample);
         }
@@ -605,17 +781,33 @@ impl IbSimulation {
     fn handle(&mut self, event: IbEvent) {
         match event {
             IbEvent::Packet { at: At::Switch { switch, port }, packet } => {
+                if !self.switch_link_up(switch, port) {
+                    // On the cable when it was cut.
+                    self.lost_on_cable += 1;
+                    self.free_packets.push(packet);
+                    return;
+                }
                 let p = self.packets[packet as usize];
                 let desc = PacketDesc { handle: packet, vl: p.vl, sl: p.sl, dlid: p.dlid, wire_len: p.wire_len() };
-                if let Received::Dropped(_) | Received::ForAgent =
-                    self.switches[switch as usize].engine.receive(usize::from(port), desc)
-                {
-                    // Counted on the port by the engine.
-                    self.free_packets.push(packet);
+                match self.switches[switch as usize].engine.receive(usize::from(port), desc) {
+                    Received::Queued { .. } => {}
+                    dropped => {
+                        // Counted on the port by the engine.
+                        if dropped == Received::Dropped(DropReason::OutputNotActive) {
+                            self.dropped_at_dead_port += 1;
+                            self.last_dead_port_drop_ns = Some(self.now);
+                        }
+                        self.free_packets.push(packet);
+                    }
                 }
                 self.run_switch(switch);
             }
             IbEvent::Packet { at: At::Hca { hca }, packet } => {
+                if !self.link_up[self.hcas[hca as usize].link as usize] {
+                    self.lost_on_cable += 1;
+                    self.free_packets.push(packet);
+                    return;
+                }
                 self.hca_receive(hca, packet);
                 self.run_hca(hca);
             }
@@ -623,6 +815,7 @@ impl IbSimulation {
                 self.hca_read(hca, packet);
                 self.run_hca(hca);
             }
+            IbEvent::FlowControl { at: At::Switch { switch, port }, .. } if !self.switch_link_up(switch, port) => {}
             IbEvent::FlowControl { at: At::Switch { switch, port }, update } => {
                 self.switches[switch as usize].engine.flow_control_received(usize::from(port), update);
                 self.run_switch(switch);
@@ -654,7 +847,121 @@ impl IbSimulation {
                 self.sample();
                 self.push(self.now + self.experiment.sample_ns, IbEvent::Sample);
             }
+            IbEvent::Timeout { connection } => self.timeout(connection),
+            IbEvent::LinkDown { link } => self.link_down(link),
+            IbEvent::SmMad { slot } => {
+                let mut actions = std::mem::take(&mut self.sm_actions);
+                if let Some(sm) = self.sm.as_mut() {
+                    sm.deliver(self.now, slot, &mut actions);
+                }
+                self.apply_sm(actions);
+            }
+            IbEvent::SmTimer => {
+                if self.sm_timer_at == self.now {
+                    self.sm_timer_at = u64::MAX;
+                    let mut actions = std::mem::take(&mut self.sm_actions);
+                    if let Some(sm) = self.sm.as_mut() {
+                        sm.timer(self.now, &mut actions);
+                    }
+                    self.apply_sm(actions);
+                }
+            }
+            IbEvent::LftWritten { switch, block } => {
+                if let Some(sm) = &self.sm {
+                    let entries = sm.lft_block(switch, block);
+                    // A block past the unicast range is refused by the engine as by the agent.
+                    let _ = self.switches[switch as usize].engine.lft.set_block(block, &entries);
+                }
+            }
         }
+    }
+
+    /// Whether the cable at `switch`'s engine port `port` is up.
+    fn switch_link_up(&self, switch: u32, port: u16) -> bool {
+        self.switches[switch as usize].peers[usize::from(port)].is_none_or(|(_, link)| self.link_up[link as usize])
+    }
+
+    /// Queues what the SM asked for, and its next timer.
+    fn apply_sm(&mut self, mut actions: Vec<SmAction>) {
+        for action in actions.drain(..) {
+            match action {
+                SmAction::Mad { at, slot } => self.push(at, IbEvent::SmMad { slot }),
+                SmAction::LftWritten { at, switch, block } => self.push(at, IbEvent::LftWritten { switch, block }),
+            }
+        }
+        self.sm_actions = actions;
+        self.schedule_sm_timer();
+    }
+
+    fn schedule_sm_timer(&mut self) {
+        let Some(at) = self.sm.as_ref().and_then(|sm| sm.next_timer(self.now)) else { return };
+        if at < self.sm_timer_at {
+            self.sm_timer_at = at;
+            self.push(at, IbEvent::SmTimer);
+        }
+    }
+
+    /// Cable `link` is cut: both ends' ports go down (nothing more is
+    /// taken in or sent; flow control starts over, IBA 7.9.4), what was
+    /// queued for them is discarded (its inputs get their buffer back),
+    /// what is on the cable is lost as it arrives, and the switches' agents
+    /// tell the SM (trap 128).
+    fn link_down(&mut self, link: u32) {
+        if !std::mem::replace(&mut self.link_up[link as usize], false) {
+            return;
+        }
+        let (a, b) = self.link_ends[link as usize];
+        let mut discarded = Vec::new();
+        for end in [a, b] {
+            if let At::Switch { switch, port } = end {
+                let engine = &mut self.switches[switch as usize].engine;
+                engine.set_port_state(usize::from(port), LogicalState::Init);
+                engine.reset_link(usize::from(port));
+                engine.discard_queued(usize::from(port), &mut discarded);
+                // Nothing left to wait with: closes the port's timed xmit wait.
+                let _ = engine.poll_transmit(usize::from(port), self.now);
+            }
+        }
+        self.discarded_queued += discarded.len() as u64;
+        self.free_packets.extend(discarded);
+        if let (Some(sm), At::Switch { switch, port }) = (self.sm.as_mut(), a) {
+            let mut actions = std::mem::take(&mut self.sm_actions);
+            sm.link_down(self.now, PortRef { node: switch as usize, port: port as u8 }, &mut actions);
+            self.apply_sm(actions);
+        }
+        for end in [a, b] {
+            if let At::Switch { switch, .. } = end {
+                self.run_switch(switch);
+            }
+        }
+    }
+
+    /// A connection's transport timer: stopped if everything sent is
+    /// acknowledged, pushed on to `rto_ns` after the last acknowledgement
+    /// that moved; otherwise the sender goes back to the first packet its
+    /// receiver lacks and sends from there again (go-back-N).
+    fn timeout(&mut self, c: u32) {
+        let now = self.now;
+        let rto = self.experiment.rto_ns;
+        let connection = &mut self.connections[c as usize];
+        if connection.timer_at != now {
+            return;
+        }
+        connection.timer_at = u64::MAX;
+        if connection.expected_psn == connection.sent_psn {
+            return;
+        }
+        let due = connection.timer_from + rto;
+        if due <= now {
+            connection.next_psn = connection.expected_psn;
+            connection.timer_from = now;
+            self.timeouts += 1;
+        }
+        let at = connection.timer_from + rto;
+        connection.timer_at = at;
+        self.push(at, IbEvent::Timeout { connection: c });
+        let (src, _) = self.workload.connections[c as usize];
+        self.run_hca(src);
     }
 
     /// Records the depth of every watched port over time, and of every
@@ -737,9 +1044,10 @@ impl IbSimulation {
         let now = self.now;
         let ports = self.switches[s as usize].peers.len();
         for port in 0..ports {
-            let Some((to, link)) = self.switches[s as usize].peers[port] else {
-                // Port 0 (the switch itself) and uncabled ports: their
-                // refreshes go nowhere, but are due all the same.
+            let peer = self.switches[s as usize].peers[port].filter(|&(_, link)| self.link_up[link as usize]);
+            let Some((to, link)) = peer else {
+                // Port 0 (the switch itself), uncabled ports and cut
+                // cables: their refreshes go nowhere, but are due all the same.
                 while self.switches[s as usize].engine.poll_flow_control(port, now).is_some() {}
                 continue;
             };
@@ -789,6 +1097,14 @@ impl IbSimulation {
         {
             let p = self.packets[packet as usize];
             self.hcas[h as usize].line.send(now, p.wire_len() + FRAME_OVERHEAD);
+            let c = self.workload.messages[p.message as usize].connection;
+            if !p.cnp && self.connections[c as usize].timer_at == u64::MAX {
+                // The transport timer runs from when the packet has left.
+                let at = self.hcas[h as usize].line.free_at(now) + self.experiment.rto_ns;
+                let connection = &mut self.connections[c as usize];
+                (connection.timer_at, connection.timer_from) = (at, at - self.experiment.rto_ns);
+                self.push(at, IbEvent::Timeout { connection: c });
+            }
             if let Some(cc) = &self.experiment.cc
                 && !p.cnp
             {
@@ -805,7 +1121,7 @@ impl IbSimulation {
         let mut throttled_until = u64::MAX;
         for &c in &hca.connections {
             let c = &self.connections[c as usize];
-            if c.current.is_some() || !c.pending.is_empty() {
+            if c.next_psn != c.end_psn || !c.pending.is_empty() {
                 busy = true;
                 if c.next_send_at > now {
                     throttled_until = throttled_until.min(c.next_send_at);
@@ -821,7 +1137,7 @@ impl IbSimulation {
     }
 
     /// The next packet HCA `h` may send: round robin over its queue pairs,
-    /// each's head packet if the link has credit for it.
+    /// each's next PSN if the link has credit for it.
     fn next_packet(&mut self, h: u32) -> Option<u32> {
         let now = self.now;
         // BECNs owed go first: a CNP is one block.
@@ -835,7 +1151,7 @@ impl IbSimulation {
                 hca.credits.sent(vl, size);
                 hca.becns_owed.pop_front();
                 self.cnps_sent += 1;
-                let cnp = Packet { message: c, dlid, sl, vl, payload: 0, fecn: false, cnp: true };
+                let cnp = Packet { message: c, dlid, sl, vl, payload: 0, fecn: false, cnp: true, psn: 0 };
                 return Some(self.allocate(cnp));
             }
         }
@@ -849,12 +1165,25 @@ impl IbSimulation {
             if connection.next_send_at > now {
                 continue;
             }
-            if connection.current.is_none() {
-                let Some(message) = connection.pending.pop_front() else { continue };
-                connection.current = Some((message, self.workload.messages[message as usize].bytes.max(1)));
+            if before(connection.next_psn, connection.expected_psn) {
+                // Received meanwhile (what went before a go-back arrived after all).
+                connection.next_psn = connection.expected_psn;
             }
-            let (message, left) = connection.current.expect("set above");
-            let payload = left.min(mtu) as u32;
+            if connection.next_psn == connection.end_psn {
+                let Some(message) = connection.pending.pop_front() else { continue };
+                let packets = self.workload.messages[message as usize].bytes.max(1).div_ceil(mtu) as u32;
+                connection.unacked.push_back((message, connection.end_psn, packets));
+                connection.end_psn = connection.end_psn.wrapping_add(packets);
+            }
+            let psn = connection.next_psn;
+            let Some(&(message, first, packets)) =
+                connection.unacked.iter().find(|&&(_, first, packets)| psn.wrapping_sub(first) < packets)
+            else {
+                continue;
+            };
+            let nth = psn.wrapping_sub(first);
+            let bytes = self.workload.messages[message as usize].bytes.max(1);
+            let payload = if nth + 1 == packets { bytes - u64::from(packets - 1) * mtu } else { mtu } as u32;
             let vl = connection.sl % self.hcas[h as usize].credits.operational_vls();
             let size = blocks(payload + PACKET_OVERHEAD);
             if !self.hcas[h as usize].credits.can_send(vl, size) {
@@ -862,17 +1191,42 @@ impl IbSimulation {
                 continue;
             }
             self.hcas[h as usize].credits.sent(vl, size);
-            connection.current = (left > u64::from(payload)).then(|| (message, left - u64::from(payload)));
-            let packet =
-                Packet { message, dlid: connection.dst_lid, sl: connection.sl, vl, payload, fecn: false, cnp: false };
+            connection.next_psn = psn.wrapping_add(1);
+            if !before(psn, connection.sent_psn) {
+                connection.sent_psn = psn.wrapping_add(1);
+            } else {
+                self.retransmitted_packets += 1;
+            }
+            let packet = Packet {
+                message,
+                dlid: connection.dst_lid,
+                sl: connection.sl,
+                vl,
+                payload,
+                fecn: false,
+                cnp: false,
+                psn,
+            };
             let handle = self.allocate(packet);
             self.hcas[h as usize].next = (index + 1) % count;
+            self.hca_wait_ends(h);
             return Some(handle);
         }
         if waited {
             self.hcas[h as usize].credit_waits += 1;
+            self.hcas[h as usize].waiting_since.get_or_insert(now);
+        } else {
+            self.hca_wait_ends(h);
         }
         None
+    }
+
+    /// HCA `h` no longer waits for credit (it sends, or has nothing to send).
+    fn hca_wait_ends(&mut self, h: u32) {
+        let hca = &mut self.hcas[h as usize];
+        if let Some(since) = hca.waiting_since.take() {
+            hca.credit_wait_ns += self.now - since;
+        }
     }
 
     /// A packet reaches HCA `h`: into its receive buffer (credit checked),
@@ -912,12 +1266,21 @@ impl IbSimulation {
     }
 
     /// HCA `h` has read `packet`: its buffer is freed (the sender granted
-    /// more) and its payload counted to its message.
+    /// more) and, if it is the PSN its connection expects, its payload
+    /// counted to its message; out of sequence it is discarded.
     fn hca_read(&mut self, h: u32, packet: u32) {
         let p = self.packets[packet as usize];
         self.free_packets.push(packet);
         self.hcas[h as usize].credits.released(p.vl, blocks(p.wire_len()));
         let m = p.message as usize;
+        let connection = &mut self.connections[self.workload.messages[m].connection as usize];
+        if p.psn != connection.expected_psn {
+            self.out_of_sequence += 1;
+            return;
+        }
+        connection.expected_psn = p.psn.wrapping_add(1);
+        // The acknowledgement of it restarts the sender's timer.
+        connection.timer_from = self.now;
         self.received[m] += u64::from(p.payload);
         if self.received[m] >= self.workload.messages[m].bytes.max(1) {
             self.complete(p.message);
@@ -929,6 +1292,11 @@ impl IbSimulation {
         self.records[id as usize].completed_ns = now;
         self.completed += 1;
         let message = self.workload.messages[id as usize];
+        // Received in order: the oldest the connection has not seen acknowledged.
+        let connection = &mut self.connections[message.connection as usize];
+        if connection.unacked.front().is_some_and(|&(m, _, _)| m == id) {
+            connection.unacked.pop_front();
+        }
         for i in 0..message.dependent_count {
             let later = self.workload.dependents[(message.first_dependent + i) as usize];
             let m = &mut self.workload.messages[later as usize];
@@ -940,18 +1308,119 @@ impl IbSimulation {
         }
     }
 
+    /// Per message, its FCT alone on an idle fabric: its packets back to
+    /// back on the sender's cable, the last one stored and forwarded over
+    /// the rest of the shortest path.
+    fn ideal_fcts_ns(&self) -> Vec<u64> {
+        let switches = self.fabric.switches.len();
+        let mut neighbours = vec![Vec::new(); switches];
+        for &(a, b) in &self.fabric.links {
+            if let (End::Switch { switch: a, .. }, End::Switch { switch: b, .. }) = (a, b) {
+                neighbours[a as usize].push(b);
+                neighbours[b as usize].push(a);
+            }
+        }
+        // Switch-to-switch distances from each leaf that sends, found once.
+        let mut distances: Vec<Option<Vec<u64>>> = vec![None; switches];
+        let mut ideal = Vec::with_capacity(self.workload.messages.len());
+        for m in &self.workload.messages {
+            let (src, dst) = self.workload.connections[m.connection as usize];
+            let (from, to) = (self.fabric.hosts[src as usize].switch, self.fabric.hosts[dst as usize].switch);
+            let from_leaf = distances[from as usize].get_or_insert_with(|| {
+                let mut distance = vec![u64::MAX; switches];
+                let mut queue = VecDeque::from([from]);
+                distance[from as usize] = 0;
+                while let Some(at) = queue.pop_front() {
+                    for &next in &neighbours[at as usize] {
+                        if distance[next as usize] == u64::MAX {
+                            distance[next as usize] = distance[at as usize] + 1;
+                            queue.push_back(next);
+                        }
+                    }
+                }
+                distance
+            });
+            let links = from_leaf[to as usize].saturating_add(2);
+            let hca = &self.hcas[src as usize];
+            let wire = self.wires[hca.link as usize];
+            let mtu = u64::from(hca.mtu);
+            let frame = |payload: u64| (payload as u32 + PACKET_OVERHEAD + FRAME_OVERHEAD) as usize;
+            let bytes = m.bytes.max(1);
+            let (full, rest) = (bytes / mtu, bytes % mtu);
+            let last = wire.serialisation_ns(frame(if rest > 0 { rest } else { mtu }));
+            let serialise = full * wire.serialisation_ns(frame(mtu)) + if rest > 0 { last } else { 0 };
+            ideal.push(serialise + links * wire.propagation_ns + (links - 1) * last);
+        }
+        ideal
+    }
+
+    /// The failed cable, when it failed, when the SM had rerouted around
+    /// it, and what was lost.
+    fn link_failure_report(&self) -> Option<IbLinkFailure> {
+        let (link, failed_ns) = self.experiment.link_failure?;
+        let sm = self.sm.as_ref()?;
+        let (a, b) = self.fabric.links[link as usize];
+        let name = |end: End| match end {
+            End::Switch { switch, port } => {
+                format!("{}:{}", self.fabric.switches[switch as usize].name, self.fabric.port_name(switch, port))
+            }
+            End::Host { host } => self.fabric.hosts[host as usize].name.clone(),
+        };
+        let rerouted = sm.fabric_up.iter().find(|&&(at, _)| at >= failed_ns);
+        let hca_lids: Vec<u16> = self.hcas.iter().map(|h| h.lid).collect();
+        let lft_entries_on_dead_ports = self
+            .switches
+            .iter()
+            .map(|switch| {
+                hca_lids
+                    .iter()
+                    .filter_map(|&lid| switch.engine.lft.lookup(lid))
+                    .filter(|&port| {
+                        switch
+                            .peers
+                            .get(usize::from(port))
+                            .copied()
+                            .flatten()
+                            .is_some_and(|(_, l)| !self.link_up[l as usize])
+                    })
+                    .count()
+            })
+            .sum();
+        Some(IbLinkFailure {
+            link,
+            cable: format!("{} - {}", name(a), name(b)),
+            failed_ns,
+            trap_at_sm_ns: sm.traps.iter().copied().find(|&at| at >= failed_ns),
+            rerouted_ns: rerouted.map(|&(at, _)| at),
+            sm_reroute_ns: rerouted.and_then(|&(_, reroute)| reroute),
+            lost_on_cable: self.lost_on_cable,
+            discarded_queued: self.discarded_queued,
+            dropped_at_dead_port: self.dropped_at_dead_port,
+            last_dead_port_drop_ns: self.last_dead_port_drop_ns,
+            lft_entries_on_dead_ports,
+        })
+    }
+
     /// What the run measured.
     pub fn report(&self, topology: &str) -> IbReport {
         let collectives = super::output::collective_results(&self.workload, &self.records);
         let mut ports = Vec::new();
-        let mut drops = self.hca_drops;
+        let mut drops = self.hca_drops + self.lost_on_cable;
+        let now = self.now;
         let mut xmit_wait: u64 = self.hcas.iter().map(|h| h.credit_waits).sum();
+        let mut xmit_wait_ns: u64 =
+            self.hcas.iter().map(|h| h.credit_wait_ns + h.waiting_since.map_or(0, |since| now - since)).sum();
+        let mut wait_ns = Vec::with_capacity(self.switches.len());
         for (s, switch) in self.switches.iter().enumerate() {
+            let mut waits = vec![0; switch.peers.len() - 1];
             for port in 1..switch.peers.len() {
                 let Some(counters) = switch.engine.counters(port) else { continue };
                 let discards = counters.rcv_errors + counters.rcv_switch_relay_errors + counters.xmit_discards;
                 drops += discards;
                 xmit_wait += counters.xmit_wait;
+                let waited_ns = switch.engine.xmit_wait_ns(port, now);
+                xmit_wait_ns += waited_ns;
+                waits[port - 1] = waited_ns;
                 if switch.peers[port].is_some() {
                     ports.push(IbPortResult {
                         switch: self.fabric.switches[s].name.clone(),
@@ -959,11 +1428,22 @@ impl IbSimulation {
                         xmit_bytes: counters.xmit_data * 4,
                         xmit_packets: counters.xmit_packets,
                         xmit_wait: counters.xmit_wait,
+                        xmit_wait_ns: waited_ns,
                         discards,
                     });
                 }
             }
+            wait_ns.push(waits);
         }
+        let ideal_fcts_ns = self.ideal_fcts_ns();
+        let mut slowdowns: Vec<f64> = self
+            .records
+            .iter()
+            .zip(&ideal_fcts_ns)
+            .filter_map(|(r, &ideal)| Some(r.fct_ns()? as f64 / ideal.max(1) as f64))
+            .collect();
+        slowdowns.sort_by(f64::total_cmp);
+        let percentile = |f: f64| super::stats::percentile_of(&slowdowns, f);
         IbReport {
             topology: topology.to_owned(),
             experiment: self.experiment.clone(),
@@ -987,6 +1467,14 @@ impl IbSimulation {
                 .collect(),
             drops,
             xmit_wait,
+            xmit_wait_ns,
+            waiting_ports: ports.iter().filter(|p| p.xmit_wait_ns > 0).count(),
+            fct_slowdown: Percentiles {
+                p50: percentile(0.5),
+                p90: percentile(0.9),
+                p99: percentile(0.99),
+                max: slowdowns.last().copied().unwrap_or(0.0),
+            },
             flow_control_packets: self.flow_control_packets,
             fecn_marked: self.fecn_marked,
             cnps_sent: self.cnps_sent,
@@ -999,6 +1487,18 @@ impl IbSimulation {
             },
             events: self.events,
             ports,
+            timeouts: self.timeouts,
+            retransmitted_packets: self.retransmitted_packets,
+            out_of_sequence: self.out_of_sequence,
+            subnet_manager: self.sm.as_ref().map(|sm| IbSmReport {
+                first_sweep_ns: sm.first_sweep_ns,
+                smps_sent: sm.smps_sent,
+                lft_blocks_written: sm.lft_blocks_written,
+            }),
+            link_failure: self.link_failure_report(),
+            ideal_fcts_ns,
+            switch_names: self.fabric.switches.iter().map(|s| s.name.clone()).collect(),
+            wait_ns,
             series_names: self
                 .watched
                 .iter()
@@ -1019,18 +1519,22 @@ impl IbReport {
         std::fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(self).expect("the report serialises");
         std::fs::write(dir.join("summary.json"), json + "\n")?;
-        let mut csv = String::from("message,src,dst,fct_ns\n");
+        let mut csv = String::from("message,src,dst,fct_ns,ideal_ns,slowdown\n");
         for (m, (src, dst, fct)) in self.fcts_ns.iter().enumerate() {
-            let fct = fct.map_or(String::new(), |f| f.to_string());
-            let _ = writeln!(csv, "{m},{src},{dst},{fct}");
+            let ideal = self.ideal_fcts_ns.get(m).copied().unwrap_or(0);
+            let (fct, slowdown) = match fct {
+                Some(f) => (f.to_string(), format!("{:.4}", *f as f64 / ideal.max(1) as f64)),
+                None => (String::new(), String::new()),
+            };
+            let _ = writeln!(csv, "{m},{src},{dst},{fct},{ideal},{slowdown}");
         }
         std::fs::write(dir.join("messages.csv"), csv)?;
-        let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,discards\n");
+        let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,xmit_wait_ns,discards\n");
         for p in &self.ports {
             let _ = writeln!(
                 csv,
-                "{},{},{},{},{},{}",
-                p.switch, p.port, p.xmit_bytes, p.xmit_packets, p.xmit_wait, p.discards
+                "{},{},{},{},{},{},{}",
+                p.switch, p.port, p.xmit_bytes, p.xmit_packets, p.xmit_wait, p.xmit_wait_ns, p.discards
             );
         }
         std::fs::write(dir.join("ports.csv"), csv)?;
@@ -1045,22 +1549,43 @@ impl IbReport {
         Ok(())
     }
 
-    /// What the plots draw of this run: the watched ports' queue depths and the JCTs.
+    /// What the plots draw of this run: the watched ports' queue depths,
+    /// the share of the run each port waited for credit (the heat map IB's
+    /// PortXmitWait makes), the FCT slowdowns and the JCTs.
     pub fn plot_data(&self) -> super::plot::PlotData {
+        let run_ns = self.simulated_ns.max(1) as f64;
+        let mut slowdowns: Vec<f64> = self
+            .fcts_ns
+            .iter()
+            .zip(&self.ideal_fcts_ns)
+            .filter_map(|(&(_, _, fct), &ideal)| Some(fct? as f64 / ideal.max(1) as f64))
+            .collect();
+        slowdowns.sort_by(f64::total_cmp);
         super::plot::PlotData {
             name: self.topology.clone(),
             series_names: self.series_names.clone(),
             series: self.series.clone(),
+            switch_names: self.switch_names.clone(),
+            paused_share: self
+                .wait_ns
+                .iter()
+                .map(|ports| ports.iter().map(|&ns| ns as f64 / run_ns).collect())
+                .collect(),
+            pause_caption: Some("credit wait (xmit wait time)".into()),
+            slowdowns,
             jcts: self.collectives.iter().filter_map(|c| c.jct_ns).map(|j| j as f64).collect(),
-            ..super::plot::PlotData::default()
         }
     }
 }
 
-/// The fabric as the SM sees it (switches, then one CA per host; switch
-/// port N is the fabric's port N-1), its LIDs assigned by
-/// `subnet_manager::lid`, and the LFTs of the first engine that takes it.
-fn route(fabric: &Fabric, engines: &[Engine]) -> Result<(Topology, routing::Lfts), String> {
+/// Whether PSN `a` comes before `b` (modulo 2^32, within half the space).
+fn before(a: u32, b: u32) -> bool {
+    b.wrapping_sub(a).wrapping_sub(1) < u32::MAX / 2
+}
+
+/// The fabric as the SM sees it: switches, then one CA per host; switch
+/// port N is the fabric's port N-1.
+fn sm_topology(fabric: &Fabric) -> Result<Topology, String> {
     let mut topology = Topology::new();
     for (s, spec) in fabric.switches.iter().enumerate() {
         let guid = 0x0002_c903_0000_0000 + s as u64 + 1;
@@ -1082,11 +1607,28 @@ fn route(fabric: &Fabric, engines: &[Engine]) -> Result<(Topology, routing::Lfts
     for &(a, b) in &fabric.links {
         topology.connect(port_ref(a), port_ref(b)).map_err(|e| format!("cable {a:?} - {b:?}: {e:?}"))?;
     }
+    Ok(topology)
+}
+
+/// The fabric's LIDs as `subnet_manager::lid` assigns them, and the LFTs
+/// of the first engine that takes it: what a converged SM leaves.
+fn route(fabric: &Fabric, engines: &[Engine]) -> Result<Routing, String> {
+    let mut topology = sm_topology(fabric)?;
     subnet_manager::lid::assign(&mut topology, 0, 0, &Default::default()).map_err(|e| e.to_string())?;
     let config = RoutingConfig { engines: engines.to_vec(), lmc: 0, roots: Vec::new(), max_vls: 8 };
     let lfts = routing::route(&topology, &config).map_err(|refused| {
         let why: Vec<String> = refused.iter().map(|(e, why)| format!("{}: {why}", e.name())).collect();
         format!("no routing engine took the fabric ({})", why.join("; "))
     })?;
-    Ok((topology, lfts))
+    let switches = fabric.switches.len();
+    Ok(Routing {
+        lids: (0..switches)
+            .map(|s| topology.nodes[s].ports[0].lid)
+            .chain((0..fabric.hosts.len()).map(|h| topology.nodes[switches + h].ports[1].lid))
+            .collect(),
+        tables: (0..switches).map(|s| lfts.table(s).map(<[u8]>::to_vec).unwrap_or_default()).collect(),
+        sl_of_lid: lfts.sl_of_lid.clone(),
+        engine: lfts.engine.unwrap_or(Engine::Minhop),
+        refused: lfts.refused.iter().map(|(e, why)| format!("{}: {why}", e.name())).collect(),
+    })
 }

@@ -4,9 +4,9 @@
 //! serialisation time: the switch's traffic manager does that for its
 //! ports (its `LineRate`), the host's NIC for its own ([`super::host`]).
 //!
-//! Frames in flight live in a [`FrameArena`] (slots reused through a free
-//! list, so once the arena has grown to the run's peak nothing allocates)
-//! or, for a switch's frames, stay in its node's frame pool ([`InFlight`]).
+//! Frames in flight live in the simulator's frame pool (hosts' frames, PFC
+//! frames) or, for a switch's frames, stay in its node's pool
+//! ([`InFlight`]); pools grow to the run's peak, then nothing allocates.
 
 use dataplane::pipeline::FrameRef;
 use qos::shaper::LineRate;
@@ -40,20 +40,24 @@ impl Wire {
     }
 }
 
-/// Where a frame in flight is: a slot of the simulator's [`FrameArena`]
-/// (frames a host builds, and the PFC frames a switch writes), or a buffer
-/// of the sending switch's own frame pool that its port kept a reference
-/// to (a switch's data frames: never copied onto the cable). The receiver
-/// knows the sender from the cable, so the number alone names the frame.
+/// Where a frame in flight is: a frame of the simulator's own pool (frames
+/// a host builds, and the PFC frames a switch writes), or a buffer of the
+/// sending switch's frame pool that its port kept a reference to (a
+/// switch's data frames: never copied onto the cable). The receiver knows
+/// the sender from the cable, so the number alone names the frame. A
+/// switch receiving either takes the frame into its own pool by swapping
+/// buffers ([`dataplane::node::Node::take_frame`]): no frame is copied on
+/// its way through the fabric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct InFlight(u32);
 
 impl InFlight {
     const POOLED: u32 = 1 << 31;
 
-    pub fn arena(slot: u32) -> InFlight {
-        debug_assert!(slot < Self::POOLED);
-        InFlight(slot)
+    /// A frame of the simulator's own pool.
+    pub fn own(frame: FrameRef) -> InFlight {
+        debug_assert!(frame.index() < Self::POOLED);
+        InFlight(frame.index())
     }
 
     pub fn pooled(frame: FrameRef) -> InFlight {
@@ -67,83 +71,10 @@ impl InFlight {
         (self.0 & Self::POOLED != 0).then(|| FrameRef::from_index(self.0 & !Self::POOLED))
     }
 
-    /// The arena slot, if the frame is there.
+    /// The frame of the simulator's pool, if it is there.
     #[inline]
-    pub fn as_arena(self) -> Option<u32> {
-        (self.0 & Self::POOLED == 0).then_some(self.0)
-    }
-}
-
-/// Frames in flight, by slot.
-#[derive(Default)]
-pub struct FrameArena {
-    slots: Vec<Vec<u8>>,
-    free: Vec<u32>,
-}
-
-impl FrameArena {
-    /// A slot holding a copy of `frame`.
-    #[inline]
-    pub fn store(&mut self, frame: &[u8]) -> u32 {
-        let slot = self.alloc();
-        let buffer = &mut self.slots[slot as usize];
-        buffer.clear();
-        buffer.extend_from_slice(frame);
-        slot
-    }
-
-    /// An empty slot of `len` bytes to write a frame into.
-    #[inline]
-    pub fn alloc_len(&mut self, len: usize) -> (u32, &mut [u8]) {
-        let slot = self.alloc();
-        let buffer = &mut self.slots[slot as usize];
-        buffer.resize(len, 0);
-        (slot, &mut buffer[..len])
-    }
-
-    #[inline]
-    fn alloc(&mut self) -> u32 {
-        match self.free.pop() {
-            Some(slot) => slot,
-            None => {
-                self.slots.push(Vec::with_capacity(9216));
-                (self.slots.len() - 1) as u32
-            }
-        }
-    }
-
-    #[inline]
-    pub fn get(&self, slot: u32) -> &[u8] {
-        &self.slots[slot as usize]
-    }
-
-    #[inline]
-    pub fn get_mut(&mut self, slot: u32) -> &mut [u8] {
-        &mut self.slots[slot as usize]
-    }
-
-    /// Takes the slot's buffer out (to hand it to a node while the arena is
-    /// borrowed elsewhere); give it back with [`FrameArena::put_back`].
-    #[inline]
-    pub fn take(&mut self, slot: u32) -> Vec<u8> {
-        std::mem::take(&mut self.slots[slot as usize])
-    }
-
-    /// The frame in `slot` has been read: the slot is free.
-    #[inline]
-    pub fn free(&mut self, slot: u32) {
-        self.free.push(slot);
-    }
-
-    #[inline]
-    pub fn put_back(&mut self, slot: u32, buffer: Vec<u8>) {
-        self.slots[slot as usize] = buffer;
-        self.free.push(slot);
-    }
-
-    /// Slots ever allocated (the peak of frames in flight).
-    pub fn capacity(&self) -> usize {
-        self.slots.len()
+    pub fn as_own(self) -> Option<FrameRef> {
+        (self.0 & Self::POOLED == 0).then_some(FrameRef::from_index(self.0))
     }
 }
 
@@ -160,24 +91,11 @@ mod tests {
     }
 
     #[test]
-    fn arena_slots_are_reused() {
-        let mut arena = FrameArena::default();
-        let a = arena.store(b"abc");
-        let buffer = arena.take(a);
-        assert_eq!(buffer, b"abc");
-        arena.put_back(a, buffer);
-        let b = arena.store(b"de");
-        assert_eq!(a, b);
-        assert_eq!(arena.get(b), b"de");
-        assert_eq!(arena.capacity(), 1);
-    }
-
-    #[test]
-    fn in_flight_names_an_arena_slot_or_a_pool_buffer() {
-        assert_eq!(InFlight::arena(7).as_arena(), Some(7));
-        assert_eq!(InFlight::arena(7).as_pooled(), None);
-        let pooled = InFlight::pooled(FrameRef::from_index(7));
-        assert_eq!(pooled.as_pooled(), Some(FrameRef::from_index(7)));
-        assert_eq!(pooled.as_arena(), None);
+    fn in_flight_names_a_frame_of_the_simulator_or_of_the_sender() {
+        let frame = FrameRef::from_index(7);
+        assert_eq!(InFlight::own(frame).as_own(), Some(frame));
+        assert_eq!(InFlight::own(frame).as_pooled(), None);
+        assert_eq!(InFlight::pooled(frame).as_pooled(), Some(frame));
+        assert_eq!(InFlight::pooled(frame).as_own(), None);
     }
 }

@@ -19,6 +19,7 @@ pub mod experiment;
 pub mod fabric;
 pub mod host;
 pub mod ib;
+pub mod ib_sm;
 pub mod link;
 pub mod output;
 pub mod plot;
@@ -169,6 +170,7 @@ fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) ->
         paused_share: (0..sim.switches.len() as u32)
             .map(|s| (0..sim.fabric.switches[s as usize].ports).map(|p| sim.paused_ns(s, p) as f64 / run_ns).collect())
             .collect(),
+        pause_caption: None,
         slowdowns,
         jcts: report.collectives.iter().filter_map(|c| c.jct_ns).map(|j| j as f64).collect(),
     }

@@ -22,6 +22,8 @@ pub struct PlotData {
     /// Switch names, and per switch the share of the run each port was paused.
     pub switch_names: Vec<String>,
     pub paused_share: Vec<Vec<f64>>,
+    /// What the heat map shows; `None`: PFC pause time.
+    pub pause_caption: Option<String>,
     /// Sorted FCT slowdowns and JCTs (ns).
     pub slowdowns: Vec<f64>,
     pub jcts: Vec<f64>,
@@ -121,7 +123,15 @@ fn pause_map<DB: DrawingBackend>(root: DrawingArea<DB, Shift>, data: &PlotData) 
     let switches = data.switch_names.len().max(1) as i32;
     let max = data.paused_share.iter().flatten().copied().fold(0f64, f64::max);
     let mut chart = ChartBuilder::on(&root)
-        .caption(format!("{}: PFC pause time (max {:.1}% of the run)", data.name, max * 100.0), ("sans-serif", 20))
+        .caption(
+            format!(
+                "{}: {} (max {:.1}% of the run)",
+                data.name,
+                data.pause_caption.as_deref().unwrap_or("PFC pause time"),
+                max * 100.0
+            ),
+            ("sans-serif", 20),
+        )
         .margin(15)
         .x_label_area_size(40)
         .y_label_area_size(110)

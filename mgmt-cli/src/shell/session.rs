@@ -434,6 +434,10 @@ impl Session {
     fn copy_running(&mut self) -> Result<Candidate, ClientError> {
         match self.request(&Request::ShowRunningConfig)? {
             Reply::RunningConfig(running) => {
+                // A commit (this session's or another's) may have renamed the switch.
+                if let Some(name) = yaml_name(&running.yaml) {
+                    self.name = name;
+                }
                 Candidate::new(&running.yaml, running.generation).map_err(|e| ClientError::Server(e.to_string()))
             }
             _ => Err(ClientError::Server("unexpected answer to show running-config".into())),

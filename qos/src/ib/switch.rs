@@ -173,6 +173,11 @@ pub struct PortCounters {
     /// Transmit opportunities (calls of `poll_transmit`) when packets were
     /// queued but none had credit: the port waited on flow control.
     pub xmit_wait: u64,
+    /// The time of those waits, ns: from the first `poll_transmit` that
+    /// found data queued and none sendable to the one that sent data or
+    /// found the queues empty (PortXmitWait counts ticks of it, IBA
+    /// 16.1.3.5). [`IbSwitch::xmit_wait_ns`] adds a wait still running.
+    pub xmit_wait_ns: u64,
     /// Packets received and discarded: unknown DLID or SL-to-VL drop
     /// (PortRcvSwitchRelayErrors).
     pub rcv_switch_relay_errors: u64,
@@ -208,6 +213,8 @@ struct Port {
     voqs: [VecDeque<Queued>; MAX_DATA_VLS],
     vl15: Option<Queued>,
     counters: PortCounters,
+    /// Since when data has waited for credit (`None`: not waiting).
+    waiting_since: Option<u64>,
 }
 
 /// The switch engine.
@@ -242,6 +249,7 @@ impl IbSwitch {
             voqs: core::array::from_fn(|_| VecDeque::with_capacity(voq_capacity)),
             vl15: None,
             counters: PortCounters::default(),
+            waiting_since: None,
         };
         Ok(IbSwitch {
             lid: 0,
@@ -473,7 +481,7 @@ impl IbSwitch {
     /// credit for, once the port's line (if rated) is free.
     pub fn poll_transmit(&mut self, out_port: usize, now: u64) -> Option<Transmit> {
         let port = self.ports.get_mut(out_port)?;
-        let Port { credits, arbiter, voqs, vl15, counters, state, line, .. } = port;
+        let Port { credits, arbiter, voqs, vl15, counters, state, line, waiting_since, .. } = port;
         if line.as_ref().is_some_and(|(line, _)| !line.idle(now)) {
             return None;
         }
@@ -489,9 +497,17 @@ impl IbSwitch {
         let Some(vl) = chosen else {
             if voqs.iter().any(|voq| !voq.is_empty()) {
                 counters.xmit_wait += 1;
+                waiting_since.get_or_insert(now);
+            } else if let Some(since) = waiting_since.take() {
+                counters.xmit_wait_ns += now.saturating_sub(since);
             }
             return None;
         };
+        if vl != MANAGEMENT_VL
+            && let Some(since) = waiting_since.take()
+        {
+            counters.xmit_wait_ns += now.saturating_sub(since);
+        }
         let queued = if vl == MANAGEMENT_VL {
             vl15.take()?
         } else {
@@ -508,6 +524,14 @@ impl IbSwitch {
             self.ports[usize::from(queued.in_port)].credits.released(queued.in_vl, queued.blocks);
         }
         Some(Transmit { handle: queued.handle, vl })
+    }
+
+    /// Time data on `port` has waited for credit up to `now`, ns (the
+    /// counter plus a wait still running).
+    pub fn xmit_wait_ns(&self, port: usize, now: u64) -> u64 {
+        self.ports.get(port).map_or(0, |port| {
+            port.counters.xmit_wait_ns + port.waiting_since.map_or(0, |since| now.saturating_sub(since))
+        })
     }
 
     /// A flow-control packet arrived on `port`.
@@ -720,8 +744,11 @@ mod tests {
         // Port 1's link is not up: the packet waits, it is not dropped.
         assert_eq!(fabric.switch.poll_transmit(1, 0), None);
         assert_eq!(fabric.switch.counters(1).unwrap().xmit_wait, 1);
+        assert_eq!(fabric.switch.xmit_wait_ns(1, 700), 700, "still waiting at 700 ns");
         fabric.exchange(1, 0);
-        assert_eq!(fabric.switch.poll_transmit(1, 0), Some(Transmit { handle: 1, vl: 0 }));
+        assert_eq!(fabric.switch.poll_transmit(1, 1_000), Some(Transmit { handle: 1, vl: 0 }));
+        assert_eq!(fabric.switch.counters(1).unwrap().xmit_wait_ns, 1_000, "timed to the send");
+        assert_eq!(fabric.switch.xmit_wait_ns(1, 5_000), 1_000, "no longer waiting");
     }
 
     #[test]

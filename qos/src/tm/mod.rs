@@ -24,19 +24,22 @@
 //! Time is the `now` argument; nothing here reads a clock or allocates after
 //! [`TrafficManager::new`] (the event list grows only to its capacity).
 
+mod carry;
 pub mod config;
+mod queue;
 
 pub use config::{ConfigError, EcnSetting, PortConfig, QueueProfile, TmConfig};
 
-use crate::buffer::{BufferDrop, PgState, QueueState, SharedBuffer};
-use crate::classify::{CLASSES, ClassKey, Classified, QosMaps};
+use crate::buffer::{BufferDrop, Charged, PgState, QueueState, SharedBuffer};
+use crate::classify::{CLASSES, ClassKey, ClassTable, Classified, QosMaps};
 use crate::dlb::{CostScale, LoadBoard, Utilisation};
-use crate::ecn::{EcnVerdict, SplitMix64, WredProfile, decide};
+use crate::ecn::{EcnVerdict, SplitMix64, decide};
 use crate::pfc::{PfcCounters, PfcFrame, PfcReceiver, PfcSender, quanta_ns};
 use crate::scheduler::PortScheduler;
 use crate::shaper::{LineRate, TokenBucket};
-use crate::voq::{Entry, VoqSet};
+use crate::voq::{Descriptor, Entry, VoqSet};
 use crate::watchdog::{QueueView, QueueWatch, WatchdogAction, WatchdogConfig, WatchdogEvent, WatchdogEventKind};
+use queue::QueueSlot;
 
 /// A frame taken out of a traffic manager that is being replaced
 /// ([`TrafficManager::take_all_held`]).
@@ -166,6 +169,9 @@ struct PortState {
     depth_bytes: u32,
     /// Bit q: queue q has frames (what the scheduler looks at first).
     backlogged_queues: u8,
+    /// Bit q: queue q is in a PFC storm (what `enqueue` and `dequeue` look
+    /// at, one byte rather than eight `QueueWatch`es).
+    stormed: u8,
     cost_scale: CostScale,
     /// When the port may next send, after a `Wait` answer (0: now).
     wake: u64,
@@ -176,6 +182,8 @@ struct PortState {
 pub struct TrafficManager<H> {
     ports: Vec<PortState>,
     maps: QosMaps,
+    /// `maps` composed: what `enqueue` classifies with.
+    classes: ClassTable,
     /// Queue stopped by a pause of priority p.
     priority_queue: [u8; CLASSES],
     /// Class-enable vector a PG's XOFF names (only PFC-enabled priorities).
@@ -185,16 +193,15 @@ pub struct TrafficManager<H> {
     watched_queues: u8,
     pfc_quanta: u16,
     buffer: SharedBuffer,
+    /// The descriptor slab of every VOQ.
     voqs: VoqSet<H>,
+    /// Per (port, queue), `port * CLASSES + queue`: the hot state.
+    queues: Vec<QueueSlot>,
     queue_shapers: Vec<Option<TokenBucket>>,
-    wred: Vec<Option<WredProfile>>,
+    /// Per (port, queue): the counters only drops and marks touch (the
+    /// transmit counters are in `queues`).
     queue_counters: Vec<QueueCounters>,
-    /// When each queue last sent or became backlogged.
-    last_progress: Vec<u64>,
     watch: Vec<QueueWatch>,
-    /// Per port, bit q: queue q is in a storm (what `dequeue` looks at,
-    /// one byte rather than eight `QueueWatch`es).
-    stormed: Vec<u8>,
     watchdog: WatchdogConfig,
     next_watchdog: u64,
     events: Vec<WatchdogEvent>,
@@ -240,10 +247,7 @@ impl<H: Copy> TrafficManager<H> {
             }
         }
         pgs.extend((0..CLASSES).map(|_| PgState::default()));
-        let queues = (0..ports * CLASSES)
-            .map(|i| QueueState { limit: config.queues[i % CLASSES].limit, ..QueueState::default() })
-            .collect();
-        let buffer = SharedBuffer::new(config.pool, pgs, queues).ok_or_else(|| ConfigError {
+        let buffer = SharedBuffer::new(config.pool, pgs).ok_or_else(|| ConfigError {
             field: "pool.size-bytes".into(),
             reason: "too small for the reserves and headrooms".into(),
         })?;
@@ -264,17 +268,22 @@ impl<H: Copy> TrafficManager<H> {
                 frames: 0,
                 depth_bytes: 0,
                 backlogged_queues: 0,
+                stormed: 0,
                 cost_scale: CostScale::new(port.speed_bps, u64::from(config.dlb.window_us) * 1000),
                 wake: 0,
                 utilisation: Utilisation::default(),
             })
             .collect();
         let mut queue_shapers = Vec::with_capacity(ports * CLASSES);
-        let mut wred = Vec::with_capacity(ports * CLASSES);
+        let mut queues = Vec::with_capacity(ports * CLASSES);
         for port in &config.ports {
             for queue in 0..CLASSES {
                 queue_shapers.push(config.queues[queue].shaper.map(|s| TokenBucket::new(s, 0)));
-                wred.push(config.wred(port, queue));
+                queues.push(QueueSlot {
+                    occupancy: QueueState { limit: config.queues[queue].limit, ..QueueState::default() },
+                    wred: config.wred(port, queue),
+                    ..QueueSlot::default()
+                });
             }
         }
         let maps = config.maps.clone();
@@ -289,14 +298,12 @@ impl<H: Copy> TrafficManager<H> {
             pfc_enabled,
             watched_queues,
             pfc_quanta: config.pfc.quanta,
-            voqs: VoqSet::new(ports * CLASSES, buffer.total_cells(), filler),
+            voqs: VoqSet::new(buffer.total_cells(), filler),
             buffer,
+            queues,
             queue_shapers,
-            wred,
             queue_counters: vec![QueueCounters::default(); ports * CLASSES],
-            last_progress: vec![0; ports * CLASSES],
             watch: vec![QueueWatch::default(); ports * CLASSES],
-            stormed: vec![0; ports],
             watchdog: config.watchdog,
             next_watchdog: 0,
             events: Vec::with_capacity(EVENT_CAPACITY),
@@ -309,6 +316,7 @@ impl<H: Copy> TrafficManager<H> {
             pfc_due: vec![0; words],
             pfc_asserted: vec![0; words],
             storming: 0,
+            classes: ClassTable::new(&maps),
             maps,
         })
     }
@@ -345,44 +353,20 @@ impl<H: Copy> TrafficManager<H> {
         if egress >= ports {
             return Err(self.count_drop(None, 0, DropReason::UnknownPort));
         }
-        let class = self.maps.classify(frame.class);
+        let class = self.classes.classify(frame.class);
         let queue = egress * CLASSES + usize::from(class.queue);
         let pg = ingress * CLASSES + usize::from(class.pg);
-        if self.stormed[egress] & (1 << class.queue) != 0 && self.watchdog.action == WatchdogAction::Drop {
+        if self.ports[egress].stormed & (1 << class.queue) != 0 && self.watchdog.action == WatchdogAction::Drop {
             self.watch[queue].dropped_frames += 1;
             return Err(self.count_drop(Some(queue), frame.len, DropReason::WatchdogStorm));
         }
         let frame_cells = self.buffer.cells_of(frame.len);
-        let lossless = self.buffer.pg(pg).lossless;
-        // An ECN-capable frame on a marking queue is judged when it leaves
-        // (`dequeue`); WRED's drop of the others can only happen here.
-        if let Some(profile) = &self.wred[queue]
-            && !(profile.ecn && frame.ecn_capable)
-        {
-            match decide(profile, self.buffer.queue(queue).bytes, frame.ecn_capable, &mut self.rng) {
-                EcnVerdict::Pass | EcnVerdict::MarkCe => {}
-                // A lossless frame is never dropped for WRED: PFC bounds its queue.
-                EcnVerdict::Drop if lossless => {}
-                EcnVerdict::Drop => {
-                    self.queue_counters[queue].wred_dropped += 1;
-                    return Err(self.count_drop(Some(queue), frame.len, DropReason::Wred));
-                }
-            }
-        }
-        if !lossless && !self.buffer.egress_fits(queue, frame_cells) {
-            return Err(self.count_drop(Some(queue), frame.len, DropReason::EgressLimit));
-        }
-        let charged = match self.buffer.charge_ingress(pg, frame_cells) {
+        let charged = match self.admit(queue, pg, frame, frame_cells) {
             Ok(charged) => charged,
-            Err(drop) => return Err(self.count_drop(Some(queue), frame.len, drop.into())),
+            Err(drop) => return Err(self.count_drop(Some(queue), frame.len, drop)),
         };
         if charged.xoff && ingress < ports {
-            let priorities = self.pg_priorities[usize::from(class.pg)];
-            if priorities != 0 {
-                self.ports[ingress].pfc_tx.xoff(priorities);
-                set_bit(&mut self.pfc_due, ingress);
-                set_bit(&mut self.pfc_asserted, ingress);
-            }
+            self.xoff(ingress, class.pg);
         }
         let entry = Entry {
             handle,
@@ -391,24 +375,66 @@ impl<H: Copy> TrafficManager<H> {
             ingress_pg: pg as u32,
             ecn_capable: frame.ecn_capable,
         };
-        if self.voqs.push(queue, entry).is_err() {
+        let slot = &mut self.queues[queue];
+        if self.voqs.push(&mut slot.fifo, entry).is_err() {
             // Unreachable while every frame takes a cell: the slab has one
             // descriptor per cell. Undo and refuse rather than panic.
             self.release_ingress(pg, frame_cells);
             return Err(self.count_drop(Some(queue), frame.len, DropReason::IngressLimit));
         }
-        if self.voqs.frames(queue) == 1 {
-            self.last_progress[queue] = now;
+        if slot.fifo.frames() == 1 {
+            slot.last_progress = now;
         }
-        self.buffer.charge_egress(queue, frame_cells, frame.len);
+        slot.occupancy.charge(frame_cells, frame.len);
         let port = &mut self.ports[egress];
         port.frames += 1;
         port.depth_bytes += frame.len;
         port.backlogged_queues |= 1 << class.queue;
         port.wake = 0;
         set_bit(&mut self.backlog, egress);
-        self.publish_cost(egress);
+        publish_cost(&self.board, egress, port);
         Ok(Admitted { class })
+    }
+
+    /// The buffer's admission of a frame for `queue` from ingress `pg`:
+    /// WRED for frames that are not ECN-capable, a lossy queue's limit, the
+    /// ingress charge. Nothing changes when it refuses.
+    #[inline(always)]
+    fn admit(&mut self, queue: usize, pg: usize, frame: &FrameInfo, frame_cells: u32) -> Result<Charged, DropReason> {
+        let slot = &self.queues[queue];
+        let lossless = self.buffer.pg(pg).lossless;
+        // An ECN-capable frame on a marking queue is judged when it leaves
+        // (`dequeue`); WRED's drop of the others can only happen here.
+        if let Some(profile) = &slot.wred
+            && !(profile.ecn && frame.ecn_capable)
+        {
+            match decide(profile, slot.occupancy.bytes, frame.ecn_capable, &mut self.rng) {
+                EcnVerdict::Pass | EcnVerdict::MarkCe => {}
+                // A lossless frame is never dropped for WRED: PFC bounds its queue.
+                EcnVerdict::Drop if lossless => {}
+                EcnVerdict::Drop => {
+                    self.queue_counters[queue].wred_dropped += 1;
+                    return Err(DropReason::Wred);
+                }
+            }
+        }
+        if !lossless && !self.buffer.egress_fits(&slot.occupancy, frame_cells) {
+            return Err(DropReason::EgressLimit);
+        }
+        self.buffer.charge_ingress(pg, frame_cells).map_err(DropReason::from)
+    }
+
+    /// PG `pg` of port `ingress` went into XOFF: its priorities' PFC
+    /// becomes due (rare: out of the per-frame path).
+    #[cold]
+    #[inline(never)]
+    fn xoff(&mut self, ingress: usize, pg: u8) {
+        let priorities = self.pg_priorities[usize::from(pg)];
+        if priorities != 0 {
+            self.ports[ingress].pfc_tx.xoff(priorities);
+            set_bit(&mut self.pfc_due, ingress);
+            set_bit(&mut self.pfc_asserted, ingress);
+        }
     }
 
     /// The next frame `port` sends at `now`, or when it may send next.
@@ -441,7 +467,7 @@ impl<H: Copy> TrafficManager<H> {
         if state.frames == 0 {
             return Some(Dequeue::Idle);
         }
-        let storm_drops = self.stormed[p] != 0 && self.watchdog.action == WatchdogAction::Drop;
+        let storm_drops = state.stormed != 0 && self.watchdog.action == WatchdogAction::Drop;
         let mut paused_queues = None;
         let mut stopped = None;
         for _ in 0..max {
@@ -462,7 +488,7 @@ impl<H: Copy> TrafficManager<H> {
                 }
             }
         }
-        self.publish_cost(p);
+        publish_cost(&self.board, p, &self.ports[p]);
         stopped
     }
 
@@ -470,7 +496,8 @@ impl<H: Copy> TrafficManager<H> {
     #[cold]
     fn discard_stormed(&mut self, now: u64, p: usize) -> Option<H> {
         let base = p * CLASSES;
-        let q = (0..CLASSES).find(|&q| self.stormed[p] & (1 << q) != 0 && !self.voqs.is_empty(base + q))?;
+        let stormed = self.ports[p].stormed;
+        let q = (0..CLASSES).find(|&q| stormed & (1 << q) != 0 && !self.queues[base + q].fifo.is_empty())?;
         let descriptor = self.take(now, p, q);
         self.watch[base + q].dropped_frames += 1;
         self.count_drop(Some(base + q), descriptor.bytes, DropReason::WatchdogStorm);
@@ -487,15 +514,20 @@ impl<H: Copy> TrafficManager<H> {
             state.wake = state.line.free_at(now);
             return Err(state.wake);
         }
+        // The port's queues and shapers as arrays: indexed by queue below
+        // without a bounds check against the whole table.
+        let slots: &mut [QueueSlot; CLASSES] =
+            (&mut self.queues[base..base + CLASSES]).try_into().expect("CLASSES queues per port");
+        let shapers: &mut [Option<TokenBucket>; CLASSES] =
+            (&mut self.queue_shapers[base..base + CLASSES]).try_into().expect("CLASSES queues per port");
         let voqs = &self.voqs;
-        let shapers = &mut self.queue_shapers[base..base + CLASSES];
         let port_shaper = &mut state.shaper;
         let backlogged_queues = state.backlogged_queues;
         let chosen = state.scheduler.select_among(backlogged_queues, |q| {
             if paused_queues & (1 << q) != 0 {
                 return None;
             }
-            let bytes = voqs.head(base + q)?.bytes;
+            let bytes = voqs.head(&slots[q].fifo)?.bytes;
             if let Some(shaper) = shapers[q].as_mut()
                 && !shaper.conforms(now, bytes)
             {
@@ -513,49 +545,66 @@ impl<H: Copy> TrafficManager<H> {
             self.ports[p].wake = wake;
             return Err(wake);
         };
-        let descriptor = self.take(now, p, q);
-        let state = &mut self.ports[p];
-        state.line.send(now, descriptor.bytes);
+        // `take`, with the slot and the port already in hand.
+        let slot = &mut slots[q];
+        let descriptor = self.voqs.pop(&mut slot.fifo).expect("the scheduler chose a backlogged queue");
+        let bytes = descriptor.bytes;
+        slot.occupancy.release(descriptor.cells, bytes);
+        let drained_pg = self.buffer.release_ingress(descriptor.ingress_pg as usize, descriptor.cells);
+        slot.last_progress = now;
+        state.frames -= 1;
+        state.depth_bytes -= bytes;
+        if slot.fifo.is_empty() {
+            state.scheduler.emptied(q);
+            state.backlogged_queues &= !(1 << q);
+        }
+        if state.frames == 0 {
+            clear_bit(&mut self.backlog, p);
+        }
+        state.line.send(now, bytes);
         if let Some(shaper) = state.shaper.as_mut() {
-            shaper.take(now, descriptor.bytes);
+            shaper.take(now, bytes);
         }
-        if let Some(shaper) = self.queue_shapers[base + q].as_mut() {
-            shaper.take(now, descriptor.bytes);
+        if let Some(shaper) = shapers[q].as_mut() {
+            shaper.take(now, bytes);
         }
-        state.utilisation.sent(now, descriptor.bytes, state.speed_bps, self.window_ns);
-        let mark_ce = descriptor.ecn_capable && self.mark_on_leaving(base + q);
-        let counters = &mut self.queue_counters[base + q];
-        counters.tx_frames += 1;
-        counters.tx_bytes += u64::from(descriptor.bytes);
-        counters.ecn_marked += u64::from(mark_ce);
-        Ok(Dequeue::Send { handle: descriptor.handle, bytes: descriptor.bytes, queue: q as u8, mark_ce })
+        state.utilisation.sent(now, bytes, state.speed_bps, self.window_ns);
+        // ECN on an ECN-capable frame, on the depth of the queue it leaves
+        // behind: as ASICs that mark at dequeue do, the receiver then learns
+        // of the queue as it is now, not as it was when the frame arrived (a
+        // mark decided at enqueue waits behind the whole queue it reports,
+        // and the senders keep cutting after the queue has gone).
+        let mark_ce = descriptor.ecn_capable
+            && slot.wred.is_some_and(|profile| {
+                decide(&profile, slot.occupancy.bytes, true, &mut self.rng) == EcnVerdict::MarkCe
+            });
+        slot.tx_frames += 1;
+        slot.tx_bytes += u64::from(bytes);
+        if mark_ce {
+            self.queue_counters[base + q].ecn_marked += 1;
+        }
+        if drained_pg {
+            // The PG left XOFF: its XON becomes due (after the frame's own
+            // accounting, which it does not touch).
+            self.xon(descriptor.ingress_pg as usize);
+        }
+        Ok(Dequeue::Send { handle: descriptor.handle, bytes, queue: q as u8, mark_ce })
     }
 
-    /// ECN on an ECN-capable frame leaving `queue`, on the depth it leaves
-    /// behind: as ASICs that mark at dequeue do, the receiver then learns of
-    /// the queue as it is now, not as it was when the frame arrived (a mark
-    /// decided at enqueue waits behind the whole queue it reports, and the
-    /// senders keep cutting after the queue has gone).
-    #[inline]
-    fn mark_on_leaving(&mut self, queue: usize) -> bool {
-        let Some(profile) = &self.wred[queue] else { return false };
-        decide(profile, self.buffer.queue(queue).bytes, true, &mut self.rng) == EcnVerdict::MarkCe
-    }
-
-    /// Pops queue `q` of port `p` and returns its cells. Inlined into
-    /// `dequeue`'s send path: out of line, its descriptor went back
-    /// through memory and it was the traffic manager's costliest call.
-    #[inline(always)]
-    fn take(&mut self, now: u64, p: usize, q: usize) -> crate::voq::Descriptor<H> {
+    /// Pops queue `q` of port `p` and returns its cells (the watchdog's
+    /// discards and `take_all`; `send_next` does the same inline).
+    fn take(&mut self, now: u64, p: usize, q: usize) -> Descriptor<H> {
         let queue = p * CLASSES + q;
-        let descriptor = self.voqs.pop(queue).expect("the scheduler chose a backlogged queue");
-        self.buffer.release_egress(queue, descriptor.cells, descriptor.bytes);
+        let slot = &mut self.queues[queue];
+        let descriptor = self.voqs.pop(&mut slot.fifo).expect("the caller chose a backlogged queue");
+        slot.occupancy.release(descriptor.cells, descriptor.bytes);
+        slot.last_progress = now;
+        let emptied = slot.fifo.is_empty();
         self.release_ingress(descriptor.ingress_pg as usize, descriptor.cells);
-        self.last_progress[queue] = now;
         let state = &mut self.ports[p];
         state.frames -= 1;
         state.depth_bytes -= descriptor.bytes;
-        if self.voqs.is_empty(queue) {
+        if emptied {
             state.scheduler.emptied(q);
             state.backlogged_queues &= !(1 << q);
         }
@@ -605,7 +654,7 @@ impl<H: Copy> TrafficManager<H> {
             }
         }
         if self.watchdog.action != WatchdogAction::Alert {
-            queues &= !self.stormed[p];
+            queues &= !self.ports[p].stormed;
         }
         queues
     }
@@ -615,7 +664,7 @@ impl<H: Copy> TrafficManager<H> {
         let base = p * CLASSES;
         let mut wake = u64::MAX;
         for q in 0..CLASSES {
-            let Some(head) = self.voqs.head(base + q) else { continue };
+            let Some(head) = self.voqs.head(&self.queues[base + q].fifo) else { continue };
             let bytes = head.bytes;
             let mut at = now;
             if paused_queues & (1 << q) != 0 {
@@ -638,12 +687,6 @@ impl<H: Copy> TrafficManager<H> {
         // Nothing could go now, yet something said "now" (a DWRR quantum
         // smaller than the frame): try again a little later.
         if wake <= now { now + 1 } else { wake }
-    }
-
-    #[inline]
-    fn publish_cost(&self, p: usize) {
-        let state = &self.ports[p];
-        self.board.set(p as u16, state.cost_scale.cost(state.depth_bytes, &state.utilisation));
     }
 
     fn count_drop(&mut self, queue: Option<usize>, bytes: u32, reason: DropReason) -> DropReason {
@@ -702,7 +745,7 @@ impl<H: Copy> TrafficManager<H> {
             state.utilisation.roll(now, state.speed_bps, self.window_ns);
         }
         for p in 0..self.ports.len() {
-            self.publish_cost(p);
+            publish_cost(&self.board, p, &self.ports[p]);
         }
         if self.watchdog.enabled && self.watched_queues != 0 && now >= self.next_watchdog {
             // The checks keep to a grid from the first: one that runs late
@@ -737,15 +780,15 @@ impl<H: Copy> TrafficManager<H> {
                 let index = p * CLASSES + q;
                 let view = QueueView {
                     paused: queue_paused,
-                    backlogged: !self.voqs.is_empty(index),
-                    last_progress: self.last_progress[index],
+                    backlogged: !self.queues[index].fifo.is_empty(),
+                    last_progress: self.queues[index].last_progress,
                     pause_since,
                     last_pause_at,
                 };
                 if let Some(kind) = self.watch[index].check(now, view, &self.watchdog) {
                     match kind {
-                        WatchdogEventKind::StormDetected => self.stormed[p] |= 1 << q,
-                        WatchdogEventKind::StormRestored => self.stormed[p] &= !(1 << q),
+                        WatchdogEventKind::StormDetected => self.ports[p].stormed |= 1 << q,
+                        WatchdogEventKind::StormRestored => self.ports[p].stormed &= !(1 << q),
                     }
                     if self.events.len() < EVENT_CAPACITY {
                         self.events.push(WatchdogEvent { at: now, port: p as u16, queue: q as u8, kind });
@@ -820,7 +863,7 @@ impl<H: Copy> TrafficManager<H> {
         let ports = self.ports.len();
         for p in 0..ports {
             for q in 0..CLASSES {
-                while !self.voqs.is_empty(p * CLASSES + q) {
+                while !self.queues[p * CLASSES + q].fifo.is_empty() {
                     let descriptor = self.take(now, p, q);
                     // The ingress PG index is `port * CLASSES + pg`; the
                     // CPU's PGs follow the ports' (`enqueue`).
@@ -856,16 +899,19 @@ impl<H: Copy> TrafficManager<H> {
 
     /// Queue `queue` of `port`: counters, frames and bytes waiting, watermark.
     pub fn queue_counters(&self, port: u16, queue: u8) -> QueueCounters {
-        self.queue_counters[usize::from(port) * CLASSES + usize::from(queue)]
+        let index = usize::from(port) * CLASSES + usize::from(queue);
+        let slot = &self.queues[index];
+        QueueCounters { tx_frames: slot.tx_frames, tx_bytes: slot.tx_bytes, ..self.queue_counters[index] }
     }
 
     pub fn queue_depth(&self, port: u16, queue: u8) -> (u32, u32) {
         let index = usize::from(port) * CLASSES + usize::from(queue);
-        (self.voqs.frames(index), self.buffer.queue(index).bytes)
+        let slot = &self.queues[index];
+        (slot.fifo.frames(), slot.occupancy.bytes)
     }
 
     pub fn queue_watermark_bytes(&self, port: u16, queue: u8) -> u32 {
-        self.buffer.queue(usize::from(port) * CLASSES + usize::from(queue)).watermark_bytes
+        self.queues[usize::from(port) * CLASSES + usize::from(queue)].occupancy.watermark_bytes
     }
 
     /// Ingress PG `pg` of `port` (`None`: the CPU).
@@ -918,7 +964,16 @@ impl<H: Copy> TrafficManager<H> {
     /// Zeroes the queue and PG watermarks.
     pub fn clear_watermarks(&mut self) {
         self.buffer.clear_watermarks();
+        for slot in &mut self.queues {
+            slot.occupancy.clear_watermark();
+        }
     }
+}
+
+/// Port `p`'s path cost on the DLB board, from its depth and utilisation.
+#[inline]
+fn publish_cost(board: &LoadBoard, p: usize, state: &PortState) {
+    board.set(p as u16, state.cost_scale.cost(state.depth_bytes, &state.utilisation));
 }
 
 #[inline]

@@ -1,7 +1,7 @@
 use super::*;
 use crate::buffer::cells;
 use crate::buffer::{PgProfile, QueueLimit};
-use crate::ecn::NonEct;
+use crate::ecn::{NonEct, WredProfile};
 use crate::scheduler::Discipline;
 use crate::shaper::ShaperConfig;
 use proptest::prelude::*;

@@ -20,7 +20,8 @@ use qos::watchdog::{WatchdogEvent, WatchdogEventKind};
 
 use dataplane::pipeline::{
     self, DEFAULT_VRF, Disposition, DropCounters, Egress, Event, FdbDest, FdbKind, NextHopGroupId, NextHopId, Output,
-    PortConfig, PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig, TableError, VrfId, VtepConfig,
+    PortConfig, PortCounters, PortId, RifId, RifKind, RouteTarget, SwitchConfig, TableError, TxFrame, VrfId,
+    VtepConfig,
 };
 use dataplane::wire::{EthernetAddress, VlanId};
 
@@ -302,6 +303,12 @@ impl SoftBackend {
     /// A frame left pipeline port `port` (the port adapter took it).
     pub fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
         self.switch.count_transmitted(port, frame);
+    }
+
+    /// [`count_transmitted`](Self::count_transmitted) from the frame's
+    /// length and cast, as the node recorded them (the frame not read again).
+    pub fn count_sent(&mut self, port: PortId, frame: TxFrame) {
+        self.switch.count_sent(port, frame);
     }
 
     /// A frame for pipeline port `port` never left it.
@@ -1095,8 +1102,8 @@ impl dataplane::node::Forwarding for crate::Sai<SoftBackend> {
             tracing::warn!(port, %error, "cannot report link status");
         }
     }
-    fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
-        self.backend_mut().count_transmitted(port, frame);
+    fn count_transmitted(&mut self, port: PortId, frame: TxFrame) {
+        self.backend_mut().count_sent(port, frame);
     }
     fn count_egress_drop(&mut self, port: PortId) {
         self.backend_mut().count_egress_drop(port);

@@ -530,6 +530,24 @@ impl SwitchPlane {
         self.agent.push_notice(NoticeRepr::link_state_change(self.lid()));
     }
 
+    /// An SM on this switch's port 0 started (`true`) or stopped: sets or
+    /// clears CapabilityMask IsSM and, when that changed it, tells the
+    /// master SM with trap 144 (IBA 14.2.5.1), whose heavy sweep then meets
+    /// the new SM (and hands over to it if it is higher) or forgets it.
+    pub fn set_sm_capability(&mut self, is_sm: bool) {
+        let port = &mut self.agent.ports[0];
+        let mask = if is_sm {
+            port.capability_mask | crate::sm::CAPABILITY_IS_SM
+        } else {
+            port.capability_mask & !crate::sm::CAPABILITY_IS_SM
+        };
+        if mask != port.capability_mask {
+            port.capability_mask = mask;
+            let lid = self.lid();
+            self.agent.push_notice(NoticeRepr::capability_mask_change(lid, mask));
+        }
+    }
+
     /// The agent's traps due now (new, or repeated until the SM represses
     /// them), LID routed to the master SM.
     fn send_traps(&mut self, now: u64) {

@@ -11,12 +11,14 @@
 //! outputs are SMPs to send ([`OutgoingSmp`]) and [`SmEvent`]s. The
 //! transports (`crate::transport`, the in-process fabric) move the bytes.
 
+mod reconfigure;
 pub mod requester;
 
 use std::collections::VecDeque;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+pub use reconfigure::{Reconfigured, live_change_refusal};
 pub use requester::{Completion, OutgoingSmp, Requester, RequesterCounters, SmpFailure};
 
 use crate::agent::TRAP_BAD_M_KEY;
@@ -318,6 +320,14 @@ pub struct SubnetManager {
     /// The SM to follow, found during discovery (a master, or a higher
     /// SM still discovering): (guid, priority, path).
     master: Option<(u64, u8, Vec<u8>)>,
+    /// The path of the master this SM took over from when its poll found
+    /// it standing by: that master may have been handing over to us at the
+    /// same moment, and waits for our ACKNOWLEDGE.
+    took_over_from: Option<Vec<u8>>,
+    /// A HANDOVER of ours is out; the new master's ACKNOWLEDGE may come
+    /// by another path and reach us before the HANDOVER's answer (`true`
+    /// then, said when the answer makes us standby).
+    handing_over: Option<bool>,
     /// This SM holds mastership: it brought the fabric up, took over from a
     /// silent master or was handed it. Until then it reports Discovering
     /// and defers to a higher SM; after, only to a higher master.
@@ -364,6 +374,8 @@ impl SubnetManager {
             next_light_sweep: None,
             act_count: 0,
             master: None,
+            took_over_from: None,
+            handing_over: None,
             mastership: false,
             master_misses: 0,
             peers: Vec::new(),
@@ -496,9 +508,21 @@ impl SubnetManager {
                 self.events.push_back(SmEvent::BecameMaster);
                 self.begin_heavy_sweep(now);
             }
+            // Our poll saw the master standing by and we took over in the
+            // same moment it handed over to us: acknowledge all the same,
+            // or it never learns that the handover reached us.
+            SmInfoControl::Handover if self.mastership => {
+                if let Some(path) = self.took_over_from.take() {
+                    let mut data = [0u8; DATA_LEN];
+                    self.sm_info().emit(&mut SmInfo::new_unchecked(&mut data[..]));
+                    let acknowledge = SmInfoControl::Acknowledge.into();
+                    self.submit(Context::Acknowledge, Method::Set, AttributeId::SmInfo, acknowledge, &path, data);
+                }
+            }
             SmInfoControl::Acknowledge if self.phase == Phase::Standby => {
                 self.events.push_back(SmEvent::HandoverAcknowledged);
             }
+            SmInfoControl::Acknowledge if self.handing_over.is_some() => self.handing_over = Some(true),
             _ => {}
         }
     }
@@ -708,6 +732,7 @@ impl SubnetManager {
                             self.take_over(now);
                         }
                     }
+                    Context::Handover { .. } => self.handing_over = None,
                     Context::SetLft { guid, .. } => {
                         // Forget what we believed that switch holds: the next
                         // sweep rewrites it all.
@@ -773,6 +798,7 @@ impl SubnetManager {
                     // refuses a HANDOVER from anything else).
                     let mut ours = [0u8; DATA_LEN];
                     self.sm_info().emit(&mut SmInfo::new_unchecked(&mut ours[..]));
+                    self.handing_over = Some(false);
                     self.submit(
                         Context::Handover { guid: info.guid, priority: info.priority, path: path.clone() },
                         Method::Set,
@@ -788,9 +814,13 @@ impl SubnetManager {
                 // the Set arrived: only a standby takes mastership, so one
                 // that was still discovering leaves us master.
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
+                let acknowledged = self.handing_over.take() == Some(true);
                 if info.sm_state == SmState::Standby && self.phase == Phase::Master {
                     self.events.push_back(SmEvent::HandedOver { to_guid: guid });
                     self.stand_by(now, (guid, priority, path));
+                    if acknowledged {
+                        self.events.push_back(SmEvent::HandoverAcknowledged);
+                    }
                 }
             }
             Context::Acknowledge => {}
@@ -825,8 +855,9 @@ impl SubnetManager {
                 self.master_misses = 0;
                 let info = SmInfoRepr::parse(&SmInfo::new_unchecked(&data[..])).expect("64 bytes");
                 // A higher SM still discovering becomes master soon; one that
-                // stands by or stopped leaves the subnet to us.
-                if !matches!(info.sm_state, SmState::Master | SmState::Discovering) {
+                // stands by or stopped leaves the subnet to us (unless a
+                // handover made us master while the poll was out).
+                if self.phase == Phase::Standby && !matches!(info.sm_state, SmState::Master | SmState::Discovering) {
                     self.take_over(now);
                 }
             }
@@ -864,6 +895,7 @@ impl SubnetManager {
     fn stand_by(&mut self, now: u64, master: (u64, u8, Vec<u8>)) {
         self.events.push_back(SmEvent::BecameStandby { master_guid: master.0 });
         self.master = Some(master);
+        self.took_over_from = None;
         self.mastership = false;
         self.master_misses = 0;
         self.phase = Phase::Standby;
@@ -884,7 +916,7 @@ impl SubnetManager {
 
     /// The master stopped answering or stands by: this SM is master now.
     fn take_over(&mut self, now: u64) {
-        self.master = None;
+        self.took_over_from = self.master.take().map(|(_, _, path)| path);
         self.mastership = true;
         self.events.push_back(SmEvent::BecameMaster);
         self.begin_heavy_sweep(now);

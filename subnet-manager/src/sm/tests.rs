@@ -583,3 +583,5 @@ fn a_port_that_trains_while_the_sweep_programs_is_armed_by_the_next_sweep() {
     assert_eq!(port_state(&fabric), PortState::Active, "the light sweep saw the change, a heavy sweep armed it");
     assert_eq!(sm.counters.heavy_sweeps, 2);
 }
+
+mod reconfigure;

@@ -72,9 +72,27 @@ fn a_commit_applies_and_a_bad_one_names_the_field_and_changes_nothing() {
     assert_eq!(c.generation(), 1);
     assert_eq!(c.running().routes[0].next_hops[0].0.to_string(), "10.0.0.2");
 
-    let message = refused(c.handle(&admin(), &commit_request(&BASE.replace("name: s1", "name: s2"), 1, None), now));
-    assert!(message.contains("need a restart") && message.contains("name"), "{message}");
+    let moved = format!("{}management: {{ socket: /run/s1-elsewhere.sock }}\n", with_route("10.0.0.2"));
+    let message = refused(c.handle(&admin(), &commit_request(&moved, 1, None), now));
+    assert!(message.contains("need a restart") && message.contains("management.socket"), "{message}");
     assert_eq!(c.generation(), 1);
+}
+
+/// A rename applies live; the switch MAC and the socket (its default
+/// path derived from the old name) stay, and the answer says so.
+#[test]
+fn a_rename_applies_live_keeping_the_mac_and_the_socket() {
+    let dir = tempfile::tempdir().unwrap();
+    let c = configurator(&dir.path().join("s1.yaml"));
+    let before = c.running();
+    let reply = ok(c.handle(&admin(), &commit_request(&BASE.replace("name: s1", "name: s2"), 0, None), Instant::now()));
+    let Reply::Committed(done) = reply else { panic!("{reply:?}") };
+    assert!(done.disrupted.iter().any(|d| d.starts_with("name: now s2")), "{:?}", done.disrupted);
+    let after = c.running();
+    assert_eq!(after.name, "s2");
+    assert_eq!((after.system_mac, &after.socket), (before.system_mac, &before.socket));
+    assert_ne!(after.system_mac, crate::apply::switch_mac("s2"), "not the new name's MAC");
+    assert_eq!(c.view.read().unwrap().config.name, "s2", "the shows read the new name");
 }
 
 #[test]

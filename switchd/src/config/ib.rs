@@ -11,12 +11,14 @@
 //!   sm:                        # a subnet manager in this switch (port 0)
 //!     priority: 5              # SMInfo priority 0..15
 //!     engine: [ftree, updn, minhop]
+//!     roots: [0x0002c90300000100]  # updn's roots by switch GUID (default: detected)
 //!     lmc: 0
 //!     sweep_interval_ms: 10000
 //!     sm_key: 0x1              # SMInfo SM_Key the subnet's SMs share (0: unchecked)
 //!     m_key: 0x0123456789abcdef  # set on every endpoint port, carried in every SMP (0: none)
 //!     m_key_protect_bits: 1    # 0..3
 //!     m_key_lease_period: 60   # seconds (0: never expires)
+//!     qos: true                # program SL-to-VL and VL arbitration on every port
 //! ```
 
 use serde::{Deserialize, Serialize};
@@ -44,6 +46,10 @@ pub struct IbSmFile {
     /// Routing engines in the order tried (OpenSM's names).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub engine: Vec<String>,
+    /// updn's roots by switch GUID (OpenSM's `root_guid_file`); empty:
+    /// detected.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub roots: Vec<u64>,
     #[serde(default)]
     pub lmc: u8,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -56,6 +62,9 @@ pub struct IbSmFile {
     pub m_key_protect_bits: u8,
     #[serde(default)]
     pub m_key_lease_period: u16,
+    /// Program SL-to-VL and VL arbitration tables (OpenSM's `qos`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub qos: bool,
 }
 
 /// A port's IB-like settings.
@@ -80,6 +89,7 @@ pub struct IbConfig {
 pub struct IbSm {
     pub priority: u8,
     pub engines: Vec<Engine>,
+    pub roots: Vec<u64>,
     pub lmc: u8,
     pub sweep_interval_ms: u64,
     /// The SM's keys, as `subnet_manager::sm::SmConfig` names them.
@@ -87,6 +97,8 @@ pub struct IbSm {
     pub m_key: u64,
     pub m_key_protect_bits: u8,
     pub m_key_lease_period: u16,
+    /// SL-to-VL and VL arbitration tables set on every port by the SM.
+    pub qos: bool,
 }
 
 pub const DEFAULT_DATA_VLS: u8 = 4;
@@ -206,12 +218,14 @@ pub(super) fn check(errors: &mut Vec<ConfigError>, file: &ConfigFile, has_ib_por
         IbSm {
             priority: sm.priority,
             engines,
+            roots: sm.roots,
             lmc: sm.lmc,
             sweep_interval_ms,
             sm_key: sm.sm_key,
             m_key: sm.m_key,
             m_key_protect_bits: sm.m_key_protect_bits,
             m_key_lease_period: sm.m_key_lease_period,
+            qos: sm.qos,
         }
     });
     Some(IbConfig { guid, buffer_blocks, sm })

@@ -41,6 +41,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
     let port_rings = check_resources(&mut v, &file, &ports);
     let config_so_far = Config {
         name: file.name.clone(),
+        system_mac: crate::apply::switch_mac(&file.name),
         backend: file.backend,
         log_level: file.log_level,
         socket,

@@ -9,6 +9,7 @@
 //! through the loop's port adapters. Everything sits behind one mutex, taken
 //! once per wake-up by the loop and briefly by the management API.
 
+pub mod follow;
 pub mod show;
 pub mod sm;
 
@@ -79,7 +80,7 @@ impl IbRuntime {
         let plane = SwitchPlane::new(&SwitchPlaneConfig {
             guid: ib.guid,
             description: config.name.clone(),
-            mac: crate::apply::switch_mac(&config.name),
+            mac: config.system_mac,
             ports,
             buffer_blocks: ib.buffer_blocks,
             flow_control_refresh_ns: FLOW_CONTROL_REFRESH_NS,
@@ -129,7 +130,12 @@ impl IbRuntime {
     }
 
     fn run_sm(&mut self, now: u64, tx: &mut Transmit<'_>) {
-        let Some(sm) = &mut self.sm else { return };
+        let Some(sm) = &mut self.sm else {
+            // MADs for an SM no longer here (traps the agent still sends to
+            // its own LID until a new master names another) go nowhere.
+            self.plane.take_for_sm();
+            return;
+        };
         let port_of = &self.port_of;
         sm.step(now, &mut self.plane, &mut |n, f| send(port_of, tx, n, f));
     }

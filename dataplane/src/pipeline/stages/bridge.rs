@@ -4,7 +4,7 @@
 use std::net::Ipv4Addr;
 
 use super::context::Stages;
-use super::router::L3Frame;
+use super::router::{InPlace, L3Frame};
 use crate::pipeline::counters::DropReason;
 use crate::pipeline::disposition::Disposition;
 use crate::pipeline::output::{Egress, FrameRef, Output, PuntReason};
@@ -67,7 +67,9 @@ impl BridgedFrame<'_> {
     /// The EtherType and payload as the router sees them.
     pub(crate) fn l3(&self) -> Option<L3Frame<'_>> {
         let ethertype = EtherType::from(u16::from_be_bytes([*self.body.first()?, *self.body.get(1)?]));
-        Some(L3Frame { dst: self.dst, src: self.src, ethertype, payload: &self.body[2..] })
+        // Bridged bytes may be another frame's (decapsulated, built by
+        // the CPU, tagged): never forwarded in place.
+        Some(L3Frame { dst: self.dst, src: self.src, ethertype, payload: &self.body[2..], in_place: InPlace::No })
     }
 }
 
@@ -112,6 +114,9 @@ impl Stages {
                 src: l2.src_addr,
                 ethertype: l2.ethertype,
                 payload: &frame[l2.payload_offset..],
+                // The received frame's own bytes after an untagged header:
+                // the router may forward them in their buffer.
+                in_place: if l2.payload_offset == ethernet::HEADER_LEN { InPlace::Allowed } else { InPlace::No },
             };
             return self.l3_ingress(now, super::router::L3Source::Port { port: ingress, rif }, l3, out);
         }

@@ -10,7 +10,7 @@ use super::icmp::{Icmpv4Error, Icmpv6Error};
 
 use crate::pipeline::counters::DropReason;
 use crate::pipeline::disposition::Disposition;
-use crate::pipeline::output::{Egress, Output, PuntReason};
+use crate::pipeline::output::{Egress, HopEdit, Output, PuntReason};
 use crate::pipeline::tables::bridge::{FdbDest, fdb_key};
 use crate::pipeline::tables::fib::{NO_SLOT, Route, RouteTarget};
 use crate::pipeline::tables::neighbors::NeighborState;
@@ -29,6 +29,17 @@ pub(crate) struct L3Frame<'a> {
     pub(crate) src: EthernetAddress,
     pub(crate) ethertype: EtherType,
     pub(crate) payload: &'a [u8],
+    /// Whether `payload` is the received frame's own bytes right after an
+    /// untagged Ethernet header, so that forwarding may rewrite the frame
+    /// in its buffer ([`Output::forward_in_place`]).
+    pub(crate) in_place: InPlace,
+}
+
+/// Whether a routed packet may leave in the buffer it arrived in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InPlace {
+    Allowed,
+    No,
 }
 
 /// The router interface a frame arrived on, and how it got there.
@@ -202,11 +213,8 @@ impl Stages {
             return Err(DropReason::MtuExceeded);
         }
         self.redirect_v4(now, source.rif(), ip, adjacency, out);
-        let sent = self.forward_ip(now, Some(source.rif()), adjacency, EtherType::Ipv4, total_len, out, |buf| {
-            buf.copy_from_slice(ip);
-            // RFC 1812 section 5.3.1, with the RFC 1624 checksum update.
-            Ipv4Packet::new_unchecked(buf).decrement_ttl_incremental();
-        })?;
+        let sent =
+            self.forward_ip(now, source, frame.in_place, adjacency, EtherType::Ipv4, ip, HopEdit::Ipv4Ttl, out)?;
         Ok(sent.disposition())
     }
 
@@ -322,10 +330,8 @@ impl Stages {
             return Err(DropReason::MtuExceeded);
         }
         self.redirect_v6(now, source.rif(), frame.src, ip, adjacency, out);
-        let sent = self.forward_ip(now, Some(source.rif()), adjacency, EtherType::Ipv6, total_len, out, |buf| {
-            buf.copy_from_slice(ip);
-            Ipv6Packet::new_unchecked(buf).decrement_hop_limit();
-        })?;
+        let sent =
+            self.forward_ip(now, source, frame.in_place, adjacency, EtherType::Ipv6, ip, HopEdit::Ipv6HopLimit, out)?;
         Ok(sent.disposition())
     }
 
@@ -446,21 +452,47 @@ impl Stages {
         self.send_ip_as(now, ingress, adjacency, ethertype, ip_len, Body::Partial, out, write)
     }
 
-    /// [`send_ip`](Self::send_ip) for a packet `write` copies whole: its
-    /// buffer is not zeroed first (the forwarding path's cost is the copy).
+    /// Forwards the routed packet `ip` with the hop's `edit`. On the fast
+    /// path (the next hop's rewrite cached) a packet that is the received
+    /// frame's own bytes (`in_place`) leaves in its own buffer, only its
+    /// headers rewritten; otherwise it is copied whole into a new frame
+    /// (not zeroed first: the copy is the cost).
     #[inline]
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn forward_ip(
         &mut self,
         now: u64,
-        ingress: Option<RifId>,
+        source: L3Source,
+        in_place: InPlace,
         adjacency: Adjacency,
         ethertype: EtherType,
-        ip_len: usize,
+        ip: &[u8],
+        edit: HopEdit,
         out: &mut Output,
-        write: impl FnOnce(&mut [u8]),
     ) -> Result<Sent, DropReason> {
-        self.send_ip_as(now, ingress, adjacency, ethertype, ip_len, Body::Whole, out, write)
+        if in_place == InPlace::Allowed
+            && let Some(rewrite) = self.cached_rewrite(adjacency)
+            && ip.len() <= usize::from(rewrite.mtu)
+        {
+            let mut header = [0u8; ethernet::HEADER_LEN];
+            header[..12].copy_from_slice(&rewrite.macs);
+            header[12..].copy_from_slice(&u16::from(ethertype).to_be_bytes());
+            if out.forward_in_place(Egress::Port(rewrite.port), header, ethernet::HEADER_LEN + ip.len(), edit) {
+                return Ok(Sent::Now);
+            }
+        }
+        self.send_ip_as(now, Some(source.rif()), adjacency, ethertype, ip.len(), Body::Whole, out, |buf| {
+            buf.copy_from_slice(ip);
+            edit.apply(buf);
+        })
+    }
+
+    /// The next hop's cached rewrite, if still valid: a routed port with a
+    /// usable neighbour, one index and no lookups.
+    #[inline]
+    fn cached_rewrite(&self, adjacency: Adjacency) -> Option<Rewrite> {
+        let hop = self.tables.router.hops.get(adjacency.slot as usize)?;
+        (hop.rewrite.generation == self.tables.router.generation).then_some(hop.rewrite)
     }
 
     #[inline]
@@ -478,10 +510,7 @@ impl Stages {
     ) -> Result<Sent, DropReason> {
         // The fast path: a next hop on a routed port with a usable
         // neighbour has its rewrite cached; one index, no lookups.
-        if let Some(hop) = self.tables.router.hops.get(adjacency.slot as usize)
-            && hop.rewrite.generation == self.tables.router.generation
-        {
-            let rewrite = hop.rewrite;
+        if let Some(rewrite) = self.cached_rewrite(adjacency) {
             if ip_len > usize::from(rewrite.mtu) {
                 return Err(DropReason::MtuExceeded);
             }

@@ -4,6 +4,7 @@ use super::bridge::FdbDest;
 
 use super::{PortId, RifId, TableError, Tables};
 use crate::pipeline::counters::{DropReason, PortCounters};
+use crate::pipeline::output::TxFrame;
 use crate::wire::VlanId;
 
 /// The configuration of one port.
@@ -155,6 +156,14 @@ impl Tables {
     /// the port's TX counters move here, not when the pipeline emits it, so
     /// a frame a queue later drops is never counted as sent.
     pub fn count_transmitted(&mut self, port: PortId, frame: &[u8]) {
+        self.count_sent(port, TxFrame::of(frame));
+    }
+
+    /// [`count_transmitted`](Self::count_transmitted) from what the
+    /// pipeline and the node already know of the frame (its length, and its
+    /// cast recorded when it was queued): the frame is not read again.
+    #[inline]
+    pub fn count_sent(&mut self, port: PortId, frame: TxFrame) {
         if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
             port.counters.count_tx(frame);
         }

@@ -14,7 +14,7 @@ mod vl_arb;
 pub use lft::{LFT_BLOCK_ENTRIES, LftBlock, LftBlockRepr};
 pub use node_description::{NodeDescription, NodeDescriptionRepr};
 pub use node_info::{NodeInfo, NodeInfoRepr, NodeType};
-pub use notice::{DATA_DETAILS_LEN, Notice, NoticeRepr, TRAP_LINK_STATE_CHANGE};
+pub use notice::{DATA_DETAILS_LEN, Notice, NoticeRepr, TRAP_LINK_STATE_CHANGE, TRAP_LOCAL_CHANGES};
 pub use port_info::{LinkSpeed, LinkWidth, PortInfo, PortInfoRepr, PortPhysState, PortState};
 pub use sl2vl::{SlToVlRepr, SlToVlTable, sl2vl_modifier};
 pub use sm_info::{SmInfo, SmInfoControl, SmInfoRepr, SmState};

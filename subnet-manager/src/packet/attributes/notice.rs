@@ -8,6 +8,15 @@ use crate::packet::{Result, fixed_view, view_fields};
 /// <LIDADDR> has changed" (IBA 14.2.5.1, table 144).
 pub const TRAP_LINK_STATE_CHANGE: u16 = 128;
 
+/// Generic trap 144: "the attributes of a port changed", with its new
+/// CapabilityMask (IBA 14.2.5.1, table 144); a port that starts or stops
+/// an SM (CapabilityMask IsSM) sends it, and the master sweeps to meet the
+/// new SM or forget the old one.
+pub const TRAP_LOCAL_CHANGES: u16 = 144;
+
+/// Notice type "informational" (IBA 13.4.8.2: 4).
+pub const NOTICE_TYPE_INFO: u8 = 4;
+
 /// ProducerType of a switch (IBA 13.4.8.2: 2).
 pub const PRODUCER_SWITCH: u32 = 2;
 
@@ -69,6 +78,28 @@ impl NoticeRepr {
             notice_type: NOTICE_TYPE_URGENT,
             producer_type: PRODUCER_SWITCH,
             trap_number: TRAP_LINK_STATE_CHANGE,
+            issuer_lid: switch_lid,
+            notice_toggle: false,
+            notice_count: 0,
+            data_details,
+        }
+    }
+
+    /// Trap 144 from port 0 of the switch at `switch_lid`: its
+    /// CapabilityMask is now `capability_mask`. Data details as OpenSM's
+    /// `ntc_144`: 2 reserved bytes, LIDADDR, a reserved byte, LocalChanges
+    /// (bit 0: a change other than those flagged), CapabilityMask, then
+    /// ChangeFlags and CapabilityMask2 (0 here).
+    pub fn capability_mask_change(switch_lid: u16, capability_mask: u32) -> NoticeRepr {
+        let mut data_details = [0u8; DATA_DETAILS_LEN];
+        data_details[2..4].copy_from_slice(&switch_lid.to_be_bytes());
+        data_details[5] = 1;
+        data_details[6..10].copy_from_slice(&capability_mask.to_be_bytes());
+        NoticeRepr {
+            is_generic: true,
+            notice_type: NOTICE_TYPE_INFO,
+            producer_type: PRODUCER_SWITCH,
+            trap_number: TRAP_LOCAL_CHANGES,
             issuer_lid: switch_lid,
             notice_toggle: false,
             notice_count: 0,
