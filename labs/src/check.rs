@@ -339,7 +339,9 @@ pub fn converge(lab: &Lab, timeout: Duration, which_pairs: Pairs) -> Result<Repo
         wait_for(deadline, timeout, "EVPN flood lists", || crate::evpn::flood_lists_missing(lab, &vteps))?;
     // 4. All-pairs ping, retrying the pairs that failed.
     // The hosts' interfaces, read once for steps 4 and 5.
+    let reading = Instant::now();
     let interfaces = host_interfaces(lab);
+    eprintln!("host interfaces of {} hosts read in {:.2} s", interfaces.len(), reading.elapsed().as_secs_f64());
     let ports = host_ports(lab, &interfaces);
     let hosts = host_addresses(&interfaces);
     // With tenant VRFs, the pairs across VRFs must not ping (step 4b).

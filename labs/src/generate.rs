@@ -66,11 +66,13 @@ pub const LOSSLESS_MTU: u32 = 9100;
 pub const LAB_RESOURCES: &str = "profile: small\nport_rings: { rx_kib: 256, tx_kib: 64 }\n";
 /// The same with the lossless class's jumbo frames (MTU 9100): 256 slots to
 /// receive a port (fewer lose frames of an all-to-all in the kernel ring,
-/// before the traffic manager) and 32 to send, of 1 KiB each; a jumbo frame
-/// goes through the socket's queue beside the ring, which holds memory only
-/// while frames wait. 288 KiB a port, where slots of the MTU (16 KiB) took
-/// 5 MiB for as many.
-pub const LAB_RESOURCES_JUMBO: &str = "profile: small\nport_rings: { rx_kib: 256, tx_kib: 32, slot_bytes: 1024 }\n";
+/// before the traffic manager) and 32 to send, of 512 bytes each (the
+/// control plane's frames fit; data frames of 1500 or 9000 bytes went
+/// through the socket's queue beside the ring with 1 KiB slots already,
+/// which holds memory only while frames wait). 144 KiB a port, where 1 KiB
+/// slots took 288 KiB and slots of the MTU (16 KiB) 5 MiB for as many; a
+/// 28-port spine holds 4 MiB less (`docs/benchmarks.md`).
+pub const LAB_RESOURCES_JUMBO: &str = "profile: small\nport_rings: { rx_kib: 128, tx_kib: 16, slot_bytes: 512 }\n";
 /// The first host address in a leaf's subnet.
 const FIRST_HOST: usize = 10;
 

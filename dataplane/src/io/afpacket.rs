@@ -106,6 +106,12 @@ impl AfPacketConfig {
     }
 }
 
+/// The smallest ring slot: its header and address (about 80 bytes) and
+/// room for the control plane's frames (ARP, BGP keepalives, LLDP, ICMP
+/// echoes, TCP ACKs) in the slot itself; anything longer goes through the
+/// socket's queue (see the module comment).
+pub const MIN_FRAME_SIZE: usize = 512;
+
 /// Where a V2 tx frame's data starts in its slot: the kernel reads it from
 /// `TPACKET2_HDRLEN - sizeof(sockaddr_ll)` unless `PACKET_TX_HAS_OFF` is set
 /// (Documentation/networking/packet_mmap.rst, "TX ring").
@@ -186,7 +192,11 @@ impl AfPacket {
 
     pub fn with_config(name: &str, config: AfPacketConfig) -> io::Result<AfPacket> {
         let frame_size = config.frame_size;
-        if !frame_size.is_power_of_two() || frame_size < 1024 || config.rx_frames == 0 || config.tx_frames == 0 {
+        if !frame_size.is_power_of_two()
+            || frame_size < MIN_FRAME_SIZE
+            || config.rx_frames == 0
+            || config.tx_frames == 0
+        {
             return Err(io::Error::new(io::ErrorKind::InvalidInput, "bad AF_PACKET ring geometry"));
         }
         let ifindex = if_index(name)?;

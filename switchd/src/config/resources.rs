@@ -8,7 +8,7 @@
 //! port_rings:                  # per afpacket port; default 8192 / 2048
 //!   rx_kib: 256
 //!   tx_kib: 64
-//!   slot_bytes: 1024           # optional; default: a frame of the port's MTU
+//!   slot_bytes: 512            # optional; default: a frame of the port's MTU
 //! ```
 //!
 //! A ring's memory is allocated when the port opens and becomes resident as
@@ -80,7 +80,7 @@ pub struct PortRingsFile {
     pub rx_kib: u32,
     /// Transmit ring memory per port, KiB.
     pub tx_kib: u32,
-    /// Bytes per ring slot (a power of two from 1024 to 65536); unset, a
+    /// Bytes per ring slot (a power of two from 512 to 65536); unset, a
     /// frame of the port's MTU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slot_bytes: Option<u32>,
@@ -106,7 +106,7 @@ impl Default for PortRings {
 /// Fewer slots than this and a burst of a few frames is lost.
 pub const MIN_RING_SLOTS: usize = 16;
 const MAX_RING_KIB: u32 = 256 * 1024;
-const SLOT_BYTES: std::ops::RangeInclusive<u32> = 1024..=65536;
+const SLOT_BYTES: std::ops::RangeInclusive<u32> = dataplane::io::afpacket::MIN_FRAME_SIZE as u32..=65536;
 
 impl PortRings {
     /// The ring geometry of a port with this MTU.
@@ -195,7 +195,7 @@ mod tests {
         assert_eq!(errors, vec![]);
         let jumbo = rings.for_mtu(9100);
         assert_eq!((jumbo.frame_size, jumbo.rx_frames, jumbo.tx_frames, jumbo.mtu), (1024, 256, 32, 9100));
-        for bytes in [512, 1500, 1 << 17] {
+        for bytes in [256, 1500, 1 << 17] {
             let mut errors = Vec::new();
             check_rings(Some(&PortRingsFile { slot_bytes: Some(bytes), ..file }), 9100, &mut errors);
             assert_eq!(errors[0].0, "port_rings.slot_bytes", "{bytes}: {errors:?}");
