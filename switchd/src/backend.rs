@@ -271,5 +271,6 @@ pub(crate) fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Re
         tm: AnyTrafficManager::Qos(Box::new(tm)),
         stats: Some(sai.backend().qos_stats_slot()),
         watchdog_events: Some(sai.backend().watchdog_events_slot()),
+        port_owners: (0..tm_config.ports.len()).map(|index| sai.backend().port_object(index as PortId)).collect(),
     })
 }

@@ -63,6 +63,10 @@ pub struct TrafficManagerSetup {
     /// Where the PFC watchdog's events go, as often (the shim's soft
     /// backend turns them into notifications).
     pub watchdog_events: Option<Arc<Mutex<Vec<WatchdogEvent>>>>,
+    /// The shim's port object behind each pipeline index it was built
+    /// for (empty: not known), so that a later one knows which indices
+    /// went to another port ([`Node::replace_traffic_manager`]).
+    pub port_owners: Vec<Option<sai_shim::ObjectId>>,
 }
 
 /// Watchdog events waiting for the shim beyond this many are counted as
@@ -76,6 +80,7 @@ impl Default for TrafficManagerSetup {
             tm: AnyTrafficManager::Fifo(OutputQueues::new(OutputQueuesConfig::default())),
             stats: None,
             watchdog_events: None,
+            port_owners: Vec::new(),
         }
     }
 }
@@ -285,6 +290,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             batch: FrameBatch::new(RX_BATCH, MAX_FRAME_LEN),
             node: Node::with_traffic_manager(setup.tm),
             qos_stats: setup.stats,
+            tm_port_owners: setup.port_owners,
             watchdog_events: setup.watchdog_events,
             timer,
             timer_armed_for: u64::MAX,
@@ -453,6 +459,8 @@ struct Loop<D: Dataplane> {
     node: Node<AnyTrafficManager>,
     qos_stats: Option<Arc<Mutex<Option<QosStats>>>>,
     watchdog_events: Option<Arc<Mutex<Vec<WatchdogEvent>>>>,
+    /// The running traffic manager's [`TrafficManagerSetup::port_owners`].
+    tm_port_owners: Vec<Option<sai_shim::ObjectId>>,
     /// Fires at the node's next wake-up when that is sooner than the
     /// loop's own poll interval.
     timer: OwnedFd,
@@ -601,12 +609,22 @@ impl<D: Dataplane> Loop<D> {
             }
             Command::DetachHost(host_if) => self.detach_host(host_if),
             Command::ReplaceTrafficManager(setup) => {
-                let migration = self.node.replace_traffic_manager(monotonic_ns(), setup.tm);
+                // An index whose port a commit removed (and maybe gave to
+                // a port it added) keeps nothing of the old port.
+                let renumbered: Vec<PortId> = (self.tm_port_owners.iter().enumerate())
+                    .filter(|&(index, owner)| owner.is_some() && setup.port_owners.get(index) != Some(owner))
+                    .map(|(index, _)| index as PortId)
+                    .collect();
+                let migration = self.node.replace_traffic_manager(monotonic_ns(), setup.tm, &renumbered);
+                self.tm_port_owners = setup.port_owners;
                 if let Some(tm) = self.node.traffic_manager_mut().qos_mut() {
                     tm.count_migrated(migration.kept);
                 }
                 self.qos_stats = setup.stats;
                 self.watchdog_events = setup.watchdog_events;
+                // The shows read the new one (its speeds) as soon as the
+                // commit that made it returns (it waits on a barrier).
+                self.publish_qos_stats();
                 // The new one's wake-ups, not the old one's.
                 self.timer_armed_for = u64::MAX;
                 tracing::info!(

@@ -65,7 +65,10 @@ fn time_until_next_hops(lab: &TestLab, want: usize, bound: Duration) -> Duration
     let started = Instant::now();
     loop {
         if active_next_hops(lab, LEAF, REMOTE_LOOPBACK) == Some(want) {
-            return started.elapsed();
+            // A slow poll that finds it still has to be within the bound.
+            let took = started.elapsed();
+            assert!(took < bound, "{REMOTE_LOOPBACK} on {LEAF} through {want} spines after {took:?}, bound {bound:?}");
+            return took;
         }
         assert!(started.elapsed() < bound, "{REMOTE_LOOPBACK} on {LEAF} not through {want} spines within {bound:?}");
         std::thread::sleep(Duration::from_millis(50));
@@ -455,7 +458,9 @@ fn evpn_host_move_is_followed_within_bounds() {
                 && at.as_deref() == Some(leaf2_vtep.as_str())
                 && sequence > before.2
             {
-                return started.elapsed();
+                let took = started.elapsed();
+                assert!(took < bound, "{node} moved {mac} to leaf2 after {took:?}, bound {bound:?}");
+                return took;
             }
             assert!(
                 started.elapsed() < bound,
@@ -603,7 +608,9 @@ fn wait_rerouted(lab: &TestLab, before: &Value, bound: Duration) -> (Value, Dura
         let sm = ib_sm(lab);
         let swept = sm["heavy_sweeps"].as_u64() > before["heavy_sweeps"].as_u64();
         if swept && sm["fabric_up"] == true && sm["lft_blocks_set"].as_u64() > before["lft_blocks_set"].as_u64() {
-            return (sm, started.elapsed());
+            let took = started.elapsed();
+            assert!(took < bound, "the SM rerouted after {took:?}, bound {bound:?}: {sm}");
+            return (sm, took);
         }
         assert!(started.elapsed() < bound, "the SM did not reroute within {bound:?}: {sm}");
         std::thread::sleep(Duration::from_millis(20));

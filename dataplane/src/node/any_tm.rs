@@ -66,10 +66,10 @@ impl TrafficManager for AnyTrafficManager {
     fn take_all(&mut self, now: u64) -> Vec<HeldFrame> {
         delegate!(self, tm => tm.take_all(now))
     }
-    fn carry_over(&mut self, now: u64, old: &Self) {
+    fn carry_over(&mut self, now: u64, old: &Self, renumbered: &[PortId]) {
         // Between two `qos` traffic managers; the FIFO keeps nothing.
         if let (AnyTrafficManager::Qos(new), AnyTrafficManager::Qos(old)) = (self, old) {
-            new.carry_over(now, old);
+            new.carry_over(now, old, renumbered);
         }
     }
     fn next_link_frame(&mut self, now: u64, buf: &mut [u8]) -> Option<(PortId, usize)> {

@@ -205,8 +205,9 @@ pub trait TrafficManager {
     /// Takes over from `old`, the traffic manager this one replaces, what
     /// outlives it: the pauses its ports' peers sent and its cumulative
     /// counters ([`Node::replace_traffic_manager`], before the frames
-    /// move). Nothing by default.
-    fn carry_over(&mut self, _now: u64, _old: &Self)
+    /// move), except for the `renumbered` ports (their index now names
+    /// another port, or none). Nothing by default.
+    fn carry_over(&mut self, _now: u64, _old: &Self, _renumbered: &[PortId])
     where
         Self: Sized,
     {
@@ -348,15 +349,18 @@ impl<T: TrafficManager> Node<T> {
     /// pauses its sender). A frame the new one refuses (its port gone, no
     /// buffer for it under the new limits) is released and counted: under
     /// the new traffic manager's drop reason, in `tm_drops` and in
-    /// `tm_reconfigure_drops`.
-    pub fn replace_traffic_manager(&mut self, now: u64, tm: T) -> Migration {
+    /// `tm_reconfigure_drops`. `renumbered` are the ports whose index
+    /// names another port now, or none (a commit removed one and the
+    /// index went to a port it added): their frames are released and
+    /// counted the same way, and nothing of theirs is carried over.
+    pub fn replace_traffic_manager(&mut self, now: u64, tm: T, renumbered: &[PortId]) -> Migration {
         let mut old = std::mem::replace(&mut self.tm, tm);
-        self.tm.carry_over(now, &old);
+        self.tm.carry_over(now, &old, renumbered);
         let mut migration = Migration::default();
         for held in old.take_all(now) {
             let mut meta = FrameMeta::describe(self.out.pool().bytes(held.frame));
             meta.ingress = held.ingress;
-            if self.tm.enqueue(now, held.port, held.frame, &meta).is_ok() {
+            if !renumbered.contains(&held.port) && self.tm.enqueue(now, held.port, held.frame, &meta).is_ok() {
                 migration.kept += 1;
             } else {
                 self.out.release(held.frame);

@@ -186,8 +186,8 @@ impl TrafficManager for QosTrafficManager {
         held.map(|held| HeldFrame { port: held.egress, ingress: held.ingress, frame: held.handle }).collect()
     }
 
-    fn carry_over(&mut self, now: u64, old: &Self) {
-        self.tm.carry_over(now, &old.tm);
+    fn carry_over(&mut self, now: u64, old: &Self, renumbered: &[PortId]) {
+        self.tm.carry_over(now, &old.tm, |port| !renumbered.iter().any(|&r| usize::from(r) == port));
         self.now = self.now.max(old.now);
         let counters = &mut self.counters;
         counters.malformed_link_frames += old.counters.malformed_link_frames;

@@ -244,7 +244,7 @@ mod with_qos {
         assert_eq!((ports.sent.len(), node.pool().in_use()), (1, 2), "two queued");
         let mut faster = config();
         faster.ports[1].speed_bps *= 10;
-        let migration = node.replace_traffic_manager(NOW, QosTrafficManager::new(&faster).unwrap());
+        let migration = node.replace_traffic_manager(NOW, QosTrafficManager::new(&faster).unwrap(), &[]);
         assert_eq!(migration, Migration { kept: 2, dropped: 0 });
         assert_eq!(node.counters().tm_migrated, 2);
         assert_eq!(node.counters().tm_drops, 0);
@@ -271,11 +271,31 @@ mod with_qos {
         }
         let mut one_port = config();
         one_port.ports.truncate(1);
-        let migration = node.replace_traffic_manager(NOW, QosTrafficManager::new(&one_port).unwrap());
+        let migration = node.replace_traffic_manager(NOW, QosTrafficManager::new(&one_port).unwrap(), &[]);
         assert_eq!(migration, Migration { kept: 0, dropped: 2 });
         assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
         assert_eq!((node.counters().tm_drops, node.counters().tm_reconfigure_drops), (2, 2));
         assert_eq!(node.traffic_manager().tm().drops(qos::tm::DropReason::UnknownPort), 2);
+    }
+
+    /// A commit removed port 1 and gave its index to a new port: what
+    /// waited for the old port never leaves through the new one.
+    #[test]
+    fn frames_for_a_renumbered_port_are_dropped_not_sent_out_of_its_successor() {
+        let (mut node, mut switch) = node_and_switch(&config());
+        let mut ports = Recorder::default();
+        for _ in 0..3 {
+            node.receive(&mut switch, NOW, 0, &ipv4(0, Ecn::NotEct, 1000), &mut ports);
+        }
+        let sent = ports.sent.len();
+        let migration = node.replace_traffic_manager(NOW, QosTrafficManager::new(&config()).unwrap(), &[1]);
+        assert_eq!(migration, Migration { kept: 0, dropped: 2 });
+        assert_eq!(node.counters().tm_reconfigure_drops, 2);
+        for ms in 1..=3 {
+            node.handle(&mut switch, NOW + ms * 1_000_000, NodeEvent::Timer, &mut ports);
+        }
+        assert_eq!(ports.sent.len(), sent, "nothing more sent");
+        assert_eq!(node.pool().in_use(), 0, "every buffer back in the pool");
     }
 
     #[test]
@@ -320,7 +340,7 @@ mod with_qos {
         node.receive(&mut switch, NOW, 0, &ipv4(26, Ecn::Ect0, 100), &mut ports);
         assert_eq!(ports.sent.len(), 1, "TC 0 went, TC 3 is paused");
 
-        let migration = node.replace_traffic_manager(NOW + 100_000, QosTrafficManager::new(&config()).unwrap());
+        let migration = node.replace_traffic_manager(NOW + 100_000, QosTrafficManager::new(&config()).unwrap(), &[]);
         assert_eq!(migration.kept, 1);
         node.handle(&mut switch, NOW + 100_000, NodeEvent::Timer, &mut ports);
         assert_eq!(ports.sent.len(), 1, "still paused after the swap");

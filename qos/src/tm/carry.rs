@@ -23,11 +23,13 @@ use super::{CLASSES, TrafficManager};
 
 impl<H: Copy> TrafficManager<H> {
     /// Takes over from `old`, the traffic manager this one replaces, at
-    /// `now` (before any frame is queued here).
-    pub fn carry_over(&mut self, now: u64, old: &TrafficManager<H>) {
+    /// `now` (before any frame is queued here), for the ports `same_port`
+    /// says are still the port their index named (a port removed and its
+    /// index given to a new one inherits nothing).
+    pub fn carry_over(&mut self, now: u64, old: &TrafficManager<H>, same_port: impl Fn(usize) -> bool) {
         let old_cell_bytes = old.buffer.cell_bytes();
         let ports = self.ports.len().min(old.ports.len());
-        for port in 0..ports {
+        for port in (0..ports).filter(|&port| same_port(port)) {
             let (from, to) = (&old.ports[port], &mut self.ports[port]);
             to.pfc = from.pfc;
             let speeds = (from.speed_bps, to.speed_bps);
@@ -87,6 +89,13 @@ mod tests {
     /// dropped; the traffic manager is replaced by one built from `next`
     /// at 10 us, the waiting frame moved into it as the node does.
     fn swapped(next: &TmConfig) -> (TrafficManager<u32>, TrafficManager<u32>) {
+        swapped_keeping(next, |_| true)
+    }
+
+    fn swapped_keeping(
+        next: &TmConfig,
+        same_port: impl Fn(usize) -> bool,
+    ) -> (TrafficManager<u32>, TrafficManager<u32>) {
         let mut old = TrafficManager::new(&config(GIG), 0u32).unwrap();
         let mut pause = PfcFrame { class_enable: 1 << 3, quanta: [0; 8] };
         pause.quanta[3] = 100;
@@ -97,7 +106,7 @@ mod tests {
         assert!(matches!(old.dequeue(0, 1), Dequeue::Send { handle: 2, .. }));
         assert_eq!(old.dequeue(9_000, 1), Dequeue::Wait(51_200), "paused by the peer");
         let mut new = TrafficManager::new(next, 0u32).unwrap();
-        new.carry_over(10_000, &old);
+        new.carry_over(10_000, &old, same_port);
         for (port, handle) in old.take_all(10_000) {
             new.enqueue(10_000, handle, &frame(port, 3)).unwrap();
         }
@@ -131,5 +140,13 @@ mod tests {
         let (_, mut new) = swapped(&next);
         assert!(matches!(new.dequeue(10_000, 1), Dequeue::Send { handle: 1, .. }));
         assert_eq!(new.pfc_paused_ns(100_000, 1, 3), 10_000, "paused until the swap");
+    }
+
+    #[test]
+    fn a_port_whose_index_went_to_another_port_inherits_nothing() {
+        let (_, mut new) = swapped_keeping(&config(GIG), |port| port != 1);
+        assert!(matches!(new.dequeue(10_000, 1), Dequeue::Send { handle: 1, .. }), "not paused by the old peer");
+        assert_eq!(new.pfc_counters(1).rx_frames[3], 0);
+        assert_eq!(new.queue_counters(1, 0).tx_frames, 0, "counters start again");
     }
 }
