@@ -44,7 +44,7 @@ fn config() -> String {
             "  - {{name: eth{n}, mode: routed, addresses: [10.{n}.0.1/24], mtu: 9100, speed: {SPEED_YAML}, cable-length: 5}}\n"
         ));
     }
-    yaml.push_str("qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000, rx-lag-ns: 40000000}\n  pool: {size-bytes: 4194304, cell-bytes: 256}\n");
+    yaml.push_str("qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000, rx-lag-ns: 40000000}\n  pool: {size-bytes: 3145728, cell-bytes: 256}\n");
     yaml
 }
 
