@@ -340,11 +340,12 @@ impl Rib {
 
     /// Stores the new entry for `nlri` and says what changed.
     fn commit(&mut self, nlri: Nlri, new: Option<LocEntry>) -> Option<LocChange> {
-        let old_hops = self.loc.get(&nlri).map(LocEntry::next_hops).unwrap_or_default();
-        let old_best = self.loc.get(&nlri).map(|e| e.best().clone());
-        let new_hops = new.as_ref().map(LocEntry::next_hops).unwrap_or_default();
-        let new_best = new.as_ref().map(|e| e.best().clone());
-        let same_best = match (&old_best, &new_best) {
+        // EVPN routes have no forwarding next hops here (see `LocChange::fib`).
+        let ip_route = nlri.family() != Family::L2vpnEvpn;
+        let hops = |e: Option<&LocEntry>| if ip_route { e.map(LocEntry::next_hops).unwrap_or_default() } else { Vec::new() };
+        let old_hops = hops(self.loc.get(&nlri));
+        let new_hops = hops(new.as_ref());
+        let same_best = match (self.loc.get(&nlri).map(LocEntry::best), new.as_ref().map(LocEntry::best)) {
             (Some(a), Some(b)) => a.peer == b.peer && Arc::ptr_eq(&a.attrs, &b.attrs),
             (None, None) => true,
             _ => false,
@@ -357,7 +358,6 @@ impl Rib {
                 self.loc.remove(&nlri);
             }
         }
-        let ip_route = nlri.family() != Family::L2vpnEvpn;
         let fib = (ip_route && old_hops != new_hops).then(|| new_hops.into_iter().map(NextHop::Ip).collect());
         (!same_best || fib.is_some()).then_some(LocChange { nlri, best_changed: !same_best, fib })
     }

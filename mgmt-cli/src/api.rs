@@ -107,6 +107,11 @@ pub enum Request {
     },
     /// `show vrf`: the IP-VRFs with the routes EVPN put in them.
     ShowVrf,
+    /// `show evpn next-hops [vni L3VNI|all]`: the remote VTEPs and router
+    /// MACs of the L3VNIs.
+    ShowEvpnNextHops {
+        vni: Option<u32>,
+    },
     /// Live values the shell completes: interface names, VLANs, VNIs,
     /// neighbours, prefixes.
     ShowCompletions,
@@ -240,6 +245,7 @@ pub enum Reply {
     EvpnMacs(Vec<EvpnMac>),
     EvpnArpCache(Vec<EvpnArp>),
     Vrfs(Vec<Vrf>),
+    EvpnNextHops(Vec<EvpnNextHop>),
     Completions(Completions),
     CommitHistory(Vec<CommitEntry>),
     Validated(Validated),
@@ -689,6 +695,17 @@ pub struct EvpnArp {
     pub ip: IpAddr,
     pub mac: String,
     pub kind: String,
+}
+
+/// One line of `show evpn next-hops`: a remote VTEP of an L3VNI.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvpnNextHop {
+    pub l3vni: u32,
+    pub vrf: String,
+    pub vtep: IpAddr,
+    pub router_mac: String,
+    /// The VRF's prefixes through this VTEP.
+    pub routes: usize,
 }
 
 /// One IP-VRF of `show vrf`.

@@ -47,6 +47,7 @@ impl Render for Reply {
             Reply::EvpnMacs(v) => v.render(),
             Reply::EvpnArpCache(v) => v.render(),
             Reply::Vrfs(v) => v.render(),
+            Reply::EvpnNextHops(v) => v.render(),
             Reply::Completions(v) => v.render(),
             Reply::CommitHistory(v) => v.render(),
             Reply::Validated(v) => v.render(),
@@ -629,6 +630,16 @@ impl Render for Vec<Vrf> {
             out.push_str(&table.render());
         }
         out
+    }
+}
+
+impl Render for Vec<EvpnNextHop> {
+    fn render(&self) -> String {
+        let mut table = Table::new(["L3VNI", "VRF", "VTEP", "Router MAC", "Routes"]);
+        for h in self {
+            table.row([h.l3vni.to_string(), h.vrf.clone(), h.vtep.to_string(), h.router_mac.clone(), h.routes.to_string()]);
+        }
+        table.render()
     }
 }
 

@@ -847,6 +847,11 @@ impl<B: Backend> Sai<B> {
         self.backend.fdb_entries(&self.store)
     }
 
+    /// How many entries [`Self::fdb_table`] has, without listing them.
+    pub fn fdb_entry_count(&self) -> usize {
+        self.backend.fdb_entry_count(&self.store)
+    }
+
     /// The FDB with remote VTEPs and last-seen times, for display.
     pub fn fdb_details(&self) -> Vec<crate::backend::FdbDetail> {
         self.backend.fdb_details(&self.store)

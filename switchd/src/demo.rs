@@ -735,6 +735,7 @@ pub fn run() -> (String, Summary) {
         ("show evpn vni", Request::ShowEvpnVni { vni: None }),
         ("show evpn mac vni all", Request::ShowEvpnMac { vni: None }),
         ("show evpn arp-cache vni all", Request::ShowEvpnArpCache { vni: None }),
+        ("show evpn next-hops", Request::ShowEvpnNextHops { vni: None }),
     ] {
         let _ = writeln!(out, "leaf1 (swcli {what}):");
         out.push_str(&indent(&fabric.evpn_show("leaf1", &request).render()));

@@ -207,6 +207,20 @@ pub fn show_state(state: EvpnState, request: &Request) -> Reply {
                 .map(|a| api::EvpnArp { vni: a.vni, ip: a.ip, mac: a.mac, kind: a.kind.into() })
                 .collect(),
         ),
+        Request::ShowEvpnNextHops { vni } => Reply::EvpnNextHops(
+            state
+                .next_hops
+                .into_iter()
+                .filter(|h| vni.is_none_or(|n| n == h.l3vni))
+                .map(|h| api::EvpnNextHop {
+                    l3vni: h.l3vni,
+                    vrf: h.vrf,
+                    vtep: h.vtep,
+                    router_mac: h.router_mac,
+                    routes: h.routes,
+                })
+                .collect(),
+        ),
         _ => Reply::Vrfs(
             state
                 .vrfs

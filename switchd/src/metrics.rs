@@ -169,13 +169,12 @@ where
             vec![(Vec::new(), counter(forwarding.node.tm_migrated))],
         )?;
 
-        let macs = view.mac_table();
         family(
             e,
             "switch_fdb_entries",
             "MAC addresses in the forwarding database",
             None,
-            vec![(vec![], gauge(macs.len()))],
+            vec![(vec![], gauge(view.mac_count()))],
         )?;
         let routes = view.routes();
         let mut kinds: Vec<&str> = routes.iter().map(|r| r.kind.as_str()).collect();

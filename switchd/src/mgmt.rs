@@ -161,6 +161,7 @@ impl<B: Backend> SwitchView<B> {
             | Request::ShowEvpnVni { .. }
             | Request::ShowEvpnMac { .. }
             | Request::ShowEvpnArpCache { .. }
+            | Request::ShowEvpnNextHops { .. }
             | Request::ShowVrf => match &self.bgp {
                 Some(bgp) if bgp.config.evpn.is_some() || matches!(request, Request::ShowBgpEvpn { .. }) => {
                     crate::evpn::show(bgp, request)
@@ -269,6 +270,14 @@ impl<B: Backend> SwitchView<B> {
             });
         }
         out
+    }
+
+    /// How many entries [`Self::mac_table`] lists, counted without
+    /// making them (the metrics endpoint's `switch_fdb_entries`: the table
+    /// is built under the shim's lock, which forwarding and the BGP
+    /// programmer wait for).
+    pub fn mac_count(&self) -> usize {
+        lock(&self.sai).fdb_entry_count()
     }
 
     pub fn mac_table(&self) -> Vec<api::MacEntry> {

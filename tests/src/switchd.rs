@@ -82,12 +82,24 @@ impl Switchd {
     /// Starts the daemon without waiting for it (for configs expected to be
     /// refused).
     pub fn spawn(ns: &Netns, config_yaml: &str) -> Switchd {
+        Self::spawn_binary(ns, config_yaml, &workspace_binary("switchd"))
+    }
+
+    /// [`Self::start`] with another `switchd` binary (a benchmark's
+    /// before build, run beside the current one).
+    pub fn start_binary(ns: &Netns, config_yaml: &str, binary: &Path) -> Switchd {
+        let switchd = Self::spawn_binary(ns, config_yaml, binary);
+        switchd.wait_ready(Duration::from_secs(15));
+        switchd
+    }
+
+    fn spawn_binary(ns: &Netns, config_yaml: &str, binary: &Path) -> Switchd {
         let dir = TempDir::new("switchd");
         let config_path = dir.path().join("switchd.yaml");
         let socket = dir.path().join("switchd.sock");
         let yaml = format!("{}\nmanagement:\n  socket: {}\n", config_yaml.trim_end(), socket.display());
         std::fs::write(&config_path, yaml).expect("write config");
-        let mut cmd = ns.command(workspace_binary("switchd").to_str().expect("utf-8 path"));
+        let mut cmd = ns.command(binary.to_str().expect("utf-8 path"));
         cmd.arg("run")
             .arg("--config")
             .arg(&config_path)

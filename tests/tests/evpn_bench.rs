@@ -26,6 +26,8 @@
 //! linearly, which puts 100,000 out of reach).
 //!
 //! Environment: `BGP_BENCH_ROUTES`, `BGP_BENCH_ONLY` (`frr` or `ours`),
+//! `BGP_BENCH_BEFORE` (another `switchd` binary, measured as a third
+//! receiver `before` between FRR and ours: old and new in one run),
 //! `BGP_BENCH_TIMEOUT` (seconds), `BGP_BENCH_OUT` (a file the results are
 //! appended to as one JSON line per receiver).
 
@@ -376,13 +378,22 @@ fn shim_fdb_entries(ns: &Netns) -> u64 {
         .map_or(0, |v| v as u64)
 }
 
-fn bench_ours(ns: &Netns, routes: u64, macs: u64, timeout: Duration, direct: Option<&DirectFeeder>) -> LoadResult {
+/// Our receiver: `switchd` (or `binary`, a before build) in `ns`, its
+/// uplink `10.77.{subnet}.2/30` to the feeder's `.1`.
+fn bench_ours(
+    ns: &Netns,
+    routes: u64,
+    macs: u64,
+    timeout: Duration,
+    direct: Option<&DirectFeeder>,
+    (receiver, subnet, binary): (&'static str, u8, Option<&std::path::Path>),
+) -> LoadResult {
     let config = format!(
         "name: ours
 lldp: {{ enabled: false }}
 loopback: [10.77.0.13/32]
 ports:
-  - {{ name: eth1, mode: routed, addresses: [10.77.2.2/30] }}
+  - {{ name: eth1, mode: routed, addresses: [10.77.{subnet}.2/30] }}
 vlans:
   - {{ id: 100 }}
 vxlan:
@@ -392,14 +403,17 @@ bgp:
   asn: {OURS_AS}
   timers: {{ hold_time: 90 }}
   neighbors:
-    - {{ address: 10.77.2.1, remote_as: {FEEDER_AS}, families: [l2vpn-evpn] }}
+    - {{ address: 10.77.{subnet}.1, remote_as: {FEEDER_AS}, families: [l2vpn-evpn] }}
   evpn:
     vtep_ip: 10.77.0.13
     vnis: [{{ vni: {VNI} }}]
 metrics: {{ listen: {METRICS} }}
 "
     );
-    let switchd = Switchd::start(ns, &config);
+    let switchd = match binary {
+        Some(binary) => Switchd::start_binary(ns, &config, binary),
+        None => Switchd::start(ns, &config),
+    };
     let pid = switchd.process.id();
     let idle_rss_kib = proc_status_kib(pid, "VmRSS").unwrap_or(0);
     let established = match direct {
@@ -411,7 +425,7 @@ metrics: {{ listen: {METRICS} }}
     let (first, loaded) =
         poll_count("ours shim FDB", timeout, Duration::from_millis(250), macs, || shim_fdb_entries(ns));
     let result = LoadResult {
-        receiver: "ours",
+        receiver,
         routes,
         macs,
         seconds: (loaded - established).as_secs_f64(),
@@ -420,7 +434,7 @@ metrics: {{ listen: {METRICS} }}
         peak_kib: proc_status_kib(pid, "VmHWM").unwrap_or(0),
     };
     let vni = switchd.swcli(&["show", "evpn", "vni", "--json"]);
-    println!("  ours: show evpn vni {vni}");
+    println!("  {receiver}: show evpn vni {vni}");
     result
 }
 
@@ -441,14 +455,23 @@ fn evpn_type2_load() {
     let timeout =
         Duration::from_secs(std::env::var("BGP_BENCH_TIMEOUT").ok().and_then(|v| v.parse().ok()).unwrap_or(600));
 
+    // A before build of switchd, measured in the same run as a third receiver.
+    let before = std::env::var_os("BGP_BENCH_BEFORE").map(std::path::PathBuf::from);
+    if let Some(path) = &before {
+        assert!(path.is_file(), "BGP_BENCH_BEFORE: {} is no file", path.display());
+    }
+
     let feeder_ns = Netns::new("ebg");
     let frr_ns = Netns::new("ebf");
     let ours_ns = Netns::new("ebo");
+    let before_ns = Netns::new("ebp");
     veth(&feeder_ns, "eth1", &frr_ns, "eth1");
     veth(&feeder_ns, "eth2", &ours_ns, "eth1");
+    veth(&feeder_ns, "eth3", &before_ns, "eth1");
     feeder_ns.ip(&["addr", "add", "10.77.1.1/30", "dev", "eth1"]);
     frr_ns.ip(&["addr", "add", "10.77.1.2/30", "dev", "eth1"]);
     feeder_ns.ip(&["addr", "add", "10.77.2.1/30", "dev", "eth2"]);
+    feeder_ns.ip(&["addr", "add", "10.77.3.1/30", "dev", "eth3"]);
     feeder_ns.ip(&["link", "set", "lo", "up"]);
 
     let table = table(macs);
@@ -458,7 +481,8 @@ fn evpn_type2_load() {
     if std::env::var("BGP_BENCH_FEEDER").as_deref() == Ok("direct") {
         direct = Some((
             serve_directly(&feeder_ns, "10.77.1.1", table.clone()),
-            serve_directly(&feeder_ns, "10.77.2.1", table),
+            serve_directly(&feeder_ns, "10.77.2.1", table.clone()),
+            serve_directly(&feeder_ns, "10.77.3.1", table),
         ));
         println!("feeder: this test, directly ({routes} EVPN routes, {macs} MACs)");
     } else {
@@ -469,12 +493,16 @@ fn evpn_type2_load() {
         injector.timers = (30, 90);
         let mut to_frr = GobgpNeighbor::new("10.77.1.2", FRR_AS);
         let mut to_ours = GobgpNeighbor::new("10.77.2.2", OURS_AS);
-        for n in [&mut to_frr, &mut to_ours] {
+        let mut to_before = GobgpNeighbor::new("10.77.3.2", OURS_AS);
+        for n in [&mut to_frr, &mut to_ours, &mut to_before] {
             n.families = Vec::new();
             n.evpn = true;
             n.timers = (30, 90);
         }
         let mut config = GobgpConfig::new(FEEDER_AS, "10.77.0.1").neighbor(injector).neighbor(to_frr).neighbor(to_ours);
+        if before.is_some() {
+            config = config.neighbor(to_before);
+        }
         config.log_level = "info";
         let feeder = Gobgp::start(&feeder_ns, &config);
         let t = Instant::now();
@@ -492,7 +520,12 @@ fn evpn_type2_load() {
     if runs("frr") {
         bench_frr(&frr_ns, u64::from(routes), u64::from(macs), timeout, direct.as_ref().map(|d| &d.0)).print();
     }
+    let (routes, macs) = (u64::from(routes), u64::from(macs));
+    if let Some(binary) = &before {
+        let feeder = direct.as_ref().map(|d| &d.2);
+        bench_ours(&before_ns, routes, macs, timeout, feeder, ("before", 3, Some(binary))).print();
+    }
     if runs("ours") {
-        bench_ours(&ours_ns, u64::from(routes), u64::from(macs), timeout, direct.as_ref().map(|d| &d.1)).print();
+        bench_ours(&ours_ns, routes, macs, timeout, direct.as_ref().map(|d| &d.1), ("ours", 2, None)).print();
     }
 }

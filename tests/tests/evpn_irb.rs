@@ -161,6 +161,12 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let vrfs = json(&leaf1, &["show", "vrf"]);
     let tenant = &vrfs.as_array().unwrap()[0];
     assert_eq!((tenant["name"].as_str(), tenant["l3vni"].as_u64()), (Some("tenant1"), Some(4001)), "{vrfs:#}");
+    // `show evpn next-hops`: l2's VTEP on the L3VNI with its router MAC, h2's /32 through it.
+    let hops = json(&leaf1, &["show", "evpn", "next-hops", "vni", "4001"]);
+    let hop = hops.as_array().unwrap().iter().find(|h| h["vtep"] == "10.255.0.2").cloned();
+    let hop = hop.unwrap_or_else(|| panic!("no next hop 10.255.0.2: {hops:#}"));
+    assert_eq!((hop["vrf"].as_str(), hop["router_mac"].as_str()), (Some("tenant1"), Some(router_mac(2).as_str())), "{hop}");
+    assert!(hop["routes"].as_u64() >= Some(1), "{hop}");
 
     // The underlay, from the spine's side of l1's uplink.
     let dir = TempDir::new("evpn-irb");

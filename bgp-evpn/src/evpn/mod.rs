@@ -12,11 +12,14 @@ pub mod config;
 pub mod mobility;
 mod reconfigure;
 pub mod show;
+mod small_map;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnetwork::IpNetwork;
+use rustc_hash::FxHashMap;
+use small_map::SmallMap;
 
 pub use config::EvpnConfig;
 use config::{DuplicateDetection, derived_rd, derived_rt, parse_rd, parse_rt};
@@ -91,7 +94,7 @@ fn host_prefix(ip: IpAddr) -> IpNetwork {
 struct MacState {
     local: Option<Claim>,
     /// Remote advertisements (MAC and MAC+IP routes), by route key.
-    remote: BTreeMap<EvpnRoute, Claim>,
+    remote: SmallMap<EvpnRoute, Claim>,
     /// The claim in force: ours (advertised) or a remote one (installed).
     winner: Option<Claim>,
     moves: Moves,
@@ -110,14 +113,14 @@ struct MacVrf {
     export: Vec<ExtCommunity>,
     /// The IP-VRF of symmetric IRB for this VNI's hosts (a key of `ip_vrfs`).
     ip_vrf: Option<String>,
-    macs: HashMap<MacAddr, MacState>,
+    macs: FxHashMap<MacAddr, MacState>,
     /// MACs configured behind a local port, with their sticky bit: ours
     /// whatever the dataplane reports.
     static_macs: BTreeMap<MacAddr, bool>,
     /// ARP/ND bindings learned on our SVI in this VNI.
     local_ips: BTreeMap<IpAddr, MacAddr>,
     /// Bindings from remote MAC+IP routes: per IP, the routes giving one.
-    remote_ips: BTreeMap<IpAddr, BTreeMap<EvpnRoute, MacAddr>>,
+    remote_ips: BTreeMap<IpAddr, SmallMap<EvpnRoute, MacAddr>>,
     /// ARP/ND suppression entries handed to forwarding.
     installed_ips: BTreeMap<IpAddr, MacAddr>,
     /// Remote VTEPs from type 3 routes, with the routes naming each.
@@ -136,7 +139,7 @@ struct IpVrf {
     networks: Vec<IpNetwork>,
     /// Imported routes: per prefix, the EVPN routes (type 2 with IP, type 5)
     /// giving a next hop for it.
-    routes: BTreeMap<IpNetwork, BTreeMap<EvpnRoute, NextHop>>,
+    routes: BTreeMap<IpNetwork, SmallMap<EvpnRoute, NextHop>>,
 }
 
 impl IpVrf {
@@ -162,7 +165,7 @@ pub struct Evpn {
     derive: Derive,
     mac_vrfs: BTreeMap<u32, MacVrf>,
     ip_vrfs: BTreeMap<String, IpVrf>,
-    imported: HashMap<EvpnRoute, Imported>,
+    imported: FxHashMap<EvpnRoute, Imported>,
     actions: Vec<EvpnAction>,
 }
 
@@ -202,7 +205,7 @@ impl Derive {
             import: import_rts(&v.import_rts, derived_rt(self.asn, v.vni)),
             export: export_rts(&v.export_rts, derived_rt(self.asn, v.vni)),
             ip_vrf: v.vrf.clone(),
-            macs: HashMap::new(),
+            macs: FxHashMap::default(),
             static_macs: v.static_macs.iter().map(|s| (s.mac, s.sticky)).collect(),
             local_ips: BTreeMap::new(),
             remote_ips: BTreeMap::new(),
@@ -223,7 +226,7 @@ impl Evpn {
             derive,
             mac_vrfs: config.vnis.iter().map(|v| (v.vni, derive.mac_vrf(v))).collect(),
             ip_vrfs: config.vrfs.iter().map(|v| (v.name.clone(), derive.ip_vrf(v))).collect(),
-            imported: HashMap::new(),
+            imported: FxHashMap::default(),
             actions: Vec::new(),
         }
     }

@@ -15,6 +15,9 @@ pub struct EvpnState {
     pub macs: Vec<MacView>,
     pub arp_cache: Vec<ArpView>,
     pub vrfs: Vec<VrfView>,
+    /// The remote VTEPs and router MACs IP-VRF routes go through (FRR's
+    /// `show evpn next-hops vni all`).
+    pub next_hops: Vec<NextHopView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -69,6 +72,17 @@ pub struct VrfView {
     pub import_rts: Vec<String>,
     pub export_rts: Vec<String>,
     pub routes: Vec<VrfRouteView>,
+}
+
+/// One remote VTEP of an L3VNI: its router MAC and the VRF routes through it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct NextHopView {
+    pub l3vni: u32,
+    pub vrf: String,
+    pub vtep: IpAddr,
+    pub router_mac: String,
+    /// Prefixes of the VRF (host routes and type 5 prefixes) with this next hop.
+    pub routes: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -137,7 +151,34 @@ impl Evpn {
             macs: self.macs(now, None),
             arp_cache: self.arp_cache(None),
             vrfs: self.vrfs(),
+            next_hops: self.next_hops(),
         }
+    }
+
+    /// Per L3VNI, each remote VTEP with its router MAC and how many of the
+    /// VRF's prefixes go through it.
+    pub fn next_hops(&self) -> Vec<NextHopView> {
+        let mut out = Vec::new();
+        for v in self.ip_vrfs.values() {
+            let mut count: std::collections::BTreeMap<(IpAddr, crate::packet::evpn::MacAddr), usize> =
+                std::collections::BTreeMap::new();
+            for prefix in v.routes.keys() {
+                for hop in v.next_hops(prefix) {
+                    if let crate::fib::NextHop::Vtep { vtep, router_mac, .. } = hop {
+                        *count.entry((vtep, router_mac)).or_default() += 1;
+                    }
+                }
+            }
+            out.extend(count.into_iter().map(|((vtep, mac), routes)| NextHopView {
+                l3vni: v.l3vni,
+                vrf: v.name.clone(),
+                vtep,
+                router_mac: mac.to_string(),
+                routes,
+            }));
+        }
+        out.sort_by(|a, b| (a.l3vni, a.vtep).cmp(&(b.l3vni, b.vtep)));
+        out
     }
 
     /// The MACs of `vni` (or all), local and remote, sorted.

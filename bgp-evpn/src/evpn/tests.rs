@@ -347,6 +347,17 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
         FibChange::Route { vrf: Some("t1".into()), prefix: "172.16.0.0/16".parse().unwrap(), next_hops: vec![hop] };
     assert_eq!(e.take_actions(), vec![EvpnAction::Fib(route)]);
     assert_eq!(e.state(0).vrfs[0].routes.len(), 2);
+    // `show evpn next-hops`: the VTEP and its router MAC on the L3VNI, both prefixes through it.
+    assert_eq!(
+        e.state(0).next_hops,
+        vec![super::show::NextHopView {
+            l3vni: 4001,
+            vrf: "t1".into(),
+            vtep,
+            router_mac: rmac.to_string(),
+            routes: 2
+        }]
+    );
 
     // Withdrawals undo all of it.
     e.route_changed(S, t2, None);
@@ -363,6 +374,7 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
     assert!(actions.contains(&EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep, present: false })));
     let state = e.state(S);
     assert!(state.macs.is_empty() && state.arp_cache.is_empty() && state.vrfs[0].routes.is_empty());
+    assert!(state.next_hops.is_empty());
 }
 
 #[test]
@@ -580,4 +592,19 @@ fn a_vrf_whose_virtual_router_was_made_again_installs_its_routes_again() {
     assert_eq!(routes, [0, 1], "removed from the old virtual router, then installed again: {actions:?}");
     // Nothing changed, nothing rebuilt: no actions at all.
     assert_eq!(reconfigure(&mut e, &config, &Rebuild::default(), &best), vec![]);
+}
+
+#[test]
+fn print_sizes() {
+    eprintln!(
+        "EvpnRoute {} Claim {} MacState {} Imported {} Moves {} PathAttrs {} Nlri {} FibChange {}",
+        size_of::<EvpnRoute>(),
+        size_of::<Claim>(),
+        size_of::<MacState>(),
+        size_of::<Imported>(),
+        size_of::<Moves>(),
+        size_of::<PathAttrs>(),
+        size_of::<Nlri>(),
+        size_of::<FibChange>()
+    );
 }

@@ -260,6 +260,12 @@ const COMMANDS: &[(&str, &str, &[Mode], Build)] = &[
     ("show evpn arp-cache vni <text>", "ARP/ND bindings of a VNI (or all), local and from EVPN", ANY, |args| {
         request(Request::ShowEvpnArpCache { vni: vni_or_all(&args[0])? })
     }),
+    (
+        "show evpn next-hops [vni <text>]",
+        "remote VTEPs of the L3VNIs (or of one): router MAC, VRF routes through each",
+        ANY,
+        |args| request(Request::ShowEvpnNextHops { vni: args.first().map(|v| vni_or_all(v)).transpose()?.flatten() }),
+    ),
     ("show vrf", "IP-VRFs with their L3VNI, router MAC and EVPN routes", ANY, |_| request(Request::ShowVrf)),
     ("show system commit history", "the last commits: time, user, comment", ANY, |_| {
         request(Request::ShowCommitHistory)
@@ -592,6 +598,10 @@ mod tests {
         assert_eq!(req("show evpn mac vni all"), Request::ShowEvpnMac { vni: None });
         assert_eq!(req("show evpn arp-cache vni 100"), Request::ShowEvpnArpCache { vni: Some(100) });
         assert_eq!(req("show vrf"), Request::ShowVrf);
+        assert_eq!(req("show evpn next-hops"), Request::ShowEvpnNextHops { vni: None });
+        assert_eq!(req("show evpn next-hops vni all"), Request::ShowEvpnNextHops { vni: None });
+        assert_eq!(req("show evpn next-hops vni 4001"), Request::ShowEvpnNextHops { vni: Some(4001) });
+        assert!(parse("show evpn next-hops vni lots", Operational).is_err());
         assert_eq!(
             req("show ip route vrf tenant1"),
             Request::ShowIpRouteVrf { family: AddressFamily::Ipv4, vrf: "tenant1".into() }

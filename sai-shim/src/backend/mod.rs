@@ -175,6 +175,12 @@ pub trait Backend {
     /// The neighbour table as forwarding sees it: static and resolved entries.
     fn neighbor_entries(&self, store: &ObjectStore) -> Vec<(NeighborEntryKey, NeighborInfo)>;
 
+    /// How many entries [`Self::fdb_entries`] has, without listing them
+    /// (a metrics scrape at every table size).
+    fn fdb_entry_count(&self, store: &ObjectStore) -> usize {
+        self.fdb_entries(store).len()
+    }
+
     /// The FDB with what a `show mac` needs beyond the entries: the remote
     /// VTEP of an overlay MAC and when a learned MAC was last seen (on the
     /// backend's clock), where the backend knows them.

@@ -1010,6 +1010,14 @@ impl Backend for SoftBackend {
         entries
     }
 
+    fn fdb_entry_count(&self, _store: &ObjectStore) -> usize {
+        // The entries `fdb_entries` lists, counted.
+        self.switch
+            .fdb_entries()
+            .filter(|(vid, _, entry)| self.vlan_of_vid.contains_key(vid) && self.translate_dest(entry.dest).is_some())
+            .count()
+    }
+
     fn fdb_details(&self, _store: &ObjectStore) -> Vec<super::FdbDetail> {
         let mut entries: Vec<super::FdbDetail> = self
             .switch
