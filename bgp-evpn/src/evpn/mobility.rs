@@ -35,34 +35,49 @@ impl Claim {
 /// The moves of one MAC: §15.1 "If N MAC moves are detected within M
 /// seconds ... the PE MUST alert the operator and stop sending and
 /// processing any BGP MAC/IP Advertisement routes for that MAC address".
+/// Nothing until the first move (8 bytes a MAC: most never move).
 #[derive(Debug, Clone, Default)]
-pub struct Moves {
+pub struct Moves(Option<Box<MoveLog>>);
+
+#[derive(Debug, Clone, Default)]
+struct MoveLog {
     /// Times of the moves still inside the window.
     recent: VecDeque<u64>,
     /// Every move since the MAC was first seen.
-    pub total: u32,
+    total: u32,
     /// When the MAC was found duplicate; it is frozen from then on.
-    pub frozen_since: Option<u64>,
+    frozen_since: Option<u64>,
 }
 
 impl Moves {
     /// Counts a move at `now`; true when it makes the MAC a duplicate.
     pub fn record(&mut self, now: u64, limits: DuplicateDetection) -> bool {
-        self.total += 1;
+        let log = self.0.get_or_insert_default();
+        log.total += 1;
         let window = u64::from(limits.window_secs) * NANOS_PER_SEC;
-        while self.recent.front().is_some_and(|&t| now.saturating_sub(t) >= window) {
-            self.recent.pop_front();
+        while log.recent.front().is_some_and(|&t| now.saturating_sub(t) >= window) {
+            log.recent.pop_front();
         }
-        self.recent.push_back(now);
-        if self.frozen_since.is_none() && self.recent.len() >= limits.max_moves as usize {
-            self.frozen_since = Some(now);
+        log.recent.push_back(now);
+        if log.frozen_since.is_none() && log.recent.len() >= limits.max_moves as usize {
+            log.frozen_since = Some(now);
             return true;
         }
         false
     }
 
     pub fn frozen(&self) -> bool {
-        self.frozen_since.is_some()
+        self.frozen_since().is_some()
+    }
+
+    /// Every move since the MAC was first seen.
+    pub fn total(&self) -> u32 {
+        self.0.as_ref().map_or(0, |l| l.total)
+    }
+
+    /// When the MAC was found duplicate.
+    pub fn frozen_since(&self) -> Option<u64> {
+        self.0.as_ref().and_then(|l| l.frozen_since)
     }
 }
 
@@ -79,7 +94,7 @@ mod tests {
         // The first move has left the window: two in it, not three.
         assert!(!m.record(12 * NANOS_PER_SEC, limits));
         assert!(m.record(13 * NANOS_PER_SEC, limits));
-        assert_eq!((m.total, m.frozen_since), (4, Some(13 * NANOS_PER_SEC)));
+        assert_eq!((m.total(), m.frozen_since()), (4, Some(13 * NANOS_PER_SEC)));
         assert!(!m.record(14 * NANOS_PER_SEC, limits), "reported once");
     }
 

@@ -381,7 +381,7 @@ impl Evpn {
         }
         let moved = matches!((old, best), (Some(o), Some(n)) if o.vtep != n.vtep);
         if moved && state.moves.record(now, limits) {
-            tracing::warn!(vni, %mac, moves = state.moves.total, "duplicate MAC: moved too often, frozen (RFC 7432 §15.1)");
+            tracing::warn!(vni, %mac, moves = state.moves.total(), "duplicate MAC: moved too often, frozen (RFC 7432 §15.1)");
         }
         state.winner = best;
         // §15.1: a MAC advertised elsewhere with a higher number has moved
@@ -463,7 +463,14 @@ impl Evpn {
             return;
         }
         let data = attrs.and_then(|a| a.evpn).unwrap_or_default();
-        for vni in old.mac_vrfs.iter().chain(&new.mac_vrfs).copied().collect::<BTreeSet<u32>>() {
+        // Old and new targets, each once, in order (no set made when they
+        // are the same, as they are for nearly every route).
+        let mac_vrfs: Vec<u32> = if old.mac_vrfs == new.mac_vrfs || old.mac_vrfs.is_empty() {
+            new.mac_vrfs.clone()
+        } else {
+            old.mac_vrfs.iter().chain(&new.mac_vrfs).copied().collect::<BTreeSet<u32>>().into_iter().collect()
+        };
+        for vni in mac_vrfs {
             let wanted = attrs.filter(|_| new.mac_vrfs.contains(&vni));
             match key {
                 EvpnRoute::MacIpAdvertisement { mac, ip, .. } => self.remote_mac(now, vni, key, mac, ip, wanted),
@@ -471,7 +478,12 @@ impl Evpn {
                 _ => {}
             }
         }
-        for name in old.ip_vrfs.iter().chain(&new.ip_vrfs).cloned().collect::<BTreeSet<String>>() {
+        let ip_vrfs: Vec<String> = if old.ip_vrfs == new.ip_vrfs || old.ip_vrfs.is_empty() {
+            new.ip_vrfs.clone()
+        } else {
+            old.ip_vrfs.iter().chain(&new.ip_vrfs).cloned().collect::<BTreeSet<String>>().into_iter().collect()
+        };
+        for name in ip_vrfs {
             let wanted = attrs.filter(|_| new.ip_vrfs.contains(&name));
             self.remote_prefix(&name, key, &data, wanted);
         }

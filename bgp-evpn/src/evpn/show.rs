@@ -197,7 +197,7 @@ impl Evpn {
                         vtep: c.vtep,
                         sequence: c.sequence,
                         sticky: c.sticky,
-                        moves: m.moves.total,
+                        moves: m.moves.total(),
                         duplicate: m.moves.frozen(),
                         refused_moves: m.refused_moves,
                     })
