@@ -342,7 +342,8 @@ impl Rib {
     fn commit(&mut self, nlri: Nlri, new: Option<LocEntry>) -> Option<LocChange> {
         // EVPN routes have no forwarding next hops here (see `LocChange::fib`).
         let ip_route = nlri.family() != Family::L2vpnEvpn;
-        let hops = |e: Option<&LocEntry>| if ip_route { e.map(LocEntry::next_hops).unwrap_or_default() } else { Vec::new() };
+        let hops =
+            |e: Option<&LocEntry>| if ip_route { e.map(LocEntry::next_hops).unwrap_or_default() } else { Vec::new() };
         let old_hops = hops(self.loc.get(&nlri));
         let new_hops = hops(new.as_ref());
         let same_best = match (self.loc.get(&nlri).map(LocEntry::best), new.as_ref().map(LocEntry::best)) {

@@ -637,7 +637,13 @@ impl Render for Vec<EvpnNextHop> {
     fn render(&self) -> String {
         let mut table = Table::new(["L3VNI", "VRF", "VTEP", "Router MAC", "Routes"]);
         for h in self {
-            table.row([h.l3vni.to_string(), h.vrf.clone(), h.vtep.to_string(), h.router_mac.clone(), h.routes.to_string()]);
+            table.row([
+                h.l3vni.to_string(),
+                h.vrf.clone(),
+                h.vtep.to_string(),
+                h.router_mac.clone(),
+                h.routes.to_string(),
+            ]);
         }
         table.render()
     }

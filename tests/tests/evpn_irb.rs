@@ -165,7 +165,11 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let hops = json(&leaf1, &["show", "evpn", "next-hops", "vni", "4001"]);
     let hop = hops.as_array().unwrap().iter().find(|h| h["vtep"] == "10.255.0.2").cloned();
     let hop = hop.unwrap_or_else(|| panic!("no next hop 10.255.0.2: {hops:#}"));
-    assert_eq!((hop["vrf"].as_str(), hop["router_mac"].as_str()), (Some("tenant1"), Some(router_mac(2).as_str())), "{hop}");
+    assert_eq!(
+        (hop["vrf"].as_str(), hop["router_mac"].as_str()),
+        (Some("tenant1"), Some(router_mac(2).as_str())),
+        "{hop}"
+    );
     assert!(hop["routes"].as_u64() >= Some(1), "{hop}");
 
     // The underlay, from the spine's side of l1's uplink.

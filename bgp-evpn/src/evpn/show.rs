@@ -177,7 +177,7 @@ impl Evpn {
                 routes,
             }));
         }
-        out.sort_by(|a, b| (a.l3vni, a.vtep).cmp(&(b.l3vni, b.vtep)));
+        out.sort_by_key(|h| (h.l3vni, h.vtep));
         out
     }
 

@@ -63,7 +63,6 @@ impl<K: Ord, V> SmallMap<K, V> {
     pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> + '_ {
         self.0.iter().map(|(k, v)| (k, v))
     }
-
 }
 
 #[cfg(test)]
@@ -81,7 +80,7 @@ mod tests {
         for _ in 0..2000 {
             x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
             let key = (x >> 16) % 13;
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 assert_eq!(small.remove(&key), btree.remove(&key));
             } else {
                 assert_eq!(small.insert(key, x), btree.insert(key, x));

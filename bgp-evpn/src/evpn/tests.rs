@@ -350,13 +350,7 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
     // `show evpn next-hops`: the VTEP and its router MAC on the L3VNI, both prefixes through it.
     assert_eq!(
         e.state(0).next_hops,
-        vec![super::show::NextHopView {
-            l3vni: 4001,
-            vrf: "t1".into(),
-            vtep,
-            router_mac: rmac.to_string(),
-            routes: 2
-        }]
+        vec![super::show::NextHopView { l3vni: 4001, vrf: "t1".into(), vtep, router_mac: rmac.to_string(), routes: 2 }]
     );
 
     // Withdrawals undo all of it.
