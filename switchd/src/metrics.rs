@@ -161,6 +161,38 @@ where
             None,
             errors,
         )?;
+        let (scheduling, late) = (&forwarding.scheduling, &looped.late);
+        family(
+            e,
+            "switch_forwarding_realtime_priority",
+            "The forwarding thread's SCHED_FIFO priority; 0: SCHED_OTHER at nice -10",
+            None,
+            vec![(Vec::new(), gauge(usize::from(scheduling.realtime.unwrap_or(0))))],
+        )?;
+        family(
+            e,
+            "switch_forwarding_realtime_refused",
+            "Times the kernel refused SCHED_FIFO for the forwarding thread (forwarding.realtime_priority)",
+            None,
+            vec![(Vec::new(), counter(scheduling.refusals))],
+        )?;
+        let over: Vec<_> = (crate::scheduling::LATE_BOUNDS_NS.iter().zip(crate::scheduling::LATE_NAMES))
+            .map(|(bound, name)| (vec![("over", name)], counter(late.over(*bound))))
+            .collect();
+        family(
+            e,
+            "switch_forwarding_late_wakeups",
+            "Wake-ups of the forwarding thread later than `over` after the instant it asked for (scheduling delay)",
+            None,
+            over,
+        )?;
+        family(
+            e,
+            "switch_forwarding_wakeup_late_max_seconds",
+            "The latest the forwarding thread woke after the instant it asked for",
+            None,
+            vec![(Vec::new(), prometheus_client::metrics::gauge::ConstGauge::new(late.max_ns as f64 / 1e9))],
+        )?;
         family(
             e,
             "switch_traffic_manager_migrated_packets",

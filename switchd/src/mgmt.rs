@@ -181,10 +181,21 @@ impl<B: Backend> SwitchView<B> {
     /// `show backend`: the shim backend's own description.
     pub fn backend(&self) -> api::BackendInfo {
         let description = lock(&self.sai).backend().describe();
-        api::BackendInfo {
-            name: description.name.to_owned(),
-            details: description.details.into_iter().map(|(key, value)| (key.to_owned(), value)).collect(),
+        let mut details: Vec<(String, String)> =
+            description.details.into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
+        if description.name == "soft" {
+            // The forwarding thread: how it is scheduled, how late it runs.
+            let stats = self.forwarding_stats();
+            let (scheduling, late) = (&stats.scheduling, &stats.looped.late);
+            details.push(("forwarding_scheduling".into(), scheduling.describe()));
+            details.push(("forwarding_realtime_refusals".into(), scheduling.refusals.to_string()));
+            details.push(("forwarding_wakeups_timed".into(), late.count().to_string()));
+            for (bound, name) in crate::scheduling::LATE_BOUNDS_NS.iter().zip(crate::scheduling::LATE_NAMES).skip(1) {
+                details.push((format!("forwarding_wakeups_late_over_{name}"), late.over(*bound).to_string()));
+            }
+            details.push(("forwarding_wakeup_late_max_us".into(), (late.max_ns / 1_000).to_string()));
         }
+        api::BackendInfo { name: description.name.to_owned(), details }
     }
 
     /// What the shell completes from: names and numbers in use now.
