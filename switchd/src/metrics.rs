@@ -58,6 +58,28 @@ fn family<M: EncodeMetric>(
     Ok(())
 }
 
+/// A [`dataplane::io::WaitHistogram`] as a Prometheus histogram in seconds.
+#[derive(Debug)]
+struct WaitMetric(dataplane::io::WaitHistogram);
+
+impl EncodeMetric for WaitMetric {
+    fn encode(&self, mut encoder: prometheus_client::encoding::MetricEncoder) -> fmt::Result {
+        let wait = &self.0;
+        let bounds = dataplane::io::WAIT_BOUNDS_NS.iter().map(|&ns| ns as f64 / 1e9).chain([f64::MAX]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(wait.buckets).collect();
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            wait.sum_ns as f64 / 1e9,
+            wait.count(),
+            &buckets,
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
+    }
+}
+
 fn counter(value: u64) -> ConstCounter<u64> {
     ConstCounter::new(value)
 }
@@ -109,6 +131,19 @@ where
             "Frames the kernel dropped before the switch saw them (the port's receive ring was full)",
             None,
             per_port(|c| c.rx_ring_drops),
+        )?;
+        let waits = view.ring_waits();
+        let ring_waits: Vec<_> = ports
+            .iter()
+            .filter(|i| i.rx_ring_wait.is_some())
+            .map(|i| (vec![("port", i.name.as_str())], WaitMetric(waits.get(&i.name).copied().unwrap_or_default())))
+            .collect();
+        family(
+            e,
+            "switch_port_rx_ring_wait_seconds",
+            "How long the oldest frame of each read of the port's AF_PACKET receive ring had waited (what qos.pfc.rx-lag-ns must cover)",
+            None,
+            ring_waits,
         )?;
         let oper: Vec<_> =
             ports.iter().map(|i| (vec![("port", i.name.as_str())], gauge(usize::from(i.oper_up)))).collect();

@@ -219,6 +219,7 @@ impl<B: Backend> SwitchView<B> {
         // IB-like ports count in the IB-like plane (PortCounters, data in
         // 4-byte words); read before the shim, one lock at a time.
         let ib_ports = self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default();
+        let ring_waits = self.ring_waits();
         let ring_drops = self.ring_drops();
         let sai = lock(&self.sai);
         let mut out = Vec::new();
@@ -263,6 +264,8 @@ impl<B: Backend> SwitchView<B> {
                         rx_ring_drops: ring_drops.get(&port.name).copied().unwrap_or(0),
                     },
                 },
+                rx_ring_wait: (port.kind == crate::config::PortKind::Afpacket)
+                    .then(|| ring_waits.get(&port.name).map(ring_wait).unwrap_or_default()),
             });
         }
         for vlan in self.config.vlans.iter().filter(|v| !v.addresses.is_empty()) {
@@ -277,6 +280,7 @@ impl<B: Backend> SwitchView<B> {
                 addresses: vlan.addresses.iter().map(ToString::to_string).collect(),
                 mac: rif.map(|r| r.src_mac_address.to_string()),
                 counters: api::Counters::default(),
+                rx_ring_wait: None,
             });
         }
         out
@@ -428,6 +432,11 @@ impl<B: Backend> SwitchView<B> {
             (matches!(net.ip(), IpAddr::V6(_)), net.network(), net.prefix())
         });
         out
+    }
+
+    /// How long frames waited in each port's rx ring, by port name.
+    pub fn ring_waits(&self) -> std::collections::HashMap<String, dataplane::io::WaitHistogram> {
+        lock(&self.io_stats).devices.iter().map(|device| (device.name.clone(), device.io.rx_wait)).collect()
     }
 
     /// Frames each port's kernel ring dropped, by port name (the adapter
@@ -699,6 +708,22 @@ fn flood_lists(store: &sai_shim::ObjectStore) -> BTreeMap<u32, Vec<std::net::Ipv
         vteps.sort_unstable();
     }
     lists
+}
+
+/// A port's [`dataplane::io::WaitHistogram`] as `show interfaces` gives it.
+pub fn ring_wait(wait: &dataplane::io::WaitHistogram) -> api::RingWait {
+    let over = |i: usize| wait.over(dataplane::io::WAIT_BOUNDS_NS[i]);
+    api::RingWait {
+        reads: wait.count(),
+        max_us: wait.max_ns / 1_000,
+        mean_us: wait.sum_ns.checked_div(wait.count()).unwrap_or(0) / 1_000,
+        over_10us: over(0),
+        over_100us: over(1),
+        over_1ms: over(2),
+        over_10ms: over(3),
+        over_100ms: over(4),
+        over_1s: over(5),
+    }
 }
 
 #[cfg(test)]

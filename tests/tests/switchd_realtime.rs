@@ -93,7 +93,19 @@ fn a_realtime_forwarding_thread_idles_at_no_cost_and_follows_commits() {
     let wakeups: u64 = backend_detail(&switchd, "forwarding_wakeups_timed").parse().unwrap();
     assert!(wakeups > 100, "it woke on its timers ({wakeups} timed wake-ups)");
 
+    // The rx ring's wait, shown per port and as a histogram: the pings'
+    // frames were read (reads counted) after a wait under a second.
+    let eth1 = switchd.show_json("interfaces eth1");
+    let eth1 = eth1.as_array().and_then(|a| a.first()).cloned().unwrap_or(eth1);
+    let wait = &eth1["rx_ring_wait"];
+    let reads = wait["reads"].as_u64().unwrap_or_else(|| panic!("no rx_ring_wait in {eth1}"));
+    assert!(reads > 0 && wait["over_1s"] == 0, "{wait}");
+    assert!(wait["max_us"].as_u64().unwrap() >= wait["mean_us"].as_u64().unwrap(), "{wait}");
     let scrape = Scrape::get(&sw, "127.0.0.1:9431");
+    let port = [("port", "eth1")];
+    let counted = scrape.value("switch_port_rx_ring_wait_seconds_count", &port);
+    assert!(counted >= reads as f64, "the histogram counts the reads too: {counted} < {reads}");
+    assert!(scrape.value("switch_port_rx_ring_wait_seconds_bucket", &[("port", "eth1"), ("le", "+Inf")]) == counted);
     assert_eq!(scrape.value("switch_forwarding_realtime_priority", &[]), 10.0);
     assert_eq!(scrape.value("switch_forwarding_realtime_refused_total", &[]), 0.0);
     assert!(scrape.find("switch_forwarding_late_wakeups_total", &[("over", "10ms")]).is_some());
