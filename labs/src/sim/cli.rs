@@ -39,7 +39,8 @@ pub enum SimSubcommand {
     Compare {
         #[command(flatten)]
         run: SimArgs,
-        /// Also compare PFC alone against PFC with ECN/DCQCN.
+        /// Also compare PFC alone against PFC with ECN/DCQCN, and on the IB-like plane credits alone against
+        /// credits with FECN/BECN congestion control (otherwise one run per fabric and load balancing).
         #[arg(long)]
         ecn_both: bool,
     },
@@ -521,10 +522,17 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 println!("{name}: {}", describe(&run));
                 runs.push((name, run));
             }
-            // The IB-like plane without and with FECN/BECN congestion control.
+            // The IB-like plane once, as the flags set it (`ib`, or `ib-cc`
+            // with --ib-cc); with --ecn-both without and with FECN/BECN
+            // congestion control, as the Ethernet runs without and with ECN.
             let mut ib_runs = Vec::new();
             if args.fabric.contains(&LinkLayer::Ib) {
-                for (name, ib_cc) in [("ib", false), ("ib-cc", true)] {
+                let variants: &[(&str, bool)] = match (ecn_both, args.ib_cc) {
+                    (true, _) => &[("ib", false), ("ib-cc", true)],
+                    (false, false) => &[("ib", false)],
+                    (false, true) => &[("ib-cc", true)],
+                };
+                for &(name, ib_cc) in variants {
                     eprintln!("{name}:");
                     let report = run_ib(&SimArgs { ib_cc, ..args.clone() }, &args.out.join(name))?;
                     println!("{name}: {}", describe_ib(&report));

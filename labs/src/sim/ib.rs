@@ -386,6 +386,19 @@ pub struct IbSmReport {
     /// SMPs sent and LFT blocks written after it.
     pub smps_sent: u64,
     pub lft_blocks_written: u64,
+    /// Light sweeps the SM ran after the first sweep (none while nothing
+    /// can have changed: `SmDriver::next_timer`).
+    pub light_sweeps: u64,
+    /// Each sweep that brought the fabric up: when (the first at 0) and the
+    /// engine that routed it.
+    pub routings: Vec<IbRouting>,
+}
+
+/// A sweep that routed the fabric, and the engine that did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IbRouting {
+    pub at_ns: u64,
+    pub engine: String,
 }
 
 /// A cable cut during the run, and how the fabric recovered.
@@ -417,7 +430,9 @@ pub struct IbLinkFailure {
 pub struct IbReport {
     pub topology: String,
     pub experiment: IbExperiment,
-    /// The routing engine that routed the fabric, and those that declined it.
+    /// The routing engine whose LFTs are in effect at the end of the run,
+    /// and those that declined the fabric before it (with the SM in
+    /// virtual time, its last sweep's: `subnet_manager.routings` has each).
     pub routing_engine: String,
     pub routing_refused: Vec<String>,
     /// Data VLs every port operates: one, or as many as the engine's SL layers (dfsssp).
@@ -1404,6 +1419,10 @@ impl IbSimulation {
     /// What the run measured.
     pub fn report(&self, topology: &str) -> IbReport {
         let collectives = super::output::collective_results(&self.workload, &self.records);
+        // The LFTs in effect now: the SM's last routing, which after a
+        // change may be another engine's than the first sweep's.
+        let (engine, refused) =
+            self.sm.as_ref().and_then(SmDriver::engine_now).unwrap_or_else(|| (self.engine, self.refused.clone()));
         let mut ports = Vec::new();
         let mut drops = self.hca_drops + self.lost_on_cable;
         let now = self.now;
@@ -1447,8 +1466,8 @@ impl IbSimulation {
         IbReport {
             topology: topology.to_owned(),
             experiment: self.experiment.clone(),
-            routing_engine: self.engine.name().to_owned(),
-            routing_refused: self.refused.clone(),
+            routing_engine: engine.name().to_owned(),
+            routing_refused: refused,
             vls: self.switches.first().and_then(|s| s.engine.credits(1)).map_or(1, |c| c.operational_vls()),
             switches: self.switches.len(),
             hosts: self.hcas.len(),
@@ -1494,6 +1513,12 @@ impl IbSimulation {
                 first_sweep_ns: sm.first_sweep_ns,
                 smps_sent: sm.smps_sent,
                 lft_blocks_written: sm.lft_blocks_written,
+                light_sweeps: sm.light_sweeps(),
+                routings: sm
+                    .engines
+                    .iter()
+                    .map(|&(at_ns, engine)| IbRouting { at_ns, engine: engine.name().to_owned() })
+                    .collect(),
             }),
             link_failure: self.link_failure_report(),
             ideal_fcts_ns,
