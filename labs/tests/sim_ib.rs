@@ -10,7 +10,7 @@ use labs::sim::{self, Experiment, Kind, WorkloadSpec, workload};
 use subnet_manager::routing::Engine;
 
 fn spec(kind: Kind, bytes: u64) -> WorkloadSpec {
-    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1 }
+    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1, ..Default::default() }
 }
 
 fn run(fabric: Fabric, experiment: IbExperiment, spec: WorkloadSpec) -> IbReport {
@@ -189,8 +189,14 @@ fn dfsssp_layers_travel_on_their_own_vls_with_credits_per_vl() {
 #[test]
 fn the_same_ib_run_twice_gives_the_same_report() {
     let experiment = IbExperiment { buffer_blocks: 256, ..IbExperiment::default() };
-    let workload =
-        WorkloadSpec { kind: Kind::AllToAll, bytes: 1 << 20, jitter_ns: 5_000, compute_ns: 0, iterations: 1 };
+    let workload = WorkloadSpec {
+        kind: Kind::AllToAll,
+        bytes: 1 << 20,
+        jitter_ns: 5_000,
+        compute_ns: 0,
+        iterations: 1,
+        ..Default::default()
+    };
     let once = serde_json::to_string(&run(fat_tree(), experiment.clone(), workload.clone())).unwrap();
     let twice = serde_json::to_string(&run(fat_tree(), experiment, workload)).unwrap();
     assert_eq!(once, twice);

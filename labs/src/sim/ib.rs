@@ -453,8 +453,11 @@ pub struct IbReport {
     pub xmit_wait: u64,
     pub xmit_wait_ns: u64,
     pub waiting_ports: usize,
-    /// FCT over the FCT alone on an idle fabric, over the messages received.
+    /// FCT over the FCT alone on an idle fabric, over the collectives'
+    /// messages received.
     pub fct_slowdown: Percentiles,
+    /// Background traffic beside the collectives, apart from them.
+    pub background: Option<super::output::BackgroundResult>,
     pub flow_control_packets: u64,
     /// Packets the switches marked FECN; CNPs (each a BECN) the HCAs sent
     /// back, and BECNs the sources took.
@@ -475,6 +478,9 @@ pub struct IbReport {
     /// Per message, its FCT alone on an idle fabric (ns).
     #[serde(skip)]
     pub ideal_fcts_ns: Vec<u64>,
+    /// Per message, whether it is background traffic.
+    #[serde(skip)]
+    pub background_messages: Vec<bool>,
     /// Switch names, and per switch, per port of the fabric, the time data
     /// waited for credit there (ns).
     #[serde(skip)]
@@ -509,6 +515,7 @@ pub struct IbSimulation {
     /// Payload bytes received per message.
     received: Vec<u64>,
     completed: usize,
+    completed_foreground: usize,
     engine: Engine,
     refused: Vec<String>,
     events: u64,
@@ -722,6 +729,7 @@ impl IbSimulation {
             records,
             received,
             completed: 0,
+            completed_foreground: 0,
             engine: lfts.engine,
             refused: lfts.refused,
             events: 0,
@@ -776,8 +784,9 @@ impl IbSimulation {
         self.queue.push(Entry { at, seq: self.seq, event });
     }
 
+    /// The collectives are received whole (background traffic may be left).
     pub fn finished(&self) -> bool {
-        self.completed == self.records.len()
+        self.completed_foreground == self.workload.foreground_messages
     }
 
     /// Runs until the workload is received whole or the time limit.
@@ -1306,6 +1315,9 @@ impl IbSimulation {
         let now = self.now;
         self.records[id as usize].completed_ns = now;
         self.completed += 1;
+        if !self.workload.is_background(id) {
+            self.completed_foreground += 1;
+        }
         let message = self.workload.messages[id as usize];
         // Received in order: the oldest the connection has not seen acknowledged.
         let connection = &mut self.connections[message.connection as usize];
@@ -1459,7 +1471,9 @@ impl IbSimulation {
             .records
             .iter()
             .zip(&ideal_fcts_ns)
-            .filter_map(|(r, &ideal)| Some(r.fct_ns()? as f64 / ideal.max(1) as f64))
+            .enumerate()
+            .filter(|&(m, _)| !self.workload.is_background(m as u32))
+            .filter_map(|(_, (r, &ideal))| Some(r.fct_ns()? as f64 / ideal.max(1) as f64))
             .collect();
         slowdowns.sort_by(f64::total_cmp);
         let percentile = |f: f64| super::stats::percentile_of(&slowdowns, f);
@@ -1494,6 +1508,15 @@ impl IbSimulation {
                 p99: percentile(0.99),
                 max: slowdowns.last().copied().unwrap_or(0.0),
             },
+            background: super::output::background_result(
+                &self.workload,
+                &self.records,
+                |m| ideal_fcts_ns[m as usize],
+                self.now,
+                None,
+                None,
+                false,
+            ),
             flow_control_packets: self.flow_control_packets,
             fecn_marked: self.fecn_marked,
             cnps_sent: self.cnps_sent,
@@ -1521,6 +1544,7 @@ impl IbSimulation {
                     .collect(),
             }),
             link_failure: self.link_failure_report(),
+            background_messages: (0..self.records.len() as u32).map(|m| self.workload.is_background(m)).collect(),
             ideal_fcts_ns,
             switch_names: self.fabric.switches.iter().map(|s| s.name.clone()).collect(),
             wait_ns,
@@ -1544,14 +1568,15 @@ impl IbReport {
         std::fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(self).expect("the report serialises");
         std::fs::write(dir.join("summary.json"), json + "\n")?;
-        let mut csv = String::from("message,src,dst,fct_ns,ideal_ns,slowdown\n");
+        let mut csv = String::from("message,src,dst,fct_ns,ideal_ns,slowdown,traffic\n");
         for (m, (src, dst, fct)) in self.fcts_ns.iter().enumerate() {
+            let traffic = if self.background_messages.get(m) == Some(&true) { "background" } else { "collective" };
             let ideal = self.ideal_fcts_ns.get(m).copied().unwrap_or(0);
             let (fct, slowdown) = match fct {
                 Some(f) => (f.to_string(), format!("{:.4}", *f as f64 / ideal.max(1) as f64)),
                 None => (String::new(), String::new()),
             };
-            let _ = writeln!(csv, "{m},{src},{dst},{fct},{ideal},{slowdown}");
+            let _ = writeln!(csv, "{m},{src},{dst},{fct},{ideal},{slowdown},{traffic}");
         }
         std::fs::write(dir.join("messages.csv"), csv)?;
         let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,xmit_wait_ns,discards\n");
@@ -1583,7 +1608,9 @@ impl IbReport {
             .fcts_ns
             .iter()
             .zip(&self.ideal_fcts_ns)
-            .filter_map(|(&(_, _, fct), &ideal)| Some(fct? as f64 / ideal.max(1) as f64))
+            .zip(self.background_messages.iter().chain(std::iter::repeat(&false)))
+            .filter(|&(_, &background)| !background)
+            .filter_map(|((&(_, _, fct), &ideal), _)| Some(fct? as f64 / ideal.max(1) as f64))
             .collect();
         slowdowns.sort_by(f64::total_cmp);
         super::plot::PlotData {
