@@ -355,21 +355,18 @@ impl Host {
             return Err(u64::MAX);
         }
         let paused = self.nic.paused(now);
+        let background_nic = self.background_nic.as_ref().unwrap_or(&self.nic);
+        let background_paused = self.background_nic.as_ref().map_or(paused, |nic| nic.paused(now));
         // Pauses end by time or by an XON frame (which wakes the host).
         let resume = |nic: &Pacer| nic.next_send_ns().unwrap_or(u64::MAX);
-        let (background_paused, background_resume) = match &self.background_nic {
-            Some(nic) => (nic.paused(now), resume(nic)),
-            None => (paused, resume(&self.nic)),
-        };
         if paused && background_paused {
-            return Err(resume(&self.nic).min(background_resume));
+            return Err(resume(&self.nic).min(resume(background_nic)));
         }
-        let mut earliest = u64::MAX;
-        if paused {
-            earliest = resume(&self.nic);
-        } else if background_paused {
-            earliest = background_resume;
-        }
+        let mut earliest = match (paused, background_paused) {
+            (true, _) => resume(&self.nic),
+            (_, true) => resume(background_nic),
+            _ => u64::MAX,
+        };
         let count = self.active.len();
         // Strictly: the collectives' connections first, then the background's.
         let passes = if self.strict { 2 } else { 1 };
