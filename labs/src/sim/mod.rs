@@ -47,7 +47,8 @@ pub struct Speed {
     pub simulated_ns: u64,
     /// The collectives' messages received whole, as a fraction of theirs.
     pub done_fraction: f64,
-    /// Payload bytes delivered in order, as a fraction of the workload's.
+    /// Payload bytes delivered in order, as a fraction of the collectives'
+    /// (the background's received whole left out).
     pub bytes_done_fraction: f64,
 }
 
@@ -118,10 +119,27 @@ fn run_with<Q: EventQueue + 'static>(
     let watched = watch.unwrap_or_else(|| default_watch(&sim));
     sim.watch(watched);
     let start = Instant::now();
-    let total_bytes: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
+    // The collectives' bytes: the run ends with them, whatever background is left.
+    let total_bytes: u64 = (0..sim.workload.messages.len() as u32)
+        .filter(|&m| !sim.workload.is_background(m))
+        .map(|m| sim.workload.messages[m as usize].bytes.max(1))
+        .sum();
     let bytes_done = move |sim: &Simulation<Q>| {
         let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
-        (delivered as f64 / total_bytes.max(1) as f64).min(1.0)
+        // Less the background's received whole (what of it is still on
+        // its way counts, a little).
+        let background: u64 = match sim.workload.background_collective {
+            Some(c) => sim
+                .workload
+                .messages
+                .iter()
+                .zip(&sim.records)
+                .filter(|(m, r)| m.collective == c && r.completed_ns != u64::MAX)
+                .map(|(_, r)| r.bytes.max(1))
+                .sum(),
+            None => 0,
+        };
+        (delivered.saturating_sub(background) as f64 / total_bytes.max(1) as f64).min(1.0)
     };
     sim.run_with(|sim| {
         if let Some(progress) = progress.as_mut() {
