@@ -82,24 +82,37 @@ impl Switchd {
     /// Starts the daemon without waiting for it (for configs expected to be
     /// refused).
     pub fn spawn(ns: &Netns, config_yaml: &str) -> Switchd {
-        Self::spawn_binary(ns, config_yaml, &workspace_binary("switchd"))
+        Self::spawn_with(ns, config_yaml, &[], &workspace_binary("switchd"))
     }
 
     /// [`Self::start`] with another `switchd` binary (a benchmark's
     /// before build, run beside the current one).
     pub fn start_binary(ns: &Netns, config_yaml: &str, binary: &Path) -> Switchd {
-        let switchd = Self::spawn_binary(ns, config_yaml, binary);
+        let switchd = Self::spawn_with(ns, config_yaml, &[], binary);
         switchd.wait_ready(Duration::from_secs(15));
         switchd
     }
 
-    fn spawn_binary(ns: &Netns, config_yaml: &str, binary: &Path) -> Switchd {
+    /// [`Switchd::start`] with `switchd` run by `wrapper` (a command and
+    /// its arguments that run the rest: `setpriv ...` to drop a
+    /// capability).
+    pub fn start_under(ns: &Netns, config_yaml: &str, wrapper: &[&str]) -> Switchd {
+        let switchd = Self::spawn_with(ns, config_yaml, wrapper, &workspace_binary("switchd"));
+        switchd.wait_ready(Duration::from_secs(15));
+        switchd
+    }
+
+    fn spawn_with(ns: &Netns, config_yaml: &str, wrapper: &[&str], binary: &Path) -> Switchd {
         let dir = TempDir::new("switchd");
         let config_path = dir.path().join("switchd.yaml");
         let socket = dir.path().join("switchd.sock");
         let yaml = format!("{}\nmanagement:\n  socket: {}\n", config_yaml.trim_end(), socket.display());
         std::fs::write(&config_path, yaml).expect("write config");
-        let mut cmd = ns.command(binary.to_str().expect("utf-8 path"));
+        let binary = binary.to_str().expect("utf-8 path");
+        let mut cmd = ns.command(wrapper.first().copied().unwrap_or(binary));
+        if !wrapper.is_empty() {
+            cmd.args(&wrapper[1..]).arg(binary);
+        }
         cmd.arg("run")
             .arg("--config")
             .arg(&config_path)
