@@ -45,9 +45,10 @@ pub struct Speed {
     pub wall_s: f64,
     pub events_per_s: f64,
     pub simulated_ns: u64,
-    /// Messages received whole, as a fraction of all.
+    /// The collectives' messages received whole, as a fraction of theirs.
     pub done_fraction: f64,
-    /// Payload bytes delivered in order, as a fraction of the workload's.
+    /// Payload bytes delivered in order, as a fraction of the collectives'
+    /// (the background's received whole left out).
     pub bytes_done_fraction: f64,
 }
 
@@ -94,7 +95,8 @@ pub fn run(
     watch: Option<Vec<(u32, u16)>>,
     progress: Option<&mut dyn FnMut(&Speed)>,
 ) -> Result<Run, String> {
-    let workload = workload::build(&spec, fabric.hosts.len(), experiment.seed)?;
+    let names: Vec<String> = fabric.hosts.iter().map(|h| h.name.clone()).collect();
+    let workload = workload::build_named(&spec, &names, experiment.seed)?;
     match experiment.queue {
         QueueKind::Heap => {
             let queue = HeapQueue::with_capacity(1 << 16);
@@ -117,10 +119,27 @@ fn run_with<Q: EventQueue + 'static>(
     let watched = watch.unwrap_or_else(|| default_watch(&sim));
     sim.watch(watched);
     let start = Instant::now();
-    let total_bytes: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
+    // The collectives' bytes: the run ends with them, whatever background is left.
+    let total_bytes: u64 = (0..sim.workload.messages.len() as u32)
+        .filter(|&m| !sim.workload.is_background(m))
+        .map(|m| sim.workload.messages[m as usize].bytes.max(1))
+        .sum();
     let bytes_done = move |sim: &Simulation<Q>| {
         let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
-        (delivered as f64 / total_bytes.max(1) as f64).min(1.0)
+        // Less the background's received whole (what of it is still on
+        // its way counts, a little).
+        let background: u64 = match sim.workload.background_collective {
+            Some(c) => sim
+                .workload
+                .messages
+                .iter()
+                .zip(&sim.records)
+                .filter(|(m, r)| m.collective == c && r.completed_ns != u64::MAX)
+                .map(|(_, r)| r.bytes.max(1))
+                .sum(),
+            None => 0,
+        };
+        (delivered.saturating_sub(background) as f64 / total_bytes.max(1) as f64).min(1.0)
     };
     sim.run_with(|sim| {
         if let Some(progress) = progress.as_mut() {
@@ -130,7 +149,7 @@ fn run_with<Q: EventQueue + 'static>(
                 wall_s,
                 events_per_s: sim.events as f64 / wall_s,
                 simulated_ns: sim.now,
-                done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+                done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
                 bytes_done_fraction: bytes_done(sim),
             });
         }
@@ -141,7 +160,7 @@ fn run_with<Q: EventQueue + 'static>(
         wall_s,
         events_per_s: sim.events as f64 / wall_s.max(1e-9),
         simulated_ns: sim.now,
-        done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+        done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
         bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done(&sim) },
     };
     let report = Report::new(&sim, name, spec);
@@ -155,6 +174,7 @@ fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) ->
     let switch = |s: u32| sim.fabric.switches[s as usize].name.clone();
     let run_ns = sim.now.max(1) as f64;
     let mut slowdowns: Vec<f64> = (0..sim.records.len())
+        .filter(|&m| !sim.workload.is_background(m as u32))
         .filter_map(|m| Some(sim.records[m].fct_ns()? as f64 / output::ideal_fct_ns(sim, m as u32) as f64))
         .collect();
     slowdowns.sort_by(f64::total_cmp);
