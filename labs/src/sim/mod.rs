@@ -22,6 +22,7 @@ pub mod ib;
 pub mod ib_sm;
 pub mod link;
 pub mod output;
+pub mod parallel;
 pub mod plot;
 pub mod queue;
 pub mod routes;
@@ -49,6 +50,11 @@ pub struct Speed {
     pub done_fraction: f64,
     /// Payload bytes delivered in order, as a fraction of the workload's.
     pub bytes_done_fraction: f64,
+    /// Frames on cables or being read at once, at the peak (on a split
+    /// run, the sum of the partitions' peaks).
+    pub frames_in_flight_peak: usize,
+    /// Threads the run was split across (its partitions).
+    pub threads: usize,
 }
 
 impl Speed {
@@ -97,31 +103,45 @@ pub fn run(
     let workload = workload::build(&spec, fabric.hosts.len(), experiment.seed)?;
     match experiment.queue {
         QueueKind::Heap => {
-            let queue = HeapQueue::with_capacity(1 << 16);
-            run_with(name, Simulation::new(fabric, experiment, workload, queue)?, spec, watch, progress)
+            let make = || HeapQueue::with_capacity(1 << 16);
+            run_with(name, Simulation::new(fabric, experiment, workload, make())?, spec, watch, progress, &make)
         }
         QueueKind::Wheel => {
-            let queue = WheelQueue::new(6);
-            run_with(name, Simulation::new(fabric, experiment, workload, queue)?, spec, watch, progress)
+            let make = || WheelQueue::new(6);
+            run_with(name, Simulation::new(fabric, experiment, workload, make())?, spec, watch, progress, &make)
         }
     }
 }
 
-fn run_with<Q: EventQueue + 'static>(
+fn run_with<Q: EventQueue + Send + 'static>(
     name: &str,
     mut sim: Simulation<Q>,
     spec: WorkloadSpec,
     watch: Option<Vec<(u32, u16)>>,
     mut progress: Option<&mut dyn FnMut(&Speed)>,
+    make: &dyn Fn() -> Q,
 ) -> Result<Run, String> {
     let watched = watch.unwrap_or_else(|| default_watch(&sim));
     sim.watch(watched);
+    let plan = parallel::plan(&sim, sim.experiment.threads)?;
     let start = Instant::now();
-    let total_bytes: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
-    let bytes_done = move |sim: &Simulation<Q>| {
-        let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
-        (delivered as f64 / total_bytes.max(1) as f64).min(1.0)
-    };
+    if let Some(plan) = plan {
+        let threads = plan.parts;
+        let (sim, frames_in_flight_peak) = parallel::run(sim, plan, make, progress);
+        let wall_s = start.elapsed().as_secs_f64();
+        let speed = Speed {
+            events: sim.events,
+            wall_s,
+            events_per_s: sim.events as f64 / wall_s.max(1e-9),
+            simulated_ns: sim.now,
+            done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+            bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done_share(&sim) },
+            frames_in_flight_peak,
+            threads,
+        };
+        return Ok(finish(name, sim, spec, speed));
+    }
+    let bytes_done = bytes_done_share::<Q>;
     sim.run_with(|sim| {
         if let Some(progress) = progress.as_mut() {
             let wall_s = start.elapsed().as_secs_f64();
@@ -132,6 +152,8 @@ fn run_with<Q: EventQueue + 'static>(
                 simulated_ns: sim.now,
                 done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
                 bytes_done_fraction: bytes_done(sim),
+                frames_in_flight_peak: 0,
+                threads: 1,
             });
         }
     });
@@ -143,12 +165,25 @@ fn run_with<Q: EventQueue + 'static>(
         simulated_ns: sim.now,
         done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
         bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done(&sim) },
+        frames_in_flight_peak: sim.frames_allocated(),
+        threads: 1,
     };
+    Ok(finish(name, sim, spec, speed))
+}
+
+/// The payload bytes delivered in order, as a share of the workload's.
+fn bytes_done_share<Q: EventQueue>(sim: &Simulation<Q>) -> f64 {
+    let total: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
+    let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
+    (delivered as f64 / total.max(1) as f64).min(1.0)
+}
+
+fn finish<Q: EventQueue + 'static>(name: &str, sim: Simulation<Q>, spec: WorkloadSpec, speed: Speed) -> Run {
     let report = Report::new(&sim, name, spec);
     let plot_data = plot_data(&sim, name, &report);
     let for_writer = report.clone();
     let writer = Box::new(move |dir: &std::path::Path| output::write(&sim, &for_writer, dir));
-    Ok(Run { report, speed, plot_data, writer })
+    Run { report, speed, plot_data, writer }
 }
 
 fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) -> plot::PlotData {
