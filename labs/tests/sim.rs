@@ -6,7 +6,7 @@ use labs::sim::fabric::{self, Fabric};
 use labs::sim::{self, Experiment, Kind, LoadBalancing, WorkloadSpec};
 
 fn spec(kind: Kind, bytes: u64) -> WorkloadSpec {
-    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1 }
+    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1, ..Default::default() }
 }
 
 fn star(hosts: usize) -> Fabric {

@@ -10,7 +10,7 @@ use labs::sim::{self, Experiment, Kind, WorkloadSpec, workload};
 use subnet_manager::routing::Engine;
 
 fn spec(kind: Kind, bytes: u64) -> WorkloadSpec {
-    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1 }
+    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1, ..Default::default() }
 }
 
 fn run(fabric: Fabric, experiment: IbExperiment, spec: WorkloadSpec) -> IbReport {
@@ -189,8 +189,14 @@ fn dfsssp_layers_travel_on_their_own_vls_with_credits_per_vl() {
 #[test]
 fn the_same_ib_run_twice_gives_the_same_report() {
     let experiment = IbExperiment { buffer_blocks: 256, ..IbExperiment::default() };
-    let workload =
-        WorkloadSpec { kind: Kind::AllToAll, bytes: 1 << 20, jitter_ns: 5_000, compute_ns: 0, iterations: 1 };
+    let workload = WorkloadSpec {
+        kind: Kind::AllToAll,
+        bytes: 1 << 20,
+        jitter_ns: 5_000,
+        compute_ns: 0,
+        iterations: 1,
+        ..Default::default()
+    };
     let once = serde_json::to_string(&run(fat_tree(), experiment.clone(), workload.clone())).unwrap();
     let twice = serde_json::to_string(&run(fat_tree(), experiment, workload)).unwrap();
     assert_eq!(once, twice);
@@ -539,7 +545,7 @@ fn sim_compare_on_the_ib_fabric_runs_it_without_and_with_congestion_control() {
     let dir = tempfile::tempdir().unwrap();
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_labs"))
         .args(["sim", "compare", "--fattree", "4", "--tiers", "2", "--fabric", "ib", "--workload", "incast"])
-        .args(["--size", "1MiB", "--no-plots", "--quiet", "--out"])
+        .args(["--ecn-both", "--size", "1MiB", "--no-plots", "--quiet", "--out"])
         .arg(dir.path())
         .output()
         .unwrap();
@@ -561,4 +567,86 @@ fn sim_compare_on_the_ib_fabric_runs_it_without_and_with_congestion_control() {
     }
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("JCT incast: ib "), "{stdout}");
+}
+
+#[test]
+fn sim_compare_runs_each_fabric_once_without_ecn_both() {
+    // `--fabric ethernet,ib`: one Ethernet run (ECMP) and one IB-like run,
+    // not the IB-like plane twice.
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_labs"))
+        .args(["sim", "compare", "--star", "3", "--fabric", "ethernet,ib", "--workload", "incast"])
+        .args(["--size", "64KiB", "--no-plots", "--quiet", "--out"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("compare.csv")).unwrap();
+    let names: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(names, ["ecmp", "ib"], "{csv}");
+    assert!(!dir.path().join("ib-cc").exists());
+    // --ib-cc names the one IB-like run by what it is.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_labs"))
+        .args(["sim", "compare", "--star", "3", "--fabric", "ib", "--ib-cc", "--workload", "incast"])
+        .args(["--size", "64KiB", "--no-plots", "--quiet", "--out"])
+        .arg(dir.path().join("cc"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let csv = std::fs::read_to_string(dir.path().join("cc").join("compare.csv")).unwrap();
+    let names: Vec<&str> = csv.lines().skip(1).map(|l| l.split(',').next().unwrap()).collect();
+    assert_eq!(names, ["ib-cc"], "{csv}");
+}
+
+#[test]
+fn the_report_names_the_engine_in_effect_after_the_sm_rerouted() {
+    // The k=4 fat-tree plus a cable between two leaves: ftree declines it
+    // (a link within a level) and updn routes it. With that cable cut 20 us
+    // in, the SM's sweep finds a fat-tree again and ftree routes it: the
+    // report names ftree, the engine whose LFTs are in effect at the end
+    // (it named the first sweep's, updn).
+    let mut fabric = fat_tree();
+    let (a, b) = (0usize, 1usize);
+    let ends = [a, b].map(|s| {
+        let port = fabric.switches[s].ports;
+        fabric.switches[s].ports += 1;
+        fabric::End::Switch { switch: s as u32, port }
+    });
+    fabric.links.push((ends[0], ends[1]));
+    let cut = fabric.links.len() as u32 - 1;
+    let experiment = IbExperiment {
+        sm: Some(SmTiming::default()),
+        link_failure: Some((cut, 20_000)),
+        rto_ns: 20_000,
+        ..IbExperiment::default()
+    };
+    let report = run(fabric, experiment, spec(Kind::Allreduce, 1 << 20));
+    assert!(report.finished);
+    let sm = report.subnet_manager.as_ref().unwrap();
+    let engines: Vec<&str> = sm.routings.iter().map(|r| r.engine.as_str()).collect();
+    assert_eq!(engines, ["updn", "ftree"], "{:?}", sm.routings);
+    assert_eq!(sm.routings[0].at_ns, 0);
+    assert!(sm.routings[1].at_ns > 20_000, "{:?}", sm.routings);
+    assert_eq!(report.routing_engine, "ftree");
+    assert!(report.routing_refused.is_empty(), "ftree took it first: {:?}", report.routing_refused);
+}
+
+#[test]
+fn the_sm_sweeps_lightly_only_while_something_may_have_changed() {
+    // A ring all-reduce of 16 MiB per host (about 2.4 ms) with the SM in
+    // virtual time and nothing failing: no light sweep (its SMPs would
+    // read PortStateChange clear on every switch), no SMP at all after the
+    // first sweep. Light sweeps every 1 ms used to run regardless.
+    let experiment = IbExperiment { sm: Some(SmTiming::default()), sample_ns: 0, ..IbExperiment::default() };
+    let report = run(fat_tree(), experiment, spec(Kind::Allreduce, 16 << 20));
+    assert!(report.finished);
+    assert!(report.simulated_ns > 2_000_000, "{}", report.simulated_ns);
+    let sm = report.subnet_manager.as_ref().unwrap();
+    assert_eq!((sm.light_sweeps, sm.smps_sent), (0, 0), "{sm:?}");
+    // With a cable cut, the trap starts a light sweep, which finds
+    // PortStateChange and sweeps heavily; settled again after the reroute.
+    let failed = allreduce_with_sm(20_000, true);
+    let sm = failed.subnet_manager.as_ref().unwrap();
+    assert!(sm.light_sweeps >= 1 && sm.smps_sent > 0, "{sm:?}");
+    assert!(failed.link_failure.as_ref().unwrap().rerouted_ns.is_some());
 }

@@ -2,10 +2,11 @@
 //! against the same run on one thread: every result file byte for byte.
 
 use labs::sim::fabric::{self, Fabric};
+use labs::sim::workload::{BackgroundPattern, BackgroundSpec, RingOrder};
 use labs::sim::{self, Experiment, Kind, LoadBalancing, WorkloadSpec};
 
 fn spec(kind: Kind, bytes: u64) -> WorkloadSpec {
-    WorkloadSpec { kind, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1 }
+    WorkloadSpec { kind, bytes, iterations: 1, ..Default::default() }
 }
 
 /// The three-tier fat-tree of radix 4: 4 pods, 4 cores, 16 hosts.
@@ -100,6 +101,28 @@ fn an_incast_whose_pauses_cross_partitions_writes_the_same_files() {
         })
         .count();
     assert!(crossing_pauses > 0, "PFC frames crossed between the partitions:\n{ports}");
+}
+
+#[test]
+fn a_random_ring_beside_background_traffic_writes_the_same_files() {
+    // A seeded random ring (its neighbours across pods) with an all-to-all
+    // background at 30% of the line on its own class: the run ends with the
+    // collective, the background's messages left in flight on both threads.
+    let experiment = Experiment { sample_ns: 0, background_class: Some(1), ..Experiment::default() };
+    let spec = WorkloadSpec {
+        ring_order: RingOrder::Random,
+        background: Some(BackgroundSpec {
+            pattern: BackgroundPattern::AllToAll,
+            bytes: 64 << 10,
+            load: 0.3,
+            line_bps: experiment.link_bps,
+            until_ns: None,
+        }),
+        ..spec(Kind::Allreduce, 1 << 20)
+    };
+    let (report, _) = same_files(fattree3, experiment, spec, None, 2);
+    let background = report.background.expect("background traffic");
+    assert!(background.completed > 0 && background.released > background.completed, "{background:?}");
 }
 
 #[test]

@@ -53,7 +53,8 @@ fn incast(switch: &str, ecn: bool, bytes: u64) -> Report {
     let fabric = fabric_with(dir.path(), switch).unwrap();
     assert!(fabric.configured());
     let experiment = Experiment { mtu: 1024, ecn, sample_ns: 0, ..Experiment::default() };
-    let spec = WorkloadSpec { kind: Kind::Incast, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let spec =
+        WorkloadSpec { kind: Kind::Incast, bytes, jitter_ns: 0, compute_ns: 0, iterations: 1, ..Default::default() };
     let run = sim::run("incast", fabric, experiment, spec, None, None).unwrap();
     assert!(run.report.finished, "{:?}", run.report);
     run.report
@@ -73,7 +74,14 @@ fn the_incast_lab_file_runs_with_its_own_switch_config() {
     assert_eq!(topology.name, "incast");
     assert!(fabric.configured());
     let experiment = Experiment { mtu: 1024, sample_ns: 0, ..Experiment::default() };
-    let spec = WorkloadSpec { kind: Kind::Incast, bytes: 512 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let spec = WorkloadSpec {
+        kind: Kind::Incast,
+        bytes: 512 << 10,
+        jitter_ns: 0,
+        compute_ns: 0,
+        iterations: 1,
+        ..Default::default()
+    };
     let run = sim::run("incast", fabric, experiment, spec, None, None).unwrap();
     let report = &run.report;
     assert!(report.finished);
@@ -143,7 +151,14 @@ fn the_ai_rail_lab_routes_between_rails_through_the_bgp_shortcut() {
         Fabric::from_topology_file(&Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/ai-rail.clab.yml")).unwrap();
     assert!(fabric.configured());
     let experiment = Experiment { mtu: 1024, sample_ns: 0, ..Experiment::default() };
-    let spec = WorkloadSpec { kind: Kind::AllToAll, bytes: 64 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let spec = WorkloadSpec {
+        kind: Kind::AllToAll,
+        bytes: 64 << 10,
+        jitter_ns: 0,
+        compute_ns: 0,
+        iterations: 1,
+        ..Default::default()
+    };
     let run = sim::run("ai-rail", fabric, experiment, spec, None, None).unwrap();
     let report = &run.report;
     assert!(report.finished, "{report:?}");
@@ -192,7 +207,14 @@ fn static_routes_in_the_yaml_carry_traffic_between_switches() {
         std::fs::write(dir.path().join("sw2.yaml"), sw2).unwrap();
         let (_, fabric) = Fabric::from_topology_file(&dir.path().join("two.clab.yml")).unwrap();
         let experiment = Experiment { mtu: 1024, sample_ns: 0, time_limit_ns: 20_000_000, ..Experiment::default() };
-        let spec = WorkloadSpec { kind: Kind::Incast, bytes: 64 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+        let spec = WorkloadSpec {
+            kind: Kind::Incast,
+            bytes: 64 << 10,
+            jitter_ns: 0,
+            compute_ns: 0,
+            iterations: 1,
+            ..Default::default()
+        };
         sim::run("two", fabric, experiment, spec, None, None).unwrap().report
     };
     let routed = run("routes: [{ prefix: 172.16.2.0/24, next_hops: [10.0.0.1] }]\n");
@@ -238,7 +260,14 @@ fn a_failed_spine_link_in_the_ai_rail_lab_is_routed_around() {
             rto_ns: 20_000_000,
             ..Experiment::default()
         };
-        let spec = WorkloadSpec { kind: Kind::AllToAll, bytes: 512 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+        let spec = WorkloadSpec {
+            kind: Kind::AllToAll,
+            bytes: 512 << 10,
+            jitter_ns: 0,
+            compute_ns: 0,
+            iterations: 1,
+            ..Default::default()
+        };
         sim::run("ai-rail", fabric.clone(), experiment, spec, None, None).unwrap().report
     };
     let intact = run(None);
@@ -273,7 +302,14 @@ fn ports_listed_out_of_order_keep_their_names() {
     assert_eq!(fabric.port_name(0, 1), "eth1");
     assert_eq!(fabric.hosts[3].port, 0, "h4 is on eth4");
     let experiment = Experiment { mtu: 1024, sample_ns: 0, ..Experiment::default() };
-    let spec = WorkloadSpec { kind: Kind::Incast, bytes: 64 << 10, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let spec = WorkloadSpec {
+        kind: Kind::Incast,
+        bytes: 64 << 10,
+        jitter_ns: 0,
+        compute_ns: 0,
+        iterations: 1,
+        ..Default::default()
+    };
     let run = sim::run("incast", fabric, experiment, spec, None, None).unwrap();
     assert!(run.report.finished);
     run.write(dir.path()).unwrap();

@@ -287,7 +287,7 @@ pub fn reconcile<B: Backend>(sai: &mut Sai<B>, applied: &mut Applied, candidate:
     crate::apply_vrf::remove_routes_and_maps(sai, applied, candidate, &stale_vrfs)?;
     // A new `qos:` makes the traffic manager's objects again (its queues
     // and priority groups name ports: they go first, come back last).
-    let qos_changed = applied.qos.config != candidate.qos;
+    let qos_changed = crate::qos::stale(&applied.qos, candidate);
     if qos_changed {
         crate::qos::remove(sai, &mut applied.qos)?;
     }

@@ -242,7 +242,7 @@ impl RunningForwarding for KernelForwarding {
 pub(crate) fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Result<TrafficManagerSetup, RunError> {
     let Some(tm_config) = sai.backend().tm_config(sai.store())? else {
         sai.backend_mut().set_path_quality(None);
-        return Ok(TrafficManagerSetup::default());
+        return Ok(TrafficManagerSetup { port_owners: port_owners(sai), ..TrafficManagerSetup::default() });
     };
     let tm_config = crate::qos::daemon_tm_config(tm_config, TM_CATCH_UP.as_nanos() as u64);
     let mut tm = QosTrafficManager::new(&tm_config).map_err(|e| {
@@ -271,6 +271,20 @@ pub(crate) fn traffic_manager(sai: &mut Sai<SoftBackend>, config: &Config) -> Re
         tm: AnyTrafficManager::Qos(Box::new(tm)),
         stats: Some(sai.backend().qos_stats_slot()),
         watchdog_events: Some(sai.backend().watchdog_events_slot()),
-        port_owners: (0..tm_config.ports.len()).map(|index| sai.backend().port_object(index as PortId)).collect(),
+        port_owners: port_owners(sai),
     })
+}
+
+/// The shim's port object behind each pipeline index, up to the highest
+/// in use ([`TrafficManagerSetup::port_owners`]).
+pub(crate) fn port_owners(sai: &Sai<SoftBackend>) -> Vec<Option<sai_shim::ObjectId>> {
+    let backend = sai.backend();
+    let indices: Vec<(usize, sai_shim::ObjectId)> = (sai.store().objects_of(sai_shim::ObjectType::Port))
+        .filter_map(|(id, _)| backend.port_index(id).map(|index| (usize::from(index), id)))
+        .collect();
+    let mut owners = vec![None; indices.iter().map(|(index, _)| index + 1).max().unwrap_or(0)];
+    for (index, id) in indices {
+        owners[index] = Some(id);
+    }
+    owners
 }

@@ -69,6 +69,18 @@ pub struct TrafficManagerSetup {
     pub port_owners: Vec<Option<sai_shim::ObjectId>>,
 }
 
+/// The indices whose port object in `old` (a running traffic manager's
+/// [`TrafficManagerSetup::port_owners`]) is gone in `new`: removed, or
+/// given to another port (the shim reuses a freed index for the next port
+/// it creates). Their queued frames and state must not pass to whatever
+/// port has the index now.
+pub fn renumbered_ports(old: &[Option<sai_shim::ObjectId>], new: &[Option<sai_shim::ObjectId>]) -> Vec<PortId> {
+    (old.iter().enumerate())
+        .filter(|&(index, owner)| owner.is_some() && new.get(index) != Some(owner))
+        .map(|(index, _)| index as PortId)
+        .collect()
+}
+
 /// Watchdog events waiting for the shim beyond this many are counted as
 /// lost ([`LoopCounters::watchdog_events_lost`]) rather than kept.
 const WATCHDOG_EVENT_BACKLOG: usize = 1024;
@@ -611,10 +623,7 @@ impl<D: Dataplane> Loop<D> {
             Command::ReplaceTrafficManager(setup) => {
                 // An index whose port a commit removed (and maybe gave to
                 // a port it added) keeps nothing of the old port.
-                let renumbered: Vec<PortId> = (self.tm_port_owners.iter().enumerate())
-                    .filter(|&(index, owner)| owner.is_some() && setup.port_owners.get(index) != Some(owner))
-                    .map(|(index, _)| index as PortId)
-                    .collect();
+                let renumbered = renumbered_ports(&self.tm_port_owners, &setup.port_owners);
                 let migration = self.node.replace_traffic_manager(monotonic_ns(), setup.tm, &renumbered);
                 self.tm_port_owners = setup.port_owners;
                 if let Some(tm) = self.node.traffic_manager_mut().qos_mut() {

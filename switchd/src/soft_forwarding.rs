@@ -91,6 +91,8 @@ pub struct SoftForwarding {
     loopback: LoopbackAddresses,
     /// The `qos:` the thread's traffic manager was built from.
     qos: Option<qos::tm::TmConfig>,
+    /// The port object behind each pipeline index when it was built.
+    tm_owners: Vec<Option<ObjectId>>,
 }
 
 fn lock(sai: &Mutex<Sai<SoftBackend>>) -> std::sync::MutexGuard<'_, Sai<SoftBackend>> {
@@ -114,6 +116,7 @@ impl SoftForwarding {
             hosts: BTreeMap::new(),
             loopback: LoopbackAddresses::add(&[]).map_err(|e| e.to_string())?,
             qos: config.qos.clone(),
+            tm_owners: setup.port_owners.clone(),
         };
         let attachments = this.take_up(config, applied)?;
         let forwarding = Forwarding::start_with(sai.clone(), attachments, setup, ib)
@@ -316,21 +319,46 @@ impl FollowsConfig for SoftForwarding {
         }
         let attachments = self.take_up(target, applied)?;
         let forwarding = self.forwarding.as_ref().expect("checked");
-        for attachment in attachments {
-            forwarding.attach(attachment);
-        }
-        if target.qos != self.qos {
-            // The shim holds the new QoS objects: the traffic manager they
-            // describe replaces the running one (built under the shim's
-            // lock, handed over without it: the thread takes that lock).
+        let owners = crate::backend::port_owners(&lock(&self.sai));
+        if traffic_manager_stale(&self.qos, &target.qos, &self.tm_owners, &owners) {
+            // The shim holds the new QoS objects and ports: the traffic
+            // manager they describe replaces the running one (built under
+            // the shim's lock, handed over without it: the thread takes
+            // that lock). Before the new ports are attached, so the frames
+            // queued for a removed port whose index a new port took are
+            // dropped before that port could send them.
             let setup = crate::backend::traffic_manager(&mut lock(&self.sai), target).map_err(|e| e.to_string())?;
+            let owners = setup.port_owners.clone();
             forwarding.replace_traffic_manager(setup);
+            for attachment in attachments {
+                forwarding.attach(attachment);
+            }
             forwarding.sync();
             self.qos = target.qos.clone();
-            tracing::info!("traffic manager follows the new qos:");
+            self.tm_owners = owners;
+            tracing::info!("traffic manager follows the new qos: and ports");
+        } else {
+            for attachment in attachments {
+                forwarding.attach(attachment);
+            }
         }
         self.loopback.set(&target.loopback).map_err(|e| e.to_string())
     }
+}
+
+/// Whether the running traffic manager (built from `running` `qos:` for
+/// the ports `running_owners`) must be made again for `target` and the
+/// shim's ports now (`owners`): a new `qos:` or port speed, or a port
+/// removed, even when a port the commit added took its index and the same
+/// settings (the old one would send that port's queued frames out of the
+/// new one, and hold its peer's pauses and counters for it).
+fn traffic_manager_stale(
+    running: &Option<qos::tm::TmConfig>,
+    target: &Option<qos::tm::TmConfig>,
+    running_owners: &[Option<ObjectId>],
+    owners: &[Option<ObjectId>],
+) -> bool {
+    running != target || !crate::forwarding::renumbered_ports(running_owners, owners).is_empty()
 }
 
 impl RunningForwarding for SoftForwarding {
@@ -345,5 +373,48 @@ impl RunningForwarding for SoftForwarding {
         if let Err(error) = self.loopback.set(&[]) {
             tracing::warn!(%error, "cannot remove the loopback addresses");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn config(ports: &[&str]) -> Config {
+        let mut yaml = String::from("name: s\nports:\n");
+        for (i, port) in ports.iter().enumerate() {
+            yaml.push_str(&format!(
+                "  - {{name: {port}, mode: routed, addresses: [10.{i}.0.1/24], speed: 10M, cable-length: 5}}\n"
+            ));
+        }
+        yaml.push_str("qos: {preset: roce}\n");
+        Config::from_yaml(&yaml).expect("valid")
+    }
+
+    #[test]
+    fn a_port_replaced_by_one_with_the_same_settings_makes_the_traffic_manager_again() {
+        let (a, b, c, d) = (ObjectId::from_raw(1), ObjectId::from_raw(2), ObjectId::from_raw(3), ObjectId::from_raw(4));
+        let running = config(&["eth1", "eth2", "eth3"]);
+        // eth3 removed and eth4 added by one commit, at the same speed and
+        // cable: the same `qos:` as far as the traffic manager's config
+        // goes, and the shim gave eth3's index 2 to eth4.
+        let target = config(&["eth1", "eth2", "eth4"]);
+        assert_eq!(running.qos, target.qos, "the case this covers: nothing to rebuild for in qos:");
+        let before = [Some(a), Some(b), Some(c)];
+        assert!(traffic_manager_stale(&running.qos, &target.qos, &before, &[Some(a), Some(b), Some(d)]));
+        // eth3 removed alone, its index left empty.
+        assert!(traffic_manager_stale(&running.qos, &target.qos, &before, &[Some(a), Some(b)]));
+        assert!(traffic_manager_stale(&running.qos, &target.qos, &before, &[Some(a), Some(b), None]));
+        // Nothing changed, or only a port added: the running one stays.
+        assert!(!traffic_manager_stale(&running.qos, &target.qos, &before, &before));
+        assert!(!traffic_manager_stale(&running.qos, &target.qos, &before, &[Some(a), Some(b), Some(c), Some(d)]));
+        // A new speed rebuilds as before.
+        let slower = Config::from_yaml(
+            "name: s\nports:\n  - {name: eth1, mode: routed, addresses: [10.0.0.1/24], speed: 2M, cable-length: 5}\n\
+             qos: {preset: roce}\n",
+        )
+        .expect("valid");
+        assert!(traffic_manager_stale(&running.qos, &slower.qos, &before, &before));
     }
 }

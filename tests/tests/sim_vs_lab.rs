@@ -50,7 +50,14 @@ fn simulate() -> Figures {
     assert!(fabric.hosts.last().is_some_and(|h| h.name.starts_with("h4")), "incast's receiver is the last host");
     // The line rate is sw1.yaml's (`speed: 100M`).
     let experiment = Experiment { mtu: PAYLOAD, sample_ns: 0, ..Experiment::default() };
-    let spec = WorkloadSpec { kind: Kind::Incast, bytes: BYTES, jitter_ns: 0, compute_ns: 0, iterations: 1 };
+    let spec = WorkloadSpec {
+        kind: Kind::Incast,
+        bytes: BYTES,
+        jitter_ns: 0,
+        compute_ns: 0,
+        iterations: 1,
+        ..Default::default()
+    };
     let workload = workload::build(&spec, fabric.hosts.len(), experiment.seed).expect("workload");
     let mut sim = Simulation::new(fabric, experiment, workload, HeapQueue::default()).expect("simulation");
     sim.run();

@@ -18,7 +18,7 @@ use super::experiment::{Experiment, LoadBalancing, QueueKind};
 use super::fabric::{self, Fabric};
 use super::ib::{IbCongestionControl, IbExperiment, IbReport, IbSimulation};
 use super::ib_sm::SmTiming;
-use super::workload::{Kind, WorkloadSpec};
+use super::workload::{BackgroundPattern, BackgroundSpec, Kind, RingOrder, WorkloadSpec};
 use crate::generate::AiRail;
 use crate::topology::Topology;
 use qos::ib::cc::SwitchCongestionSetting;
@@ -39,7 +39,8 @@ pub enum SimSubcommand {
     Compare {
         #[command(flatten)]
         run: SimArgs,
-        /// Also compare PFC alone against PFC with ECN/DCQCN.
+        /// Also compare PFC alone against PFC with ECN/DCQCN, and on the IB-like plane credits alone against
+        /// credits with FECN/BECN congestion control (otherwise one run per fabric and load balancing).
         #[arg(long)]
         ecn_both: bool,
     },
@@ -86,6 +87,32 @@ pub struct SimArgs {
     pub compute_us: u64,
     #[arg(long, default_value_t = 2)]
     pub iterations: u32,
+    /// The hosts' order around the ring (all-reduce, training; halving-doubling's pairs): the fabric's host order,
+    /// a seeded shuffle, or rail by rail (NIC N of every server, then N+1).
+    #[arg(long, value_enum, default_value = "host")]
+    pub ring_order: RingOrder,
+
+    /// Background traffic beside the collective: permutation, all-to-all, incast or incast:N (N senders to one
+    /// host), messages of --background-size at a seeded Poisson rate; the run ends with the collective.
+    #[arg(long)]
+    pub background: Option<BackgroundPattern>,
+    /// Bytes per background message.
+    #[arg(long, default_value = "256KiB", value_parser = parse_size, requires = "background")]
+    pub background_size: u64,
+    /// Payload each background sender offers, a fraction of its line (--link-gbps).
+    #[arg(long, default_value_t = 0.5, requires = "background")]
+    pub background_load: f64,
+    /// Background messages arrive until then, microseconds [default: four times the collective's busiest host's
+    /// bytes at line rate, plus jitter and compute].
+    #[arg(long, requires = "background")]
+    pub background_us: Option<u64>,
+    /// The traffic class (0-7) of the background (DSCP class * 8; lossy unless it is a PFC priority, 3 or 4)
+    /// [default: the collective's, 3].
+    #[arg(long, requires = "background")]
+    pub background_class: Option<u8>,
+    /// The collective's class (3) strict priority over the background's, at the switches and the NICs.
+    #[arg(long, requires = "background_class")]
+    pub strict_collective: bool,
 
     /// The link layer: the Ethernet lossless class (switch pipelines, traffic managers, RoCE NICs) or the IB-like
     /// plane (credits per VL, LFTs from the SM's routing engines); a comma-separated list for `compare`.
@@ -321,6 +348,8 @@ impl SimArgs {
             rto_ns: self.rto_us * 1000,
             reconverge_ns: self.reconverge_us * 1000,
             threads: usize::from(self.threads),
+            background_class: self.background_class,
+            strict_collective: self.strict_collective,
         })
     }
 
@@ -331,6 +360,14 @@ impl SimArgs {
             jitter_ns: self.jitter_us * 1000,
             compute_ns: self.compute_us * 1000,
             iterations: self.iterations,
+            ring_order: self.ring_order,
+            background: self.background.map(|pattern| BackgroundSpec {
+                pattern,
+                bytes: self.background_size,
+                load: self.background_load,
+                line_bps: self.link_gbps * 1_000_000_000,
+                until_ns: self.background_us.map(|us| us * 1000),
+            }),
         }
     }
 
@@ -359,9 +396,10 @@ impl SimArgs {
 /// One run, written into `out`; its report.
 pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) -> Result<super::Run, String> {
     let (topology, fabric) = args.fabric()?;
-    if fabric.configured() && (args.no_pfc || args.buffer.is_some()) {
-        return Err("--no-pfc and --buffer set the simulator's own switches; these switches take PFC and buffers \
-                    from their switchd configs (edit qos:, or run with --no-switch-configs)"
+    if fabric.configured() && (args.no_pfc || args.buffer.is_some() || args.strict_collective) {
+        return Err("--no-pfc, --buffer and --strict-collective set the simulator's own switches; these switches \
+                    take PFC, buffers and scheduling from their switchd configs (edit qos:, or run with \
+                    --no-switch-configs)"
             .into());
     }
     let watch = args.watch(&fabric)?;
@@ -400,6 +438,11 @@ pub fn run_one(args: &SimArgs, experiment: Experiment, out: &std::path::Path) ->
 /// config sets it (`mode: ib`: data VLs, IB MTU, `ib_rate`, the buffer)
 /// and the routing engines of its SM, unless `--no-switch-configs`.
 pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String> {
+    if args.background_class.is_some() {
+        return Err("--background-class: the Ethernet fabric's; on the IB-like plane background traffic shares the \
+                    collective's SLs"
+            .into());
+    }
     let topology = args.topology()?;
     let fabric = Fabric::from_topology(&topology)?;
     let mut experiment = args.ib_experiment()?;
@@ -412,7 +455,8 @@ pub fn run_ib(args: &SimArgs, out: &std::path::Path) -> Result<IbReport, String>
         }
     }
     let watch = args.watch(&fabric)?;
-    let workload = super::workload::build(&args.workload(), fabric.hosts.len(), args.seed)?;
+    let names: Vec<String> = fabric.hosts.iter().map(|h| h.name.clone()).collect();
+    let workload = super::workload::build_named(&args.workload(), &names, args.seed)?;
     let mut simulation = IbSimulation::new(fabric, experiment, workload)?;
     let watch = watch.unwrap_or_else(|| simulation.default_watch());
     simulation.watch(watch);
@@ -466,6 +510,32 @@ pub fn describe_ib(r: &IbReport) -> String {
         r.becns_received,
         r.events
     ) + &failure
+        + &describe_background(&r.background)
+}
+
+/// The background's line of a summary, if the run had any.
+fn describe_background(background: &Option<super::output::BackgroundResult>) -> String {
+    let Some(b) = background else { return String::new() };
+    let class = b.class.map_or(String::new(), |c| {
+        format!(" on class {c}{}", if b.strict_collective { ", the collective's strict" } else { "" })
+    });
+    let mut text = format!(
+        "; background{class}: offered {:.3} of the line, {} of {} messages received (FCT p50 {:.1} us, p99 {:.1} us; slowdown p50 {:.2}, p99 {:.2})",
+        b.offered_load,
+        b.completed,
+        b.released,
+        b.fct_ns.p50 / 1e3,
+        b.fct_ns.p99 / 1e3,
+        b.fct_slowdown.p50,
+        b.fct_slowdown.p99
+    );
+    if b.ended_before_collectives {
+        text += &format!(
+            "; the background stopped at {:.3} ms, before the collective ended (--background-us)",
+            b.until_ns as f64 / 1e6
+        );
+    }
+    text
 }
 
 /// A one-paragraph summary of a run.
@@ -487,7 +557,7 @@ pub fn describe(run: &super::Run) -> String {
         run.speed.events,
         run.speed.wall_s,
         run.speed.events_per_s / 1e6
-    )
+    ) + &describe_background(&r.background)
 }
 
 /// `labs sim` and `labs sim compare`.
@@ -530,10 +600,17 @@ pub fn main(command: SimCommand) -> Result<(), String> {
                 println!("{name}: {}", describe(&run));
                 runs.push((name, run));
             }
-            // The IB-like plane without and with FECN/BECN congestion control.
+            // The IB-like plane once, as the flags set it (`ib`, or `ib-cc`
+            // with --ib-cc); with --ecn-both without and with FECN/BECN
+            // congestion control, as the Ethernet runs without and with ECN.
             let mut ib_runs = Vec::new();
             if args.fabric.contains(&LinkLayer::Ib) {
-                for (name, ib_cc) in [("ib", false), ("ib-cc", true)] {
+                let variants: &[(&str, bool)] = match (ecn_both, args.ib_cc) {
+                    (true, _) => &[("ib", false), ("ib-cc", true)],
+                    (false, false) => &[("ib", false)],
+                    (false, true) => &[("ib-cc", true)],
+                };
+                for &(name, ib_cc) in variants {
                     eprintln!("{name}:");
                     let report = run_ib(&SimArgs { ib_cc, ..args.clone() }, &args.out.join(name))?;
                     println!("{name}: {}", describe_ib(&report));

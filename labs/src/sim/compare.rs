@@ -6,24 +6,30 @@ use std::path::Path;
 
 use super::Run;
 use super::ib::IbReport;
-use super::output::CollectiveResult;
+use super::output::{BackgroundResult, CollectiveResult};
 
 /// One row per run: the Ethernet runs, then the IB-like ones (whose
 /// `ecn_marked` is the FECN marks, `paused_*` the ports that waited for
-/// credit and the time they waited; no PFC, no goodput column).
+/// credit and the time they waited; no PFC, no goodput column). With
+/// background traffic, its offered load, messages received whole and FCT
+/// slowdown p50/p99 in the last four columns (empty without).
 pub fn write(runs: &[(String, Run)], ib_runs: &[(String, IbReport)], dir: &Path) -> Result<(), String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut csv = String::from(
-        "run,jct_ns,fct_slowdown_p50,fct_slowdown_p99,goodput_gbps_per_host,drops,ecn_marked,pfc_frames,paused_ports,paused_ns,queue_p99_bytes\n",
+        "run,jct_ns,fct_slowdown_p50,fct_slowdown_p99,goodput_gbps_per_host,drops,ecn_marked,pfc_frames,paused_ports,paused_ns,queue_p99_bytes,background_offered_load,background_completed,background_slowdown_p50,background_slowdown_p99\n",
     );
     let jct = |collectives: &[CollectiveResult]| {
         collectives.iter().filter_map(|c| c.jct_ns).max().map_or(String::new(), |j| j.to_string())
+    };
+    let background = |b: &Option<BackgroundResult>| match b {
+        Some(b) => format!("{:.4},{},{:.4},{:.4}", b.offered_load, b.completed, b.fct_slowdown.p50, b.fct_slowdown.p99),
+        None => ",,,".into(),
     };
     for (name, run) in runs {
         let r = &run.report;
         let _ = writeln!(
             csv,
-            "{name},{},{:.4},{:.4},{:.3},{},{},{},{},{},{}",
+            "{name},{},{:.4},{:.4},{:.3},{},{},{},{},{},{},{}",
             jct(&r.collectives),
             r.fct_slowdown.p50,
             r.fct_slowdown.p99,
@@ -33,13 +39,14 @@ pub fn write(runs: &[(String, Run)], ib_runs: &[(String, IbReport)], dir: &Path)
             r.pfc_frames_sent,
             r.paused_ports,
             r.paused_ns_total,
-            r.queue_depth_bytes.p99
+            r.queue_depth_bytes.p99,
+            background(&r.background)
         );
     }
     for (name, r) in ib_runs {
         let _ = writeln!(
             csv,
-            "{name},{},{:.4},{:.4},,{},{},,{},{},{}",
+            "{name},{},{:.4},{:.4},,{},{},,{},{},{},{}",
             jct(&r.collectives),
             r.fct_slowdown.p50,
             r.fct_slowdown.p99,
@@ -47,7 +54,8 @@ pub fn write(runs: &[(String, Run)], ib_runs: &[(String, IbReport)], dir: &Path)
             r.fecn_marked,
             r.waiting_ports,
             r.xmit_wait_ns,
-            r.queue_depth_bytes.p99
+            r.queue_depth_bytes.p99,
+            background(&r.background)
         );
     }
     std::fs::write(dir.join("compare.csv"), csv).map_err(|e| format!("compare.csv: {e}"))?;

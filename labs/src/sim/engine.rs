@@ -15,7 +15,7 @@ use dataplane::node::{HostIfTarget, Node, Ports, QosTrafficManager};
 use dataplane::pipeline::{Egress, FramePool, FrameRef, Output, PortId, Switch};
 
 use super::configured;
-use super::experiment::{DATA_PRIORITY, Experiment, LoadBalancing};
+use super::experiment::{DATA_DSCP, DATA_PRIORITY, Experiment, LoadBalancing};
 use super::fabric::{End, Fabric};
 use super::host::{Connection, ConnectionSpec, Host};
 use super::link::{InFlight, Wire};
@@ -128,6 +128,8 @@ pub struct Simulation<Q: EventQueue> {
     pub completed: usize,
     /// When the last message was received whole.
     pub finished_ns: u64,
+    /// Of those, the collectives' (not background): the run ends with them.
+    pub completed_foreground: usize,
     /// Per switch, per port: the cable's far end.
     pub(crate) switch_peers: Arc<Vec<Vec<Option<Peer>>>>,
     /// Per host: its leaf, port and cable.
@@ -221,17 +223,24 @@ impl<Q: EventQueue> Simulation<Q> {
         for &(_, dst) in &workload.connections {
             receive_qps[dst as usize] += 1;
         }
+        experiment.validate()?;
+        let background = workload.background_collective.is_some();
         let hosts: Vec<Host> = (0..fabric.hosts.len())
             .map(|h| {
                 let (_, _, link) = host_peers[h];
-                Host::new(
+                let speed_bps = wires[link as usize].speed_bps;
+                let mut host = Host::new(
                     host_mac(h as u32),
                     routes.addressing.gateway_macs[h],
                     routes.addressing.host_ips[h],
-                    wires[link as usize].speed_bps,
+                    speed_bps,
                     experiment.mtu,
                     receive_qps[h].max(1),
-                )
+                );
+                if background {
+                    host.set_background(experiment.background_priority(), experiment.strict_collective, speed_bps);
+                }
+                host
             })
             .collect();
         let connections: Vec<Connection> = workload
@@ -248,6 +257,8 @@ impl<Q: EventQueue> Simulation<Q> {
                     ecn: experiment.ecn,
                     dcqcn: experiment.ecn,
                     link_bps: wires[host_peers[src as usize].2 as usize].speed_bps,
+                    dscp: if workload.background[qp] { experiment.background_dscp() } else { DATA_DSCP },
+                    background: workload.background[qp],
                 };
                 Connection::new(src, dst, &spec)
             })
@@ -280,6 +291,7 @@ impl<Q: EventQueue> Simulation<Q> {
             records,
             completed: 0,
             finished_ns: 0,
+            completed_foreground: 0,
             switch_peers: Arc::new(switch_peers),
             host_peers: Arc::new(host_peers),
             lookahead_ns,
@@ -365,8 +377,9 @@ impl<Q: EventQueue> Simulation<Q> {
         self.wires[self.host_peers[h as usize].2 as usize]
     }
 
+    /// The collectives are received whole (background traffic may be left).
     pub fn finished(&self) -> bool {
-        self.completed == self.records.len()
+        self.completed_foreground == self.workload.foreground_messages
     }
 
     /// Runs until the workload has been received whole or the time limit.
@@ -670,7 +683,10 @@ impl<Q: EventQueue> Simulation<Q> {
         let record = &mut self.records[id as usize];
         record.completed_ns = now;
         self.completed += 1;
-        self.finished_ns = now;
+        if !self.workload.is_background(id) {
+            self.completed_foreground += 1;
+            self.finished_ns = now;
+        }
         let workload = Arc::clone(&self.workload);
         // The dependents are sent by this message's receiver (checked
         // before a run is split): they are released in this partition.

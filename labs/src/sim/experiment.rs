@@ -3,6 +3,7 @@
 
 use dataplane::node::QosTrafficManager;
 use qos::dlb::{DlbConfig, DlbMode};
+use qos::scheduler::Discipline;
 use qos::tm::{EcnSetting, PortConfig, TmConfig};
 
 /// How switches spread flows over equal-cost paths.
@@ -56,6 +57,14 @@ pub struct Experiment {
     /// results: a split run writes the same files.
     #[serde(skip)]
     pub threads: usize,
+    /// The traffic class (0..=7) background traffic travels on: DSCP
+    /// class * 8, the NIC obeying PFC on that priority (`None`: the
+    /// collectives' class, 3).
+    pub background_class: Option<u8>,
+    /// The collectives' class (queue 3) strict priority over the others,
+    /// at the switches and at the NICs (which then send a collective's
+    /// packet before any background packet).
+    pub strict_collective: bool,
 }
 
 impl Default for Experiment {
@@ -77,6 +86,8 @@ impl Default for Experiment {
             rto_ns: 4_000_000,
             reconverge_ns: 200_000,
             threads: 1,
+            background_class: None,
+            strict_collective: false,
         }
     }
 }
@@ -89,6 +100,29 @@ pub const CNP_DSCP: u8 = 48;
 pub const DATA_PRIORITY: u8 = 3;
 
 impl Experiment {
+    /// Refuses a background class or strict priority that cannot run, naming the flag.
+    pub fn validate(&self) -> Result<(), String> {
+        match self.background_class {
+            Some(class) if class > 7 => return Err(format!("--background-class {class}: a traffic class, 0 to 7")),
+            Some(6) => return Err("--background-class 6: the CNPs' strict class (take 0-5 or 7)".into()),
+            _ => {}
+        }
+        if self.strict_collective && self.background_class.unwrap_or(DATA_PRIORITY) == DATA_PRIORITY {
+            return Err("--strict-collective: needs --background-class other than 3 (the collectives' class)".into());
+        }
+        Ok(())
+    }
+
+    /// The DSCP background traffic carries (its class selector).
+    pub fn background_dscp(&self) -> u8 {
+        self.background_class.map_or(DATA_DSCP, |class| class << 3)
+    }
+
+    /// The priority background traffic is paused on.
+    pub fn background_priority(&self) -> u8 {
+        self.background_class.unwrap_or(DATA_PRIORITY)
+    }
+
     /// The traffic manager of a switch with `ports` ports.
     pub fn tm_config(&self, ports: u16) -> TmConfig {
         let port =
@@ -102,6 +136,9 @@ impl Experiment {
         }
         if self.ecn && !self.pfc {
             config.queues[3].ecn = EcnSetting::Dcqcn;
+        }
+        if self.strict_collective {
+            config.queues[usize::from(DATA_PRIORITY)].scheduler = Discipline::Strict;
         }
         let size =
             if self.buffer_bytes > 0 { self.buffer_bytes } else { (8u64 << 20).max(u64::from(ports) * (512 << 10)) };

@@ -23,7 +23,7 @@ use qos::endpoint::pacer::Pacer;
 use qos::endpoint::receiver::{Arrival, DEFAULT_CNP_INTERVAL_NS, Receiver};
 use qos::shaper::LineRate;
 
-use super::experiment::{CNP_DSCP, DATA_DSCP, DATA_PRIORITY};
+use super::experiment::{CNP_DSCP, DATA_PRIORITY};
 
 /// Ethernet + IPv4 + UDP + BTH.
 pub const HEADERS_LEN: usize = 14 + 20 + 8 + bth::HEADER_LEN;
@@ -65,6 +65,9 @@ pub struct Connection {
     dcqcn: Option<ReactionPoint>,
     /// In the host's active list.
     active: bool,
+    /// Background traffic: on the NIC's background priority, after the
+    /// collectives' packets when the NIC serves them strictly first.
+    pub background: bool,
 }
 
 /// What a connection needs to know at build time.
@@ -77,6 +80,9 @@ pub struct ConnectionSpec {
     pub ecn: bool,
     pub dcqcn: bool,
     pub link_bps: u64,
+    /// DSCP of its data packets.
+    pub dscp: u8,
+    pub background: bool,
 }
 
 impl Connection {
@@ -84,7 +90,7 @@ impl Connection {
         let mut template = [0u8; HEADERS_LEN];
         EthernetRepr { src_addr: spec.src_mac, dst_addr: spec.gateway_mac, ethertype: EtherType::Ipv4 }
             .emit(&mut EthernetFrame::new_unchecked(&mut template[..]));
-        write_ip_udp(&mut template, spec.src_ip, spec.dst_ip, DATA_DSCP, spec.ecn, entropy_port(spec.qp), 0);
+        write_ip_udp(&mut template, spec.src_ip, spec.dst_ip, spec.dscp, spec.ecn, entropy_port(spec.qp), 0);
         let mut bth = bth::Packet::new_unchecked(&mut template[BTH_OFFSET..]);
         bth::Repr {
             opcode: Opcode::SendMiddle,
@@ -108,6 +114,7 @@ impl Connection {
             pacer: Pacer::new(spec.link_bps, DATA_PRIORITY, spec.link_bps, 0),
             dcqcn: spec.dcqcn.then(|| ReactionPoint::new(Params::default(), spec.link_bps, 0)),
             active: false,
+            background: spec.background,
         }
     }
 
@@ -209,6 +216,10 @@ pub struct Host {
     line: LineRate,
     /// PFC obedience on the data priority, at line rate.
     nic: Pacer,
+    /// PFC obedience on the background's priority when it is another.
+    background_nic: Option<Pacer>,
+    /// Serve the collectives' connections strictly before the background's.
+    strict: bool,
     /// Connections with a message to send, served round robin.
     active: Vec<u32>,
     cursor: usize,
@@ -259,6 +270,8 @@ impl Host {
             ip,
             line: LineRate::new(link_bps, 0),
             nic: Pacer::new(link_bps, DATA_PRIORITY, link_bps, 0),
+            background_nic: None,
+            strict: false,
             active: Vec::new(),
             cursor: 0,
             cnps: VecDeque::new(),
@@ -269,6 +282,14 @@ impl Host {
             counters: NicCounters::default(),
             mtu,
         }
+    }
+
+    /// Background traffic on priority `priority` (a pacer of its own if it
+    /// is not the data priority); the collectives' connections served
+    /// strictly first if `strict`.
+    pub fn set_background(&mut self, priority: u8, strict: bool, link_bps: u64) {
+        self.background_nic = (priority != DATA_PRIORITY).then(|| Pacer::new(link_bps, priority, link_bps, 0));
+        self.strict = strict;
     }
 
     /// Time this NIC's data priority was held by PFC with frames ready.
@@ -333,16 +354,32 @@ impl Host {
         if self.active.is_empty() {
             return Err(u64::MAX);
         }
-        if self.nic.paused(now) {
-            // Pauses end by time or by an XON frame (which wakes the host).
-            return Err(self.nic.next_send_ns().unwrap_or(u64::MAX));
+        let paused = self.nic.paused(now);
+        let background_nic = self.background_nic.as_ref().unwrap_or(&self.nic);
+        let background_paused = self.background_nic.as_ref().map_or(paused, |nic| nic.paused(now));
+        // Pauses end by time or by an XON frame (which wakes the host).
+        let resume = |nic: &Pacer| nic.next_send_ns().unwrap_or(u64::MAX);
+        if paused && background_paused {
+            return Err(resume(&self.nic).min(resume(background_nic)));
         }
-        let mut earliest = u64::MAX;
+        let mut earliest = match (paused, background_paused) {
+            (true, _) => resume(&self.nic),
+            (_, true) => resume(background_nic),
+            _ => u64::MAX,
+        };
         let count = self.active.len();
-        for step in 0..count {
+        // Strictly: the collectives' connections first, then the background's.
+        let passes = if self.strict { 2 } else { 1 };
+        for step in 0..count * passes {
             let index = (self.cursor + step) % count;
             let id = self.active[index];
             let connection = &mut connections[id as usize];
+            if self.strict && connection.background != (step >= count) {
+                continue;
+            }
+            if if connection.background { background_paused } else { paused } {
+                continue;
+            }
             if let Some(dcqcn) = connection.dcqcn.as_mut() {
                 dcqcn.advance(now);
                 connection.pacer.set_rate_bps(dcqcn.rate_bps());
@@ -426,7 +463,10 @@ impl Host {
         self.line.send(now, len as u32);
         let wire_bytes = len as u64 + 4;
         connection.pacer.on_sent(wire_bytes, now);
-        self.nic.on_sent(wire_bytes, now);
+        match self.background_nic.as_mut().filter(|_| connection.background) {
+            Some(nic) => nic.on_sent(wire_bytes, now),
+            None => self.nic.on_sent(wire_bytes, now),
+        }
         if let Some(dcqcn) = connection.dcqcn.as_mut() {
             dcqcn.on_sent(wire_bytes, now);
             connection.pacer.set_rate_bps(dcqcn.rate_bps());
@@ -488,6 +528,9 @@ impl Host {
                 if let Some(MacControlRepr::PriorityFlowControl { class_enable, quanta }) = repr {
                     self.counters.pfc_frames_received += 1;
                     self.nic.on_pfc(class_enable, &quanta, now);
+                    if let Some(nic) = self.background_nic.as_mut() {
+                        nic.on_pfc(class_enable, &quanta, now);
+                    }
                     out.wake = true;
                 } else {
                     self.counters.malformed += 1;

@@ -386,6 +386,19 @@ pub struct IbSmReport {
     /// SMPs sent and LFT blocks written after it.
     pub smps_sent: u64,
     pub lft_blocks_written: u64,
+    /// Light sweeps the SM ran after the first sweep (none while nothing
+    /// can have changed: `SmDriver::next_timer`).
+    pub light_sweeps: u64,
+    /// Each sweep that brought the fabric up: when (the first at 0) and the
+    /// engine that routed it.
+    pub routings: Vec<IbRouting>,
+}
+
+/// A sweep that routed the fabric, and the engine that did.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct IbRouting {
+    pub at_ns: u64,
+    pub engine: String,
 }
 
 /// A cable cut during the run, and how the fabric recovered.
@@ -417,7 +430,9 @@ pub struct IbLinkFailure {
 pub struct IbReport {
     pub topology: String,
     pub experiment: IbExperiment,
-    /// The routing engine that routed the fabric, and those that declined it.
+    /// The routing engine whose LFTs are in effect at the end of the run,
+    /// and those that declined the fabric before it (with the SM in
+    /// virtual time, its last sweep's: `subnet_manager.routings` has each).
     pub routing_engine: String,
     pub routing_refused: Vec<String>,
     /// Data VLs every port operates: one, or as many as the engine's SL layers (dfsssp).
@@ -438,8 +453,11 @@ pub struct IbReport {
     pub xmit_wait: u64,
     pub xmit_wait_ns: u64,
     pub waiting_ports: usize,
-    /// FCT over the FCT alone on an idle fabric, over the messages received.
+    /// FCT over the FCT alone on an idle fabric, over the collectives'
+    /// messages received.
     pub fct_slowdown: Percentiles,
+    /// Background traffic beside the collectives, apart from them.
+    pub background: Option<super::output::BackgroundResult>,
     pub flow_control_packets: u64,
     /// Packets the switches marked FECN; CNPs (each a BECN) the HCAs sent
     /// back, and BECNs the sources took.
@@ -460,6 +478,9 @@ pub struct IbReport {
     /// Per message, its FCT alone on an idle fabric (ns).
     #[serde(skip)]
     pub ideal_fcts_ns: Vec<u64>,
+    /// Per message, whether it is background traffic.
+    #[serde(skip)]
+    pub background_messages: Vec<bool>,
     /// Switch names, and per switch, per port of the fabric, the time data
     /// waited for credit there (ns).
     #[serde(skip)]
@@ -494,6 +515,7 @@ pub struct IbSimulation {
     /// Payload bytes received per message.
     received: Vec<u64>,
     completed: usize,
+    completed_foreground: usize,
     engine: Engine,
     refused: Vec<String>,
     events: u64,
@@ -707,6 +729,7 @@ impl IbSimulation {
             records,
             received,
             completed: 0,
+            completed_foreground: 0,
             engine: lfts.engine,
             refused: lfts.refused,
             events: 0,
@@ -761,8 +784,9 @@ impl IbSimulation {
         self.queue.push(Entry { at, seq: self.seq, event });
     }
 
+    /// The collectives are received whole (background traffic may be left).
     pub fn finished(&self) -> bool {
-        self.completed == self.records.len()
+        self.completed_foreground == self.workload.foreground_messages
     }
 
     /// Runs until the workload is received whole or the time limit.
@@ -1291,6 +1315,9 @@ impl IbSimulation {
         let now = self.now;
         self.records[id as usize].completed_ns = now;
         self.completed += 1;
+        if !self.workload.is_background(id) {
+            self.completed_foreground += 1;
+        }
         let message = self.workload.messages[id as usize];
         // Received in order: the oldest the connection has not seen acknowledged.
         let connection = &mut self.connections[message.connection as usize];
@@ -1404,6 +1431,10 @@ impl IbSimulation {
     /// What the run measured.
     pub fn report(&self, topology: &str) -> IbReport {
         let collectives = super::output::collective_results(&self.workload, &self.records);
+        // The LFTs in effect now: the SM's last routing, which after a
+        // change may be another engine's than the first sweep's.
+        let (engine, refused) =
+            self.sm.as_ref().and_then(SmDriver::engine_now).unwrap_or_else(|| (self.engine, self.refused.clone()));
         let mut ports = Vec::new();
         let mut drops = self.hca_drops + self.lost_on_cable;
         let now = self.now;
@@ -1440,15 +1471,17 @@ impl IbSimulation {
             .records
             .iter()
             .zip(&ideal_fcts_ns)
-            .filter_map(|(r, &ideal)| Some(r.fct_ns()? as f64 / ideal.max(1) as f64))
+            .enumerate()
+            .filter(|&(m, _)| !self.workload.is_background(m as u32))
+            .filter_map(|(_, (r, &ideal))| Some(r.fct_ns()? as f64 / ideal.max(1) as f64))
             .collect();
         slowdowns.sort_by(f64::total_cmp);
         let percentile = |f: f64| super::stats::percentile_of(&slowdowns, f);
         IbReport {
             topology: topology.to_owned(),
             experiment: self.experiment.clone(),
-            routing_engine: self.engine.name().to_owned(),
-            routing_refused: self.refused.clone(),
+            routing_engine: engine.name().to_owned(),
+            routing_refused: refused,
             vls: self.switches.first().and_then(|s| s.engine.credits(1)).map_or(1, |c| c.operational_vls()),
             switches: self.switches.len(),
             hosts: self.hcas.len(),
@@ -1475,6 +1508,15 @@ impl IbSimulation {
                 p99: percentile(0.99),
                 max: slowdowns.last().copied().unwrap_or(0.0),
             },
+            background: super::output::background_result(
+                &self.workload,
+                &self.records,
+                |m| ideal_fcts_ns[m as usize],
+                self.now,
+                None,
+                None,
+                false,
+            ),
             flow_control_packets: self.flow_control_packets,
             fecn_marked: self.fecn_marked,
             cnps_sent: self.cnps_sent,
@@ -1494,8 +1536,15 @@ impl IbSimulation {
                 first_sweep_ns: sm.first_sweep_ns,
                 smps_sent: sm.smps_sent,
                 lft_blocks_written: sm.lft_blocks_written,
+                light_sweeps: sm.light_sweeps(),
+                routings: sm
+                    .engines
+                    .iter()
+                    .map(|&(at_ns, engine)| IbRouting { at_ns, engine: engine.name().to_owned() })
+                    .collect(),
             }),
             link_failure: self.link_failure_report(),
+            background_messages: (0..self.records.len() as u32).map(|m| self.workload.is_background(m)).collect(),
             ideal_fcts_ns,
             switch_names: self.fabric.switches.iter().map(|s| s.name.clone()).collect(),
             wait_ns,
@@ -1519,14 +1568,15 @@ impl IbReport {
         std::fs::create_dir_all(dir)?;
         let json = serde_json::to_string_pretty(self).expect("the report serialises");
         std::fs::write(dir.join("summary.json"), json + "\n")?;
-        let mut csv = String::from("message,src,dst,fct_ns,ideal_ns,slowdown\n");
+        let mut csv = String::from("message,src,dst,fct_ns,ideal_ns,slowdown,traffic\n");
         for (m, (src, dst, fct)) in self.fcts_ns.iter().enumerate() {
+            let traffic = if self.background_messages.get(m) == Some(&true) { "background" } else { "collective" };
             let ideal = self.ideal_fcts_ns.get(m).copied().unwrap_or(0);
             let (fct, slowdown) = match fct {
                 Some(f) => (f.to_string(), format!("{:.4}", *f as f64 / ideal.max(1) as f64)),
                 None => (String::new(), String::new()),
             };
-            let _ = writeln!(csv, "{m},{src},{dst},{fct},{ideal},{slowdown}");
+            let _ = writeln!(csv, "{m},{src},{dst},{fct},{ideal},{slowdown},{traffic}");
         }
         std::fs::write(dir.join("messages.csv"), csv)?;
         let mut csv = String::from("switch,port,xmit_bytes,xmit_packets,xmit_wait,xmit_wait_ns,discards\n");
@@ -1558,7 +1608,9 @@ impl IbReport {
             .fcts_ns
             .iter()
             .zip(&self.ideal_fcts_ns)
-            .filter_map(|(&(_, _, fct), &ideal)| Some(fct? as f64 / ideal.max(1) as f64))
+            .zip(self.background_messages.iter().chain(std::iter::repeat(&false)))
+            .filter(|&(_, &background)| !background)
+            .filter_map(|((&(_, _, fct), &ideal), _)| Some(fct? as f64 / ideal.max(1) as f64))
             .collect();
         slowdowns.sort_by(f64::total_cmp);
         super::plot::PlotData {

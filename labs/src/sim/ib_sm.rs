@@ -46,6 +46,11 @@ impl Default for SmTiming {
     }
 }
 
+/// The engine of the SM's last routing.
+fn sm_engine(sm: &SubnetManager) -> Option<Engine> {
+    sm.lfts().engine
+}
+
 /// What the simulator schedules for the SM.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SmAction {
@@ -73,6 +78,10 @@ pub struct SmDriver {
     pub fabric_up: Vec<(u64, Option<u64>)>,
     /// Simulator times traps reached the SM.
     pub traps: Vec<u64>,
+    /// The engine that routed each sweep that brought the fabric up
+    /// (simulator time; the first sweep at 0).
+    pub engines: Vec<(u64, Engine)>,
+    light_sweeps_at_start: u64,
 }
 
 impl SmDriver {
@@ -100,7 +109,6 @@ impl SmDriver {
             return Err(format!("the SM did not bring the fabric up: {events:?}"));
         }
         Ok(SmDriver {
-            sm,
             agents,
             timing,
             epoch: now,
@@ -111,6 +119,9 @@ impl SmDriver {
             lft_blocks_written: 0,
             fabric_up: Vec::new(),
             traps: Vec::new(),
+            engines: sm_engine(&sm).into_iter().map(|e| (0, e)).collect(),
+            light_sweeps_at_start: sm.status().counters.light_sweeps,
+            sm,
         })
     }
 
@@ -131,6 +142,14 @@ impl SmDriver {
             engine: lfts.engine.unwrap_or(Engine::Minhop),
             refused: lfts.refused.iter().map(|(e, why)| format!("{}: {why}", e.name())).collect(),
         })
+    }
+
+    /// The engine whose LFTs are in effect now, and why the ones before it
+    /// declined the fabric (the last sweep's).
+    pub fn engine_now(&self) -> Option<(Engine, Vec<String>)> {
+        let lfts = self.sm.lfts();
+        let refused = lfts.refused.iter().map(|(e, why)| format!("{}: {why}", e.name())).collect();
+        Some((lfts.engine?, refused))
     }
 
     /// Block `block` of the LFT the agent of `switch` holds.
@@ -175,9 +194,36 @@ impl SmDriver {
         self.pump(now, actions);
     }
 
-    /// When the SM's next timer is due, simulator time.
+    /// When the SM's next timer is due, simulator time. None while the SM
+    /// is settled and no switch has PortStateChange set: its light sweep
+    /// would read every switch's SwitchInfo, find nothing and do nothing
+    /// (SMPs travel apart from the data, so skipping it changes no packet's
+    /// way). Every change the simulator makes (a cut cable) sets
+    /// PortStateChange and sends a trap, and the trap starts a light sweep
+    /// at once; a change found only by a light sweep is found by the next
+    /// one due on the SM's period, as if none had been skipped.
     pub fn next_timer(&self, now: u64) -> Option<u64> {
-        self.sm.next_timer().map(|at| at.saturating_sub(self.epoch).max(now))
+        let at = self.sm.next_timer()?.saturating_sub(self.epoch);
+        if !self.sm.settled() {
+            return Some(at.max(now));
+        }
+        if !self.port_state_change() {
+            return None;
+        }
+        // Settled: the timer is the light sweep; those skipped meanwhile
+        // fall on its period.
+        let period = self.timing.light_sweep_ns.max(1);
+        Some(if at < now { at + (now - at).div_ceil(period) * period } else { at })
+    }
+
+    /// Whether a switch's agent has PortStateChange set.
+    fn port_state_change(&self) -> bool {
+        self.agents.agents.iter().any(|a| a.switch.as_ref().is_some_and(|t| t.info.port_state_change))
+    }
+
+    /// Light sweeps after the first sweep.
+    pub fn light_sweeps(&self) -> u64 {
+        self.sm.status().counters.light_sweeps - self.light_sweeps_at_start
     }
 
     /// Sends what the SM has to send: each directed-route SMP crosses the
@@ -214,6 +260,9 @@ impl SmDriver {
         while let Some(event) = self.sm.poll_event() {
             if let SmEvent::FabricUp { reroute_ns, .. } = event {
                 self.fabric_up.push((now, reroute_ns));
+                if let Some(engine) = sm_engine(&self.sm) {
+                    self.engines.push((now, engine));
+                }
             }
         }
     }

@@ -46,7 +46,7 @@ pub struct Speed {
     pub wall_s: f64,
     pub events_per_s: f64,
     pub simulated_ns: u64,
-    /// Messages received whole, as a fraction of all.
+    /// The collectives' messages received whole, as a fraction of theirs.
     pub done_fraction: f64,
     /// Payload bytes delivered in order, as a fraction of the workload's.
     pub bytes_done_fraction: f64,
@@ -100,7 +100,8 @@ pub fn run(
     watch: Option<Vec<(u32, u16)>>,
     progress: Option<&mut dyn FnMut(&Speed)>,
 ) -> Result<Run, String> {
-    let workload = workload::build(&spec, fabric.hosts.len(), experiment.seed)?;
+    let names: Vec<String> = fabric.hosts.iter().map(|h| h.name.clone()).collect();
+    let workload = workload::build_named(&spec, &names, experiment.seed)?;
     match experiment.queue {
         QueueKind::Heap => {
             let make = || HeapQueue::with_capacity(1 << 16);
@@ -134,7 +135,7 @@ fn run_with<Q: EventQueue + Send + 'static>(
             wall_s,
             events_per_s: sim.events as f64 / wall_s.max(1e-9),
             simulated_ns: sim.now,
-            done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+            done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
             bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done_share(&sim) },
             frames_in_flight_peak,
             threads,
@@ -150,7 +151,7 @@ fn run_with<Q: EventQueue + Send + 'static>(
                 wall_s,
                 events_per_s: sim.events as f64 / wall_s,
                 simulated_ns: sim.now,
-                done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+                done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
                 bytes_done_fraction: bytes_done(sim),
                 frames_in_flight_peak: 0,
                 threads: 1,
@@ -163,7 +164,7 @@ fn run_with<Q: EventQueue + Send + 'static>(
         wall_s,
         events_per_s: sim.events as f64 / wall_s.max(1e-9),
         simulated_ns: sim.now,
-        done_fraction: sim.completed as f64 / sim.records.len().max(1) as f64,
+        done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
         bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done(&sim) },
         frames_in_flight_peak: sim.frames_allocated(),
         threads: 1,
@@ -190,6 +191,7 @@ fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) ->
     let switch = |s: u32| sim.fabric.switches[s as usize].name.clone();
     let run_ns = sim.now.max(1) as f64;
     let mut slowdowns: Vec<f64> = (0..sim.records.len())
+        .filter(|&m| !sim.workload.is_background(m as u32))
         .filter_map(|m| Some(sim.records[m].fct_ns()? as f64 / output::ideal_fct_ns(sim, m as u32) as f64))
         .collect();
     slowdowns.sort_by(f64::total_cmp);

@@ -44,11 +44,15 @@ pub struct Report {
     pub workload: super::workload::WorkloadSpec,
     pub finished: bool,
     pub simulated_ns: u64,
+    /// The collectives (background traffic is in `background`).
     pub collectives: Vec<CollectiveResult>,
     pub messages: usize,
     pub messages_completed: usize,
-    /// FCT over the ideal FCT (the message alone on an idle fabric).
+    /// FCT over the ideal FCT (the message alone on an idle fabric), of
+    /// the collectives' messages.
     pub fct_slowdown: Percentiles,
+    /// Background traffic beside the collectives, apart from them.
+    pub background: Option<BackgroundResult>,
     /// Payload bytes received over the run, per host per second, Gb/s.
     pub goodput_gbps_per_host: f64,
     /// Frames dropped by the switches, by reason.
@@ -86,8 +90,108 @@ pub struct Report {
     pub events: u64,
 }
 
+/// Background traffic's results: what was offered, what arrived, and its
+/// FCTs (of the messages received whole before the collectives ended).
+#[derive(Debug, Clone, Serialize)]
+pub struct BackgroundResult {
+    pub spec: super::workload::BackgroundSpec,
+    /// Its traffic class and DSCP (Ethernet; none on the IB-like plane,
+    /// where it shares the collectives' SLs), and whether the collectives'
+    /// class was strict.
+    pub class: Option<u8>,
+    pub dscp: Option<u8>,
+    pub strict_collective: bool,
+    /// Hosts sending it; messages planned over `[0, until_ns)`.
+    pub senders: usize,
+    pub until_ns: u64,
+    pub messages: usize,
+    /// Released (arrived at their sender) before the run ended, and of those
+    /// received whole.
+    pub released: usize,
+    pub completed: usize,
+    /// Payload offered per sender over the run (released bytes over
+    /// senders × line × the run's time), a fraction of the line.
+    pub offered_load: f64,
+    /// Completed messages' payload per sender over the run, a fraction of the line.
+    pub delivered_load: f64,
+    pub fct_ns: Percentiles,
+    pub fct_slowdown: Percentiles,
+    /// The collectives outlasted the background's arrivals.
+    pub ended_before_collectives: bool,
+}
+
+/// Percentiles of sorted values.
+pub fn percentiles(sorted: &[f64]) -> Percentiles {
+    Percentiles {
+        p50: percentile_of(sorted, 0.5),
+        p90: percentile_of(sorted, 0.9),
+        p99: percentile_of(sorted, 0.99),
+        max: sorted.last().copied().unwrap_or(0.0),
+    }
+}
+
+/// The background's results, given each message's ideal FCT.
+pub fn background_result(
+    workload: &super::workload::Workload,
+    records: &[MessageRecord],
+    ideal_ns: impl Fn(u32) -> u64,
+    now: u64,
+    class: Option<u8>,
+    dscp: Option<u8>,
+    strict_collective: bool,
+) -> Option<BackgroundResult> {
+    let spec = workload.background_spec.as_ref()?;
+    let collective = workload.background_collective?;
+    let until_ns = workload.background_until_ns.unwrap_or(0);
+    let (mut messages, mut released, mut completed, mut released_bytes, mut completed_bytes) = (0, 0, 0, 0u64, 0u64);
+    let mut senders = std::collections::BTreeSet::new();
+    let (mut fcts, mut slowdowns) = (Vec::new(), Vec::new());
+    let mut last_foreground = 0;
+    for (id, (message, record)) in workload.messages.iter().zip(records).enumerate() {
+        if message.collective != collective {
+            if record.completed_ns != u64::MAX {
+                last_foreground = last_foreground.max(record.completed_ns);
+            }
+            continue;
+        }
+        messages += 1;
+        senders.insert(workload.connections[message.connection as usize].0);
+        if record.released_ns == u64::MAX {
+            continue;
+        }
+        released += 1;
+        released_bytes += record.bytes;
+        if let Some(fct) = record.fct_ns() {
+            completed += 1;
+            completed_bytes += record.bytes;
+            fcts.push(fct as f64);
+            slowdowns.push(fct as f64 / ideal_ns(id as u32).max(1) as f64);
+        }
+    }
+    fcts.sort_by(f64::total_cmp);
+    slowdowns.sort_by(f64::total_cmp);
+    let capacity = senders.len() as f64 * spec.line_bps as f64 / 8.0 * now.max(1) as f64 / 1e9;
+    Some(BackgroundResult {
+        spec: spec.clone(),
+        class,
+        dscp,
+        strict_collective,
+        senders: senders.len(),
+        until_ns,
+        messages,
+        released,
+        completed,
+        offered_load: released_bytes as f64 / capacity,
+        delivered_load: completed_bytes as f64 / capacity,
+        fct_ns: percentiles(&fcts),
+        fct_slowdown: percentiles(&slowdowns),
+        ended_before_collectives: last_foreground > until_ns,
+    })
+}
+
 /// Per collective: its messages, bytes and JCT (first release to last
-/// message received; `None` while a message is missing).
+/// message received; `None` while a message is missing). Background
+/// traffic is not a collective: it is left out.
 pub fn collective_results(workload: &super::workload::Workload, records: &[MessageRecord]) -> Vec<CollectiveResult> {
     let mut collectives: Vec<CollectiveResult> = workload
         .collectives
@@ -112,6 +216,9 @@ pub fn collective_results(workload: &super::workload::Workload, records: &[Messa
             result.jct_ns = Some(last[c] - first[c]);
         }
     }
+    if let Some(background) = workload.background_collective {
+        collectives.remove(background as usize);
+    }
     collectives
 }
 
@@ -119,6 +226,7 @@ impl Report {
     pub fn new<Q: EventQueue>(sim: &Simulation<Q>, topology: &str, workload: super::workload::WorkloadSpec) -> Report {
         let collectives = collective_results(&sim.workload, &sim.records);
         let mut slowdowns: Vec<f64> = (0..sim.records.len())
+            .filter(|&m| !sim.workload.is_background(m as u32))
             .filter_map(|m| {
                 let fct = sim.records[m].fct_ns()?;
                 Some(fct as f64 / ideal_fct_ns(sim, m as u32) as f64)
@@ -156,6 +264,16 @@ impl Report {
         let received: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
         let seconds = sim.now as f64 / 1e9;
         let depth = &sim.depth;
+        let experiment = &sim.experiment;
+        let background = background_result(
+            &sim.workload,
+            &sim.records,
+            |m| ideal_fct_ns(sim, m),
+            sim.now,
+            Some(experiment.background_priority()),
+            Some(experiment.background_dscp()),
+            experiment.strict_collective,
+        );
         Report {
             topology: topology.into(),
             switches: sim.switches.len(),
@@ -174,6 +292,7 @@ impl Report {
                 p99: percentile_of(&slowdowns, 0.99),
                 max: slowdowns.last().copied().unwrap_or(0.0),
             },
+            background,
             goodput_gbps_per_host: if seconds > 0.0 {
                 received as f64 * 8.0 / seconds / 1e9 / sim.hosts.len() as f64
             } else {
@@ -245,7 +364,8 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_string_pretty(report).expect("the report serialises");
     std::fs::write(dir.join("summary.json"), json + "\n")?;
-    let mut csv = String::from("message,collective,src,dst,bytes,released_ns,completed_ns,fct_ns,ideal_ns,slowdown\n");
+    let mut csv =
+        String::from("message,collective,src,dst,bytes,released_ns,completed_ns,fct_ns,ideal_ns,slowdown,traffic\n");
     for (id, (message, record)) in sim.workload.messages.iter().zip(&sim.records).enumerate() {
         let (src, dst) = sim.workload.connections[message.connection as usize];
         let ideal = ideal_fct_ns(sim, id as u32);
@@ -256,9 +376,10 @@ pub fn write<Q: EventQueue>(sim: &Simulation<Q>, report: &Report, dir: &Path) ->
             None => (String::new(), String::new(), String::new()),
         };
         let released = if record.released_ns == u64::MAX { String::new() } else { record.released_ns.to_string() };
+        let traffic = if sim.workload.is_background(id as u32) { "background" } else { "collective" };
         let _ = writeln!(
             csv,
-            "{id},{},{},{},{},{released},{completed},{fct},{ideal},{slowdown}",
+            "{id},{},{},{},{},{released},{completed},{fct},{ideal},{slowdown},{traffic}",
             sim.workload.collectives[message.collective as usize],
             sim.fabric.hosts[src as usize].name,
             sim.fabric.hosts[dst as usize].name,

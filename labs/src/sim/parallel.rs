@@ -187,6 +187,8 @@ impl<Q: EventQueue> Simulation<Q> {
                 ecn: false,
                 dcqcn: false,
                 link_bps: 1_000_000_000,
+                dscp: 0,
+                background: false,
             };
             Connection::new(0, 0, &spec)
         };
@@ -231,6 +233,7 @@ impl<Q: EventQueue> Simulation<Q> {
                 received: self.received.clone(),
                 records: self.records.clone(),
                 completed: 0,
+                completed_foreground: 0,
                 finished_ns: 0,
                 switch_peers: Arc::clone(&self.switch_peers),
                 host_peers: Arc::clone(&self.host_peers),
@@ -268,8 +271,9 @@ impl<Q: EventQueue> Simulation<Q> {
         let finished_ns = all().map(|p| p.finished_ns).max().unwrap_or(0);
         let last_ns = all().map(|p| p.now).max().unwrap_or(0);
         let flight_peak: usize = all().map(|p| p.flight.peak).sum();
-        let (events, punts, completed): (u64, u64, usize) =
-            all().fold((0, 0, 0), |(e, p, c), s| (e + s.events, p + s.punts, c + s.completed));
+        let (events, punts, completed, foreground): (u64, u64, usize, usize) = all().fold((0, 0, 0, 0), |t, s| {
+            (t.0 + s.events, t.1 + s.punts, t.2 + s.completed, t.3 + s.completed_foreground)
+        });
         // Queue-depth rows: every partition sampled at the same times, each
         // its own watched ports.
         let owner = |s: u32| base.part.as_ref().map_or(0, |p| p.switch_part[s as usize]) as usize;
@@ -326,6 +330,7 @@ impl<Q: EventQueue> Simulation<Q> {
             connections.into_iter().map(|c| c.expect("every connection has its sender's partition")).collect();
         base.records = records;
         base.completed = completed;
+        base.completed_foreground = foreground;
         base.finished_ns = finished_ns;
         base.events = events;
         base.punts = punts;
@@ -338,7 +343,7 @@ impl<Q: EventQueue> Simulation<Q> {
 }
 
 /// What each partition says at the end of a window: its next event (or the
-/// earliest it sent), messages received whole, events, bytes delivered.
+/// earliest it sent), collective messages received whole, events, bytes delivered.
 const FIELDS: usize = 4;
 
 /// How a run is split: the partition of each switch and host.
@@ -438,7 +443,8 @@ fn window_loop<Q: EventQueue>(
 ) {
     let lookahead = sim.lookahead_ns;
     let limit = sim.experiment.time_limit_ns;
-    let messages = sim.records.len();
+    // The run ends with the collectives (background traffic may be left).
+    let messages = sim.workload.foreground_messages;
     let total_bytes: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
     let mut window = if first == u64::MAX { u64::MAX } else { first / lookahead * lookahead };
     let mut next_report = 1u64 << 20;
@@ -465,7 +471,7 @@ fn window_loop<Q: EventQueue>(
         }
         let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
         shared.said(parity, me, 0).store(next, Ordering::Relaxed);
-        shared.said(parity, me, 1).store(sim.completed as u64, Ordering::Relaxed);
+        shared.said(parity, me, 1).store(sim.completed_foreground as u64, Ordering::Relaxed);
         shared.said(parity, me, 2).store(sim.events, Ordering::Relaxed);
         shared.said(parity, me, 3).store(delivered, Ordering::Relaxed);
         shared.barrier.wait();

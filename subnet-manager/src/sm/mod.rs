@@ -538,6 +538,21 @@ impl SubnetManager {
         self.requester.poll_transmit(now)
     }
 
+    /// Whether the SM has nothing to finish: master, no SMP queued or
+    /// out, no change noted or sweep to redo, no other SM to poll. Its
+    /// next light sweep would then only read every switch's SwitchInfo,
+    /// and act only if one has PortStateChange set (a change no trap
+    /// reported): a caller that sees every switch can skip it
+    /// (`labs sim`'s IB-like plane does).
+    pub fn settled(&self) -> bool {
+        self.phase == Phase::Master
+            && !self.heavy_pending
+            && !self.sweep_failed
+            && self.requester.is_idle()
+            && self.outbox.is_empty()
+            && self.peers.is_empty()
+    }
+
     pub fn next_timer(&self) -> Option<u64> {
         let deadline = self.requester.next_deadline();
         match (deadline, self.next_light_sweep) {

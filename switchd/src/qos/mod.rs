@@ -31,6 +31,16 @@ pub struct QosObjects {
     /// The `qos:` they were made from (a commit that changes it makes
     /// them again: [`remove`], then [`apply`]).
     pub config: Option<TmConfig>,
+    /// The ports they were made for, in config order (a commit that
+    /// removes or adds one makes them again, even when `qos:`, which only
+    /// lists the ports' settings, stays the same).
+    pub ports: Vec<String>,
+}
+
+/// Whether the QoS objects of `applied` must be made again for `candidate`.
+pub fn stale(applied: &QosObjects, candidate: &Config) -> bool {
+    applied.config != candidate.qos
+        || (candidate.qos.is_some() && !applied.ports.iter().eq(candidate.ports.iter().map(|p| &p.name)))
 }
 
 /// Removes the traffic manager's objects, users before what they use: the
@@ -62,7 +72,11 @@ fn context<T>(result: Result<T, SaiError>, what: impl FnOnce() -> String) -> Res
 /// and every port's priority groups and queues.
 pub fn apply<B: Backend>(sai: &mut Sai<B>, config: &Config, applied: &Applied) -> Result<QosObjects, ApplyError> {
     let Some(tm) = &config.qos else { return Ok(QosObjects::default()) };
-    let mut objects = QosObjects { config: Some(tm.clone()), ..QosObjects::default() };
+    let mut objects = QosObjects {
+        config: Some(tm.clone()),
+        ports: config.ports.iter().map(|p| p.name.clone()).collect(),
+        ..QosObjects::default()
+    };
     let pfc_mask = tm.pfc.enabled_mask();
     for (port, settings) in config.ports.iter().zip(&tm.ports) {
         let id = applied.ports[&port.name].port;
@@ -253,6 +267,36 @@ qos:
         assert_eq!(built, wanted);
         // Objects in use cannot go.
         assert!(sai.remove(applied.qos.pool.unwrap()).is_err());
+    }
+
+    /// A commit removing a port and adding another with the same settings
+    /// (so the same `qos:`) makes the QoS objects again: the old port's
+    /// queues and priority groups go with it (else the shim refuses to
+    /// remove a port they name), the new one gets its own, and the new
+    /// port takes the old one's pipeline index.
+    #[test]
+    fn a_port_replaced_by_one_with_the_same_settings_gets_its_own_queues() {
+        let config = crate::config::Config::from_yaml(CONFIG).unwrap();
+        let mut sai = Sai::new(SoftBackend::new(SwitchConfig::default()), &switch_attributes(&config)).unwrap();
+        let mut applied = apply(&mut sai, &config).unwrap();
+        let eth3 = applied.ports["eth3"].port;
+        let index = sai.backend().port_index(eth3).unwrap();
+        let replaced = crate::config::Config::from_yaml(&CONFIG.replace(
+            "{ name: eth3, mode: routed, addresses: [10.0.3.1/31]",
+            "{ name: eth4, mode: routed, addresses: [10.0.4.1/31]",
+        ))
+        .unwrap();
+        assert_eq!(replaced.qos, config.qos, "the same qos: as far as the traffic manager's config goes");
+        assert!(stale(&applied.qos, &replaced));
+        crate::apply::reconcile(&mut sai, &mut applied, &replaced).expect("eth3 removed, eth4 added");
+        let eth4 = applied.ports["eth4"].port;
+        assert_eq!(sai.backend().port_index(eth4), Some(index), "the shim reused eth3's index");
+        assert_eq!(applied.qos.ports, ["eth1", "eth2", "eth4"]);
+        let queues = sai.store().objects_of(sai_shim::ObjectType::Queue);
+        let on_eth4 = queues.filter(|(_, o)| matches!(o, sai_shim::Object::Queue(q) if q.port == eth4)).count();
+        assert_eq!(on_eth4, CLASSES);
+        assert_eq!(sai.backend().tm_config(sai.store()).unwrap(), replaced.qos);
+        assert!(!stale(&applied.qos, &replaced));
     }
 
     /// A group's DLB mode goes on its shim object and into the traffic
