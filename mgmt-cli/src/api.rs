@@ -265,6 +265,28 @@ pub struct Interface {
     pub addresses: Vec<String>,
     pub mac: Option<String>,
     pub counters: Counters,
+    /// How long frames waited in the port's AF_PACKET receive ring before
+    /// the forwarding thread read them (afpacket ports): what
+    /// `qos.pfc.rx-lag-ns` must cover.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rx_ring_wait: Option<RingWait>,
+}
+
+/// The wait of the oldest frame in each read of a port's receive ring:
+/// reads that found frames, the worst and mean wait, and how many reads
+/// waited longer than each bound (cumulative from the top: `over_1ms`
+/// includes `over_10ms`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RingWait {
+    pub reads: u64,
+    pub max_us: u64,
+    pub mean_us: u64,
+    pub over_10us: u64,
+    pub over_100us: u64,
+    pub over_1ms: u64,
+    pub over_10ms: u64,
+    pub over_100ms: u64,
+    pub over_1s: u64,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

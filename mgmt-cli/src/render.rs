@@ -802,6 +802,7 @@ mod tests {
                 tx_drops: 1,
                 rx_ring_drops: 2,
             },
+            rx_ring_wait: None,
         }]);
         let text = reply.render();
         let row = text.lines().nth(2).unwrap();

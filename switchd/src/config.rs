@@ -59,6 +59,9 @@ pub struct Config {
     pub ib: Option<ib::IbConfig>,
     /// Where the Prometheus endpoint listens, when enabled.
     pub metrics: Option<std::net::SocketAddr>,
+    /// `forwarding.realtime_priority`: the forwarding thread's `SCHED_FIFO`
+    /// priority (1-99); `None`: nice -10.
+    pub realtime_priority: Option<u8>,
     /// The file as written, for `show running-config`.
     pub source: ConfigFile,
 }

@@ -134,6 +134,9 @@ enum Command<H> {
     DetachHost(H),
     /// A new traffic manager (a commit changed `qos:`).
     ReplaceTrafficManager(Box<TrafficManagerSetup>),
+    /// `SCHED_FIFO` at this priority, or back to nice -10
+    /// (`forwarding.realtime_priority`).
+    SetRealtime(Option<u8>),
     /// Answered once every command before it is applied.
     Barrier(Sender<()>),
 }
@@ -155,6 +158,8 @@ pub struct ForwardingStats {
     pub node: NodeCounters,
     /// The loop's counters, read at the same moment.
     pub looped: LoopSnapshot,
+    /// How the thread is scheduled.
+    pub scheduling: crate::scheduling::SchedulingState,
 }
 
 /// [`LoopCounters`] read at one moment.
@@ -167,6 +172,8 @@ pub struct LoopSnapshot {
     pub wakeups: u64,
     pub panics: u64,
     pub watchdog_events_lost: u64,
+    /// How late the thread woke after the instant it asked to.
+    pub late: crate::scheduling::LatenessSnapshot,
 }
 
 impl ForwardingStats {
@@ -204,6 +211,9 @@ pub struct LoopCounters {
     pub panics: AtomicU64,
     /// PFC watchdog events nobody took in time (see [`TrafficManagerSetup`]).
     pub watchdog_events_lost: AtomicU64,
+    /// How late the thread woke after the instant it asked to (its
+    /// timerfd or its poll timeout): scheduling delay.
+    pub late: crate::scheduling::Lateness,
 }
 
 impl LoopCounters {
@@ -217,6 +227,7 @@ impl LoopCounters {
             wakeups: read(&self.wakeups),
             panics: read(&self.panics),
             watchdog_events_lost: read(&self.watchdog_events_lost),
+            late: self.late.snapshot(),
         }
     }
 }
@@ -309,6 +320,7 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
             ib,
             stats: stats.clone(),
             counters: counters.clone(),
+            scheduling: crate::scheduling::SchedulingState::default(),
         };
         for attachment in attachments {
             lp.attach(attachment)?;
@@ -331,6 +343,13 @@ impl<H: Copy + Eq + std::fmt::Debug + Send + 'static> Forwarding<H> {
     /// Removes a host interface (its TAP is dropped, so deleted).
     pub fn detach_host(&self, host_if: H) {
         self.send(Command::DetachHost(host_if));
+    }
+
+    /// Runs the thread at `SCHED_FIFO` `priority`, or at nice -10 for
+    /// `None` (`forwarding.realtime_priority`); what it got is in
+    /// [`ForwardingStats::scheduling`].
+    pub fn set_realtime(&self, priority: Option<u8>) {
+        self.send(Command::SetRealtime(priority));
     }
 
     /// Runs `setup`'s traffic manager from the next batch on; the frames
@@ -480,6 +499,7 @@ struct Loop<D: Dataplane> {
     ib: Option<SharedIb>,
     stats: Arc<Mutex<ForwardingStats>>,
     counters: Arc<LoopCounters>,
+    scheduling: crate::scheduling::SchedulingState,
 }
 
 /// The loop's devices as the node writes to them.
@@ -642,6 +662,10 @@ impl<D: Dataplane> Loop<D> {
                     "traffic manager replaced: the frames it held moved into the new one"
                 );
             }
+            Command::SetRealtime(priority) => {
+                crate::scheduling::apply(&mut self.scheduling, priority);
+                self.publish_stats();
+            }
             Command::Barrier(done) => {
                 let _ = done.send(());
             }
@@ -649,7 +673,7 @@ impl<D: Dataplane> Loop<D> {
     }
 
     fn run(mut self) {
-        raise_priority();
+        crate::scheduling::renice();
         let mut events = [libc::epoll_event { events: 0, u64: 0 }; 64];
         let mut next_stats = Instant::now();
         let mut next_qos_stats = Instant::now();
@@ -657,10 +681,18 @@ impl<D: Dataplane> Loop<D> {
         let dataplane = self.dataplane.clone();
         while !self.stop.load(Ordering::Acquire) {
             let timeout_ms = POLL_INTERVAL.as_millis() as libc::c_int;
+            // When the thread should run again at the latest: its timer
+            // (a time already past fires at once) or the poll timeout.
+            let before = monotonic_ns();
+            let due = (self.timer_armed_for.max(before)).min(before + POLL_INTERVAL.as_nanos() as u64);
             // SAFETY: events is a valid array of the length given.
             let n = unsafe {
                 libc::epoll_wait(self.epoll.as_raw_fd(), events.as_mut_ptr(), events.len() as libc::c_int, timeout_ms)
             };
+            let woke = monotonic_ns();
+            if woke >= due {
+                self.counters.late.record(woke - due);
+            }
             if n < 0 {
                 let err = io::Error::last_os_error();
                 if err.kind() != io::ErrorKind::Interrupted {
@@ -898,24 +930,13 @@ impl<D: Dataplane> Loop<D> {
         for (_, tap) in self.hosts.iter().flatten() {
             all.push(DeviceStats { name: tap.name().to_string(), io: tap.stats() });
         }
-        let published = ForwardingStats { devices: all, node: self.node.counters(), looped: self.counters.snapshot() };
+        let published = ForwardingStats {
+            devices: all,
+            node: self.node.counters(),
+            looped: self.counters.snapshot(),
+            scheduling: self.scheduling.clone(),
+        };
         *self.stats.lock().unwrap_or_else(|e| e.into_inner()) = published;
-    }
-}
-
-/// The forwarding thread runs ahead of ordinary work (nice -10), as the
-/// kernel's own forwarding does in softirq context: on a busy machine a
-/// starved dataplane overflows its rx rings. Best effort: without the
-/// privilege the thread keeps its priority.
-fn raise_priority() {
-    const FORWARDING_NICE: libc::c_int = -10;
-    // SAFETY: gettid and setpriority on this thread have no memory preconditions.
-    let rc = unsafe {
-        let tid = libc::gettid();
-        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, FORWARDING_NICE)
-    };
-    if rc != 0 {
-        tracing::debug!(error = %io::Error::last_os_error(), "forwarding thread keeps its priority");
     }
 }
 

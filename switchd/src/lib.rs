@@ -23,4 +23,5 @@ pub mod lldp;
 pub mod metrics;
 pub mod mgmt;
 pub mod qos;
+pub mod scheduling;
 pub mod soft_forwarding;

@@ -58,6 +58,28 @@ fn family<M: EncodeMetric>(
     Ok(())
 }
 
+/// A [`dataplane::io::WaitHistogram`] as a Prometheus histogram in seconds.
+#[derive(Debug)]
+struct WaitMetric(dataplane::io::WaitHistogram);
+
+impl EncodeMetric for WaitMetric {
+    fn encode(&self, mut encoder: prometheus_client::encoding::MetricEncoder) -> fmt::Result {
+        let wait = &self.0;
+        let bounds = dataplane::io::WAIT_BOUNDS_NS.iter().map(|&ns| ns as f64 / 1e9).chain([f64::MAX]);
+        let buckets: Vec<(f64, u64)> = bounds.zip(wait.buckets).collect();
+        encoder.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            wait.sum_ns as f64 / 1e9,
+            wait.count(),
+            &buckets,
+            None,
+        )
+    }
+
+    fn metric_type(&self) -> prometheus_client::metrics::MetricType {
+        prometheus_client::metrics::MetricType::Histogram
+    }
+}
+
 fn counter(value: u64) -> ConstCounter<u64> {
     ConstCounter::new(value)
 }
@@ -110,6 +132,19 @@ where
             None,
             per_port(|c| c.rx_ring_drops),
         )?;
+        let waits = view.ring_waits();
+        let ring_waits: Vec<_> = ports
+            .iter()
+            .filter(|i| i.rx_ring_wait.is_some())
+            .map(|i| (vec![("port", i.name.as_str())], WaitMetric(waits.get(&i.name).copied().unwrap_or_default())))
+            .collect();
+        family(
+            e,
+            "switch_port_rx_ring_wait_seconds",
+            "How long the oldest frame of each read of the port's AF_PACKET receive ring had waited (what qos.pfc.rx-lag-ns must cover)",
+            None,
+            ring_waits,
+        )?;
         let oper: Vec<_> =
             ports.iter().map(|i| (vec![("port", i.name.as_str())], gauge(usize::from(i.oper_up)))).collect();
         family(e, "switch_port_oper_up", "1 when the port is operationally up", None, oper)?;
@@ -160,6 +195,38 @@ where
             "Failed receives, batches abandoned after a pipeline panic, PFC watchdog events nobody took in time",
             None,
             errors,
+        )?;
+        let (scheduling, late) = (&forwarding.scheduling, &looped.late);
+        family(
+            e,
+            "switch_forwarding_realtime_priority",
+            "The forwarding thread's SCHED_FIFO priority; 0: SCHED_OTHER at nice -10",
+            None,
+            vec![(Vec::new(), gauge(usize::from(scheduling.realtime.unwrap_or(0))))],
+        )?;
+        family(
+            e,
+            "switch_forwarding_realtime_refused",
+            "Times the kernel refused SCHED_FIFO for the forwarding thread (forwarding.realtime_priority)",
+            None,
+            vec![(Vec::new(), counter(scheduling.refusals))],
+        )?;
+        let over: Vec<_> = (crate::scheduling::LATE_BOUNDS_NS.iter().zip(crate::scheduling::LATE_NAMES))
+            .map(|(bound, name)| (vec![("over", name)], counter(late.over(*bound))))
+            .collect();
+        family(
+            e,
+            "switch_forwarding_late_wakeups",
+            "Wake-ups of the forwarding thread later than `over` after the instant it asked for (scheduling delay)",
+            None,
+            over,
+        )?;
+        family(
+            e,
+            "switch_forwarding_wakeup_late_max_seconds",
+            "The latest the forwarding thread woke after the instant it asked for",
+            None,
+            vec![(Vec::new(), prometheus_client::metrics::gauge::ConstGauge::new(late.max_ns as f64 / 1e9))],
         )?;
         family(
             e,

@@ -181,10 +181,21 @@ impl<B: Backend> SwitchView<B> {
     /// `show backend`: the shim backend's own description.
     pub fn backend(&self) -> api::BackendInfo {
         let description = lock(&self.sai).backend().describe();
-        api::BackendInfo {
-            name: description.name.to_owned(),
-            details: description.details.into_iter().map(|(key, value)| (key.to_owned(), value)).collect(),
+        let mut details: Vec<(String, String)> =
+            description.details.into_iter().map(|(key, value)| (key.to_owned(), value)).collect();
+        if description.name == "soft" {
+            // The forwarding thread: how it is scheduled, how late it runs.
+            let stats = self.forwarding_stats();
+            let (scheduling, late) = (&stats.scheduling, &stats.looped.late);
+            details.push(("forwarding_scheduling".into(), scheduling.describe()));
+            details.push(("forwarding_realtime_refusals".into(), scheduling.refusals.to_string()));
+            details.push(("forwarding_wakeups_timed".into(), late.count().to_string()));
+            for (bound, name) in crate::scheduling::LATE_BOUNDS_NS.iter().zip(crate::scheduling::LATE_NAMES).skip(1) {
+                details.push((format!("forwarding_wakeups_late_over_{name}"), late.over(*bound).to_string()));
+            }
+            details.push(("forwarding_wakeup_late_max_us".into(), (late.max_ns / 1_000).to_string()));
         }
+        api::BackendInfo { name: description.name.to_owned(), details }
     }
 
     /// What the shell completes from: names and numbers in use now.
@@ -208,6 +219,7 @@ impl<B: Backend> SwitchView<B> {
         // IB-like ports count in the IB-like plane (PortCounters, data in
         // 4-byte words); read before the shim, one lock at a time.
         let ib_ports = self.ib.as_ref().map(|ib| crate::ib::lock(ib).show_ports()).unwrap_or_default();
+        let ring_waits = self.ring_waits();
         let ring_drops = self.ring_drops();
         let sai = lock(&self.sai);
         let mut out = Vec::new();
@@ -252,6 +264,8 @@ impl<B: Backend> SwitchView<B> {
                         rx_ring_drops: ring_drops.get(&port.name).copied().unwrap_or(0),
                     },
                 },
+                rx_ring_wait: (port.kind == crate::config::PortKind::Afpacket)
+                    .then(|| ring_waits.get(&port.name).map(ring_wait).unwrap_or_default()),
             });
         }
         for vlan in self.config.vlans.iter().filter(|v| !v.addresses.is_empty()) {
@@ -266,6 +280,7 @@ impl<B: Backend> SwitchView<B> {
                 addresses: vlan.addresses.iter().map(ToString::to_string).collect(),
                 mac: rif.map(|r| r.src_mac_address.to_string()),
                 counters: api::Counters::default(),
+                rx_ring_wait: None,
             });
         }
         out
@@ -417,6 +432,11 @@ impl<B: Backend> SwitchView<B> {
             (matches!(net.ip(), IpAddr::V6(_)), net.network(), net.prefix())
         });
         out
+    }
+
+    /// How long frames waited in each port's rx ring, by port name.
+    pub fn ring_waits(&self) -> std::collections::HashMap<String, dataplane::io::WaitHistogram> {
+        lock(&self.io_stats).devices.iter().map(|device| (device.name.clone(), device.io.rx_wait)).collect()
     }
 
     /// Frames each port's kernel ring dropped, by port name (the adapter
@@ -688,6 +708,22 @@ fn flood_lists(store: &sai_shim::ObjectStore) -> BTreeMap<u32, Vec<std::net::Ipv
         vteps.sort_unstable();
     }
     lists
+}
+
+/// A port's [`dataplane::io::WaitHistogram`] as `show interfaces` gives it.
+pub fn ring_wait(wait: &dataplane::io::WaitHistogram) -> api::RingWait {
+    let over = |i: usize| wait.over(dataplane::io::WAIT_BOUNDS_NS[i]);
+    api::RingWait {
+        reads: wait.count(),
+        max_us: wait.max_ns / 1_000,
+        mean_us: wait.sum_ns.checked_div(wait.count()).unwrap_or(0) / 1_000,
+        over_10us: over(0),
+        over_100us: over(1),
+        over_1ms: over(2),
+        over_10ms: over(3),
+        over_100ms: over(4),
+        over_1s: over(5),
+    }
 }
 
 #[cfg(test)]

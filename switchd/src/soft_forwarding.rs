@@ -93,6 +93,8 @@ pub struct SoftForwarding {
     qos: Option<qos::tm::TmConfig>,
     /// The port object behind each pipeline index when it was built.
     tm_owners: Vec<Option<ObjectId>>,
+    /// `forwarding.realtime_priority` as the thread was last told.
+    realtime_priority: Option<u8>,
 }
 
 fn lock(sai: &Mutex<Sai<SoftBackend>>) -> std::sync::MutexGuard<'_, Sai<SoftBackend>> {
@@ -117,10 +119,14 @@ impl SoftForwarding {
             loopback: LoopbackAddresses::add(&[]).map_err(|e| e.to_string())?,
             qos: config.qos.clone(),
             tm_owners: setup.port_owners.clone(),
+            realtime_priority: config.realtime_priority,
         };
         let attachments = this.take_up(config, applied)?;
         let forwarding = Forwarding::start_with(sai.clone(), attachments, setup, ib)
             .map_err(|e| format!("start the forwarding thread: {e}"))?;
+        if config.realtime_priority.is_some() {
+            forwarding.set_realtime(config.realtime_priority);
+        }
         this.forwarding = Some(forwarding);
         // After forwarding, so a failure here leaves nothing behind either
         // (what forwarding made is dropped on return).
@@ -341,6 +347,10 @@ impl FollowsConfig for SoftForwarding {
             for attachment in attachments {
                 forwarding.attach(attachment);
             }
+        }
+        if target.realtime_priority != self.realtime_priority {
+            forwarding.set_realtime(target.realtime_priority);
+            self.realtime_priority = target.realtime_priority;
         }
         self.loopback.set(&target.loopback).map_err(|e| e.to_string())
     }

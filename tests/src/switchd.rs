@@ -82,12 +82,30 @@ impl Switchd {
     /// Starts the daemon without waiting for it (for configs expected to be
     /// refused).
     pub fn spawn(ns: &Netns, config_yaml: &str) -> Switchd {
+        Self::spawn_under(ns, config_yaml, &[])
+    }
+
+    /// [`Switchd::start`] with `switchd` run by `wrapper` (a command and
+    /// its arguments that run the rest: `setpriv ...` to drop a
+    /// capability).
+    pub fn start_under(ns: &Netns, config_yaml: &str, wrapper: &[&str]) -> Switchd {
+        let switchd = Self::spawn_under(ns, config_yaml, wrapper);
+        switchd.wait_ready(Duration::from_secs(15));
+        switchd
+    }
+
+    fn spawn_under(ns: &Netns, config_yaml: &str, wrapper: &[&str]) -> Switchd {
         let dir = TempDir::new("switchd");
         let config_path = dir.path().join("switchd.yaml");
         let socket = dir.path().join("switchd.sock");
         let yaml = format!("{}\nmanagement:\n  socket: {}\n", config_yaml.trim_end(), socket.display());
         std::fs::write(&config_path, yaml).expect("write config");
-        let mut cmd = ns.command(workspace_binary("switchd").to_str().expect("utf-8 path"));
+        let binary = workspace_binary("switchd");
+        let binary = binary.to_str().expect("utf-8 path");
+        let mut cmd = ns.command(wrapper.first().copied().unwrap_or(binary));
+        if !wrapper.is_empty() {
+            cmd.args(&wrapper[1..]).arg(binary);
+        }
         cmd.arg("run")
             .arg("--config")
             .arg(&config_path)

@@ -196,6 +196,43 @@ fn af_packet_sees_vlan_tags_and_not_its_own_frames() {
     });
 }
 
+/// The rx ring's wait: frames that sat in the ring while nobody read it
+/// are seen as waiting that long (the kernel's receive timestamp of the
+/// oldest frame a read takes, against the clock after the read); frames
+/// read at once, as not waiting.
+#[test]
+fn af_packet_measures_how_long_frames_waited_in_the_rx_ring() {
+    if !require_root_and_tools("af_packet_measures_how_long_frames_waited_in_the_rx_ring", &["ip"]) {
+        return;
+    }
+    let ns = Netns::new("fwt");
+    ns.ip(&["link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+    ns.ip(&["link", "set", "va", "up"]);
+    ns.ip(&["link", "set", "vb", "up"]);
+    ns.enter(|| {
+        let mut a = AfPacket::open("va").unwrap();
+        let mut b = AfPacket::open("vb").unwrap();
+        let mut batch = FrameBatch::new(64, 2048);
+        let mut frame = [0u8; 64];
+        frame[..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 2, 0x02, 0, 0, 0, 0, 1]);
+        frame[12..14].copy_from_slice(&[0x88, 0xb5]);
+        // Whatever the kernel sent on its own since the link came up.
+        std::thread::sleep(Duration::from_millis(50));
+        b.recv_batch(&mut batch).unwrap();
+        let before = b.stats().rx_wait;
+        a.send(&frame).unwrap();
+        a.flush().unwrap();
+        std::thread::sleep(Duration::from_millis(120));
+        batch.clear();
+        b.recv_batch(&mut batch).unwrap();
+        let after = b.stats().rx_wait;
+        assert_eq!(after.count(), before.count() + 1, "one read that found frames: {after:?}");
+        assert!(after.max_ns >= 120_000_000, "the frame waited 120 ms in the ring: {after:?}");
+        assert!(after.max_ns < 5_000_000_000, "and not absurdly long (clock mix-up): {after:?}");
+        assert_eq!(after.over(100_000_000), before.over(100_000_000) + 1, "{after:?}");
+    });
+}
+
 /// A pipeline with a planted bug: it panics on one particular frame.
 struct Buggy(Switch);
 

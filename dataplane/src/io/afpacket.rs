@@ -429,6 +429,9 @@ impl PortIo for AfPacket {
 
     fn recv_batch(&mut self, batch: &mut FrameBatch) -> io::Result<usize> {
         let mut received = self.push_segments(batch);
+        // The kernel's receive timestamp of the first frame this read
+        // takes: the oldest still waiting.
+        let mut oldest: Option<u64> = None;
         while !batch.is_full() && self.segmenter.as_ref().is_none_or(|s| s.remaining() == 0) {
             let index = self.rx.head;
             let status = self.rx.status(index).load(Ordering::Acquire);
@@ -438,6 +441,9 @@ impl PortIo for AfPacket {
             // SAFETY: the slot belongs to us until we hand it back below; the
             // kernel wrote a tpacket2_hdr at its start and the frame at tp_mac.
             let header = unsafe { std::ptr::read(self.rx.header(index)) };
+            if oldest.is_none() && header.tp_sec != 0 {
+                oldest = Some(u64::from(header.tp_sec) * 1_000_000_000 + u64::from(header.tp_nsec));
+            }
             let snap = header.tp_snaplen as usize;
             let mac = header.tp_mac as usize;
             if status & libc::TP_STATUS_CSUMNOTREADY != 0 {
@@ -493,6 +499,9 @@ impl PortIo for AfPacket {
             }
             self.rx.status(index).store(libc::TP_STATUS_KERNEL, Ordering::Release);
             self.rx.advance();
+        }
+        if let Some(stamp) = oldest {
+            self.stats.rx_wait.record(super::realtime_ns().saturating_sub(stamp));
         }
         Ok(received)
     }

@@ -140,6 +140,53 @@ pub struct IoStats {
     pub rx_ring_drops: u64,
     /// Frames handed to `send` that could not be transmitted.
     pub tx_errors: u64,
+    /// How long the oldest frame of each read had waited in the rx ring:
+    /// the kernel's receive timestamp of the first frame a read takes
+    /// against the clock after the read (`AfPacket`; one clock read per
+    /// read, no syscall). What `pfc.rx-lag-ns` must cover.
+    pub rx_wait: WaitHistogram,
+}
+
+/// Upper bounds of [`WaitHistogram`]'s buckets, nanoseconds: 10 us to 1 s
+/// by decades (a last bucket holds what is longer).
+pub const WAIT_BOUNDS_NS: [u64; 6] = [10_000, 100_000, 1_000_000, 10_000_000, 100_000_000, 1_000_000_000];
+
+/// Waits by decade, with their worst and their sum.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct WaitHistogram {
+    /// Waits of at most `WAIT_BOUNDS_NS[i]` (not cumulative); the last,
+    /// longer than a second.
+    pub buckets: [u64; 7],
+    pub max_ns: u64,
+    pub sum_ns: u64,
+}
+
+impl WaitHistogram {
+    pub fn record(&mut self, ns: u64) {
+        let bucket = WAIT_BOUNDS_NS.iter().position(|&bound| ns <= bound).unwrap_or(WAIT_BOUNDS_NS.len());
+        self.buckets[bucket] += 1;
+        self.max_ns = self.max_ns.max(ns);
+        self.sum_ns = self.sum_ns.saturating_add(ns);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.buckets.iter().sum()
+    }
+
+    /// Waits longer than `bound_ns`, one of [`WAIT_BOUNDS_NS`] (0: all).
+    pub fn over(&self, bound_ns: u64) -> u64 {
+        let first = WAIT_BOUNDS_NS.iter().position(|&b| b == bound_ns).map_or(0, |i| i + 1);
+        self.buckets[first..].iter().sum()
+    }
+}
+
+/// `CLOCK_REALTIME` in nanoseconds, the clock of the rx ring's timestamps
+/// (read through the vDSO: no syscall).
+pub(crate) fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is valid for the call.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 /// One port's I/O, whatever the device behind it.
@@ -317,6 +364,16 @@ mod tests {
         assert_eq!(batch.len(), 0);
         assert!(batch.push(&[9; 8]));
         assert_eq!(batch.get(0), Some(&[9; 8][..]));
+    }
+
+    #[test]
+    fn waits_land_in_their_decade() {
+        let mut wait = WaitHistogram::default();
+        for ns in [0, 10_000, 10_001, 5_000_000, 2_000_000_000] {
+            wait.record(ns);
+        }
+        assert_eq!(wait.buckets, [2, 1, 0, 1, 0, 0, 1]);
+        assert_eq!((wait.count(), wait.max_ns, wait.over(1_000_000), wait.over(0)), (5, 2_000_000_000, 2, 5));
     }
 
     #[test]

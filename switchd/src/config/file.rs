@@ -93,6 +93,18 @@ pub struct ConfigFile {
     /// The Prometheus endpoint; none unless asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metrics: Option<MetricsFile>,
+    /// How the forwarding thread runs (soft backend).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forwarding: Option<ForwardingFile>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardingFile {
+    /// `SCHED_FIFO` priority (1-99) for the forwarding thread; without it
+    /// the thread runs at nice -10 (see `scheduling.rs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub realtime_priority: Option<u32>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -39,6 +39,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
 
     check_backend(&mut v, &file);
     let port_rings = check_resources(&mut v, &file, &ports);
+    let realtime_priority = check_forwarding(&mut v, &file);
     let config_so_far = Config {
         name: file.name.clone(),
         system_mac: crate::apply::switch_mac(&file.name),
@@ -59,6 +60,7 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         dlb_groups: BTreeMap::new(),
         ib: None,
         metrics: file.metrics.as_ref().map(|m| m.listen),
+        realtime_priority,
         source: file.clone(),
     };
     check_overlaps(&mut v, &file, &config_so_far);
@@ -77,6 +79,26 @@ pub(super) fn validate(file: ConfigFile) -> Result<Config, ConfigErrors> {
         return Err(ConfigErrors { source: None, errors: v.errors });
     }
     Ok(Config { routes, bgp, ib, qos, dlb_groups, vrfs, ..config_so_far })
+}
+
+/// `forwarding:`: a real-time priority in `SCHED_FIFO`'s range, and only
+/// where there is a forwarding thread (the soft backend).
+fn check_forwarding(v: &mut Validator, file: &ConfigFile) -> Option<u8> {
+    let priority = file.forwarding.as_ref()?.realtime_priority?;
+    if !(1..=99).contains(&priority) {
+        v.error(
+            "forwarding.realtime_priority",
+            format!(
+                "{priority} is outside SCHED_FIFO's 1..=99 (leave it out to run the forwarding thread at nice -10)"
+            ),
+        );
+        return None;
+    }
+    if file.backend == BackendKind::Kernel {
+        v.error("forwarding.realtime_priority", "backend: kernel has no forwarding thread (the kernel forwards)");
+        return None;
+    }
+    Some(priority as u8)
 }
 
 /// The VRFs are `bgp.evpn.vrfs` (each with its L3VNI and router MAC); an
