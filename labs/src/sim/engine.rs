@@ -128,6 +128,8 @@ pub struct Simulation<Q: EventQueue> {
     pub completed: usize,
     /// When the last message was received whole.
     pub finished_ns: u64,
+    /// Payload of the background messages received whole (each at least one byte).
+    pub background_done_bytes: u64,
     /// Of those, the collectives' (not background): the run ends with them.
     pub completed_foreground: usize,
     /// Per switch, per port: the cable's far end.
@@ -291,6 +293,7 @@ impl<Q: EventQueue> Simulation<Q> {
             records,
             completed: 0,
             finished_ns: 0,
+            background_done_bytes: 0,
             completed_foreground: 0,
             switch_peers: Arc::new(switch_peers),
             host_peers: Arc::new(host_peers),
@@ -683,7 +686,9 @@ impl<Q: EventQueue> Simulation<Q> {
         let record = &mut self.records[id as usize];
         record.completed_ns = now;
         self.completed += 1;
-        if !self.workload.is_background(id) {
+        if self.workload.is_background(id) {
+            self.background_done_bytes += record.bytes.max(1);
+        } else {
             self.completed_foreground += 1;
             self.finished_ns = now;
         }

@@ -48,7 +48,8 @@ pub struct Speed {
     pub simulated_ns: u64,
     /// The collectives' messages received whole, as a fraction of theirs.
     pub done_fraction: f64,
-    /// Payload bytes delivered in order, as a fraction of the workload's.
+    /// Payload bytes delivered in order, as a fraction of the collectives'
+    /// (the background's received whole left out).
     pub bytes_done_fraction: f64,
     /// Frames on cables or being read at once, at the peak (on a split
     /// run, the sum of the partitions' peaks).
@@ -172,11 +173,13 @@ fn run_with<Q: EventQueue + Send + 'static>(
     Ok(finish(name, sim, spec, speed))
 }
 
-/// The payload bytes delivered in order, as a share of the workload's.
+/// The payload bytes delivered in order, as a share of the collectives'
+/// (the run ends with them, whatever background is left): the background's
+/// received whole left out (what of it is still on its way counts, a little).
 fn bytes_done_share<Q: EventQueue>(sim: &Simulation<Q>) -> f64 {
-    let total: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
     let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
-    (delivered as f64 / total.max(1) as f64).min(1.0)
+    let total = sim.workload.foreground_bytes();
+    (delivered.saturating_sub(sim.background_done_bytes) as f64 / total.max(1) as f64).min(1.0)
 }
 
 fn finish<Q: EventQueue + 'static>(name: &str, sim: Simulation<Q>, spec: WorkloadSpec, speed: Speed) -> Run {

@@ -235,6 +235,7 @@ impl<Q: EventQueue> Simulation<Q> {
                 completed: 0,
                 completed_foreground: 0,
                 finished_ns: 0,
+                background_done_bytes: 0,
                 switch_peers: Arc::clone(&self.switch_peers),
                 host_peers: Arc::clone(&self.host_peers),
                 link_up: self.link_up.clone(),
@@ -274,6 +275,7 @@ impl<Q: EventQueue> Simulation<Q> {
         let (events, punts, completed, foreground): (u64, u64, usize, usize) = all().fold((0, 0, 0, 0), |t, s| {
             (t.0 + s.events, t.1 + s.punts, t.2 + s.completed, t.3 + s.completed_foreground)
         });
+        let background_done_bytes = all().map(|p| p.background_done_bytes).sum();
         // Queue-depth rows: every partition sampled at the same times, each
         // its own watched ports.
         let owner = |s: u32| base.part.as_ref().map_or(0, |p| p.switch_part[s as usize]) as usize;
@@ -331,6 +333,7 @@ impl<Q: EventQueue> Simulation<Q> {
         base.records = records;
         base.completed = completed;
         base.completed_foreground = foreground;
+        base.background_done_bytes = background_done_bytes;
         base.finished_ns = finished_ns;
         base.events = events;
         base.punts = punts;
@@ -445,7 +448,7 @@ fn window_loop<Q: EventQueue>(
     let limit = sim.experiment.time_limit_ns;
     // The run ends with the collectives (background traffic may be left).
     let messages = sim.workload.foreground_messages;
-    let total_bytes: u64 = sim.workload.messages.iter().map(|m| m.bytes.max(1)).sum();
+    let total_bytes = sim.workload.foreground_bytes();
     let mut window = if first == u64::MAX { u64::MAX } else { first / lookahead * lookahead };
     let mut next_report = 1u64 << 20;
     let mut iteration = 0usize;
@@ -469,7 +472,12 @@ fn window_loop<Q: EventQueue>(
                 std::mem::swap(&mut *slot, &mut part.outbox[to]);
             }
         }
-        let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
+        let delivered = sim
+            .hosts
+            .iter()
+            .map(|h| h.receiver.counters().delivered_bytes)
+            .sum::<u64>()
+            .saturating_sub(sim.background_done_bytes);
         shared.said(parity, me, 0).store(next, Ordering::Relaxed);
         shared.said(parity, me, 1).store(sim.completed_foreground as u64, Ordering::Relaxed);
         shared.said(parity, me, 2).store(sim.events, Ordering::Relaxed);
