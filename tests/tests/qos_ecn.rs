@@ -10,21 +10,29 @@
 //! With ECN on eth4's queue 3 (Kmin 40 KB, Kmax 800 KB, Pmax 50%) the
 //! switch marks CE as the queue builds, h4 answers with CNPs, the senders
 //! cut their rates, and the queue stays around Kmin..Kmax, far below the
-//! XOFF point: PFC is hardly needed, and the bottleneck stays busy (at
-//! least 60% of its line rate in payload). The same run with ECN off pauses the
-//! senders at least ten times as often.
+//! XOFF point: PFC is hardly needed, and the bottleneck stays busy: the
+//! payload goodput at least half the same incast's with ECN off (PFC
+//! alone keeps eth4 busy), measured on the same machine in the same run,
+//! so that the load on it scales both alike. The same run with ECN off
+//! pauses the senders at least ten times as often.
 
 use std::time::Duration;
 
 use fabric_tests::fabric_host::{FabricHost, Star, queue_row, send_args, show, start_at, tm_drops, u64_of};
 use fabric_tests::require_root_and_tools;
 
-/// Each sender's message with ECN: long enough that DCQCN's steady state,
-/// not the first cuts of three senders starting at line rate, sets the
-/// goodput.
+/// Each sender's message, with ECN and without: long enough that DCQCN's
+/// steady state, not the first cuts of three senders starting at line
+/// rate, sets the goodput.
 const ECN_BYTES: u64 = 8 << 20;
-/// Without ECN (PFC alone: the comparison needs only the pauses).
-const BYTES: u64 = 3 << 20;
+/// The share of the ECN-off goodput DCQCN must keep, percent. Marks
+/// decided at enqueue (before 2026-11-26) kept about a quarter (24 of 95
+/// Mb/s): the senders cut to the 1 Mb/s floor after the queue had gone.
+/// Healthy runs keep 62-87% (DCQCN's own dynamics: one sender cut to the
+/// floor takes a second to come back; the virtual-time loop gives 66-74%),
+/// less when the emulated hosts' feedback is late on a loaded machine: the
+/// bound sits twice above the bug and well below the healthy range.
+const MIN_SHARE_OF_BASELINE: u64 = 50;
 const KMIN: u64 = 40_000;
 const KMAX: u64 = 800_000;
 const LINE_BPS: u64 = 100_000_000;
@@ -32,7 +40,8 @@ const LINE_BPS: u64 = 100_000_000;
 fn qos(ecn: &str) -> String {
     format!(
         "qos:\n  preset: roce\n  pfc: {{priorities: [3, 4], response-ns: 20000000}}\n  \
-         queues: {{3: {{scheduler: {{type: dwrr, weight: 4}}, ecn: {ecn}}}}}\n"
+         queues: {{3: {{scheduler: {{type: dwrr, weight: 4}}, ecn: {ecn}}}}}\n\
+         forwarding: {{realtime_priority: 10}}\n"
     )
 }
 
@@ -110,27 +119,44 @@ fn dcqcn_keeps_the_queue_between_kmin_and_kmax_and_pfc_quiet() {
 
     let ecn_goodput = u64_of(&received, "goodput_bps");
     let min_rates: Vec<u64> = senders.iter().map(|s| u64_of(s, "min_rate_bps")).collect();
-    // DCQCN keeps the bottleneck busy: the payload delivered between the
-    // first and the last arrival (bytes the receiver counted, over its own
-    // clock) at least 60% of the line rate. With the mark decided at
-    // enqueue this was about a quarter: the senders went on cutting to the
-    // 1 Mb/s floor after the queue had gone.
-    assert!(ecn_goodput >= LINE_BPS * 60 / 100, "goodput {ecn_goodput} b/s with ECN\n{context}");
 
     // The same incast without ECN: the queue grows to the XOFF point and
-    // only PFC holds the senders back.
+    // only PFC holds the senders back, which keeps eth4 busy.
     lab.restart(&qos("{mode: off}"));
-    let (received, senders, pfc_without_ecn) = incast(&lab, BYTES);
-    assert_eq!(u64_of(&received, "delivered_bytes"), 3 * BYTES, "{received}");
+    let (received, senders, pfc_without_ecn) = incast(&lab, ECN_BYTES);
+    assert_eq!(u64_of(&received, "delivered_bytes"), 3 * ECN_BYTES, "{received}");
     assert_eq!(u64_of(&received, "ce_marked"), 0, "{received}");
     assert!(senders.iter().all(|s| u64_of(s, "cnps_received") == 0), "{senders:?}");
+    let baseline = u64_of(&received, "goodput_bps");
+    // The comparisons need a real incast without ECN: senders that offered
+    // more than eth4 carries (so PFC paused them) and kept it busy.
     assert!(
-        pfc_with_ecn * 10 <= pfc_without_ecn && pfc_without_ecn > 0,
+        pfc_without_ecn > 0 && baseline >= LINE_BPS / 2,
+        "without ECN: {pfc_without_ecn} PFC frames, goodput {baseline} b/s: the emulated senders did not congest \
+         eth4 (a machine too loaded for them to offer 3x its rate), nothing to compare with\n{received}"
+    );
+    assert!(
+        pfc_with_ecn * 10 <= pfc_without_ecn,
         "PFC frames to the senders: {pfc_with_ecn} with ECN, {pfc_without_ecn} without\n{context}"
     );
     eprintln!(
         "with ECN: eth4 UC3 watermark {eth4} B, {marked} marked, senders' lowest rates {min_rates:?} b/s, \
-         goodput {ecn_goodput} b/s, {pfc_with_ecn} PFC frames; without: {pfc_without_ecn} PFC frames, goodput {} b/s",
-        u64_of(&received, "goodput_bps")
+         goodput {ecn_goodput} b/s, {pfc_with_ecn} PFC frames; without: {pfc_without_ecn} PFC frames, goodput \
+         {baseline} b/s; ratio {:.2}",
+        ecn_goodput as f64 / baseline as f64
+    );
+    // DCQCN keeps the bottleneck busy: the payload delivered between the
+    // first and the last arrival (bytes the receiver counted, over its own
+    // clock) at least MIN_SHARE_OF_BASELINE% of what PFC alone delivers
+    // through the same port in the same run. Against the line rate this
+    // bound was thin on a loaded machine (the emulated hosts are late as
+    // much with ECN as without); against the same run's baseline the load
+    // cancels out, and a DCQCN that over-cuts (the enqueue-marking bug kept
+    // a quarter) still fails. The baseline itself must be the line's
+    // (checked above): a switch or host so starved that PFC alone cannot
+    // fill half of it proves nothing either way.
+    assert!(
+        ecn_goodput * 100 >= baseline * MIN_SHARE_OF_BASELINE,
+        "goodput {ecn_goodput} b/s with ECN, {baseline} b/s without (below {MIN_SHARE_OF_BASELINE}%)\n{context}"
     );
 }

@@ -30,7 +30,9 @@ const INCAST_BYTES: u64 = 2 << 20;
 const VICTIM_RATE: u64 = 10_000_000;
 /// About 0.85 s at the victim's rate: over before the incast is.
 const VICTIM_BYTES: u64 = 1 << 20;
-const QOS: &str = "qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000, rx-lag-ns: 40000000}\n  pool: {size-bytes: 3145728, cell-bytes: 256}\n";
+/// With the switch's forwarding thread at SCHED_FIFO (docs/benchmarks.md).
+const QOS: &str = "qos:\n  preset: roce\n  pfc: {priorities: [3, 4], response-ns: 20000000, rx-lag-ns: 40000000}\n  pool: {size-bytes: 3145728, cell-bytes: 256}\n\
+                   forwarding: {realtime_priority: 10}\n";
 
 #[test]
 fn a_victim_to_an_idle_egress_keeps_its_rate_during_an_incast() {

@@ -88,7 +88,6 @@ pub struct Report {
     /// Routes rewritten when the underlay reconverged after link failures.
     pub routes_rewritten: usize,
     pub events: u64,
-    pub frames_in_flight_peak: usize,
 }
 
 /// Background traffic's results: what was offered, what arrived, and its
@@ -328,7 +327,6 @@ impl Report {
             naks: sim.hosts.iter().map(|h| h.counters.naks_sent).sum(),
             routes_rewritten: sim.routes_rewritten,
             events: sim.events,
-            frames_in_flight_peak: sim.frames_allocated(),
         }
     }
 }

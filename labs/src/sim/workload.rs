@@ -71,6 +71,9 @@ pub enum Kind {
     Training,
 }
 
+/// The most background messages a run plans.
+pub const MAX_BACKGROUND_MESSAGES: u64 = 10_000_000;
+
 /// The order of the hosts around a ring (and of halving-doubling's partners).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -167,6 +170,14 @@ impl Workload {
 
     /// Whether message `id` is background traffic.
     #[inline]
+    /// The collectives' payload bytes (each message at least one).
+    pub fn foreground_bytes(&self) -> u64 {
+        (0..self.messages.len() as u32)
+            .filter(|&m| !self.is_background(m))
+            .map(|m| self.messages[m as usize].bytes.max(1))
+            .sum()
+    }
+
     pub fn is_background(&self, id: u32) -> bool {
         self.background_collective.is_some_and(|c| self.messages[id as usize].collective == c)
     }
@@ -355,6 +366,15 @@ impl Workload {
                 chosen.into_iter().map(|h| (h, Some(receiver))).collect()
             }
         };
+        // What a simulator holds in memory: refuse a plan of tens of millions.
+        let expected = senders.len() as f64 * until_ns as f64 / mean_gap_ns;
+        if expected > MAX_BACKGROUND_MESSAGES as f64 {
+            return Err(format!(
+                "background: about {expected:.0} messages over {:.3} ms (at most {MAX_BACKGROUND_MESSAGES}): \
+                 raise --background-size or lower --background-load or --background-us",
+                until_ns as f64 / 1e6
+            ));
+        }
         let collective = self.collective("background".into());
         self.background_collective = Some(collective);
         for (src, fixed) in senders {
@@ -675,5 +695,13 @@ mod tests {
         assert!(refused(background(BackgroundPattern::Incast { senders: Some(4) }, 0.5)).contains("at most 3 senders"));
         assert!(refused(background(BackgroundPattern::Permutation, 1.5)).contains("--background-load"));
         assert!(refused(background(BackgroundPattern::Permutation, 0.0)).contains("--background-load"));
+        let tiny = WorkloadSpec {
+            background: Some(BackgroundSpec {
+                bytes: 1,
+                ..background(BackgroundPattern::Permutation, 1.0).background.unwrap()
+            }),
+            ..background(BackgroundPattern::Permutation, 1.0)
+        };
+        assert!(refused(tiny).contains("raise --background-size"));
     }
 }
