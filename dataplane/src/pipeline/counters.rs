@@ -172,8 +172,11 @@ impl Index<DropReason> for DropCounters {
     }
 }
 
-/// The counters of one port, as in IF-MIB's ifTable/ifXTable.
+/// The counters of one port, as in IF-MIB's ifTable/ifXTable. In this
+/// order (`repr(C)`): the RX and TX counters every frame bumps together,
+/// beside the port's state (`tables::ports::Port`), the drops by reason after.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[repr(C)]
 pub struct PortCounters {
     pub rx_packets: u64,
     pub rx_bytes: u64,

@@ -244,6 +244,12 @@ enum Fault {
 }
 
 fn main() -> ExitCode {
+    // Rust ignores SIGPIPE, so `labs sim ... | head -1` made `println!` panic once the reader left;
+    // with the default action restored `labs` ends quietly, as `cat` and `ip` do.
+    // SAFETY: called first in main, before any thread exists; SIG_DFL is a valid disposition.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli.command) {
         Ok(code) => code,

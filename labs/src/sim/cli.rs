@@ -164,6 +164,11 @@ pub struct SimArgs {
     /// Queue-depth sampling interval, microseconds (0: off).
     #[arg(long, default_value_t = 10)]
     pub sample_us: u64,
+    /// Split the Ethernet fabric's run across this many threads (partitions of
+    /// pods or leaves, windows of the cables' lookahead); the same result files
+    /// as one thread. The IB-like plane runs on one.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=256))]
+    pub threads: u16,
     /// Stop after this much simulated time, milliseconds.
     #[arg(long, default_value_t = 10_000)]
     pub time_limit_ms: u64,
@@ -342,6 +347,7 @@ impl SimArgs {
             link_failure,
             rto_ns: self.rto_us * 1000,
             reconverge_ns: self.reconverge_us * 1000,
+            threads: usize::from(self.threads),
             background_class: self.background_class,
             strict_collective: self.strict_collective,
         })
@@ -559,6 +565,9 @@ pub fn main(command: SimCommand) -> Result<(), String> {
     match command.compare {
         None if command.run.fabric.first() == Some(&LinkLayer::Ib) => {
             let args = command.run;
+            if args.threads > 1 {
+                return Err("--threads: the IB-like plane (--fabric ib) runs on one thread".into());
+            }
             let report = run_ib(&args, &args.out)?;
             println!("{}", describe_ib(&report));
             println!("wrote {}", args.out.display());

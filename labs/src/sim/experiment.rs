@@ -53,6 +53,10 @@ pub struct Experiment {
     pub reconverge_ns: u64,
     /// A message not received this long after its last packet left is sent again, ns.
     pub rto_ns: u64,
+    /// Threads to split the run across (1: one partition). Not part of the
+    /// results: a split run writes the same files.
+    #[serde(skip)]
+    pub threads: usize,
     /// The traffic class (0..=7) background traffic travels on: DSCP
     /// class * 8, the NIC obeying PFC on that priority (`None`: the
     /// collectives' class, 3).
@@ -81,6 +85,7 @@ impl Default for Experiment {
             link_failure: None,
             rto_ns: 4_000_000,
             reconverge_ns: 200_000,
+            threads: 1,
             background_class: None,
             strict_collective: false,
         }

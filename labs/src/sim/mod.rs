@@ -22,6 +22,7 @@ pub mod ib;
 pub mod ib_sm;
 pub mod link;
 pub mod output;
+pub mod parallel;
 pub mod plot;
 pub mod queue;
 pub mod routes;
@@ -50,6 +51,11 @@ pub struct Speed {
     /// Payload bytes delivered in order, as a fraction of the collectives'
     /// (the background's received whole left out).
     pub bytes_done_fraction: f64,
+    /// Frames on cables or being read at once, at the peak (on a split
+    /// run, the sum of the partitions' peaks).
+    pub frames_in_flight_peak: usize,
+    /// Threads the run was split across (its partitions).
+    pub threads: usize,
 }
 
 impl Speed {
@@ -99,48 +105,45 @@ pub fn run(
     let workload = workload::build_named(&spec, &names, experiment.seed)?;
     match experiment.queue {
         QueueKind::Heap => {
-            let queue = HeapQueue::with_capacity(1 << 16);
-            run_with(name, Simulation::new(fabric, experiment, workload, queue)?, spec, watch, progress)
+            let make = || HeapQueue::with_capacity(1 << 16);
+            run_with(name, Simulation::new(fabric, experiment, workload, make())?, spec, watch, progress, &make)
         }
         QueueKind::Wheel => {
-            let queue = WheelQueue::new(6);
-            run_with(name, Simulation::new(fabric, experiment, workload, queue)?, spec, watch, progress)
+            let make = || WheelQueue::new(6);
+            run_with(name, Simulation::new(fabric, experiment, workload, make())?, spec, watch, progress, &make)
         }
     }
 }
 
-fn run_with<Q: EventQueue + 'static>(
+fn run_with<Q: EventQueue + Send + 'static>(
     name: &str,
     mut sim: Simulation<Q>,
     spec: WorkloadSpec,
     watch: Option<Vec<(u32, u16)>>,
     mut progress: Option<&mut dyn FnMut(&Speed)>,
+    make: &dyn Fn() -> Q,
 ) -> Result<Run, String> {
     let watched = watch.unwrap_or_else(|| default_watch(&sim));
     sim.watch(watched);
+    let plan = parallel::plan(&sim, sim.experiment.threads)?;
     let start = Instant::now();
-    // The collectives' bytes: the run ends with them, whatever background is left.
-    let total_bytes: u64 = (0..sim.workload.messages.len() as u32)
-        .filter(|&m| !sim.workload.is_background(m))
-        .map(|m| sim.workload.messages[m as usize].bytes.max(1))
-        .sum();
-    let bytes_done = move |sim: &Simulation<Q>| {
-        let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
-        // Less the background's received whole (what of it is still on
-        // its way counts, a little).
-        let background: u64 = match sim.workload.background_collective {
-            Some(c) => sim
-                .workload
-                .messages
-                .iter()
-                .zip(&sim.records)
-                .filter(|(m, r)| m.collective == c && r.completed_ns != u64::MAX)
-                .map(|(_, r)| r.bytes.max(1))
-                .sum(),
-            None => 0,
+    if let Some(plan) = plan {
+        let threads = plan.parts;
+        let (sim, frames_in_flight_peak) = parallel::run(sim, plan, make, progress);
+        let wall_s = start.elapsed().as_secs_f64();
+        let speed = Speed {
+            events: sim.events,
+            wall_s,
+            events_per_s: sim.events as f64 / wall_s.max(1e-9),
+            simulated_ns: sim.now,
+            done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
+            bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done_share(&sim) },
+            frames_in_flight_peak,
+            threads,
         };
-        (delivered.saturating_sub(background) as f64 / total_bytes.max(1) as f64).min(1.0)
-    };
+        return Ok(finish(name, sim, spec, speed));
+    }
+    let bytes_done = bytes_done_share::<Q>;
     sim.run_with(|sim| {
         if let Some(progress) = progress.as_mut() {
             let wall_s = start.elapsed().as_secs_f64();
@@ -151,6 +154,8 @@ fn run_with<Q: EventQueue + 'static>(
                 simulated_ns: sim.now,
                 done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
                 bytes_done_fraction: bytes_done(sim),
+                frames_in_flight_peak: 0,
+                threads: 1,
             });
         }
     });
@@ -162,12 +167,27 @@ fn run_with<Q: EventQueue + 'static>(
         simulated_ns: sim.now,
         done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
         bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done(&sim) },
+        frames_in_flight_peak: sim.frames_allocated(),
+        threads: 1,
     };
+    Ok(finish(name, sim, spec, speed))
+}
+
+/// The payload bytes delivered in order, as a share of the collectives'
+/// (the run ends with them, whatever background is left): the background's
+/// received whole left out (what of it is still on its way counts, a little).
+fn bytes_done_share<Q: EventQueue>(sim: &Simulation<Q>) -> f64 {
+    let delivered: u64 = sim.hosts.iter().map(|h| h.receiver.counters().delivered_bytes).sum();
+    let total = sim.workload.foreground_bytes();
+    (delivered.saturating_sub(sim.background_done_bytes) as f64 / total.max(1) as f64).min(1.0)
+}
+
+fn finish<Q: EventQueue + 'static>(name: &str, sim: Simulation<Q>, spec: WorkloadSpec, speed: Speed) -> Run {
     let report = Report::new(&sim, name, spec);
     let plot_data = plot_data(&sim, name, &report);
     let for_writer = report.clone();
     let writer = Box::new(move |dir: &std::path::Path| output::write(&sim, &for_writer, dir));
-    Ok(Run { report, speed, plot_data, writer })
+    Run { report, speed, plot_data, writer }
 }
 
 fn plot_data<Q: EventQueue>(sim: &Simulation<Q>, name: &str, report: &Report) -> plot::PlotData {

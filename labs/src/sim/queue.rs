@@ -1,6 +1,8 @@
-//! The event queue: events ordered by (virtual time, sequence number), so
-//! that events at the same nanosecond run in the order they were scheduled
-//! and a run is deterministic.
+//! The event queue: events ordered by (virtual time, key). The key is the
+//! scheduling node's number and its own count of events scheduled (the
+//! engine makes it): events at the same nanosecond run in an order that does
+//! not depend on how the fabric is split across threads, so a run is
+//! deterministic with one partition or several.
 //!
 //! Two implementations behind one interface, measured against each other
 //! (`labs sim bench-queue`, docs/benchmarks.md): a binary heap, and a
@@ -30,6 +32,9 @@ pub enum Event {
     Sample,
     /// A message's retransmission timer (its last packet left a while ago).
     Timeout { message: u32 },
+    /// The receiver of `connection` got its oldest message in flight whole
+    /// (a lookahead earlier): the sender forgets it (no repeat, no timeout).
+    Delivered { connection: u32 },
     /// The underlay has converged around the failed links.
     Reconverge,
     /// A link fails (both directions).
@@ -53,14 +58,15 @@ impl Entry {
 
 /// The queue's interface.
 pub trait EventQueue {
-    fn push(&mut self, at: u64, event: Event);
-    /// An event no earlier than every event pushed this way before (a
-    /// timer of a fixed delay from the current time): kept in a FIFO
+    /// An event at `at` with the tie-breaking `key` (unique per event).
+    fn push(&mut self, at: u64, key: u64, event: Event);
+    /// An event usually no earlier than every event pushed this way before
+    /// (a timer of a fixed delay from the current time): kept in a FIFO
     /// beside the ordered structure, so the many pending retransmission
-    /// timers cost no heap depth.
-    fn push_monotone(&mut self, at: u64, event: Event);
-    /// The earliest event, and its time.
-    fn pop(&mut self) -> Option<(u64, Event)>;
+    /// timers cost no heap depth (one out of order goes to the structure).
+    fn push_monotone(&mut self, at: u64, key: u64, event: Event);
+    /// The earliest event: its time, key and itself.
+    fn pop(&mut self) -> Option<(u64, u64, Event)>;
     fn len(&self) -> usize;
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -80,12 +86,11 @@ pub trait Order {
 }
 
 /// An [`Order`] for events in any order, and a FIFO for those pushed in
-/// time order; one sequence counter over both keeps ties in scheduling order.
+/// (time, key) order; popped in (time, key) order over both.
 #[derive(Default)]
 pub struct Lanes<O> {
     ordered: O,
     fifo: VecDeque<Entry>,
-    seq: u64,
 }
 
 /// The binary heap with the FIFO lane.
@@ -95,42 +100,41 @@ pub type WheelQueue = Lanes<WheelOrder>;
 
 impl HeapQueue {
     pub fn with_capacity(capacity: usize) -> HeapQueue {
-        Lanes { ordered: HeapOrder { heap: BinaryHeap::with_capacity(capacity) }, fifo: VecDeque::new(), seq: 0 }
+        Lanes { ordered: HeapOrder { heap: BinaryHeap::with_capacity(capacity) }, fifo: VecDeque::new() }
     }
 }
 
 impl WheelQueue {
     /// Slots of `2^shift` ns (a slot about one frame time at the fabric's speed is best).
     pub fn new(shift: u32) -> WheelQueue {
-        Lanes { ordered: WheelOrder::new(shift), fifo: VecDeque::new(), seq: 0 }
+        Lanes { ordered: WheelOrder::new(shift), fifo: VecDeque::new() }
     }
 }
 
 impl<O: Order> EventQueue for Lanes<O> {
     #[inline]
-    fn push(&mut self, at: u64, event: Event) {
-        self.seq += 1;
-        self.ordered.insert(Entry { at, seq: self.seq, event });
+    fn push(&mut self, at: u64, key: u64, event: Event) {
+        self.ordered.insert(Entry { at, seq: key, event });
     }
 
     #[inline]
-    fn push_monotone(&mut self, at: u64, event: Event) {
-        self.seq += 1;
+    fn push_monotone(&mut self, at: u64, key: u64, event: Event) {
+        let entry = Entry { at, seq: key, event };
         match self.fifo.back() {
-            Some(last) if last.at > at => self.ordered.insert(Entry { at, seq: self.seq, event }),
-            _ => self.fifo.push_back(Entry { at, seq: self.seq, event }),
+            Some(last) if last.key() > entry.key() => self.ordered.insert(entry),
+            _ => self.fifo.push_back(entry),
         }
     }
 
     #[inline]
-    fn pop(&mut self) -> Option<(u64, Event)> {
+    fn pop(&mut self) -> Option<(u64, u64, Event)> {
         let from_fifo = match (self.fifo.front(), self.ordered.peek_key()) {
             (Some(head), Some(key)) => head.key() < key,
             (Some(_), None) => true,
             (None, _) => false,
         };
         let entry = if from_fifo { self.fifo.pop_front() } else { self.ordered.take() }?;
-        Some((entry.at, entry.event))
+        Some((entry.at, entry.seq, entry.event))
     }
 
     fn len(&self) -> usize {
@@ -305,30 +309,31 @@ mod tests {
                 };
                 seq += 1;
                 let event = Event::Release { message: seq };
+                let key = u64::from(seq);
                 if monotone {
-                    heap.push_monotone(now + delta, event);
-                    wheel.push_monotone(now + delta, event);
+                    heap.push_monotone(now + delta, key, event);
+                    wheel.push_monotone(now + delta, key, event);
                 } else {
-                    heap.push(now + delta, event);
-                    wheel.push(now + delta, event);
+                    heap.push(now + delta, key, event);
+                    wheel.push(now + delta, key, event);
                 }
                 reference.push((now + delta, seq));
             }
             if round % 2 == 0 {
-                if let Some((at, e)) = heap.pop() {
+                if let Some((at, _, e)) = heap.pop() {
                     now = at;
                     from_heap.push((at, e));
                 }
-                if let Some(popped) = wheel.pop() {
-                    from_wheel.push(popped);
+                if let Some((at, _, e)) = wheel.pop() {
+                    from_wheel.push((at, e));
                 }
             }
         }
-        while let Some(p) = heap.pop() {
-            from_heap.push(p);
+        while let Some((at, _, e)) = heap.pop() {
+            from_heap.push((at, e));
         }
-        while let Some(p) = wheel.pop() {
-            from_wheel.push(p);
+        while let Some((at, _, e)) = wheel.pop() {
+            from_wheel.push((at, e));
         }
         assert_eq!(from_heap.len(), reference.len());
         assert_eq!(from_heap, from_wheel);

@@ -47,6 +47,15 @@ impl DepthHistogram {
         self.max = self.max.max(bytes);
     }
 
+    /// Adds another histogram's samples (a partition's, at the end of a split run).
+    pub fn merge(&mut self, other: &DepthHistogram) {
+        for (mine, theirs) in self.buckets.iter_mut().zip(&other.buckets) {
+            *mine += theirs;
+        }
+        self.samples += other.samples;
+        self.max = self.max.max(other.max);
+    }
+
     pub fn samples(&self) -> u64 {
         self.samples
     }

@@ -170,6 +170,14 @@ impl Workload {
 
     /// Whether message `id` is background traffic.
     #[inline]
+    /// The collectives' payload bytes (each message at least one).
+    pub fn foreground_bytes(&self) -> u64 {
+        (0..self.messages.len() as u32)
+            .filter(|&m| !self.is_background(m))
+            .map(|m| self.messages[m as usize].bytes.max(1))
+            .sum()
+    }
+
     pub fn is_background(&self, id: u32) -> bool {
         self.background_collective.is_some_and(|c| self.messages[id as usize].collective == c)
     }

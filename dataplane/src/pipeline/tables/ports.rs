@@ -54,16 +54,24 @@ impl VlanSet {
     }
 }
 
+/// A port's state in the order a frame touches it: what every frame reads
+/// (configuration, link state, router interface) and the RX/TX counters it
+/// bumps in the first two cache lines (`repr(C)`, 64-byte aligned), the
+/// VLAN bitmaps (1 KiB, read only by bridged frames, at one word) boxed
+/// apart. Inline, the bitmaps put the state and the counters 1.3 KiB apart:
+/// three or four cache misses per frame and port on a simulated fabric of
+/// hundreds of switches, where each event finds the switch cold.
+#[repr(C, align(64))]
 pub(crate) struct Port {
     pub(crate) config: PortConfig,
     pub(crate) oper_up: bool,
-    /// VLANs this port is a member of.
-    pub(crate) member: VlanSet,
-    /// Of those, the ones it sends tagged.
-    pub(crate) tagged: VlanSet,
     /// The routed-port router interface on this port, if any: the port then
     /// does no bridging.
     pub(crate) rif: Option<RifId>,
+    /// VLANs this port is a member of.
+    pub(crate) member: Box<VlanSet>,
+    /// Of those, the ones it sends tagged.
+    pub(crate) tagged: Box<VlanSet>,
     pub(crate) counters: PortCounters,
 }
 
@@ -87,8 +95,8 @@ impl Tables {
                 *slot = Some(Port {
                     config,
                     oper_up: true,
-                    member: VlanSet::EMPTY,
-                    tagged: VlanSet::EMPTY,
+                    member: Box::new(VlanSet::EMPTY),
+                    tagged: Box::new(VlanSet::EMPTY),
                     rif: None,
                     counters: PortCounters::default(),
                 })
@@ -182,5 +190,32 @@ impl Tables {
         if let Some(Some(port)) = self.ports.get_mut(usize::from(port)) {
             port.counters.tx_drops += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod layout_tests {
+    use super::*;
+    use std::mem::{align_of, offset_of, size_of};
+
+    #[test]
+    fn a_frames_port_state_and_counters_share_two_cache_lines() {
+        assert_eq!(align_of::<Port>(), 64);
+        // The state every frame reads, then the RX and TX counters it
+        // bumps: all within the first 128 bytes.
+        for offset in [
+            offset_of!(Port, config),
+            offset_of!(Port, oper_up),
+            offset_of!(Port, rif),
+            offset_of!(Port, counters) + offset_of!(PortCounters, rx_packets),
+            offset_of!(Port, counters) + offset_of!(PortCounters, rx_broadcast),
+            offset_of!(Port, counters) + offset_of!(PortCounters, tx_packets),
+            offset_of!(Port, counters) + offset_of!(PortCounters, tx_drops),
+        ] {
+            assert!(offset + 8 <= 128, "hot field at {offset}");
+        }
+        // The VLAN bitmaps are not inline, and an empty slot costs no tag.
+        assert!(size_of::<Port>() < 512, "{}", size_of::<Port>());
+        assert_eq!(size_of::<Option<Port>>(), size_of::<Port>());
     }
 }
