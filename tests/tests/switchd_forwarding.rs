@@ -16,6 +16,15 @@ fn vid(id: u16) -> VlanId {
     id
 }
 
+/// A namespace holding one veth pair, `va` and `vb`, both up.
+fn veth_pair_va_vb(name: &str) -> Netns {
+    let ns = Netns::new(name);
+    ns.ip(&["link", "add", "va", "type", "veth", "peer", "name", "vb"]);
+    ns.ip(&["link", "set", "va", "up"]);
+    ns.ip(&["link", "set", "vb", "up"]);
+    ns
+}
+
 fn wait_for(mut condition: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + Duration::from_secs(3);
     while std::time::Instant::now() < deadline {
@@ -159,10 +168,7 @@ fn af_packet_sees_vlan_tags_and_not_its_own_frames() {
     if !require_root_and_tools("af_packet_sees_vlan_tags_and_not_its_own_frames", &["ip"]) {
         return;
     }
-    let ns = Netns::new("fvl");
-    ns.ip(&["link", "add", "va", "type", "veth", "peer", "name", "vb"]);
-    ns.ip(&["link", "set", "va", "up"]);
-    ns.ip(&["link", "set", "vb", "up"]);
+    let ns = veth_pair_va_vb("fvl");
     ns.enter(|| {
         let mut a = AfPacket::open("va").unwrap();
         let mut b = AfPacket::open("vb").unwrap();
@@ -205,10 +211,7 @@ fn af_packet_measures_how_long_frames_waited_in_the_rx_ring() {
     if !require_root_and_tools("af_packet_measures_how_long_frames_waited_in_the_rx_ring", &["ip"]) {
         return;
     }
-    let ns = Netns::new("fwt");
-    ns.ip(&["link", "add", "va", "type", "veth", "peer", "name", "vb"]);
-    ns.ip(&["link", "set", "va", "up"]);
-    ns.ip(&["link", "set", "vb", "up"]);
+    let ns = veth_pair_va_vb("fwt");
     ns.enter(|| {
         let mut a = AfPacket::open("va").unwrap();
         let mut b = AfPacket::open("vb").unwrap();
