@@ -12,7 +12,7 @@ use ipnetwork::IpNetwork;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinHandle;
+use tokio::task::{JoinHandle, JoinSet};
 
 use crate::bfd::{Bfd, BfdDiscards, BfdEvent, BfdPeerView, BfdTask};
 use crate::config::{BgpConfig, NeighborConfig};
@@ -31,6 +31,8 @@ use crate::unnumbered::{self, Discovered};
 
 /// How long an outgoing TCP connect may take before it counts as failed.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a shutdown waits for the connections' writers to drain.
+const WRITERS_CLOSE_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// Frames and connection events queued for the speaker task, across all
 /// connections. When the speaker falls behind, readers wait for room and
@@ -295,6 +297,9 @@ struct Driver {
     speaker: Speaker,
     sink: Box<dyn RouteSink>,
     conns: HashMap<(PeerId, ConnId), mpsc::UnboundedSender<WriterMsg>>,
+    /// Every connection's writer, so a shutdown can wait for its Ceases to
+    /// leave before the daemon takes the addresses away.
+    writers: JoinSet<()>,
     io_tx: mpsc::Sender<IoEvent>,
     start: Instant,
 }
@@ -344,13 +349,30 @@ impl Driver {
         }
     }
 
+    /// Closes every connection and waits (a bounded time: a peer that
+    /// stopped reading must not hold a shutdown) until the writers have put
+    /// what was queued, the Ceases included, on the wire and sent their FIN.
+    /// Answering the shutdown before that let the daemon remove the session
+    /// addresses first, and a peer never heard the Cease: it kept the routes
+    /// through us for its hold time.
+    async fn close_writers(&mut self) {
+        for (_, tx) in self.conns.drain() {
+            let _ = tx.send(WriterMsg::Close);
+        }
+        let all_done = async { while self.writers.join_next().await.is_some() {} };
+        if tokio::time::timeout(WRITERS_CLOSE_TIMEOUT, all_done).await.is_err() {
+            tracing::warn!("shutdown: a connection's writer still busy after {WRITERS_CLOSE_TIMEOUT:?}");
+        }
+    }
+
     /// Starts the reader and writer of a new connection.
     fn attach(&mut self, peer: PeerId, conn: ConnId, stream: TcpStream) {
         let _ = stream.set_nodelay(true);
         let (mut rd, mut wr) = stream.into_split();
         let (tx, mut rx) = mpsc::unbounded_channel::<WriterMsg>();
         self.conns.insert((peer, conn), tx);
-        tokio::spawn(async move {
+        while self.writers.try_join_next().is_some() {}
+        self.writers.spawn(async move {
             while let Some(msg) = rx.recv().await {
                 match msg {
                     WriterMsg::Bytes(b) => {
@@ -492,7 +514,7 @@ async fn run(
     bfd: Option<Bfd>,
 ) {
     let (io_tx, mut io_rx) = mpsc::channel(IO_QUEUE_LEN);
-    let mut d = Driver { speaker, sink, conns: HashMap::new(), io_tx, start: Instant::now() };
+    let mut d = Driver { speaker, sink, conns: HashMap::new(), writers: JoinSet::new(), io_tx, start: Instant::now() };
     let now = d.now();
     d.speaker.start(now);
     d.flush();
@@ -585,9 +607,8 @@ async fn run(
                     Command::Shutdown(tx) => {
                         d.speaker.shutdown(now);
                         d.flush();
+                        d.close_writers().await;
                         let _ = tx.send(());
-                        // Give the writers a moment to put the NOTIFICATIONs on the wire.
-                        tokio::time::sleep(Duration::from_millis(50)).await;
                         break;
                     }
                 }

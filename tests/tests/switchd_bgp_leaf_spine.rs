@@ -141,13 +141,18 @@ fn bgp_hops(route: &Value) -> Vec<String> {
 /// Waits until `prefix` is a BGP route through exactly `want`.
 #[track_caller]
 fn wait_hops(sw: &Switchd, prefix: &str, want: &[String]) {
-    let deadline = Instant::now() + CONVERGE;
+    wait_hops_within(sw, prefix, want, CONVERGE);
+}
+
+#[track_caller]
+fn wait_hops_within(sw: &Switchd, prefix: &str, want: &[String], timeout: Duration) {
+    let deadline = Instant::now() + timeout;
     loop {
         let route = ip_route(sw, prefix);
         if route.as_ref().map(bgp_hops).as_deref() == Some(want) {
             return;
         }
-        assert!(Instant::now() < deadline, "{prefix} not through {want:?} after {CONVERGE:?}; last seen {route:?}");
+        assert!(Instant::now() < deadline, "{prefix} not through {want:?} after {timeout:?}; last seen {route:?}");
         std::thread::sleep(Duration::from_millis(250));
     }
 }
@@ -329,9 +334,16 @@ fn leaf_spine(tag: &str, asns: Asns, spine_loss: bool, backend: &str) {
     // the traffic takes it.
     let mut spines = spines;
     spines[0].stop();
-    for prefix in ["10.255.0.2/32", "192.168.2.0/24"] {
-        wait_hops(l1, prefix, &["10.1.2.1@eth2".to_owned()]);
+    // Both leaves, the replies' way included, within 5 s: s1's Cease reached
+    // each of them before its addresses went. A missed Cease shows as the
+    // hold timer (9 s) doing the work instead.
+    for (i, leaf) in leaves.iter().enumerate() {
+        let (me, other) = (i + 1, 2 - i);
+        for prefix in [format!("10.255.0.{other}/32"), format!("192.168.{other}.0/24")] {
+            wait_hops_within(leaf, &prefix, &[format!("10.{me}.2.1@eth2")], Duration::from_secs(5));
+        }
     }
+    let l1 = &leaves[0];
     let before = [tx(l1, "eth1"), tx(l1, "eth2")];
     let total = send_flows(&h1);
     let after = [tx(l1, "eth1"), tx(l1, "eth2")];
