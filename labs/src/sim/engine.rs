@@ -8,6 +8,7 @@
 //! threads ([`super::parallel`]); a run is a pure function of the topology,
 //! the experiment and the seed, on one thread or several.
 
+use std::collections::VecDeque;
 use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
 
@@ -120,10 +121,10 @@ pub struct Simulation<Q: EventQueue> {
     /// Per message: the messages it still waits for.
     pub(crate) waiting: Vec<u32>,
     /// Per connection: its messages in the order its sender was given them
-    /// (written by the sender, read by the receiver, a cable later at least).
-    pub(crate) order: Arc<Vec<Mutex<Vec<u32>>>>,
-    /// Per connection: the messages its receiver has got whole.
-    pub(crate) received: Vec<u32>,
+    /// and its receiver has not yet got whole (pushed by the sender, taken
+    /// by the receiver, a cable later at least): a short queue each, that
+    /// stays in cache, rather than a list of every message ever sent.
+    pub(crate) order: Arc<Vec<Mutex<VecDeque<u32>>>>,
     pub records: Vec<MessageRecord>,
     pub completed: usize,
     /// When the last message was received whole.
@@ -286,8 +287,7 @@ impl<Q: EventQueue> Simulation<Q> {
             switches,
             hosts,
             waiting: workload.messages.iter().map(|m| m.waiting_for).collect(),
-            order: Arc::new((0..connections.len()).map(|_| Mutex::new(Vec::new())).collect()),
-            received: vec![0; connections.len()],
+            order: Arc::new((0..connections.len()).map(|_| Mutex::new(VecDeque::new())).collect()),
             connections,
             workload: Arc::new(workload),
             records,
@@ -508,10 +508,8 @@ impl<Q: EventQueue> Simulation<Q> {
                 self.flight.landed();
                 if let Some((qp, count)) = received.completed {
                     for _ in 0..count {
-                        let k = self.received[qp as usize] as usize;
-                        let message = self.order[qp as usize].lock().expect("order").get(k).copied();
+                        let message = self.order[qp as usize].lock().expect("order").pop_front();
                         if let Some(message) = message {
-                            self.received[qp as usize] += 1;
                             self.complete(message);
                             // The sender forgets the message a lookahead later.
                             let (src, _) = self.workload.connections[qp as usize];
@@ -543,7 +541,7 @@ impl<Q: EventQueue> Simulation<Q> {
                 let m = self.workload.messages[message as usize];
                 let (src, _) = self.workload.connections[m.connection as usize];
                 self.records[message as usize].released_ns = now;
-                self.order[m.connection as usize].lock().expect("order").push(message);
+                self.order[m.connection as usize].lock().expect("order").push_back(message);
                 let local = self.host_local[src as usize] as usize;
                 self.hosts[local].release(&mut self.connections, m.connection, message, m.bytes);
                 self.wake_host(src, now);

@@ -230,7 +230,6 @@ impl<Q: EventQueue> Simulation<Q> {
                 workload: Arc::clone(&self.workload),
                 waiting: self.waiting.clone(),
                 order: Arc::clone(&self.order),
-                received: self.received.clone(),
                 records: self.records.clone(),
                 completed: 0,
                 completed_foreground: 0,

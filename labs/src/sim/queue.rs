@@ -100,7 +100,7 @@ pub type WheelQueue = Lanes<WheelOrder>;
 
 impl HeapQueue {
     pub fn with_capacity(capacity: usize) -> HeapQueue {
-        Lanes { ordered: HeapOrder { heap: BinaryHeap::with_capacity(capacity) }, fifo: VecDeque::new() }
+        Lanes { ordered: HeapOrder { heap: BinaryHeap::with_capacity(capacity), taken: false }, fifo: VecDeque::new() }
     }
 }
 
@@ -143,29 +143,59 @@ impl<O: Order> EventQueue for Lanes<O> {
 }
 
 /// A binary min-heap on (time, sequence).
+///
+/// The entry taken last stays at the top until the next insert, which
+/// overwrites it and sifts down once: the event loop takes one event and
+/// its handler usually schedules one or more, and a pop followed by a push
+/// costs two passes over the heap's depth where this costs one.
 #[derive(Default)]
 pub struct HeapOrder {
     heap: BinaryHeap<Reverse<Entry>>,
+    /// The top entry was taken and is still in the heap (a stale top).
+    taken: bool,
+}
+
+impl HeapOrder {
+    /// Removes the stale top, if any.
+    #[inline]
+    fn settle(&mut self) {
+        if self.taken {
+            self.taken = false;
+            self.heap.pop();
+        }
+    }
 }
 
 impl Order for HeapOrder {
     #[inline]
     fn insert(&mut self, entry: Entry) {
+        if self.taken {
+            self.taken = false;
+            if let Some(mut top) = self.heap.peek_mut() {
+                // Sifted down into its place when `top` is dropped.
+                *top = Reverse(entry);
+                return;
+            }
+        }
         self.heap.push(Reverse(entry));
     }
 
     #[inline]
     fn peek_key(&mut self) -> Option<(u64, u64)> {
+        self.settle();
         self.heap.peek().map(|Reverse(e)| e.key())
     }
 
     #[inline]
     fn take(&mut self) -> Option<Entry> {
-        self.heap.pop().map(|Reverse(e)| e)
+        self.settle();
+        let Reverse(entry) = *self.heap.peek()?;
+        self.taken = true;
+        Some(entry)
     }
 
     fn len(&self) -> usize {
-        self.heap.len()
+        self.heap.len() - usize::from(self.taken)
     }
 }
 
@@ -279,6 +309,38 @@ impl Order for WheelOrder {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The heap keeps the entry it handed out on top until the next insert
+    /// takes its place: inserts after a pop (earlier, later, several) and
+    /// pops with no insert between them all come out in (time, key) order,
+    /// and the length never counts the handed-out entry.
+    #[test]
+    fn heap_reuses_its_top_slot_without_losing_order() {
+        let mut heap = HeapQueue::with_capacity(4);
+        let event = |m| Event::Release { message: m };
+        for (at, key) in [(50, 1), (10, 2), (30, 3)] {
+            heap.push(at, key, event(key as u32));
+        }
+        assert_eq!(heap.pop().map(|(at, key, _)| (at, key)), Some((10, 2)));
+        assert_eq!(heap.len(), 2);
+        // Earlier than everything left: it comes out next.
+        heap.push(20, 4, event(4));
+        assert_eq!(heap.len(), 3);
+        assert_eq!(heap.pop().map(|(at, key, _)| (at, key)), Some((20, 4)));
+        // Later than everything, then two more after the first took the slot.
+        heap.push(60, 5, event(5));
+        heap.push(30, 6, event(6));
+        heap.push(40, 7, event(7));
+        assert_eq!(heap.len(), 5);
+        // Pops with no insert between them.
+        let rest: Vec<(u64, u64)> = std::iter::from_fn(|| heap.pop().map(|(at, key, _)| (at, key))).collect();
+        assert_eq!(rest, [(30, 3), (30, 6), (40, 7), (50, 1), (60, 5)]);
+        assert_eq!(heap.len(), 0);
+        assert!(heap.pop().is_none());
+        heap.push(70, 8, event(8));
+        assert_eq!(heap.len(), 1);
+        assert_eq!(heap.pop().map(|(at, key, _)| (at, key)), Some((70, 8)));
+    }
 
     /// Both queues, with their FIFO lanes, give the same order as sorting by
     /// (time, insertion).
