@@ -100,7 +100,7 @@ pub type WheelQueue = Lanes<WheelOrder>;
 
 impl HeapQueue {
     pub fn with_capacity(capacity: usize) -> HeapQueue {
-        Lanes { ordered: HeapOrder { heap: BinaryHeap::with_capacity(capacity), taken: false }, fifo: VecDeque::new() }
+        Lanes { ordered: HeapOrder::with_capacity(capacity), fifo: VecDeque::new() }
     }
 }
 
@@ -142,27 +142,79 @@ impl<O: Order> EventQueue for Lanes<O> {
     }
 }
 
-/// A binary min-heap on (time, sequence).
+/// A binary min-heap on (time, sequence), of its own rather than
+/// `std`'s: keys compared as one 128-bit number, and entries put back
+/// bottom-up (the hole at the top goes down to a leaf by the smaller
+/// child, one compare a level, and the entry rises from there: new events
+/// are mostly later than most of those queued, so they rise little).
 ///
 /// The entry taken last stays at the top until the next insert, which
-/// overwrites it and sifts down once: the event loop takes one event and
-/// its handler usually schedules one or more, and a pop followed by a push
-/// costs two passes over the heap's depth where this costs one.
+/// takes its place: the event loop takes one event and its handler
+/// usually schedules one or more, and a pop followed by a push then costs
+/// one pass over the heap's depth instead of two.
 #[derive(Default)]
 pub struct HeapOrder {
-    heap: BinaryHeap<Reverse<Entry>>,
+    heap: Vec<Entry>,
     /// The top entry was taken and is still in the heap (a stale top).
     taken: bool,
 }
 
+#[inline(always)]
+fn rank(entry: &Entry) -> u128 {
+    (u128::from(entry.at) << 64) | u128::from(entry.seq)
+}
+
 impl HeapOrder {
+    fn with_capacity(capacity: usize) -> HeapOrder {
+        HeapOrder { heap: Vec::with_capacity(capacity), taken: false }
+    }
+
     /// Removes the stale top, if any.
     #[inline]
     fn settle(&mut self) {
         if self.taken {
             self.taken = false;
-            self.heap.pop();
+            let last = self.heap.pop().expect("a stale top is in the heap");
+            if !self.heap.is_empty() {
+                self.replace_top(last);
+            }
         }
+    }
+
+    /// Puts `entry` in place of the top entry (the heap is not empty).
+    #[inline]
+    fn replace_top(&mut self, entry: Entry) {
+        let heap = &mut self.heap[..];
+        let len = heap.len();
+        let mut hole = 0;
+        let mut child = 1;
+        while child + 1 < len {
+            // The smaller child moves up into the hole.
+            child += usize::from(rank(&heap[child + 1]) < rank(&heap[child]));
+            heap[hole] = heap[child];
+            hole = child;
+            child = 2 * hole + 1;
+        }
+        if child + 1 == len {
+            heap[hole] = heap[child];
+            hole = child;
+        }
+        Self::rise(heap, hole, entry);
+    }
+
+    /// Places `entry` at `hole` or above it, moving larger parents down.
+    #[inline]
+    fn rise(heap: &mut [Entry], mut hole: usize, entry: Entry) {
+        let key = rank(&entry);
+        while hole > 0 {
+            let parent = (hole - 1) / 2;
+            if rank(&heap[parent]) <= key {
+                break;
+            }
+            heap[hole] = heap[parent];
+            hole = parent;
+        }
+        heap[hole] = entry;
     }
 }
 
@@ -171,25 +223,24 @@ impl Order for HeapOrder {
     fn insert(&mut self, entry: Entry) {
         if self.taken {
             self.taken = false;
-            if let Some(mut top) = self.heap.peek_mut() {
-                // Sifted down into its place when `top` is dropped.
-                *top = Reverse(entry);
-                return;
-            }
+            self.replace_top(entry);
+            return;
         }
-        self.heap.push(Reverse(entry));
+        let hole = self.heap.len();
+        self.heap.push(entry);
+        Self::rise(&mut self.heap, hole, entry);
     }
 
     #[inline]
     fn peek_key(&mut self) -> Option<(u64, u64)> {
         self.settle();
-        self.heap.peek().map(|Reverse(e)| e.key())
+        self.heap.first().map(Entry::key)
     }
 
     #[inline]
     fn take(&mut self) -> Option<Entry> {
         self.settle();
-        let Reverse(entry) = *self.heap.peek()?;
+        let entry = *self.heap.first()?;
         self.taken = true;
         Some(entry)
     }
