@@ -272,6 +272,7 @@ fn kernel_leaves_build_the_overlay_from_evpn_routes() {
     for (i, ns) in [l1, l2].into_iter().enumerate() {
         assert_kernel_fdb_matches_routes(&fabric.leaves[i], ns, &macs[1 - i], VTEPS[1 - i]);
     }
+    tcp_crosses_the_overlay(&fabric);
 
     // h2 goes: l2's bridge flushes its MAC with the port's link, l2
     // withdraws the route, l1 removes the entry from its kernel.
@@ -554,6 +555,29 @@ fn arp_is_answered_by_the_leaves(fabric: &Fabric) {
     assert!(!inner.iter().any(|t| t == "0x0806"), "an ARP frame crossed the underlay: {inner:?}");
 }
 
+/// Full-size TCP segments both ways across the overlay (20 kB echoed):
+/// the hosts' MTU leaves room for the encapsulation on every path.
+fn tcp_crosses_the_overlay(fabric: &Fabric) {
+    let server = fabric_tests::echo_server(&fabric.hosts[1], "192.168.100.12:7000", 1);
+    fabric_tests::tcp_round_trip(&fabric.hosts[0], "192.168.100.12:7000");
+    server.join().expect("echo server");
+}
+
+/// A mixed fabric: l1 on the kernel backend, l2 on the soft one, the
+/// spine soft. The overlay between them comes from the same routes; l1's
+/// kernel FDB holds h2's MAC behind l2's VTEP and floods to it.
+#[test]
+fn a_kernel_leaf_and_a_soft_leaf_build_the_overlay_from_evpn_routes() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge"]) {
+        return;
+    }
+    let leaves = [leaf_config(1, "kernel", ""), leaf_config(2, "soft", "")];
+    let fabric = Fabric::start("ex", &spine_config(), leaves);
+    let macs = the_overlay_is_built_from_evpn_routes(&fabric);
+    assert_kernel_fdb_matches_routes(&fabric.leaves[0], &fabric.switches[1], &macs[1], VTEPS[1]);
+    tcp_crosses_the_overlay(&fabric);
+}
+
 /// ARP suppression with the leaves on the kernel backend: the bindings
 /// learned from the other leaf's MAC+IP type 2 are neighbours on the VLAN's
 /// SVI with `neigh_suppress` on the vxlan port, so the kernel bridge
@@ -585,11 +609,41 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
     if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
         return;
     }
-    let s1 = Netns::new("ems");
-    let l1 = Netns::new("em1");
-    let l2 = Netns::new("em2");
-    let h0 = Netns::new("emh");
-    let h1 = Netns::new("emi");
+    a_host_moves_to_another_leaf("em", "soft", |_, _, _| {});
+}
+
+/// The same move between leaves on the kernel backend (the spine too):
+/// l2's bridge learns h1 over the `extern_learn` entry it had from l1's
+/// route, and afterwards each kernel holds h1 where the routes say: l1's on
+/// its vxlan device behind l2's VTEP, l2's on its port eth3 and no longer
+/// on the vxlan device.
+#[test]
+fn a_host_that_moves_between_kernel_leaves_is_followed() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge"]) {
+        return;
+    }
+    a_host_moves_to_another_leaf("en", "kernel", |mac, l1, l2| {
+        assert_eq!(kernel_vteps_of(&kernel_fdb(l1), mac), [VTEPS[1]], "l1's kernel follows h1 to l2");
+        let fdb = kernel_fdb(l2);
+        let on_l2: Vec<&Value> =
+            fdb.iter().filter(|e| e["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(mac))).collect();
+        assert!(
+            !on_l2.is_empty() && on_l2.iter().all(|e| e["ifname"] == "eth3"),
+            "l2's kernel has h1 on eth3 only: {on_l2:#?}"
+        );
+    });
+}
+
+/// The MAC mobility test on `backend`; at its end `then` is given h1's MAC
+/// and the leaves' namespaces, with the daemons running.
+fn a_host_moves_to_another_leaf(tag: &str, backend: &str, then: impl FnOnce(&str, &Netns, &Netns)) {
+    let leaf = |i| leaf_config(i, backend, "");
+    let spine = if backend == "kernel" { kernel_spine() } else { spine_config() };
+    let s1 = Netns::new(&format!("{tag}s"));
+    let l1 = Netns::new(&format!("{tag}1"));
+    let l2 = Netns::new(&format!("{tag}2"));
+    let h0 = Netns::new(&format!("{tag}h"));
+    let h1 = Netns::new(&format!("{tag}i"));
     veth(&s1, "eth1", &l1, "eth1");
     veth(&s1, "eth2", &l2, "eth1");
     veth(&h0, "eth0", &l1, "eth3");
@@ -608,7 +662,7 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
         "  - { name: eth3, mode: access, vlan: 10 }\n",
         "  - { name: eth3, mode: access, vlan: 10 }\n  - { name: eth4, mode: access, vlan: 10 }\n",
     );
-    let _spine = Switchd::start(&s1, &spine_config());
+    let _spine = Switchd::start(&s1, &spine);
     let leaf1 = Switchd::start(&l1, &l1_config);
     let leaf2 = Switchd::start(&l2, &leaf(2));
     wait_for("l2 flooding to l1", || {
@@ -649,6 +703,7 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
     let entry = fdb.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(&mac)));
     assert!(entry.and_then(|e| e["destination"].as_str()).is_some_and(|d| d.contains("10.255.0.2")), "{entry:?}");
     assert!(h0.ping("192.168.100.11", 3), "h0 -> h1 on its new leaf");
+    then(&mac, &l1, &l2);
 }
 
 /// Duplicate detection (RFC 7432 section 15.1): one MAC sends from behind

@@ -38,6 +38,29 @@ pub(super) fn fdb_message(
     message
 }
 
+/// The requests that delete what `message` installed: an entry of both the
+/// vxlan device and the bridge (`self master`, a remote MAC) as two, the
+/// device's first. In one request the kernel deletes the bridge's part
+/// first and stops there when it is gone: when a host that was behind a
+/// remote VTEP moves here, the bridge takes its entry over to the local
+/// port (`br_fdb_update`), and the route's withdrawal then left the
+/// device's entry toward the old VTEP, where the vxlan device sent the
+/// host's unicast (instead of every VTEP) once the bridge forgot it.
+pub(super) fn deletions(message: &NeighbourMessage) -> Vec<NeighbourMessage> {
+    let both = NeighbourFlags::Own | NeighbourFlags::Controller;
+    if !message.header.flags.contains(both) {
+        return vec![message.clone()];
+    }
+    [NeighbourFlags::Own, NeighbourFlags::Controller]
+        .into_iter()
+        .map(|part| {
+            let mut message = message.clone();
+            message.header.flags = part;
+            message
+        })
+        .collect()
+}
+
 /// What an FDB message says, read from the kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct FdbRecord {
@@ -401,18 +424,18 @@ impl KernelBackend {
         replacing: bool,
     ) -> SaiResult<()> {
         for message in self.fdb_requests(store, key, entry)? {
-            match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(message.clone()), 0)) {
-                Ok(()) => {
-                    if !replacing {
-                        log.push(Request::route(
-                            RouteNetlinkMessage::NewNeighbour(message),
-                            NLM_F_CREATE | NLM_F_REPLACE,
-                        ));
-                    }
+            let mut removed = false;
+            for part in deletions(&message) {
+                match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(part), 0)) {
+                    Ok(()) => removed = true,
+                    // Gone already (its port left the bridge, its device
+                    // went, the bridge moved the MAC to a local port).
+                    Err(error) if [libc::ENOENT, libc::ENODEV].contains(&error.errno) => {}
+                    Err(error) => return Err(kernel_error(format!("removing fdb entry {}", key.mac), error)),
                 }
-                // Gone already (its port left the bridge, its device went).
-                Err(error) if [libc::ENOENT, libc::ENODEV].contains(&error.errno) => {}
-                Err(error) => return Err(kernel_error(format!("removing fdb entry {}", key.mac), error)),
+            }
+            if removed && !replacing {
+                log.push(Request::route(RouteNetlinkMessage::NewNeighbour(message), NLM_F_CREATE | NLM_F_REPLACE));
             }
         }
         Ok(())
