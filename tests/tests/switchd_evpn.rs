@@ -246,6 +246,14 @@ fn assert_kernel_fdb_matches_routes(leaf: &Switchd, ns: &Netns, remote_mac: &str
     let fdb = kernel_fdb(ns);
     assert_eq!(kernel_vteps_of(&fdb, remote_mac), [remote_vtep], "{remote_mac} behind {remote_vtep}: {fdb:#?}");
     assert_eq!(kernel_vteps_of(&fdb, "00:00:00:00:00:00"), [remote_vtep], "the flood list: {fdb:#?}");
+    // RFC 8365 5.1: the bridge learns nothing from the overlay's frames;
+    // what it has on the vxlan port came from routes (or is the device's own).
+    let learned: Vec<&Value> = fdb
+        .iter()
+        .filter(|e| e["ifname"] == VXLAN_DEVICE && e["master"].is_string() && e["state"] != "permanent")
+        .filter(|e| !e["flags"].as_array().is_some_and(|f| f.iter().any(|f| f == "extern_learn")))
+        .collect();
+    assert!(learned.is_empty(), "learned from the overlay's frames: {learned:#?}");
     let macs = json(leaf, &["show", "evpn", "mac", "vni", "10100"]);
     let entry = macs.as_array().unwrap().iter().find(|m| m["mac"] == remote_mac).cloned();
     let entry = entry.unwrap_or_else(|| panic!("{remote_mac} in show evpn mac vni 10100: {macs:#}"));
@@ -507,7 +515,7 @@ fn arp_is_answered_by_the_leaves(fabric: &Fabric) {
     let leaves = [leaf1, leaf2];
     // Each host resolves its own leaf's SVI: the leaf learns the binding.
     assert!(h1.ping_until("192.168.100.1", CONVERGE) && h2.ping_until("192.168.100.2", CONVERGE), "hosts -> SVIs");
-    let hosts = [("192.168.100.11", mac_of(&h1)), ("192.168.100.12", mac_of(&h2))];
+    let hosts = [("192.168.100.11", mac_of(h1)), ("192.168.100.12", mac_of(h2))];
     for (i, sw) in leaves.iter().enumerate() {
         let (ip, mac) = &hosts[1 - i];
         wait_for(&format!("{ip} ({mac}) remote in l{}'s ARP cache", i + 1), || {

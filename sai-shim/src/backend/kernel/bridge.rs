@@ -143,6 +143,11 @@ impl KernelBackend {
         }
     }
 
+    /// Whether `bridge_port` learns (a bridge port's default).
+    fn learns(&self, store: &ObjectStore, bridge_port: ObjectId) -> bool {
+        store.bridge_port(bridge_port).is_none_or(|b| b.learning)
+    }
+
     fn remote_of(&self, store: &ObjectStore, bridge_port: ObjectId) -> SaiResult<Ipv4Addr> {
         match store.bridge_port(bridge_port).map(|b| b.bridge_port_type) {
             Some(BridgePortType::Tunnel(endpoint)) => {
@@ -239,7 +244,20 @@ impl KernelBackend {
                     format!("flood entry {remote} on {}", vxlan.name),
                     Request::route(RouteNetlinkMessage::NewNeighbour(entry.clone()), NLM_F_CREATE | NLM_F_APPEND),
                     Some(Request::route(RouteNetlinkMessage::DelNeighbour(entry), 0)),
-                )
+                )?;
+                // RFC 8365 5.1: an EVPN VTEP's MACs come from the control
+                // plane. The vxlan device is one bridge port for all the
+                // VNI's VTEPs, so it stops learning with the first of them
+                // that must not learn (else the bridge learns remote MACs
+                // behind it that no route names, flooded to every VTEP).
+                if !self.learns(store, member.bridge_port) {
+                    let count = self.unlearning_vteps.get(&vid).copied().unwrap_or(0);
+                    if count == 0 {
+                        self.set_learning(log, &vxlan, false)?;
+                    }
+                    self.count_unlearning(vid, count + 1);
+                }
+                Ok(())
             }
         }
     }
@@ -316,8 +334,13 @@ impl KernelBackend {
             }
             None => {
                 let remote = self.remote_of(store, member.bridge_port)?;
+                let unlearning = !self.learns(store, member.bridge_port);
+                let count = self.unlearning_vteps.get(&vid).copied().unwrap_or(0);
                 let Some((_, vxlan)) = self.vxlans.get(&vid).cloned() else {
                     // The vxlan device went with its VNI map already.
+                    if unlearning {
+                        self.count_unlearning(vid, count.saturating_sub(1));
+                    }
                     return Ok(());
                 };
                 let entry = self.flood_entry(&vxlan, remote);
@@ -326,9 +349,24 @@ impl KernelBackend {
                     format!("flood entry {remote} off {}", vxlan.name),
                     Request::route(RouteNetlinkMessage::DelNeighbour(entry.clone()), 0),
                     Some(Request::route(RouteNetlinkMessage::NewNeighbour(entry), NLM_F_CREATE | NLM_F_APPEND)),
-                )
+                )?;
+                if unlearning {
+                    // The last such VTEP gone: the port learns again.
+                    if count == 1 {
+                        self.set_learning(log, &vxlan, true)?;
+                    }
+                    self.count_unlearning(vid, count.saturating_sub(1));
+                }
+                Ok(())
             }
         }
+    }
+
+    fn count_unlearning(&mut self, vid: VlanId, count: usize) {
+        match count {
+            0 => self.unlearning_vteps.remove(&vid),
+            count => self.unlearning_vteps.insert(vid, count),
+        };
     }
 
     // ------------------------------------------------------------ FDB
