@@ -221,20 +221,20 @@ fn routed_over_the_l3vni(fabric: &IrbFabric) {
         assert_eq!(hops, serde_json::json!([expected]), "{host}");
     }
     // `show ip route vrf tenant1`: the SVIs' subnets and the remote host by BGP over the L3VNI.
-    let table = json(&leaf1, &["show", "ip", "route", "vrf", "tenant1"]);
+    let table = json(leaf1, &["show", "ip", "route", "vrf", "tenant1"]);
     let route = |prefix: &str| table.as_array().unwrap().iter().find(|r| r["prefix"] == prefix).cloned();
     let remote = route("172.16.2.12/32").unwrap_or_else(|| panic!("no route to h2: {table:#}"));
     assert_eq!(remote["protocol"], "bgp", "{remote}");
     assert_eq!(remote["next_hops"][0]["ip"], "10.255.0.2", "{remote}");
     assert_eq!(remote["next_hops"][0]["interface"], "vni4001", "{remote}");
     assert_eq!(route("172.16.1.0/24").unwrap()["protocol"], "connected", "{table:#}");
-    let default = json(&leaf1, &["show", "ip", "route"]);
+    let default = json(leaf1, &["show", "ip", "route"]);
     assert!(!default.to_string().contains("172.16.1.0/24"), "tenant routes stay out of the default VRF: {default}");
-    let vrfs = json(&leaf1, &["show", "vrf"]);
+    let vrfs = json(leaf1, &["show", "vrf"]);
     let tenant = &vrfs.as_array().unwrap()[0];
     assert_eq!((tenant["name"].as_str(), tenant["l3vni"].as_u64()), (Some("tenant1"), Some(4001)), "{vrfs:#}");
     // `show evpn next-hops`: l2's VTEP on the L3VNI with its router MAC, h2's /32 through it.
-    let hops = json(&leaf1, &["show", "evpn", "next-hops", "vni", "4001"]);
+    let hops = json(leaf1, &["show", "evpn", "next-hops", "vni", "4001"]);
     let hop = hops.as_array().unwrap().iter().find(|h| h["vtep"] == "10.255.0.2").cloned();
     let hop = hop.unwrap_or_else(|| panic!("no next hop 10.255.0.2: {hops:#}"));
     assert_eq!(
