@@ -188,3 +188,27 @@ fn a_link_failure_inside_a_partition_writes_the_same_files() {
     let (report, _) = same_files(fattree3, experiment, spec, None, 2);
     assert!(report.routes_rewritten > 0 && report.timeouts > 0, "{report:?}");
 }
+
+#[test]
+fn a_link_failure_on_switches_built_from_their_configs_writes_the_same_files() {
+    // The ai-rail lab with its switchd configs: after the failure each
+    // partition reconverges the whole eBGP underlay's shortcut and writes
+    // its own switches' routes, with next-hop and group ids counted over
+    // the fabric.
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("topologies/ai-rail.clab.yml");
+    let fabric = || Fabric::from_topology_file(&path).unwrap().1;
+    let probe = fabric();
+    let (crossing, _) = cables(&probe, 2);
+    let experiment = Experiment {
+        mtu: 1024,
+        sample_ns: 0,
+        link_failure: Some((crossing, 5_000_300)),
+        reconverge_ns: 200_000,
+        rto_ns: 20_000_000,
+        ..Experiment::default()
+    };
+    let spec = WorkloadSpec { kind: Kind::AllToAll, bytes: 512 << 10, iterations: 1, ..Default::default() };
+    let (report, _) = same_files(fabric, experiment, spec, None, 2);
+    assert!(report.routes_rewritten > 0, "{report:?}");
+    assert!(report.drops["link-down"] + report.drops["pipeline-egressportdown"] > 0, "{:?}", report.drops);
+}
