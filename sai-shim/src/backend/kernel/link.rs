@@ -734,6 +734,9 @@ impl KernelBackend {
             self.attach_aware_vxlan(log, &netdev, vid)?;
         }
         self.set_neigh_suppress(log, &netdev)?;
+        if self.unlearning_vteps.get(&vid).is_some_and(|count| *count > 0) {
+            self.set_learning(log, &netdev, false)?;
+        }
         self.vxlans.insert(vid, (map.vni, netdev));
         Ok(())
     }
