@@ -149,8 +149,12 @@ impl IpVrf {
     }
 }
 
-/// What an imported route was imported into, so its change or withdrawal
-/// undoes exactly that.
+/// What a route is imported into: a function of its best path's attributes
+/// and the configuration (`Evpn::import_targets`). Not kept per route: a
+/// change or withdrawal computes it again from the path it replaces (the
+/// speaker hands over the Loc-RIB's previous best path), which gives what
+/// was imported, since a VRF's import route targets never change in place
+/// (`reconfigure` tears down and makes again a VRF whose definition changes).
 #[derive(Debug, Default, Clone)]
 struct Imported {
     mac_vrfs: Vec<u32>,
@@ -165,7 +169,6 @@ pub struct Evpn {
     derive: Derive,
     mac_vrfs: BTreeMap<u32, MacVrf>,
     ip_vrfs: BTreeMap<String, IpVrf>,
-    imported: FxHashMap<EvpnRoute, Imported>,
     actions: Vec<EvpnAction>,
 }
 
@@ -226,7 +229,6 @@ impl Evpn {
             derive,
             mac_vrfs: config.vnis.iter().map(|v| (v.vni, derive.mac_vrf(v))).collect(),
             ip_vrfs: config.vrfs.iter().map(|v| (v.name.clone(), derive.ip_vrf(v))).collect(),
-            imported: FxHashMap::default(),
             actions: Vec::new(),
         }
     }
@@ -451,10 +453,15 @@ impl Evpn {
     // ---- routes to forwarding state ----
 
     /// The best path for `key` (learned from a peer) is now `attrs`
-    /// (`None`: there is none): imported by route target into MAC-VRFs
-    /// (types 2 and 3) and IP-VRFs (type 2 with an IP, type 5).
-    pub fn route_changed(&mut self, now: u64, key: EvpnRoute, attrs: Option<&PathAttrs>) {
-        let old = self.imported.remove(&key).unwrap_or_default();
+    /// (`None`: there is none) instead of `old` (the best path learned from
+    /// a peer it had before, `None` if none): imported by route target into
+    /// MAC-VRFs (types 2 and 3) and IP-VRFs (type 2 with an IP, type 5);
+    /// what `old` was imported into and `attrs` is not, undone.
+    pub fn route_changed(&mut self, now: u64, key: EvpnRoute, old: Option<&PathAttrs>, attrs: Option<&PathAttrs>) {
+        let old = match old {
+            Some(a) => self.import_targets(&key, a),
+            None => Imported::default(),
+        };
         let new = match attrs {
             Some(a) => self.import_targets(&key, a),
             None => Imported::default(),
@@ -486,9 +493,6 @@ impl Evpn {
         for name in ip_vrfs {
             let wanted = attrs.filter(|_| new.ip_vrfs.contains(&name));
             self.remote_prefix(&name, key, &data, wanted);
-        }
-        if !new.mac_vrfs.is_empty() || !new.ip_vrfs.is_empty() {
-            self.imported.insert(key, new);
         }
     }
 
