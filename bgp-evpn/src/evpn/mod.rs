@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnetwork::IpNetwork;
 use rustc_hash::FxHashMap;
-use small_map::SmallMap;
+use small_map::{RouteKey, SmallMap};
 
 pub use config::EvpnConfig;
 use config::{DuplicateDetection, derived_rd, derived_rt, parse_rd, parse_rt};
@@ -94,7 +94,7 @@ fn host_prefix(ip: IpAddr) -> IpNetwork {
 struct MacState {
     local: Option<Claim>,
     /// Remote advertisements (MAC and MAC+IP routes), by route key.
-    remote: SmallMap<EvpnRoute, Claim>,
+    remote: SmallMap<RouteKey, Claim>,
     /// The claim in force: ours (advertised) or a remote one (installed).
     winner: Option<Claim>,
     moves: Moves,
@@ -120,9 +120,9 @@ struct MacVrf {
     /// ARP/ND bindings learned on our SVI in this VNI.
     local_ips: BTreeMap<IpAddr, MacAddr>,
     /// Bindings from remote MAC+IP routes: per IP, the routes giving one.
-    remote_ips: BTreeMap<IpAddr, SmallMap<EvpnRoute, MacAddr>>,
-    /// ARP/ND suppression entries handed to forwarding.
-    installed_ips: BTreeMap<IpAddr, MacAddr>,
+    /// The first route's MAC is the ARP/ND suppression entry handed to
+    /// forwarding (`MacVrf::installed_ip`).
+    remote_ips: BTreeMap<IpAddr, SmallMap<RouteKey, MacAddr>>,
     /// Remote VTEPs from type 3 routes, with the routes naming each.
     flood: BTreeMap<IpAddr, BTreeSet<EvpnRoute>>,
 }
@@ -139,7 +139,19 @@ struct IpVrf {
     networks: Vec<IpNetwork>,
     /// Imported routes: per prefix, the EVPN routes (type 2 with IP, type 5)
     /// giving a next hop for it.
-    routes: BTreeMap<IpNetwork, SmallMap<EvpnRoute, NextHop>>,
+    routes: BTreeMap<IpNetwork, SmallMap<RouteKey, NextHop>>,
+}
+
+impl MacVrf {
+    /// The ARP/ND suppression entry for `ip` handed to forwarding.
+    fn installed_ip(&self, ip: &IpAddr) -> Option<MacAddr> {
+        self.remote_ips.get(ip).and_then(|r| r.values().next().copied())
+    }
+
+    /// Every ARP/ND suppression entry handed to forwarding.
+    fn installed_ips(&self) -> impl Iterator<Item = (IpAddr, MacAddr)> + '_ {
+        self.remote_ips.iter().filter_map(|(ip, r)| Some((*ip, *r.values().next()?)))
+    }
 }
 
 impl IpVrf {
@@ -212,7 +224,6 @@ impl Derive {
             static_macs: v.static_macs.iter().map(|s| (s.mac, s.sticky)).collect(),
             local_ips: BTreeMap::new(),
             remote_ips: BTreeMap::new(),
-            installed_ips: BTreeMap::new(),
             flood: BTreeMap::new(),
         }
     }
@@ -542,25 +553,23 @@ impl Evpn {
             state.refused_moves += 1;
             tracing::warn!(vni, %mac, from = ?c.vtep, "advertisement of a sticky MAC elsewhere: not moved (RFC 7432 §15.2)");
         }
+        let route_key = RouteKey::new(key);
         match claim {
-            Some(c) => state.remote.insert(key, c),
-            None => state.remote.remove(&key),
+            Some(c) => state.remote.insert(route_key.clone(), c),
+            None => state.remote.remove(&route_key),
         };
         if let Some(ip) = ip {
+            let installed = vrf.installed_ip(&ip);
             let routes = vrf.remote_ips.entry(ip).or_default();
             match claim {
-                Some(_) => routes.insert(key, mac),
-                None => routes.remove(&key),
+                Some(_) => routes.insert(route_key, mac),
+                None => routes.remove(&route_key),
             };
             if routes.is_empty() {
                 vrf.remote_ips.remove(&ip);
             }
-            let wanted = vrf.remote_ips.get(&ip).and_then(|r| r.values().next().copied());
-            if vrf.installed_ips.get(&ip).copied() != wanted {
-                match wanted {
-                    Some(m) => vrf.installed_ips.insert(ip, m),
-                    None => vrf.installed_ips.remove(&ip),
-                };
+            let wanted = vrf.installed_ip(&ip);
+            if installed != wanted {
                 self.actions.push(EvpnAction::Fib(FibChange::Neighbor { vni, ip, mac: wanted }));
             }
         }
@@ -614,8 +623,8 @@ impl Evpn {
         let before = vrf.next_hops(&prefix);
         let routes = vrf.routes.entry(prefix).or_default();
         match hop {
-            Some(h) => routes.insert(key, h),
-            None => routes.remove(&key),
+            Some(h) => routes.insert(RouteKey::new(key), h),
+            None => routes.remove(&RouteKey::new(key)),
         };
         if routes.is_empty() {
             vrf.routes.remove(&prefix);

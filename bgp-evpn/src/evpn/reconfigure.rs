@@ -197,7 +197,7 @@ impl Evpn {
                 local.macs.push((mac, claim));
             }
         }
-        for ip in vrf.installed_ips.into_keys() {
+        for ip in vrf.remote_ips.into_keys() {
             self.actions.push(EvpnAction::Fib(FibChange::Neighbor { vni, ip, mac: None }));
         }
         for vtep in vrf.flood.into_keys() {

@@ -112,7 +112,7 @@ impl Evpn {
                     vrf: v.ip_vrf.clone(),
                     local_macs: local,
                     remote_macs: remote,
-                    arp_entries: v.local_ips.len() + v.installed_ips.len(),
+                    arp_entries: v.local_ips.len() + v.remote_ips.len(),
                     duplicate_macs: v.macs.values().filter(|m| m.moves.frozen()).count(),
                     remote_vteps: v.flood.keys().copied().collect(),
                 }
@@ -215,9 +215,9 @@ impl Evpn {
             .values()
             .filter(|v| vni.is_none_or(|n| n == v.vni))
             .flat_map(|v| {
-                let local = v.local_ips.iter().map(|(ip, mac)| (ip, mac, "local"));
-                let remote = v.installed_ips.iter().map(|(ip, mac)| (ip, mac, "remote"));
-                local.chain(remote).map(|(ip, mac, kind)| ArpView { vni: v.vni, ip: *ip, mac: mac.to_string(), kind })
+                let local = v.local_ips.iter().map(|(ip, mac)| (*ip, *mac, "local"));
+                let remote = v.installed_ips().map(|(ip, mac)| (ip, mac, "remote"));
+                local.chain(remote).map(|(ip, mac, kind)| ArpView { vni: v.vni, ip, mac: mac.to_string(), kind })
             })
             .collect()
     }

@@ -597,6 +597,10 @@ fn per_mac_and_per_route_state_stays_small() {
     assert!(size_of::<MacState>() <= 112, "MacState {} bytes", size_of::<MacState>());
     assert!(size_of::<Imported>() <= 48, "Imported {} bytes", size_of::<Imported>());
     assert!(size_of::<EvpnRoute>() <= 68, "EvpnRoute {} bytes", size_of::<EvpnRoute>());
+    // A remote route's entry in its MAC's claims and its IP's bindings:
+    // the key packed (32 bytes), not a 68-byte `EvpnRoute`.
+    assert_eq!(size_of::<(RouteKey, Claim)>(), 56);
+    assert_eq!(size_of::<(RouteKey, MacAddr)>(), 40);
     // One remote claim per route key, no B-tree node.
     let mut state = MacState::default();
     let route = EvpnRoute::MacIpAdvertisement {
@@ -608,7 +612,7 @@ fn per_mac_and_per_route_state_stays_small() {
         label1: 0,
         label2: None,
     };
-    state.remote.insert(route, Claim { vtep: Some(ip("10.0.0.3")), sequence: 0, sticky: false });
+    state.remote.insert(RouteKey::new(route), Claim { vtep: Some(ip("10.0.0.3")), sequence: 0, sticky: false });
     assert_eq!(state.remote.values().count(), 1);
 }
 
