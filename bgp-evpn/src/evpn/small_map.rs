@@ -154,7 +154,8 @@ mod tests {
             label1: 0,
             label2: None,
         };
-        let v4 = Some(IpAddr::V4(Ipv4Addr::new(10, 1, 0, 1)));
+        let host = IpAddr::V4(Ipv4Addr::new(10, 1, 0, 1));
+        let v4 = Some(host);
         let v6 = Some("fd00::1".parse().unwrap());
         let mut routes = vec![
             t2(2, None, 1),
@@ -162,7 +163,7 @@ mod tests {
             t2(1, v6, 1),
             t2(1, None, 2),
             t2(1, None, 1),
-            EvpnRoute::InclusiveMulticast { rd: rd(1), ethernet_tag: 0, originator: v4.unwrap() },
+            EvpnRoute::InclusiveMulticast { rd: rd(1), ethernet_tag: 0, originator: host },
             t2(1, Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9))), 1),
         ];
         let mut keys: Vec<RouteKey> = routes.iter().map(|r| RouteKey::new(*r)).collect();
