@@ -650,3 +650,21 @@ fn a_route_whose_targets_change_moves_between_vnis_and_its_withdrawal_undoes_the
     assert_eq!(e.take_actions(), vec![remote(200, None)]);
     assert!(e.state(2 * S).macs.is_empty());
 }
+
+/// `show evpn vni` and the metrics endpoint read the VNIs with their
+/// counts, without the MAC and binding tables `state` builds.
+#[test]
+fn the_vni_state_counts_without_listing() {
+    let config = config_of(&[(100, Some("t1")), (200, None)], &[("t1", 4001)]);
+    let mut e = Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1));
+    e.start();
+    feed(&mut e, &remote_routes(200, 4001));
+    e.local_mac(0, 100, MacAddr([2, 0, 0, 0, 0, 0x22]), true);
+    let (all, vnis) = (e.state(S), e.vni_state());
+    assert_eq!(format!("{:?}", vnis.vnis), format!("{:?}", all.vnis));
+    assert_eq!((all.macs.len(), all.arp_cache.len()), (2, 1));
+    assert!(vnis.macs.is_empty() && vnis.arp_cache.is_empty() && vnis.vrfs.is_empty());
+    let counts: Vec<(u32, usize, usize, usize)> =
+        vnis.vnis.iter().map(|v| (v.vni, v.local_macs, v.remote_macs, v.arp_entries)).collect();
+    assert_eq!(counts, [(100, 1, 0, 0), (200, 0, 1, 1), (4001, 0, 0, 0)]);
+}
