@@ -564,13 +564,15 @@ impl<B: Backend> ShimProgrammer<B> {
 
     /// Applies queued changes until every sender is gone, a batch per lock.
     pub async fn run(self, sai: Arc<Mutex<Sai<B>>>, changes: mpsc::UnboundedReceiver<FibChange>) {
-        let (_keep, control) = mpsc::unbounded_channel();
-        self.run_with_control(sai, changes, control).await;
+        let (_, no_control) = mpsc::unbounded_channel();
+        self.run_with_control(sai, changes, no_control).await;
     }
 
     /// [`Self::run`], also running each job sent on `control` on the
     /// programmer and the shim (under its lock), after the changes queued
-    /// before it: config commits detach and attach through it.
+    /// before it: config commits detach and attach through it. Runs until
+    /// both channels have closed: a commit that stops the speaker (its
+    /// change queue closing) still detaches through `control` afterwards.
     pub async fn run_with_control(
         mut self,
         sai: Arc<Mutex<Sai<B>>>,
@@ -578,16 +580,22 @@ impl<B: Backend> ShimProgrammer<B> {
         mut control: mpsc::UnboundedReceiver<ControlJob<B>>,
     ) {
         let mut batch = Vec::with_capacity(BATCH);
-        loop {
+        let (mut changes_open, mut control_open) = (true, true);
+        while changes_open || control_open {
             tokio::select! {
-                received = changes.recv_many(&mut batch, BATCH) => {
+                received = changes.recv_many(&mut batch, BATCH), if changes_open => {
                     if received == 0 {
-                        return;
+                        changes_open = false;
+                        continue;
                     }
                     let mut shim = sai.lock().unwrap_or_else(|e| e.into_inner());
                     self.apply_batch(&mut shim, batch.drain(..));
                 }
-                Some(job) = control.recv() => {
+                job = control.recv(), if control_open => {
+                    let Some(job) = job else {
+                        control_open = false;
+                        continue;
+                    };
                     while let Ok(change) = changes.try_recv() {
                         batch.push(change);
                     }
@@ -926,6 +934,31 @@ mod tests {
         assert_eq!(target(&sai, "10.100.0.0/24"), None);
         assert_eq!(target(&sai, "10.103.231.0/24").and_then(|t| t.object_type()), Some(ObjectType::NextHopGroup));
         assert_eq!(count(&sai, ObjectType::NextHopGroup), 1);
+    }
+
+    /// A commit that removes `bgp:` stops the speaker (its change queue
+    /// closes) and then detaches EVPN through the control channel: the
+    /// programmer must still be there to run that job. It used to end with
+    /// the queue, and the commit failed with "the route programmer did not
+    /// answer" whenever the speaker's task ended first.
+    #[tokio::test]
+    async fn control_jobs_run_after_the_speaker_has_gone() {
+        let (sai, p) = shim();
+        let sai = Arc::new(Mutex::new(sai));
+        let (sink, rx) = QueueSink::new();
+        let (control, jobs) = mpsc::unbounded_channel::<ControlJob<SoftBackend>>();
+        let task = tokio::spawn(p.run_with_control(sai.clone(), rx, jobs));
+        drop(sink);
+        // Let the programmer see its change queue closed.
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let (done, finished) = tokio::sync::oneshot::channel();
+        let sent = control.send(Box::new(move |_: &mut ShimProgrammer<SoftBackend>, _: &mut Shim| {
+            let _ = done.send(());
+        }));
+        assert!(sent.is_ok(), "the programmer stopped with the speaker's queue");
+        assert!(finished.await.is_ok(), "the job was dropped unrun");
+        drop(control);
+        task.await.unwrap();
     }
 
     /// Symmetric IRB: IP-VRF routes through remote VTEPs become route

@@ -63,3 +63,16 @@ pub fn kernel_can_tag(test: &str) -> bool {
     );
     false
 }
+
+/// Whether this kernel has l3mdev VRFs (`CONFIG_NET_VRF`), probed once in a
+/// throwaway namespace. Where it has none, the kernel backend's VRF tests
+/// run in `switchd_kernel_vm`'s VM.
+pub fn kernel_has_vrf() -> bool {
+    static PROBED: OnceLock<bool> = OnceLock::new();
+    *PROBED.get_or_init(|| {
+        let ns = Netns::new("kvrfp");
+        crate::netns::run_status("ip", &["-n", ns.name(), "link", "add", "v", "type", "vrf", "table", "10"])
+            .status
+            .success()
+    })
+}

@@ -22,7 +22,7 @@ pub mod switchd;
 pub mod tcp;
 pub mod wait;
 
-pub use kernel::{KernelVlans, kernel_can_tag, kernel_vlans};
+pub use kernel::{KernelVlans, kernel_can_tag, kernel_has_vrf, kernel_vlans};
 pub use netns::{Netns, ProcessGuard, require_root_and_tools, unique_name, veth};
 pub use switchd::{Switchd, TempDir, swcli_json, workspace_binary};
 pub use tcp::{echo_server, tcp_round_trip};

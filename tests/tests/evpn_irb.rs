@@ -103,37 +103,109 @@ fn overlay_host(host: &Netns, addr: &str, gw: &str) {
     host.ip(&["link", "set", "eth0", "mtu", "1450"]);
 }
 
+/// The fabric of the picture, on `backend` (the leaves and the spine), with
+/// h3 and h4 behind l1's eth4 and eth5 for [`routed_ports_in_vrfs`]. The
+/// daemons stop before their namespaces go (field order).
+struct IrbFabric {
+    _spine: Switchd,
+    leaves: [Switchd; 2],
+    hosts: [Netns; 4],
+    switches: [Netns; 3],
+}
+
+impl IrbFabric {
+    fn start(tag: &str, backend: &str) -> IrbFabric {
+        let s1 = Netns::new(&format!("{tag}s"));
+        let l1 = Netns::new(&format!("{tag}1"));
+        let l2 = Netns::new(&format!("{tag}2"));
+        let h1 = Netns::new(&format!("{tag}h"));
+        let h2 = Netns::new(&format!("{tag}i"));
+        // Behind routed ports of l1, taken up by a later reload.
+        let h3 = Netns::new(&format!("{tag}j"));
+        let h4 = Netns::new(&format!("{tag}k"));
+        veth(&s1, "eth1", &l1, "eth1");
+        veth(&s1, "eth2", &l2, "eth1");
+        veth(&h1, "eth0", &l1, "eth3");
+        veth(&h2, "eth0", &l2, "eth3");
+        veth(&h3, "eth0", &l1, "eth4");
+        veth(&h4, "eth0", &l1, "eth5");
+        for (h, addr, gw) in [
+            (&h1, "172.16.1.11/24", "172.16.1.1"),
+            (&h2, "172.16.2.12/24", "172.16.2.1"),
+            (&h3, "172.16.9.13/24", "172.16.9.1"),
+            (&h4, "172.16.8.14/24", "172.16.8.1"),
+        ] {
+            overlay_host(h, addr, gw);
+        }
+        let on = |config: String| config.replacen("lldp:", &format!("backend: {backend}\nlldp:"), 1);
+        let spine = Switchd::start(&s1, &on(spine_config()));
+        let leaves = [Switchd::start(&l1, &on(leaf(1, 10))), Switchd::start(&l2, &on(leaf(2, 20)))];
+        IrbFabric { _spine: spine, leaves, hosts: [h1, h2, h3, h4], switches: [s1, l1, l2] }
+    }
+}
+
 #[test]
 fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     if !require_root_and_tools("evpn_irb", &["ip", "ping", "tcpdump", "tshark"]) {
         return;
     }
-    let s1 = Netns::new("irs");
-    let l1 = Netns::new("ir1");
-    let l2 = Netns::new("ir2");
-    let h1 = Netns::new("irh");
-    let h2 = Netns::new("iri");
-    // Behind routed ports of l1, taken up by a later reload.
-    let h3 = Netns::new("irj");
-    let h4 = Netns::new("irk");
-    veth(&s1, "eth1", &l1, "eth1");
-    veth(&s1, "eth2", &l2, "eth1");
-    veth(&h1, "eth0", &l1, "eth3");
-    veth(&h2, "eth0", &l2, "eth3");
-    veth(&h3, "eth0", &l1, "eth4");
-    veth(&h4, "eth0", &l1, "eth5");
-    for (h, addr, gw) in [
-        (&h1, "172.16.1.11/24", "172.16.1.1"),
-        (&h2, "172.16.2.12/24", "172.16.2.1"),
-        (&h3, "172.16.9.13/24", "172.16.9.1"),
-        (&h4, "172.16.8.14/24", "172.16.8.1"),
-    ] {
-        overlay_host(h, addr, gw);
-    }
-    let _spine = Switchd::start(&s1, &spine_config());
-    let leaf1 = Switchd::start(&l1, &leaf(1, 10));
-    let leaf2 = Switchd::start(&l2, &leaf(2, 20));
+    let fabric = IrbFabric::start("ir", "soft");
+    routed_over_the_l3vni(&fabric);
+    let IrbFabric { leaves: [leaf1, leaf2], hosts: [h1, h2, h3, h4], .. } = &fabric;
+    live_changes_to_the_overlay(leaf1, leaf2, h1, h2);
+    routed_ports_in_vrfs(leaf1, leaf2, h3, h4);
+}
 
+/// Symmetric IRB with switchd leaves and spine on the kernel backend
+/// (needs `CONFIG_NET_VRF`: where this kernel lacks it, `switchd_kernel_vm`
+/// runs the test in a VM). Besides what the soft fabric shows, l1's kernel
+/// holds h2's /32 in tenant1's VRF table via l2's VTEP `onlink` on the
+/// L3VNI's SVI `nos-irb4001`, l2's router MAC as that VTEP's neighbour there
+/// and as an FDB entry `dst` l2's VTEP on `nos-vx4001`, all from the routes.
+#[test]
+fn kernel_leaves_route_hosts_in_two_vnis_over_the_l3vni() {
+    if !require_root_and_tools("evpn_irb", &["ip", "bridge", "ping", "tcpdump", "tshark"]) {
+        return;
+    }
+    if !fabric_tests::kernel_has_vrf() {
+        eprintln!("NOTE evpn_irb: no VRFs in this kernel; switchd_kernel_vm runs the kernel IRB test in a VM");
+        return;
+    }
+    let fabric = IrbFabric::start("ik", "kernel");
+    routed_over_the_l3vni(&fabric);
+    let l1 = &fabric.switches[1];
+    let kernel = |argv: &[&str]| -> Vec<Value> {
+        let text = l1.exec(argv);
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{argv:?}: {e}: {text}"))
+    };
+    let routes = kernel(&["ip", "-j", "-4", "route", "show", "table", "all"]);
+    let h2 = routes.iter().find(|r| r["dst"] == "172.16.2.12").unwrap_or_else(|| panic!("h2's /32: {routes:#?}"));
+    assert_ne!(h2["table"], "main", "in tenant1's table: {h2}");
+    let hop = match h2["nhid"].as_u64() {
+        Some(id) => kernel(&["ip", "-j", "nexthop", "show", "id", &id.to_string()])[0].clone(),
+        None => h2.clone(),
+    };
+    assert_eq!((hop["gateway"].as_str(), hop["dev"].as_str()), (Some("10.255.0.2"), Some("nos-irb4001")), "{hop}");
+    assert!(hop["flags"].as_array().is_some_and(|f| f.iter().any(|f| f == "onlink")), "onlink: {hop}");
+    let neighbours = kernel(&["ip", "-j", "neigh", "show", "dev", "nos-irb4001"]);
+    assert!(
+        neighbours.iter().any(|n| n["dst"] == "10.255.0.2" && n["lladdr"] == router_mac(2).as_str()),
+        "l2's router MAC as its VTEP's neighbour: {neighbours:#?}"
+    );
+    let fdb = kernel(&["bridge", "-j", "fdb", "show", "dev", "nos-vx4001"]);
+    assert!(
+        fdb.iter().any(|e| e["mac"] == router_mac(2).as_str() && e["dst"] == "10.255.0.2"),
+        "l2's router MAC behind its VTEP: {fdb:#?}"
+    );
+    eprintln!("evpn_irb: kernel leaves routed over the L3VNI");
+}
+
+/// What the fabric shows once up: the anycast gateways answer, each leaf
+/// has the other's host as a /32 in tenant1 over the L3VNI (`show vrf`,
+/// `show ip route vrf`, `show evpn next-hops`), and h1 pings h2 with the
+/// echo requests on the underlay on the L3VNI to l2's router MAC.
+fn routed_over_the_l3vni(fabric: &IrbFabric) {
+    let IrbFabric { leaves: [leaf1, leaf2], hosts: [h1, h2, ..], switches: [s1, ..], .. } = fabric;
     // The anycast gateway answers on each leaf; each leaf learns its host.
     assert!(h1.ping_until("172.16.1.1", CONVERGE) && h2.ping_until("172.16.2.1", CONVERGE), "hosts -> gateways");
     let gateway = h1.ip(&["neigh", "show", "172.16.1.1"]);
@@ -149,20 +221,20 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
         assert_eq!(hops, serde_json::json!([expected]), "{host}");
     }
     // `show ip route vrf tenant1`: the SVIs' subnets and the remote host by BGP over the L3VNI.
-    let table = json(&leaf1, &["show", "ip", "route", "vrf", "tenant1"]);
+    let table = json(leaf1, &["show", "ip", "route", "vrf", "tenant1"]);
     let route = |prefix: &str| table.as_array().unwrap().iter().find(|r| r["prefix"] == prefix).cloned();
     let remote = route("172.16.2.12/32").unwrap_or_else(|| panic!("no route to h2: {table:#}"));
     assert_eq!(remote["protocol"], "bgp", "{remote}");
     assert_eq!(remote["next_hops"][0]["ip"], "10.255.0.2", "{remote}");
     assert_eq!(remote["next_hops"][0]["interface"], "vni4001", "{remote}");
     assert_eq!(route("172.16.1.0/24").unwrap()["protocol"], "connected", "{table:#}");
-    let default = json(&leaf1, &["show", "ip", "route"]);
+    let default = json(leaf1, &["show", "ip", "route"]);
     assert!(!default.to_string().contains("172.16.1.0/24"), "tenant routes stay out of the default VRF: {default}");
-    let vrfs = json(&leaf1, &["show", "vrf"]);
+    let vrfs = json(leaf1, &["show", "vrf"]);
     let tenant = &vrfs.as_array().unwrap()[0];
     assert_eq!((tenant["name"].as_str(), tenant["l3vni"].as_u64()), (Some("tenant1"), Some(4001)), "{vrfs:#}");
     // `show evpn next-hops`: l2's VTEP on the L3VNI with its router MAC, h2's /32 through it.
-    let hops = json(&leaf1, &["show", "evpn", "next-hops", "vni", "4001"]);
+    let hops = json(leaf1, &["show", "evpn", "next-hops", "vni", "4001"]);
     let hop = hops.as_array().unwrap().iter().find(|h| h["vtep"] == "10.255.0.2").cloned();
     let hop = hop.unwrap_or_else(|| panic!("no next hop 10.255.0.2: {hops:#}"));
     assert_eq!(
@@ -176,7 +248,7 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let dir = TempDir::new("evpn-irb");
     let pcap = dir.path().join("eth1.pcap");
     let pcap = pcap.to_str().unwrap().to_string();
-    let mut capture = s1.spawn(&["tcpdump", "-i", "eth1", "-n", "-U", "-w", &pcap, "udp", "port", "4789"]);
+    let mut capture = s1.spawn(&["tcpdump", "-i", "eth1", "-Q", "in", "-n", "-U", "-w", &pcap, "udp", "port", "4789"]);
     std::thread::sleep(Duration::from_millis(1000));
     assert!(h1.ping_until("172.16.2.12", CONVERGE), "h1 -> h2 across VNIs");
     assert!(h1.ping("172.16.2.12", 3) && h2.ping("172.16.1.11", 3), "every reply both ways");
@@ -191,9 +263,6 @@ fn hosts_in_two_vnis_on_two_leaves_are_routed_over_the_l3vni() {
     let lines: Vec<String> = String::from_utf8_lossy(&out.stdout).lines().map(str::to_string).collect();
     let expected = format!("4001\t{}\t172.16.2.12", router_mac(2));
     assert!(lines.len() >= 3 && lines.iter().all(|l| *l == expected), "echo requests on the underlay: {lines:?}");
-
-    live_changes_to_the_overlay(&leaf1, &leaf2, &h1, &h2);
-    routed_ports_in_vrfs(&leaf1, &leaf2, &h3, &h4);
 }
 
 /// Routed ports in VRFs: l1's eth4 (h3, 172.16.9.0/24) is taken into

@@ -32,15 +32,22 @@ use serde_json::Value;
 const CONVERGE: Duration = Duration::from_secs(60);
 
 fn leaf(i: u8) -> String {
-    leaf_with_svi(i, "")
+    leaf_config(i, "soft", "")
 }
 
 /// A leaf whose VLAN 10 has `svi` as its SVI's addresses (YAML list items,
 /// empty: no SVI).
 fn leaf_with_svi(i: u8, svi: &str) -> String {
+    leaf_config(i, "soft", svi)
+}
+
+/// Leaf `i` on `backend` (`soft` or `kernel`), with `svi` as VLAN 10's SVI
+/// addresses (empty: no SVI).
+fn leaf_config(i: u8, backend: &str, svi: &str) -> String {
     let vlan = if svi.is_empty() { "{ id: 10 }".to_string() } else { format!("{{ id: 10, addresses: [{svi}] }}") };
     format!(
         "name: l{i}
+backend: {backend}
 lldp: {{ enabled: false }}
 loopback: [10.255.0.{i}/32]
 ports:
@@ -62,6 +69,55 @@ bgp:
     vnis: [{{ vni: 10100 }}]
 "
     )
+}
+
+const VTEPS: [&str; 2] = ["10.255.0.1", "10.255.0.2"];
+
+/// The fabric of the picture above: the spine, the two leaves with the
+/// given configs, and h1 (192.168.100.11) behind l1, h2 (.12) behind l2.
+/// The daemons are stopped before their namespaces go (field order).
+struct Fabric {
+    spine: Switchd,
+    leaves: [Switchd; 2],
+    hosts: [Netns; 2],
+    switches: [Netns; 3],
+}
+
+impl Fabric {
+    /// Namespaces named after `tag`; `spine` is the spine's config.
+    fn start(tag: &str, spine: &str, leaves: [String; 2]) -> Fabric {
+        let s1 = Netns::new(&format!("{tag}s"));
+        let l1 = Netns::new(&format!("{tag}1"));
+        let l2 = Netns::new(&format!("{tag}2"));
+        let h1 = Netns::new(&format!("{tag}h"));
+        let h2 = Netns::new(&format!("{tag}i"));
+        veth(&s1, "eth1", &l1, "eth1");
+        veth(&s1, "eth2", &l2, "eth1");
+        veth(&h1, "eth0", &l1, "eth3");
+        veth(&h2, "eth0", &l2, "eth3");
+        for (h, addr) in [(&h1, "192.168.100.11/24"), (&h2, "192.168.100.12/24")] {
+            h.host_setup("eth0", addr, None);
+            // Room for the 50 bytes of VXLAN encapsulation.
+            h.ip(&["link", "set", "eth0", "mtu", "1450"]);
+        }
+        let spine = Switchd::start(&s1, spine);
+        let [c1, c2] = leaves;
+        let leaves = [Switchd::start(&l1, &c1), Switchd::start(&l2, &c2)];
+        Fabric { spine, leaves, hosts: [h1, h2], switches: [s1, l1, l2] }
+    }
+
+    /// Waits until each leaf floods VNI 10100 to the other leaf alone
+    /// (from its type 3 route).
+    fn wait_for_flood_lists(&self) {
+        for (i, sw) in self.leaves.iter().enumerate() {
+            let other = VTEPS[1 - i];
+            wait_for(&format!("l{} flooding to {other}", i + 1), || {
+                let vnis = json(sw, &["show", "evpn", "vni"]);
+                let vni = vnis.as_array()?.iter().find(|v| v["vni"] == 10100)?.clone();
+                (vni["remote_vteps"] == serde_json::json!([other])).then_some(())
+            });
+        }
+    }
 }
 
 fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
@@ -95,45 +151,29 @@ fn switchd_leaves_build_the_overlay_from_evpn_routes() {
     if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
         return;
     }
-    let s1 = Netns::new("evs");
-    let l1 = Netns::new("ev1");
-    let l2 = Netns::new("ev2");
-    let h1 = Netns::new("eh1");
-    let h2 = Netns::new("eh2");
-    veth(&s1, "eth1", &l1, "eth1");
-    veth(&s1, "eth2", &l2, "eth1");
-    veth(&h1, "eth0", &l1, "eth3");
-    veth(&h2, "eth0", &l2, "eth3");
-    for (h, addr) in [(&h1, "192.168.100.11/24"), (&h2, "192.168.100.12/24")] {
-        h.host_setup("eth0", addr, None);
-        // Room for the 50 bytes of VXLAN encapsulation.
-        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
-    }
-    let spine = Switchd::start(&s1, &spine_config());
-    let leaf1 = Switchd::start(&l1, &leaf(1));
-    let leaf2 = Switchd::start(&l2, &leaf(2));
-    let (leaves, vteps) = ([&leaf1, &leaf2], ["10.255.0.1", "10.255.0.2"]);
+    let fabric = Fabric::start("ev", &spine_config(), [leaf(1), leaf(2)]);
+    the_overlay_is_built_from_evpn_routes(&fabric);
+}
 
+/// What every fabric here must show once up: flood lists from type 3,
+/// hosts pinging, each host's MAC local on its leaf and remote behind its
+/// VTEP on the other (EVPN and the FDB), the type 2 route's attributes, the
+/// spine holding every route without a VNI. Returns h1's and h2's MACs.
+fn the_overlay_is_built_from_evpn_routes(fabric: &Fabric) -> [String; 2] {
+    let Fabric { spine, leaves, hosts: [h1, h2], .. } = fabric;
     // Flood lists from type 3 routes: each leaf floods VNI 10100 to the other.
-    for (i, sw) in leaves.iter().enumerate() {
-        let other = vteps[1 - i];
-        wait_for(&format!("l{} flooding to {other}", i + 1), || {
-            let vnis = json(sw, &["show", "evpn", "vni"]);
-            let vni = vnis.as_array()?.iter().find(|v| v["vni"] == 10100)?.clone();
-            (vni["remote_vteps"] == serde_json::json!([other])).then_some(())
-        });
-    }
+    fabric.wait_for_flood_lists();
     assert!(h1.ping_until("192.168.100.12", CONVERGE), "h1 -> h2 across the overlay");
     assert!(h1.ping("192.168.100.12", 3) && h2.ping("192.168.100.11", 3), "every reply both ways");
 
     // MACs through type 2 routes: local on one leaf, remote on the other.
-    let macs = [mac_of(&h1), mac_of(&h2)];
+    let macs = [mac_of(h1), mac_of(h2)];
     for (i, sw) in leaves.iter().enumerate() {
         let (own, other) = (&macs[i], &macs[1 - i]);
         let remote = wait_for(&format!("{other} remote on l{}", i + 1), || evpn_mac(sw, other));
         assert_eq!(
             (remote["kind"].as_str(), remote["vtep"].as_str()),
-            (Some("remote"), Some(vteps[1 - i])),
+            (Some("remote"), Some(VTEPS[1 - i])),
             "{remote}"
         );
         let local = wait_for(&format!("{own} local on l{}", i + 1), || evpn_mac(sw, own));
@@ -142,12 +182,12 @@ fn switchd_leaves_build_the_overlay_from_evpn_routes() {
         let fdb = sw.show_rows("mac");
         let entry = fdb.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(other)));
         let dest = entry.and_then(|e| e["destination"].as_str()).unwrap_or_default();
-        assert!(dest.contains(vteps[1 - i]), "l{}'s FDB entry for {other}: {entry:?}", i + 1);
+        assert!(dest.contains(VTEPS[1 - i]), "l{}'s FDB entry for {other}: {entry:?}", i + 1);
     }
 
     // The route behind l1's view of h2: type 2 from l2 with VNI, RT and
     // encapsulation, next hop l2's VTEP (through the spine, unchanged).
-    let table = json(&leaf1, &["show", "bgp", "l2vpn", "evpn", "route", "type", "2"]);
+    let table = json(&leaves[0], &["show", "bgp", "l2vpn", "evpn", "route", "type", "2"]);
     let routes = table["routes"].as_array().expect("routes");
     assert!(routes.iter().all(|r| r["route_type"] == 2), "{table:#}");
     let h2_route = routes
@@ -162,7 +202,7 @@ fn switchd_leaves_build_the_overlay_from_evpn_routes() {
     assert!(communities.contains(&"RT:65102:10100") && communities.contains(&"ET:8"), "{communities:?}");
 
     // The spine carries every route (two type 3, two type 2 at least) and has no VNI.
-    let on_spine = json(&spine, &["show", "bgp", "l2vpn", "evpn"]);
+    let on_spine = json(spine, &["show", "bgp", "l2vpn", "evpn"]);
     let kinds: Vec<u64> =
         on_spine["routes"].as_array().unwrap().iter().filter_map(|r| r["route_type"].as_u64()).collect();
     assert!(
@@ -171,6 +211,92 @@ fn switchd_leaves_build_the_overlay_from_evpn_routes() {
     );
     let (ok, _, err) = spine.swcli_status(&["show", "evpn", "vni"]);
     assert!(!ok && err.contains("not configured"), "{err}");
+    macs
+}
+
+/// The spine's config on the kernel backend.
+fn kernel_spine() -> String {
+    spine_config().replacen("lldp:", "backend: kernel\nlldp:", 1)
+}
+
+/// `bridge -j fdb show` in `ns`: the kernel's own FDB.
+fn kernel_fdb(ns: &Netns) -> Vec<Value> {
+    let text = ns.exec(&["bridge", "-j", "fdb", "show"]);
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("bridge -j fdb show: {e}: {text}"))
+}
+
+/// The VNI's vxlan device on the kernel backend.
+const VXLAN_DEVICE: &str = "nos-vx10100";
+
+/// The remote VTEPs `mac` is installed behind on the vxlan device (the
+/// device's own entries with a `dst`).
+fn kernel_vteps_of(fdb: &[Value], mac: &str) -> Vec<String> {
+    fdb.iter()
+        .filter(|e| e["ifname"] == VXLAN_DEVICE && e["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(mac)))
+        .filter_map(|e| e["dst"].as_str().map(str::to_string))
+        .collect()
+}
+
+/// The kernel's FDB on a kernel leaf agrees with its routes: the remote
+/// host's MAC on the vxlan device with `dst` = the remote VTEP (type 2),
+/// one all-zeros flood entry per remote VTEP (type 3), and `show evpn mac`
+/// names the same VTEP.
+#[track_caller]
+fn assert_kernel_fdb_matches_routes(leaf: &Switchd, ns: &Netns, remote_mac: &str, remote_vtep: &str) {
+    let fdb = kernel_fdb(ns);
+    assert_eq!(kernel_vteps_of(&fdb, remote_mac), [remote_vtep], "{remote_mac} behind {remote_vtep}: {fdb:#?}");
+    assert_eq!(kernel_vteps_of(&fdb, "00:00:00:00:00:00"), [remote_vtep], "the flood list: {fdb:#?}");
+    // RFC 8365 5.1: the bridge learns nothing from the overlay's frames;
+    // what it has on the vxlan port came from routes (or is the device's own).
+    let learned: Vec<&Value> = fdb
+        .iter()
+        .filter(|e| e["ifname"] == VXLAN_DEVICE && e["master"].is_string() && e["state"] != "permanent")
+        .filter(|e| !e["flags"].as_array().is_some_and(|f| f.iter().any(|f| f == "extern_learn")))
+        .collect();
+    assert!(learned.is_empty(), "learned from the overlay's frames: {learned:#?}");
+    let macs = json(leaf, &["show", "evpn", "mac", "vni", "10100"]);
+    let entry = macs.as_array().unwrap().iter().find(|m| m["mac"] == remote_mac).cloned();
+    let entry = entry.unwrap_or_else(|| panic!("{remote_mac} in show evpn mac vni 10100: {macs:#}"));
+    assert_eq!((entry["kind"].as_str(), entry["vtep"].as_str()), (Some("remote"), Some(remote_vtep)), "{entry}");
+}
+
+/// The same fabric with every switchd on the kernel backend: the Linux
+/// bridge and vxlan device forward, programmed from the EVPN routes (no
+/// static flood list anywhere). Besides what every fabric shows, each
+/// leaf's kernel FDB has the other host's MAC on the vxlan device with the
+/// other VTEP as `dst` and one all-zeros flood entry for it, and `show evpn
+/// mac` agrees; h2's link going down flushes it from l2's bridge, l2
+/// withdraws its type 2, and l1's kernel and EVPN tables drop it (the flood
+/// entry stays).
+#[test]
+fn kernel_leaves_build_the_overlay_from_evpn_routes() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge"]) {
+        return;
+    }
+    let leaves = [leaf_config(1, "kernel", ""), leaf_config(2, "kernel", "")];
+    let fabric = Fabric::start("ek", &kernel_spine(), leaves);
+    let macs = the_overlay_is_built_from_evpn_routes(&fabric);
+    let [_, l1, l2] = &fabric.switches;
+    for (i, ns) in [l1, l2].into_iter().enumerate() {
+        assert_kernel_fdb_matches_routes(&fabric.leaves[i], ns, &macs[1 - i], VTEPS[1 - i]);
+    }
+    tcp_crosses_the_overlay(&fabric);
+
+    // h2 goes: l2's bridge flushes its MAC with the port's link, l2
+    // withdraws the route, l1 removes the entry from its kernel.
+    fabric.hosts[1].ip(&["link", "set", "eth0", "down"]);
+    wait_for("h2's MAC withdrawn at l1", || {
+        let gone = evpn_mac(&fabric.leaves[0], &macs[1]).is_none()
+            && evpn_mac(&fabric.leaves[1], &macs[1]).is_none()
+            && kernel_vteps_of(&kernel_fdb(l1), &macs[1]).is_empty();
+        gone.then_some(())
+    });
+    let fdb = kernel_fdb(l1);
+    assert!(
+        !fdb.iter().any(|e| e["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(&macs[1]))),
+        "no entry for h2 left in l1's bridge: {fdb:#?}"
+    );
+    assert_eq!(kernel_vteps_of(&fdb, "00:00:00:00:00:00"), [VTEPS[1]], "l2 still floods: {fdb:#?}");
 }
 
 /// `prefix` in tenant1's routing table (`show ip route vrf tenant1`).
@@ -373,37 +499,23 @@ bgp:
 /// leaves send into it, decoded by tshark).
 #[test]
 fn leaves_answer_arp_for_evpn_known_hosts_and_flood_none_over_the_overlay() {
-    use fabric_tests::switchd::TempDir;
     if !require_root_and_tools("switchd_evpn", &["ip", "ping", "tcpdump", "tshark"]) {
         return;
     }
-    let s1 = Netns::new("eas");
-    let l1 = Netns::new("ea1");
-    let l2 = Netns::new("ea2");
-    let h1 = Netns::new("eah");
-    let h2 = Netns::new("eai");
-    veth(&s1, "eth1", &l1, "eth1");
-    veth(&s1, "eth2", &l2, "eth1");
-    veth(&h1, "eth0", &l1, "eth3");
-    veth(&h2, "eth0", &l2, "eth3");
-    for (h, addr) in [(&h1, "192.168.100.11/24"), (&h2, "192.168.100.12/24")] {
-        h.host_setup("eth0", addr, None);
-        h.ip(&["link", "set", "eth0", "mtu", "1450"]);
-    }
-    let _spine = Switchd::start(&s1, &spine_config());
-    let leaf1 = Switchd::start(&l1, &leaf_with_svi(1, "192.168.100.1/24"));
-    let leaf2 = Switchd::start(&l2, &leaf_with_svi(2, "192.168.100.2/24"));
-    let leaves = [&leaf1, &leaf2];
-    for (i, sw) in leaves.iter().enumerate() {
-        wait_for(&format!("l{} flooding to the other leaf", i + 1), || {
-            let vnis = json(sw, &["show", "evpn", "vni"]);
-            let vni = vnis.as_array()?.iter().find(|v| v["vni"] == 10100)?.clone();
-            (vni["remote_vteps"].as_array()?.len() == 1).then_some(())
-        });
-    }
+    let leaves = [leaf_with_svi(1, "192.168.100.1/24"), leaf_with_svi(2, "192.168.100.2/24")];
+    arp_is_answered_by_the_leaves(&Fabric::start("ea", &spine_config(), leaves));
+}
+
+/// The ARP suppression test's body on `fabric`, whose leaves have SVIs
+/// 192.168.100.1 and .2 in VLAN 10.
+fn arp_is_answered_by_the_leaves(fabric: &Fabric) {
+    use fabric_tests::switchd::TempDir;
+    let Fabric { leaves: [leaf1, leaf2], hosts: [h1, h2], switches: [s1, ..], .. } = fabric;
+    fabric.wait_for_flood_lists();
+    let leaves = [leaf1, leaf2];
     // Each host resolves its own leaf's SVI: the leaf learns the binding.
     assert!(h1.ping_until("192.168.100.1", CONVERGE) && h2.ping_until("192.168.100.2", CONVERGE), "hosts -> SVIs");
-    let hosts = [("192.168.100.11", mac_of(&h1)), ("192.168.100.12", mac_of(&h2))];
+    let hosts = [("192.168.100.11", mac_of(h1)), ("192.168.100.12", mac_of(h2))];
     for (i, sw) in leaves.iter().enumerate() {
         let (ip, mac) = &hosts[1 - i];
         wait_for(&format!("{ip} ({mac}) remote in l{}'s ARP cache", i + 1), || {
@@ -451,6 +563,85 @@ fn leaves_answer_arp_for_evpn_known_hosts_and_flood_none_over_the_overlay() {
     assert!(!inner.iter().any(|t| t == "0x0806"), "an ARP frame crossed the underlay: {inner:?}");
 }
 
+/// A kernel leaf's switchd killed (SIGKILL: nothing of its kernel state
+/// removed) and started again: the new daemon clears what the old one left,
+/// its sessions come back, the kernel's FDB is built again from the routes
+/// it hears (the other host behind the other VTEP, the flood entry, nothing
+/// learned on the vxlan port), its host is learned and advertised again, and
+/// the hosts ping.
+#[test]
+fn a_kernel_leaf_killed_and_restarted_builds_the_overlay_again() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge"]) {
+        return;
+    }
+    let leaves = [leaf_config(1, "kernel", ""), leaf_config(2, "kernel", "")];
+    let mut fabric = Fabric::start("er", &kernel_spine(), leaves);
+    let macs = the_overlay_is_built_from_evpn_routes(&fabric);
+    let pid = fabric.leaves[0].process.id();
+    // SAFETY: kill has no memory preconditions.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let _ = fabric.leaves[0].process.wait_timeout(Duration::from_secs(5));
+    let l1 = &fabric.switches[1];
+    assert_eq!(kernel_vteps_of(&kernel_fdb(l1), &macs[1]), [VTEPS[1]], "the killed daemon's entry stays");
+
+    let restarted = Switchd::start(l1, &leaf_config(1, "kernel", ""));
+    fabric.leaves[0] = restarted;
+    fabric.wait_for_flood_lists();
+    assert!(fabric.hosts[0].ping_until("192.168.100.12", CONVERGE), "h1 -> h2 after the restart");
+    for (i, ns) in [&fabric.switches[1], &fabric.switches[2]].into_iter().enumerate() {
+        let (mac, vtep) = (&macs[1 - i], VTEPS[1 - i]);
+        wait_for(&format!("{mac} behind {vtep} in l{}'s kernel", i + 1), || {
+            (kernel_vteps_of(&kernel_fdb(ns), mac) == [vtep]).then_some(())
+        });
+        assert_kernel_fdb_matches_routes(&fabric.leaves[i], ns, mac, vtep);
+    }
+    assert!(fabric.hosts[1].ping("192.168.100.11", 3), "h2 -> h1, every reply");
+}
+
+/// Full-size TCP segments both ways across the overlay (20 kB echoed):
+/// the hosts' MTU leaves room for the encapsulation on every path.
+fn tcp_crosses_the_overlay(fabric: &Fabric) {
+    let server = fabric_tests::echo_server(&fabric.hosts[1], "192.168.100.12:7000", 1);
+    fabric_tests::tcp_round_trip(&fabric.hosts[0], "192.168.100.12:7000");
+    server.join().expect("echo server");
+}
+
+/// A mixed fabric: l1 on the kernel backend, l2 on the soft one, the
+/// spine soft. The overlay between them comes from the same routes; l1's
+/// kernel FDB holds h2's MAC behind l2's VTEP and floods to it.
+#[test]
+fn a_kernel_leaf_and_a_soft_leaf_build_the_overlay_from_evpn_routes() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge"]) {
+        return;
+    }
+    let leaves = [leaf_config(1, "kernel", ""), leaf_config(2, "soft", "")];
+    let fabric = Fabric::start("ex", &spine_config(), leaves);
+    let macs = the_overlay_is_built_from_evpn_routes(&fabric);
+    assert_kernel_fdb_matches_routes(&fabric.leaves[0], &fabric.switches[1], &macs[1], VTEPS[1]);
+    tcp_crosses_the_overlay(&fabric);
+}
+
+/// ARP suppression with the leaves on the kernel backend: the bindings
+/// learned from the other leaf's MAC+IP type 2 are neighbours on the VLAN's
+/// SVI with `neigh_suppress` on the vxlan port, so the kernel bridge
+/// answers the hosts' ARP requests and none crosses the underlay.
+#[test]
+fn kernel_leaves_answer_arp_for_evpn_known_hosts() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge", "tcpdump", "tshark"]) {
+        return;
+    }
+    let leaves = [leaf_config(1, "kernel", "192.168.100.1/24"), leaf_config(2, "kernel", "192.168.100.2/24")];
+    let fabric = Fabric::start("eq", &kernel_spine(), leaves);
+    arp_is_answered_by_the_leaves(&fabric);
+    // The binding is the kernel's: h2's on l1's SVI, from the route.
+    let [_, l1, _] = &fabric.switches;
+    let neighbours = l1.exec(&["ip", "-j", "neigh", "show", "192.168.100.12"]);
+    let h2_mac = mac_of(&fabric.hosts[1]);
+    assert!(neighbours.contains(&h2_mac) && neighbours.contains("nos-vlan10"), "{neighbours}");
+    let ports = l1.exec(&["bridge", "-j", "-d", "link", "show", "dev", VXLAN_DEVICE]);
+    assert!(ports.contains("\"neigh_suppress\":true"), "{ports}");
+}
+
 /// MAC mobility (RFC 7432 section 15): h1 moves from l1 to l2 (its
 /// interface on l1 falls silent, one with the same MAC and address comes
 /// up on l2). l2 learns it over its remote entry and advertises it with
@@ -461,11 +652,41 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
     if !require_root_and_tools("switchd_evpn", &["ip", "ping"]) {
         return;
     }
-    let s1 = Netns::new("ems");
-    let l1 = Netns::new("em1");
-    let l2 = Netns::new("em2");
-    let h0 = Netns::new("emh");
-    let h1 = Netns::new("emi");
+    a_host_moves_to_another_leaf("em", "soft", |_, _, _| {});
+}
+
+/// The same move between leaves on the kernel backend (the spine too):
+/// l2's bridge learns h1 over the `extern_learn` entry it had from l1's
+/// route, and afterwards each kernel holds h1 where the routes say: l1's on
+/// its vxlan device behind l2's VTEP, l2's on its port eth3 and no longer
+/// on the vxlan device.
+#[test]
+fn a_host_that_moves_between_kernel_leaves_is_followed() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge"]) {
+        return;
+    }
+    a_host_moves_to_another_leaf("en", "kernel", |mac, l1, l2| {
+        assert_eq!(kernel_vteps_of(&kernel_fdb(l1), mac), [VTEPS[1]], "l1's kernel follows h1 to l2");
+        let fdb = kernel_fdb(l2);
+        let on_l2: Vec<&Value> =
+            fdb.iter().filter(|e| e["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(mac))).collect();
+        assert!(
+            !on_l2.is_empty() && on_l2.iter().all(|e| e["ifname"] == "eth3"),
+            "l2's kernel has h1 on eth3 only: {on_l2:#?}"
+        );
+    });
+}
+
+/// The MAC mobility test on `backend`; at its end `then` is given h1's MAC
+/// and the leaves' namespaces, with the daemons running.
+fn a_host_moves_to_another_leaf(tag: &str, backend: &str, then: impl FnOnce(&str, &Netns, &Netns)) {
+    let leaf = |i| leaf_config(i, backend, "");
+    let spine = if backend == "kernel" { kernel_spine() } else { spine_config() };
+    let s1 = Netns::new(&format!("{tag}s"));
+    let l1 = Netns::new(&format!("{tag}1"));
+    let l2 = Netns::new(&format!("{tag}2"));
+    let h0 = Netns::new(&format!("{tag}h"));
+    let h1 = Netns::new(&format!("{tag}i"));
     veth(&s1, "eth1", &l1, "eth1");
     veth(&s1, "eth2", &l2, "eth1");
     veth(&h0, "eth0", &l1, "eth3");
@@ -484,7 +705,7 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
         "  - { name: eth3, mode: access, vlan: 10 }\n",
         "  - { name: eth3, mode: access, vlan: 10 }\n  - { name: eth4, mode: access, vlan: 10 }\n",
     );
-    let _spine = Switchd::start(&s1, &spine_config());
+    let _spine = Switchd::start(&s1, &spine);
     let leaf1 = Switchd::start(&l1, &l1_config);
     let leaf2 = Switchd::start(&l2, &leaf(2));
     wait_for("l2 flooding to l1", || {
@@ -525,6 +746,7 @@ fn a_host_that_moves_to_another_leaf_is_followed_with_a_higher_sequence_number()
     let entry = fdb.iter().find(|m| m["mac"].as_str().is_some_and(|m| m.eq_ignore_ascii_case(&mac)));
     assert!(entry.and_then(|e| e["destination"].as_str()).is_some_and(|d| d.contains("10.255.0.2")), "{entry:?}");
     assert!(h0.ping("192.168.100.11", 3), "h0 -> h1 on its new leaf");
+    then(&mac, &l1, &l2);
 }
 
 /// Duplicate detection (RFC 7432 section 15.1): one MAC sends from behind

@@ -32,7 +32,7 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use fabric_tests::{Netns, Switchd, kernel_vlans, require_root_and_tools, veth};
+use fabric_tests::{Netns, Switchd, kernel_has_vrf, kernel_vlans, require_root_and_tools, veth};
 use serde_json::Value;
 
 /// Our routing protocol number (the backend's default).
@@ -833,16 +833,6 @@ vlans:
         "eth3 after the commit: native 10, trunk 20, no 30"
     );
     assert_eq!(bridge_vlans(&sw, "eth1"), [(10, true, true)].into(), "eth1 untouched");
-}
-
-/// Whether this kernel has l3mdev VRFs (`CONFIG_NET_VRF`), probed in a
-/// throwaway namespace.
-fn kernel_has_vrf() -> bool {
-    let ns = Netns::new("kvrfp");
-    std::process::Command::new("ip")
-        .args(["-n", ns.name(), "link", "add", "v", "type", "vrf", "table", "10"])
-        .output()
-        .is_ok_and(|out| out.status.success())
 }
 
 /// A virtual router other than the default is an l3mdev VRF device with a

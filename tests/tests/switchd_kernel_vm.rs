@@ -20,6 +20,10 @@
 //!   on the vxlan port, the binding on the 802.1Q SVI);
 //! - `switchd_l2` on the kernel backend: learning, flooding, and the trunk
 //!   (tagged VLAN 10 in, tagged VLAN 10 out) through the filtering bridge;
+//! - `evpn_irb` on the kernel backend: symmetric IRB through `switchd`,
+//!   leaves and spine on the kernel, the L3VNI, its routes, neighbours and
+//!   router-MAC FDB entries from BGP-EVPN's MAC+IP routes, hosts in two VNIs
+//!   routed across the fabric on the L3VNI;
 //!
 //! Inside the VM the probe must find `vlan_filtering`, and each test must
 //! report the bridge mode it ran (`vlan-aware`): a VM that fell back to the
@@ -42,6 +46,7 @@ const IN_THE_VM: &[(&str, &[&str])] = &[
         ],
     ),
     ("switchd_l2", &["on_the_kernel_backend_two_hosts_on_one_vlan_ping_and_are_learned_on_their_ports"]),
+    ("evpn_irb", &["kernel_leaves_route_hosts_in_two_vnis_over_the_l3vni"]),
 ];
 
 #[test]
@@ -86,4 +91,7 @@ fn the_kernel_backend_runs_vlan_aware_on_a_kernel_with_vlan_filtering() {
     assert!(run.output.contains("arp suppression in bridge mode vlan-aware"));
     assert!(!run.output.contains("NOTE switchd_kernel"), "no switchd_kernel test skipped its part");
     assert!(run.output.contains("kernel bridge mode on this kernel: ") && !run.output.contains("NOTE switchd_l2"));
+    assert!(
+        run.output.contains("evpn_irb: kernel leaves routed over the L3VNI") && !run.output.contains("NOTE evpn_irb")
+    );
 }

@@ -516,7 +516,13 @@ impl Evpn {
             EvpnRoute::MacIpAdvertisement { ip, .. } => Imported {
                 mac_vrfs: mac_vrfs(),
                 // Symmetric IRB host routes need the L3VNI and router MAC.
-                ip_vrfs: if ip.is_some() && data.label2.is_some() && router_mac(ext).is_some() {
+                // An IPv6 link-local binding is for ND suppression only, as
+                // FRR has it: no route in the IP-VRF (the address is not
+                // routable; a kernel refuses it through an IPv4 VTEP).
+                ip_vrfs: if ip.is_some_and(|ip| !is_ipv6_link_local(ip))
+                    && data.label2.is_some()
+                    && router_mac(ext).is_some()
+                {
                     ip_vrfs()
                 } else {
                     Vec::new()
@@ -639,3 +645,8 @@ impl Evpn {
 
 #[cfg(test)]
 mod tests;
+
+/// fe80::/10.
+fn is_ipv6_link_local(ip: IpAddr) -> bool {
+    matches!(ip, IpAddr::V6(v6) if v6.segments()[0] & 0xffc0 == 0xfe80)
+}

@@ -668,3 +668,38 @@ fn the_vni_state_counts_without_listing() {
         vnis.vnis.iter().map(|v| (v.vni, v.local_macs, v.remote_macs, v.arp_entries)).collect();
     assert_eq!(counts, [(100, 1, 0, 0), (200, 0, 1, 1), (4001, 0, 0, 0)]);
 }
+
+/// A remote MAC+IPv6 route for a link-local address binds it for ND
+/// suppression in the MAC-VRF but puts no host route in the IP-VRF (as
+/// FRR; the kernel backend refused the /128 through an IPv4 VTEP).
+#[test]
+fn a_link_local_binding_is_suppressed_but_not_routed() {
+    let mut e = instance(5);
+    let vtep = ip("10.0.0.3");
+    let rmac = MacAddr([2, 0, 0, 0, 0, 3]);
+    let mut ext: Vec<u64> = [100, 4001].iter().map(|&v| derived_rt(65000, v).to_u64()).collect();
+    ext.push(ExtCommunity::RouterMac(rmac).to_u64());
+    let attrs = PathAttrs {
+        next_hop: Some(vtep),
+        ext_communities: ext,
+        evpn: Some(crate::packet::evpn::EvpnPathData { label1: 100, label2: Some(4001), ..Default::default() }),
+        ..Default::default()
+    };
+    for (address, routed) in [("fe80::1", false), ("2001:db8::20", true)] {
+        let route = EvpnRoute::MacIpAdvertisement {
+            rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 3), number: 100 },
+            esi: Esi::ZERO,
+            ethernet_tag: 0,
+            mac: MAC1,
+            ip: Some(ip(address)),
+            label1: 0,
+            label2: None,
+        };
+        e.route_changed(0, route, None, Some(&attrs));
+        let actions = e.take_actions();
+        let binding = FibChange::Neighbor { vni: 100, ip: ip(address), mac: Some(MAC1) };
+        assert!(actions.contains(&EvpnAction::Fib(binding)), "{address} bound: {actions:?}");
+        let route = actions.iter().any(|a| matches!(a, EvpnAction::Fib(FibChange::Route { .. })));
+        assert_eq!(route, routed, "{address}: a host route in the VRF? {actions:?}");
+    }
+}

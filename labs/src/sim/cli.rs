@@ -558,6 +558,19 @@ pub fn describe(run: &super::Run) -> String {
         run.speed.wall_s,
         run.speed.events_per_s / 1e6
     ) + &describe_background(&r.background)
+        + &describe_reroute(r)
+}
+
+/// After a link failure: routes rewritten, and what the switches refused.
+fn describe_reroute(r: &super::Report) -> String {
+    let mut text = String::new();
+    if r.routes_rewritten > 0 || !r.reroute_errors.is_empty() {
+        text += &format!("; {} routes rewritten after the link failure", r.routes_rewritten);
+    }
+    for error in &r.reroute_errors {
+        text += &format!("; refused: {error}");
+    }
+    text
 }
 
 /// `labs sim` and `labs sim compare`.

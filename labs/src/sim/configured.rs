@@ -251,6 +251,7 @@ struct Neighbour {
 /// fail: every switch with `bgp:` announces the prefixes of its addresses,
 /// and every other such switch routes each over all its neighbours one
 /// hop closer to it.
+#[derive(Clone)]
 pub struct Underlay {
     neighbours: Vec<Vec<Neighbour>>,
     speaks_bgp: Vec<bool>,
@@ -366,45 +367,65 @@ impl Underlay {
     /// After cables failed (`link_up[l]` false), what BGP converges to,
     /// written into the pipelines: a route whose next hops changed points
     /// at new next hops or a new group, one with none left is withdrawn.
-    /// Returns the routes rewritten.
-    pub fn reroute(&mut self, link_up: &[bool], pipelines: &mut [&mut Switch]) -> Result<usize, String> {
+    /// `pipelines` is indexed by switch number (`None`: another
+    /// partition's, on a run split across threads): what BGP decided and
+    /// the ids handed out are counted over every switch, so each switch
+    /// gets the same ids however the run is split. A switch whose tables
+    /// refuse a change keeps the rest of its old routes (BGP's view moves
+    /// on); the others reroute. Returns the routes rewritten on `pipelines`
+    /// and each refusal, by switch number.
+    pub fn reroute(&mut self, link_up: &[bool], pipelines: &mut [Option<&mut Switch>]) -> (usize, Vec<(u32, String)>) {
         let routes = self.converge(link_up);
         let mut rewritten = 0;
-        for (s, pipeline) in pipelines.iter_mut().enumerate() {
-            for (prefix, hops) in &routes[s] {
+        let mut errors = Vec::new();
+        for (s, routes) in routes.iter().enumerate() {
+            let mut pipeline = pipelines.get_mut(s).and_then(|p| p.as_deref_mut());
+            for (prefix, hops) in routes {
                 let ips: Vec<Ipv4Addr> = hops.iter().map(|&(ip, _)| ip).collect();
-                let old = self.installed[s].get(prefix).cloned().unwrap_or_default();
+                let old = self.installed[s].insert(*prefix, ips.clone()).unwrap_or_default();
                 if ips == old {
                     continue;
                 }
+                // Ids first, whether or not the switch is here.
+                let first = self.next_id;
+                let ids: Vec<u32> = (first..first + hops.len() as u32).collect();
+                self.next_id += hops.len() as u32;
+                let group = (hops.len() > 1).then(|| {
+                    self.next_id += 1;
+                    self.next_id - 1
+                });
+                let Some(switch) = pipeline.as_deref_mut() else { continue };
                 let network = IpNetwork::V4(*prefix);
-                let err = |e: dataplane::pipeline::TableError| format!("switch {s}: reroute {prefix}: {e:?}");
-                if hops.is_empty() {
-                    if !old.is_empty() {
-                        pipeline.remove_route(network).map_err(err)?;
+                let applied = (|| {
+                    if hops.is_empty() {
+                        if !old.is_empty() {
+                            switch.remove_route(network)?;
+                        }
+                        return Ok(());
                     }
-                } else {
-                    let mut ids = Vec::with_capacity(hops.len());
-                    for &(ip, rif) in hops {
-                        let id = self.next_id;
-                        self.next_id += 1;
-                        pipeline.set_next_hop(id, NextHop { rif, ip: IpAddr::V4(ip) }).map_err(err)?;
-                        ids.push(id);
+                    for (&(ip, rif), &id) in hops.iter().zip(&ids) {
+                        switch.set_next_hop(id, NextHop { rif, ip: IpAddr::V4(ip) })?;
                     }
-                    let target = if let [one] = ids.as_slice() {
-                        RouteTarget::NextHop(*one)
-                    } else {
-                        let group = self.next_id;
-                        self.next_id += 1;
-                        pipeline.set_next_hop_group(group, &ids).map_err(err)?;
-                        RouteTarget::Group(group)
+                    let target = match group {
+                        Some(group) => {
+                            switch.set_next_hop_group(group, &ids)?;
+                            RouteTarget::Group(group)
+                        }
+                        None => RouteTarget::NextHop(ids[0]),
                     };
-                    pipeline.set_route(network, target).map_err(err)?;
+                    switch.set_route(network, target)
+                })();
+                match applied {
+                    Ok(()) => rewritten += 1,
+                    Err(e) => {
+                        let e: dataplane::pipeline::TableError = e;
+                        errors.push((s as u32, format!("switch {s}: reroute {prefix}: {e:?}")));
+                        // The rest of this switch's routes stay as they were.
+                        pipeline = None;
+                    }
                 }
-                self.installed[s].insert(*prefix, ips);
-                rewritten += 1;
             }
         }
-        Ok(rewritten)
+        (rewritten, errors)
     }
 }

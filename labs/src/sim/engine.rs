@@ -155,7 +155,8 @@ pub struct Simulation<Q: EventQueue> {
     /// Reconvergences after link failures, routes they rewrote, and refusals.
     pub reroutes: u32,
     pub routes_rewritten: usize,
-    pub reroute_errors: Vec<String>,
+    /// What a switch's tables refused: (reconvergence, switch, why), in that order.
+    pub reroute_errors: Vec<(u32, u32, String)>,
     pub depth: DepthHistogram,
     /// Watched (switch, port) and their sampled depths over time.
     pub watched: Vec<(u32, u16)>,
@@ -560,21 +561,35 @@ impl<Q: EventQueue> Simulation<Q> {
                 self.schedule(now + self.experiment.sample_ns, Event::Sample);
             }
             Event::LinkDown { link } => {
+                // Every partition runs it at the same place in the order
+                // (its own copy of the cable's state, its own switch's
+                // port); one counts the event.
+                if self.part.as_ref().is_some_and(|p| p.me != 0) {
+                    self.events -= 1;
+                }
                 self.link_down(link);
                 self.schedule(now + self.experiment.reconverge_ns, Event::Reconverge);
             }
             Event::Reconverge => {
-                // A run with a link failure is never split: these are every switch, in order.
-                let mut pipelines: Vec<&mut Switch> = self.switches.iter_mut().map(|s| &mut s.pipeline).collect();
+                // Every partition reroutes its own switches, with the ids
+                // the whole fabric's reroute gives them; one counts the event.
+                if self.part.as_ref().is_some_and(|p| p.me != 0) {
+                    self.events -= 1;
+                }
+                let local = &self.switch_local;
+                let mut slots: Vec<Option<&mut SimSwitch>> = self.switches.iter_mut().map(Some).collect();
+                let mut pipelines: Vec<Option<&mut Switch>> = local
+                    .iter()
+                    .map(|&l| if l == ELSEWHERE { None } else { slots[l as usize].take().map(|s| &mut s.pipeline) })
+                    .collect();
                 self.reroutes += 1;
-                let rerouted = match &mut self.underlay {
+                let (rewritten, errors) = match &mut self.underlay {
                     Some(underlay) => underlay.reroute(&self.link_up, &mut pipelines),
                     None => routes::reroute(&self.fabric, &self.link_up, &mut pipelines, self.reroutes << 20),
                 };
-                match rerouted {
-                    Ok(rewritten) => self.routes_rewritten += rewritten,
-                    Err(error) => self.reroute_errors.push(error),
-                }
+                self.routes_rewritten += rewritten;
+                let reroute = self.reroutes;
+                self.reroute_errors.extend(errors.into_iter().map(|(s, e)| (reroute, s, e)));
             }
             Event::Timeout { message } => {
                 let m = self.workload.messages[message as usize];
@@ -734,7 +749,11 @@ impl<Q: EventQueue> Simulation<Q> {
         let Some(&(a, b)) = self.fabric.links.get(link as usize) else { return };
         self.link_up[link as usize] = false;
         for end in [a, b] {
-            if let End::Switch { switch, port } = end {
+            // Each end in its own partition (on a split run, the other
+            // partition runs the same event for its end).
+            if let End::Switch { switch, port } = end
+                && self.switch_local[switch as usize] != ELSEWHERE
+            {
                 let now = self.now;
                 self.with_switch(switch, |node, pipeline, ports| {
                     node.handle(pipeline, now, dataplane::node::NodeEvent::Link { port, up: false }, ports);

@@ -87,6 +87,10 @@ pub struct Report {
     pub naks: u64,
     /// Routes rewritten when the underlay reconverged after link failures.
     pub routes_rewritten: usize,
+    /// Route changes a switch's tables refused then (that switch kept the
+    /// rest of its old routes): "switch NAME: reroute PREFIX: why".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reroute_errors: Vec<String>,
     pub events: u64,
 }
 
@@ -326,6 +330,7 @@ impl Report {
             timeouts: sim.hosts.iter().map(|h| h.counters.timeouts).sum(),
             naks: sim.hosts.iter().map(|h| h.counters.naks_sent).sum(),
             routes_rewritten: sim.routes_rewritten,
+            reroute_errors: sim.reroute_errors.iter().map(|(_, _, e)| e.clone()).collect(),
             events: sim.events,
         }
     }

@@ -203,7 +203,6 @@ impl<Q: EventQueue> Simulation<Q> {
             connections[owner].push(connection);
         }
         let mut out = Vec::with_capacity(parts);
-        let mut underlay = self.underlay.take();
         for (p, ((((queue, switches), hosts), connections), (switch_local, (host_local, host_ids)))) in queues
             .into_iter()
             .zip(switches)
@@ -220,7 +219,9 @@ impl<Q: EventQueue> Simulation<Q> {
                 fabric: Arc::clone(&self.fabric),
                 experiment: self.experiment.clone(),
                 routes: Arc::clone(&self.routes),
-                underlay: if p == 0 { underlay.take() } else { None },
+                // Each partition converges the whole underlay after a
+                // failure and programs its own switches.
+                underlay: self.underlay.clone(),
                 switches,
                 hosts,
                 switch_local,
@@ -276,6 +277,11 @@ impl<Q: EventQueue> Simulation<Q> {
             (t.0 + s.events, t.1 + s.punts, t.2 + s.completed, t.3 + s.completed_foreground)
         });
         let background_done_bytes = all().map(|p| p.background_done_bytes).sum();
+        // Each partition rewrote its own switches' routes.
+        let routes_rewritten = all().map(|p| p.routes_rewritten).sum();
+        let mut reroute_errors: Vec<(u32, u32, String)> =
+            all().flat_map(|p| p.reroute_errors.iter().cloned()).collect();
+        reroute_errors.sort_by_key(|e| (e.0, e.1));
         // Queue-depth rows: every partition sampled at the same times, each
         // its own watched ports.
         let owner = |s: u32| base.part.as_ref().map_or(0, |p| p.switch_part[s as usize]) as usize;
@@ -334,6 +340,8 @@ impl<Q: EventQueue> Simulation<Q> {
         base.completed = completed;
         base.completed_foreground = foreground;
         base.background_done_bytes = background_done_bytes;
+        base.routes_rewritten = routes_rewritten;
+        base.reroute_errors = reroute_errors;
         base.finished_ns = finished_ns;
         base.events = events;
         base.punts = punts;
@@ -362,11 +370,6 @@ pub struct Plan {
 pub fn plan<Q: EventQueue>(sim: &Simulation<Q>, threads: usize) -> Result<Option<Plan>, String> {
     if threads <= 1 {
         return Ok(None);
-    }
-    if sim.experiment.link_failure.is_some() {
-        return Err("--fail-link with --threads above 1: the reconvergence rewrites every switch's routes at \
-                    once, which a split run does not do yet; run it with --threads 1"
-            .into());
     }
     let (switch_part, host_part, parts) = partition(&sim.fabric, threads);
     if parts < 2 {

@@ -287,13 +287,18 @@ fn leaf_distances(
 /// After cables failed (`link_up[l]` false), what the underlay converges
 /// to: every switch's route to every leaf's subnet over the shortest paths
 /// that remain. New groups get ids from `first_group` up (the old ones
-/// stay, unused). Returns the routes rewritten.
+/// stay, unused), counted over every switch whether or not it is among
+/// `switches` (indexed by switch number; `None`: another partition's, on a
+/// run split across threads), so each switch gets the same ids however the
+/// run is split. A switch whose table refuses a change keeps the rest of
+/// its old routes; the others reroute. Returns the routes rewritten on
+/// `switches` and each refusal, by switch number.
 pub fn reroute(
     fabric: &Fabric,
     link_up: &[bool],
-    switches: &mut [&mut Switch],
+    switches: &mut [Option<&mut Switch>],
     first_group: u32,
-) -> Result<usize, String> {
+) -> (usize, Vec<(u32, String)>) {
     let count = fabric.switches.len();
     let mut adjacency: Vec<Vec<(u16, u32)>> = vec![Vec::new(); count];
     let mut has_hosts = vec![false; count];
@@ -311,6 +316,8 @@ pub fn reroute(
     }
     let mut next_group = first_group;
     let mut rewritten = 0;
+    let mut errors: Vec<(u32, String)> = Vec::new();
+    let mut refused = vec![false; count];
     let mut groups: BTreeMap<(u32, Vec<u16>), u32> = BTreeMap::new();
     for leaf in (0..count as u32).filter(|&s| has_hosts[s as usize]) {
         let mut distance = vec![u32::MAX; count];
@@ -337,33 +344,46 @@ pub fn reroute(
                 .map(|&(port, _)| port)
                 .collect();
             members.sort_unstable();
-            let switch = &mut *switches[s as usize];
-            let err = |e: dataplane::pipeline::TableError| {
-                format!("switch {}: reroute: {e:?}", fabric.switches[s as usize].name)
-            };
-            let target = match members.as_slice() {
+            // The group's id, whether or not the switch is here: ids are
+            // counted over the whole fabric in this order.
+            let (target, new_group) = match members.as_slice() {
                 [] => continue,
-                [port] => RouteTarget::NextHop(u32::from(*port) + 1),
-                _ => {
-                    let id = match groups.get(&(s, members.clone())) {
-                        Some(&id) => id,
-                        None => {
-                            let id = next_group;
-                            next_group += 1;
-                            let hops: Vec<u32> = members.iter().map(|&p| u32::from(p) + 1).collect();
-                            switch.set_next_hop_group(id, &hops).map_err(err)?;
-                            groups.insert((s, members.clone()), id);
-                            id
-                        }
-                    };
-                    RouteTarget::Group(id)
-                }
+                [port] => (RouteTarget::NextHop(u32::from(*port) + 1), false),
+                _ => match groups.get(&(s, members.clone())) {
+                    Some(&id) => (RouteTarget::Group(id), false),
+                    None => {
+                        let id = next_group;
+                        next_group += 1;
+                        groups.insert((s, members.clone()), id);
+                        (RouteTarget::Group(id), true)
+                    }
+                },
             };
-            if switch.route(prefix) != Some(target) {
-                switch.set_route(prefix, target).map_err(err)?;
-                rewritten += 1;
+            let Some(switch) = switches.get_mut(s as usize).and_then(|s| s.as_deref_mut()) else { continue };
+            if refused[s as usize] {
+                continue;
+            }
+            let applied = (|| {
+                if let (true, RouteTarget::Group(id)) = (new_group, target) {
+                    let hops: Vec<u32> = members.iter().map(|&p| u32::from(p) + 1).collect();
+                    switch.set_next_hop_group(id, &hops)?;
+                }
+                if switch.route(prefix) != Some(target) {
+                    switch.set_route(prefix, target)?;
+                    return Ok(true);
+                }
+                Ok(false)
+            })();
+            match applied {
+                Ok(changed) => rewritten += usize::from(changed),
+                Err(e) => {
+                    let e: dataplane::pipeline::TableError = e;
+                    refused[s as usize] = true;
+                    errors.push((s, format!("switch {}: reroute {prefix}: {e:?}", fabric.switches[s as usize].name)));
+                }
             }
         }
     }
-    Ok(rewritten)
+    errors.sort_by_key(|e| e.0);
+    (rewritten, errors)
 }

@@ -38,6 +38,29 @@ pub(super) fn fdb_message(
     message
 }
 
+/// The requests that delete what `message` installed: an entry of both the
+/// vxlan device and the bridge (`self master`, a remote MAC) as two, the
+/// device's first. In one request the kernel deletes the bridge's part
+/// first and stops there when it is gone: when a host that was behind a
+/// remote VTEP moves here, the bridge takes its entry over to the local
+/// port (`br_fdb_update`), and the route's withdrawal then left the
+/// device's entry toward the old VTEP, where the vxlan device sent the
+/// host's unicast (instead of every VTEP) once the bridge forgot it.
+pub(super) fn deletions(message: &NeighbourMessage) -> Vec<NeighbourMessage> {
+    let both = NeighbourFlags::Own | NeighbourFlags::Controller;
+    if !message.header.flags.contains(both) {
+        return vec![message.clone()];
+    }
+    [NeighbourFlags::Own, NeighbourFlags::Controller]
+        .into_iter()
+        .map(|part| {
+            let mut message = message.clone();
+            message.header.flags = part;
+            message
+        })
+        .collect()
+}
+
 /// What an FDB message says, read from the kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct FdbRecord {
@@ -118,6 +141,11 @@ impl KernelBackend {
             Some(BridgePortType::Tunnel(_)) => Ok(None),
             None => Err(SaiError::UnknownObject(bridge_port)),
         }
+    }
+
+    /// Whether `bridge_port` learns (a bridge port's default).
+    fn learns(&self, store: &ObjectStore, bridge_port: ObjectId) -> bool {
+        store.bridge_port(bridge_port).is_none_or(|b| b.learning)
     }
 
     fn remote_of(&self, store: &ObjectStore, bridge_port: ObjectId) -> SaiResult<Ipv4Addr> {
@@ -216,7 +244,21 @@ impl KernelBackend {
                     format!("flood entry {remote} on {}", vxlan.name),
                     Request::route(RouteNetlinkMessage::NewNeighbour(entry.clone()), NLM_F_CREATE | NLM_F_APPEND),
                     Some(Request::route(RouteNetlinkMessage::DelNeighbour(entry), 0)),
-                )
+                )?;
+                // RFC 8365 5.1: an EVPN VTEP's MACs come from the control
+                // plane. The vxlan device is one bridge port for all the
+                // VNI's VTEPs, so it stops learning with the first of them
+                // that must not learn (else the bridge learns remote MACs
+                // behind it that no route names, flooded to every VTEP).
+                if !self.learns(store, member.bridge_port) {
+                    let count = self.unlearning_vteps.get(&vid).copied().unwrap_or(0);
+                    if count == 0 {
+                        self.set_learning(log, &vxlan, false)?;
+                        self.forget_learned_behind(&vxlan)?;
+                    }
+                    self.count_unlearning(vid, count + 1);
+                }
+                Ok(())
             }
         }
     }
@@ -293,8 +335,13 @@ impl KernelBackend {
             }
             None => {
                 let remote = self.remote_of(store, member.bridge_port)?;
+                let unlearning = !self.learns(store, member.bridge_port);
+                let count = self.unlearning_vteps.get(&vid).copied().unwrap_or(0);
                 let Some((_, vxlan)) = self.vxlans.get(&vid).cloned() else {
                     // The vxlan device went with its VNI map already.
+                    if unlearning {
+                        self.count_unlearning(vid, count.saturating_sub(1));
+                    }
                     return Ok(());
                 };
                 let entry = self.flood_entry(&vxlan, remote);
@@ -303,9 +350,47 @@ impl KernelBackend {
                     format!("flood entry {remote} off {}", vxlan.name),
                     Request::route(RouteNetlinkMessage::DelNeighbour(entry.clone()), 0),
                     Some(Request::route(RouteNetlinkMessage::NewNeighbour(entry), NLM_F_CREATE | NLM_F_APPEND)),
-                )
+                )?;
+                if unlearning {
+                    // The last such VTEP gone: the port learns again.
+                    if count == 1 {
+                        self.set_learning(log, &vxlan, true)?;
+                    }
+                    self.count_unlearning(vid, count.saturating_sub(1));
+                }
+                Ok(())
             }
         }
+    }
+
+    /// Deletes what the bridge learned behind `vxlan` before it stopped
+    /// learning: frames that came in from the overlay between the device's
+    /// creation and its first EVPN VTEP (a restarted leaf hears the other
+    /// VTEPs flooding to it before its own routes arrive). Such entries
+    /// name no VTEP, so the device would flood to them, and they would
+    /// stand for the ageing time beside what the routes say.
+    fn forget_learned_behind(&mut self, vxlan: &Netdev) -> SaiResult<()> {
+        for record in self.dump_fdb()? {
+            if record.ifindex != vxlan.ifindex || !record.is_learned() {
+                continue;
+            }
+            let Some(vid) = self.vid_of_record(&record) else { continue };
+            let message =
+                self.with_vlan(fdb_message(record.ifindex, record.mac, record.state, NeighbourFlags::Controller), vid);
+            match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(message), 0)) {
+                Ok(()) => {}
+                Err(error) if error.errno == libc::ENOENT => {}
+                Err(error) => return Err(kernel_error(format!("forgetting {} on {}", record.mac, vxlan.name), error)),
+            }
+        }
+        Ok(())
+    }
+
+    fn count_unlearning(&mut self, vid: VlanId, count: usize) {
+        match count {
+            0 => self.unlearning_vteps.remove(&vid),
+            count => self.unlearning_vteps.insert(vid, count),
+        };
     }
 
     // ------------------------------------------------------------ FDB
@@ -401,18 +486,18 @@ impl KernelBackend {
         replacing: bool,
     ) -> SaiResult<()> {
         for message in self.fdb_requests(store, key, entry)? {
-            match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(message.clone()), 0)) {
-                Ok(()) => {
-                    if !replacing {
-                        log.push(Request::route(
-                            RouteNetlinkMessage::NewNeighbour(message),
-                            NLM_F_CREATE | NLM_F_REPLACE,
-                        ));
-                    }
+            let mut removed = false;
+            for part in deletions(&message) {
+                match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(part), 0)) {
+                    Ok(()) => removed = true,
+                    // Gone already (its port left the bridge, its device
+                    // went, the bridge moved the MAC to a local port).
+                    Err(error) if [libc::ENOENT, libc::ENODEV].contains(&error.errno) => {}
+                    Err(error) => return Err(kernel_error(format!("removing fdb entry {}", key.mac), error)),
                 }
-                // Gone already (its port left the bridge, its device went).
-                Err(error) if [libc::ENOENT, libc::ENODEV].contains(&error.errno) => {}
-                Err(error) => return Err(kernel_error(format!("removing fdb entry {}", key.mac), error)),
+            }
+            if removed && !replacing {
+                log.push(Request::route(RouteNetlinkMessage::NewNeighbour(message), NLM_F_CREATE | NLM_F_REPLACE));
             }
         }
         Ok(())

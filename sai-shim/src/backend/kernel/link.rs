@@ -684,7 +684,15 @@ impl KernelBackend {
             }
             set_link(message)
         };
-        self.send(log, format!("router interface {}", netdev.name), message(new), Some(message(old)))
+        self.send(log, format!("router interface {}", netdev.name), message(new), Some(message(old)))?;
+        if let (RouterInterfaceType::Vlan(vlan), Some(bridge)) = (new.rif_type, self.vlan_aware_bridge().cloned())
+            && old.src_mac_address != new.src_mac_address
+        {
+            let vid = self.vid(vlan)?;
+            self.remove_svi_local_entry(log, &bridge, vid, old.src_mac_address)?;
+            self.add_svi_local_entry(log, &bridge, vid, new.src_mac_address)?;
+        }
+        Ok(())
     }
 
     pub(super) fn remove_router_interface(
@@ -694,9 +702,11 @@ impl KernelBackend {
         rif: &RouterInterface,
     ) -> SaiResult<()> {
         let netdev = self.router_interface(id)?.clone();
-        if matches!(rif.rif_type, RouterInterfaceType::Vlan(_)) && self.vlan_aware_bridge().is_some() {
+        if let (RouterInterfaceType::Vlan(vlan), Some(bridge)) = (rif.rif_type, self.vlan_aware_bridge().cloned()) {
+            let vid = self.vid(vlan)?;
+            self.remove_svi_local_entry(log, &bridge, vid, rif.src_mac_address)?;
             // The SVI device of the VLAN-aware model goes. Deleting a
-            // device cannot be undone; it is the call's only request.
+            // device cannot be undone; it is the call's last request.
             match self.netlink.request(&delete_link(netdev.ifindex)) {
                 Ok(()) => {}
                 Err(error) if error.errno == libc::ENODEV => {}
@@ -734,6 +744,9 @@ impl KernelBackend {
             self.attach_aware_vxlan(log, &netdev, vid)?;
         }
         self.set_neigh_suppress(log, &netdev)?;
+        if self.unlearning_vteps.get(&vid).is_some_and(|count| *count > 0) {
+            self.set_learning(log, &netdev, false)?;
+        }
         self.vxlans.insert(vid, (map.vni, netdev));
         Ok(())
     }

@@ -9,7 +9,7 @@
 //! | VLAN member (port, untagged) | the port enslaved to its VLAN's bridge (bridge-port `learning` per the bridge port) |
 //! | VLAN member (port, tagged) | an 802.1Q device `nos-<port>.<VID>` on the port, enslaved to the VLAN's bridge |
 //! | tunnel map entry | a vxlan device `nos-vx<VNI>` per VNI (`nolearning`, local = the tunnel's source, dstport) in the VLAN's bridge |
-//! | VLAN member (tunnel) | an all-zero-MAC FDB entry `dst <remote>` on the VNI's vxlan device (head-end replication) |
+//! | VLAN member (tunnel) | an all-zero-MAC FDB entry `dst <remote>` on the VNI's vxlan device (head-end replication); a bridge port that does not learn (EVPN's VTEPs) turns the vxlan port's `learning` off |
 //! | FDB entry | a static (or dynamic) FDB entry in the VLAN's bridge; behind a remote VTEP: `dst <remote> self master extern_learn` on the vxlan device |
 //! | router interface | a routed port's own netdev (its MAC and MTU), or the VLAN's bridge (the SVI) |
 //! | next hop | a nexthop object (`RTM_NEWNEXTHOP`, `onlink`) |
@@ -185,6 +185,9 @@ pub struct KernelBackend {
     next_nexthop_id: u32,
     /// The member of groups that have none (a group cannot be empty).
     blackhole_nexthop: Option<u32>,
+    /// Per VLAN, its members behind remote VTEPs that must not learn (EVPN's):
+    /// while there are any, the VNI's vxlan port has `learning off`.
+    unlearning_vteps: HashMap<VlanId, usize>,
     /// MACs the bridge learned: (VID, MAC) -> the port's ifindex.
     learned: HashMap<(VlanId, EthernetAddress), u32>,
     /// Neighbours the kernel resolved on router interfaces: -> MAC.
@@ -249,6 +252,7 @@ impl KernelBackend {
             rif_of_ifindex: HashMap::new(),
             nexthop_ids: HashMap::new(),
             blackhole_nexthop: None,
+            unlearning_vteps: HashMap::new(),
             learned: HashMap::new(),
             resolved: HashMap::new(),
             notifications: Vec::new(),

@@ -21,11 +21,13 @@
 
 use std::collections::BTreeMap;
 
-use dataplane::wire::VlanId;
+use dataplane::wire::{EthernetAddress, VlanId};
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_REPLACE};
 use netlink_packet_route::link::{
     AfSpecBridge, BridgeFlag, BridgeVlanInfo, BridgeVlanInfoFlags, InfoBridge, InfoData, InfoKind, InfoVlan,
     LinkAttribute, LinkInfo, LinkMessage,
 };
+use netlink_packet_route::neighbour::{NeighbourAttribute, NeighbourFlags, NeighbourMessage, NeighbourState};
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
 use super::link::{admin, link_message};
@@ -279,7 +281,72 @@ impl KernelBackend {
         message.attributes.push(LinkAttribute::Address(rif.src_mac_address.0.to_vec()));
         message.attributes.push(LinkAttribute::Mtu(u32::from(rif.mtu)));
         admin(&mut message, rif.admin_state);
-        self.create_device(log, &format!("create the SVI of vlan {vid}"), message)
+        let svi = self.create_device(log, &format!("create the SVI of vlan {vid}"), message)?;
+        self.add_svi_local_entry(log, bridge, vid, rif.src_mac_address)?;
+        Ok(svi)
+    }
+
+    /// `bridge fdb replace <MAC> dev nos-br vlan <VID> self local`: frames
+    /// to the SVI's MAC in its VLAN are the bridge's own, taken up to the
+    /// SVI and nowhere else, as the bridge's MAC is. Without it an SVI with
+    /// another MAC than the bridge's (an anycast gateway) put its address in
+    /// the bridge's unicast list, which made the bridge promiscuous: every
+    /// frame a host sent to its gateway was routed by the SVI and also
+    /// flooded as unknown unicast to the VLAN's ports and, over its VNI, to
+    /// every VTEP, whose SVI with the same MAC routed it a second time.
+    fn svi_local_entry(bridge: &Netdev, vid: VlanId, mac: EthernetAddress) -> NeighbourMessage {
+        let mut message =
+            super::bridge::fdb_message(bridge.ifindex, mac, NeighbourState::Permanent, NeighbourFlags::Own);
+        message.attributes.push(NeighbourAttribute::Vlan(vid));
+        message
+    }
+
+    /// Whether `mac` is the bridge's own (its local entries come with the VLAN).
+    fn is_bridge_mac(&self, bridge: &Netdev, mac: EthernetAddress) -> SaiResult<bool> {
+        let link = self
+            .link_by_index(bridge.ifindex)
+            .map_err(|e| super::kernel_error(format!("reading {}", bridge.name), e))?;
+        Ok(link.mac == Some(mac.0))
+    }
+
+    pub(super) fn add_svi_local_entry(
+        &mut self,
+        log: &mut UndoLog,
+        bridge: &Netdev,
+        vid: VlanId,
+        mac: EthernetAddress,
+    ) -> SaiResult<()> {
+        if self.is_bridge_mac(bridge, mac)? {
+            return Ok(());
+        }
+        let entry = Self::svi_local_entry(bridge, vid, mac);
+        self.send(
+            log,
+            format!("local fdb entry {mac} of the SVI of vlan {vid}"),
+            Request::route(RouteNetlinkMessage::NewNeighbour(entry.clone()), NLM_F_CREATE | NLM_F_REPLACE),
+            Some(Request::route(RouteNetlinkMessage::DelNeighbour(entry), 0)),
+        )
+    }
+
+    pub(super) fn remove_svi_local_entry(
+        &mut self,
+        log: &mut UndoLog,
+        bridge: &Netdev,
+        vid: VlanId,
+        mac: EthernetAddress,
+    ) -> SaiResult<()> {
+        if self.is_bridge_mac(bridge, mac)? {
+            return Ok(());
+        }
+        let entry = Self::svi_local_entry(bridge, vid, mac);
+        match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(entry.clone()), 0)) {
+            Ok(()) => {
+                log.push(Request::route(RouteNetlinkMessage::NewNeighbour(entry), NLM_F_CREATE | NLM_F_REPLACE));
+                Ok(())
+            }
+            Err(error) if [libc::ENOENT, libc::ENODEV].contains(&error.errno) => Ok(()),
+            Err(error) => Err(super::kernel_error(format!("removing the local fdb entry {mac}"), error)),
+        }
     }
 
     /// An 802.1Q device's MTU is at most its lower device's: the VLAN-aware
