@@ -771,14 +771,23 @@ impl Speaker {
     fn settle(&mut self, dirty: Vec<Nlri>) {
         let mut batch = Batch::default();
         for nlri in dirty {
+            // The EVPN instance keeps no record of what it imported: it
+            // undoes what the previous best path (learned from a peer) gave.
+            let old = match nlri {
+                Nlri::Evpn(_) if self.evpn.is_some() => {
+                    self.rib.loc(&nlri).map(|e| e.best()).filter(|r| r.peer != LOCAL_PEER).map(|r| r.attrs.clone())
+                }
+                _ => None,
+            };
             let Some(change) = self.rib.decide(nlri) else { continue };
-            self.apply_change(&change, &mut batch);
+            self.apply_change(&change, old.as_deref(), &mut batch);
         }
         self.flush(batch);
         self.run_evpn_actions();
     }
 
-    fn apply_change(&mut self, change: &LocChange, batch: &mut Batch) {
+    /// `old`: an EVPN route's best path learned from a peer before the change.
+    fn apply_change(&mut self, change: &LocChange, old: Option<&PathAttrs>, batch: &mut Batch) {
         if let (Some(next_hops), Some(prefix)) = (&change.fib, change.nlri.ip_network()) {
             let change = FibChange::Route { vrf: None, prefix, next_hops: next_hops.clone() };
             self.outputs.push_back(Output::Fib(change));
@@ -787,7 +796,7 @@ impl Speaker {
             // What forwarding holds follows the best path learned from a
             // peer; our own routes install nothing.
             let best = self.rib.loc(&change.nlri).map(|e| e.best()).filter(|r| r.peer != LOCAL_PEER);
-            evpn.route_changed(self.now, key, best.map(|r| &*r.attrs));
+            evpn.route_changed(self.now, key, old, best.map(|r| &*r.attrs));
         }
         if !change.best_changed {
             return;

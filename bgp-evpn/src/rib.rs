@@ -11,7 +11,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::decision::{self, Candidate, LOCAL_WEIGHT, MultipathConfig, PeerKind};
 use crate::fib::NextHop;
-use crate::packet::evpn::EvpnRoute;
+use crate::packet::evpn::{Esi, EvpnRoute, MacAddr, RouteDistinguisher};
 use crate::packet::{Family, Ipv4Prefix, Ipv6Prefix, Nlri, PathAttrs};
 
 /// Index of a peer in the RIB; [`LOCAL_PEER`] originates our own routes.
@@ -104,6 +104,55 @@ pub struct LocChange {
     pub fib: Option<Vec<NextHop>>,
 }
 
+/// The key of a type 2 (MAC/IP advertisement) route without an IP or with
+/// an IPv4 address, in 24 bytes instead of an [`EvpnRoute`]'s 68: these are
+/// nearly every EVPN route a VTEP holds (a MAC route and a MAC+IPv4 route per
+/// host), and each RIB keeps one key per route. Only keys in key form
+/// ([`EvpnRoute::key`]: no ESI, no labels) whose RD reads back the same from
+/// its bytes are packed; the rest stay [`EvpnRoute`]s.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct MacIpKey([u64; 3]);
+
+impl MacIpKey {
+    /// The packed key of `route`, if it is one this packs.
+    pub fn pack(route: &EvpnRoute) -> Option<MacIpKey> {
+        let EvpnRoute::MacIpAdvertisement { rd, esi, ethernet_tag, mac, ip, label1: 0, label2: None } = *route else {
+            return None;
+        };
+        let rd_bytes = rd.to_bytes();
+        if esi != Esi::ZERO || RouteDistinguisher::from_bytes(rd_bytes) != rd {
+            return None;
+        }
+        let (flag, ip) = match ip {
+            None => (0u8, [0; 4]),
+            Some(IpAddr::V4(v4)) => (1, v4.octets()),
+            Some(IpAddr::V6(_)) => return None,
+        };
+        let t = ethernet_tag.to_be_bytes();
+        let m = mac.0;
+        Some(MacIpKey([
+            u64::from_be_bytes(rd_bytes),
+            u64::from_be_bytes([t[0], t[1], t[2], t[3], m[0], m[1], m[2], m[3]]),
+            u64::from_be_bytes([m[4], m[5], ip[0], ip[1], ip[2], ip[3], flag, 0]),
+        ]))
+    }
+
+    /// The route key it packs.
+    pub fn route(self) -> EvpnRoute {
+        let [rd, b, c] = self.0.map(u64::to_be_bytes);
+        let ip = (c[6] == 1).then(|| IpAddr::V4(Ipv4Addr::new(c[2], c[3], c[4], c[5])));
+        EvpnRoute::MacIpAdvertisement {
+            rd: RouteDistinguisher::from_bytes(rd),
+            esi: Esi::ZERO,
+            ethernet_tag: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+            mac: MacAddr([b[4], b[5], b[6], b[7], c[0], c[1]]),
+            ip,
+            label1: 0,
+            label2: None,
+        }
+    }
+}
+
 /// A map keyed by NLRI with one table per family, each keyed by that
 /// family's own prefix type: an IPv4 entry is then 16 bytes, not 32 as with
 /// `Nlri` keys (sized for IPv6), which matters at a million routes.
@@ -111,13 +160,20 @@ pub struct LocChange {
 pub struct NlriMap<V> {
     v4: FxHashMap<Ipv4Prefix, V>,
     v6: FxHashMap<Ipv6Prefix, V>,
-    /// EVPN routes in key form ([`EvpnRoute::key`]).
+    /// Type 2 EVPN routes whose key packs into a [`MacIpKey`].
+    mac_ip: FxHashMap<MacIpKey, V>,
+    /// The other EVPN routes, in key form ([`EvpnRoute::key`]).
     evpn: FxHashMap<EvpnRoute, V>,
 }
 
 impl<V> Default for NlriMap<V> {
     fn default() -> Self {
-        NlriMap { v4: FxHashMap::default(), v6: FxHashMap::default(), evpn: FxHashMap::default() }
+        NlriMap {
+            v4: FxHashMap::default(),
+            v6: FxHashMap::default(),
+            mac_ip: FxHashMap::default(),
+            evpn: FxHashMap::default(),
+        }
     }
 }
 
@@ -126,7 +182,10 @@ impl<V> NlriMap<V> {
         match nlri {
             Nlri::Ipv4(p) => self.v4.get(p),
             Nlri::Ipv6(p) => self.v6.get(p),
-            Nlri::Evpn(r) => self.evpn.get(r),
+            Nlri::Evpn(r) => match MacIpKey::pack(r) {
+                Some(k) => self.mac_ip.get(&k),
+                None => self.evpn.get(r),
+            },
         }
     }
 
@@ -134,7 +193,10 @@ impl<V> NlriMap<V> {
         match nlri {
             Nlri::Ipv4(p) => self.v4.insert(p, value),
             Nlri::Ipv6(p) => self.v6.insert(p, value),
-            Nlri::Evpn(r) => self.evpn.insert(r, value),
+            Nlri::Evpn(r) => match MacIpKey::pack(&r) {
+                Some(k) => self.mac_ip.insert(k, value),
+                None => self.evpn.insert(r, value),
+            },
         }
     }
 
@@ -142,7 +204,10 @@ impl<V> NlriMap<V> {
         match nlri {
             Nlri::Ipv4(p) => self.v4.remove(p),
             Nlri::Ipv6(p) => self.v6.remove(p),
-            Nlri::Evpn(r) => self.evpn.remove(r),
+            Nlri::Evpn(r) => match MacIpKey::pack(r) {
+                Some(k) => self.mac_ip.remove(&k),
+                None => self.evpn.remove(r),
+            },
         }
     }
 
@@ -151,7 +216,7 @@ impl<V> NlriMap<V> {
     }
 
     pub fn len(&self) -> usize {
-        self.v4.len() + self.v6.len() + self.evpn.len()
+        self.v4.len() + self.v6.len() + self.mac_ip.len() + self.evpn.len()
     }
 
     /// Entries of one family.
@@ -159,7 +224,7 @@ impl<V> NlriMap<V> {
         match family {
             Family::Ipv4Unicast => self.v4.len(),
             Family::Ipv6Unicast => self.v6.len(),
-            Family::L2vpnEvpn => self.evpn.len(),
+            Family::L2vpnEvpn => self.mac_ip.len() + self.evpn.len(),
         }
     }
 
@@ -170,7 +235,12 @@ impl<V> NlriMap<V> {
     pub fn iter(&self) -> impl Iterator<Item = (Nlri, &V)> {
         let v4 = self.v4.iter().map(|(p, v)| (Nlri::Ipv4(*p), v));
         let v6 = self.v6.iter().map(|(p, v)| (Nlri::Ipv6(*p), v));
-        v4.chain(v6).chain(self.evpn.iter().map(|(r, v)| (Nlri::Evpn(*r), v)))
+        v4.chain(v6).chain(self.evpn_iter())
+    }
+
+    fn evpn_iter(&self) -> impl Iterator<Item = (Nlri, &V)> {
+        let mac_ip = self.mac_ip.iter().map(|(k, v)| (Nlri::Evpn(k.route()), v));
+        mac_ip.chain(self.evpn.iter().map(|(r, v)| (Nlri::Evpn(*r), v)))
     }
 
     /// Entries of one family.
@@ -178,7 +248,7 @@ impl<V> NlriMap<V> {
         match family {
             Family::Ipv4Unicast => Box::new(self.v4.iter().map(|(p, v)| (Nlri::Ipv4(*p), v))),
             Family::Ipv6Unicast => Box::new(self.v6.iter().map(|(p, v)| (Nlri::Ipv6(*p), v))),
-            Family::L2vpnEvpn => Box::new(self.evpn.iter().map(|(r, v)| (Nlri::Evpn(*r), v))),
+            Family::L2vpnEvpn => Box::new(self.evpn_iter()),
         }
     }
 
@@ -192,7 +262,7 @@ impl<V> NlriMap<V> {
             None => self.keys().collect(),
             Some(Family::Ipv4Unicast) => self.v4.keys().map(|p| Nlri::Ipv4(*p)).collect(),
             Some(Family::Ipv6Unicast) => self.v6.keys().map(|p| Nlri::Ipv6(*p)).collect(),
-            Some(Family::L2vpnEvpn) => self.evpn.keys().map(|r| Nlri::Evpn(*r)).collect(),
+            Some(Family::L2vpnEvpn) => self.evpn_iter().map(|(n, _)| n).collect(),
         }
     }
 
@@ -205,6 +275,7 @@ impl<V> NlriMap<V> {
             self.v6 = FxHashMap::default();
         }
         if family.is_none_or(|f| f == Family::L2vpnEvpn) {
+            self.mac_ip = FxHashMap::default();
             self.evpn = FxHashMap::default();
         }
     }
@@ -415,6 +486,96 @@ mod tests {
     #[test]
     fn loc_entries_stay_small() {
         assert_eq!(core::mem::size_of::<LocEntry>(), 32);
+    }
+
+    fn type2(rd: RouteDistinguisher, tag: u32, mac: [u8; 6], ip: Option<&str>) -> EvpnRoute {
+        EvpnRoute::MacIpAdvertisement {
+            rd,
+            esi: Esi::ZERO,
+            ethernet_tag: tag,
+            mac: MacAddr(mac),
+            ip: ip.map(|s| s.parse().unwrap()),
+            label1: 0,
+            label2: None,
+        }
+    }
+
+    /// A type 2 route costs its RIBs a 24-byte key, not a 68-byte
+    /// `EvpnRoute`: 56 bytes a Loc-RIB slot, 32 an Adj-RIB slot.
+    #[test]
+    fn type2_keys_pack_into_24_bytes_and_read_back_whole() {
+        assert_eq!(core::mem::size_of::<(MacIpKey, LocEntry)>(), 56);
+        assert_eq!(core::mem::size_of::<(MacIpKey, Arc<PathAttrs>)>(), 32);
+        let rds = [
+            RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 77, 0, 1), number: 100 },
+            RouteDistinguisher::As2 { asn: 65000, number: 0xdead_beef },
+            RouteDistinguisher::As4 { asn: 4_200_000_000, number: 7 },
+        ];
+        for rd in rds {
+            for ip in [None, Some("100.64.0.1"), Some("0.0.0.0"), Some("255.255.255.255")] {
+                for (tag, mac) in [(0, [2, 0x77, 0, 0, 0, 1]), (u32::MAX, [0xff; 6]), (5, [0; 6])] {
+                    let route = type2(rd, tag, mac, ip);
+                    let key = MacIpKey::pack(&route).expect("packs");
+                    assert_eq!(key.route(), route);
+                }
+            }
+        }
+        // Different routes, different keys (no IP is not 0.0.0.0).
+        let rd = rds[0];
+        let mac = [2, 0, 0, 0, 0, 1];
+        assert_ne!(MacIpKey::pack(&type2(rd, 0, mac, None)), MacIpKey::pack(&type2(rd, 0, mac, Some("0.0.0.0"))));
+        // What does not pack stays whole.
+        assert_eq!(MacIpKey::pack(&type2(rd, 0, mac, Some("fd00::1"))), None);
+        let odd_rd = RouteDistinguisher::Other([0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(MacIpKey::pack(&type2(odd_rd, 0, mac, None)), None);
+        let whole = EvpnRoute::MacIpAdvertisement {
+            rd,
+            esi: Esi::ZERO,
+            ethernet_tag: 0,
+            mac: MacAddr(mac),
+            ip: None,
+            label1: 100,
+            label2: None,
+        };
+        assert_eq!(MacIpKey::pack(&whole), None);
+        let t3 = EvpnRoute::InclusiveMulticast { rd, ethernet_tag: 0, originator: ip("10.77.0.1") };
+        assert_eq!(MacIpKey::pack(&t3), None);
+    }
+
+    #[test]
+    fn nlri_maps_hold_packed_and_whole_evpn_keys_alike() {
+        let rd = RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 77, 0, 1), number: 100 };
+        let mac = [2, 0, 0, 0, 0, 1];
+        let keys: Vec<Nlri> = [
+            type2(rd, 0, mac, None),
+            type2(rd, 0, mac, Some("10.0.0.1")),
+            type2(rd, 0, mac, Some("fd00::1")),
+            type2(RouteDistinguisher::Other([0, 9, 0, 0, 0, 0, 0, 1]), 0, mac, None),
+            EvpnRoute::InclusiveMulticast { rd, ethernet_tag: 0, originator: ip("10.77.0.1") },
+        ]
+        .into_iter()
+        .map(Nlri::Evpn)
+        .chain(["10.0.0.0/8".parse().unwrap()])
+        .collect();
+        let mut map = NlriMap::default();
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(map.insert(*k, i), None);
+        }
+        assert_eq!((map.len(), map.len_of(Family::L2vpnEvpn)), (6, 5));
+        for (i, k) in keys.iter().enumerate() {
+            assert_eq!(map.get(k), Some(&i), "{k:?}");
+        }
+        let mut listed: Vec<(Nlri, usize)> = map.iter_of(Family::L2vpnEvpn).map(|(n, v)| (n, *v)).collect();
+        listed.sort_by_key(|(_, v)| *v);
+        assert_eq!(listed, keys[..5].iter().copied().zip(0..).collect::<Vec<_>>());
+        let mut all = map.keys_of(Some(Family::L2vpnEvpn));
+        all.sort_by_key(|n| keys.iter().position(|k| k == n));
+        assert_eq!(all, keys[..5]);
+        assert_eq!(map.remove(&keys[1]), Some(1));
+        assert_eq!(map.get(&keys[1]), None);
+        assert_eq!(map.get(&keys[0]), Some(&0), "the MAC route stays");
+        map.clear(Some(Family::L2vpnEvpn));
+        assert_eq!(map.len(), 1);
     }
 
     #[test]

@@ -52,7 +52,8 @@ enum Command {
     InterfaceDown(String, Vec<IpNetwork>),
     LocalMac(u32, MacAddr, bool),
     LocalNeighbor(u32, IpAddr, Option<MacAddr>),
-    Evpn(oneshot::Sender<EvpnState>),
+    /// The EVPN tables; `true`: the VNIs alone ([`crate::evpn::Evpn::vni_state`]).
+    Evpn(bool, oneshot::Sender<EvpnState>),
     EvpnReconfigure(Option<EvpnConfig>, Rebuild, oneshot::Sender<()>),
     Reconfigure(Box<BgpConfig>, oneshot::Sender<Result<Reconfigured, String>>),
     Shutdown(oneshot::Sender<()>),
@@ -167,7 +168,13 @@ impl BgpSpeaker {
 
     /// The EVPN instance's tables (empty without EVPN).
     pub async fn evpn_state(&self) -> EvpnState {
-        self.ask(Command::Evpn).await.unwrap_or_default()
+        self.ask(|tx| Command::Evpn(false, tx)).await.unwrap_or_default()
+    }
+
+    /// The EVPN instance's VNIs alone, with their counts (`show evpn vni`,
+    /// metrics): no table of MACs built.
+    pub async fn evpn_vni_state(&self) -> EvpnState {
+        self.ask(|tx| Command::Evpn(true, tx)).await.unwrap_or_default()
     }
 
     pub async fn stop_peer(&self, addr: IpAddr) {
@@ -598,8 +605,9 @@ async fn run(
                         d.flush();
                         let _ = tx.send(result);
                     }
-                    Command::Evpn(tx) => {
-                        let _ = tx.send(d.speaker.evpn.as_ref().map(|e| e.state(now)).unwrap_or_default());
+                    Command::Evpn(vnis_only, tx) => {
+                        let state = d.speaker.evpn.as_ref().map(|e| if vnis_only { e.vni_state() } else { e.state(now) });
+                        let _ = tx.send(state.unwrap_or_default());
                     }
                     Command::StopPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.stop_peer(now, p) },
                     Command::StartPeer(a) => if let Some(p) = d.speaker.peer_by_addr(a) { d.speaker.start_peer(now, p) },

@@ -153,6 +153,7 @@ pub fn show(bgp: &BgpView, request: &Request) -> Reply {
             let routes = bgp.runtime.block_on(bgp.speaker.routes(Family::L2vpnEvpn, None));
             Reply::BgpEvpnRoutes(evpn_table(&bgp.config, routes, route_type))
         }
+        Request::ShowEvpnVni { .. } => show_state(bgp.runtime.block_on(bgp.speaker.evpn_vni_state()), request),
         _ => show_state(bgp.runtime.block_on(bgp.speaker.evpn_state()), request),
     }
 }

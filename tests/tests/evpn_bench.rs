@@ -4,8 +4,9 @@
 //! and into `switchd` (our speaker and the soft backend), one after the
 //! other in one run; for each, the seconds from session Established until
 //! every MAC is in forwarding state (FRR: the kernel's `bridge fdb` on the
-//! VXLAN device; ours: the shim's FDB, `switch_fdb_entries` on the metrics
-//! endpoint) and the memory per route (peak RSS minus idle RSS, divided by
+//! VXLAN device, polled once a second; ours: the shim's FDB,
+//! `switch_fdb_entries` on the metrics endpoint, polled every 50 ms), the
+//! CPU time the receiver's processes spent meanwhile, and the memory per route (peak RSS minus idle RSS, divided by
 //! the routes; FRR's is bgpd's plus zebra's, the kernel's FDB not counted).
 //!
 //! The table: `BGP_BENCH_ROUTES` routes (default 100,000) in VNI 100, half
@@ -63,6 +64,12 @@ struct LoadResult {
     /// From Established to every MAC in forwarding state.
     seconds: f64,
     first_mac_seconds: f64,
+    /// User + system CPU seconds the receiver's processes spent over
+    /// `seconds` (FRR: bgpd and zebra): apart from the wall time, which the
+    /// other processes of a shared machine stretch, the work itself.
+    cpu_seconds: f64,
+    /// The 1-minute load average when the receiver was loaded.
+    load: f64,
     idle_rss_kib: u64,
     peak_kib: u64,
 }
@@ -71,12 +78,14 @@ impl LoadResult {
     fn print(&self) {
         let per_route = (self.peak_kib.saturating_sub(self.idle_rss_kib) * 1024) as f64 / self.routes as f64;
         println!(
-            "RESULT {:<5} routes={} macs={} fdb_seconds={:.2} (first MAC {:.2}) peak_rss={:.1} MiB (idle {:.1} MiB) ~{:.0} bytes/route",
+            "RESULT {:<5} routes={} macs={} fdb_seconds={:.2} (first MAC {:.2}) cpu_seconds={:.2} load={:.1} peak_rss={:.1} MiB (idle {:.1} MiB) ~{:.0} bytes/route",
             self.receiver,
             self.routes,
             self.macs,
             self.seconds,
             self.first_mac_seconds,
+            self.cpu_seconds,
+            self.load,
             self.peak_kib as f64 / 1024.0,
             self.idle_rss_kib as f64 / 1024.0,
             per_route
@@ -88,6 +97,8 @@ impl LoadResult {
                 "macs": self.macs,
                 "fdb_seconds": self.seconds,
                 "first_mac_seconds": self.first_mac_seconds,
+                "cpu_seconds": self.cpu_seconds,
+                "load": self.load,
                 "idle_rss_kib": self.idle_rss_kib,
                 "peak_kib": self.peak_kib,
                 "bytes_per_route": per_route,
@@ -96,6 +107,25 @@ impl LoadResult {
             writeln!(f, "{line}").expect("write BGP_BENCH_OUT");
         }
     }
+}
+
+/// User + system CPU seconds `pid` (all its threads) has run so far, from
+/// `/proc/PID/stat` (clock ticks: 10 ms steps); 0 if it is gone.
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return 0.0 };
+    // The fields after the command name, which is in parentheses and may
+    // hold spaces: the first is field 3 (state); utime is 14, stime 15.
+    let Some((_, rest)) = stat.rsplit_once(')') else { return 0.0 };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let per_second = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    (ticks(11) + ticks(12)) as f64 / per_second as f64
+}
+
+/// The 1-minute load average.
+fn load_average() -> f64 {
+    std::fs::read_to_string("/proc/loadavg").ok().and_then(|l| l.split_whitespace().next()?.parse().ok()).unwrap_or(0.0)
 }
 
 /// The i-th MAC of the table (locally administered).
@@ -338,7 +368,9 @@ exit
     let frr = Frr::start_with_zebra(ns, &config);
     let zebra = frr.zebra_pid().expect("zebra runs");
     let rss = |field| proc_status_kib(frr.pid(), field).unwrap_or(0) + proc_status_kib(zebra, field).unwrap_or(0);
+    let cpu = || cpu_seconds(frr.pid()) + cpu_seconds(zebra);
     let idle_rss_kib = rss("VmRSS");
+    let cpu_before = cpu();
     let established = match direct {
         Some(feeder) => feeder.start(),
         None => wait_established(timeout, || frr.neighbor_state("10.77.1.1").as_deref() == Some("Established")),
@@ -356,6 +388,8 @@ exit
         macs,
         seconds: (loaded - established).as_secs_f64(),
         first_mac_seconds: (first - established).as_secs_f64(),
+        cpu_seconds: cpu() - cpu_before,
+        load: load_average(),
         idle_rss_kib,
         peak_kib: rss("VmHWM"),
     }
@@ -416,20 +450,24 @@ metrics: {{ listen: {METRICS} }}
     };
     let pid = switchd.process.id();
     let idle_rss_kib = proc_status_kib(pid, "VmRSS").unwrap_or(0);
+    let cpu_before = cpu_seconds(pid);
     let established = match direct {
         Some(feeder) => feeder.start(),
         None => wait_established(timeout, || {
             switchd.swcli(&["show", "bgp", "summary", "--json"]).contains("\"Established\"")
         }),
     };
+    // Every 50 ms: the metrics endpoint counts the FDB without listing it.
     let (first, loaded) =
-        poll_count("ours shim FDB", timeout, Duration::from_millis(250), macs, || shim_fdb_entries(ns));
+        poll_count("ours shim FDB", timeout, Duration::from_millis(50), macs, || shim_fdb_entries(ns));
     let result = LoadResult {
         receiver,
         routes,
         macs,
         seconds: (loaded - established).as_secs_f64(),
         first_mac_seconds: (first - established).as_secs_f64(),
+        cpu_seconds: cpu_seconds(pid) - cpu_before,
+        load: load_average(),
         idle_rss_kib,
         peak_kib: proc_status_kib(pid, "VmHWM").unwrap_or(0),
     };

@@ -563,6 +563,41 @@ fn arp_is_answered_by_the_leaves(fabric: &Fabric) {
     assert!(!inner.iter().any(|t| t == "0x0806"), "an ARP frame crossed the underlay: {inner:?}");
 }
 
+/// A kernel leaf's switchd killed (SIGKILL: nothing of its kernel state
+/// removed) and started again: the new daemon clears what the old one left,
+/// its sessions come back, the kernel's FDB is built again from the routes
+/// it hears (the other host behind the other VTEP, the flood entry, nothing
+/// learned on the vxlan port), its host is learned and advertised again, and
+/// the hosts ping.
+#[test]
+fn a_kernel_leaf_killed_and_restarted_builds_the_overlay_again() {
+    if !require_root_and_tools("switchd_evpn", &["ip", "ping", "bridge"]) {
+        return;
+    }
+    let leaves = [leaf_config(1, "kernel", ""), leaf_config(2, "kernel", "")];
+    let mut fabric = Fabric::start("er", &kernel_spine(), leaves);
+    let macs = the_overlay_is_built_from_evpn_routes(&fabric);
+    let pid = fabric.leaves[0].process.id();
+    // SAFETY: kill has no memory preconditions.
+    assert_eq!(unsafe { libc::kill(pid as i32, libc::SIGKILL) }, 0);
+    let _ = fabric.leaves[0].process.wait_timeout(Duration::from_secs(5));
+    let l1 = &fabric.switches[1];
+    assert_eq!(kernel_vteps_of(&kernel_fdb(l1), &macs[1]), [VTEPS[1]], "the killed daemon's entry stays");
+
+    let restarted = Switchd::start(l1, &leaf_config(1, "kernel", ""));
+    fabric.leaves[0] = restarted;
+    fabric.wait_for_flood_lists();
+    assert!(fabric.hosts[0].ping_until("192.168.100.12", CONVERGE), "h1 -> h2 after the restart");
+    for (i, ns) in [&fabric.switches[1], &fabric.switches[2]].into_iter().enumerate() {
+        let (mac, vtep) = (&macs[1 - i], VTEPS[1 - i]);
+        wait_for(&format!("{mac} behind {vtep} in l{}'s kernel", i + 1), || {
+            (kernel_vteps_of(&kernel_fdb(ns), mac) == [vtep]).then_some(())
+        });
+        assert_kernel_fdb_matches_routes(&fabric.leaves[i], ns, mac, vtep);
+    }
+    assert!(fabric.hosts[1].ping("192.168.100.11", 3), "h2 -> h1, every reply");
+}
+
 /// Full-size TCP segments both ways across the overlay (20 kB echoed):
 /// the hosts' MTU leaves room for the encapsulation on every path.
 fn tcp_crosses_the_overlay(fabric: &Fabric) {

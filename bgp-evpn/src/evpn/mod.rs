@@ -19,7 +19,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use ipnetwork::IpNetwork;
 use rustc_hash::FxHashMap;
-use small_map::SmallMap;
+use small_map::{RouteKey, SmallMap};
 
 pub use config::EvpnConfig;
 use config::{DuplicateDetection, derived_rd, derived_rt, parse_rd, parse_rt};
@@ -94,7 +94,7 @@ fn host_prefix(ip: IpAddr) -> IpNetwork {
 struct MacState {
     local: Option<Claim>,
     /// Remote advertisements (MAC and MAC+IP routes), by route key.
-    remote: SmallMap<EvpnRoute, Claim>,
+    remote: SmallMap<RouteKey, Claim>,
     /// The claim in force: ours (advertised) or a remote one (installed).
     winner: Option<Claim>,
     moves: Moves,
@@ -120,9 +120,9 @@ struct MacVrf {
     /// ARP/ND bindings learned on our SVI in this VNI.
     local_ips: BTreeMap<IpAddr, MacAddr>,
     /// Bindings from remote MAC+IP routes: per IP, the routes giving one.
-    remote_ips: BTreeMap<IpAddr, SmallMap<EvpnRoute, MacAddr>>,
-    /// ARP/ND suppression entries handed to forwarding.
-    installed_ips: BTreeMap<IpAddr, MacAddr>,
+    /// The first route's MAC is the ARP/ND suppression entry handed to
+    /// forwarding (`MacVrf::installed_ip`).
+    remote_ips: BTreeMap<IpAddr, SmallMap<RouteKey, MacAddr>>,
     /// Remote VTEPs from type 3 routes, with the routes naming each.
     flood: BTreeMap<IpAddr, BTreeSet<EvpnRoute>>,
 }
@@ -139,7 +139,19 @@ struct IpVrf {
     networks: Vec<IpNetwork>,
     /// Imported routes: per prefix, the EVPN routes (type 2 with IP, type 5)
     /// giving a next hop for it.
-    routes: BTreeMap<IpNetwork, SmallMap<EvpnRoute, NextHop>>,
+    routes: BTreeMap<IpNetwork, SmallMap<RouteKey, NextHop>>,
+}
+
+impl MacVrf {
+    /// The ARP/ND suppression entry for `ip` handed to forwarding.
+    fn installed_ip(&self, ip: &IpAddr) -> Option<MacAddr> {
+        self.remote_ips.get(ip).and_then(|r| r.values().next().copied())
+    }
+
+    /// Every ARP/ND suppression entry handed to forwarding.
+    fn installed_ips(&self) -> impl Iterator<Item = (IpAddr, MacAddr)> + '_ {
+        self.remote_ips.iter().filter_map(|(ip, r)| Some((*ip, *r.values().next()?)))
+    }
 }
 
 impl IpVrf {
@@ -149,8 +161,12 @@ impl IpVrf {
     }
 }
 
-/// What an imported route was imported into, so its change or withdrawal
-/// undoes exactly that.
+/// What a route is imported into: a function of its best path's attributes
+/// and the configuration (`Evpn::import_targets`). Not kept per route: a
+/// change or withdrawal computes it again from the path it replaces (the
+/// speaker hands over the Loc-RIB's previous best path), which gives what
+/// was imported, since a VRF's import route targets never change in place
+/// (`reconfigure` tears down and makes again a VRF whose definition changes).
 #[derive(Debug, Default, Clone)]
 struct Imported {
     mac_vrfs: Vec<u32>,
@@ -165,7 +181,6 @@ pub struct Evpn {
     derive: Derive,
     mac_vrfs: BTreeMap<u32, MacVrf>,
     ip_vrfs: BTreeMap<String, IpVrf>,
-    imported: FxHashMap<EvpnRoute, Imported>,
     actions: Vec<EvpnAction>,
 }
 
@@ -209,7 +224,6 @@ impl Derive {
             static_macs: v.static_macs.iter().map(|s| (s.mac, s.sticky)).collect(),
             local_ips: BTreeMap::new(),
             remote_ips: BTreeMap::new(),
-            installed_ips: BTreeMap::new(),
             flood: BTreeMap::new(),
         }
     }
@@ -226,7 +240,6 @@ impl Evpn {
             derive,
             mac_vrfs: config.vnis.iter().map(|v| (v.vni, derive.mac_vrf(v))).collect(),
             ip_vrfs: config.vrfs.iter().map(|v| (v.name.clone(), derive.ip_vrf(v))).collect(),
-            imported: FxHashMap::default(),
             actions: Vec::new(),
         }
     }
@@ -451,10 +464,15 @@ impl Evpn {
     // ---- routes to forwarding state ----
 
     /// The best path for `key` (learned from a peer) is now `attrs`
-    /// (`None`: there is none): imported by route target into MAC-VRFs
-    /// (types 2 and 3) and IP-VRFs (type 2 with an IP, type 5).
-    pub fn route_changed(&mut self, now: u64, key: EvpnRoute, attrs: Option<&PathAttrs>) {
-        let old = self.imported.remove(&key).unwrap_or_default();
+    /// (`None`: there is none) instead of `old` (the best path learned from
+    /// a peer it had before, `None` if none): imported by route target into
+    /// MAC-VRFs (types 2 and 3) and IP-VRFs (type 2 with an IP, type 5);
+    /// what `old` was imported into and `attrs` is not, undone.
+    pub fn route_changed(&mut self, now: u64, key: EvpnRoute, old: Option<&PathAttrs>, attrs: Option<&PathAttrs>) {
+        let old = match old {
+            Some(a) => self.import_targets(&key, a),
+            None => Imported::default(),
+        };
         let new = match attrs {
             Some(a) => self.import_targets(&key, a),
             None => Imported::default(),
@@ -486,9 +504,6 @@ impl Evpn {
         for name in ip_vrfs {
             let wanted = attrs.filter(|_| new.ip_vrfs.contains(&name));
             self.remote_prefix(&name, key, &data, wanted);
-        }
-        if !new.mac_vrfs.is_empty() || !new.ip_vrfs.is_empty() {
-            self.imported.insert(key, new);
         }
     }
 
@@ -544,25 +559,23 @@ impl Evpn {
             state.refused_moves += 1;
             tracing::warn!(vni, %mac, from = ?c.vtep, "advertisement of a sticky MAC elsewhere: not moved (RFC 7432 §15.2)");
         }
+        let route_key = RouteKey::new(key);
         match claim {
-            Some(c) => state.remote.insert(key, c),
-            None => state.remote.remove(&key),
+            Some(c) => state.remote.insert(route_key.clone(), c),
+            None => state.remote.remove(&route_key),
         };
         if let Some(ip) = ip {
+            let installed = vrf.installed_ip(&ip);
             let routes = vrf.remote_ips.entry(ip).or_default();
             match claim {
-                Some(_) => routes.insert(key, mac),
-                None => routes.remove(&key),
+                Some(_) => routes.insert(route_key, mac),
+                None => routes.remove(&route_key),
             };
             if routes.is_empty() {
                 vrf.remote_ips.remove(&ip);
             }
-            let wanted = vrf.remote_ips.get(&ip).and_then(|r| r.values().next().copied());
-            if vrf.installed_ips.get(&ip).copied() != wanted {
-                match wanted {
-                    Some(m) => vrf.installed_ips.insert(ip, m),
-                    None => vrf.installed_ips.remove(&ip),
-                };
+            let wanted = vrf.installed_ip(&ip);
+            if installed != wanted {
                 self.actions.push(EvpnAction::Fib(FibChange::Neighbor { vni, ip, mac: wanted }));
             }
         }
@@ -616,8 +629,8 @@ impl Evpn {
         let before = vrf.next_hops(&prefix);
         let routes = vrf.routes.entry(prefix).or_default();
         match hop {
-            Some(h) => routes.insert(key, h),
-            None => routes.remove(&key),
+            Some(h) => routes.insert(RouteKey::new(key), h),
+            None => routes.remove(&RouteKey::new(key)),
         };
         if routes.is_empty() {
             vrf.routes.remove(&prefix);

@@ -160,9 +160,6 @@ impl Evpn {
             for name in &targets.ip_vrfs {
                 self.remote_prefix(name, key, &data, Some(attrs));
             }
-            let imported = self.imported.entry(key).or_default();
-            imported.mac_vrfs.extend(targets.mac_vrfs);
-            imported.ip_vrfs.extend(targets.ip_vrfs);
         }
         // MACs learned here that no remote route contested: advertised again.
         for &vni in &new_vnis {
@@ -200,16 +197,12 @@ impl Evpn {
                 local.macs.push((mac, claim));
             }
         }
-        for ip in vrf.installed_ips.into_keys() {
+        for ip in vrf.remote_ips.into_keys() {
             self.actions.push(EvpnAction::Fib(FibChange::Neighbor { vni, ip, mac: None }));
         }
         for vtep in vrf.flood.into_keys() {
             self.actions.push(EvpnAction::Fib(FibChange::FloodVtep { vni, vtep, present: false }));
         }
-        self.imported.retain(|_, imported| {
-            imported.mac_vrfs.retain(|v| *v != vni);
-            !(imported.mac_vrfs.is_empty() && imported.ip_vrfs.is_empty())
-        });
         local
     }
 
@@ -224,9 +217,5 @@ impl Evpn {
             let change = FibChange::Route { vrf: Some(name.to_owned()), prefix, next_hops: Vec::new() };
             self.actions.push(EvpnAction::Fib(change));
         }
-        self.imported.retain(|_, imported| {
-            imported.ip_vrfs.retain(|v| v != name);
-            !(imported.mac_vrfs.is_empty() && imported.ip_vrfs.is_empty())
-        });
     }
 }

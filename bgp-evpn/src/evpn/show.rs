@@ -94,6 +94,24 @@ pub struct VrfRouteView {
 impl Evpn {
     /// Every table (`now` ages nothing yet; kept for duplicate-detection windows).
     pub fn state(&self, now: u64) -> EvpnState {
+        EvpnState {
+            vtep: Some(self.vtep),
+            vnis: self.vnis(),
+            macs: self.macs(now, None),
+            arp_cache: self.arp_cache(None),
+            vrfs: self.vrfs(),
+            next_hops: self.next_hops(),
+        }
+    }
+
+    /// The VNIs alone (`show evpn vni`, the metrics endpoint): counts, no
+    /// table of MACs or bindings built (at 50,000 MACs that took the
+    /// speaker's task longer than the routes themselves when scraped often).
+    pub fn vni_state(&self) -> EvpnState {
+        EvpnState { vtep: Some(self.vtep), vnis: self.vnis(), ..Default::default() }
+    }
+
+    fn vnis(&self) -> Vec<VniView> {
         let mut vnis: Vec<VniView> = self
             .mac_vrfs
             .values()
@@ -112,7 +130,7 @@ impl Evpn {
                     vrf: v.ip_vrf.clone(),
                     local_macs: local,
                     remote_macs: remote,
-                    arp_entries: v.local_ips.len() + v.installed_ips.len(),
+                    arp_entries: v.local_ips.len() + v.remote_ips.len(),
                     duplicate_macs: v.macs.values().filter(|m| m.moves.frozen()).count(),
                     remote_vteps: v.flood.keys().copied().collect(),
                 }
@@ -145,14 +163,7 @@ impl Evpn {
             }
         }));
         vnis.sort_by_key(|v| v.vni);
-        EvpnState {
-            vtep: Some(self.vtep),
-            vnis,
-            macs: self.macs(now, None),
-            arp_cache: self.arp_cache(None),
-            vrfs: self.vrfs(),
-            next_hops: self.next_hops(),
-        }
+        vnis
     }
 
     /// Per L3VNI, each remote VTEP with its router MAC and how many of the
@@ -215,9 +226,9 @@ impl Evpn {
             .values()
             .filter(|v| vni.is_none_or(|n| n == v.vni))
             .flat_map(|v| {
-                let local = v.local_ips.iter().map(|(ip, mac)| (ip, mac, "local"));
-                let remote = v.installed_ips.iter().map(|(ip, mac)| (ip, mac, "remote"));
-                local.chain(remote).map(|(ip, mac, kind)| ArpView { vni: v.vni, ip: *ip, mac: mac.to_string(), kind })
+                let local = v.local_ips.iter().map(|(ip, mac)| (*ip, *mac, "local"));
+                let remote = v.installed_ips().map(|(ip, mac)| (ip, mac, "remote"));
+                local.chain(remote).map(|(ip, mac, kind)| ArpView { vni: v.vni, ip, mac: mac.to_string(), kind })
             })
             .collect()
     }

@@ -4,6 +4,52 @@
 //! slots, about a kilobyte with route keys) for its first entry, which at
 //! 100,000 routes was over half of the speaker's memory.
 
+use std::cmp::Ordering;
+
+use crate::packet::evpn::EvpnRoute;
+use crate::rib::MacIpKey;
+
+/// A route key as these maps keep it: a type 2 key packed into 24 bytes
+/// ([`MacIpKey`], 32 with the tag) when it packs, else the whole route in a
+/// box (an `EvpnRoute` is 68 bytes). Ordered as the routes it stands for, so
+/// a map of them iterates in the order a map of `EvpnRoute`s did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RouteKey {
+    Packed(MacIpKey),
+    Whole(Box<EvpnRoute>),
+}
+
+impl RouteKey {
+    pub fn new(route: EvpnRoute) -> RouteKey {
+        match MacIpKey::pack(&route) {
+            Some(k) => RouteKey::Packed(k),
+            None => RouteKey::Whole(Box::new(route)),
+        }
+    }
+
+    pub fn route(&self) -> EvpnRoute {
+        match self {
+            RouteKey::Packed(k) => k.route(),
+            RouteKey::Whole(r) => **r,
+        }
+    }
+}
+
+impl PartialOrd for RouteKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for RouteKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        match (self, other) {
+            (RouteKey::Packed(a), RouteKey::Packed(b)) if a == b => Ordering::Equal,
+            _ => self.route().cmp(&other.route()),
+        }
+    }
+}
+
 /// Entries sorted by key, so iteration goes in the order a `BTreeMap`'s would.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SmallMap<K, V>(Vec<(K, V)>);
@@ -90,6 +136,42 @@ mod tests {
             assert_eq!(small.get(&3), btree.get(&3));
             assert_eq!(small.values().next(), btree.values().next());
         }
+    }
+
+    #[test]
+    fn route_keys_order_as_their_routes() {
+        use std::net::{IpAddr, Ipv4Addr};
+
+        use super::RouteKey;
+        use crate::packet::evpn::{Esi, EvpnRoute, MacAddr, RouteDistinguisher};
+        let rd = |n| RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 3), number: n };
+        let t2 = |n, ip: Option<IpAddr>, mac: u8| EvpnRoute::MacIpAdvertisement {
+            rd: rd(n),
+            esi: Esi::ZERO,
+            ethernet_tag: 0,
+            mac: MacAddr([2, 0, 0, 0, 0, mac]),
+            ip,
+            label1: 0,
+            label2: None,
+        };
+        let host = IpAddr::V4(Ipv4Addr::new(10, 1, 0, 1));
+        let v4 = Some(host);
+        let v6 = Some("fd00::1".parse().unwrap());
+        let mut routes = vec![
+            t2(2, None, 1),
+            t2(1, v4, 1),
+            t2(1, v6, 1),
+            t2(1, None, 2),
+            t2(1, None, 1),
+            EvpnRoute::InclusiveMulticast { rd: rd(1), ethernet_tag: 0, originator: host },
+            t2(1, Some(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 9))), 1),
+        ];
+        let mut keys: Vec<RouteKey> = routes.iter().map(|r| RouteKey::new(*r)).collect();
+        assert!(matches!(keys[0], RouteKey::Packed(_)) && matches!(keys[2], RouteKey::Whole(_)));
+        routes.sort();
+        keys.sort();
+        assert_eq!(keys.iter().map(RouteKey::route).collect::<Vec<_>>(), routes);
+        assert_eq!(size_of::<RouteKey>(), 32);
     }
 
     #[test]

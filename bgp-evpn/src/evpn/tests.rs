@@ -66,7 +66,7 @@ fn remote(evpn: &mut Evpn, now: u64, vtep: &str, mobility: Option<(bool, u32)>) 
         evpn: Some(crate::packet::evpn::EvpnPathData { label1: 100, ..Default::default() }),
         ..Default::default()
     };
-    evpn.route_changed(now, key, Some(&attrs));
+    evpn.route_changed(now, key, None, Some(&attrs));
     key
 }
 
@@ -287,7 +287,7 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
         pmsi_tunnel: Some(PmsiTunnel::IngressReplication { flags: 0, vni: 100, endpoint: vtep }),
         ..Default::default()
     };
-    e.route_changed(0, t3, Some(&attrs));
+    e.route_changed(0, t3, None, Some(&attrs));
     assert_eq!(e.take_actions(), vec![EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep, present: true })]);
     let foreign = PathAttrs { ext_communities: rts(&[999]), ..attrs.clone() };
     let other_t3 = EvpnRoute::InclusiveMulticast {
@@ -295,7 +295,7 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
         ethernet_tag: 0,
         originator: ip("10.0.0.4"),
     };
-    e.route_changed(0, other_t3, Some(&foreign));
+    e.route_changed(0, other_t3, None, Some(&foreign));
     assert_eq!(e.take_actions(), vec![]);
 
     // Type 2 with an IP: remote MAC, ARP suppression, host route in the VRF.
@@ -316,7 +316,7 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
         evpn: Some(crate::packet::evpn::EvpnPathData { label1: 100, label2: Some(4001), ..Default::default() }),
         ..Default::default()
     };
-    e.route_changed(0, t2, Some(&attrs2));
+    e.route_changed(0, t2, None, Some(&attrs2));
     let actions = e.take_actions();
     let hop = crate::fib::NextHop::Vtep { vtep, vni: 4001, router_mac: rmac };
     for expected in [
@@ -342,7 +342,7 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
         evpn: Some(crate::packet::evpn::EvpnPathData { label1: 4001, ..Default::default() }),
         ..Default::default()
     };
-    e.route_changed(0, t5, Some(&attrs5));
+    e.route_changed(0, t5, None, Some(&attrs5));
     let route =
         FibChange::Route { vrf: Some("t1".into()), prefix: "172.16.0.0/16".parse().unwrap(), next_hops: vec![hop] };
     assert_eq!(e.take_actions(), vec![EvpnAction::Fib(route)]);
@@ -354,9 +354,9 @@ fn remote_routes_become_flood_lists_suppression_entries_and_vrf_routes() {
     );
 
     // Withdrawals undo all of it.
-    e.route_changed(S, t2, None);
-    e.route_changed(S, t3, None);
-    e.route_changed(S, t5, None);
+    e.route_changed(S, t2, Some(&attrs2), None);
+    e.route_changed(S, t3, Some(&attrs), None);
+    e.route_changed(S, t5, Some(&attrs5), None);
     let actions = e.take_actions();
     assert!(actions.contains(&EvpnAction::Fib(FibChange::RemoteMac {
         vni: 100,
@@ -385,7 +385,7 @@ fn derived_route_targets_match_with_the_as_masked_as_frr_does() {
         ext_communities: vec![derived_rt(65099, 100).to_u64()],
         ..Default::default()
     };
-    e.route_changed(0, t3, Some(&attrs));
+    e.route_changed(0, t3, None, Some(&attrs));
     assert_eq!(
         e.take_actions(),
         vec![EvpnAction::Fib(FibChange::FloodVtep { vni: 100, vtep: ip("10.0.0.9"), present: true })]
@@ -460,7 +460,7 @@ fn remote_routes(vni: u32, l3vni: u32) -> Vec<(EvpnRoute, PathAttrs)> {
 
 fn feed(e: &mut Evpn, routes: &[(EvpnRoute, PathAttrs)]) {
     for (key, attrs) in routes {
-        e.route_changed(0, *key, Some(attrs));
+        e.route_changed(0, *key, None, Some(attrs));
     }
 }
 
@@ -523,7 +523,7 @@ fn a_vni_removed_live_withdraws_its_routes_and_forwarding_state() {
     assert!(!actions.iter().any(|a| matches!(a, EvpnAction::Fib(FibChange::Route { .. }))), "{actions:?}");
     assert!(!actions.iter().any(|a| matches!(a, EvpnAction::Originate(..))), "VNI 100 untouched: {actions:?}");
     // The route, withdrawn later, finds nothing of VNI 200 to undo.
-    e.route_changed(2 * S, best[1].0, None);
+    e.route_changed(2 * S, best[1].0, Some(&best[1].1), None);
     let after = e.take_actions();
     assert_eq!(after.len(), 1, "only t1's host route goes: {after:?}");
     assert!(matches!(&after[0], EvpnAction::Fib(FibChange::Route { next_hops, .. }) if next_hops.is_empty()));
@@ -597,6 +597,10 @@ fn per_mac_and_per_route_state_stays_small() {
     assert!(size_of::<MacState>() <= 112, "MacState {} bytes", size_of::<MacState>());
     assert!(size_of::<Imported>() <= 48, "Imported {} bytes", size_of::<Imported>());
     assert!(size_of::<EvpnRoute>() <= 68, "EvpnRoute {} bytes", size_of::<EvpnRoute>());
+    // A remote route's entry in its MAC's claims and its IP's bindings:
+    // the key packed (32 bytes), not a 68-byte `EvpnRoute`.
+    assert_eq!(size_of::<(RouteKey, Claim)>(), 56);
+    assert_eq!(size_of::<(RouteKey, MacAddr)>(), 40);
     // One remote claim per route key, no B-tree node.
     let mut state = MacState::default();
     let route = EvpnRoute::MacIpAdvertisement {
@@ -608,8 +612,61 @@ fn per_mac_and_per_route_state_stays_small() {
         label1: 0,
         label2: None,
     };
-    state.remote.insert(route, Claim { vtep: Some(ip("10.0.0.3")), sequence: 0, sticky: false });
+    state.remote.insert(RouteKey::new(route), Claim { vtep: Some(ip("10.0.0.3")), sequence: 0, sticky: false });
     assert_eq!(state.remote.values().count(), 1);
+}
+
+/// The instance keeps no record per imported route: a best path replaced
+/// by one with other route targets leaves the VNI the old one imported it
+/// into for the new one's, and its withdrawal undoes the new one's import.
+#[test]
+fn a_route_whose_targets_change_moves_between_vnis_and_its_withdrawal_undoes_the_last() {
+    let mut e = Evpn::new(&config_of(&[(100, None), (200, None)], &[]), 65000, Ipv4Addr::new(10, 0, 0, 1));
+    e.start();
+    e.take_actions();
+    let vtep = ip("10.0.0.3");
+    let key = EvpnRoute::MacIpAdvertisement {
+        rd: RouteDistinguisher::Ipv4 { addr: Ipv4Addr::new(10, 0, 0, 3), number: 1 },
+        esi: Esi::ZERO,
+        ethernet_tag: 0,
+        mac: MAC1,
+        ip: None,
+        label1: 0,
+        label2: None,
+    };
+    let path = |vni: u32| PathAttrs {
+        next_hop: Some(vtep),
+        ext_communities: vec![derived_rt(65000, vni).to_u64()],
+        evpn: Some(crate::packet::evpn::EvpnPathData { label1: vni, ..Default::default() }),
+        ..Default::default()
+    };
+    let (in100, in200) = (path(100), path(200));
+    let remote = |vni, vtep| EvpnAction::Fib(FibChange::RemoteMac { vni, mac: MAC1, vtep, sticky: false });
+    e.route_changed(0, key, None, Some(&in100));
+    assert_eq!(e.take_actions(), vec![remote(100, Some(vtep))]);
+    e.route_changed(S, key, Some(&in100), Some(&in200));
+    assert_eq!(e.take_actions(), vec![remote(100, None), remote(200, Some(vtep))]);
+    e.route_changed(2 * S, key, Some(&in200), None);
+    assert_eq!(e.take_actions(), vec![remote(200, None)]);
+    assert!(e.state(2 * S).macs.is_empty());
+}
+
+/// `show evpn vni` and the metrics endpoint read the VNIs with their
+/// counts, without the MAC and binding tables `state` builds.
+#[test]
+fn the_vni_state_counts_without_listing() {
+    let config = config_of(&[(100, Some("t1")), (200, None)], &[("t1", 4001)]);
+    let mut e = Evpn::new(&config, 65000, Ipv4Addr::new(10, 0, 0, 1));
+    e.start();
+    feed(&mut e, &remote_routes(200, 4001));
+    e.local_mac(0, 100, MacAddr([2, 0, 0, 0, 0, 0x22]), true);
+    let (all, vnis) = (e.state(S), e.vni_state());
+    assert_eq!(format!("{:?}", vnis.vnis), format!("{:?}", all.vnis));
+    assert_eq!((all.macs.len(), all.arp_cache.len()), (2, 1));
+    assert!(vnis.macs.is_empty() && vnis.arp_cache.is_empty() && vnis.vrfs.is_empty());
+    let counts: Vec<(u32, usize, usize, usize)> =
+        vnis.vnis.iter().map(|v| (v.vni, v.local_macs, v.remote_macs, v.arp_entries)).collect();
+    assert_eq!(counts, [(100, 1, 0, 0), (200, 0, 1, 1), (4001, 0, 0, 0)]);
 }
 
 /// A remote MAC+IPv6 route for a link-local address binds it for ND
@@ -638,7 +695,7 @@ fn a_link_local_binding_is_suppressed_but_not_routed() {
             label1: 0,
             label2: None,
         };
-        e.route_changed(0, route, Some(&attrs));
+        e.route_changed(0, route, None, Some(&attrs));
         let actions = e.take_actions();
         let binding = FibChange::Neighbor { vni: 100, ip: ip(address), mac: Some(MAC1) };
         assert!(actions.contains(&EvpnAction::Fib(binding)), "{address} bound: {actions:?}");

@@ -254,6 +254,7 @@ impl KernelBackend {
                     let count = self.unlearning_vteps.get(&vid).copied().unwrap_or(0);
                     if count == 0 {
                         self.set_learning(log, &vxlan, false)?;
+                        self.forget_learned_behind(&vxlan)?;
                     }
                     self.count_unlearning(vid, count + 1);
                 }
@@ -360,6 +361,29 @@ impl KernelBackend {
                 Ok(())
             }
         }
+    }
+
+    /// Deletes what the bridge learned behind `vxlan` before it stopped
+    /// learning: frames that came in from the overlay between the device's
+    /// creation and its first EVPN VTEP (a restarted leaf hears the other
+    /// VTEPs flooding to it before its own routes arrive). Such entries
+    /// name no VTEP, so the device would flood to them, and they would
+    /// stand for the ageing time beside what the routes say.
+    fn forget_learned_behind(&mut self, vxlan: &Netdev) -> SaiResult<()> {
+        for record in self.dump_fdb()? {
+            if record.ifindex != vxlan.ifindex || !record.is_learned() {
+                continue;
+            }
+            let Some(vid) = self.vid_of_record(&record) else { continue };
+            let message =
+                self.with_vlan(fdb_message(record.ifindex, record.mac, record.state, NeighbourFlags::Controller), vid);
+            match self.netlink.request(&Request::route(RouteNetlinkMessage::DelNeighbour(message), 0)) {
+                Ok(()) => {}
+                Err(error) if error.errno == libc::ENOENT => {}
+                Err(error) => return Err(kernel_error(format!("forgetting {} on {}", record.mac, vxlan.name), error)),
+            }
+        }
+        Ok(())
     }
 
     fn count_unlearning(&mut self, vid: VlanId, count: usize) {
