@@ -59,6 +59,21 @@ pub struct Speed {
 }
 
 impl Speed {
+    /// Where `sim` stands `start.elapsed()` into its run.
+    fn of<Q: EventQueue>(sim: &Simulation<Q>, start: Instant, frames_in_flight_peak: usize, threads: usize) -> Speed {
+        let wall_s = start.elapsed().as_secs_f64();
+        Speed {
+            events: sim.events,
+            wall_s,
+            events_per_s: sim.events as f64 / wall_s.max(1e-9),
+            simulated_ns: sim.now,
+            done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
+            bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done_share(sim) },
+            frames_in_flight_peak,
+            threads,
+        }
+    }
+
     /// Wall seconds left, extrapolated from the bytes delivered so far.
     /// Bytes, not messages: an all-to-all's messages all complete at its
     /// end, so their count says nothing until then, while its bytes flow
@@ -130,46 +145,16 @@ fn run_with<Q: EventQueue + Send + 'static>(
     if let Some(plan) = plan {
         let threads = plan.parts;
         let (sim, frames_in_flight_peak) = parallel::run(sim, plan, make, progress);
-        let wall_s = start.elapsed().as_secs_f64();
-        let speed = Speed {
-            events: sim.events,
-            wall_s,
-            events_per_s: sim.events as f64 / wall_s.max(1e-9),
-            simulated_ns: sim.now,
-            done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
-            bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done_share(&sim) },
-            frames_in_flight_peak,
-            threads,
-        };
+        let speed = Speed::of(&sim, start, frames_in_flight_peak, threads);
         return Ok(finish(name, sim, spec, speed));
     }
-    let bytes_done = bytes_done_share::<Q>;
     sim.run_with(|sim| {
         if let Some(progress) = progress.as_mut() {
-            let wall_s = start.elapsed().as_secs_f64();
-            progress(&Speed {
-                events: sim.events,
-                wall_s,
-                events_per_s: sim.events as f64 / wall_s,
-                simulated_ns: sim.now,
-                done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
-                bytes_done_fraction: bytes_done(sim),
-                frames_in_flight_peak: 0,
-                threads: 1,
-            });
+            progress(&Speed::of(sim, start, 0, 1));
         }
     });
-    let wall_s = start.elapsed().as_secs_f64();
-    let speed = Speed {
-        events: sim.events,
-        wall_s,
-        events_per_s: sim.events as f64 / wall_s.max(1e-9),
-        simulated_ns: sim.now,
-        done_fraction: sim.completed_foreground as f64 / sim.workload.foreground_messages.max(1) as f64,
-        bytes_done_fraction: if sim.finished() { 1.0 } else { bytes_done(&sim) },
-        frames_in_flight_peak: sim.frames_allocated(),
-        threads: 1,
-    };
+    let frames_in_flight_peak = sim.frames_allocated();
+    let speed = Speed::of(&sim, start, frames_in_flight_peak, 1);
     Ok(finish(name, sim, spec, speed))
 }
 
